@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+
+/** Session ids used in paths must match this (mcec-wire §5 ids are 12 hex; runners may pick their own). */
+export const SAFE_SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Name of the log file inside a session dir. */
+export const LOG_FILE = 'session.sqlite';
+/** Name of the artifact folder inside a session dir. */
+export const ARTIFACTS_DIR = 'artifacts';
+
+/** True when `id` may appear in a path as is. */
+export function isSafeSessionId(id: unknown): id is string {
+  return typeof id === 'string' && SAFE_SESSION_ID.test(id);
+}
+
+/** A path-safe stand-in for an id that is not safe: `unsafe-<12 hex of its sha256>`, stable per id. */
+export function safeDerivedId(id: string): string {
+  return `unsafe-${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 12)}`;
+}
+
+function pad(n: number, width = 2): string {
+  return String(n).padStart(width, '0');
+}
+
+/** `yyyyMMdd-HHmmss` in UTC (never local time: names must not depend on TZ). */
+export function utcStamp(date: Date): string {
+  return (
+    `${date.getUTCFullYear()}${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())}-` +
+    `${pad(date.getUTCHours())}${pad(date.getUTCMinutes())}${pad(date.getUTCSeconds())}`
+  );
+}
+
+/** `yyyyMMdd-HHmmssfff` in UTC, for artifact names. */
+export function utcStampMillis(date: Date): string {
+  return `${utcStamp(date)}${pad(date.getUTCMilliseconds(), 3)}`;
+}
+
+/** The session directory's name: `<yyyyMMdd-HHmmss UTC>-<sessionId>`. */
+export function sessionDirName(startedAt: Date, sessionId: string): string {
+  if (!isSafeSessionId(sessionId)) throw new Error(`session id is not path-safe: ${JSON.stringify(sessionId)}`);
+  return `${utcStamp(startedAt)}-${sessionId}`;
+}
+
+/** Split a session dir name into its stamp and id, or null when it is not one. */
+export function parseSessionDirName(name: string): { stamp: string; sessionId: string } | null {
+  const m = /^(\d{8}-\d{6})-([A-Za-z0-9_-]{1,64})$/.exec(name);
+  return m ? { stamp: m[1]!, sessionId: m[2]! } : null;
+}
