@@ -37,7 +37,8 @@ export function utcStampMillis(date: Date): string {
 
 /** The session directory's name: `<yyyyMMdd-HHmmss UTC>-<sessionId>`. */
 export function sessionDirName(startedAt: Date, sessionId: string): string {
-  if (!isSafeSessionId(sessionId)) throw new Error(`session id is not path-safe: ${JSON.stringify(sessionId)}`);
+  if (!isSafeSessionId(sessionId))
+    throw new Error(`session id is not path-safe: ${JSON.stringify(sessionId)}`);
   return `${utcStamp(startedAt)}-${sessionId}`;
 }
 

@@ -11,7 +11,9 @@ export function openSessionDb(file: string, options: { readonly?: boolean } = {}
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > SCHEMA_VERSION) {
       db.close();
-      throw new Error(`${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION})`);
+      throw new Error(
+        `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION})`,
+      );
     }
     return db;
   }
