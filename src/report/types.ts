@@ -1,0 +1,128 @@
+/** The summary model: everything the failure summary and the bug report say, built from a session log. */
+
+export type Verdict = 'PASS' | 'FAIL';
+
+/** One call, reduced to what a reader of a report needs (strings clipped). */
+export interface CallDigest {
+  seq: number;
+  tool: string;
+  status: string;
+  startedAt: string;
+  durationMs: number | null;
+  code: string | null;
+  category: string | null;
+  detail: string | null;
+  /** The next step for the error's category (mcec-wire §7), or null. */
+  recovery: string | null;
+  /** One line from the per-tool summarizer. */
+  line: string;
+}
+
+/** An image file kept out of an envelope. */
+export interface ImageDigest {
+  /** Relative to the session dir (and to the bundle's top folder), e.g. `artifacts/capture-...png`. */
+  artifact: string;
+  width: number;
+  height: number;
+  format: string;
+  bytes: number;
+  seq: number;
+  sha256: string | null;
+}
+
+/** The last good observation: what the agent last saw successfully. */
+export interface ObservationDigest {
+  seq: number;
+  tool: string;
+  oneLine: string;
+  image: ImageDigest | null;
+  /** A compact, clipped copy of the observation (never image bytes, never a whole UIA tree). */
+  value: unknown;
+}
+
+/** One line of the timeline. */
+export interface TimelineLine {
+  seq: number;
+  /** ISO 8601 UTC start time. */
+  at: string;
+  tool: string;
+  status: string;
+  /** Formatted duration, e.g. "2.3 s"; "" while pending. */
+  duration: string;
+  line: string;
+}
+
+export interface SummaryCounts {
+  calls: number;
+  failures: number;
+  recovered: number;
+  pending: number;
+  warnings: number;
+  violations: number;
+  artifacts: number;
+  droppedPayloads: number;
+  lostCalls: number;
+  recordFailures: number;
+}
+
+/** Everything known about a session, ready for templates. */
+export interface SessionSummary {
+  sessionId: string;
+  /** The id as received when it was not path-safe. */
+  originalId: string | null;
+  scenario: string | null;
+  dirName: string;
+  status: 'open' | 'ended' | 'aborted';
+  verdict: Verdict;
+  verdictReason: string;
+  passedExplicit: boolean | null;
+  /** ISO UTC. */
+  startedAt: string;
+  endedAt: string | null;
+  /** Until ended_at, or until the last activity for a session that has not ended. */
+  durationMs: number | null;
+  /** Formatted `durationMs`, e.g. "1 min 4 s"; "" when unknown. */
+  duration: string;
+  counts: SummaryCounts;
+  /** The last unrecovered failure or the pending call, whichever came later. */
+  failingCall: CallDigest | null;
+  /** Newest first; at most `maxFailures`, the rest counted in `failuresOmitted`. */
+  failures: Array<CallDigest & { recovered: boolean }>;
+  failuresOmitted: number;
+  warningsByCode: Array<{ code: string; count: number; example: string }>;
+  lastGoodObservation: ObservationDigest | null;
+  lastImage: ImageDigest | null;
+  suspectImage: ImageDigest | null;
+  timeline: { omitted: number; lines: TimelineLine[] };
+  steps: Array<{ name: string; status: string; detail: string | null; at: string }>;
+  /** os, node, recorder, server {name, version, protocolVersion?}, display 'WxH', dpi. */
+  environment: Record<string, unknown>;
+  events: {
+    emergencyStop: boolean;
+    truncation: { omittedCalls: number; omittedBytes: number } | null;
+    artifactLimit: { omittedImages: number; omittedBytes: number } | null;
+  };
+}
+
+/** Options for buildSummary. */
+export interface SummaryOptions {
+  /** Calls in the timeline (default 20). */
+  timelineLength?: number;
+  /** Failures listed (default 200); older ones are counted, not listed. */
+  maxFailures?: number;
+}
+
+/** Options for the renderers. */
+export interface RenderOptions {
+  /** A folder whose `*.hbs` files override the built-in templates of the same name. */
+  templatesDir?: string;
+}
+
+/** Options for the bug-report renderer. */
+export interface BugReportOptions extends RenderOptions {
+  /** Name of the zip to attach (default `<dirName>.zip`). */
+  bundleName?: string;
+}
+
+/** Most characters a rendered document may have (a GitHub issue body's limit). */
+export const MAX_DOCUMENT_CHARS = 65_536;

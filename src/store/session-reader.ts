@@ -1,0 +1,409 @@
+/** Read-only access to one session log; safe to use while the recorder is still writing it (WAL). */
+import fs from 'node:fs';
+import path from 'node:path';
+import { isSafeSessionId, LOG_FILE, parseSessionDirName } from './layout.js';
+import { openSessionDb, type SessionDb } from './open.js';
+import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow } from './schema.js';
+
+export type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow } from './schema.js';
+
+/** Where a session lives on disk. */
+export interface SessionLocation {
+  dir: string;
+  dirName: string;
+  sessionId: string;
+  /** `yyyyMMdd-HHmmss` (UTC) from the dir name. */
+  stamp: string;
+}
+
+/** Result of looking a session up by id, id prefix or dir name. */
+export type SessionLookup =
+  | { ok: true; session: SessionLocation }
+  | {
+      ok: false;
+      reason: 'not-found' | 'ambiguous' | 'invalid-id';
+      candidates: SessionLocation[];
+      message: string;
+    };
+
+/** Aggregates computed in SQL so a summary never loads every call. */
+export interface SessionStats {
+  calls: number;
+  ok: number;
+  failed: number;
+  fault: number;
+  pending: number;
+  warnings: number;
+  artifacts: number;
+  violations: number;
+  droppedPayloads: number;
+  recordFailures: number;
+  lostCalls: number;
+  lastCallSeq: number | null;
+  lastActivityAt: string | null;
+}
+
+/** A failed or faulted call with whether a later call of the same tool succeeded. */
+export interface FailureRow extends CallRow {
+  recovered: number;
+}
+
+/** The sessions this many most recent are offered as hints when an id is not found. */
+const HINT_COUNT = 10;
+
+/** True when a process with this pid exists (EPERM means it exists but belongs to someone else). */
+export function isProcessAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Session dirs (`<stamp>-<id>` holding session.sqlite) under `sessionsDir`, oldest first; [] when it is missing. */
+export function listSessions(sessionsDir: string): SessionLocation[] {
+  let entries: fs.Dirent[];
+  try {
+    entries = fs.readdirSync(sessionsDir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  const out: SessionLocation[] = [];
+  for (const entry of entries) {
+    // Dirent.isDirectory() does not follow symlinks, so a link cannot lead outside the sessions dir.
+    if (!entry.isDirectory()) continue;
+    const parsed = parseSessionDirName(entry.name);
+    if (!parsed) continue;
+    const dir = path.join(sessionsDir, entry.name);
+    try {
+      if (!fs.lstatSync(path.join(dir, LOG_FILE)).isFile()) continue;
+    } catch {
+      continue;
+    }
+    out.push({ dir, dirName: entry.name, sessionId: parsed.sessionId, stamp: parsed.stamp });
+  }
+  return out.sort((a, b) => (a.dirName < b.dirName ? -1 : a.dirName > b.dirName ? 1 : 0));
+}
+
+function describeCandidates(list: SessionLocation[]): string {
+  return list.map((s) => `  ${s.dirName}`).join('\n');
+}
+
+function quoteInput(input: string): string {
+  const shown = input.length > 80 ? `${input.slice(0, 80)}...` : input;
+  return JSON.stringify(shown);
+}
+
+/** Find one session by a unique prefix of its id, its full id or its dir name; never looks outside `sessionsDir`. */
+export function resolveSession(sessionsDir: string, idOrPrefix: string): SessionLookup {
+  const input = typeof idOrPrefix === 'string' ? idOrPrefix : '';
+  const isDirName = parseSessionDirName(input) !== null;
+  if (!isDirName && !isSafeSessionId(input)) {
+    return {
+      ok: false,
+      reason: 'invalid-id',
+      candidates: [],
+      message:
+        `invalid session id ${quoteInput(input)}: use 1-64 characters of A-Z a-z 0-9 _ - ` +
+        `(an id, a prefix of one, or a session dir name in ${sessionsDir})`,
+    };
+  }
+  const all = listSessions(sessionsDir);
+  if (isDirName) {
+    const hit = all.find((s) => s.dirName === input);
+    if (hit) return { ok: true, session: hit };
+  }
+  const exact = all.filter((s) => s.sessionId === input);
+  const matches = exact.length > 0 ? exact : all.filter((s) => s.sessionId.startsWith(input));
+  if (matches.length === 1) return { ok: true, session: matches[0]! };
+  if (matches.length > 1) {
+    return {
+      ok: false,
+      reason: 'ambiguous',
+      candidates: matches,
+      message:
+        `session id ${quoteInput(input)} is ambiguous in ${sessionsDir}: ${matches.length} sessions match; ` +
+        `give more characters:\n${describeCandidates(matches)}`,
+    };
+  }
+  const hints = all.slice(-HINT_COUNT);
+  const known =
+    all.length === 0
+      ? `no sessions are recorded there`
+      : `the ${hints.length === all.length ? '' : `${hints.length} most recent of `}${all.length} sessions there:\n${describeCandidates(hints)}`;
+  return {
+    ok: false,
+    reason: 'not-found',
+    candidates: hints,
+    message: `no session matching ${quoteInput(input)} in ${sessionsDir}; ${known}`,
+  };
+}
+
+const CALL_COLUMNS = `seq, tool, args, rpc_id, transport, started_at, ended_at, duration_ms, status, ok, error_code,
+  error_category, error_detail, output_kind, envelope, response, violations, payload_dropped`;
+
+/** Read-only view of one session log. */
+export class SessionReader {
+  readonly dir: string;
+  private readonly db: SessionDb;
+
+  private constructor(dir: string, db: SessionDb) {
+    this.dir = dir;
+    this.db = db;
+  }
+
+  /** Open the log in `dir` (a session dir) read-only. */
+  static open(dir: string): SessionReader {
+    const file = path.join(dir, LOG_FILE);
+    if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
+    return new SessionReader(dir, openSessionDb(file, { readonly: true }));
+  }
+
+  /** Run `fn` inside one read transaction so every query sees the same snapshot of a log being written. */
+  snapshot<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    this.db.exec('BEGIN');
+    try {
+      return fn();
+    } finally {
+      if (this.db.inTransaction) this.db.exec('COMMIT');
+    }
+  }
+
+  /** The session row as stored, except an 'open' session whose writer process is gone reads as 'aborted'. */
+  session(): SessionRow {
+    const row = this.db
+      .prepare(
+        `SELECT session_id, original_id, scenario, started_at, ended_at, status, passed, end_reason,
+          recorder_version, writer_pid, environment, last_observation FROM session WHERE id = 1`,
+      )
+      .get() as SessionRow | undefined;
+    if (!row)
+      throw new Error(`${this.dir}: the log has no session row (the writer stopped before starting it)`);
+    if (row.status === 'open' && row.writer_pid != null && !isProcessAlive(row.writer_pid)) {
+      return { ...row, status: 'aborted' };
+    }
+    return row;
+  }
+
+  /** Number of calls recorded (pending ones included). */
+  callCount(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
+  }
+
+  /** Calls in seq order from `fromSeq` (default 1), at most `limit`, streamed one row at a time. */
+  *calls(options: { fromSeq?: number; limit?: number } = {}): IterableIterator<CallRow> {
+    const from = options.fromSeq ?? 0;
+    const limit = options.limit ?? -1;
+    // Page through in chunks so the caller may query the reader between rows (an open iterate() locks it).
+    const PAGE = 500;
+    let next = from;
+    let left = limit < 0 ? Number.POSITIVE_INFINITY : limit;
+    const stmt = this.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq >= ? ORDER BY seq LIMIT ?`);
+    while (left > 0) {
+      const page = stmt.all(next, Math.min(PAGE, left)) as CallRow[];
+      if (page.length === 0) return;
+      for (const row of page) yield row;
+      left -= page.length;
+      next = page[page.length - 1]!.seq + 1;
+      if (page.length < PAGE) return;
+    }
+  }
+
+  /** One call by seq. */
+  call(seq: number): CallRow | undefined {
+    return this.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq = ?`).get(seq) as CallRow | undefined;
+  }
+
+  /** The last `n` calls in seq order (the tail, without reading the rest). */
+  tailCalls(n: number): CallRow[] {
+    if (n <= 0) return [];
+    const rows = this.db
+      .prepare(`SELECT ${CALL_COLUMNS} FROM calls ORDER BY seq DESC LIMIT ?`)
+      .all(n) as CallRow[];
+    return rows.reverse();
+  }
+
+  /** The highest-seq call matching the filter, with `seq < beforeSeq` when given. */
+  lastCallWhere(filter: {
+    statuses?: string[];
+    tools?: readonly string[];
+    beforeSeq?: number;
+  }): CallRow | undefined {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.statuses?.length) {
+      where.push(`status IN (${filter.statuses.map(() => '?').join(',')})`);
+      params.push(...filter.statuses);
+    }
+    if (filter.tools?.length) {
+      where.push(`tool IN (${filter.tools.map(() => '?').join(',')})`);
+      params.push(...filter.tools);
+    }
+    if (filter.beforeSeq != null) {
+      where.push('seq < ?');
+      params.push(filter.beforeSeq);
+    }
+    const sql = `SELECT ${CALL_COLUMNS} FROM calls ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY seq DESC LIMIT 1`;
+    return this.db.prepare(sql).get(...params) as CallRow | undefined;
+  }
+
+  /** Counts and sums over the whole log, in SQL. */
+  stats(): SessionStats {
+    const byStatus = this.db
+      .prepare('SELECT status, count(*) AS n FROM calls GROUP BY status')
+      .all() as Array<{
+      status: string;
+      n: number;
+    }>;
+    const count = (s: string) => byStatus.find((r) => r.status === s)?.n ?? 0;
+    const sums = this.db
+      .prepare(
+        `SELECT count(*) AS calls, max(seq) AS lastSeq, coalesce(sum(payload_dropped), 0) AS dropped,
+          coalesce(sum(CASE WHEN violations IS NOT NULL AND json_valid(violations)
+            AND json_type(violations) = 'array' THEN json_array_length(violations) ELSE 0 END), 0) AS violations,
+          max(coalesce(ended_at, started_at)) AS lastCallAt
+         FROM calls`,
+      )
+      .get() as {
+      calls: number;
+      lastSeq: number | null;
+      dropped: number;
+      violations: number;
+      lastCallAt: string | null;
+    };
+    const warnings = (this.db.prepare('SELECT count(*) AS n FROM warnings').get() as { n: number }).n;
+    const artifacts = (this.db.prepare('SELECT count(*) AS n FROM artifacts').get() as { n: number }).n;
+    const rf = this.db
+      .prepare(
+        `SELECT count(*) AS n, coalesce(sum(CASE WHEN json_valid(detail)
+            THEN coalesce(json_extract(detail, '$.lost'), 0) ELSE 0 END), 0) AS lost
+         FROM events WHERE kind = 'record-failure'`,
+      )
+      .get() as { n: number; lost: number };
+    const lastEventAt = (this.db.prepare('SELECT max(at) AS at FROM events').get() as { at: string | null })
+      .at;
+    // ISO UTC strings of equal shape order like the times they name.
+    const lastActivityAt =
+      [sums.lastCallAt, lastEventAt]
+        .filter((t): t is string => t != null)
+        .sort()
+        .at(-1) ?? null;
+    return {
+      calls: sums.calls,
+      ok: count('ok'),
+      failed: count('failed'),
+      fault: count('fault'),
+      pending: count('pending'),
+      warnings,
+      artifacts,
+      violations: sums.violations,
+      droppedPayloads: sums.dropped,
+      recordFailures: rf.n,
+      lostCalls: Number(rf.lost) || 0,
+      lastCallSeq: sums.lastSeq,
+      lastActivityAt,
+    };
+  }
+
+  /** Failed and faulted calls, newest first, each marked recovered when a later call of the same tool succeeded. */
+  failures(options: { limit?: number; unrecoveredOnly?: boolean } = {}): FailureRow[] {
+    const sql = `SELECT * FROM (
+        SELECT ${CALL_COLUMNS.replace(/(\w+)/g, 'c.$1')},
+          EXISTS (SELECT 1 FROM calls l WHERE l.tool = c.tool AND l.seq > c.seq AND l.status = 'ok') AS recovered
+        FROM calls c WHERE c.status IN ('failed', 'fault')
+      ) ${options.unrecoveredOnly ? 'WHERE recovered = 0' : ''} ORDER BY seq DESC LIMIT ?`;
+    return this.db.prepare(sql).all(options.limit ?? -1) as FailureRow[];
+  }
+
+  /** How many failures were recovered (a later call of the same tool succeeded). */
+  recoveredCount(): number {
+    return (
+      this.db
+        .prepare(
+          `SELECT count(*) AS n FROM calls c WHERE c.status IN ('failed', 'fault')
+           AND EXISTS (SELECT 1 FROM calls l WHERE l.tool = c.tool AND l.seq > c.seq AND l.status = 'ok')`,
+        )
+        .get() as { n: number }
+    ).n;
+  }
+
+  /** Warnings grouped by code: count and the first detail seen, most frequent first. */
+  warningsByCode(): Array<{ code: string; count: number; example: string | null }> {
+    return this.db
+      .prepare(
+        `SELECT code, count(*) AS count,
+          (SELECT w2.detail FROM warnings w2 WHERE w2.code = w.code ORDER BY w2.id LIMIT 1) AS example
+         FROM warnings w GROUP BY code ORDER BY count DESC, code`,
+      )
+      .all() as Array<{ code: string; count: number; example: string | null }>;
+  }
+
+  /** All warnings in order. */
+  warnings(): WarningRow[] {
+    return this.db
+      .prepare('SELECT id, call_seq, code, detail FROM warnings ORDER BY id')
+      .all() as WarningRow[];
+  }
+
+  /** All artifact rows in order. */
+  artifacts(): ArtifactRow[] {
+    return this.db.prepare('SELECT * FROM artifacts ORDER BY id').all() as ArtifactRow[];
+  }
+
+  /** Artifact rows of one call. */
+  artifactsOfCall(seq: number): ArtifactRow[] {
+    return this.db
+      .prepare('SELECT * FROM artifacts WHERE call_seq = ? ORDER BY id')
+      .all(seq) as ArtifactRow[];
+  }
+
+  /** The newest artifact with a file, from a call before `beforeSeq` (any call when omitted), optionally excluding roles. */
+  lastImageArtifact(options: { beforeSeq?: number; excludeRoles?: string[] } = {}): ArtifactRow | undefined {
+    const where = ['path IS NOT NULL', 'call_seq IS NOT NULL'];
+    const params: unknown[] = [];
+    if (options.beforeSeq != null) {
+      where.push('call_seq < ?');
+      params.push(options.beforeSeq);
+    }
+    if (options.excludeRoles?.length) {
+      where.push(`role NOT IN (${options.excludeRoles.map(() => '?').join(',')})`);
+      params.push(...options.excludeRoles);
+    }
+    return this.db
+      .prepare(`SELECT * FROM artifacts WHERE ${where.join(' AND ')} ORDER BY call_seq DESC, id DESC LIMIT 1`)
+      .get(...params) as ArtifactRow | undefined;
+  }
+
+  /** Events in order, optionally of one kind. */
+  events(kind?: string): EventRow[] {
+    if (kind === undefined) {
+      return this.db
+        .prepare('SELECT id, at, kind, call_seq, detail FROM events ORDER BY id')
+        .all() as EventRow[];
+    }
+    return this.db
+      .prepare('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id')
+      .all(kind) as EventRow[];
+  }
+
+  /** The newest event of a kind. */
+  lastEvent(kind: string): EventRow | undefined {
+    return this.db
+      .prepare('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1')
+      .get(kind) as EventRow | undefined;
+  }
+
+  /** Number of events of a kind. */
+  eventCount(kind: string): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE kind = ?').get(kind) as { n: number }).n;
+  }
+
+  /** Close the connection. */
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
