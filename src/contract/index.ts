@@ -1,1 +1,5 @@
+/** The envelope contract in code: types, validation, transport reading and the image-bytes finder. */
+export * from './image-bytes.js';
+export * from './read-tool-output.js';
 export * from './types.js';
+export * from './validate.js';
