@@ -1,0 +1,181 @@
+/** A recording stdio proxy: runs the MCP server as a child and sits between it and the client's pipes. */
+
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
+import { classifyMessage, idKey } from './jsonrpc.js';
+import { isBlankLine, LineSplitter } from './lines.js';
+import type { ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
+import { WireRecording } from './wire-recording.js';
+
+/** Options of {@link runStdioProxy}. */
+export interface StdioProxyOptions {
+  /** The real server's program and arguments. */
+  command: string;
+  args?: string[];
+  recorder: ProxyRecorder;
+  /** The client's side; default the process's own stdin / stdout / stderr. */
+  stdin?: Readable;
+  stdout?: Writable;
+  stderr?: Writable;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  /** Forward SIGINT/SIGTERM received by this process to the child (default true). */
+  forwardSignals?: boolean;
+  /** After the child exits, how long to wait for its stdout to drain before giving up (default 2 s). */
+  drainGraceMs?: number;
+}
+
+/** Exit code when the server cannot be started (like a shell's "command not found"). */
+export const EXIT_CANNOT_START = 127;
+
+/**
+ * Run `command` as a child, pass the client's lines to it and its lines back byte for byte, record each
+ * exchange, and resolve with the child's exit code (128 + signal number when it was killed).
+ * When the child is gone, exchanges still in flight fail ('server exited') and the recorder is closed.
+ */
+export async function runStdioProxy(options: StdioProxyOptions): Promise<number> {
+  const stdin = options.stdin ?? process.stdin;
+  const stdout = options.stdout ?? process.stdout;
+  const stderr = options.stderr ?? process.stderr;
+  const recorder = options.recorder;
+  const wire = new WireRecording(recorder, 'stdio');
+  const inFlight = new Map<string, ProxyPendingExchange[]>();
+
+  const child = spawn(options.command, options.args ?? [], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: options.env ?? process.env,
+    cwd: options.cwd,
+    windowsHide: true,
+  });
+
+  const fromClient = new LineSplitter((line) => onClientLine(line));
+  const fromServer = new LineSplitter((line) => onServerLine(line));
+
+  function onClientLine(line: Buffer): void {
+    if (isBlankLine(line)) return;
+    const text = line.toString('utf8');
+    const message = classifyMessage(text);
+    const now = new Date();
+    switch (message.kind) {
+      case 'request': {
+        const key = idKey(message.id);
+        const queue = inFlight.get(key);
+        const pending = wire.begin(message.message, now);
+        if (queue) queue.push(pending);
+        else inFlight.set(key, [pending]);
+        return;
+      }
+      case 'notification':
+        wire.notification(message.message, now);
+        return;
+      case 'response':
+        return; // the client answering a request of the server: passed through, not a tool exchange
+      case 'invalid':
+        wire.invalid(message.reason, text, message.message, now, undefined, 'request');
+        return;
+    }
+  }
+
+  function onServerLine(line: Buffer): void {
+    if (isBlankLine(line)) return;
+    const text = line.toString('utf8');
+    const message = classifyMessage(text);
+    const now = new Date();
+    if (message.kind === 'response') {
+      const key = idKey(message.id);
+      const queue = message.id === null ? undefined : inFlight.get(key);
+      const pending = queue?.shift();
+      if (queue && queue.length === 0) inFlight.delete(key);
+      if (pending) pending.complete(message.message);
+      else wire.orphanResponse(message.message, now);
+    } else if (message.kind === 'invalid') {
+      wire.invalid(message.reason, text, message.message, now, undefined, 'response');
+    }
+    // Requests and notifications from the server go to the client untouched and are not tool exchanges.
+  }
+
+  // Client -> child: the same bytes, chunk by chunk; recording reads lines on the side.
+  const onStdinData = (chunk: Buffer) => {
+    if (!child.stdin.writable) return;
+    if (!child.stdin.write(chunk)) {
+      stdin.pause();
+      child.stdin.once('drain', () => stdin.resume());
+    }
+    fromClient.push(chunk);
+  };
+  const onStdinEnd = () => {
+    fromClient.end();
+    if (child.stdin.writable) child.stdin.end();
+  };
+  stdin.on('data', onStdinData);
+  stdin.on('end', onStdinEnd);
+  child.stdin.on('error', () => {}); // EPIPE when the child is gone; its exit is reported below
+
+  // Child -> client, same bytes first, then recording.
+  child.stdout.on('data', (chunk: Buffer) => {
+    if (stdout.writable && !stdout.write(chunk)) {
+      child.stdout.pause();
+      stdout.once('drain', () => child.stdout.resume());
+    }
+    fromServer.push(chunk);
+  });
+  child.stdout.on('end', () => fromServer.end());
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (stderr.writable) stderr.write(chunk);
+  });
+  stdout.on('error', () => {}); // the client went away; the child's exit still ends the run
+
+  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
+  const forward = (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  const handlers = new Map<NodeJS.Signals, () => void>();
+  if (options.forwardSignals ?? true) {
+    for (const signal of signals) {
+      const handler = () => forward(signal);
+      handlers.set(signal, handler);
+      process.on(signal, handler);
+    }
+  }
+
+  const code = await new Promise<number>((resolve) => {
+    let exitCode: number | null = null;
+    let done = false;
+    const finish = (value: number) => {
+      if (done) return;
+      done = true;
+      resolve(value);
+    };
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) {
+        if (stderr.writable) {
+          stderr.write(`mcec-record: cannot start ${options.command}: ${err.code ?? err.message}\n`);
+        }
+        finish(EXIT_CANNOT_START);
+      }
+    });
+    child.once('exit', (status, signal) => {
+      exitCode = status !== null ? status : 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
+      // A grandchild may hold stdout open: do not wait for 'close' forever.
+      setTimeout(() => finish(exitCode ?? 1), options.drainGraceMs ?? 2000).unref();
+    });
+    child.once('close', (status, signal) => {
+      finish(exitCode ?? (status !== null ? status : 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
+    });
+  });
+
+  for (const [signal, handler] of handlers) process.off(signal, handler);
+  stdin.off('data', onStdinData);
+  stdin.off('end', onStdinEnd);
+  stdin.pause();
+  for (const queue of inFlight.values()) for (const pending of queue) pending.fail('server exited');
+  inFlight.clear();
+  try {
+    await recorder.close();
+  } catch (err) {
+    if (stderr.writable)
+      stderr.write(`mcec-record: closing the recorder failed: ${(err as Error).message}\n`);
+  }
+  return code;
+}
