@@ -1,0 +1,319 @@
+import { decodeBase64Strict, formatPointer, parseImageDataUri } from '../contract/image-bytes.js';
+import type { BlankCheck, CaptureSummary, ImageBytesLocation, Violation } from '../contract/types.js';
+import type { ArtifactStore, SavedImage } from './artifact-store.js';
+import { MIME_TYPE } from './image-file.js';
+import { cloneJson, getAt, JSON_MARKER, pointerLevels, setAt } from './json-pointer.js';
+
+/** Where an image was found, for the `artifacts` table. */
+export type ImageRole = 'result' | 'partialResult' | 'lastObservation' | 'image-block' | 'nested';
+
+/** One image taken out of a value. */
+export interface CompactedImage extends SavedImage {
+  role: ImageRole;
+  /** JSON pointer (with `#json` markers) of the string that held the bytes. */
+  jsonPath: string;
+}
+
+export interface CompactResult {
+  /** A deep copy of the input with every located image replaced by a capture summary. */
+  value: unknown;
+  images: CompactedImage[];
+  violations: Violation[];
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function finiteNumber(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+/** The declared blankCheck when it has the server's shape. */
+function declaredBlankCheck(v: unknown): BlankCheck | undefined {
+  if (!isRecord(v)) return undefined;
+  if (typeof v.blank !== 'boolean' || typeof v.dominantFraction !== 'number') return undefined;
+  return {
+    blank: v.blank,
+    dominantFraction: v.dominantFraction,
+    dominantIsDark: v.dominantIsDark === true,
+  };
+}
+
+/**
+ * The capture summary standing for `image`: declared `window`/`handle`/`file` kept from the container,
+ * width/height/bytes/encoding from the real image when it was readable (declared values otherwise),
+ * the declared blankCheck (else the computed one), and `artifact` (`artifactPath` overrides the image's
+ * relative path, e.g. with an absolute one for the agent) or `artifactError`.
+ */
+export function captureSummaryOf(
+  container: Record<string, unknown> | undefined,
+  image: SavedImage,
+  artifactPath?: string,
+): CaptureSummary {
+  const c = container ?? {};
+  const summary: CaptureSummary = {
+    kind: 'capture-summary',
+    width: 0,
+    height: 0,
+    encoding: 'unknown',
+    bytes: 0,
+  };
+  if (Object.hasOwn(c, 'window')) summary.window = (c.window ?? null) as CaptureSummary['window'];
+  if (Object.hasOwn(c, 'handle')) summary.handle = finiteNumber(c.handle) ?? null;
+  summary.width = image.width ?? finiteNumber(c.width) ?? 0;
+  summary.height = image.height ?? finiteNumber(c.height) ?? 0;
+  summary.encoding = image.format ?? (typeof c.encoding === 'string' ? c.encoding : 'unknown');
+  summary.bytes = image.bytes > 0 ? image.bytes : (finiteNumber(c.bytes) ?? 0);
+  summary.blankCheck = declaredBlankCheck(c.blankCheck) ?? image.blankCheck ?? null;
+  if (typeof c.file === 'string') summary.file = c.file;
+  const artifact = artifactPath ?? image.path;
+  if (artifact !== undefined && image.error === undefined) summary.artifact = artifact;
+  else summary.artifactError = image.error ?? 'no artifact written';
+  if (image.sha256) summary.sha256 = image.sha256;
+  return summary;
+}
+
+/** The role of an image from where it sat. */
+export function roleOf(jsonPath: string, form: ImageBytesLocation['form']): ImageRole {
+  const levels = pointerLevels(jsonPath);
+  // An envelope carried as the text block of a CallToolResult is not "nested": judge it by its inner path.
+  let level = 0;
+  while (level < levels.length - 1) {
+    const segs = levels[level]!;
+    const n = segs.length;
+    const isTextBlock =
+      n >= 3 && segs[n - 3] === 'content' && /^\d+$/.test(segs[n - 2]!) && segs[n - 1] === 'text';
+    if (!isTextBlock) return 'nested';
+    level++;
+  }
+  if (form === 'image-block') return 'image-block';
+  const segs = levels[level]!;
+  if (segs[0] === 'error' && segs[1] === 'partialResult') return 'partialResult';
+  if (segs[0] === 'error' && segs[1] === 'lastObservation') return 'lastObservation';
+  return 'result';
+}
+
+interface Entry {
+  loc: ImageBytesLocation;
+  /** Remaining levels, relative to the document being processed. */
+  levels: string[][];
+}
+
+interface Job {
+  entry: Entry;
+  /** Full pointer of the thing replaced (container or string), for violations. */
+  replacedPointer: string;
+  /** Segments (in the current document) of the thing replaced. */
+  replaceSegments: string[];
+  container: Record<string, unknown> | undefined;
+  kind: 'capture' | 'image-block' | 'string';
+  saved?: SavedImage;
+  buffer?: Buffer;
+}
+
+function sameEncoding(declared: string, format: string): boolean {
+  const d = declared.toLowerCase();
+  return d === format || (format === 'jpeg' && d === 'jpg');
+}
+
+/** Violations: declared sizes or types that disagree with the real image. */
+function declaredMismatches(job: Job, image: SavedImage, out: Violation[]): void {
+  if (image.width === undefined || image.height === undefined || !image.format) return;
+  const c = job.container;
+  const at = job.replacedPointer;
+  if (job.kind === 'capture' && c) {
+    const w = finiteNumber(c.width);
+    const h = finiteNumber(c.height);
+    const b = finiteNumber(c.bytes);
+    if (w !== undefined && w !== image.width)
+      out.push({ path: `${at}/width`, message: `declared width ${w} but the image is ${image.width} wide` });
+    if (h !== undefined && h !== image.height)
+      out.push({
+        path: `${at}/height`,
+        message: `declared height ${h} but the image is ${image.height} high`,
+      });
+    if (b !== undefined && b !== image.bytes)
+      out.push({ path: `${at}/bytes`, message: `declared bytes ${b} but the image has ${image.bytes}` });
+    if (typeof c.encoding === 'string' && !sameEncoding(c.encoding, image.format))
+      out.push({
+        path: `${at}/encoding`,
+        message: `declared encoding ${c.encoding} but the image is ${image.format}`,
+      });
+  } else if (job.kind === 'image-block' && c && typeof c.mimeType === 'string') {
+    if (c.mimeType.toLowerCase() !== MIME_TYPE[image.format])
+      out.push({
+        path: `${at}/mimeType`,
+        message: `declared ${c.mimeType} but the image is ${image.format}`,
+      });
+  }
+}
+
+/** Kind of replacement and the segments replaced, from the location's form and key. */
+function planJob(doc: unknown, entry: Entry, prefix: string): Job | undefined {
+  const segs = entry.levels[0]!;
+  const holder = getAt(doc, segs);
+  if (typeof holder !== 'string') return undefined;
+  const parentSegs = segs.slice(0, -1);
+  const key = segs[segs.length - 1] ?? '';
+  const parent = segs.length > 0 ? getAt(doc, parentSegs) : undefined;
+  const base = { entry, container: undefined as Record<string, unknown> | undefined };
+  if (entry.loc.form === 'image-block' && isRecord(parent)) {
+    return {
+      ...base,
+      kind: 'image-block',
+      container: parent,
+      replaceSegments: parentSegs,
+      replacedPointer: prefix + formatPointer(parentSegs),
+    };
+  }
+  if (entry.loc.form === 'base64-field' && isRecord(parent) && /base64$/i.test(key)) {
+    return {
+      ...base,
+      kind: 'capture',
+      container: parent,
+      replaceSegments: parentSegs,
+      replacedPointer: prefix + formatPointer(parentSegs),
+    };
+  }
+  return { ...base, kind: 'string', replaceSegments: segs, replacedPointer: prefix + formatPointer(segs) };
+}
+
+function replacementFor(job: Job, image: SavedImage, blankCheck: BlankCheck | undefined): unknown {
+  const withBlank: SavedImage = blankCheck && !image.blankCheck ? { ...image, blankCheck } : image;
+  if (job.kind === 'image-block') {
+    const block: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(job.container!)) if (k !== 'data') block[k] = v;
+    block.type = 'image';
+    if (typeof block.mimeType !== 'string')
+      block.mimeType = image.format ? MIME_TYPE[image.format] : 'application/octet-stream';
+    block.summary = captureSummaryOf(undefined, withBlank);
+    return block;
+  }
+  return captureSummaryOf(job.kind === 'capture' ? job.container : undefined, withBlank);
+}
+
+const INVALID_ERRORS = [
+  'bad base64',
+  'empty image',
+  'not an image',
+  'not a readable',
+  'too many pixels',
+  'truncated',
+];
+
+async function compactLevel(
+  doc: unknown,
+  entries: Entry[],
+  prefix: string,
+  store: ArtifactStore,
+  images: CompactedImage[],
+  violations: Violation[],
+): Promise<unknown> {
+  // Nested JSON strings first: parse, compact inside, serialize back into the (copied) string's place.
+  const nested = new Map<string, Entry[]>();
+  const direct: Entry[] = [];
+  for (const e of entries) {
+    if (e.levels.length === 1) {
+      direct.push(e);
+      continue;
+    }
+    const key = formatPointer(e.levels[0]!);
+    const group = nested.get(key) ?? [];
+    group.push(e);
+    nested.set(key, group);
+  }
+  for (const [pointer, group] of nested) {
+    const segs = group[0]!.levels[0]!;
+    const text = getAt(doc, segs);
+    if (typeof text !== 'string') continue;
+    let inner: unknown;
+    try {
+      inner = JSON.parse(text);
+    } catch {
+      violations.push({
+        path: prefix + pointer,
+        message: 'image bytes located in a string that is not JSON',
+      });
+      continue;
+    }
+    const innerEntries = group.map((e) => ({ loc: e.loc, levels: e.levels.slice(1) }));
+    const compacted = await compactLevel(
+      inner,
+      innerEntries,
+      `${prefix}${pointer}/${JSON_MARKER}`,
+      store,
+      images,
+      violations,
+    );
+    doc = setAt(doc, segs, JSON.stringify(compacted));
+  }
+
+  const jobs: Job[] = [];
+  for (const e of direct) {
+    const job = planJob(doc, e, prefix);
+    if (job) jobs.push(job);
+  }
+  // Decode and save (decode once here; the store hashes and writes).
+  await Promise.all(
+    jobs.map(async (job) => {
+      const text = getAt(doc, job.entry.levels[0]!) as string;
+      const uri = parseImageDataUri(text);
+      const decoded = decodeBase64Strict(uri ? text.slice(uri.start) : text);
+      if (!Buffer.isBuffer(decoded)) {
+        job.saved = { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
+        return;
+      }
+      job.buffer = decoded;
+      const known = job.kind === 'capture' ? declaredBlankCheck(job.container?.blankCheck) : undefined;
+      job.saved = await store.save(decoded, known ? { knownBlankCheck: known } : {});
+    }),
+  );
+  // blankCheck: the declared one, else one known for the same bytes, else computed (a full decode).
+  const blankChecks = await Promise.all(
+    jobs.map(async (job) => {
+      const saved = job.saved!;
+      if (job.kind === 'capture' && declaredBlankCheck(job.container?.blankCheck)) return undefined;
+      if (!job.buffer || !saved.sha256) return undefined;
+      if (saved.error && INVALID_ERRORS.some((p) => saved.error!.startsWith(p))) return undefined;
+      return store.ensureBlankCheck(saved.sha256, job.buffer);
+    }),
+  );
+  // Replace deepest first, so a replaced container never hides a deeper location.
+  const order = jobs
+    .map((_, i) => i)
+    .sort((a, b) => jobs[b]!.replaceSegments.length - jobs[a]!.replaceSegments.length);
+  for (const i of order) {
+    const job = jobs[i]!;
+    const saved = job.saved!;
+    const blankCheck = blankChecks[i] ?? saved.blankCheck ?? declaredBlankCheck(job.container?.blankCheck);
+    declaredMismatches(job, saved, violations);
+    doc = setAt(doc, job.replaceSegments, replacementFor(job, saved, blankCheck));
+    const jsonPath = job.entry.loc.path;
+    const record: CompactedImage = { ...saved, role: roleOf(jsonPath, job.entry.loc.form), jsonPath };
+    if (blankCheck) record.blankCheck = blankCheck;
+    images.push(record);
+  }
+  return doc;
+}
+
+/**
+ * Replace every located inline image in a deep copy of `value` by a capture summary of its artifact
+ * (capture objects become summaries, image blocks get `summary` instead of `data`, data: URIs and bare base64
+ * strings become summaries in place, bytes inside JSON strings are replaced in the nested JSON). Never throws
+ * for bad bytes: those get `artifactError`. The input is not modified.
+ */
+export async function compactImages(
+  value: unknown,
+  locations: ImageBytesLocation[],
+  store: ArtifactStore,
+): Promise<CompactResult> {
+  const images: CompactedImage[] = [];
+  const violations: Violation[] = [];
+  const copy = cloneJson(value);
+  const entries = locations.map((loc) => ({ loc, levels: pointerLevels(loc.path) }));
+  const out = await compactLevel(copy, entries, '', store, images, violations);
+  const rank = new Map(locations.map((l, i) => [l.path, i]));
+  images.sort((a, b) => (rank.get(a.jsonPath) ?? 0) - (rank.get(b.jsonPath) ?? 0));
+  return { value: out, images, violations };
+}
