@@ -1,0 +1,221 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LOG_FILE } from '../../src/store/layout.js';
+import type { CallRow, SessionRow } from '../../src/store/schema.js';
+import { SessionLog } from '../../src/store/session-log.js';
+
+let root: string;
+beforeEach(() => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+});
+afterEach(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+function sessionRow(id = 'abc123def456'): SessionRow {
+  return {
+    session_id: id,
+    original_id: null,
+    scenario: 'store test',
+    started_at: '2026-12-02T10:15:02.123Z',
+    ended_at: null,
+    status: 'open',
+    passed: null,
+    end_reason: null,
+    recorder_version: '0.1.0',
+    writer_pid: process.pid,
+    environment: '{}',
+    last_observation: null,
+  };
+}
+
+function callRow(seq: number, fields: Partial<CallRow> = {}): CallRow {
+  return {
+    seq,
+    tool: 'query',
+    args: '{"selector":"x"}',
+    rpc_id: null,
+    transport: 'wrap',
+    started_at: '2026-12-02T10:15:03.000Z',
+    ended_at: null,
+    duration_ms: null,
+    status: 'pending',
+    ok: null,
+    error_code: null,
+    error_category: null,
+    error_detail: null,
+    output_kind: null,
+    envelope: null,
+    response: null,
+    violations: null,
+    payload_dropped: 0,
+    ...fields,
+  };
+}
+
+function read<T>(file: string, sql: string): T[] {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(sql).all() as T[];
+  } finally {
+    db.close();
+  }
+}
+
+describe('SessionLog', () => {
+  it('creates the directory and log, and a reader sees committed rows while the writer is open', () => {
+    const dir = path.join(root, '20261202-101502-abc123def456');
+    const log = SessionLog.open({ dir, session: sessionRow() });
+    log.beginCall(callRow(1));
+    expect(log.commit().error).toBeUndefined();
+    const file = path.join(dir, LOG_FILE);
+    expect(read<CallRow>(file, 'SELECT * FROM calls')).toMatchObject([{ seq: 1, status: 'pending' }]);
+    expect(read<SessionRow>(file, 'SELECT * FROM session')).toMatchObject([
+      { session_id: 'abc123def456', status: 'open', writer_pid: process.pid },
+    ]);
+    log.completeCall(
+      callRow(1, { status: 'ok', ok: 1, duration_ms: 2.5, ended_at: '2026-12-02T10:15:03.003Z' }),
+    );
+    log.commit();
+    expect(read<CallRow>(file, 'SELECT * FROM calls')).toMatchObject([{ seq: 1, status: 'ok', ok: 1 }]);
+    expect(fs.readFileSync(path.join(dir, 'session.sqlite-wal')).length).toBeGreaterThan(0);
+    log.close();
+  });
+
+  it('writes a completed row in place of a pending one that never reached the file, in one transaction', () => {
+    const dir = path.join(root, 's');
+    const log = SessionLog.open({ dir, session: sessionRow() });
+    log.beginCall(callRow(1));
+    log.beginCall(callRow(2));
+    log.completeCall(callRow(1, { status: 'failed', ok: 0, error_code: 'selector-matched-3' }));
+    log.addWarning({ callSeq: 1, code: 'tree-truncated', detail: 'clipped' });
+    log.deleteCall(2);
+    const outcome = log.commit();
+    expect(outcome.committed).toBe(3); // session row, call 1, warning (call 2 never written)
+    const rows = read<CallRow>(path.join(dir, LOG_FILE), 'SELECT * FROM calls');
+    expect(rows).toEqual([
+      expect.objectContaining({ seq: 1, status: 'failed', error_code: 'selector-matched-3' }),
+    ]);
+    log.close();
+  });
+
+  it('deletes a committed call and keeps the latest event of a kind as one row', () => {
+    const dir = path.join(root, 's');
+    const log = SessionLog.open({ dir, session: sessionRow() });
+    log.beginCall(callRow(1));
+    log.setLatestEvent({ at: 'a', kind: 'truncation', detail: '{"omittedCalls":1}' });
+    log.commit();
+    log.deleteCall(1);
+    log.setLatestEvent({ at: 'b', kind: 'truncation', detail: '{"omittedCalls":2}' });
+    log.setLatestEvent({ at: 'c', kind: 'truncation', detail: '{"omittedCalls":3}' });
+    log.addEvent({ at: 'd', kind: 'step', detail: '{}' });
+    log.commit();
+    const file = path.join(dir, LOG_FILE);
+    expect(read(file, 'SELECT * FROM calls')).toEqual([]);
+    expect(read(file, 'SELECT kind, detail FROM events ORDER BY id')).toEqual([
+      { kind: 'truncation', detail: '{"omittedCalls":3}' },
+      { kind: 'step', detail: '{}' },
+    ]);
+    log.close();
+  });
+
+  it('recreates a vanished directory, counts the calls lost with it, and lands the completion there', () => {
+    const dir = path.join(root, 's');
+    const log = SessionLog.open({ dir, session: sessionRow() });
+    log.beginCall(callRow(1));
+    log.completeCall(callRow(1, { status: 'ok', ok: 1 }));
+    log.beginCall(callRow(2));
+    log.commit();
+    fs.rmSync(dir, { recursive: true, force: true });
+    log.completeCall(callRow(2, { status: 'ok', ok: 1 }));
+    const outcome = log.commit();
+    expect(outcome.error).toBeUndefined();
+    expect(outcome.recovered).toEqual({ reason: expect.stringContaining('vanished'), lostCalls: 2 });
+    const file = path.join(dir, LOG_FILE);
+    expect(read(file, 'SELECT seq, status FROM calls')).toEqual([{ seq: 2, status: 'ok' }]);
+    expect(read(file, 'SELECT session_id FROM session')).toEqual([{ session_id: 'abc123def456' }]);
+    log.close();
+  });
+
+  it('moves a file that is not a database aside, on open and on a later commit', () => {
+    const dir = path.join(root, 's');
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, LOG_FILE), 'this is not a database, it is text '.repeat(200));
+    const log = SessionLog.open({ dir, session: sessionRow() });
+    log.beginCall(callRow(1));
+    const first = log.commit();
+    expect(first.recovered?.reason).toMatch(/not a usable database.*moved aside/);
+    expect(fs.readdirSync(dir).some((f) => f.startsWith(`${LOG_FILE}.corrupt-`))).toBe(true);
+
+    // Replaced under a running writer: detected by identity, recreated.
+    fs.rmSync(path.join(dir, `${LOG_FILE}-wal`), { force: true });
+    fs.rmSync(path.join(dir, `${LOG_FILE}-shm`), { force: true });
+    fs.writeFileSync(path.join(root, 'garbage'), 'garbage '.repeat(1000));
+    fs.renameSync(path.join(root, 'garbage'), path.join(dir, LOG_FILE));
+    log.beginCall(callRow(2));
+    const second = log.commit();
+    expect(second.error).toBeUndefined();
+    expect(second.recovered).toMatchObject({ lostCalls: 1 });
+    expect(read(path.join(dir, LOG_FILE), 'SELECT seq FROM calls')).toEqual([{ seq: 2 }]);
+    log.close();
+  });
+
+  it('keeps operations queued while another writer holds the lock, then commits them', () => {
+    const dir = path.join(root, 's');
+    const log = SessionLog.open({ dir, session: sessionRow(), busyTimeoutMs: 5 });
+    log.commit();
+    const other = new Database(path.join(dir, LOG_FILE));
+    other.exec('BEGIN EXCLUSIVE');
+    log.beginCall(callRow(1));
+    const t0 = performance.now();
+    const blocked = log.commit();
+    expect(performance.now() - t0).toBeLessThan(500);
+    expect(blocked.error?.message).toMatch(/locked|busy/i);
+    expect(log.queued).toBe(1);
+    other.exec('COMMIT');
+    other.close();
+    expect(log.commit()).toMatchObject({ committed: 1 });
+    expect(read(path.join(dir, LOG_FILE), 'SELECT seq FROM calls')).toEqual([{ seq: 1 }]);
+    log.close();
+  });
+
+  it('on a full disk keeps a bounded queue and counts the calls it drops', () => {
+    const dir = path.join(root, 's');
+    const log = SessionLog.open({
+      dir,
+      session: sessionRow(),
+      pragmas: ['max_page_count = 12'],
+      maxQueuedOps: 50,
+    });
+    const big = 'x'.repeat(3000);
+    let outcome = log.commit();
+    let dropped = 0;
+    for (let i = 1; i <= 120; i += 1) {
+      log.beginCall(callRow(i, { args: big }));
+      outcome = log.commit();
+      dropped += outcome.dropped?.calls ?? 0;
+    }
+    expect(outcome.error?.message).toMatch(/full/i);
+    expect(log.queued).toBeLessThanOrEqual(51);
+    const stored = read<{ n: number }>(path.join(dir, LOG_FILE), 'SELECT COUNT(*) AS n FROM calls')[0]!.n;
+    expect(stored + dropped + log.queued).toBe(120); // every call is stored, queued or counted as dropped
+    expect(dropped).toBeGreaterThan(0);
+    const queued = log.queued;
+    expect(log.discardQueue().calls).toBe(queued);
+    log.close();
+  });
+
+  it('reopening an existing session dir continues above its highest seq', () => {
+    const dir = path.join(root, 's');
+    const a = SessionLog.open({ dir, session: sessionRow() });
+    a.beginCall(callRow(1));
+    a.beginCall(callRow(7));
+    a.close();
+    const b = SessionLog.open({ dir, session: sessionRow() });
+    expect(b.existingMaxSeq).toBe(7);
+    b.close();
+  });
+});
