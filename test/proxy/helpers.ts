@@ -1,0 +1,135 @@
+/** Shared helpers of the proxy suites: raw HTTP posts and a recorder that keeps what it was given. */
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type {
+  ProxyExchangeMeta,
+  ProxyPendingExchange,
+  ProxyRecorder,
+} from '../../src/proxy/recorder-port.js';
+
+/** One answer as bytes. */
+export interface RawAnswer {
+  status: number;
+  contentType: string | undefined;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** POST `body` to `url` with node:http (no client-side rewriting) and collect the answer's bytes. */
+export function post(
+  url: string,
+  body: string | Buffer,
+  headers: Record<string, string> = {},
+  method = 'POST',
+): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method, headers: { 'content-type': 'application/json', ...headers } },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on('data', (c: Buffer) => parts.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: res.headers['content-type'],
+            headers: res.headers,
+            body: Buffer.concat(parts),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** What a {@link CollectingRecorder} was told. */
+export interface Collected {
+  begun: Array<{ request: unknown; meta?: ProxyExchangeMeta }>;
+  completed: Array<{ request: unknown; response: unknown }>;
+  failed: Array<{ request: unknown; reason: string }>;
+  exchanges: Array<{ request: unknown; response: unknown }>;
+  events: Array<{ kind: string; detail: Record<string, unknown> }>;
+  secrets: string[];
+  closed: number;
+}
+
+/** A recorder that only keeps what the proxy hands it, to assert on the proxy's side of the contract. */
+export function collectingRecorder(): ProxyRecorder & {
+  collected: Collected;
+  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
+  rememberSecret(secret: string): void;
+} {
+  const collected: Collected = {
+    begun: [],
+    completed: [],
+    failed: [],
+    exchanges: [],
+    events: [],
+    secrets: [],
+    closed: 0,
+  };
+  return {
+    collected,
+    beginExchange(request: unknown, meta?: ProxyExchangeMeta): ProxyPendingExchange {
+      collected.begun.push({ request, meta });
+      return {
+        complete: (response) => collected.completed.push({ request, response }),
+        fail: (reason) => collected.failed.push({ request, reason }),
+      };
+    },
+    recordExchange(request, response) {
+      collected.exchanges.push({ request, response });
+    },
+    event(_sessionId, kind, detail) {
+      collected.events.push({ kind, detail });
+    },
+    rememberSecret(secret) {
+      collected.secrets.push(secret);
+    },
+    async close() {
+      collected.closed++;
+    },
+  };
+}
+
+/** Start a plain node:http server on an ephemeral loopback port. */
+export async function startServer(
+  handler: http.RequestListener,
+): Promise<{ url: string; port: number; server: http.Server; close(): Promise<void> }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** A port that nothing listens on (bound, then released). */
+export async function deadPort(): Promise<number> {
+  const s = await startServer(() => {});
+  await s.close();
+  return s.port;
+}
+
+/** Resolve after `ms`. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Wait until `check` returns true (polling), or throw after `timeoutMs`. */
+export async function waitFor(check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}

@@ -1,0 +1,175 @@
+import http from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import { collectingRecorder, deadPort, post, sleep, startServer, waitFor } from './helpers.js';
+
+// Targets written here by hand cover what a simulator cannot be asked to do: hang, die, speak non-JSON.
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function proxyTo(target: string, extra: { timeoutMs?: number; maxBodyBytes?: number } = {}) {
+  const recorder = collectingRecorder();
+  const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder, ...extra });
+  cleanups.push(() => proxy.close());
+  return { proxy, recorder, collected: recorder.collected };
+}
+
+describe('HTTP proxy plumbing', () => {
+  it('passes status, content type, headers and body bytes through, and never forwards hop-by-hop headers', async () => {
+    const seen: http.IncomingHttpHeaders[] = [];
+    const target = await startServer((req, res) => {
+      seen.push(req.headers);
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'Content-Type': 'application/json; charset=utf-8', 'X-Mcec': 'yes' });
+        res.end('{"jsonrpc":"2.0","id":7,"result":{"x":"\\u002B"}}');
+      });
+    });
+    cleanups.push(() => target.close());
+    const { proxy, collected } = await proxyTo(target.url);
+    const answer = await post(proxy.url, '{"jsonrpc":"2.0","id":7,"method":"ping"}', {
+      Authorization: 'Bearer s3cret-token',
+      'Proxy-Authorization': 'Basic xyz',
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.contentType).toBe('application/json; charset=utf-8');
+    expect(answer.headers['x-mcec']).toBe('yes');
+    expect(answer.body.toString()).toBe('{"jsonrpc":"2.0","id":7,"result":{"x":"\\u002B"}}');
+    expect(seen[0]!.authorization).toBe('Bearer s3cret-token');
+    expect(seen[0]!.host).toBe(`127.0.0.1:${target.port}`);
+    expect(seen[0]!['proxy-authorization']).toBeUndefined();
+    await waitFor(() => collected.completed.length === 1);
+    expect(collected.completed[0]!.response).toEqual({ jsonrpc: '2.0', id: 7, result: { x: '+' } });
+    expect(collected.begun[0]!.meta?.transport).toBe('http');
+    expect(collected.secrets).toContain('s3cret-token');
+    expect(JSON.stringify({ ...collected, secrets: [] })).not.toContain('s3cret');
+  });
+
+  it('answers 502 when the target is down, and records it', async () => {
+    const { proxy, collected } = await proxyTo(`http://127.0.0.1:${await deadPort()}/mcp`);
+    const answer = await post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    expect(answer.status).toBe(502);
+    expect(JSON.parse(answer.body.toString()).error).toMatch(/unreachable/);
+    expect(collected.events.find((e) => e.kind === 'proxy-error')?.detail.status).toBe(502);
+    expect(collected.failed[0]!.reason).toMatch(/502/);
+  });
+
+  it('answers 504 when the target is too slow, and records it', async () => {
+    const target = await startServer(() => {}); // never answers
+    cleanups.push(() => target.close());
+    const { proxy, collected } = await proxyTo(target.url, { timeoutMs: 150 });
+    const answer = await post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    expect(answer.status).toBe(504);
+    expect(JSON.parse(answer.body.toString()).error).toMatch(/150 ms/);
+    expect(collected.events.find((e) => e.kind === 'proxy-error')?.detail.status).toBe(504);
+  });
+
+  it('answers 413 for a body over the limit without forwarding it', async () => {
+    let hits = 0;
+    const target = await startServer((_req, res) => {
+      hits++;
+      res.end('{}');
+    });
+    cleanups.push(() => target.close());
+    const { proxy, collected } = await proxyTo(target.url, { maxBodyBytes: 1024 });
+    const big = `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"${'a'.repeat(300_000)}"}}`;
+    const answer = await post(proxy.url, big);
+    expect(answer.status).toBe(413);
+    expect(JSON.parse(answer.body.toString()).error).toMatch(/1024/);
+    // chunked (no Content-Length): cut off while streaming
+    const chunked = await new Promise<number>((resolve, reject) => {
+      const req = http.request(proxy.url, { method: 'POST' }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      for (let i = 0; i < 10; i++) req.write('x'.repeat(500));
+      req.end();
+    });
+    expect(chunked).toBe(413);
+    expect(hits).toBe(0);
+    expect(collected.events.filter((e) => e.detail.status === 413)).toHaveLength(2);
+    // the proxy still works afterwards
+    expect((await post(proxy.url, '{"jsonrpc":"2.0","id":2,"method":"ping"}')).status).toBe(200);
+  });
+
+  it('rejects a foreign Host or Origin with 403 and does not forward', async () => {
+    let hits = 0;
+    const target = await startServer((_req, res) => {
+      hits++;
+      res.end('{}');
+    });
+    cleanups.push(() => target.close());
+    const { proxy } = await proxyTo(target.url);
+    const a = await post(proxy.url, '{}', { Host: 'evil.example:80' });
+    const b = await post(proxy.url, '{}', { Origin: 'https://evil.example' });
+    expect([a.status, b.status]).toEqual([403, 403]);
+    expect(hits).toBe(0);
+  });
+
+  it('refuses a non-loopback listen host unless allowed', async () => {
+    await expect(
+      startHttpProxy({
+        listen: { host: '0.0.0.0', port: 0 },
+        target: 'http://127.0.0.1:1/mcp',
+        recorder: collectingRecorder(),
+      }),
+    ).rejects.toThrow(/non-loopback/);
+    await expect(
+      startHttpProxy({ listen: { port: 0 }, target: 'ftp://x/mcp', recorder: collectingRecorder() }),
+    ).rejects.toThrow(/http/);
+  });
+
+  it('survives a client that disconnects mid-call and still records the answer', async () => {
+    const target = await startServer((req, res) => {
+      req.resume();
+      req.on('end', () => setTimeout(() => res.end('{"jsonrpc":"2.0","id":1,"result":{"late":true}}'), 200));
+    });
+    cleanups.push(() => target.close());
+    const { proxy, collected } = await proxyTo(target.url);
+    await new Promise<void>((resolve) => {
+      const req = http.request(proxy.url, { method: 'POST' });
+      req.on('error', () => resolve());
+      req.end('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait-for","arguments":{}}}');
+      setTimeout(() => {
+        req.destroy();
+        resolve();
+      }, 50);
+    });
+    await waitFor(() => collected.completed.length === 1);
+    expect(collected.completed[0]!.response).toMatchObject({ result: { late: true } });
+    expect((await post(proxy.url, '{"jsonrpc":"2.0","id":2,"method":"ping"}')).status).toBe(200);
+  });
+
+  it('passes a non-JSON answer through and records a non-JSON request as a protocol fault', async () => {
+    const target = await startServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(400, { 'Content-Type': 'text/plain' });
+        res.end('nope');
+      });
+    });
+    cleanups.push(() => target.close());
+    const { proxy, collected } = await proxyTo(target.url);
+    const answer = await post(proxy.url, 'this is not json');
+    expect(answer.status).toBe(400);
+    expect(answer.body.toString()).toBe('nope');
+    await waitFor(() => collected.events.some((e) => e.kind === 'protocol-fault'));
+    expect(collected.begun).toHaveLength(0);
+  });
+
+  it('close() fails exchanges still in flight', async () => {
+    const target = await startServer(() => {});
+    cleanups.push(() => target.close());
+    const recorder = collectingRecorder();
+    const proxy = await startHttpProxy({ listen: { port: 0 }, target: target.url, recorder });
+    const call = post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}').catch((e: Error) => e);
+    await waitFor(() => recorder.collected.begun.length === 1);
+    await proxy.close();
+    expect(await call).toBeInstanceOf(Error);
+    expect(recorder.collected.failed[0]!.reason).toBe('proxy closed');
+    await sleep(10);
+  });
+});
