@@ -1,0 +1,226 @@
+import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
+import { secretKeyMatcher } from './secret-keys.js';
+import { typedTextReplacements } from './typed-text.js';
+
+/** What replaces a secret. */
+export const REDACTED = '[redacted]';
+/** What replaces a value nested deeper than `maxDepth`. */
+export const TOO_DEEP = '[too deep]';
+/** What replaces a reference back to an enclosing object. */
+export const CYCLE = '[cycle]';
+
+export interface RedactOptions {
+  /** Extra secret keys: strings match normalized keys exactly, regexes are tested on the raw key. */
+  keys?: Array<string | RegExp>;
+  /** Patterns scrubbed out of every stored string (replaced by `[redacted]`). */
+  patterns?: RegExp[];
+  /** Store text typed into windows / set on the clipboard as is instead of its length. */
+  keepTypedText?: boolean;
+  /** Values nested deeper than this become `[too deep]` (default 200). */
+  maxDepth?: number;
+}
+
+export interface Redactor {
+  /** Deep copy of a call's arguments: secret keys redacted (values remembered), typed text as its length. */
+  redactArgs(tool: string, args: unknown): unknown;
+  /** Deep copy with secret-key values redacted and remembered secrets, patterns and image bytes scrubbed. */
+  redact(value: unknown): unknown;
+  /** One string with remembered secrets, user patterns and base64 image runs scrubbed out. */
+  scrubText(text: string): string;
+  /** Scrub this value wherever it appears from now on (e.g. an Authorization header seen by a proxy). */
+  rememberSecret(value: string): void;
+}
+
+/** Secrets shorter than this are redacted under their key but not searched for in other strings. */
+export const MIN_SCRUBBED_SECRET = 4;
+/** Distinct secrets remembered at most; the oldest is forgotten first (a rotating token stays bounded). */
+const MAX_SECRETS = 1000;
+/** Depth of a secret-keyed value searched for secret strings to remember. */
+const MAX_SECRET_DEPTH = 20;
+const DEFAULT_MAX_DEPTH = 200;
+
+/** String slots written by one walk, re-scrubbed if the walk learned a new secret after writing them. */
+type Slot = [Record<string, unknown> | unknown[], string | number, string];
+
+function setKey(obj: Record<string, unknown>, key: string, value: unknown): void {
+  // `__proto__` from JSON.parse is an own data property; plain assignment would change the prototype.
+  if (key === '__proto__')
+    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
+class SecretRedactor implements Redactor {
+  private readonly isSecretKey: (key: string) => boolean;
+  private readonly patterns: RegExp[];
+  private readonly keepTypedText: boolean;
+  private readonly maxDepth: number;
+  private readonly secrets = new Set<string>();
+  /** `secrets` longest first, so a secret containing another is replaced whole. */
+  private ordered: string[] = [];
+  private version = 0;
+
+  constructor(options: RedactOptions) {
+    this.isSecretKey = secretKeyMatcher(options.keys);
+    this.patterns = (options.patterns ?? []).map(
+      (re) => new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`),
+    );
+    this.keepTypedText = options.keepTypedText === true;
+    this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+  }
+
+  rememberSecret(value: string): void {
+    if (typeof value !== 'string') return;
+    const v = value.trim();
+    if (v.length < MIN_SCRUBBED_SECRET) return;
+    const variants = [v];
+    // `Bearer abc`, `Basic abc`: the credential alone shows up too (logs, other headers).
+    const scheme = /^(bearer|basic|token|digest)\s+(\S+)$/i.exec(v.slice(0, 4096));
+    if (scheme && scheme[2]!.length >= MIN_SCRUBBED_SECRET) variants.push(scheme[2]!);
+    for (const s of [...variants]) {
+      // The same value as it appears inside JSON text: standard escapes, and the server's `\u002B` for `+`.
+      const json = JSON.stringify(s).slice(1, -1);
+      if (json !== s) variants.push(json);
+      if (json.includes('+')) variants.push(json.split('+').join('\\u002B'));
+    }
+    let added = false;
+    for (const s of variants) {
+      if (this.secrets.has(s)) continue;
+      this.secrets.add(s);
+      added = true;
+      if (this.secrets.size > MAX_SECRETS) this.secrets.delete(this.secrets.values().next().value!);
+    }
+    if (!added) return;
+    this.ordered = [...this.secrets].sort((a, b) => b.length - a.length);
+    this.version++;
+  }
+
+  scrubText(text: string): string {
+    if (typeof text !== 'string') return text;
+    let out = text;
+    for (const s of this.ordered) {
+      if (out.length < s.length) continue;
+      if (out.includes(s)) out = out.split(s).join(REDACTED);
+    }
+    for (const re of this.patterns) {
+      re.lastIndex = 0;
+      out = out.replace(re, REDACTED);
+    }
+    return out.length >= MIN_IMAGE_TEXT ? scrubImageText(out) : out;
+  }
+
+  redact(value: unknown): unknown {
+    return this.walkRoot(value, undefined);
+  }
+
+  redactArgs(tool: string, args: unknown): unknown {
+    const plain = typeof args === 'object' && args !== null && !Array.isArray(args);
+    const typed =
+      plain && !this.keepTypedText
+        ? typedTextReplacements(String(tool), args as Record<string, unknown>)
+        : undefined;
+    return this.walkRoot(args, typed && typed.size > 0 ? typed : undefined);
+  }
+
+  private walkRoot(value: unknown, topLevel: Map<string, string> | undefined): unknown {
+    const slots: Slot[] = [];
+    const version = this.version;
+    let out: unknown;
+    try {
+      out = this.copy(value, 0, new Set(), slots, topLevel);
+    } catch {
+      // Only a pathological input (a throwing getter, a hostile proxy object) gets here: store nothing of it.
+      return REDACTED;
+    }
+    if (typeof out === 'string') return this.version === version ? out : this.scrubText(value as string);
+    // A secret met late in the walk may sit in strings written before it: scrub those again.
+    if (this.version !== version)
+      for (const [c, k, original] of slots) (c as Record<string, unknown>)[k] = this.scrubText(original);
+    return out;
+  }
+
+  private copy(
+    value: unknown,
+    depth: number,
+    ancestors: Set<object>,
+    slots: Slot[],
+    topLevel?: Map<string, string>,
+  ): unknown {
+    switch (typeof value) {
+      case 'string':
+        return this.scrubText(value);
+      case 'number':
+      case 'boolean':
+      case 'undefined':
+        return value;
+      case 'bigint':
+        return value.toString();
+      case 'function':
+      case 'symbol':
+        return undefined;
+    }
+    if (value === null) return null;
+    if (depth >= this.maxDepth) return TOO_DEEP;
+    const obj = value as object;
+    if (ancestors.has(obj)) return CYCLE;
+    if (ArrayBuffer.isView(obj)) return `[binary: ${obj.byteLength} bytes]`;
+    if (obj instanceof ArrayBuffer) return `[binary: ${obj.byteLength} bytes]`;
+    if (obj instanceof Date) return Number.isNaN(obj.getTime()) ? null : obj.toISOString();
+    if (obj instanceof Error) {
+      return { name: obj.name, message: this.scrubText(obj.message) };
+    }
+    ancestors.add(obj);
+    try {
+      if (Array.isArray(obj)) {
+        const out = new Array(obj.length);
+        for (let i = 0; i < obj.length; i++) {
+          const v = obj[i];
+          out[i] = this.copy(v, depth + 1, ancestors, slots);
+          if (typeof v === 'string' && v.length >= MIN_SCRUBBED_SECRET) slots.push([out, i, v]);
+        }
+        return out;
+      }
+      if (obj instanceof Map) return this.copy(Object.fromEntries(obj), depth, ancestors, slots);
+      if (obj instanceof Set) return this.copy([...obj], depth, ancestors, slots);
+      const src = obj as Record<string, unknown>;
+      if (typeof src.toJSON === 'function') return this.copy(src.toJSON(), depth + 1, ancestors, slots);
+      const out: Record<string, unknown> = {};
+      for (const key of Object.keys(src)) {
+        const v = src[key];
+        if (this.isSecretKey(key)) {
+          setKey(out, key, this.secretValue(v));
+          continue;
+        }
+        const typed = topLevel?.get(key);
+        if (typed !== undefined) {
+          setKey(out, key, typed);
+          continue;
+        }
+        setKey(out, key, this.copy(v, depth + 1, ancestors, slots));
+        if (typeof v === 'string' && v.length >= MIN_SCRUBBED_SECRET) slots.push([out, key, v]);
+      }
+      return out;
+    } finally {
+      ancestors.delete(obj);
+    }
+  }
+
+  /** `[redacted]` for a value under a secret key, remembering its strings; empty values stay as they are. */
+  private secretValue(v: unknown): unknown {
+    if (v === null || v === undefined || typeof v === 'boolean' || v === '') return v;
+    this.collectSecrets(v, 0);
+    return REDACTED;
+  }
+
+  private collectSecrets(v: unknown, depth: number): void {
+    if (typeof v === 'string') this.rememberSecret(v);
+    else if (typeof v === 'number' || typeof v === 'bigint') this.rememberSecret(String(v));
+    else if (typeof v === 'object' && v !== null && depth < MAX_SECRET_DEPTH && !ArrayBuffer.isView(v)) {
+      for (const child of Object.values(v)) this.collectSecrets(child, depth + 1);
+    }
+  }
+}
+
+/** A redactor for one recorder: secret keys (defaults + `options.keys`), patterns and remembered values. */
+export function createRedactor(options: RedactOptions = {}): Redactor {
+  return new SecretRedactor(options);
+}
