@@ -1,0 +1,125 @@
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { runStdioProxy } from '../../src/proxy/stdio.js';
+import { collectingRecorder, waitFor } from './helpers.js';
+
+const CHILD = fileURLToPath(new URL('./fixtures/jsonrpc-child.mjs', import.meta.url));
+
+/** Run the proxy over in-memory client pipes in front of the fixture child. */
+function run(args: string[] = [CHILD]) {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  stdout.on('data', (c: Buffer) => out.push(c));
+  stderr.on('data', (c: Buffer) => err.push(c));
+  const recorder = collectingRecorder();
+  const exit = runStdioProxy({
+    command: process.execPath,
+    args,
+    recorder,
+    stdin,
+    stdout,
+    stderr,
+    forwardSignals: false,
+  });
+  const lines = () => Buffer.concat(out).toString('utf8').split('\n').filter(Boolean);
+  return {
+    stdin,
+    exit,
+    lines,
+    out,
+    stderrText: () => Buffer.concat(err).toString('utf8'),
+    collected: recorder.collected,
+  };
+}
+
+describe('stdio proxy plumbing', () => {
+  it('relays bytes unchanged, matches out-of-order responses by id, and exits with the child', async () => {
+    const p = run();
+    p.stdin.write('{"jsonrpc":"2.0","id":1,"method":"slow","params":{"ms":150}}\n');
+    p.stdin.write('{"jsonrpc":"2.0","id":"1","method":"slow","params":{"ms":50}}\n{"jsonrpc":"2.0","id":2,');
+    p.stdin.write('"method":"tools/list"}\n{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+    await waitFor(() => p.lines().length === 3);
+    expect(p.lines()).toEqual([
+      '{"jsonrpc":"2.0","id":2,"result":{"echo":"tools/list","plus":"a\\u002Bb"}}',
+      '{"jsonrpc":"2.0","id":"1","result":{"slept":50}}',
+      '{"jsonrpc":"2.0","id":1,"result":{"slept":150}}',
+    ]);
+    p.stdin.end();
+    expect(await p.exit).toBe(0);
+    const byRequest = p.collected.completed.map((c) => [
+      (c.request as { id: unknown }).id,
+      (c.response as { result: unknown }).result,
+    ]);
+    expect(byRequest).toEqual([
+      [2, { echo: 'tools/list', plus: 'a+b' }],
+      ['1', { slept: 50 }],
+      [1, { slept: 150 }],
+    ]);
+    expect(p.collected.exchanges.map((e) => (e.request as { method: string }).method)).toEqual([
+      'notifications/initialized',
+    ]);
+    expect(p.collected.begun[0]!.meta?.transport).toBe('stdio');
+    expect(p.collected.closed).toBe(1);
+  });
+
+  it('passes non-JSON lines and stderr through untouched and records them as protocol faults', async () => {
+    const p = run();
+    p.stdin.write('garbage in\n{"jsonrpc":"2.0","id":5,"method":"noise"}\n');
+    await waitFor(() => p.lines().length === 3);
+    expect(p.lines()).toEqual([
+      '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}',
+      'this line is not JSON',
+      '{"jsonrpc":"2.0","id":5,"result":{"noisy":true}}',
+    ]);
+    await waitFor(() => p.stderrText().includes('child says hello'));
+    p.stdin.end();
+    expect(await p.exit).toBe(0);
+    const faults = p.collected.events.filter((e) => e.kind === 'protocol-fault');
+    expect(faults.map((f) => f.detail.message)).toEqual([
+      'request not JSON: garbage in',
+      'response not JSON: this line is not JSON',
+    ]);
+    // the server's -32700 (id null) reaches the recorder as an exchange without a request
+    expect(p.collected.exchanges.some((e) => e.request === null)).toBe(true);
+  });
+
+  it('propagates a non-zero exit code and fails calls still in flight', async () => {
+    const p = run();
+    p.stdin.write(
+      '{"jsonrpc":"2.0","id":1,"method":"hang"}\n{"jsonrpc":"2.0","id":2,"method":"exit","params":{"code":3}}\n',
+    );
+    expect(await p.exit).toBe(3);
+    expect(p.collected.failed.map((f) => [(f.request as { id: number }).id, f.reason])).toEqual([
+      [1, 'server exited'],
+      [2, 'server exited'],
+    ]);
+    expect(p.collected.closed).toBe(1);
+  });
+
+  it('reports 128+signal when the child is killed', async () => {
+    const p = run(['-e', 'process.kill(process.pid, "SIGTERM"); setTimeout(() => {}, 10000)']);
+    expect(await p.exit).toBe(128 + 15);
+  });
+
+  it('exits 127 when the server cannot be started', async () => {
+    const recorder = collectingRecorder();
+    const stderr = new PassThrough();
+    const text: string[] = [];
+    stderr.on('data', (c: Buffer) => text.push(c.toString()));
+    const code = await runStdioProxy({
+      command: '/nonexistent/mcec-server',
+      recorder,
+      stdin: new PassThrough(),
+      stdout: new PassThrough(),
+      stderr,
+      forwardSignals: false,
+    });
+    expect(code).toBe(127);
+    expect(text.join('')).toMatch(/cannot start .*ENOENT/);
+    expect(recorder.collected.closed).toBe(1);
+  });
+});
