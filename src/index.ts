@@ -1,2 +1,5 @@
 /** mcec-recorder's public API: the contract model, the recorder, reports and bundles. */
+
+export * from './artifacts/index.js';
 export * from './contract/index.js';
+export * from './redact/index.js';

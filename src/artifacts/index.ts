@@ -2,4 +2,3 @@
 export * from './artifact-store.js';
 export * from './blank-check.js';
 export * from './compact.js';
-export { EXTENSION, MIME_TYPE, truncationOf } from './image-file.js';

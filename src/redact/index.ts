@@ -1,5 +1,5 @@
 /** Secrets, typed text and stray image bytes out of what a session stores. Pure: no I/O. */
-export * from './image-text.js';
+export { scrubImageText } from './image-text.js';
 export * from './redactor.js';
-export * from './secret-keys.js';
-export * from './typed-text.js';
+export { DEFAULT_SECRET_KEYS, normalizeKey, secretKeyMatcher } from './secret-keys.js';
+export { redactCommandLine, typedTextMarker, typedTextReplacements } from './typed-text.js';
