@@ -52,6 +52,15 @@ export interface TimelineLine {
   line: string;
 }
 
+/** A step declared by a runner (`step` event). */
+export interface StepDigest {
+  name: string;
+  status: string;
+  detail: string | null;
+  /** ISO UTC. */
+  at: string;
+}
+
 export interface SummaryCounts {
   calls: number;
   failures: number;
@@ -94,7 +103,11 @@ export interface SessionSummary {
   lastImage: ImageDigest | null;
   suspectImage: ImageDigest | null;
   timeline: { omitted: number; lines: TimelineLine[] };
-  steps: Array<{ name: string; status: string; detail: string | null; at: string }>;
+  /** Steps declared by a runner (newest 500), and how many older ones were left out. */
+  steps: StepDigest[];
+  stepsOmitted: number;
+  /** The last step whose status says it failed, if any. */
+  lastFailedStep: StepDigest | null;
   /** os, node, recorder, server {name, version, protocolVersion?}, display 'WxH', dpi. */
   environment: Record<string, unknown>;
   events: {

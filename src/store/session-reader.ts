@@ -331,6 +331,13 @@ export class SessionReader {
     ).n;
   }
 
+  /** Number of calls that failed with this error code. */
+  callCountWithCode(code: string): number {
+    return (
+      this.db.prepare('SELECT count(*) AS n FROM calls WHERE error_code = ?').get(code) as { n: number }
+    ).n;
+  }
+
   /** Warnings grouped by code: count and the first detail seen, most frequent first. */
   warningsByCode(): Array<{ code: string; count: number; example: string | null }> {
     return this.db

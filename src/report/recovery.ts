@@ -1,0 +1,34 @@
+/** What an agent or a triager should try next, per error category (mcec-wire §7). */
+
+/** The next step for each category of the closed set. */
+export const RECOVERY_BY_CATEGORY: Readonly<Record<string, string>> = {
+  timeout:
+    're-observe (query/find) and check whether the element ever appeared; raise the timeout only with evidence',
+  'ambiguous-selector':
+    'narrow the selector (automationId, className, exact name); retrying unchanged cannot help',
+  'stale-element': 'the window or element went away: query/find again for a fresh handle, then retry',
+  'no-target': 'broaden the selector, query to discover targets, or wait-for the element',
+  'invalid-argument': 'the request is wrong: fix the arguments; do not retry as is',
+  'capture-blank':
+    'restore or foreground the window and capture again; the suspect image is in partialResult',
+  'ocr-blank':
+    'as capture-blank: restore or foreground the window and capture again; the suspect image is in partialResult',
+  'ocr-no-text': 'use a larger region or fall back to capture',
+  focus: 'click the exact control, or invoke instead of typing; use the focus tool',
+  elevation: 'the target runs elevated: report it; the agent cannot recover',
+  foreground: 'retry the focus tool once the foreground holder is gone, or ask the operator',
+  internal: 'not recoverable by the agent: report it',
+};
+
+/** The recovery step for a failure, or null when the category is unknown (codes narrow, categories decide). */
+export function recoveryFor(category: string | null | undefined, code?: string | null): string | null {
+  if (code === 'emergency-stopped') {
+    return 'an operator latched the emergency stop: stop and tell the user; every call fails until it is released';
+  }
+  if (!category) return null;
+  return Object.hasOwn(RECOVERY_BY_CATEGORY, category) ? RECOVERY_BY_CATEGORY[category]! : null;
+}
+
+/** The recovery step for a call that never returned (the recorder saw no response). */
+export const PENDING_RECOVERY =
+  'the call never returned: check whether the server or the agent process died (a crash or kill mid-call), then rerun';

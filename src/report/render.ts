@@ -1,0 +1,222 @@
+/** Render the summary through Handlebars templates into Markdown documents of at most 65,536 characters. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { registerHelpers } from './helpers.js';
+import { clip, oneLine } from './text.js';
+import {
+  type BugReportOptions,
+  MAX_DOCUMENT_CHARS,
+  type RenderOptions,
+  type SessionSummary,
+} from './types.js';
+
+type HandlebarsApi = typeof import('handlebars');
+type TemplateFn = (context: unknown) => string;
+
+/** File names of the built-in templates. */
+export const FAILURE_SUMMARY_TEMPLATE = 'failure-summary.md.hbs';
+export const BUG_REPORT_TEMPLATE = 'bug-report.md.hbs';
+
+/** The folder of the built-in templates (the package's `templates/`, from src/report or dist/report). */
+export const BUILTIN_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
+
+let instance: Promise<HandlebarsApi> | null = null;
+const compiled = new Map<string, { stamp: string; fn: TemplateFn }>();
+
+/** The one Handlebars instance, created on first use with the helpers registered once. */
+function handlebars(): Promise<HandlebarsApi> {
+  instance ??= import('handlebars').then((mod) => {
+    const api = ((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi;
+    const hb = api.create();
+    registerHelpers(hb);
+    return hb;
+  });
+  return instance;
+}
+
+/** Where a template comes from: the override folder when it holds a file of that name, else the built-in one. */
+export function resolveTemplate(name: string, templatesDir?: string): string {
+  if (templatesDir !== undefined) {
+    let stat: fs.Stats;
+    try {
+      stat = fs.statSync(templatesDir);
+    } catch {
+      throw new Error(`templates dir ${templatesDir} does not exist`);
+    }
+    if (!stat.isDirectory()) throw new Error(`templates dir ${templatesDir} is not a directory`);
+    const candidate = path.join(templatesDir, name);
+    try {
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // no override for this name: use the built-in template
+    }
+  }
+  return path.join(BUILTIN_TEMPLATES_DIR, name);
+}
+
+async function loadTemplate(file: string): Promise<TemplateFn> {
+  const stat = fs.statSync(file);
+  const stamp = `${stat.mtimeMs}:${stat.size}`;
+  const hit = compiled.get(file);
+  if (hit && hit.stamp === stamp) return hit.fn;
+  const hb = await handlebars();
+  const source = fs.readFileSync(file, 'utf8');
+  // strict: a field the template names but the model lacks is an error, not an empty string.
+  const fn = hb.compile(source, { strict: true, noEscape: true }) as TemplateFn;
+  compiled.set(file, { stamp, fn });
+  return fn;
+}
+
+function run(fn: TemplateFn, file: string, context: unknown): string {
+  try {
+    return fn(context);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    throw new Error(`template ${file}: ${message}`);
+  }
+}
+
+/** How much one rendering attempt keeps; later levels keep less. */
+interface Level {
+  timeline: number;
+  failures: number;
+  steps: number;
+  warnings: number;
+  detail: number;
+}
+
+const INF = Number.POSITIVE_INFINITY;
+const LEVELS: Level[] = [
+  { timeline: INF, failures: INF, steps: INF, warnings: INF, detail: 2000 },
+  { timeline: 200, failures: 100, steps: 200, warnings: 50, detail: 1000 },
+  { timeline: 50, failures: 50, steps: 50, warnings: 20, detail: 500 },
+  { timeline: 20, failures: 20, steps: 20, warnings: 10, detail: 300 },
+  { timeline: 10, failures: 10, steps: 10, warnings: 10, detail: 200 },
+  { timeline: 5, failures: 5, steps: 5, warnings: 5, detail: 120 },
+  { timeline: 2, failures: 2, steps: 2, warnings: 2, detail: 80 },
+  { timeline: 0, failures: 0, steps: 0, warnings: 0, detail: 60 },
+];
+
+const LIMIT_TEXT = MAX_DOCUMENT_CHARS.toLocaleString('en-US');
+
+/** Copy with every string longer than `max` clipped (artifact paths are short and stay intact). */
+function clipStrings<T>(value: T, max: number): T {
+  if (typeof value === 'string') return (value.length > max ? clip(value, max) : value) as T;
+  if (Array.isArray(value)) return value.map((v) => clipStrings(v, max)) as T;
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = clipStrings(v, max);
+    return out as T;
+  }
+  return value;
+}
+
+/** The template context for one level: the summary (clipped and shortened) plus derived fields and notes. */
+function viewFor(
+  summary: SessionSummary,
+  level: Level,
+  extra: Record<string, unknown>,
+): Record<string, unknown> {
+  const notes: string[] = [];
+  const s = clipStrings(summary, level.detail);
+  const lines = s.timeline.lines;
+  const keepLines = Math.min(lines.length, level.timeline);
+  const timeline = {
+    omitted: s.timeline.omitted + (lines.length - keepLines),
+    lines: keepLines === 0 ? [] : lines.slice(lines.length - keepLines),
+  };
+  if (keepLines < lines.length) {
+    notes.push(`timeline shortened to ${keepLines} calls to fit ${LIMIT_TEXT} characters`);
+  }
+  const keepFailures = Math.min(s.failures.length, level.failures);
+  const failures = keepFailures === 0 ? [] : s.failures.slice(s.failures.length - keepFailures);
+  if (keepFailures < s.failures.length) {
+    notes.push(`failure list shortened to the last ${keepFailures} to fit ${LIMIT_TEXT} characters`);
+  }
+  const keepSteps = Math.min(s.steps.length, level.steps);
+  const steps = keepSteps === 0 ? [] : s.steps.slice(s.steps.length - keepSteps);
+  if (keepSteps < s.steps.length) {
+    notes.push(`steps shortened to the last ${keepSteps} to fit ${LIMIT_TEXT} characters`);
+  }
+  const warningsByCode = s.warningsByCode.slice(0, Math.min(s.warningsByCode.length, level.warnings));
+  if (warningsByCode.length < s.warningsByCode.length) {
+    notes.push(
+      `warnings shortened to the ${warningsByCode.length} most frequent codes to fit ${LIMIT_TEXT} characters`,
+    );
+  }
+  if (level !== LEVELS[0])
+    notes.push(`details clipped to ${level.detail} characters to fit ${LIMIT_TEXT} characters`);
+
+  const failing = s.failingCall;
+  const step = s.lastFailedStep;
+  const failingStep = failing
+    ? {
+        name: step ? step.name : `${failing.tool} (call #${failing.seq})`,
+        detail: oneLine(
+          failing.status === 'pending'
+            ? `call #${failing.seq} ${failing.tool} never returned`
+            : `${step ? `call #${failing.seq} ${failing.tool}: ` : ''}${failing.code ?? failing.status}${failing.category ? ` (${failing.category})` : ''}${failing.detail ? `: ${failing.detail}` : ''}`,
+          level.detail,
+        ),
+      }
+    : step
+      ? { name: step.name, detail: oneLine(step.detail ?? step.status, level.detail) }
+      : null;
+
+  return {
+    ...s,
+    title: oneLine(s.scenario ?? s.sessionId, 200),
+    timeline,
+    failures,
+    steps,
+    stepsOmitted: s.stepsOmitted + (s.steps.length - keepSteps),
+    failuresOmitted: s.failuresOmitted + (s.failures.length - keepFailures),
+    warningsByCode,
+    warningsOmitted: s.warningsByCode.length - warningsByCode.length,
+    failingStep,
+    unrecovered: s.failures.filter((f) => !f.recovered).length,
+    environmentLines: Object.entries(s.environment)
+      .filter(([, value]) => value !== null && value !== undefined)
+      .map(([key, value]) => ({
+        key,
+        value: typeof value === 'string' ? oneLine(value, 200) : oneLine(JSON.stringify(value), 200),
+      })),
+    notes,
+    limit: LIMIT_TEXT,
+    ...extra,
+  };
+}
+
+async function renderCapped(
+  name: string,
+  summary: SessionSummary,
+  options: RenderOptions,
+  extra: Record<string, unknown>,
+): Promise<string> {
+  const file = resolveTemplate(name, options.templatesDir);
+  const fn = await loadTemplate(file);
+  let last = '';
+  for (const level of LEVELS) {
+    const view = viewFor(summary, level, extra);
+    let text = run(fn, file, view);
+    // A custom template may leave the notes out; the reader must still be told what was shortened.
+    const missing = (view.notes as string[]).filter((n) => !text.includes(n));
+    if (missing.length > 0) text += `\n${missing.map((n) => `> Note: ${n}.`).join('\n')}\n`;
+    if (text.length <= MAX_DOCUMENT_CHARS) return text;
+    last = text;
+  }
+  const note = `\n\n> Note: this document was cut at ${LIMIT_TEXT} characters; the full record is in the session log.\n`;
+  return clip(last, MAX_DOCUMENT_CHARS - note.length) + note;
+}
+
+/** Render `failure-summary.md` (at most 65,536 characters). */
+export function renderFailureSummary(summary: SessionSummary, options: RenderOptions = {}): Promise<string> {
+  return renderCapped(FAILURE_SUMMARY_TEMPLATE, summary, options, {});
+}
+
+/** Render `bug-report.md`, an issue body with the MCEC bug-report headings (at most 65,536 characters). */
+export function renderBugReport(summary: SessionSummary, options: BugReportOptions = {}): Promise<string> {
+  const bundleName = oneLine(options.bundleName ?? `${summary.dirName}.zip`, 200);
+  return renderCapped(BUG_REPORT_TEMPLATE, summary, options, { bundleName });
+}

@@ -1,0 +1,264 @@
+/** The per-tool summarizer: one short line per call for timelines and failure lists. */
+import type { CallRow } from '../store/schema.js';
+import { asRecord, clip, formatBytes, oneLine, parseJson, quote } from './text.js';
+
+/** Longest line the summarizer returns. */
+export const MAX_LINE = 160;
+
+type Obj = Record<string, unknown>;
+
+/** Selector-ish argument keys, in the order a reader wants to see them. */
+const TARGET_KEYS = [
+  'title',
+  'name',
+  'automationId',
+  'className',
+  'controlType',
+  'processName',
+  'handle',
+  'processId',
+  'text',
+  'path',
+];
+
+const SKIP_KEYS = new Set(['sessionId']);
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' ? v : undefined;
+}
+
+function describeValue(v: unknown): string {
+  if (typeof v === 'string') return quote(v, 40);
+  if (typeof v === 'number' || typeof v === 'boolean' || v === null) return String(v);
+  if (Array.isArray(v)) return `[${v.slice(0, 4).map(describeValue).join(',')}${v.length > 4 ? ',…' : ''}]`;
+  return '{…}';
+}
+
+/** `name='Save' automationId='btnSave'` from a selector object (args or args.selector). */
+function describeSelector(args: Obj | undefined): string {
+  if (!args) return '';
+  const source = asRecord(args.selector) ?? args;
+  const parts: string[] = [];
+  if (typeof args.selector === 'string') parts.push(`selector=${quote(args.selector, 60)}`);
+  for (const key of TARGET_KEYS) {
+    if (key in source && source[key] !== undefined && source[key] !== null) {
+      parts.push(`${key}=${describeValue(source[key])}`);
+    }
+    if (parts.length >= 3) break;
+  }
+  const region = asRecord(args.region);
+  if (region) parts.push(`region ${describeRegion(region)}`);
+  return parts.join(' ');
+}
+
+function describeRegion(r: Obj): string {
+  return `${num(r.x) ?? '?'},${num(r.y) ?? '?'} ${num(r.width) ?? '?'}x${num(r.height) ?? '?'}`;
+}
+
+/** Generic `k=v` list of the first few arguments. */
+function describeArgs(args: Obj | undefined, max = 3): string {
+  if (!args) return '';
+  const parts: string[] = [];
+  for (const [key, value] of Object.entries(args)) {
+    if (SKIP_KEYS.has(key)) continue;
+    parts.push(`${oneLine(key, 30)}=${describeValue(value)}`);
+    if (parts.length >= max) break;
+  }
+  return parts.join(' ');
+}
+
+function windowTitle(...candidates: unknown[]): string | undefined {
+  for (const c of candidates) {
+    const title = str(asRecord(c)?.title);
+    if (title !== undefined) return title;
+  }
+  return undefined;
+}
+
+/** The first capture-summary object found in a value (bounded walk). */
+export function findCaptureSummary(value: unknown, depth = 4): Obj | undefined {
+  const obj = asRecord(value);
+  if (!obj) {
+    if (Array.isArray(value) && depth > 0) {
+      for (const item of value.slice(0, 20)) {
+        const hit = findCaptureSummary(item, depth - 1);
+        if (hit) return hit;
+      }
+    }
+    return undefined;
+  }
+  if (obj.kind === 'capture-summary') return obj;
+  if (depth <= 0) return undefined;
+  for (const key of Object.keys(obj).slice(0, 40)) {
+    if (key === 'tree' || key === 'children') continue;
+    const hit = findCaptureSummary(obj[key], depth - 1);
+    if (hit) return hit;
+  }
+  return undefined;
+}
+
+function describeElement(el: unknown): string {
+  const e = asRecord(el);
+  if (!e) return 'element';
+  const type = str(e.controlType)?.replace(/^ControlType\./, '') ?? 'element';
+  const name = str(e.name);
+  return name ? `${oneLine(type, 30)} ${quote(name, 40)}` : oneLine(type, 30);
+}
+
+function describeCapture(args: Obj | undefined, result: Obj | undefined): string {
+  const summary = findCaptureSummary(result) ?? {};
+  const r = result ?? {};
+  const width = num(r.width) ?? num(summary.width);
+  const height = num(r.height) ?? num(summary.height);
+  const encoding = str(r.encoding) ?? str(summary.encoding) ?? 'png';
+  const bytes = num(r.bytes) ?? num(summary.bytes);
+  let line = `${width ?? '?'}x${height ?? '?'} ${oneLine(encoding, 10)} ${formatBytes(bytes)}`;
+  const title = windowTitle(r.window, summary.window);
+  const region = asRecord(r.region) ?? asRecord(args?.region);
+  if (title !== undefined) line += ` of ${quote(title, 50)}`;
+  else if (region) line += ` of region ${describeRegion(region)}`;
+  const blank = asRecord(r.blankCheck) ?? asRecord(summary.blankCheck);
+  if (blank?.blank === true) line += ' (blank)';
+  const artifactError = str(summary.artifactError) ?? str(r.artifactError);
+  if (artifactError) line += ` (image not kept: ${oneLine(artifactError, 40)})`;
+  return line;
+}
+
+/** Success text for each tool; undefined falls back to the generic form. */
+function describeSuccess(tool: string, args: Obj | undefined, result: Obj | undefined): string | undefined {
+  const r = result ?? {};
+  const target = describeSelector(args);
+  const withTarget = (text: string) => (target ? `${tool} ${target}: ${text}` : `${tool}: ${text}`);
+  switch (tool) {
+    case 'capture':
+      return `capture ${describeCapture(args, result)}`;
+    case 'query': {
+      const title = windowTitle(r.window) ?? str(args?.title);
+      const nodes = num(r.nodeCount);
+      const head = title !== undefined ? `query ${quote(title, 50)}` : target ? `query ${target}` : 'query';
+      return `${head}: ${nodes ?? '?'} nodes${r.truncated === true ? ' (truncated)' : ''}`;
+    }
+    case 'find':
+    case 'wait-for': {
+      const timeout = num(args?.timeoutMs) ?? num(args?.timeout);
+      const head = `${tool}${target ? ` ${target}` : ''}${tool === 'wait-for' && timeout !== undefined ? ` (${timeout} ms)` : ''}`;
+      if (r.found === false) return `${head}: not found`;
+      return `${head}: found ${describeElement(r.element)}`;
+    }
+    case 'get-text': {
+      const title = windowTitle(r.window);
+      const head =
+        title !== undefined ? `get-text of ${quote(title, 40)}` : target ? `get-text ${target}` : 'get-text';
+      const lines = num(r.lineCount);
+      const words = num(r.wordCount);
+      const text = str(r.text);
+      return `${head}: ${lines ?? '?'} lines, ${words ?? '?'} words${text ? ` ${quote(text, 40)}` : ''}`;
+    }
+    case 'invoke': {
+      if (r.modalPending === true) return withTarget('invoked, modal dialog pending');
+      const action = str(r.action) ?? str(args?.action);
+      return withTarget(
+        `${r.invoked === false ? 'not invoked' : 'invoked'}${action ? ` (${oneLine(action, 30)})` : ''}`,
+      );
+    }
+    case 'click': {
+      const at = Array.isArray(r.at) ? r.at.slice(0, 2).join(',') : undefined;
+      const button = str(r.button);
+      const count = num(r.count);
+      const how = [button, count && count > 1 ? `x${count}` : undefined].filter(Boolean).join(' ');
+      return `${withTarget(`clicked${at ? ` at ${at}` : ''}`)}${how ? ` (${oneLine(how, 20)})` : ''}`;
+    }
+    case 'windows': {
+      const list = Array.isArray(r.windows) ? r.windows : [];
+      const count = num(r.count) ?? list.length;
+      const titles = list
+        .slice(0, 3)
+        .map((w) => windowTitle(w))
+        .filter((t): t is string => t !== undefined && t !== '')
+        .map((t) => quote(t, 30));
+      const more = count > titles.length && titles.length > 0 ? `, +${count - titles.length}` : '';
+      const condition = str(r.condition);
+      const satisfied =
+        r.satisfied === undefined ? '' : r.satisfied ? ', condition met' : ', condition not met';
+      return `windows${condition ? ` ${oneLine(condition, 30)}` : ''}: ${count} windows${titles.length ? ` (${titles.join(', ')}${more})` : ''}${satisfied}`;
+    }
+    case 'displays': {
+      const list = Array.isArray(r.displays) ? r.displays : [];
+      const primary = asRecord(list.find((d) => asRecord(d)?.primary === true) ?? list[0]);
+      const bounds = asRecord(primary?.bounds);
+      const count = num(r.count) ?? list.length;
+      const dpi = num(primary?.dpi);
+      return `displays: ${count} display${count === 1 ? '' : 's'}${bounds ? `, primary ${num(bounds.width) ?? '?'}x${num(bounds.height) ?? '?'}` : ''}${dpi !== undefined ? ` @ ${dpi} dpi` : ''}`;
+    }
+    case 'send_command': {
+      const command = str(args?.command) ?? str(args?.cmd) ?? '';
+      const output = r.output;
+      let tail = typeof output === 'string' ? `output ${output.length} chars` : 'done';
+      if (typeof output === 'string' && output.startsWith('{')) {
+        const inner = asRecord(parseJson(output, 1024 * 1024));
+        if (inner && inner.success === false) {
+          tail = `inner command failed: ${oneLine(str(inner.errorCode) ?? str(inner.error) ?? 'error', 50)}`;
+        }
+      }
+      return `send_command ${quote(command, 60)}: ${tail}`;
+    }
+    case 'session-start':
+    case 'session-status': {
+      const id = str(r.sessionId);
+      const stop = asRecord(r.emergencyStop) ? ' (emergency stop latched)' : '';
+      return `${tool}${id ? ` ${oneLine(id, 64)}` : ''}${stop}`;
+    }
+    case 'session-end':
+      return `session-end: ${r.ended === false ? 'not ended (already ended)' : 'ended'}`;
+    case 'focus':
+      return withTarget(r.focused === false ? 'not focused' : 'focused');
+    case 'drag':
+      return `drag from ${Array.isArray(r.from) ? r.from.join(',') : '?'} to ${Array.isArray(r.to) ? r.to.join(',') : '?'}`;
+    case 'clipboard':
+      return r.set === true
+        ? `clipboard set ${num(r.length) ?? '?'} chars`
+        : `clipboard read ${num(r.length) ?? '?'} chars`;
+    case 'launch':
+      return `launch ${quote(str(r.path) ?? str(args?.path) ?? '', 60)}: pid ${num(r.processId) ?? '?'}`;
+    case 'record': {
+      const action = str(args?.action) ?? '';
+      const frames = num(r.frames);
+      return `record${action ? ` ${oneLine(action, 20)}` : ''}${frames !== undefined ? `: ${frames} frames, ${formatBytes(num(r.bytes))}` : ''}`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The call's target for failure lines (selector, window title or first arguments). */
+function describeTarget(tool: string, args: Obj | undefined): string {
+  if (tool === 'send_command') return quote(str(args?.command) ?? str(args?.cmd) ?? '', 60);
+  return describeSelector(args) || describeArgs(args);
+}
+
+/** One line describing a call, e.g. "capture 800x600 png 14 KB of 'Untitled - Notepad'" or "find name='Save': selector-matched-3". */
+export function summarizeCall(row: CallRow): string {
+  const tool = oneLine(row.tool, 40) || '?';
+  const args = asRecord(parseJson(row.args, 1024 * 1024));
+  const dropped = row.payload_dropped ? ' [payload dropped]' : '';
+  let line: string;
+  if (row.status === 'pending') {
+    const target = describeTarget(tool, args);
+    line = `${tool}${target ? ` ${target}` : ''}: pending (no response recorded)`;
+  } else if (row.status === 'ok') {
+    const envelope = asRecord(parseJson(row.envelope));
+    const result = asRecord(envelope?.result);
+    line = describeSuccess(tool, args, result) ?? `${tool}${args ? ` ${describeArgs(args)}` : ''}: ok`;
+    line = line.replace(/ : ok$/, ': ok');
+  } else {
+    const target = describeTarget(tool, args);
+    const code = row.error_code ? oneLine(row.error_code, 60) : row.status === 'fault' ? 'fault' : 'failed';
+    const prefix = row.status === 'fault' && row.error_code ? 'fault ' : '';
+    line = `${tool}${target ? ` ${target}` : ''}: ${prefix}${code}`;
+  }
+  return clip(`${line}${dropped}`, MAX_LINE);
+}

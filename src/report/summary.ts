@@ -1,0 +1,358 @@
+/** Build the summary model from a session log alone (finished, still running or crashed). */
+import { OBSERVATION_TOOLS } from '../contract/types.js';
+import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
+import type { SessionReader } from '../store/session-reader.js';
+import { PENDING_RECOVERY, recoveryFor } from './recovery.js';
+import { findCaptureSummary, summarizeCall } from './summarize-call.js';
+import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
+import { loadTimeFormat, type TimeFormat } from './time.js';
+import type {
+  CallDigest,
+  ImageDigest,
+  ObservationDigest,
+  SessionSummary,
+  SummaryOptions,
+  TimelineLine,
+  Verdict,
+} from './types.js';
+
+/** Longest error detail kept in the model; renderers clip further when a document gets too long. */
+const MAX_DETAIL = 4000;
+const MAX_STEPS = 500;
+const FAILED_STEP = new Set(['failed', 'fail', 'error', 'aborted']);
+
+/** A relative path that stays inside the session dir, with `/` separators; null otherwise. */
+export function safeRelativePath(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 500) return null;
+  const p = value.replaceAll('\\', '/');
+  if (p.startsWith('/') || /^[A-Za-z]:/.test(p) || p.includes('\0')) return null;
+  const parts = p.split('/');
+  if (parts.some((s) => s === '..' || s === '')) return null;
+  return parts.filter((s) => s !== '.').join('/');
+}
+
+function imageFromArtifact(row: ArtifactRow | undefined): ImageDigest | null {
+  if (!row || row.call_seq == null) return null;
+  const artifact = safeRelativePath(row.path);
+  if (!artifact) return null;
+  return {
+    artifact,
+    width: row.width ?? 0,
+    height: row.height ?? 0,
+    format: row.format ?? artifact.split('.').pop() ?? 'png',
+    bytes: row.bytes ?? 0,
+    seq: row.call_seq,
+    sha256: row.sha256,
+  };
+}
+
+function imageFromSummary(value: unknown, seq: number): ImageDigest | null {
+  const s = findCaptureSummary(value);
+  const artifact = safeRelativePath(s?.artifact);
+  if (!s || !artifact) return null;
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+  return {
+    artifact,
+    width: n(s.width),
+    height: n(s.height),
+    format: typeof s.encoding === 'string' ? oneLine(s.encoding, 10) : 'png',
+    bytes: n(s.bytes),
+    seq,
+    sha256: typeof s.sha256 === 'string' ? s.sha256.slice(0, 64) : null,
+  };
+}
+
+function envelopeOf(row: CallRow): Record<string, unknown> | undefined {
+  return asRecord(parseJson(row.envelope));
+}
+
+function digest(row: CallRow, time: TimeFormat): CallDigest {
+  const failed = row.status === 'failed' || row.status === 'fault';
+  return {
+    seq: row.seq,
+    tool: oneLine(row.tool, 60),
+    status: row.status,
+    startedAt: time.iso(row.started_at) ?? row.started_at,
+    durationMs: row.duration_ms,
+    code: row.error_code ? oneLine(row.error_code, 120) : null,
+    category: row.error_category ? oneLine(row.error_category, 60) : null,
+    detail: row.error_detail ? clip(row.error_detail, MAX_DETAIL) : null,
+    recovery:
+      row.status === 'pending'
+        ? PENDING_RECOVERY
+        : failed
+          ? recoveryFor(row.error_category, row.error_code)
+          : null,
+    line: summarizeCall(row),
+  };
+}
+
+function parseDetail(event: EventRow | undefined): Record<string, unknown> {
+  return asRecord(parseJson(event?.detail ?? null, 1024 * 1024)) ?? {};
+}
+
+function finiteOr0(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+}
+
+/** The observation the agent last saw successfully before `beforeSeq`, with its image when it had one. */
+function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined): ObservationDigest | null {
+  const row = reader.lastCallWhere({
+    statuses: ['ok'],
+    tools: OBSERVATION_TOOLS,
+    beforeSeq: failing?.seq,
+  });
+  if (row) {
+    const result = envelopeOf(row)?.result;
+    const image =
+      imageFromArtifact(
+        reader
+          .artifactsOfCall(row.seq)
+          .find((a) => a.path && a.role !== 'partialResult' && a.role !== 'lastObservation'),
+      ) ?? imageFromSummary(result, row.seq);
+    return {
+      seq: row.seq,
+      tool: oneLine(row.tool, 60),
+      oneLine: summarizeCall(row),
+      image,
+      value: compactValue(result),
+    };
+  }
+  // The recorder may have joined late: fall back to what the server said in the failing call's error.
+  if (failing) {
+    const error = asRecord(envelopeOf(failing)?.error);
+    const observed = asRecord(error?.lastObservation);
+    if (observed) {
+      const image = imageFromSummary(observed, failing.seq);
+      const kind = typeof observed.kind === 'string' ? observed.kind : 'observation';
+      const title = asRecord(observed.window)?.title ?? observed.title;
+      return {
+        seq: failing.seq,
+        tool: 'lastObservation',
+        oneLine: `server's lastObservation (${oneLine(kind, 30)})${typeof title === 'string' ? ` of '${oneLine(title, 50)}'` : ''}`,
+        image,
+        value: compactValue(observed),
+      };
+    }
+  }
+  return null;
+}
+
+/** Environment from the session row, the initialize exchange and the last successful `displays` call. */
+function environmentOf(reader: SessionReader, session: SessionRow): Record<string, unknown> {
+  const stored = asRecord(parseJson(session.environment, 1024 * 1024)) ?? {};
+  // Templates are strict, so the keys they name always exist (null when unknown).
+  const env: Record<string, unknown> = {
+    os: null,
+    node: null,
+    recorder: null,
+    server: null,
+    display: null,
+    dpi: null,
+    ...(asRecord(compactValue(stored, { depth: 3, maxString: 200 })) ?? {}),
+  };
+  if (env.recorder == null) env.recorder = session.recorder_version;
+  if (!asRecord(env.server)) {
+    for (const event of reader.events('exchange').reverse()) {
+      const detail = parseDetail(event);
+      if (detail.method !== 'initialize') continue;
+      const result = asRecord(asRecord(detail.response)?.result);
+      const info = asRecord(result?.serverInfo);
+      if (info) {
+        env.server = compactValue({ ...info, protocolVersion: result?.protocolVersion }, { maxString: 80 });
+        break;
+      }
+    }
+  }
+  const displays = reader.lastCallWhere({ statuses: ['ok'], tools: ['displays'] });
+  const result = displays ? asRecord(envelopeOf(displays)?.result) : undefined;
+  const list = Array.isArray(result?.displays) ? result.displays : [];
+  const primary = asRecord(list.find((d) => asRecord(d)?.primary === true) ?? list[0]);
+  const bounds = asRecord(primary?.bounds);
+  if (bounds && typeof bounds.width === 'number' && typeof bounds.height === 'number') {
+    env.display = `${bounds.width}x${bounds.height}`;
+  }
+  if (typeof primary?.dpi === 'number') env.dpi = primary.dpi;
+  if (typeof primary?.scale === 'number') env.scale = primary.scale;
+  if (list.length > 0) env.displays = list.length;
+  return env;
+}
+
+/** Build the summary of one session; reads the log in one snapshot and never loads every call. */
+export async function buildSummary(
+  reader: SessionReader,
+  options: SummaryOptions = {},
+): Promise<SessionSummary> {
+  const time = await loadTimeFormat();
+  const timelineLength = Math.max(0, Math.floor(options.timelineLength ?? 20));
+  const maxFailures = Math.max(0, Math.floor(options.maxFailures ?? 200));
+  return reader.snapshot(() => {
+    const session = reader.session();
+    const stats = reader.stats();
+    const recovered = reader.recoveredCount();
+    const failuresTotal = stats.failed + stats.fault;
+
+    const lastUnrecovered = reader.failures({ limit: 1, unrecoveredOnly: true })[0];
+    const lastPending = reader.lastCallWhere({ statuses: ['pending'] });
+    const failingRow =
+      lastUnrecovered && lastPending
+        ? lastUnrecovered.seq > lastPending.seq
+          ? lastUnrecovered
+          : lastPending
+        : (lastUnrecovered ?? lastPending);
+    const lastCall = stats.lastCallSeq != null ? reader.call(stats.lastCallSeq) : undefined;
+
+    const emergencyStop =
+      reader.eventCount('emergency-stop') > 0 || reader.callCountWithCode('emergency-stopped') > 0;
+
+    // Verdict: an explicit one from end() wins; otherwise any sign of an unfinished or failed run is FAIL.
+    let verdict: Verdict;
+    let verdictReason: string;
+    const passedExplicit = session.passed == null ? null : session.passed !== 0;
+    const unrecovered = failuresTotal - recovered;
+    if (passedExplicit !== null) {
+      verdict = passedExplicit ? 'PASS' : 'FAIL';
+      verdictReason = `explicit verdict from end()${session.end_reason ? `: ${oneLine(session.end_reason, 500)}` : ''}`;
+    } else {
+      const reasons: string[] = [];
+      if (lastCall && (lastCall.status === 'failed' || lastCall.status === 'fault')) {
+        reasons.push(
+          `the last call #${lastCall.seq} ${oneLine(lastCall.tool, 40)} failed${lastCall.error_code ? ` (${oneLine(lastCall.error_code, 60)})` : ''}`,
+        );
+      }
+      if (lastPending) {
+        const more = stats.pending > 1 ? ` (and ${stats.pending - 1} more pending)` : '';
+        reasons.push(`call #${lastPending.seq} ${oneLine(lastPending.tool, 40)} is still pending${more}`);
+      }
+      if (session.status === 'aborted') {
+        reasons.push(
+          `the session was aborted: it never ended${session.writer_pid != null ? ` and its writer process (pid ${session.writer_pid}) is gone` : ''}`,
+        );
+      }
+      if (emergencyStop) reasons.push('an emergency stop happened');
+      if (reasons.length > 0) {
+        verdict = 'FAIL';
+        verdictReason = reasons.join('; ');
+      } else {
+        verdict = 'PASS';
+        const parts = [
+          stats.calls === 0
+            ? 'no calls recorded'
+            : failuresTotal === 0
+              ? `all ${stats.calls} calls succeeded`
+              : `${recovered} of ${failuresTotal} failure${failuresTotal === 1 ? '' : 's'} recovered`,
+        ];
+        if (unrecovered > 0 && failuresTotal > 0) {
+          parts.push(`${unrecovered} not recovered but not the last call`);
+        }
+        if (session.status === 'open') parts.push('the session is still running');
+        verdictReason = parts.join('; ');
+      }
+    }
+
+    const failures = reader
+      .failures({ limit: maxFailures })
+      .reverse()
+      .map((f) => ({ ...digest(f, time), recovered: f.recovered !== 0 }));
+
+    const tail = reader.tailCalls(timelineLength);
+    const timeline: TimelineLine[] = tail.map((row) => ({
+      seq: row.seq,
+      at: time.iso(row.started_at) ?? row.started_at,
+      tool: oneLine(row.tool, 60),
+      status: row.status,
+      duration: row.status === 'pending' ? '' : time.duration(row.duration_ms),
+      line: summarizeCall(row),
+    }));
+
+    const stepEvents = reader.events('step');
+    const steps = stepEvents.slice(-MAX_STEPS).map((event) => {
+      const d = parseDetail(event);
+      return {
+        name: oneLine(d.name ?? '', 200),
+        status: oneLine(d.status ?? '', 40),
+        detail: d.detail == null ? null : clip(String(d.detail), MAX_DETAIL),
+        at: time.iso(event.at) ?? event.at,
+      };
+    });
+
+    const truncation = reader.lastEvent('truncation');
+    const artifactLimit = reader.lastEvent('artifact-limit');
+    const truncationDetail = parseDetail(truncation);
+    const artifactLimitDetail = parseDetail(artifactLimit);
+
+    const startedAt = time.iso(session.started_at) ?? session.started_at;
+    const endedAt = time.iso(session.ended_at);
+    const durationMs = time.between(session.started_at, session.ended_at ?? stats.lastActivityAt);
+
+    const failingCall = failingRow ? digest(failingRow, time) : null;
+    const suspectImage = failingRow
+      ? (imageFromArtifact(
+          reader.artifactsOfCall(failingRow.seq).find((a) => a.role === 'partialResult' && a.path),
+        ) ?? imageFromSummary(asRecord(envelopeOf(failingRow)?.error)?.partialResult, failingRow.seq))
+      : null;
+    const lastImage =
+      imageFromArtifact(
+        reader.lastImageArtifact({ beforeSeq: failingRow?.seq, excludeRoles: ['lastObservation'] }),
+      ) ?? imageFromArtifact(reader.lastImageArtifact({ beforeSeq: failingRow?.seq }));
+
+    const summary: SessionSummary = {
+      sessionId: session.session_id,
+      originalId: session.original_id ? oneLine(session.original_id, 200) : null,
+      scenario: session.scenario == null ? null : clip(session.scenario, MAX_DETAIL),
+      dirName: reader.dir.split(/[\\/]/).filter(Boolean).pop() ?? session.session_id,
+      status: session.status,
+      verdict,
+      verdictReason,
+      passedExplicit,
+      startedAt,
+      endedAt,
+      durationMs,
+      duration: time.duration(durationMs),
+      counts: {
+        calls: stats.calls,
+        failures: failuresTotal,
+        recovered,
+        pending: stats.pending,
+        warnings: stats.warnings,
+        violations: stats.violations,
+        artifacts: stats.artifacts,
+        droppedPayloads: stats.droppedPayloads,
+        lostCalls: stats.lostCalls,
+        recordFailures: stats.recordFailures,
+      },
+      failingCall,
+      failures,
+      failuresOmitted: failuresTotal - failures.length,
+      warningsByCode: reader.warningsByCode().map((w) => ({
+        code: oneLine(w.code, 80),
+        count: w.count,
+        example: w.example == null ? '' : oneLine(w.example, 300),
+      })),
+      lastGoodObservation: lastGoodObservation(reader, failingRow),
+      lastImage,
+      suspectImage,
+      timeline: { omitted: stats.calls - timeline.length, lines: timeline },
+      steps,
+      stepsOmitted: stepEvents.length - steps.length,
+      lastFailedStep: [...steps].reverse().find((s) => FAILED_STEP.has(s.status.toLowerCase())) ?? null,
+      environment: environmentOf(reader, session),
+      events: {
+        emergencyStop,
+        truncation: truncation
+          ? {
+              omittedCalls: finiteOr0(truncationDetail.omittedCalls),
+              omittedBytes: finiteOr0(truncationDetail.omittedBytes),
+            }
+          : null,
+        artifactLimit: artifactLimit
+          ? {
+              omittedImages: finiteOr0(artifactLimitDetail.omittedImages),
+              omittedBytes: finiteOr0(artifactLimitDetail.omittedBytes),
+            }
+          : null,
+      },
+    };
+    return summary;
+  });
+}
