@@ -3,3 +3,4 @@ export * from './layout.js';
 export * from './open.js';
 export * from './schema.js';
 export * from './session-log.js';
+export * from './session-reader.js';

@@ -5,8 +5,6 @@ import { isSafeSessionId, LOG_FILE, parseSessionDirName } from './layout.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow } from './schema.js';
 
-export type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow } from './schema.js';
-
 /** Where a session lives on disk. */
 export interface SessionLocation {
   dir: string;
