@@ -1,0 +1,766 @@
+/** The simulator's fake Windows desktop: windows, UI Automation trees, displays, and their pixels. */
+import type { WindowInfo } from '../contract/types.js';
+import { blit, createRaster, fillRect, type Raster, type Rgb, strokeRect } from './raster.js';
+
+/** A UI Automation element as MCEC reports it (mcec-wire §2). */
+export interface UiaElement {
+  controlType: string;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+  isEnabled: boolean;
+  isOffscreen: boolean;
+  name?: string;
+  automationId?: string;
+  className?: string;
+  value?: string;
+  isSelected?: boolean;
+  children: UiaElement[];
+}
+
+/** What driving an element does to the desktop (simulator-only; never on the wire). */
+export type ElementEffect = 'close-window' | 'open-save-as';
+
+/** An element of the simulated tree: the wire fields plus the effect of invoking it. */
+export interface SimElement extends UiaElement {
+  effect?: ElementEffect;
+  children: SimElement[];
+}
+
+/** A top-level window of the fake desktop. */
+export interface SimWindow extends WindowInfo {
+  /** Runs elevated: actuation fails with target-elevated. */
+  elevated: boolean;
+  /** Captures come back all black (a protected video surface). */
+  blankCapture: boolean;
+  /** Drawing style. */
+  titleBar: Rgb;
+  client: Rgb;
+  text: Rgb;
+  tree: SimElement;
+}
+
+/** How a tool names its target window (the real server's five selector properties). */
+export interface WindowTarget {
+  window?: string;
+  handle?: number;
+  process?: string;
+  className?: string;
+  foreground?: boolean;
+}
+
+/** Why a window could not be resolved: the real codes. */
+export interface TargetMiss {
+  code: string;
+  category: 'no-target' | 'stale-element' | 'ambiguous-selector';
+  detail: string;
+}
+
+export interface Rect {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/** One monitor as the displays tool reports it. */
+export interface DisplayInfo {
+  index: number;
+  primary: boolean;
+  deviceName: string;
+  bounds: Rect;
+  workingArea: Rect;
+  dpi: number;
+  scale: number;
+}
+
+/** The two monitors of the fake desktop: a 1080p primary and a 125 % secondary to its right. */
+export const DISPLAYS: readonly DisplayInfo[] = [
+  {
+    index: 0,
+    primary: true,
+    deviceName: '\\\\.\\DISPLAY1',
+    bounds: { x: 0, y: 0, width: 1920, height: 1080 },
+    workingArea: { x: 0, y: 0, width: 1920, height: 1032 },
+    dpi: 96,
+    scale: 1,
+  },
+  {
+    index: 1,
+    primary: false,
+    deviceName: '\\\\.\\DISPLAY2',
+    bounds: { x: 1920, y: 0, width: 1280, height: 1024 },
+    workingArea: { x: 1920, y: 0, width: 1280, height: 984 },
+    dpi: 120,
+    scale: 1.25,
+  },
+];
+
+/** The union of all monitors. */
+export const VIRTUAL_BOUNDS: Rect = { x: 0, y: 0, width: 3200, height: 1080 };
+
+/** The element-matching modes of find / wait-for / invoke / click (`by`). */
+export const MATCH_BY = ['name', 'automationid', 'classname'] as const;
+export type MatchBy = (typeof MATCH_BY)[number];
+
+/** Handles of the windows present at start, top of the z-order first. */
+export const HANDLES = {
+  saveAs: 131330,
+  notepad: 65552,
+  commandPrompt: 196868,
+  videoPlayer: 262410,
+} as const;
+
+/** The Notepad editor's text: it exercises the server's escaping (+ < > & ' and non-ASCII). */
+export const NOTEPAD_TEXT = "Hello + <world> & 'friends' — café ☕ 1+1=2";
+
+type ElementSpec = Omit<
+  SimElement,
+  'x' | 'y' | 'width' | 'height' | 'children' | 'isEnabled' | 'isOffscreen'
+> & {
+  isEnabled?: boolean;
+  isOffscreen?: boolean;
+};
+
+/** Build an element from window-relative bounds; `origin` makes them absolute screen pixels. */
+function el(
+  origin: { x: number; y: number },
+  spec: ElementSpec,
+  bounds: [number, number, number, number],
+  children: SimElement[] = [],
+): SimElement {
+  const { isEnabled = true, isOffscreen = false, ...rest } = spec;
+  return {
+    ...rest,
+    controlType: spec.controlType,
+    x: origin.x + bounds[0],
+    y: origin.y + bounds[1],
+    width: bounds[2],
+    height: bounds[3],
+    isEnabled,
+    isOffscreen,
+    children,
+  };
+}
+
+function captionButtons(
+  o: { x: number; y: number },
+  width: number,
+  closeEffect?: ElementEffect,
+): SimElement[] {
+  return [
+    el(o, { controlType: 'Button', name: 'Minimize', automationId: 'Minimize' }, [width - 96, 0, 32, 32]),
+    el(o, { controlType: 'Button', name: 'Maximize', automationId: 'Maximize' }, [width - 64, 0, 32, 32]),
+    el(
+      o,
+      {
+        controlType: 'Button',
+        name: 'Close',
+        automationId: 'Close',
+        ...(closeEffect ? { effect: closeEffect } : {}),
+      },
+      [width - 32, 0, 32, 32],
+    ),
+  ];
+}
+
+function windowRoot(w: Omit<SimWindow, 'tree' | 'handle'>, children: SimElement[]): SimElement {
+  return el(
+    w,
+    { controlType: 'Window', name: w.title, className: w.className },
+    [0, 0, w.width, w.height],
+    children,
+  );
+}
+
+function notepad(): SimWindow {
+  const base = {
+    title: 'Untitled - Notepad',
+    className: 'Notepad',
+    processName: 'notepad',
+    processId: 4120,
+    x: 120,
+    y: 80,
+    width: 800,
+    height: 600,
+    elevated: false,
+    blankCapture: false,
+    titleBar: [0, 120, 215] as Rgb,
+    client: [255, 255, 255] as Rgb,
+    text: [30, 30, 30] as Rgb,
+  };
+  const o = base;
+  const menuItem = (name: string, x: number, items: SimElement[] = []) =>
+    el(o, { controlType: 'MenuItem', name }, [x, 32, 48, 24], items);
+  const fileItems = [
+    el(o, { controlType: 'MenuItem', name: 'New', isOffscreen: true }, [4, 56, 200, 24]),
+    el(o, { controlType: 'MenuItem', name: 'Open...', isOffscreen: true }, [4, 80, 200, 24]),
+    el(o, { controlType: 'MenuItem', name: 'Save', isOffscreen: true }, [4, 104, 200, 24]),
+    el(
+      o,
+      { controlType: 'MenuItem', name: 'Save As...', isOffscreen: true, effect: 'open-save-as' },
+      [4, 128, 200, 24],
+    ),
+  ];
+  const tree = windowRoot(base, [
+    el(
+      o,
+      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
+      [0, 0, 800, 32],
+      captionButtons(o, 800),
+    ),
+    el(
+      o,
+      { controlType: 'MenuBar', name: 'Application', automationId: 'MenuBar' },
+      [0, 32, 800, 24],
+      [
+        menuItem('File', 4, fileItems),
+        menuItem('Edit', 56),
+        menuItem('Format', 108),
+        menuItem('View', 160),
+        menuItem('Help', 212),
+      ],
+    ),
+    el(
+      o,
+      {
+        controlType: 'Document',
+        name: 'Text Editor',
+        automationId: '15',
+        className: 'Edit',
+        value: NOTEPAD_TEXT,
+      },
+      [0, 56, 800, 520],
+    ),
+    el(
+      o,
+      { controlType: 'StatusBar', name: 'Status Bar', automationId: 'StatusBar' },
+      [0, 576, 800, 24],
+      [
+        el(o, { controlType: 'Text', name: 'Ln 1, Col 1' }, [420, 580, 100, 16]),
+        el(o, { controlType: 'Text', name: '100%' }, [530, 580, 50, 16]),
+        el(o, { controlType: 'Text', name: 'Windows (CRLF)' }, [590, 580, 110, 16]),
+        el(o, { controlType: 'Text', name: 'UTF-8' }, [710, 580, 80, 16]),
+      ],
+    ),
+  ]);
+  return { ...base, handle: HANDLES.notepad, tree };
+}
+
+/** The Save As dialog: three buttons named Save (command bar, hidden default, the real one). */
+function saveAs(handle: number): SimWindow {
+  const base = {
+    title: 'Save As',
+    className: '#32770',
+    processName: 'notepad',
+    processId: 4120,
+    x: 200,
+    y: 140,
+    width: 640,
+    height: 480,
+    elevated: false,
+    blankCapture: false,
+    titleBar: [243, 243, 243] as Rgb,
+    client: [249, 249, 249] as Rgb,
+    text: [20, 20, 20] as Rgb,
+  };
+  const o = base;
+  const tree = windowRoot(base, [
+    el(
+      o,
+      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
+      [0, 0, 640, 32],
+      [
+        el(
+          o,
+          { controlType: 'Button', name: 'Close', automationId: 'Close', effect: 'close-window' },
+          [608, 0, 32, 32],
+        ),
+      ],
+    ),
+    el(
+      o,
+      { controlType: 'ToolBar', name: 'Command Bar', automationId: 'CommandBar' },
+      [0, 32, 640, 36],
+      [
+        el(o, { controlType: 'Button', name: 'Save', automationId: 'CommandBar_Save' }, [8, 36, 72, 28]),
+        el(
+          o,
+          { controlType: 'Button', name: 'New folder', automationId: 'CommandBar_NewFolder' },
+          [88, 36, 96, 28],
+        ),
+      ],
+    ),
+    el(
+      o,
+      { controlType: 'Tree', name: 'Navigation Pane', automationId: '100' },
+      [0, 68, 160, 300],
+      [
+        el(o, { controlType: 'TreeItem', name: 'Quick access' }, [8, 76, 144, 22]),
+        el(o, { controlType: 'TreeItem', name: 'This PC' }, [8, 100, 144, 22]),
+        el(o, { controlType: 'TreeItem', name: 'Documents', isSelected: true }, [8, 124, 144, 22]),
+        el(o, { controlType: 'TreeItem', name: 'Downloads' }, [8, 148, 144, 22]),
+      ],
+    ),
+    el(
+      o,
+      { controlType: 'List', name: 'Items View', automationId: 'ItemsView' },
+      [160, 68, 480, 300],
+      [
+        el(o, { controlType: 'ListItem', name: 'notes-old.txt' }, [168, 76, 464, 22]),
+        el(o, { controlType: 'ListItem', name: 'Résumé.txt' }, [168, 100, 464, 22]),
+        el(o, { controlType: 'ListItem', name: 'todo + ideas.txt' }, [168, 124, 464, 22]),
+      ],
+    ),
+    el(
+      o,
+      { controlType: 'Edit', name: 'File name:', automationId: '1001', className: 'Edit', value: '*.txt' },
+      [120, 380, 500, 24],
+    ),
+    el(
+      o,
+      {
+        controlType: 'ComboBox',
+        name: 'Save as type:',
+        automationId: 'FileTypeControlHost',
+        value: 'Text Documents (*.txt)',
+      },
+      [120, 410, 500, 24],
+    ),
+    el(
+      o,
+      { controlType: 'Button', name: 'Save', automationId: 'SaveHiddenDefault', isOffscreen: true },
+      [0, 0, 0, 0],
+    ),
+    el(
+      o,
+      { controlType: 'Button', name: 'Save', automationId: '1', className: 'Button', effect: 'close-window' },
+      [420, 444, 96, 28],
+    ),
+    el(
+      o,
+      {
+        controlType: 'Button',
+        name: 'Cancel',
+        automationId: '2',
+        className: 'Button',
+        effect: 'close-window',
+      },
+      [528, 444, 96, 28],
+    ),
+  ]);
+  return { ...base, handle, tree };
+}
+
+function commandPrompt(): SimWindow {
+  const base = {
+    title: 'Administrator: Command Prompt',
+    className: 'ConsoleWindowClass',
+    processName: 'cmd',
+    processId: 7312,
+    x: 960,
+    y: 520,
+    width: 720,
+    height: 400,
+    elevated: true,
+    blankCapture: false,
+    titleBar: [255, 255, 255] as Rgb,
+    client: [12, 12, 12] as Rgb,
+    text: [204, 204, 204] as Rgb,
+  };
+  const o = base;
+  const tree = windowRoot(base, [
+    el(
+      o,
+      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
+      [0, 0, 720, 32],
+      captionButtons(o, 720),
+    ),
+    el(
+      o,
+      {
+        controlType: 'Document',
+        name: 'Text Area',
+        automationId: 'Text Area',
+        value:
+          'Microsoft Windows [Version 10.0.22631.3880]\r\n(c) Microsoft Corporation. All rights reserved.\r\n\r\nC:\\Windows\\system32>',
+      },
+      [0, 32, 704, 368],
+    ),
+    el(
+      o,
+      { controlType: 'ScrollBar', name: 'Vertical', automationId: 'VerticalScrollBar' },
+      [704, 32, 16, 368],
+    ),
+  ]);
+  return { ...base, handle: HANDLES.commandPrompt, tree };
+}
+
+function videoPlayer(): SimWindow {
+  const base = {
+    title: 'Video Player',
+    className: 'ApplicationFrameWindow',
+    processName: 'Video.UI',
+    processId: 9044,
+    x: 2000,
+    y: 160,
+    width: 800,
+    height: 450,
+    elevated: false,
+    blankCapture: true,
+    titleBar: [32, 32, 32] as Rgb,
+    client: [0, 0, 0] as Rgb,
+    text: [255, 255, 255] as Rgb,
+  };
+  const o = base;
+  const tree = windowRoot(base, [
+    el(
+      o,
+      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
+      [0, 0, 800, 32],
+      captionButtons(o, 800),
+    ),
+    el(o, { controlType: 'Pane', name: 'Video', automationId: 'VideoSurface' }, [0, 32, 800, 362]),
+    el(o, { controlType: 'Button', name: 'Play', automationId: 'PlayPauseButton' }, [16, 402, 40, 32]),
+    el(
+      o,
+      { controlType: 'Slider', name: 'Seek', automationId: 'ProgressSlider', value: '0:42 / 3:15' },
+      [64, 410, 600, 16],
+    ),
+    el(
+      o,
+      { controlType: 'Button', name: 'Full screen', automationId: 'FullScreenButton' },
+      [744, 402, 40, 32],
+    ),
+  ]);
+  return { ...base, handle: HANDLES.videoPlayer, tree };
+}
+
+/** The WindowInfo the wire carries for a window. */
+export function windowInfo(w: SimWindow): WindowInfo {
+  return {
+    handle: w.handle,
+    title: w.title,
+    className: w.className,
+    processName: w.processName,
+    processId: w.processId,
+    x: w.x,
+    y: w.y,
+    width: w.width,
+    height: w.height,
+  };
+}
+
+/** The wire fields of one element in the real key order, with `children` given by the caller. */
+export function uiaNode(e: SimElement, children: UiaElement[]): UiaElement {
+  const out: Partial<UiaElement> = {
+    controlType: e.controlType,
+    x: e.x,
+    y: e.y,
+    width: e.width,
+    height: e.height,
+    isEnabled: e.isEnabled,
+    isOffscreen: e.isOffscreen,
+  };
+  if (e.name !== undefined) out.name = e.name;
+  if (e.automationId !== undefined) out.automationId = e.automationId;
+  if (e.className !== undefined) out.className = e.className;
+  if (e.value !== undefined) out.value = e.value;
+  if (e.isSelected !== undefined) out.isSelected = e.isSelected;
+  out.children = children;
+  return out as UiaElement;
+}
+
+/** The wire form of an element and its subtree (simulator-only fields dropped). */
+export function toUiaElement(e: SimElement): UiaElement {
+  return uiaNode(e, e.children.map(toUiaElement));
+}
+
+/** Every element of a tree below its root, in document order. */
+export function descendants(root: SimElement): SimElement[] {
+  const out: SimElement[] = [];
+  const walk = (e: SimElement) => {
+    for (const c of e.children) {
+      out.push(c);
+      walk(c);
+    }
+  };
+  walk(root);
+  return out;
+}
+
+function matches(e: SimElement, by: MatchBy, value: string): boolean {
+  if (by === 'automationid') return e.automationId === value;
+  if (by === 'classname') return e.className === value;
+  return e.name === value;
+}
+
+/** Module-wide cache of rendered windows, keyed by what they look like (same look, same bytes). */
+const rasterCache = new Map<string, Raster>();
+const RASTER_CACHE_MAX = 32;
+
+function cacheKey(w: SimWindow): string {
+  return JSON.stringify([w.title, w.width, w.height, w.blankCapture, w.x, w.y, w.tree]);
+}
+
+/** A deterministic fake desktop; each simulator owns one (its windows change as tools act on them). */
+export class Desktop {
+  /** Top of the z-order first. */
+  private open: SimWindow[];
+  private readonly closed = new Set<number>();
+  private nextHandle = 327_682;
+
+  constructor() {
+    this.open = [saveAs(HANDLES.saveAs), notepad(), commandPrompt(), videoPlayer()];
+  }
+
+  /** Open windows, top of the z-order first. */
+  windows(): SimWindow[] {
+    return [...this.open];
+  }
+
+  /** The foreground window (top of the z-order). */
+  foreground(): SimWindow | undefined {
+    return this.open[0];
+  }
+
+  /** A window by handle, 'closed' for a handle that was closed, undefined for one never seen. */
+  byHandle(handle: number): SimWindow | 'closed' | undefined {
+    const w = this.open.find((x) => x.handle === handle);
+    if (w) return w;
+    return this.closed.has(handle) ? 'closed' : undefined;
+  }
+
+  /** Resolve a target to exactly one window, as the real WindowResolver does. */
+  resolve(target: WindowTarget): { window: SimWindow } | { miss: TargetMiss } {
+    if (target.handle !== undefined) {
+      const w = this.byHandle(target.handle);
+      if (w === 'closed')
+        return {
+          miss: {
+            code: 'window-closed',
+            category: 'stale-element',
+            detail: `Window handle ${target.handle} belonged to a window that has closed; query or find again for a fresh handle.`,
+          },
+        };
+      if (!w)
+        return {
+          miss: {
+            code: 'window-not-found',
+            category: 'no-target',
+            detail: `No window has handle ${target.handle}.`,
+          },
+        };
+      return { window: w };
+    }
+    let found = this.open;
+    if (target.foreground) found = found.slice(0, 1);
+    if (target.window !== undefined) {
+      const needle = target.window.toLowerCase();
+      found = found.filter((w) => w.title.toLowerCase().includes(needle));
+    }
+    if (target.process !== undefined) {
+      const p = target.process.toLowerCase().replace(/\.exe$/, '');
+      found = found.filter((w) => w.processName.toLowerCase() === p);
+    }
+    if (target.className !== undefined) found = found.filter((w) => w.className === target.className);
+    const what = describeTarget(target);
+    if (found.length === 0)
+      return {
+        miss: { code: 'window-not-found', category: 'no-target', detail: `No matching window for ${what}.` },
+      };
+    if (found.length > 1)
+      return {
+        miss: {
+          code: `selector-matched-${found.length}`,
+          category: 'ambiguous-selector',
+          detail: `Selector ${what} matched ${found.length} windows; refine with handle, process or className.`,
+        },
+      };
+    return { window: found[0]! };
+  }
+
+  /** Elements of a window matching a selector, in document order. */
+  findElements(w: SimWindow, by: MatchBy, value: string): SimElement[] {
+    return descendants(w.tree).filter((e) => matches(e, by, value));
+  }
+
+  /** The deepest on-screen element of the topmost window under a screen point. */
+  hitTest(x: number, y: number): { window: SimWindow; element: SimElement } | undefined {
+    const inside = (r: Rect) => x >= r.x && y >= r.y && x < r.x + r.width && y < r.y + r.height;
+    const w = this.open.find(inside);
+    if (!w) return undefined;
+    let hit: SimElement = w.tree;
+    for (;;) {
+      const next: SimElement | undefined = [...hit.children]
+        .reverse()
+        .find((c) => !c.isOffscreen && inside(c));
+      if (!next) break;
+      hit = next;
+    }
+    return { window: w, element: hit };
+  }
+
+  /** Close a window; its handle stays known as closed (later use is window-closed). */
+  close(handle: number): void {
+    const before = this.open.length;
+    this.open = this.open.filter((w) => w.handle !== handle);
+    if (this.open.length !== before) this.closed.add(handle);
+  }
+
+  /** Open a fresh Save As dialog on top (a new handle each time), unless one is open. */
+  openSaveAs(): SimWindow {
+    const existing = this.open.find((w) => w.title === 'Save As');
+    if (existing) return existing;
+    const w = saveAs(this.nextHandle);
+    this.nextHandle += 2;
+    this.open.unshift(w);
+    return w;
+  }
+
+  /** The pixels of a window as a capture sees them (cached by appearance). */
+  renderWindow(w: SimWindow): Raster {
+    const key = cacheKey(w);
+    let r = rasterCache.get(key);
+    if (!r) {
+      r = drawWindow(w);
+      if (rasterCache.size >= RASTER_CACHE_MAX) rasterCache.delete(rasterCache.keys().next().value!);
+      rasterCache.set(key, r);
+    }
+    return r;
+  }
+
+  /** The pixels of a screen region: wallpaper on the monitors, black elsewhere, windows on top. */
+  renderRegion(region: Rect): Raster {
+    const r = createRaster(region.width, region.height, [0, 0, 0]);
+    for (const d of DISPLAYS)
+      fillRect(
+        r,
+        d.bounds.x - region.x,
+        d.bounds.y - region.y,
+        d.bounds.width,
+        d.bounds.height,
+        [0, 99, 177],
+      );
+    for (const w of [...this.open].reverse()) blit(r, this.renderWindow(w), w.x - region.x, w.y - region.y);
+    return r;
+  }
+
+  /** What OCR would read from a window: its title, then names and values of the visible elements. */
+  textOf(w: SimWindow): string {
+    if (w.blankCapture) return '';
+    const lines: string[] = [w.title];
+    for (const e of descendants(w.tree)) {
+      if (e.isOffscreen || e.width === 0) continue;
+      if (e.value !== undefined) lines.push(...e.value.split(/\r?\n/).filter((l) => l.length > 0));
+      else if (e.name && TEXTUAL.has(e.controlType)) lines.push(e.name);
+    }
+    return lines.join('\n');
+  }
+}
+
+const TEXTUAL = new Set(['Text', 'Button', 'MenuItem', 'ListItem', 'TreeItem']);
+
+/** A selector in words, for error details. */
+export function describeTarget(t: WindowTarget): string {
+  const parts: string[] = [];
+  if (t.window !== undefined) parts.push(`window='${t.window}'`);
+  if (t.process !== undefined) parts.push(`process='${t.process}'`);
+  if (t.className !== undefined) parts.push(`className='${t.className}'`);
+  if (t.foreground) parts.push('foreground');
+  if (t.handle !== undefined) parts.push(`handle=${t.handle}`);
+  return parts.join(' ') || '(no target)';
+}
+
+/** Stand-in glyphs: one bar per word, so text has a shape without depending on fonts. */
+function drawText(r: Raster, text: string, x: number, y: number, maxWidth: number, color: Rgb): void {
+  let cx = x;
+  for (const word of text.split(/\s+/)) {
+    if (word.length === 0) continue;
+    const w = Math.min(word.length * 6, x + maxWidth - cx);
+    if (w <= 0) break;
+    fillRect(r, cx, y, w, 7, color);
+    cx += w + 6;
+  }
+}
+
+const BUTTON: Rgb = [225, 225, 225];
+const BORDER: Rgb = [160, 160, 160];
+
+function drawElement(r: Raster, w: SimWindow, e: SimElement): void {
+  if (e.isOffscreen || e.width === 0 || e.height === 0) return;
+  const x = e.x - w.x;
+  const y = e.y - w.y;
+  switch (e.controlType) {
+    case 'TitleBar':
+      fillRect(r, x, y, e.width, e.height, w.titleBar);
+      drawText(
+        r,
+        e.name ?? '',
+        x + 12,
+        y + 12,
+        e.width - 120,
+        luminance(w.titleBar) > 128 ? [0, 0, 0] : [255, 255, 255],
+      );
+      break;
+    case 'Button':
+      fillRect(r, x, y, e.width, e.height, e.automationId === 'Close' ? [232, 17, 35] : BUTTON);
+      strokeRect(r, x, y, e.width, e.height, BORDER);
+      drawText(r, e.name ?? '', x + 8, y + Math.floor(e.height / 2) - 3, e.width - 16, [20, 20, 20]);
+      break;
+    case 'Edit':
+    case 'Document':
+    case 'ComboBox': {
+      strokeRect(r, x, y, e.width, e.height, BORDER);
+      const lines = (e.value ?? '').split(/\r?\n/);
+      lines.forEach((line, i) => {
+        drawText(r, line, x + 8, y + 8 + i * 14, e.width - 16, w.text);
+      });
+      if (e.controlType === 'ComboBox') fillRect(r, x + e.width - 24, y + 1, 23, e.height - 2, BUTTON);
+      break;
+    }
+    case 'MenuBar':
+    case 'StatusBar':
+    case 'ToolBar':
+      fillRect(r, x, y, e.width, e.height, [240, 240, 240]);
+      break;
+    case 'Tree':
+    case 'List':
+      fillRect(r, x, y, e.width, e.height, [255, 255, 255]);
+      strokeRect(r, x, y, e.width, e.height, BORDER);
+      break;
+    case 'TreeItem':
+    case 'ListItem':
+      if (e.isSelected) fillRect(r, x, y, e.width, e.height, [204, 232, 255]);
+      drawText(r, e.name ?? '', x + 6, y + 8, e.width - 12, [20, 20, 20]);
+      break;
+    case 'MenuItem':
+    case 'Text':
+      drawText(r, e.name ?? '', x + 4, y + 8, e.width - 8, [20, 20, 20]);
+      break;
+    case 'Slider':
+      fillRect(r, x, y + 6, e.width, 4, [120, 120, 120]);
+      fillRect(r, x + Math.floor(e.width / 5), y, 8, e.height, [0, 120, 215]);
+      break;
+    case 'ScrollBar':
+      fillRect(r, x, y, e.width, e.height, [60, 60, 60]);
+      break;
+    default:
+      break;
+  }
+  for (const c of e.children) drawElement(r, w, c);
+}
+
+function luminance(c: Rgb): number {
+  return 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
+}
+
+function drawWindow(w: SimWindow): Raster {
+  // A protected video surface: PrintWindow hands back an all-black frame.
+  if (w.blankCapture) return createRaster(w.width, w.height, [0, 0, 0]);
+  const r = createRaster(w.width, w.height, w.client);
+  for (const c of w.tree.children) drawElement(r, w, c);
+  strokeRect(r, 0, 0, w.width, w.height, [90, 90, 90]);
+  return r;
+}

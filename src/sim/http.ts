@@ -1,0 +1,199 @@
+/** `POST /mcp` over HTTP with the real server's gates and status codes (mcec-wire §4). */
+import { timingSafeEqual } from 'node:crypto';
+import http from 'node:http';
+import { isIP } from 'node:net';
+import type { JsonRpcResponse } from './server.js';
+import { serializeWire } from './wire.js';
+
+/** What the HTTP transport needs from the server. `dispatch` throws on a handler fault (answered 500). */
+export interface Dispatcher {
+  dispatch(msg: unknown): Promise<JsonRpcResponse | null>;
+}
+
+/** Options of listenHttp. */
+export interface HttpOptions {
+  /** Loopback address to bind (default 127.0.0.1). */
+  host?: string;
+  /** Port (default 5151; 0 picks a free one). */
+  port?: number;
+  /** When set, requests need `Authorization: Bearer <token>`. */
+  token?: string;
+}
+
+/** A running HTTP transport. */
+export interface HttpListener {
+  /** `http://<host>:<port>/mcp` */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Largest request body accepted (1 MB), as the real server. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** Requests served at once; past this the server answers 503. */
+export const MAX_HTTP_IN_FLIGHT = 16;
+
+function isLoopbackName(name: string): boolean {
+  const n = name.toLowerCase();
+  if (n === 'localhost') return true;
+  if (isIP(n) === 4) return n.startsWith('127.');
+  if (isIP(n) === 6) return n === '::1' || n === '0:0:0:0:0:0:0:1' || n.startsWith('::ffff:127.');
+  return false;
+}
+
+/** A loopback Host, with the listening port when a port is given. */
+function isLoopbackAuthority(host: string | undefined, port: number): boolean {
+  if (!host) return false;
+  let name = host.trim();
+  let portPart: string | undefined;
+  if (name.startsWith('[')) {
+    const end = name.indexOf(']');
+    if (end < 0) return false;
+    if (name[end + 1] === ':') portPart = name.slice(end + 2);
+    name = name.slice(1, end);
+  } else {
+    const colon = name.indexOf(':');
+    if (colon >= 0) {
+      portPart = name.slice(colon + 1);
+      name = name.slice(0, colon);
+    }
+  }
+  if (portPart !== undefined && (!/^\d+$/.test(portPart) || Number(portPart) !== port)) return false;
+  return isLoopbackName(name);
+}
+
+/** An absent Origin (a non-browser client) or a loopback one. */
+function isAllowedOrigin(origin: string | undefined): boolean {
+  if (origin === undefined || origin === '') return true;
+  try {
+    const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
+    return isLoopbackName(host);
+  } catch {
+    return false; // "null" (sandboxed frames, file://) and garbage are not loopback
+  }
+}
+
+function bearerMatches(header: string | undefined, token: string): boolean {
+  if (!header || !/^bearer /i.test(header)) return false;
+  const a = Buffer.from(header.slice(7).trim(), 'utf8');
+  const b = Buffer.from(token, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function send(res: http.ServerResponse, status: number, payload: unknown): void {
+  if (res.headersSent) return;
+  const body = Buffer.from(serializeWire(payload), 'utf8');
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
+  res.end(body);
+}
+
+type Body = { ok: true; text: string } | { ok: false };
+
+/** Read the body, keeping at most MAX_BODY_BYTES; a larger one is drained (bounded) and reported too large. */
+function readBody(req: http.IncomingMessage): Promise<Body> {
+  return new Promise((resolve) => {
+    const declared = Number(req.headers['content-length'] ?? -1);
+    let tooLarge = declared > MAX_BODY_BYTES;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) tooLarge = true;
+      if (!tooLarge) chunks.push(chunk);
+      else if (size > MAX_BODY_BYTES * 16) req.destroy(); // stop draining a flood
+    });
+    req.on('end', () =>
+      resolve(tooLarge ? { ok: false } : { ok: true, text: Buffer.concat(chunks).toString('utf8') }),
+    );
+    req.on('error', () => resolve({ ok: false }));
+  });
+}
+
+/** Serve `POST /mcp` on a loopback address until close(). */
+export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): Promise<HttpListener> {
+  const host = options.host ?? '127.0.0.1';
+  const token = options.token;
+  // Like the real server: an off-box bind without a token would hand the desktop to the network.
+  if (!isLoopbackName(host) && !token)
+    return Promise.reject(
+      new Error(`refusing to bind ${host} without a token: use a loopback address or set a token`),
+    );
+  let port = options.port ?? 5151;
+  let inFlight = 0;
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+    const reject = (status: number, error: string) => {
+      req.resume();
+      send(res, status, { error });
+    };
+    // Gates run before the body is read, in the real server's order.
+    if (req.method !== 'POST') return reject(405, 'Only POST /mcp is supported');
+    if (pathname !== '/mcp') return reject(404, 'Not found: only POST /mcp is supported');
+    if (!isLoopbackAuthority(req.headers.host, port))
+      return reject(403, 'Forbidden: Host must be a loopback authority');
+    if (!isAllowedOrigin(req.headers.origin))
+      return reject(403, 'Forbidden: cross-origin requests are not allowed');
+    if (token && !bearerMatches(req.headers.authorization, token))
+      return reject(401, 'Unauthorized: a valid bearer token is required');
+    const body = await readBody(req);
+    if (!body.ok) return send(res, 413, { error: `Request body exceeds ${MAX_BODY_BYTES} bytes` });
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body.text);
+    } catch (e) {
+      return send(res, 200, {
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, message: `Parse error: ${(e as Error).message}` },
+      });
+    }
+    if (Array.isArray(msg))
+      return send(res, 200, {
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: 'Invalid Request: batches are not supported' },
+      });
+    const response = await dispatcher.dispatch(msg);
+    // A notification has no response; the real server answers a bare {"jsonrpc":"2.0"}.
+    send(res, 200, response ?? { jsonrpc: '2.0' });
+  };
+
+  const server = http.createServer((req, res) => {
+    if (inFlight >= MAX_HTTP_IN_FLIGHT) {
+      req.resume();
+      send(res, 503, { error: `Server busy: more than ${MAX_HTTP_IN_FLIGHT} requests in flight` });
+      return;
+    }
+    inFlight++;
+    let released = false;
+    const release = () => {
+      if (!released) {
+        released = true;
+        inFlight--;
+      }
+    };
+    res.on('finish', release);
+    res.on('close', release);
+    handle(req, res).catch((e: unknown) => send(res, 500, { error: (e as Error).message ?? String(e) }));
+  });
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      if (addr && typeof addr === 'object') port = addr.port;
+      const urlHost = isIP(host) === 6 ? `[${host}]` : host;
+      resolve({
+        url: `http://${urlHost}:${port}/mcp`,
+        port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}

@@ -1,0 +1,72 @@
+/** An embedded MCEC-like server for the demo, tests and benchmarks: library API of the simulator. */
+import type { Readable, Writable } from 'node:stream';
+import type { Envelope } from '../contract/types.js';
+import type { Desktop } from './desktop.js';
+import { type HttpListener, type HttpOptions, listenHttp } from './http.js';
+import { type CallToolResult, type JsonRpcResponse, SimulatorCore, type SimulatorOptions } from './server.js';
+import { serveStdio } from './stdio.js';
+
+export type { UiaElement, WindowTarget } from './desktop.js';
+export { DISPLAYS, HANDLES, NOTEPAD_TEXT, VIRTUAL_BOUNDS } from './desktop.js';
+export type { HttpListener, HttpOptions } from './http.js';
+export { MAX_BODY_BYTES, MAX_HTTP_IN_FLIGHT } from './http.js';
+export type { CallToolResult, ContentBlock, JsonRpcResponse, SimulatorOptions } from './server.js';
+export { PROTOCOL_VERSION, SIM_VERSION, SimulatorFault } from './server.js';
+export { MAX_IN_FLIGHT } from './stdio.js';
+export { TOOLS } from './tools.js';
+export { escapeJsonText, serializeWire } from './wire.js';
+
+/** Operator controls of a simulator. */
+export interface SimulatorControl {
+  /** Latch (true) or release (false) the emergency stop; recorded in the default session's status. */
+  emergencyStop(on: boolean, source?: string): void;
+  /** True while the emergency stop is latched. */
+  readonly emergencyStopped: boolean;
+}
+
+/** A simulated MCEC server. */
+export interface Simulator {
+  /** Root of the session artifact directories. */
+  readonly sessionsRoot: string;
+  /** The fake desktop (read it in tests; tools change it). */
+  readonly desktop: Desktop;
+  /** One JSON-RPC message in; its response, or null for a notification. Handler faults become -32603. */
+  handle(message: unknown): Promise<JsonRpcResponse | null>;
+  /** One line of JSON text in (parse errors become -32700). */
+  handleText(text: string): Promise<JsonRpcResponse | null>;
+  /** Call a tool directly; the CallToolResult is what tools/call would return. */
+  callTool(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
+  control: SimulatorControl;
+  /** Serve `POST /mcp` (port 0 = ephemeral). The token defaults to the simulator's. */
+  listenHttp(options?: HttpOptions): Promise<HttpListener>;
+  /** Serve newline-delimited JSON-RPC; resolves when input ends and every response is written. */
+  serveStdio(input: Readable, output: Writable): Promise<void>;
+}
+
+/** Create a simulated MCEC server with its own fake desktop and sessions. */
+export function createSimulator(options: SimulatorOptions = {}): Simulator {
+  const core = new SimulatorCore(options);
+  return {
+    sessionsRoot: core.sessionsRoot,
+    desktop: core.desktop,
+    handle: (message) => core.handle(message),
+    handleText: (text) => core.handleText(text),
+    callTool: (name, args) => core.callTool(name, args ?? {}),
+    control: {
+      emergencyStop: (on, source) => core.emergencyStop(on, source),
+      get emergencyStopped() {
+        return core.emergencyStopped;
+      },
+    },
+    listenHttp: (httpOptions = {}) =>
+      listenHttp(core, { ...httpOptions, token: httpOptions.token ?? core.token }),
+    serveStdio: (input, output) => serveStdio(core, input, output),
+  };
+}
+
+/** The envelope of a CallToolResult: the JSON of its last text block. */
+export function envelopeOf(result: CallToolResult): Envelope {
+  const last = result.content[result.content.length - 1];
+  if (last?.type !== 'text') throw new Error('CallToolResult has no envelope text block last');
+  return JSON.parse(last.text) as Envelope;
+}

@@ -1,0 +1,104 @@
+/** Raw RGB drawing for the fake desktop, the server's blank-frame check, and PNG encoding with sharp. */
+import type { BlankCheck } from '../contract/types.js';
+
+export type Rgb = readonly [number, number, number];
+
+/** An RGB image in memory: 3 bytes per pixel, rows top to bottom. */
+export interface Raster {
+  width: number;
+  height: number;
+  data: Buffer;
+}
+
+/** A new raster filled with one colour. */
+export function createRaster(width: number, height: number, color: Rgb): Raster {
+  const data = Buffer.alloc(width * height * 3);
+  const raster = { width, height, data };
+  fillRect(raster, 0, 0, width, height, color);
+  return raster;
+}
+
+/** Fill a rectangle, clipped to the raster. */
+export function fillRect(r: Raster, x: number, y: number, w: number, h: number, color: Rgb): void {
+  const x0 = Math.max(0, Math.floor(x));
+  const y0 = Math.max(0, Math.floor(y));
+  const x1 = Math.min(r.width, Math.floor(x + w));
+  const y1 = Math.min(r.height, Math.floor(y + h));
+  if (x1 <= x0 || y1 <= y0) return;
+  const row = Buffer.alloc((x1 - x0) * 3);
+  for (let i = 0; i < row.length; i += 3) {
+    row[i] = color[0];
+    row[i + 1] = color[1];
+    row[i + 2] = color[2];
+  }
+  for (let yy = y0; yy < y1; yy++) row.copy(r.data, (yy * r.width + x0) * 3);
+}
+
+/** Draw a one-pixel rectangle outline. */
+export function strokeRect(r: Raster, x: number, y: number, w: number, h: number, color: Rgb): void {
+  fillRect(r, x, y, w, 1, color);
+  fillRect(r, x, y + h - 1, w, 1, color);
+  fillRect(r, x, y, 1, h, color);
+  fillRect(r, x + w - 1, y, 1, h, color);
+}
+
+/** Copy `src` into `dst` with its top-left at (dx, dy), clipped to `dst`. */
+export function blit(dst: Raster, src: Raster, dx: number, dy: number): void {
+  const x0 = Math.max(0, dx);
+  const y0 = Math.max(0, dy);
+  const x1 = Math.min(dst.width, dx + src.width);
+  const y1 = Math.min(dst.height, dy + src.height);
+  if (x1 <= x0 || y1 <= y0) return;
+  for (let y = y0; y < y1; y++) {
+    const from = ((y - dy) * src.width + (x0 - dx)) * 3;
+    src.data.copy(dst.data, (y * dst.width + x0) * 3, from, from + (x1 - x0) * 3);
+  }
+}
+
+/** Samples per axis of the bounded blank-check grid. */
+const GRID = 64;
+
+/**
+ * The server's blank-frame verdict: quantize RGB to 5 bits per channel on a bounded grid; blank when one
+ * colour holds at least 0.99 of the samples; dark when that colour's luminance is low.
+ */
+export function blankCheck(r: Raster): BlankCheck {
+  const gx = Math.min(GRID, r.width);
+  const gy = Math.min(GRID, r.height);
+  const counts = new Map<number, number>();
+  let best = 0;
+  let bestKey = 0;
+  for (let j = 0; j < gy; j++) {
+    const y = Math.floor(((j + 0.5) * r.height) / gy);
+    for (let i = 0; i < gx; i++) {
+      const x = Math.floor(((i + 0.5) * r.width) / gx);
+      const o = (y * r.width + x) * 3;
+      const key = ((r.data[o]! >> 3) << 10) | ((r.data[o + 1]! >> 3) << 5) | (r.data[o + 2]! >> 3);
+      const n = (counts.get(key) ?? 0) + 1;
+      counts.set(key, n);
+      if (n > best) {
+        best = n;
+        bestKey = key;
+      }
+    }
+  }
+  const total = gx * gy;
+  const fraction = total === 0 ? 1 : best / total;
+  const red = ((bestKey >> 10) & 31) << 3;
+  const green = ((bestKey >> 5) & 31) << 3;
+  const blue = (bestKey & 31) << 3;
+  const luminance = 0.299 * red + 0.587 * green + 0.114 * blue;
+  return {
+    blank: fraction >= 0.99,
+    dominantFraction: Math.round(fraction * 10_000) / 10_000,
+    dominantIsDark: luminance < 40,
+  };
+}
+
+/** Encode a raster as PNG (sharp is imported lazily: it is heavy and CLIs load this module at start). */
+export async function encodePng(r: Raster): Promise<Buffer> {
+  const { default: sharp } = await import('sharp');
+  return sharp(r.data, { raw: { width: r.width, height: r.height, channels: 3 } })
+    .png({ compressionLevel: 6, adaptiveFiltering: false })
+    .toBuffer();
+}

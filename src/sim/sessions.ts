@@ -1,0 +1,139 @@
+/** The simulator's own sessions, kept the way the real server keeps them (mcec-wire §5). */
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { WindowInfo } from '../contract/types.js';
+import { utcStamp, utcStampMillis } from '../store/layout.js';
+
+/** One server-side session: identity, artifact dir, and memory of the last target/observation/error. */
+export interface SimSession {
+  id: string;
+  startedAt: Date;
+  artifactDir: string;
+  /** True for the implicit default session (the envelope's sessionId is null for it). */
+  isDefault: boolean;
+  ended: boolean;
+  activeTarget?: WindowInfo;
+  lastAction?: string;
+  lastObservation?: Record<string, unknown>;
+  lastError?: Record<string, unknown>;
+  emergencyStop?: { at: string; source: string };
+  artifactCounter: number;
+}
+
+/** What session-start / session-status report about a session. */
+export interface SessionStatus {
+  sessionId: string;
+  startedAt: string;
+  artifactDir: string;
+  activeTarget?: WindowInfo;
+  lastAction?: string;
+  lastObservation?: Record<string, unknown>;
+  lastError?: Record<string, unknown>;
+  emergencyStop?: { at: string; source: string };
+  commandAccess: { agentCommands: 'enabled'; granted: string[] };
+  ended?: boolean;
+}
+
+/** The compact stand-in kept when the last good observation is an inline capture. */
+const SUMMARY_KEYS = [
+  'window',
+  'handle',
+  'width',
+  'height',
+  'encoding',
+  'bytes',
+  'blankCheck',
+  'file',
+] as const;
+
+/** The registry of sessions: the implicit default one plus those started with session-start. */
+export class SessionStore {
+  readonly defaultSession: SimSession;
+  private readonly byId = new Map<string, SimSession>();
+
+  constructor(
+    private readonly root: string,
+    private readonly now: () => Date,
+    private readonly nextId: () => string,
+  ) {
+    this.defaultSession = this.create(true);
+  }
+
+  private create(isDefault: boolean): SimSession {
+    const id = this.nextId();
+    const startedAt = this.now();
+    const session: SimSession = {
+      id,
+      startedAt,
+      artifactDir: path.join(this.root, `${utcStamp(startedAt)}-${id}`),
+      isDefault,
+      ended: false,
+      artifactCounter: 0,
+    };
+    this.byId.set(id, session);
+    return session;
+  }
+
+  /** Start a new session; its artifact directory is created at once. */
+  async start(): Promise<SimSession> {
+    const s = this.create(false);
+    await mkdir(s.artifactDir, { recursive: true });
+    return s;
+  }
+
+  /** A session by id (ended ones included), or undefined. */
+  get(id: string): SimSession | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The status object the wire carries (a deep copy, so later changes do not leak into old replies). */
+  status(s: SimSession): SessionStatus {
+    const out: SessionStatus = {
+      sessionId: s.id,
+      startedAt: s.startedAt.toISOString(),
+      artifactDir: s.artifactDir,
+      commandAccess: { agentCommands: 'enabled', granted: [] },
+    };
+    if (s.activeTarget) out.activeTarget = s.activeTarget;
+    if (s.lastAction) out.lastAction = s.lastAction;
+    if (s.lastObservation) out.lastObservation = s.lastObservation;
+    if (s.lastError) out.lastError = s.lastError;
+    if (s.emergencyStop) out.emergencyStop = s.emergencyStop;
+    if (s.ended) out.ended = true;
+    return structuredClone(out);
+  }
+
+  /** Write image bytes into the session's artifact dir as `capture-<UTC ms stamp>-<n>.png`; returns the path. */
+  async writeArtifact(s: SimSession, png: Buffer): Promise<string> {
+    await mkdir(s.artifactDir, { recursive: true });
+    s.artifactCounter += 1;
+    const file = path.join(s.artifactDir, `capture-${utcStampMillis(this.now())}-${s.artifactCounter}.png`);
+    await writeFile(file, png);
+    return file;
+  }
+
+  /**
+   * Remember a successful observation. An inline capture is compacted to a capture-summary with its PNG
+   * written to the artifact dir, so a later error.lastObservation never carries base64.
+   */
+  async recordObservation(s: SimSession, result: Record<string, unknown>): Promise<void> {
+    const base64 = result.base64;
+    let kept: Record<string, unknown>;
+    if (typeof base64 === 'string' && base64.length > 0) {
+      kept = { kind: 'capture-summary' };
+      for (const key of SUMMARY_KEYS) if (result[key] !== undefined) kept[key] = result[key];
+      try {
+        kept.artifact = await this.writeArtifact(s, Buffer.from(base64, 'base64'));
+      } catch {
+        kept.artifactError =
+          'The image bytes could not be written to the session artifact directory; only this summary was retained.';
+      }
+    } else {
+      // A path-only capture is kept as is, without kind: the real server does the same.
+      kept = result;
+    }
+    s.lastObservation = structuredClone(kept);
+    const window = result.window;
+    if (window && typeof window === 'object') s.activeTarget = structuredClone(window as WindowInfo);
+  }
+}

@@ -1,0 +1,986 @@
+/** The simulated MCEC tools: their tools/list entries, argument checks, and behaviour on the fake desktop. */
+import { writeFile } from 'node:fs/promises';
+import type { ErrorCategory, Warning } from '../contract/types.js';
+import {
+  type Desktop,
+  DISPLAYS,
+  descendants,
+  describeTarget,
+  MATCH_BY,
+  type MatchBy,
+  type Rect,
+  type SimElement,
+  type SimWindow,
+  toUiaElement,
+  type UiaElement,
+  uiaNode,
+  VIRTUAL_BOUNDS,
+  type WindowTarget,
+  windowInfo,
+} from './desktop.js';
+import { blankCheck, encodePng, type Raster } from './raster.js';
+import type { SessionStore, SimSession } from './sessions.js';
+import { serializeWire } from './wire.js';
+
+/**
+ * A tool call that did not succeed. `refusal` is raised before the tool ran (bad arguments, unknown
+ * session, gates) and never carries lastObservation; `command` is a command-level failure that does.
+ */
+export class ToolFailure extends Error {
+  constructor(
+    readonly code: string,
+    readonly category: ErrorCategory,
+    readonly detail: string,
+    readonly kind: 'refusal' | 'command',
+    readonly partialResult?: Record<string, unknown>,
+  ) {
+    super(detail);
+  }
+}
+
+/** A refusal with code bad-arguments (category invalid-argument). */
+export function badArguments(detail: string): ToolFailure {
+  return new ToolFailure('bad-arguments', 'invalid-argument', detail, 'refusal');
+}
+
+/** What a tool returns when it succeeds. */
+export interface ToolSuccess {
+  result: Record<string, unknown>;
+  warnings?: Warning[];
+  /** Base64 PNG to put in an image block before the envelope (successful inline capture only). */
+  image?: string;
+}
+
+/** What a running tool can reach. */
+export interface ToolContext {
+  args: Record<string, unknown>;
+  desktop: Desktop;
+  sessions: SessionStore;
+  session: SimSession;
+  now: () => Date;
+  /** How long invoke waits before answering modalPending (the real server: 750 ms). */
+  modalGraceMs: number;
+  /** Poll interval of waits. */
+  pollMs: number;
+}
+
+interface PropSchema {
+  type: 'string' | 'integer' | 'boolean' | 'object' | 'number';
+  description: string;
+  properties?: Record<string, PropSchema>;
+}
+
+/** A tools/list entry. */
+export interface ToolListing {
+  name: string;
+  description: string;
+  inputSchema: { type: 'object'; properties: Record<string, PropSchema>; required: string[] };
+}
+
+/** How a tool's outcome is kept: observations update the last good observation. */
+export type ToolKind = 'observation' | 'action' | 'read-only' | 'meta' | 'lifecycle';
+
+export interface ToolDef extends ToolListing {
+  kind: ToolKind;
+  /** Routed tools run inside the session named by `sessionId`; lifecycle tools read it as their target. */
+  routed: boolean;
+  run(ctx: ToolContext): Promise<ToolSuccess>;
+}
+
+const prop = (type: PropSchema['type'], description: string): PropSchema => ({ type, description });
+
+const SESSION_PROP = prop(
+  'string',
+  'Optional session id (from session-start) to run this call in; omit to use the default session.',
+);
+
+function targetProps(): Record<string, PropSchema> {
+  return {
+    window: prop('string', 'Window title substring (case-insensitive) to target'),
+    handle: prop('integer', 'Explicit window handle (HWND) to target'),
+    process: prop('string', 'Process name (without .exe) to target'),
+    className: prop('string', 'Window class name to target'),
+    foreground: prop('boolean', 'Target the current foreground window'),
+  };
+}
+
+function selectorProps(timeoutText: string): Record<string, PropSchema> {
+  return {
+    ...targetProps(),
+    by: prop('string', 'Match by: name | automationid | classname (default name)'),
+    value: prop('string', 'Value to match'),
+    timeout: prop('integer', timeoutText),
+    timeoutMs: prop('integer', 'Alias of timeout'),
+  };
+}
+
+function endpointProp(description: string): PropSchema {
+  return {
+    type: 'object',
+    description,
+    properties: {
+      by: prop('string', 'Match by: name | automationid | classname (default name)'),
+      value: prop('string', 'Element value to match (omit for a pixel endpoint)'),
+      x: prop('integer', 'Endpoint X (omit for an element endpoint)'),
+      y: prop('integer', 'Endpoint Y (omit for an element endpoint)'),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// argument helpers
+// ---------------------------------------------------------------------------------------------
+
+function str(args: Record<string, unknown>, key: string): string | undefined {
+  const v = args[key];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function int(args: Record<string, unknown>, key: string): number | undefined {
+  const v = args[key];
+  return typeof v === 'number' && Number.isInteger(v) ? v : undefined;
+}
+
+function target(args: Record<string, unknown>): WindowTarget {
+  const t: WindowTarget = {};
+  const window = str(args, 'window');
+  const handle = int(args, 'handle');
+  const process = str(args, 'process');
+  const className = str(args, 'className');
+  if (window !== undefined) t.window = window;
+  if (handle !== undefined) t.handle = handle;
+  if (process !== undefined) t.process = process;
+  if (className !== undefined) t.className = className;
+  if (args.foreground === true) t.foreground = true;
+  return t;
+}
+
+function hasTarget(t: WindowTarget): boolean {
+  return (
+    t.window !== undefined ||
+    t.handle !== undefined ||
+    t.process !== undefined ||
+    t.className !== undefined ||
+    t.foreground === true
+  );
+}
+
+function requireTarget(tool: string, args: Record<string, unknown>): WindowTarget {
+  const t = target(args);
+  if (!hasTarget(t))
+    throw badArguments(`${tool} needs a window target: window, handle, process, className or foreground.`);
+  return t;
+}
+
+function resolveWindow(desktop: Desktop, t: WindowTarget): SimWindow {
+  const r = desktop.resolve(t);
+  if ('miss' in r) throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail, 'command');
+  return r.window;
+}
+
+function matchBy(args: Record<string, unknown>): MatchBy {
+  const by = (str(args, 'by') ?? 'name').toLowerCase();
+  if (!(MATCH_BY as readonly string[]).includes(by))
+    throw badArguments(`'by' must be one of ${MATCH_BY.join(', ')}; got '${str(args, 'by')}'.`);
+  return by as MatchBy;
+}
+
+function timeoutArg(args: Record<string, unknown>, fallback: number): number {
+  const t = int(args, 'timeout') ?? int(args, 'timeoutMs');
+  if (t === undefined) return fallback;
+  if (t < 0) throw badArguments('timeout must be 0 or more milliseconds.');
+  return Math.min(t, 120_000);
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Throw an ambiguous-selector failure when a selector matched more than one element. */
+function ambiguous(n: number, by: MatchBy, value: string, w: SimWindow): ToolFailure {
+  return new ToolFailure(
+    `selector-matched-${n}`,
+    'ambiguous-selector',
+    `Selector ${by}='${value}' matched ${n} elements in '${w.title}'; narrow it with automationid or classname.`,
+    'command',
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// capture and get-text
+// ---------------------------------------------------------------------------------------------
+
+interface Frame {
+  raster: Raster;
+  png: Buffer;
+  window?: SimWindow;
+}
+
+/** The capture payload: exactly the real key order (handle, width, height, encoding, bytes, base64, window, blankCheck). */
+function captureResult(frame: Frame, inline: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (frame.window) out.handle = frame.window.handle;
+  out.width = frame.raster.width;
+  out.height = frame.raster.height;
+  out.encoding = 'png';
+  out.bytes = frame.png.length;
+  if (inline) out.base64 = frame.png.toString('base64');
+  if (frame.window) out.window = windowInfo(frame.window);
+  out.blankCheck = blankCheck(frame.raster);
+  return out;
+}
+
+function regionArg(args: Record<string, unknown>): Rect | undefined {
+  const keys = ['x', 'y', 'width', 'height'] as const;
+  const given = keys.filter((k) => args[k] !== undefined);
+  if (given.length === 0) return undefined;
+  if (given.length !== 4) throw badArguments('A region capture needs all of x, y, width and height.');
+  const [x, y, width, height] = keys.map((k) => int(args, k)!) as [number, number, number, number];
+  if (width <= 0 || height <= 0) throw badArguments('Region width and height must be positive.');
+  return { x, y, width, height };
+}
+
+async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
+  const { args, desktop } = ctx;
+  const t = target(args);
+  const region = regionArg(args);
+  if (region && hasTarget(t))
+    throw badArguments('Give either a window target or a region (x, y, width, height), not both.');
+  if (!region && !hasTarget(t))
+    throw badArguments(
+      'capture needs a window target (window, handle, process, className, foreground) or a region.',
+    );
+  const pathOnly = args.pathOnly === true;
+  const warnings: Warning[] = [];
+  let frame: Frame;
+  if (region) {
+    if (region.width > 16_384 || region.height > 16_384 || region.width * region.height > 64_000_000)
+      throw new ToolFailure(
+        'region-too-large',
+        'invalid-argument',
+        `Region ${region.width}x${region.height} is over the limit (16384 per side, 64000000 px in all).`,
+        'command',
+      );
+    const inside =
+      region.x >= VIRTUAL_BOUNDS.x &&
+      region.y >= VIRTUAL_BOUNDS.y &&
+      region.x + region.width <= VIRTUAL_BOUNDS.x + VIRTUAL_BOUNDS.width &&
+      region.y + region.height <= VIRTUAL_BOUNDS.y + VIRTUAL_BOUNDS.height;
+    if (!inside)
+      throw new ToolFailure(
+        'region-out-of-bounds',
+        'invalid-argument',
+        `Region (${region.x},${region.y} ${region.width}x${region.height}) is outside the virtual screen ${VIRTUAL_BOUNDS.width}x${VIRTUAL_BOUNDS.height}.`,
+        'command',
+      );
+    const raster = desktop.renderRegion(region);
+    frame = { raster, png: await encodePng(raster) };
+  } else {
+    const w = resolveWindow(desktop, t);
+    const raster = desktop.renderWindow(w);
+    frame = { raster, png: await encodePng(raster), window: w };
+  }
+  const check = blankCheck(frame.raster);
+  if (check.blank) {
+    const code = check.dominantIsDark ? 'frame-all-black' : 'frame-uniform';
+    const detail = `Captured frame is ${check.dominantIsDark ? 'all black' : 'a single colour'} (dominant colour ${Math.round(check.dominantFraction * 100)}% of samples).`;
+    if (frame.window)
+      throw new ToolFailure(
+        code,
+        'capture-blank',
+        `${detail} The window may be minimized, occluded or a protected surface; restore or foreground it and capture again.`,
+        'command',
+        captureResult(frame, true),
+      );
+    warnings.push({ code: 'capture-blank', detail: `${detail} A region capture still succeeds.` });
+  }
+  const result = captureResult(frame, !pathOnly);
+  const file = str(args, 'file');
+  if (file !== undefined) {
+    try {
+      await writeFile(file, frame.png);
+      result.file = file;
+    } catch (e) {
+      result.fileError = `Could not save the PNG to '${file}': ${(e as Error).message}`;
+    }
+  }
+  if (pathOnly) {
+    try {
+      result.artifact = await ctx.sessions.writeArtifact(ctx.session, frame.png);
+    } catch (e) {
+      result.artifactError = `Could not write the artifact: ${(e as Error).message}`;
+    }
+    return { result, warnings };
+  }
+  return { result, warnings, image: result.base64 as string };
+}
+
+async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
+  const w = resolveWindow(ctx.desktop, requireTarget('get-text', ctx.args));
+  const raster = ctx.desktop.renderWindow(w);
+  const check = blankCheck(raster);
+  const text = ctx.desktop.textOf(w);
+  const lines = text.length === 0 ? [] : text.split('\n');
+  const result: Record<string, unknown> = {
+    width: raster.width,
+    height: raster.height,
+    blankCheck: check,
+    window: windowInfo(w),
+    text,
+    lineCount: lines.length,
+    wordCount: lines.reduce((n, l) => n + l.split(/\s+/).filter(Boolean).length, 0),
+    language: 'en-US',
+  };
+  if (check.blank)
+    throw new ToolFailure(
+      check.dominantIsDark ? 'frame-all-black' : 'frame-uniform',
+      'ocr-blank',
+      `The window '${w.title}' rendered a blank frame; there is nothing to read.`,
+      'command',
+      result,
+    );
+  if (text.length === 0)
+    throw new ToolFailure(
+      'ocr-no-text',
+      'ocr-no-text',
+      `OCR found no text in '${w.title}'.`,
+      'command',
+      result,
+    );
+  return { result };
+}
+
+// ---------------------------------------------------------------------------------------------
+// query, find, wait-for
+// ---------------------------------------------------------------------------------------------
+
+/** Copy a tree pre-order, stopping at maxNodes nodes or maxDepth levels. */
+function clipTree(
+  root: SimElement,
+  maxNodes: number,
+  maxDepth: number,
+): { tree: UiaElement; nodeCount: number; truncated: boolean } {
+  let count = 0;
+  let truncated = false;
+  const copy = (e: SimElement, depth: number): UiaElement => {
+    count++;
+    const node = uiaNode(e, []);
+    if (depth >= maxDepth) return node;
+    for (const c of e.children) {
+      if (count >= maxNodes) {
+        truncated = true;
+        break;
+      }
+      node.children.push(copy(c, depth + 1));
+    }
+    return node;
+  };
+  const tree = copy(root, 0);
+  return { tree, nodeCount: count, truncated };
+}
+
+async function runQuery(ctx: ToolContext): Promise<ToolSuccess> {
+  const w = resolveWindow(ctx.desktop, requireTarget('query', ctx.args));
+  const maxNodesArg = int(ctx.args, 'maxNodes');
+  const maxDepthArg = int(ctx.args, 'maxDepth');
+  const maxNodes = maxNodesArg && maxNodesArg > 0 ? maxNodesArg : 1000;
+  const maxDepth = maxDepthArg && maxDepthArg > 0 ? maxDepthArg : 6;
+  const { tree, nodeCount, truncated } = clipTree(w.tree, maxNodes, maxDepth);
+  const warnings: Warning[] = truncated
+    ? [
+        {
+          code: 'tree-truncated',
+          detail: `The UI Automation tree was clipped at ${maxNodes} nodes (maxNodes).`,
+        },
+      ]
+    : [];
+  return { result: { window: windowInfo(w), nodeCount, truncated, tree }, warnings };
+}
+
+/** One look for an element: found, missing, or a failure that ends the search at once. */
+function lookOnce(
+  ctx: ToolContext,
+  t: WindowTarget,
+  by: MatchBy,
+  value: string,
+  waiting: boolean,
+): { window?: SimWindow; element?: SimElement } {
+  const r = ctx.desktop.resolve(t);
+  if ('miss' in r) {
+    // While waiting, a window that has not appeared yet is just a miss; a closed handle or ambiguity is final.
+    if (waiting && r.miss.code === 'window-not-found') return {};
+    throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail, 'command');
+  }
+  const found = ctx.desktop.findElements(r.window, by, value);
+  if (found.length > 1) throw ambiguous(found.length, by, value, r.window);
+  return found.length === 1 ? { window: r.window, element: found[0]! } : { window: r.window };
+}
+
+async function search(ctx: ToolContext, tool: string, timeoutMs: number) {
+  const t = requireTarget(tool, ctx.args);
+  const by = matchBy(ctx.args);
+  const value = str(ctx.args, 'value')!;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const look = lookOnce(ctx, t, by, value, timeoutMs > 0);
+    if (look.element || Date.now() >= deadline) return { ...look, by, value, t };
+    await sleep(Math.max(1, Math.min(ctx.pollMs, deadline - Date.now())));
+  }
+}
+
+function findResult(look: { window?: SimWindow; element?: SimElement }): Record<string, unknown> {
+  return {
+    found: look.element !== undefined,
+    element: look.element ? toUiaElement(look.element) : null,
+    window: look.window ? windowInfo(look.window) : null,
+  };
+}
+
+async function runFind(ctx: ToolContext): Promise<ToolSuccess> {
+  const look = await search(ctx, 'find', timeoutArg(ctx.args, 0));
+  if (!look.window) resolveWindow(ctx.desktop, look.t); // a wait that never saw the window: report it missing
+  return { result: findResult(look) };
+}
+
+async function runWaitFor(ctx: ToolContext): Promise<ToolSuccess> {
+  const timeoutMs = timeoutArg(ctx.args, 5000);
+  const look = await search(ctx, 'wait-for', timeoutMs);
+  if (!look.element)
+    throw new ToolFailure(
+      'wait-condition-timeout',
+      'timeout',
+      `wait-for exhausted its timeout (${timeoutMs} ms) before ${look.by}='${look.value}' appeared in ${describeTarget(look.t)}.`,
+      'command',
+    );
+  return { result: findResult(look) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// invoke and click
+// ---------------------------------------------------------------------------------------------
+
+const INVOKE_ACTIONS = ['invoke', 'toggle', 'setvalue', 'setfocus', 'expand', 'collapse', 'select'] as const;
+
+const PATTERNS: Record<string, ReadonlySet<string> | 'any'> = {
+  invoke: new Set(['Button', 'MenuItem', 'SplitButton', 'Hyperlink', 'ListItem', 'TreeItem']),
+  toggle: new Set(['CheckBox', 'ToggleButton']),
+  setvalue: new Set(['Edit', 'Document', 'ComboBox']),
+  setfocus: 'any',
+  expand: new Set(['MenuItem', 'ComboBox', 'TreeItem', 'SplitButton']),
+  collapse: new Set(['MenuItem', 'ComboBox', 'TreeItem', 'SplitButton']),
+  select: new Set(['ListItem', 'TreeItem', 'TabItem', 'RadioButton']),
+};
+
+function refuseElevated(w: SimWindow): void {
+  if (w.elevated)
+    throw new ToolFailure(
+      'target-elevated',
+      'elevation',
+      `'${w.title}' runs elevated (as administrator); MCEC cannot drive it from a normal-integrity process.`,
+      'command',
+    );
+}
+
+/** Apply what driving an element does; true when it opened a modal dialog. */
+function applyEffect(ctx: ToolContext, w: SimWindow, e: SimElement): boolean {
+  if (e.effect === 'close-window') ctx.desktop.close(w.handle);
+  if (e.effect === 'open-save-as' && !ctx.desktop.windows().some((x) => x.title === 'Save As')) {
+    ctx.desktop.openSaveAs();
+    return true;
+  }
+  return false;
+}
+
+async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
+  const { args } = ctx;
+  const t = requireTarget('invoke', args);
+  const by = matchBy(args);
+  const value = str(args, 'value')!;
+  const action = (str(args, 'action') ?? 'invoke').toLowerCase();
+  const w = resolveWindow(ctx.desktop, t);
+  refuseElevated(w);
+  if (!(INVOKE_ACTIONS as readonly string[]).includes(action))
+    throw new ToolFailure(
+      'action-unknown',
+      'invalid-argument',
+      `Unknown invoke action '${action}'; use one of ${INVOKE_ACTIONS.join(', ')}.`,
+      'command',
+    );
+  const found = ctx.desktop.findElements(w, by, value);
+  if (found.length === 0)
+    throw new ToolFailure(
+      'element-not-found',
+      'no-target',
+      `Invoke failed: no element with ${by}='${value}' in '${w.title}'.`,
+      'command',
+    );
+  if (found.length > 1) throw ambiguous(found.length, by, value, w);
+  const e = found[0]!;
+  const pattern = PATTERNS[action]!;
+  if (pattern !== 'any' && !pattern.has(e.controlType))
+    throw new ToolFailure(
+      'pattern-unsupported',
+      'invalid-argument',
+      `A ${e.controlType} does not support the ${action} action.`,
+      'command',
+    );
+  if (action === 'setvalue') {
+    const text = str(args, 'text');
+    if (text === undefined)
+      throw new ToolFailure(
+        'invalid-argument',
+        'invalid-argument',
+        "setvalue needs a 'text' argument.",
+        'command',
+      );
+    e.value = text;
+  }
+  if (action === 'select') {
+    const parent = [w.tree, ...descendants(w.tree)].find((p) => p.children.includes(e));
+    for (const sibling of parent?.children ?? [])
+      if (sibling.isSelected !== undefined) sibling.isSelected = false;
+    e.isSelected = true;
+  }
+  if (action === 'invoke' && applyEffect(ctx, w, e)) {
+    // The real server returns after a grace when the invoke opened a modal dialog.
+    await sleep(ctx.modalGraceMs);
+    return {
+      result: {
+        invoked: true,
+        modalPending: true,
+        note: 'The invoke opened a modal dialog (or a long-running action); it completes when the dialog closes. Query or capture the new window to read or dismiss it.',
+      },
+    };
+  }
+  return { result: { invoked: true, action, by, value } };
+}
+
+function endpoint(args: Record<string, unknown>): { by: MatchBy; value: string } | { x: number; y: number } {
+  const at = args.at;
+  if (!at || typeof at !== 'object' || Array.isArray(at))
+    throw badArguments("click 'at' must be an object: an element { by?, value } or a pixel { x, y }.");
+  const a = at as Record<string, unknown>;
+  const value = str(a, 'value');
+  if (value) return { by: matchBy(a), value };
+  const x = int(a, 'x');
+  const y = int(a, 'y');
+  if (x === undefined || y === undefined)
+    throw badArguments("click 'at' needs an element 'value' or both 'x' and 'y' pixel coordinates.");
+  return { x, y };
+}
+
+async function runClick(ctx: ToolContext): Promise<ToolSuccess> {
+  const { args, desktop } = ctx;
+  const at = endpoint(args);
+  const button = (str(args, 'button') ?? 'left').toLowerCase();
+  if (!['left', 'right', 'middle'].includes(button))
+    throw badArguments('button must be left, right or middle.');
+  const countArg = int(args, 'count');
+  const count = countArg && countArg > 0 ? countArg : 1;
+  const t = target(args);
+  if ('value' in at && !hasTarget(t)) throw badArguments('Give a window target when clicking an element.');
+  let point: [number, number];
+  let hit: { window: SimWindow; element: SimElement } | undefined;
+  if (hasTarget(t)) {
+    const w = resolveWindow(desktop, t);
+    refuseElevated(w);
+    if ('value' in at) {
+      const found = desktop.findElements(w, at.by, at.value);
+      if (found.length === 0)
+        throw new ToolFailure(
+          'element-not-found',
+          'no-target',
+          `No element with ${at.by}='${at.value}' in '${w.title}'.`,
+          'command',
+        );
+      if (found.length > 1) throw ambiguous(found.length, at.by, at.value, w);
+      const e = found[0]!;
+      point = [e.x + Math.floor(e.width / 2), e.y + Math.floor(e.height / 2)];
+      hit = { window: w, element: e };
+    } else {
+      point = [w.x + at.x, w.y + at.y]; // with a window target, pixels are window-relative
+      hit = desktop.hitTest(point[0], point[1]);
+    }
+  } else {
+    const p = at as { x: number; y: number };
+    point = [p.x, p.y];
+    hit = desktop.hitTest(p.x, p.y);
+    if (hit) refuseElevated(hit.window);
+  }
+  if (hit && button === 'left') applyEffect(ctx, hit.window, hit.element);
+  return { result: { clicked: true, at: point, button, count } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// windows, displays
+// ---------------------------------------------------------------------------------------------
+
+const CONDITIONS = ['appears', 'disappears', 'foreground'] as const;
+
+async function runWindows(ctx: ToolContext): Promise<ToolSuccess> {
+  const { args, desktop } = ctx;
+  const title = str(args, 'window')?.toLowerCase();
+  const process = str(args, 'process')
+    ?.toLowerCase()
+    .replace(/\.exe$/, '');
+  const className = str(args, 'className');
+  const filtered = title !== undefined || process !== undefined || className !== undefined;
+  const condition = (str(args, 'condition') ?? 'appears').toLowerCase();
+  if (!(CONDITIONS as readonly string[]).includes(condition))
+    throw new ToolFailure(
+      'windows-unknown-condition',
+      'invalid-argument',
+      `Unknown condition '${condition}'; use appears, disappears or foreground.`,
+      'command',
+    );
+  const timeoutMs = timeoutArg(args, 0);
+  if (!filtered && (timeoutMs > 0 || condition !== 'appears'))
+    throw new ToolFailure(
+      'windows-no-criteria',
+      'invalid-argument',
+      'A wait, or the disappears/foreground conditions, need at least one filter (window, process, className).',
+      'command',
+    );
+  const select = () =>
+    desktop
+      .windows()
+      .filter(
+        (w) =>
+          (title === undefined || w.title.toLowerCase().includes(title)) &&
+          (process === undefined || w.processName.toLowerCase() === process) &&
+          (className === undefined || w.className === className),
+      );
+  const satisfiedBy = (ws: SimWindow[]) =>
+    condition === 'appears'
+      ? ws.length > 0
+      : condition === 'disappears'
+        ? ws.length === 0
+        : ws.some((w) => w === desktop.foreground());
+  const deadline = Date.now() + timeoutMs;
+  let ws = select();
+  while (!satisfiedBy(ws) && Date.now() < deadline) {
+    await sleep(Math.max(1, Math.min(ctx.pollMs, deadline - Date.now())));
+    ws = select();
+  }
+  const result: Record<string, unknown> = { condition, count: ws.length, windows: ws.map(windowInfo) };
+  if (filtered) result.satisfied = satisfiedBy(ws);
+  if (filtered && timeoutMs > 0 && !result.satisfied) {
+    result.waitedFor = timeoutMs;
+    result.lastObservedWindows = desktop.windows().map(windowInfo);
+  }
+  return { result };
+}
+
+async function runDisplays(): Promise<ToolSuccess> {
+  return {
+    result: {
+      count: DISPLAYS.length,
+      virtualBounds: { ...VIRTUAL_BOUNDS },
+      displays: structuredClone(DISPLAYS),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// send_command (legacy text commands)
+// ---------------------------------------------------------------------------------------------
+
+/** Run a legacy agent command; the output is the CommandResult JSON string the server would print. */
+async function legacyCapture(ctx: ToolContext, title: string): Promise<string> {
+  const t: WindowTarget = title ? { window: title } : { foreground: true };
+  const r = ctx.desktop.resolve(t);
+  if ('miss' in r)
+    return serializeWire({
+      success: false,
+      command: 'capture',
+      error: r.miss.detail,
+      errorCode: r.miss.code,
+      errorCategory: r.miss.category,
+    });
+  const raster = ctx.desktop.renderWindow(r.window);
+  const frame: Frame = { raster, png: await encodePng(raster), window: r.window };
+  const data = captureResult(frame, true);
+  const check = data.blankCheck as { blank: boolean };
+  if (check.blank)
+    return serializeWire({
+      success: false,
+      command: 'capture',
+      error: 'Captured frame is all black.',
+      errorCode: 'frame-all-black',
+      errorCategory: 'capture-blank',
+      data,
+    });
+  return serializeWire({ success: true, command: 'capture', data });
+}
+
+async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
+  const command = (str(ctx.args, 'command') ?? '').trim();
+  if (command.length === 0) throw badArguments("send_command requires a non-empty 'command' argument.");
+  const space = command.indexOf(' ');
+  const verb = (space < 0 ? command : command.slice(0, space)).toLowerCase();
+  const rest = space < 0 ? '' : command.slice(space + 1).trim();
+  if (verb === 'capture') return { result: { output: await legacyCapture(ctx, rest) } };
+  if (verb === 'windows') {
+    const windows = ctx.desktop.windows().map(windowInfo);
+    return {
+      result: {
+        output: serializeWire({
+          success: true,
+          command: 'windows',
+          data: { count: windows.length, windows },
+        }),
+      },
+    };
+  }
+  // Keystroke and mouse commands of the legacy table: the server answers with plain text.
+  if (/^(chars:|key:|keydown:|keyup:|mouse:|vk_|shiftdown:|shiftup:)/i.test(command))
+    return { result: { output: 'ok' } };
+  throw new ToolFailure(
+    'unknown-command',
+    'internal',
+    `Unknown command: '${command.slice(0, 80)}'.`,
+    'command',
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// session lifecycle
+// ---------------------------------------------------------------------------------------------
+
+async function runSessionStart(ctx: ToolContext): Promise<ToolSuccess> {
+  const s = await ctx.sessions.start();
+  ctx.session = s;
+  return { result: { ...ctx.sessions.status(s) } };
+}
+
+function sessionTarget(ctx: ToolContext, required: boolean): SimSession {
+  const id = str(ctx.args, 'sessionId');
+  if (id === undefined) {
+    if (required) throw badArguments("session-end requires a 'sessionId' argument.");
+    return ctx.sessions.defaultSession;
+  }
+  const s = ctx.sessions.get(id);
+  if (!s)
+    throw new ToolFailure('unknown-session', 'invalid-argument', `No session has id '${id}'.`, 'refusal');
+  return s;
+}
+
+async function runSessionStatus(ctx: ToolContext): Promise<ToolSuccess> {
+  return { result: { ...ctx.sessions.status(sessionTarget(ctx, false)) } };
+}
+
+async function runSessionEnd(ctx: ToolContext): Promise<ToolSuccess> {
+  const s = sessionTarget(ctx, true);
+  if (s.isDefault)
+    return {
+      result: { sessionId: s.id, ended: false, note: 'The implicit default session cannot be ended.' },
+    };
+  if (s.ended) return { result: { sessionId: s.id, ended: false, note: 'The session had already ended.' } };
+  s.ended = true;
+  return { result: { sessionId: s.id, ended: true } };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the catalog
+// ---------------------------------------------------------------------------------------------
+
+function def(
+  name: string,
+  kind: ToolKind,
+  description: string,
+  properties: Record<string, PropSchema>,
+  required: string[],
+  run: (ctx: ToolContext) => Promise<ToolSuccess>,
+  routed = true,
+): ToolDef {
+  const props = routed ? { ...properties, sessionId: SESSION_PROP } : properties;
+  return {
+    name,
+    kind,
+    routed,
+    description,
+    inputSchema: { type: 'object', properties: props, required },
+    run,
+  };
+}
+
+/** Every simulated tool, in tools/list order. */
+export const TOOLS: readonly ToolDef[] = [
+  def(
+    'capture',
+    'observation',
+    'Screenshot a window or a screen region; returns PNG. Blank/black frames are reported as a capture-blank error (window) or warning (region). pathOnly writes the PNG to the session artifact directory instead of returning it inline.',
+    {
+      ...targetProps(),
+      x: prop('integer', 'Region left (use with width/height instead of a window)'),
+      y: prop('integer', 'Region top'),
+      width: prop('integer', 'Region width (max 16384/side, 64000000 px total)'),
+      height: prop('integer', 'Region height (same limits as width)'),
+      file: prop('string', 'Optional path to also save the PNG to'),
+      pathOnly: prop(
+        'boolean',
+        'Write the PNG to the session artifact directory and return its path, not base64',
+      ),
+    },
+    [],
+    runCapture,
+  ),
+  def(
+    'get-text',
+    'observation',
+    'OCR the text of a window. A blank frame fails with ocr-blank; no text with ocr-no-text.',
+    targetProps(),
+    [],
+    runGetText,
+  ),
+  def(
+    'query',
+    'observation',
+    'Dump the UI Automation tree of a window: control type, name, automation id, bounds, state. Warns tree-truncated when maxNodes clips it.',
+    {
+      ...targetProps(),
+      maxDepth: prop('integer', 'Max UI Automation tree depth (default 6)'),
+      maxNodes: prop('integer', 'Max UI Automation nodes returned (default 1000)'),
+    },
+    [],
+    runQuery,
+  ),
+  def(
+    'find',
+    'observation',
+    'Find a UI Automation element by name / automation id / class. A miss is ok:true, found:false; more than one match fails with selector-matched-N.',
+    selectorProps('Milliseconds to wait for the element (0 = no wait)'),
+    ['value'],
+    runFind,
+  ),
+  def(
+    'wait-for',
+    'observation',
+    'Wait for a UI Automation element to appear: polls until found or the timeout elapses (default 5000 ms); a miss fails with wait-condition-timeout.',
+    selectorProps('Milliseconds to wait for the element (default 5000)'),
+    ['value'],
+    runWaitFor,
+  ),
+  def(
+    'invoke',
+    'action',
+    'Drive a UI Automation element (invoke | toggle | setvalue | setfocus | expand | collapse | select).',
+    {
+      ...targetProps(),
+      by: prop('string', 'Match by: name | automationid | classname (default name)'),
+      value: prop('string', 'Value to match'),
+      action: prop(
+        'string',
+        'invoke | toggle | setvalue | setfocus | expand | collapse | select (default invoke)',
+      ),
+      text: prop('string', 'Text for the setvalue action'),
+    },
+    ['value'],
+    runInvoke,
+  ),
+  def(
+    'click',
+    'action',
+    'Click an element (by/value, at its centre) or a pixel: window-relative with a window target, absolute without.',
+    {
+      ...targetProps(),
+      at: endpointProp('Where to click: an element { by, value } or a pixel { x, y }.'),
+      button: prop('string', 'left | right | middle (default left)'),
+      count: prop('integer', 'Click count (default 1)'),
+    },
+    ['at'],
+    runClick,
+  ),
+  def(
+    'windows',
+    'read-only',
+    'List top-level windows, optionally filtered, and wait for a condition (appears | disappears | foreground) with a timeout.',
+    {
+      window: prop('string', 'Filter by window title substring (case-insensitive)'),
+      process: prop('string', 'Filter by process name (without .exe)'),
+      className: prop('string', 'Filter by window class name (exact)'),
+      condition: prop('string', 'appears (default) | disappears | foreground'),
+      timeout: prop('integer', 'Milliseconds to wait for the condition (0 = check now)'),
+    },
+    [],
+    runWindows,
+  ),
+  def(
+    'displays',
+    'read-only',
+    "Report every monitor's bounds, working area, primary flag and DPI/scale, plus the virtual bounds.",
+    {},
+    [],
+    runDisplays,
+  ),
+  def(
+    'send_command',
+    'meta',
+    'Send a raw legacy MCEC command string (e.g. "capture Notepad", "windows", "chars:hi"). Simulator controls: "sim:emergency-stop on|off", "sim:throw".',
+    { command: prop('string', 'The MCEC command string to run') },
+    ['command'],
+    runSendCommand,
+  ),
+  def(
+    'session-start',
+    'lifecycle',
+    'Start a session: returns its 12-hex sessionId, startedAt and artifactDir. Pass the sessionId to later calls.',
+    {},
+    [],
+    runSessionStart,
+    false,
+  ),
+  def(
+    'session-status',
+    'lifecycle',
+    'Report a session (the default one when sessionId is omitted): active target, last action, last good observation, last error, emergency stop.',
+    { sessionId: prop('string', 'The session to report (omit for the default session)') },
+    [],
+    runSessionStatus,
+    false,
+  ),
+  def(
+    'session-end',
+    'lifecycle',
+    'End a session (idempotent: ending twice gives ended:false). Its artifact directory is kept.',
+    { sessionId: prop('string', 'The session to end') },
+    ['sessionId'],
+    runSessionEnd,
+    false,
+  ),
+];
+
+const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+/** A tool by its exact (case-sensitive) name. */
+export function toolByName(name: string): ToolDef | undefined {
+  return BY_NAME.get(name);
+}
+
+/** The tools/list entries (name, description, inputSchema). */
+export function toolListings(): ToolListing[] {
+  return TOOLS.map(({ name, description, inputSchema }) => ({
+    name,
+    description,
+    inputSchema: structuredClone(inputSchema),
+  }));
+}
+
+/** Check argument types against a tool's inputSchema; returns the problem, or null. Nulls count as absent. */
+export function checkArguments(tool: ToolListing, args: Record<string, unknown>): string | null {
+  const props = tool.inputSchema.properties;
+  for (const [key, value] of Object.entries(args)) {
+    const p = props[key];
+    if (!p || value === null || value === undefined) continue;
+    const ok =
+      p.type === 'integer'
+        ? typeof value === 'number' && Number.isInteger(value)
+        : p.type === 'number'
+          ? typeof value === 'number' && Number.isFinite(value)
+          : p.type === 'object'
+            ? typeof value === 'object' && !Array.isArray(value)
+            : typeof value === p.type;
+    if (!ok) return `'${key}' must be ${p.type === 'integer' ? 'an integer' : `a ${p.type}`}.`;
+  }
+  for (const key of tool.inputSchema.required)
+    if (args[key] === undefined || args[key] === null) return `'${key}' is required.`;
+  return null;
+}

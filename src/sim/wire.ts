@@ -1,0 +1,40 @@
+/** The MCEC server's JSON text form: compact JSON with the .NET default encoder's escaping (mcec-wire §4). */
+
+/** True for a UTF-16 code unit the server writes as `\uXXXX` inside a JSON string. */
+function mustEscape(code: number): boolean {
+  // + < > & ' and everything outside printable ASCII (DEL and non-ASCII, surrogates one unit at a time).
+  return code === 0x2b || code === 0x3c || code === 0x3e || code === 0x26 || code === 0x27 || code >= 0x7f;
+}
+
+/** Rewrite compact JSON text so string contents use the server's `\uXXXX` escapes (`+` becomes `\u002B`). */
+export function escapeJsonText(json: string): string {
+  const parts: string[] = [];
+  let last = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const code = json.charCodeAt(i);
+    if (code === 0x22) {
+      inString = !inString;
+      continue;
+    }
+    if (!inString) continue; // a `+` outside strings is a number's exponent and must stay as is
+    if (code === 0x5c) {
+      i++; // skip the escaped character; a \uXXXX's hex digits are plain ASCII
+      continue;
+    }
+    if (mustEscape(code)) {
+      parts.push(json.slice(last, i), `\\u${code.toString(16).toUpperCase().padStart(4, '0')}`);
+      last = i + 1;
+    }
+  }
+  if (last === 0) return json;
+  parts.push(json.slice(last));
+  return parts.join('');
+}
+
+/** Serialize a value the way the server puts it on the wire (nulls kept, escaping applied). */
+export function serializeWire(value: unknown): string {
+  const json = JSON.stringify(value);
+  if (json === undefined) throw new TypeError('value is not serializable as JSON');
+  return escapeJsonText(json);
+}
