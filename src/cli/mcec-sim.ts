@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+/** mcec-sim: a simulated MCEC server (fake desktop, real wire) over stdio or HTTP. */
+
+import { Command, CommanderError } from 'commander';
+
+const EXIT_USAGE = 2;
+
+/** Bad usage: printed with a hint and exit code 2. */
+class UsageError extends Error {}
+
+/** `host:port` (IPv6 in brackets) into its parts. */
+function parseListen(value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[2]) : Number.NaN;
+  if (!m || port > 65535) throw new UsageError(`--http must be HOST:PORT, got ${JSON.stringify(value)}`);
+  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
+  return { host, port };
+}
+
+function parseSeed(value: string): number {
+  if (!/^\d{1,10}$/.test(value))
+    throw new UsageError(`--seed must be a non-negative integer, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+interface SimCliOptions {
+  stdio?: boolean;
+  http?: string;
+  token?: string;
+  seed?: string;
+  sessions?: string;
+}
+
+const HELP_AFTER = `
+The simulator speaks MCEC 3.0's wire: newline-delimited JSON-RPC 2.0 on stdio, or POST /mcp over HTTP,
+with the real envelopes, error codes and escaping. Its fake desktop holds 'Untitled - Notepad', a 'Save As'
+dialog with three buttons named Save, an elevated 'Administrator: Command Prompt' and a 'Video Player'
+whose capture comes back black.
+
+Examples:
+  # as an MCP server an agent launches (one JSON-RPC message per line on stdin/stdout)
+  mcec-sim --stdio
+
+  # over HTTP, as MCEC listens by default; stop with Ctrl+C
+  mcec-sim --http 127.0.0.1:5151
+  curl -s -X POST http://127.0.0.1:5151/mcp -d '{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+
+  # require a bearer token (or set MCEC_SIM_TOKEN), and keep session ids the same on every run
+  mcec-sim --http 127.0.0.1:5151 --token s3cret --seed 7
+
+  # try the failures: ambiguous selector, black capture, elevated target
+  {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find","arguments":{"window":"Save As","value":"Save"}}}
+  {"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"capture","arguments":{"window":"Video Player"}}}
+  {"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"invoke","arguments":{"window":"Administrator","value":"Close"}}}
+
+Simulator controls (through send_command; they bypass every gate):
+  sim:emergency-stop on|off   latch or release the operator's emergency stop (every call fails emergency-stopped)
+  sim:throw                   make the handler fault (-32603 on stdio, HTTP 500)
+`;
+
+/** Build the mcec-sim program (exported for tests). */
+export function buildProgram(): Command {
+  const program = new Command('mcec-sim')
+    .description('A simulated MCEC server: a deterministic fake desktop behind the real MCEC wire.')
+    .option('--stdio', 'serve newline-delimited JSON-RPC on stdin/stdout')
+    .option(
+      '--http <host:port>',
+      'serve POST /mcp on a loopback address, e.g. 127.0.0.1:5151 (port 0 = any free port)',
+    )
+    .option('--token <token>', 'require Authorization: Bearer <token> over HTTP (default: $MCEC_SIM_TOKEN)')
+    .option('--seed <n>', 'seed of the session-id generator (same seed, same ids)')
+    .option(
+      '--sessions <dir>',
+      'root of the session artifact directories (default: a folder in the OS temp dir)',
+    )
+    .addHelpText('after', HELP_AFTER)
+    .showHelpAfterError('(run mcec-sim --help for examples)')
+    .exitOverride()
+    .action(async (options: SimCliOptions) => {
+      if (Boolean(options.stdio) === Boolean(options.http))
+        throw new UsageError('choose exactly one transport: --stdio or --http HOST:PORT');
+      const listen = options.http ? parseListen(options.http) : undefined;
+      const seed = options.seed !== undefined ? parseSeed(options.seed) : undefined;
+      const token = options.token ?? process.env.MCEC_SIM_TOKEN ?? undefined;
+      // The simulator (and through it sharp) loads only once the arguments are known to be good.
+      const { createSimulator } = await import('../sim/index.js');
+      const sim = createSimulator({
+        ...(seed !== undefined ? { seed } : {}),
+        ...(options.sessions !== undefined ? { sessionsRoot: options.sessions } : {}),
+        ...(token ? { token } : {}),
+      });
+      if (options.stdio) {
+        await sim.serveStdio(process.stdin, process.stdout);
+        return;
+      }
+      const listener = await sim.listenHttp({ host: listen!.host, port: listen!.port });
+      process.stderr.write(
+        `mcec-sim: listening on ${listener.url}${token ? ' (bearer token required)' : ''}\n`,
+      );
+      process.stderr.write(`mcec-sim: sessions under ${sim.sessionsRoot}\n`);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          process.stderr.write(`mcec-sim: ${signal}, closing\n`);
+          listener.close().then(resolve, resolve);
+        };
+        process.once('SIGINT', () => stop('SIGINT'));
+        process.once('SIGTERM', () => stop('SIGTERM'));
+      });
+    });
+  return program;
+}
+
+async function main(): Promise<void> {
+  try {
+    await buildProgram().parseAsync(process.argv);
+  } catch (e) {
+    if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : EXIT_USAGE);
+    if (e instanceof UsageError) {
+      process.stderr.write(`mcec-sim: ${e.message}\n(run mcec-sim --help for examples)\n`);
+      process.exit(EXIT_USAGE);
+    }
+    process.stderr.write(`mcec-sim: ${(e as Error).message}\n`);
+    process.exit(1);
+  }
+}
+
+await main();
