@@ -39,17 +39,23 @@ export function tinyBmp(): Buffer {
 }
 
 /**
- * Serializes like the MCEC server (System.Text.Json default encoder): `+`, `<`, `>`, `&`, `'` and every
- * non-ASCII char are written as \uXXXX escapes. The escapes are only ever applied inside JSON strings, which
- * is where these chars can appear in JSON.stringify output.
+ * Serializes like the MCEC server (System.Text.Json default encoder): inside JSON strings, `+`, `<`, `>`,
+ * `&`, `'` and every non-ASCII char are written as \uXXXX escapes. Numbers such as `1e+21` stay as they are.
  */
 export function mcecStringify(value: unknown): string {
   const json = JSON.stringify(value);
   let out = '';
+  let inString = false;
   for (let i = 0; i < json.length; i++) {
     const c = json.charCodeAt(i);
     const ch = json[i]!;
-    if (c > 0x7e || ch === '+' || ch === '<' || ch === '>' || ch === '&' || ch === "'") {
+    if (inString && ch === '\\') {
+      out += ch + json[i + 1]!; // An existing escape passes through untouched.
+      i++;
+      continue;
+    }
+    if (ch === '"') inString = !inString;
+    if (inString && (c > 0x7e || ch === '+' || ch === '<' || ch === '>' || ch === '&' || ch === "'")) {
       out += `\\u${c.toString(16).toUpperCase().padStart(4, '0')}`;
     } else {
       out += ch;
