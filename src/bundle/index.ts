@@ -1,0 +1,25 @@
+/** The bug bundle: builder, verifier and the sessions-dir operations behind `mcec-bundle`. */
+export { type BundleOptions, type BundleResult, buildBundle } from './build.js';
+export { snapshotSessionDb } from './db-snapshot.js';
+export type {
+  DroppedFile,
+  EnvironmentJson,
+  ManifestFile,
+  ManifestJson,
+  SessionJson,
+} from './documents.js';
+export { REDACTED_BASE64, scrubImageBytes } from './scrub.js';
+export {
+  bugReportText,
+  failureSummaryText,
+  listSessionSummaries,
+  type PrunedSession,
+  type PruneOptions,
+  pruneSessions,
+  type SessionListing,
+  summarizeSession,
+  writeFailureSummary,
+} from './sessions.js';
+export { buildToolCallLog, TOOL_CALL_LOG_CAP, TRUNCATION_LINE } from './tool-call-log.js';
+export { formatBytes, parseByteSize, parseDuration } from './units.js';
+export { REQUIRED_FILES, type VerifyResult, verifyBundle } from './verify.js';

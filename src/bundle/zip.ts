@@ -1,0 +1,139 @@
+/**
+ * Writing a deterministic zip with yazl: fixed mtime and mode on every entry, entries in the order given,
+ * file data streamed (never held in memory) and hashed on the way through.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+
+/** Where an entry's bytes come from. */
+export type ZipSource = { buffer: Buffer } | { file: string; size: number };
+
+/** One file of the zip. */
+export interface ZipEntry {
+  /** Path inside the zip (forward slashes). */
+  name: string;
+  source: ZipSource;
+  /** Deflate (text) or store (already-compressed images). */
+  compress: boolean;
+  /** zlib level when compressed (default 6). */
+  level?: number;
+}
+
+/** The last entry, built once every other entry's hash is known (the manifest). */
+export interface FinalEntry {
+  name: string;
+  build(hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer;
+}
+
+export interface ZipWriteOptions {
+  /** The time written for every entry. */
+  mtime: Date;
+  /** Called as each entry's data has been read. */
+  onEntry?: (name: string) => void;
+}
+
+/** Regular file, rw-r--r--: fixed so the bytes do not depend on the umask or the source files' modes. */
+const FILE_MODE = 0o100644;
+
+/** Streams a file through sha256 on its way into the zip. */
+class HashingPassThrough extends Transform {
+  private readonly hash = createHash('sha256');
+  bytes = 0;
+  digest: string | null = null;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    done(null, chunk);
+  }
+
+  override _flush(done: TransformCallback): void {
+    this.digest = this.hash.digest('hex');
+    done();
+  }
+}
+
+/**
+ * The local wall-clock Date whose fields equal `date`'s UTC fields: yazl writes DOS times from local fields,
+ * so this makes the bytes the same in every time zone (the Info-ZIP UT field, which is absolute, is off).
+ */
+export function dosStableDate(date: Date): Date {
+  const d = Number.isNaN(date.getTime()) ? new Date(Date.UTC(1980, 0, 1)) : date;
+  return new Date(
+    d.getUTCFullYear(),
+    d.getUTCMonth(),
+    d.getUTCDate(),
+    d.getUTCHours(),
+    d.getUTCMinutes(),
+    d.getUTCSeconds(),
+  );
+}
+
+/** Write `entries` then `final` to `outFile`; resolves with the zip's size and every entry's size and hash. */
+export async function writeZip(
+  outFile: string,
+  entries: readonly ZipEntry[],
+  final: FinalEntry,
+  options: ZipWriteOptions,
+): Promise<{ bytes: number; hashes: Map<string, { bytes: number; sha256: string }> }> {
+  const { ZipFile } = await import('yazl');
+  const zip = new ZipFile();
+  const hashes = new Map<string, { bytes: number; sha256: string }>();
+  const mtime = dosStableDate(options.mtime);
+  const base = { mtime, mode: FILE_MODE, forceDosTimestamp: true };
+
+  const out = fs.createWriteStream(outFile, { flags: 'wx' });
+  const finished = new Promise<void>((resolve, reject) => {
+    out.on('close', resolve);
+    out.on('error', reject);
+    zip.on('error', (err: Error) => {
+      out.destroy();
+      reject(err);
+    });
+  });
+  zip.outputStream.on('error', (err: Error) => out.destroy(err));
+  zip.outputStream.pipe(out);
+
+  for (const entry of entries) {
+    const opts = entry.compress
+      ? { ...base, compress: true, compressionLevel: entry.level ?? 6 }
+      : { ...base, compress: false };
+    if ('buffer' in entry.source) {
+      const data = entry.source.buffer;
+      hashes.set(entry.name, { bytes: data.length, sha256: sha256(data) });
+      zip.addBuffer(data, entry.name, opts);
+      options.onEntry?.(entry.name);
+      continue;
+    }
+    const { file, size } = entry.source;
+    const name = entry.name;
+    zip.addReadStreamLazy(name, { ...opts, size }, (cb) => {
+      const hasher = new HashingPassThrough();
+      hasher.on('finish', () => options.onEntry?.(name));
+      hasher.on('end', () => {
+        if (hasher.digest) hashes.set(name, { bytes: hasher.bytes, sha256: hasher.digest });
+      });
+      const input = fs.createReadStream(file);
+      input.on('error', (err) => hasher.destroy(err));
+      cb(null, input.pipe(hasher));
+    });
+  }
+  // yazl asks for this stream only after every earlier entry was fully read, so all hashes are known.
+  zip.addReadStreamLazy(final.name, { ...base, compress: true }, (cb) => {
+    const missing = entries.filter((e) => !hashes.has(e.name)).map((e) => e.name);
+    if (missing.length > 0) {
+      cb(new Error(`internal: ${final.name} built before ${missing.join(', ')} was read`), Readable.from([]));
+      return;
+    }
+    cb(null, Readable.from([final.build(hashes)]));
+  });
+  zip.end();
+  await finished;
+  return { bytes: fs.statSync(outFile).size, hashes };
+}
+
+/** Hex sha256 of a buffer. */
+export function sha256(data: Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}

@@ -1,0 +1,328 @@
+#!/usr/bin/env node
+/**
+ * `mcec-bundle`: bundle, summarize, list, verify and prune recorded sessions. A thin layer over src/bundle:
+ * parse the arguments, call the library, print. Heavy modules load only inside the command that needs them,
+ * so `--help` starts fast.
+ */
+import path from 'node:path';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { parseByteSize, parseDuration } from '../bundle/units.js';
+
+/** Exit codes: 0 done, 1 the work failed, 2 bad usage. */
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+
+/** A mistake in how the program was called (exit 2). */
+class UsageError extends Error {}
+
+interface SessionsOption {
+  sessions?: string;
+}
+
+function sessionsDir(opts: SessionsOption): string {
+  return path.resolve(opts.sessions ?? process.env.MCEC_SESSIONS_DIR ?? './sessions');
+}
+
+/** Find a session by id, unique prefix or dir name; a hostile id is a usage error, a missing one a failure. */
+async function locate(idOrPrefix: string, opts: SessionsOption): Promise<{ dir: string; dirName: string }> {
+  const { resolveSession } = await import('../store/session-reader.js');
+  const found = resolveSession(sessionsDir(opts), idOrPrefix);
+  if (found.ok) return found.session;
+  if (found.reason === 'invalid-id') throw new UsageError(found.message);
+  throw new Error(found.message);
+}
+
+function sizeArg(value: string): number {
+  const bytes = parseByteSize(value);
+  if (bytes === null) throw new InvalidArgumentError('expected a size such as 25000000, 500KB or 10MB.');
+  return bytes;
+}
+
+function durationArg(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null) throw new InvalidArgumentError('expected a duration such as 7d, 12h or 30m.');
+  return ms;
+}
+
+function print(text: string): void {
+  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+}
+
+/** Progress on stderr, only for a terminal and only once the work has taken a while. */
+function progressReporter(): { onProgress?: (done: number, total: number) => void; stop(): void } {
+  if (!process.stderr.isTTY) return { stop() {} };
+  const started = Date.now();
+  let shown = false;
+  return {
+    onProgress(done, total) {
+      if (Date.now() - started < 400) return;
+      shown = true;
+      const pct = total > 0 ? Math.floor((100 * done) / total) : 100;
+      process.stderr.write(`\rbundling... ${pct}% (${done}/${total})`);
+    },
+    stop() {
+      if (shown) process.stderr.write('\r\x1b[K');
+    },
+  };
+}
+
+function withSessions(cmd: Command): Command {
+  return cmd.option(
+    '-s, --sessions <dir>',
+    'the sessions dir (default: $MCEC_SESSIONS_DIR, else ./sessions)',
+  );
+}
+
+interface BundleCliOptions extends SessionsOption {
+  output?: string;
+  json?: boolean;
+  images: boolean;
+  db: boolean;
+  maxBytes?: number;
+  templates?: string;
+}
+
+async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> {
+  const session = await locate(id, opts);
+  const { buildBundle } = await import('../bundle/build.js');
+  const progress = progressReporter();
+  let result: Awaited<ReturnType<typeof buildBundle>>;
+  try {
+    result = await buildBundle(session.dir, {
+      output: opts.output,
+      images: opts.images,
+      db: opts.db,
+      maxBytes: opts.maxBytes,
+      templatesDir: opts.templates,
+      onProgress: progress.onProgress,
+    });
+  } finally {
+    progress.stop();
+  }
+  for (const w of result.warnings) process.stderr.write(`mcec-bundle: warning: ${w}\n`);
+  if (opts.json) {
+    const { bundle, bytes, files, verdict, dropped } = result;
+    print(JSON.stringify({ bundle, bytes, files, verdict, dropped }));
+    return;
+  }
+  print(result.bundle);
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+async function listCommand(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
+  const dir = sessionsDir(opts);
+  const { listSessionSummaries } = await import('../bundle/sessions.js');
+  const rows = await listSessionSummaries(dir, { failedOnly: opts.failed });
+  if (opts.json) {
+    print(JSON.stringify(rows, null, 2));
+    return;
+  }
+  if (rows.length === 0) {
+    process.stderr.write(`no ${opts.failed ? 'failed ' : ''}sessions in ${dir}\n`);
+    return;
+  }
+  const table = [
+    ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'],
+    ...rows.map((r) => [
+      r.id,
+      r.startedAt ? r.startedAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : r.dirName.slice(0, 15),
+      r.duration || '-',
+      String(r.calls),
+      String(r.failures),
+      r.error
+        ? 'UNREADABLE'
+        : `${r.verdict}${r.status === 'open' ? ' (running)' : r.status === 'aborted' ? ' (aborted)' : ''}`,
+    ]),
+  ];
+  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+  print(
+    table
+      .map((row) =>
+        row
+          .map((cell, i) => pad(cell, widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n'),
+  );
+}
+
+async function pruneCommand(
+  opts: SessionsOption & { olderThan: number; keepFailed?: boolean; dryRun?: boolean },
+): Promise<void> {
+  const dir = sessionsDir(opts);
+  const { pruneSessions } = await import('../bundle/sessions.js');
+  const pruned = await pruneSessions(dir, {
+    olderThanMs: opts.olderThan,
+    keepFailed: opts.keepFailed,
+    dryRun: opts.dryRun,
+  });
+  const verb = opts.dryRun ? 'would remove' : 'removed';
+  for (const p of pruned) {
+    print(
+      `${verb} ${p.dir}${p.zip ? ` and ${path.basename(p.zip)}` : ''} (${p.verdict ?? 'unreadable'}, last active ${p.lastActivity})`,
+    );
+  }
+  if (pruned.length === 0) process.stderr.write(`nothing to prune in ${dir}\n`);
+}
+
+/** The program with every command. */
+function buildProgram(): Command {
+  const program = new Command('mcec-bundle');
+  program
+    .description('Bug bundles and failure summaries from sessions recorded by mcec-recorder.')
+    .exitOverride()
+    .showHelpAfterError('(run mcec-bundle --help for usage)')
+    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) })
+    .addHelpText(
+      'after',
+      `
+Examples:
+  mcec-bundle 5f19c9                          bundle the session whose id starts with 5f19c9
+  mcec-bundle 5f19c9 -o /tmp/bug.zip --json   bundle to a chosen file, print the result as JSON
+  mcec-bundle 5f19c9 --max-bytes 10MB         drop the oldest images until the zip fits in 10 MB
+  mcec-bundle list --failed                   sessions whose verdict is FAIL
+  mcec-bundle show 5f19c9                     the failure summary in the terminal
+  mcec-bundle summary 5f19c9                  write failure-summary.md into the session dir
+  mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" --body-file -
+  mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip
+  mcec-bundle prune --older-than 7d --keep-failed --dry-run
+
+Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions.
+Exit codes: 0 done, 1 the work failed (unknown session, bad zip, I/O error), 2 bad usage.`,
+    );
+
+  withSessions(
+    program
+      .command('bundle <sessionId>', { isDefault: true })
+      .description('write the bug bundle (a zip) of a session and print its path (the default command)')
+      .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
+      .option('--json', 'print {"bundle", "bytes", "files", "verdict", "dropped"} as JSON')
+      .option('--no-images', 'leave the images out')
+      .option('--no-db', 'leave session.sqlite out')
+      .option('--max-bytes <size>', 'drop the oldest images until the zip fits (e.g. 10MB, 500KB)', sizeArg)
+      .option('--templates <dir>', 'templates that override the built-in ones by file name'),
+  )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  mcec-bundle 5f19c9
+  mcec-bundle bundle 5f19c9c01a3f --no-db -o bug.zip
+  mcec-bundle 5f19c9 --max-bytes 25MB --json`,
+    )
+    .action((id: string, opts: BundleCliOptions) => bundleCommand(id, opts));
+
+  withSessions(
+    program
+      .command('list')
+      .description('list sessions: id, start, duration, calls, failures, verdict (oldest first)')
+      .option('--failed', 'only sessions whose verdict is FAIL')
+      .option('--json', 'print the list as JSON'),
+  )
+    .addHelpText('after', '\nExample:\n  mcec-bundle list --failed --json')
+    .action((opts) => listCommand(opts));
+
+  withSessions(program.command('show <sessionId>').description('print the failure summary of a session'))
+    .addHelpText('after', '\nExample:\n  mcec-bundle show 5f19c9 | less')
+    .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
+      const session = await locate(id, opts);
+      const { failureSummaryText } = await import('../bundle/sessions.js');
+      print(await failureSummaryText(session.dir, { templatesDir: opts.templates }));
+    })
+    .option('--templates <dir>', 'templates that override the built-in ones by file name');
+
+  withSessions(
+    program
+      .command('summary <sessionId>')
+      .description('write failure-summary.md into the session dir and print its path'),
+  )
+    .option('--templates <dir>', 'templates that override the built-in ones by file name')
+    .addHelpText('after', '\nExample:\n  mcec-bundle summary 5f19c9')
+    .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
+      const session = await locate(id, opts);
+      const { writeFailureSummary } = await import('../bundle/sessions.js');
+      print(await writeFailureSummary(session.dir, { templatesDir: opts.templates }));
+    });
+
+  withSessions(
+    program
+      .command('issue-body <sessionId>')
+      .description('print the bug-report body (Markdown) for a GitHub issue'),
+  )
+    .option('--templates <dir>', 'templates that override the built-in ones by file name')
+    .addHelpText(
+      'after',
+      '\nExample:\n  mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" --body-file -',
+    )
+    .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
+      const session = await locate(id, opts);
+      const { bugReportText } = await import('../bundle/sessions.js');
+      print(await bugReportText(session.dir, { templatesDir: opts.templates }));
+    });
+
+  program
+    .command('verify <zip>')
+    .description('check a bundle: manifest hashes, layout, no image bytes in text, no unsafe entries')
+    .addHelpText('after', '\nExample:\n  mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip')
+    .action(async (zip: string) => {
+      const { verifyBundle } = await import('../bundle/verify.js');
+      const res = await verifyBundle(zip);
+      if (res.ok) {
+        print(`ok: ${zip} (${res.entries} entries)`);
+        return;
+      }
+      process.stderr.write(`${zip}: ${res.problems.length} problem(s):\n`);
+      for (const p of res.problems) process.stderr.write(`  - ${p}\n`);
+      process.exitCode = EXIT_FAILED;
+    });
+
+  withSessions(
+    program
+      .command('prune')
+      .description('delete sessions (and their zips) whose last activity is older than a duration')
+      .requiredOption('--older-than <duration>', 'e.g. 7d, 12h, 30m', durationArg)
+      .option('--keep-failed', 'keep sessions whose verdict is FAIL')
+      .option('--dry-run', 'list what would be deleted, delete nothing'),
+  )
+    .addHelpText('after', '\nExample:\n  mcec-bundle prune --older-than 7d --keep-failed --dry-run')
+    .action((opts) => pruneCommand(opts));
+
+  return program;
+}
+
+/** Run the program on `argv` and return the exit code. */
+async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return typeof process.exitCode === 'number' ? process.exitCode : 0;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version end with exit code 0; everything else commander rejects is bad usage.
+      return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`mcec-bundle: ${message}\n`);
+    return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
+  }
+}
+
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  // A closed pipe (`| head`) is not an error worth a stack trace.
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+});
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`mcec-bundle: ${(err as Error).message}\n`);
+    process.exitCode = EXIT_FAILED;
+  },
+);
