@@ -46,8 +46,8 @@ export function linkPath(value: string): string {
 
 /** Register the helpers on one Handlebars instance. */
 export function registerHelpers(hb: HandlebarsApi): void {
-  hb.registerHelper('code', (value: unknown) => codeSpan(value));
-  hb.registerHelper('oneLine', (...args: unknown[]) => {
+  hb.registerHelper('codeSpan', (value: unknown) => codeSpan(value));
+  hb.registerHelper('clipLine', (...args: unknown[]) => {
     const [value, max] = params(args);
     return oneLine(value, typeof max === 'number' ? max : 120);
   });
@@ -55,8 +55,8 @@ export function registerHelpers(hb: HandlebarsApi): void {
     const [value, max] = params(args);
     return oneLine(JSON.stringify(value ?? null), typeof max === 'number' ? max : 300);
   });
-  hb.registerHelper('bytes', (value: unknown) => formatBytes(typeof value === 'number' ? value : null));
-  hb.registerHelper('duration', (value: unknown) =>
+  hb.registerHelper('formatBytes', (value: unknown) => formatBytes(typeof value === 'number' ? value : null));
+  hb.registerHelper('formatDuration', (value: unknown) =>
     formatDurationMs(typeof value === 'number' ? value : null),
   );
   hb.registerHelper('plural', (...args: unknown[]) => {
@@ -78,7 +78,7 @@ export function registerHelpers(hb: HandlebarsApi): void {
     (...args: unknown[]) => params(args).find((v) => v !== null && v !== undefined && v !== '') ?? '',
   );
   hb.registerHelper('not', (...args: unknown[]) => !params(args)[0]);
-  hb.registerHelper('image', (...args: unknown[]) => {
+  hb.registerHelper('imageLink', (...args: unknown[]) => {
     const [digest, alt] = params(args) as [{ artifact?: unknown } | null | undefined, unknown];
     if (!digest || typeof digest.artifact !== 'string') return '';
     const label = oneLine(typeof alt === 'string' ? alt : 'image', 60).replace(/[[\]]/g, '');

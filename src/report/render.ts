@@ -112,6 +112,18 @@ function clipStrings<T>(value: T, max: number): T {
   return value;
 }
 
+/** An environment value on one line: `MCEC 3.0.4 (protocol 2025-06-18)` for the server, JSON for other objects. */
+function environmentValue(value: unknown): string {
+  if (typeof value === 'string') return oneLine(value, 200);
+  const obj = value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : undefined;
+  if (obj && typeof obj.name === 'string') {
+    const version = typeof obj.version === 'string' ? ` ${obj.version}` : '';
+    const protocol = typeof obj.protocolVersion === 'string' ? ` (protocol ${obj.protocolVersion})` : '';
+    return oneLine(`${obj.name}${version}${protocol}`, 200);
+  }
+  return oneLine(JSON.stringify(value), 200);
+}
+
 /** The template context for one level: the summary (clipped and shortened) plus derived fields and notes. */
 function viewFor(
   summary: SessionSummary,
@@ -178,10 +190,7 @@ function viewFor(
     unrecovered: s.failures.filter((f) => !f.recovered).length,
     environmentLines: Object.entries(s.environment)
       .filter(([, value]) => value !== null && value !== undefined)
-      .map(([key, value]) => ({
-        key,
-        value: typeof value === 'string' ? oneLine(value, 200) : oneLine(JSON.stringify(value), 200),
-      })),
+      .map(([key, value]) => ({ key, value: environmentValue(value) })),
     notes,
     limit: LIMIT_TEXT,
     ...extra,

@@ -237,7 +237,9 @@ function describeSuccess(tool: string, args: Obj | undefined, result: Obj | unde
 /** The call's target for failure lines (selector, window title or first arguments). */
 function describeTarget(tool: string, args: Obj | undefined): string {
   if (tool === 'send_command') return quote(str(args?.command) ?? str(args?.cmd) ?? '', 60);
-  return describeSelector(args) || describeArgs(args);
+  const target = describeSelector(args) || describeArgs(args);
+  const timeout = tool === 'wait-for' ? (num(args?.timeoutMs) ?? num(args?.timeout)) : undefined;
+  return timeout === undefined ? target : `${target} (${timeout} ms)`;
 }
 
 /** One line describing a call, e.g. "capture 800x600 png 14 KB of 'Untitled - Notepad'" or "find name='Save': selector-matched-3". */

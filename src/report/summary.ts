@@ -43,10 +43,11 @@ function imageFromArtifact(row: ArtifactRow | undefined): ImageDigest | null {
     bytes: row.bytes ?? 0,
     seq: row.call_seq,
     sha256: row.sha256,
+    role: oneLine(row.role, 40),
   };
 }
 
-function imageFromSummary(value: unknown, seq: number): ImageDigest | null {
+function imageFromSummary(value: unknown, seq: number, role: string): ImageDigest | null {
   const s = findCaptureSummary(value);
   const artifact = safeRelativePath(s?.artifact);
   if (!s || !artifact) return null;
@@ -59,6 +60,7 @@ function imageFromSummary(value: unknown, seq: number): ImageDigest | null {
     bytes: n(s.bytes),
     seq,
     sha256: typeof s.sha256 === 'string' ? s.sha256.slice(0, 64) : null,
+    role,
   };
 }
 
@@ -109,7 +111,7 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
         reader
           .artifactsOfCall(row.seq)
           .find((a) => a.path && a.role !== 'partialResult' && a.role !== 'lastObservation'),
-      ) ?? imageFromSummary(result, row.seq);
+      ) ?? imageFromSummary(result, row.seq, 'result');
     return {
       seq: row.seq,
       tool: oneLine(row.tool, 60),
@@ -123,7 +125,7 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
     const error = asRecord(envelopeOf(failing)?.error);
     const observed = asRecord(error?.lastObservation);
     if (observed) {
-      const image = imageFromSummary(observed, failing.seq);
+      const image = imageFromSummary(observed, failing.seq, 'lastObservation');
       const kind = typeof observed.kind === 'string' ? observed.kind : 'observation';
       const title = asRecord(observed.window)?.title ?? observed.title;
       return {
@@ -289,7 +291,12 @@ export async function buildSummary(
     const suspectImage = failingRow
       ? (imageFromArtifact(
           reader.artifactsOfCall(failingRow.seq).find((a) => a.role === 'partialResult' && a.path),
-        ) ?? imageFromSummary(asRecord(envelopeOf(failingRow)?.error)?.partialResult, failingRow.seq))
+        ) ??
+        imageFromSummary(
+          asRecord(envelopeOf(failingRow)?.error)?.partialResult,
+          failingRow.seq,
+          'partialResult',
+        ))
       : null;
     const lastImage =
       imageFromArtifact(

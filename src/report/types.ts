@@ -28,6 +28,8 @@ export interface ImageDigest {
   bytes: number;
   seq: number;
   sha256: string | null;
+  /** Where the image was found: result, partialResult, image-block, nested or lastObservation. */
+  role: string;
 }
 
 /** The last good observation: what the agent last saw successfully. */
