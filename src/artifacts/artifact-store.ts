@@ -5,7 +5,7 @@ import { decodeBase64Strict, type ImageFormat, sniffImageFormat } from '../contr
 import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, utcStampMillis } from '../store/layout.js';
 import { computeBlankCheck } from './blank-check.js';
-import { EXTENSION, truncationOf } from './image-file.js';
+import { EXTENSION, readBmpHeader, truncationOf } from './image-file.js';
 
 /** What became of one image's bytes. */
 export interface SavedImage {
@@ -177,6 +177,12 @@ export class ArtifactStore {
   }
 
   private async metadata(buf: Buffer): Promise<{ width?: number; height?: number; format?: string }> {
+    if (buf[0] === 0x42 && buf[1] === 0x4d) {
+      // sharp has no BMP loader; the header says all we need.
+      const h = readBmpHeader(buf);
+      if (!h) throw new Error('bad BMP header');
+      return { width: h.width, height: h.height, format: 'bmp' };
+    }
     const sharp = await loadSharp();
     return sharp(buf, { limitInputPixels: this.limitInputPixels }).metadata();
   }

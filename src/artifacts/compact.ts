@@ -25,6 +25,11 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+/** A declared size as a non-negative integer (0 when absent or nonsense). */
+function count(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.floor(v) : 0;
+}
+
 function finiteNumber(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 }
@@ -32,10 +37,11 @@ function finiteNumber(v: unknown): number | undefined {
 /** The declared blankCheck when it has the server's shape. */
 function declaredBlankCheck(v: unknown): BlankCheck | undefined {
   if (!isRecord(v)) return undefined;
-  if (typeof v.blank !== 'boolean' || typeof v.dominantFraction !== 'number') return undefined;
+  const f = v.dominantFraction;
+  if (typeof v.blank !== 'boolean' || typeof f !== 'number' || !(f >= 0 && f <= 1)) return undefined;
   return {
     blank: v.blank,
-    dominantFraction: v.dominantFraction,
+    dominantFraction: f,
     dominantIsDark: v.dominantIsDark === true,
   };
 }
@@ -52,21 +58,17 @@ export function captureSummaryOf(
   artifactPath?: string,
 ): CaptureSummary {
   const c = container ?? {};
-  const summary: CaptureSummary = {
-    kind: 'capture-summary',
-    width: 0,
-    height: 0,
-    encoding: 'unknown',
-    bytes: 0,
-  };
-  if (Object.hasOwn(c, 'window')) summary.window = (c.window ?? null) as CaptureSummary['window'];
-  if (Object.hasOwn(c, 'handle')) summary.handle = finiteNumber(c.handle) ?? null;
-  summary.width = image.width ?? finiteNumber(c.width) ?? 0;
-  summary.height = image.height ?? finiteNumber(c.height) ?? 0;
-  summary.encoding = image.format ?? (typeof c.encoding === 'string' ? c.encoding : 'unknown');
-  summary.bytes = image.bytes > 0 ? image.bytes : (finiteNumber(c.bytes) ?? 0);
+  // Key order follows the server's capture-summary: kind, window, handle, sizes, blankCheck, file, artifact.
+  const summary = { kind: 'capture-summary' } as CaptureSummary;
+  // Declared values are kept only in the schema's types (schema/capture-summary.schema.json).
+  if (isRecord(c.window) || c.window === null) summary.window = c.window as CaptureSummary['window'];
+  if (Object.hasOwn(c, 'handle')) summary.handle = Number.isInteger(c.handle) ? (c.handle as number) : null;
+  summary.width = image.width ?? count(c.width);
+  summary.height = image.height ?? count(c.height);
+  summary.encoding = image.format ?? (typeof c.encoding === 'string' && c.encoding ? c.encoding : 'unknown');
+  summary.bytes = image.bytes > 0 ? image.bytes : count(c.bytes);
   summary.blankCheck = declaredBlankCheck(c.blankCheck) ?? image.blankCheck ?? null;
-  if (typeof c.file === 'string') summary.file = c.file;
+  if (typeof c.file === 'string' || c.file === null) summary.file = c.file;
   const artifact = artifactPath ?? image.path;
   if (artifact !== undefined && image.error === undefined) summary.artifact = artifact;
   else summary.artifactError = image.error ?? 'no artifact written';

@@ -54,3 +54,67 @@ export function truncationOf(buf: Buffer, format: ImageFormat): string | undefin
     }
   }
 }
+
+/** What a BMP header says (sharp cannot read BMP, so its facts come from here). */
+export interface BmpHeader {
+  width: number;
+  height: number;
+  bitsPerPixel: number;
+  compression: number;
+  dataOffset: number;
+  topDown: boolean;
+}
+
+/** The BMP header's facts, or undefined when too short or nonsense. */
+export function readBmpHeader(buf: Buffer): BmpHeader | undefined {
+  if (buf.length < 30 || buf[0] !== 0x42 || buf[1] !== 0x4d) return undefined;
+  const dib = buf.readUInt32LE(14);
+  let width: number;
+  let rawHeight: number;
+  let bitsPerPixel: number;
+  let compression = 0;
+  if (dib === 12) {
+    width = buf.readUInt16LE(18);
+    rawHeight = buf.readUInt16LE(20);
+    bitsPerPixel = buf.readUInt16LE(24);
+  } else {
+    if (buf.length < 34) return undefined;
+    width = buf.readInt32LE(18);
+    rawHeight = buf.readInt32LE(22);
+    bitsPerPixel = buf.readUInt16LE(28);
+    compression = buf.readUInt32LE(30);
+  }
+  if (width <= 0 || rawHeight === 0) return undefined;
+  return {
+    width,
+    height: Math.abs(rawHeight),
+    bitsPerPixel,
+    compression,
+    dataOffset: buf.readUInt32LE(10),
+    topDown: rawHeight < 0,
+  };
+}
+
+/** Raw RGB of an uncompressed 24- or 32-bit BMP (what screen grabs are), or undefined for other kinds. */
+export function decodeBmp(
+  buf: Buffer,
+): { data: Buffer; width: number; height: number; channels: 3 } | undefined {
+  const h = readBmpHeader(buf);
+  if (!h || (h.bitsPerPixel !== 24 && h.bitsPerPixel !== 32)) return undefined;
+  if (h.compression !== 0 && !(h.compression === 3 && h.bitsPerPixel === 32)) return undefined;
+  const bpp = h.bitsPerPixel / 8;
+  const stride = Math.ceil((h.width * bpp) / 4) * 4;
+  if (h.dataOffset + stride * h.height > buf.length) return undefined;
+  const data = Buffer.alloc(h.width * h.height * 3);
+  for (let y = 0; y < h.height; y++) {
+    const src = h.dataOffset + (h.topDown ? y : h.height - 1 - y) * stride;
+    for (let x = 0; x < h.width; x++) {
+      const s = src + x * bpp;
+      const d = (y * h.width + x) * 3;
+      data[d] = buf[s + 2]!;
+      data[d + 1] = buf[s + 1]!;
+      data[d + 2] = buf[s]!;
+    }
+  }
+  return { data, width: h.width, height: h.height, channels: 3 };
+}
