@@ -50,11 +50,10 @@ const MAX_ASPECT = 2;
 const MAX_INPUT_PIXELS = 80_000_000;
 const DATA_PREFIX = 'data:image/webp;base64,';
 
-type Sharp = typeof import('sharp');
+type Sharp = typeof import('sharp')['default'];
 
 async function loadSharp(): Promise<Sharp> {
-  const mod = (await import('sharp')) as unknown as { default: Sharp };
-  return mod.default;
+  return (await import('sharp')).default;
 }
 
 async function encode(
