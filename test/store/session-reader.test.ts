@@ -1,0 +1,255 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openSessionDb } from '../../src/store/open.js';
+import {
+  isProcessAlive,
+  listSessions,
+  resolveSession,
+  SessionReader,
+} from '../../src/store/session-reader.js';
+import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+
+let root: string;
+beforeEach(() => {
+  root = makeSessionsDir();
+});
+afterEach(() => removeDir(root));
+
+function make(
+  sessionsDir: string,
+  sessionId: string,
+  startedAt = '2026-12-02T10:15:00.000Z',
+): FixtureSession {
+  const f = FixtureSession.create(sessionsDir, { sessionId, startedAt: new Date(startedAt) });
+  f.close();
+  return f;
+}
+
+describe('listSessions', () => {
+  it('lists session dirs holding a log, oldest first, and skips everything else', () => {
+    make(root, 'bbbbbbbbbbbb', '2026-12-03T00:00:00.000Z');
+    make(root, 'aaaaaaaaaaaa', '2026-12-02T00:00:00.000Z');
+    fs.mkdirSync(path.join(root, '20261202-000000-nolog'));
+    fs.mkdirSync(path.join(root, 'not-a-session'));
+    fs.writeFileSync(path.join(root, '20261202-000000-file'), 'x');
+    const outside = makeSessionsDir();
+    try {
+      const linked = make(outside, 'cccccccccccc');
+      fs.symlinkSync(linked.dir, path.join(root, linked.dirName));
+      const list = listSessions(root);
+      expect(list.map((s) => s.sessionId)).toEqual(['aaaaaaaaaaaa', 'bbbbbbbbbbbb']);
+      expect(list[0]).toEqual({
+        dir: path.join(root, '20261202-000000-aaaaaaaaaaaa'),
+        dirName: '20261202-000000-aaaaaaaaaaaa',
+        sessionId: 'aaaaaaaaaaaa',
+        stamp: '20261202-000000',
+      });
+    } finally {
+      removeDir(outside);
+    }
+  });
+
+  it('returns [] for a missing sessions dir', () => {
+    expect(listSessions(path.join(root, 'nope'))).toEqual([]);
+  });
+});
+
+describe('resolveSession', () => {
+  it('finds a session by a unique prefix, the full id or the dir name', () => {
+    const a = make(root, '5f19c9c01a3f');
+    make(root, '7a00000000ff', '2026-12-02T11:00:00.000Z');
+    for (const input of ['5', '5f19', '5f19c9c01a3f', a.dirName]) {
+      const hit = resolveSession(root, input);
+      expect(hit.ok, input).toBe(true);
+      if (hit.ok) expect(hit.session.dir).toBe(a.dir);
+    }
+  });
+
+  it('prefers an exact id over longer ids sharing it as a prefix', () => {
+    make(root, 'abc');
+    make(root, 'abcdef');
+    const hit = resolveSession(root, 'abc');
+    expect(hit.ok && hit.session.sessionId).toBe('abc');
+  });
+
+  it('reports an ambiguous prefix with the sessions dir and every candidate', () => {
+    make(root, 'abc111111111');
+    make(root, 'abc222222222', '2026-12-02T12:00:00.000Z');
+    const miss = resolveSession(root, 'abc');
+    expect(miss.ok).toBe(false);
+    if (miss.ok) return;
+    expect(miss.reason).toBe('ambiguous');
+    expect(miss.candidates.map((c) => c.sessionId)).toEqual(['abc111111111', 'abc222222222']);
+    expect(miss.message).toContain(root);
+    expect(miss.message).toContain('20261202-101500-abc111111111');
+    expect(miss.message).toContain('20261202-120000-abc222222222');
+  });
+
+  it('reports an unknown id naming the sessions dir and the known sessions', () => {
+    make(root, 'abc111111111');
+    const miss = resolveSession(root, 'ffff');
+    expect(miss.ok).toBe(false);
+    if (miss.ok) return;
+    expect(miss.reason).toBe('not-found');
+    expect(miss.message).toContain(root);
+    expect(miss.message).toContain('abc111111111');
+    expect(resolveSession(path.join(root, 'missing'), 'ffff')).toMatchObject({
+      ok: false,
+      reason: 'not-found',
+    });
+  });
+
+  it('refuses hostile ids without looking outside the sessions dir', () => {
+    // A real session right outside the sessions dir, reachable only through `..`.
+    const sessions = path.join(root, 'sessions');
+    fs.mkdirSync(sessions);
+    const outside = make(root, 'deadbeef0001');
+    const hostile = [
+      '',
+      '..',
+      '../x',
+      `../${outside.dirName}`,
+      '/',
+      '/etc/passwd',
+      'a/b',
+      'a\\b',
+      '..\\x',
+      'ab\0cd',
+      'a'.repeat(65),
+      ' abc',
+      'abc.',
+      '%2e%2e',
+    ];
+    for (const id of hostile) {
+      const miss = resolveSession(sessions, id);
+      expect(miss.ok, JSON.stringify(id)).toBe(false);
+      if (!miss.ok) {
+        expect(miss.reason).toBe('invalid-id');
+        expect(miss.candidates).toEqual([]);
+        expect(miss.message).not.toContain('\0');
+      }
+    }
+    expect(resolveSession(sessions, 'deadbeef')).toMatchObject({ ok: false, reason: 'not-found' });
+  });
+});
+
+describe('SessionReader', () => {
+  it('reads a log while the writer still has it open (WAL), seeing later commits', () => {
+    const f = FixtureSession.create(root, { sessionId: 'live00000001' });
+    f.call(calls.findSave());
+    const reader = SessionReader.open(f.dir);
+    try {
+      expect(reader.callCount()).toBe(1);
+      expect(reader.session().status).toBe('open');
+      f.call(calls.query());
+      expect(reader.callCount()).toBe(2);
+      // One snapshot: a commit in between does not change what the snapshot sees.
+      const [before, after] = reader.snapshot(() => {
+        const b = reader.callCount();
+        f.call(calls.invokeSave());
+        return [b, reader.callCount()];
+      });
+      expect(after).toBe(before);
+      expect(reader.callCount()).toBe(3);
+      expect(() =>
+        (reader as unknown as { db: { exec(s: string): void } }).db.exec('DELETE FROM calls'),
+      ).toThrow(/readonly/i);
+    } finally {
+      reader.close();
+      f.close();
+    }
+  });
+
+  it('reads an open session whose writer pid is dead as aborted, and its own live pid as open', () => {
+    const crashed = FixtureSession.create(root, { sessionId: 'crash0000001', writerPid: deadPid() });
+    crashed.close();
+    const live = FixtureSession.create(root, { sessionId: 'alive0000001', writerPid: process.pid });
+    live.close();
+    const ended = FixtureSession.create(root, { sessionId: 'ended0000001', writerPid: deadPid() });
+    ended.end();
+    ended.close();
+    const status = (dir: string) => {
+      const r = SessionReader.open(dir);
+      try {
+        return r.session().status;
+      } finally {
+        r.close();
+      }
+    };
+    expect(status(crashed.dir)).toBe('aborted');
+    expect(status(live.dir)).toBe('open');
+    expect(status(ended.dir)).toBe('ended');
+    expect(isProcessAlive(process.pid)).toBe(true);
+    expect(isProcessAlive(deadPid())).toBe(false);
+    expect(isProcessAlive(0)).toBe(false);
+  });
+
+  it('streams calls in seq order across pages and allows other queries between rows', () => {
+    const f = FixtureSession.create(root, { sessionId: 'many00000001' });
+    f.manyCalls(1234, (i) => ({ tool: i % 2 ? 'find' : 'query', args: { i } }));
+    f.close();
+    const reader = SessionReader.open(f.dir);
+    try {
+      let expected = 1;
+      for (const row of reader.calls()) {
+        expect(row.seq).toBe(expected++);
+        if (row.seq === 600) expect(reader.call(600)?.tool).toBe('find'); // index 599 is odd
+      }
+      expect(expected).toBe(1235);
+      expect([...reader.calls({ fromSeq: 1200, limit: 10 })].map((r) => r.seq)).toEqual([
+        1200, 1201, 1202, 1203, 1204, 1205, 1206, 1207, 1208, 1209,
+      ]);
+      expect([...reader.calls({ fromSeq: 1230 })].map((r) => r.seq)).toEqual([1230, 1231, 1232, 1233, 1234]);
+      expect(reader.tailCalls(3).map((r) => r.seq)).toEqual([1232, 1233, 1234]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('aggregates counts in SQL: statuses, violations, dropped payloads, record failures and lost calls', () => {
+    const f = FixtureSession.create(root, { sessionId: 'stats0000001' });
+    f.call({
+      ...calls.findSave(),
+      violations: [
+        { path: '/result', message: 'x' },
+        { path: '/ok', message: 'y' },
+      ],
+    });
+    f.call({ ...calls.ambiguousFind(), violations: [{ path: '/error', message: 'z' }] });
+    f.call({ tool: 'capture', payloadDropped: true });
+    f.call({ tool: 'invoke', status: 'pending' });
+    f.event('record-failure', { stage: 'commit', message: 'disk full', lost: 3 });
+    f.event('record-failure', { stage: 'artifact', message: 'EACCES', lost: 0 });
+    f.close();
+    const reader = SessionReader.open(f.dir);
+    try {
+      expect(reader.stats()).toMatchObject({
+        calls: 4,
+        ok: 2,
+        failed: 1,
+        pending: 1,
+        violations: 3,
+        droppedPayloads: 1,
+        recordFailures: 2,
+        lostCalls: 3,
+        lastCallSeq: 4,
+      });
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('says clearly when a dir has no log or the log has no session row', () => {
+    expect(() => SessionReader.open(root)).toThrow(/no session\.sqlite/);
+    const dir = path.join(root, '20261202-101500-empty0000001');
+    fs.mkdirSync(dir);
+    openSessionDb(path.join(dir, 'session.sqlite')).close();
+    const reader = SessionReader.open(dir);
+    try {
+      expect(() => reader.session()).toThrow(/no session row/);
+    } finally {
+      reader.close();
+    }
+  });
+});
