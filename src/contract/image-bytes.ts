@@ -182,6 +182,8 @@ function looksLikeJsonContainer(s: string): boolean {
 interface Frame {
   value: unknown;
   path: string;
+  /** Set for a string already known to hold bytes (a `base64` field or an image block's `data`). */
+  declared?: { form: ImageBytesLocation['form']; start: number; mimeType: string | undefined };
 }
 
 /**
@@ -199,11 +201,20 @@ export function findImageBytes(value: unknown): ImageBytesLocation[] {
   return found;
 }
 
+/** Only containers and strings long enough to hold bytes are visited (keeps small envelopes cheap). */
+function worthVisiting(v: unknown): boolean {
+  return typeof v === 'object' ? v !== null : typeof v === 'string' && v.length >= MIN_SNIFF_LENGTH;
+}
+
 function walk(root: unknown, found: ImageBytesLocation[]): void {
   const stack: Frame[] = [{ value: root, path: '' }];
   const seen = new Set<object>();
   while (stack.length > 0) {
-    const { value, path } = stack.pop()!;
+    const { value, path, declared } = stack.pop()!;
+    if (declared) {
+      found.push(location(value as string, path, declared.form, declared.start, declared.mimeType));
+      continue;
+    }
     if (typeof value === 'string') {
       inspectString(value, path, stack, found);
       continue;
@@ -213,7 +224,9 @@ function walk(root: unknown, found: ImageBytesLocation[]): void {
     seen.add(value);
     if (Array.isArray(value)) {
       // Push in reverse so results come out in document order.
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path: `${path}/${i}` });
+      for (let i = value.length - 1; i >= 0; i--) {
+        if (worthVisiting(value[i])) stack.push({ value: value[i], path: `${path}/${i}` });
+      }
       continue;
     }
     const obj = value as Record<string, unknown>;
@@ -222,7 +235,6 @@ function walk(root: unknown, found: ImageBytesLocation[]): void {
     for (let k = keys.length - 1; k >= 0; k--) {
       const key = keys[k]!;
       const child = obj[key];
-      const childPath = `${path}/${escapePointerSegment(key)}`;
       // Declared bytes count whatever their format; a redaction marker in their place is not bytes.
       if (typeof child === 'string' && ((imageBlock && key === 'data') || key === 'base64')) {
         const uri = parseImageDataUri(child);
@@ -230,13 +242,13 @@ function walk(root: unknown, found: ImageBytesLocation[]): void {
         if (child.length > start && looksLikeBase64(child, start)) {
           const mimeType =
             uri?.mimeType ?? (imageBlock && typeof obj.mimeType === 'string' ? obj.mimeType : undefined);
-          found.push(
-            location(child, childPath, key === 'base64' ? 'base64-field' : 'image-block', start, mimeType),
-          );
+          const form = key === 'base64' ? 'base64-field' : 'image-block';
+          // Reported when popped, so locations come out in document order.
+          stack.push({ value: child, path: `${path}/${key}`, declared: { form, start, mimeType } });
           continue;
         }
       }
-      stack.push({ value: child, path: childPath });
+      if (worthVisiting(child)) stack.push({ value: child, path: `${path}/${escapePointerSegment(key)}` });
     }
   }
 }

@@ -180,6 +180,15 @@ describe('findImageBytes: where bytes hide', () => {
     ]);
   });
 
+  it('keeps document order when declared fields follow nested ones', () => {
+    const v = { a: { base64: b64(png) }, base64: b64(gif), z: [b64(jpeg)] };
+    expect(findImageBytes(v).map((l) => [l.path, l.format])).toEqual([
+      ['/a/base64', 'png'],
+      ['/base64', 'gif'],
+      ['/z/0', 'jpeg'],
+    ]);
+  });
+
   it('does not loop on cyclic objects', () => {
     const a: Record<string, unknown> = { base64: b64(png) };
     a.self = a;
