@@ -1,0 +1,435 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildSummary } from '../../src/report/summary.js';
+import type { SessionSummary, SummaryOptions } from '../../src/report/types.js';
+import { SessionReader } from '../../src/store/session-reader.js';
+import {
+  calls,
+  deadPid,
+  FixtureSession,
+  makeSessionsDir,
+  NOTEPAD,
+  removeDir,
+} from '../helpers/fixture-session.js';
+
+let root: string;
+beforeEach(() => {
+  root = makeSessionsDir();
+});
+afterEach(() => removeDir(root));
+
+async function summarize(f: FixtureSession, options?: SummaryOptions): Promise<SessionSummary> {
+  const reader = SessionReader.open(f.dir);
+  try {
+    return await buildSummary(reader, options);
+  } finally {
+    reader.close();
+  }
+}
+
+describe('verdict', () => {
+  it('takes an explicit verdict from end() over everything else', async () => {
+    const pass = FixtureSession.create(root);
+    pass.call(calls.waitForTimeout());
+    pass.end({ passed: true, reason: 'timeout expected in this scenario' });
+    const s = await summarize(pass);
+    expect(s.verdict).toBe('PASS');
+    expect(s.passedExplicit).toBe(true);
+    expect(s.verdictReason).toBe('explicit verdict from end(): timeout expected in this scenario');
+
+    const fail = FixtureSession.create(root);
+    fail.call(calls.findSave());
+    fail.end({ passed: false });
+    const t = await summarize(fail);
+    expect(t.verdict).toBe('FAIL');
+    expect(t.passedExplicit).toBe(false);
+    expect(t.verdictReason).toBe('explicit verdict from end()');
+  });
+
+  it('is FAIL when the last call failed', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.findSave());
+    f.call(calls.waitForTimeout());
+    f.end();
+    const s = await summarize(f);
+    expect(s.verdict).toBe('FAIL');
+    expect(s.passedExplicit).toBeNull();
+    expect(s.verdictReason).toContain('the last call #2 wait-for failed (wait-condition-timeout)');
+  });
+
+  it('is FAIL while a call is pending, naming the pending call as the failing one', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.ambiguousFind());
+    f.call(calls.findSave());
+    f.call({ tool: 'invoke', args: { name: 'Save' }, status: 'pending' });
+    const s = await summarize(f);
+    expect(s.status).toBe('open');
+    expect(s.verdict).toBe('FAIL');
+    expect(s.verdictReason).toContain('call #3 invoke is still pending');
+    expect(s.failingCall).toMatchObject({ seq: 3, tool: 'invoke', status: 'pending', code: null });
+    expect(s.failingCall?.line).toBe("invoke name='Save': pending (no response recorded)");
+    expect(s.failingCall?.recovery).toMatch(/never returned/);
+    expect(s.counts.pending).toBe(1);
+  });
+
+  it('is FAIL for a crashed session (open, writer pid dead) even when every call succeeded', async () => {
+    const f = FixtureSession.create(root, { writerPid: deadPid() });
+    f.call(calls.findSave());
+    f.close();
+    const s = await summarize(f);
+    expect(s.status).toBe('aborted');
+    expect(s.verdict).toBe('FAIL');
+    expect(s.verdictReason).toMatch(/aborted: it never ended and its writer process \(pid \d+\) is gone/);
+    expect(s.endedAt).toBeNull();
+    expect(s.failingCall).toBeNull();
+  });
+
+  it('is FAIL for a session stored as aborted', async () => {
+    const f = FixtureSession.create(root, { status: 'aborted', writerPid: null });
+    f.call(calls.findSave());
+    const s = await summarize(f);
+    expect(s.verdict).toBe('FAIL');
+    expect(s.verdictReason).toContain('aborted');
+  });
+
+  it('is FAIL after an emergency stop, from the event or from the error code', async () => {
+    const a = FixtureSession.create(root);
+    a.call(calls.findSave());
+    a.event('emergency-stop', { code: 'emergency-stopped', detail: 'operator pressed the stop hotkey' });
+    a.call(calls.findSave());
+    a.end();
+    const s = await summarize(a);
+    expect(s.verdict).toBe('FAIL');
+    expect(s.events.emergencyStop).toBe(true);
+    expect(s.verdictReason).toBe('an emergency stop happened');
+
+    const b = FixtureSession.create(root);
+    b.call({ tool: 'click', error: { code: 'emergency-stopped', category: 'internal', detail: 'stopped' } });
+    b.call({ tool: 'find', ...calls.findSave() });
+    b.end();
+    const t = await summarize(b);
+    expect(t.verdict).toBe('FAIL');
+    expect(t.events.emergencyStop).toBe(true);
+    expect(t.failingCall?.recovery).toMatch(/stop and tell the user/);
+  });
+
+  it('is PASS when every failure was recovered, saying how many', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.ambiguousFind());
+    f.call(calls.findSave());
+    f.call(calls.waitForTimeout());
+    f.call({
+      tool: 'wait-for',
+      args: { name: 'Saved' },
+      result: { found: true, element: { controlType: 'Text', name: 'Saved' } },
+    });
+    f.end();
+    const s = await summarize(f);
+    expect(s.verdict).toBe('PASS');
+    expect(s.verdictReason).toBe('2 of 2 failures recovered');
+    expect(s.counts).toMatchObject({ calls: 4, failures: 2, recovered: 2, pending: 0 });
+    expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([
+      [1, true],
+      [3, true],
+    ]);
+    expect(s.failingCall).toBeNull();
+  });
+
+  it('is PASS for a clean running session and says it is still running', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.findSave());
+    const s = await summarize(f);
+    expect(s.verdict).toBe('PASS');
+    expect(s.verdictReason).toBe('all 1 calls succeeded; the session is still running');
+    expect(s.endedAt).toBeNull();
+    expect(s.durationMs).toBeGreaterThan(0);
+  });
+});
+
+describe('failures and the failing call', () => {
+  it('marks a failure recovered only when a later call of the same tool succeeded', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.ambiguousFind()); // 1: find fails
+    f.call(calls.query()); // 2: a different tool succeeds: not a recovery
+    f.call(calls.waitForTimeout()); // 3: wait-for fails, never recovered
+    f.call(calls.findSave()); // 4: find succeeds: recovers 1
+    f.call(calls.ambiguousFind()); // 5: find fails again, not recovered
+    f.call(calls.invokeSave()); // 6: last call ok
+    f.end();
+    const s = await summarize(f);
+    expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([
+      [1, true],
+      [3, false],
+      [5, false],
+    ]);
+    // The last unrecovered failure, not the recovered one and not the last call.
+    expect(s.failingCall).toMatchObject({
+      seq: 5,
+      code: 'selector-matched-3',
+      category: 'ambiguous-selector',
+    });
+    expect(s.failingCall?.recovery).toMatch(/narrow the selector/);
+    expect(s.verdict).toBe('PASS');
+    expect(s.verdictReason).toBe('1 of 3 failures recovered; 2 not recovered but not the last call');
+  });
+
+  it('picks whichever came later of the last unrecovered failure and the pending call', async () => {
+    const f = FixtureSession.create(root);
+    f.call({ tool: 'invoke', status: 'pending' });
+    f.call(calls.waitForTimeout());
+    const s = await summarize(f);
+    expect(s.failingCall?.seq).toBe(2);
+    expect(s.verdictReason).toContain('the last call #2 wait-for failed');
+    expect(s.verdictReason).toContain('call #1 invoke is still pending');
+  });
+
+  it('lists at most maxFailures failures and counts the rest', async () => {
+    const f = FixtureSession.create(root);
+    f.manyCalls(30, () => calls.waitForTimeout());
+    const s = await summarize(f, { maxFailures: 5 });
+    expect(s.failures.map((x) => x.seq)).toEqual([26, 27, 28, 29, 30]);
+    expect(s.failuresOmitted).toBe(25);
+    expect(s.counts.failures).toBe(30);
+  });
+
+  it('groups warnings by code with a count and an example, and counts recording losses', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.query(1000, true));
+    f.call(calls.query(1000, true));
+    f.call({
+      tool: 'get-text',
+      result: { text: '' },
+      warnings: [{ code: 'ocr-fallback', detail: 'fell back to Tesseract' }],
+    });
+    f.call({ ...calls.findSave(), violations: [{ path: '/result/found', message: 'must be boolean' }] });
+    f.call({ tool: 'capture', payloadDropped: true });
+    f.event('record-failure', { stage: 'commit', message: 'SQLITE_FULL', lost: 2 });
+    f.event('truncation', { omittedCalls: 1, omittedBytes: 9_000_000 });
+    f.event('artifact-limit', { omittedImages: 4, omittedBytes: 600_000_000 });
+    f.end();
+    const s = await summarize(f);
+    expect(s.warningsByCode).toEqual([
+      { code: 'tree-truncated', count: 2, example: 'UIA tree clipped at 1000 nodes' },
+      { code: 'ocr-fallback', count: 1, example: 'fell back to Tesseract' },
+    ]);
+    expect(s.counts).toMatchObject({
+      warnings: 3,
+      violations: 1,
+      droppedPayloads: 1,
+      recordFailures: 1,
+      lostCalls: 2,
+    });
+    expect(s.events.truncation).toEqual({ omittedCalls: 1, omittedBytes: 9_000_000 });
+    expect(s.events.artifactLimit).toEqual({ omittedImages: 4, omittedBytes: 600_000_000 });
+  });
+});
+
+describe('observations and images', () => {
+  it('separates the last good observation, the last image seen and the suspect image', async () => {
+    const f = FixtureSession.create(root);
+    const shot = await f.capture(); // 1: image A
+    f.call(calls.query(14, true)); // 2: last good observation, no image
+    f.call(calls.invokeSave()); // 3: actuation: not an observation
+    const blank = await f.blankCapture(shot.summary as unknown as Record<string, unknown>); // 4: fails, suspect image B
+    f.end();
+    const s = await summarize(f);
+    expect(s.failingCall?.seq).toBe(4);
+    expect(s.failingCall).toMatchObject({ code: 'frame-all-black', category: 'capture-blank' });
+    expect(s.failingCall?.recovery).toMatch(/suspect image is in partialResult/);
+    expect(s.lastGoodObservation).toMatchObject({
+      seq: 2,
+      tool: 'query',
+      oneLine: "query 'Save As': 14 nodes (truncated)",
+      image: null,
+    });
+    // The UIA tree stays out of the summary.
+    expect(JSON.stringify(s.lastGoodObservation?.value)).not.toContain('root');
+    expect(s.lastImage).toMatchObject({
+      seq: 1,
+      artifact: shot.image.artifact,
+      width: 800,
+      height: 600,
+      role: 'result',
+    });
+    expect(s.suspectImage).toMatchObject({ seq: 4, artifact: blank.image.artifact, role: 'partialResult' });
+    expect(s.suspectImage?.sha256).toBe(blank.image.sha256);
+    // Both links resolve relative to the session dir.
+    expect(fs.existsSync(path.join(f.dir, s.lastImage!.artifact))).toBe(true);
+    expect(fs.existsSync(path.join(f.dir, s.suspectImage!.artifact))).toBe(true);
+  });
+
+  it('uses the capture itself as the last good observation when it was the last observation', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.findSave());
+    const shot = await f.capture();
+    f.call({
+      tool: 'click',
+      args: { name: 'Save' },
+      error: { code: 'focus-not-set', category: 'focus', detail: 'no focus' },
+    });
+    const s = await summarize(f);
+    expect(s.lastGoodObservation?.seq).toBe(shot.seq);
+    expect(s.lastGoodObservation?.oneLine).toMatch(/^capture 800x600 png \d+ KB of 'Untitled - Notepad'$/);
+    expect(s.lastGoodObservation?.image?.artifact).toBe(shot.image.artifact);
+    expect(s.suspectImage).toBeNull();
+    expect(s.failingCall?.recovery).toMatch(/click the exact control/);
+  });
+
+  it('ignores images and observations after the failing call', async () => {
+    const f = FixtureSession.create(root);
+    const first = await f.capture();
+    f.call(calls.waitForTimeout()); // failing: never recovered
+    await f.capture(); // later image, a later observation
+    f.call(calls.findSave());
+    f.end();
+    const s = await summarize(f);
+    expect(s.failingCall?.seq).toBe(2);
+    expect(s.lastImage?.seq).toBe(first.seq);
+    expect(s.lastGoodObservation?.seq).toBe(first.seq);
+  });
+
+  it("falls back to the server's lastObservation when the log holds no earlier observation", async () => {
+    const f = FixtureSession.create(root);
+    f.call({
+      tool: 'invoke',
+      args: { name: 'Save' },
+      error: {
+        code: 'element-not-found',
+        category: 'no-target',
+        detail: 'no element',
+        lastObservation: { found: true, element: { controlType: 'Button', name: 'Open' }, window: NOTEPAD },
+      },
+    });
+    const s = await summarize(f);
+    expect(s.lastGoodObservation).toMatchObject({ seq: 1, tool: 'lastObservation' });
+    expect(s.lastGoodObservation?.oneLine).toBe(
+      "server's lastObservation (observation) of 'Untitled - Notepad'",
+    );
+  });
+
+  it('never links an artifact path that leaves the session dir', async () => {
+    const f = FixtureSession.create(root);
+    const seq = f.call({
+      tool: 'capture',
+      result: { kind: 'capture-summary', width: 1, height: 1, encoding: 'png', bytes: 1 },
+    });
+    f.artifactRow(seq, 'result', {
+      artifact: '../../etc/passwd',
+      sha256: 'x',
+      bytes: 1,
+      width: 1,
+      height: 1,
+    });
+    f.call(calls.waitForTimeout());
+    const s = await summarize(f);
+    expect(s.lastImage).toBeNull();
+  });
+});
+
+describe('timeline, steps, environment and times', () => {
+  it('keeps the last N calls and counts the omitted ones', async () => {
+    const f = FixtureSession.create(root);
+    f.manyCalls(30, (i) => (i % 3 === 0 ? calls.query() : calls.findSave()));
+    const s = await summarize(f);
+    expect(s.timeline.lines).toHaveLength(20);
+    expect(s.timeline.omitted).toBe(10);
+    expect(s.timeline.lines[0]?.seq).toBe(11);
+    expect(s.timeline.lines[19]).toMatchObject({
+      seq: 30,
+      tool: 'find',
+      status: 'ok',
+      duration: '100 ms',
+      line: "find name='Save' controlType='Button': found Button 'Save'",
+    });
+    const short = await summarize(f, { timelineLength: 5 });
+    expect(short.timeline.lines.map((l) => l.seq)).toEqual([26, 27, 28, 29, 30]);
+    expect(short.timeline.omitted).toBe(25);
+  });
+
+  it('builds a 10,000-call summary from the tail and SQL aggregates', async () => {
+    const f = FixtureSession.create(root);
+    f.manyCalls(10_000, (i) =>
+      i % 100 === 99 ? calls.ambiguousFind() : i % 2 ? calls.findSave() : calls.query(500),
+    );
+    f.call(calls.waitForTimeout());
+    const started = performance.now();
+    const s = await summarize(f);
+    const elapsed = performance.now() - started;
+    expect(s.counts.calls).toBe(10_001);
+    expect(s.counts.failures).toBe(101);
+    expect(s.counts.recovered).toBe(99); // the find failures except the last one (seq 10,000) recovered
+    expect(s.timeline.lines).toHaveLength(20);
+    expect(s.timeline.omitted).toBe(9_981);
+    expect(s.failingCall?.seq).toBe(10_001);
+    // Generous bound: the point is that it does not parse 10,000 envelopes (that takes seconds here).
+    expect(elapsed).toBeLessThan(3000);
+  });
+
+  it('reads steps, environment, display and DPI from the last displays call', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.displays());
+    f.step('open Notepad', 'passed');
+    f.step('save', 'failed', 'dialog never closed');
+    f.call(calls.waitForTimeout());
+    const s = await summarize(f);
+    expect(s.steps.map((x) => [x.name, x.status, x.detail])).toEqual([
+      ['open Notepad', 'passed', null],
+      ['save', 'failed', 'dialog never closed'],
+    ]);
+    expect(s.lastFailedStep?.name).toBe('save');
+    expect(s.environment).toMatchObject({
+      os: 'Windows 11 Pro 10.0.26100 (x64)',
+      node: 'v20.20.0',
+      recorder: '0.1.0',
+      server: { name: 'MCEC', version: '3.0.4' },
+      display: '1920x1080',
+      dpi: 144,
+    });
+  });
+
+  it('takes the server from the initialize exchange when the environment lacks it', async () => {
+    const f = FixtureSession.create(root, { environment: { os: 'linux', node: 'v20' } });
+    f.event('exchange', {
+      method: 'initialize',
+      request: { jsonrpc: '2.0', id: 0, method: 'initialize' },
+      response: {
+        jsonrpc: '2.0',
+        id: 0,
+        result: { protocolVersion: '2025-06-18', serverInfo: { name: 'MCEC', version: '3.1.0' } },
+      },
+    });
+    const s = await summarize(f);
+    expect(s.environment.server).toEqual({ name: 'MCEC', version: '3.1.0', protocolVersion: '2025-06-18' });
+    expect(s.environment.display).toBeNull();
+  });
+
+  it('gives the same UTC times whatever the local time zone', async () => {
+    const f = FixtureSession.create(root, { startedAt: new Date('2026-12-31T23:59:59.500Z') });
+    f.call({ ...calls.findSave(), durationMs: 2300 });
+    f.call({ ...calls.findSave(), durationMs: 64_000 });
+    f.end();
+    const saved = process.env.TZ;
+    try {
+      process.env.TZ = 'UTC';
+      const utc = await summarize(f);
+      process.env.TZ = 'America/New_York';
+      expect(new Date('2026-12-31T23:59:59.500Z').getHours()).toBe(18); // the zone is really in effect
+      const ny = await summarize(f);
+      process.env.TZ = 'Asia/Kolkata';
+      const kolkata = await summarize(f);
+      expect(ny).toEqual(utc);
+      expect(kolkata).toEqual(utc);
+      expect(ny.startedAt).toBe('2026-12-31T23:59:59.500Z');
+      expect(ny.timeline.lines.map((l) => [l.at, l.duration])).toEqual([
+        ['2026-12-31T23:59:59.510Z', '2.3 s'],
+        ['2027-01-01T00:00:01.860Z', '1 min 4 s'],
+      ]);
+      expect(ny.endedAt).toBe('2027-01-01T00:01:05.930Z');
+      expect(ny.duration).toBe('1 min 6 s');
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
+  });
+});
