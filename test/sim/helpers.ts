@@ -7,18 +7,22 @@ import { expect } from 'vitest';
 import { validateEnvelope } from '../../src/contract/index.js';
 import type { CallToolResult, Simulator } from '../../src/sim/index.js';
 
+/** Parsed JSON, loosely typed: tests read deep into results and let the assertions do the checking. */
+// biome-ignore lint/suspicious/noExplicitAny: assertion-only view of parsed JSON
+export type Loose = any;
+
 /** A parsed envelope, loosely typed for assertions. */
 export interface Env {
   ok: boolean;
   sessionId: string | null;
-  result?: Record<string, any>;
+  result?: Record<string, Loose>;
   warnings?: Array<{ code: string; detail: string }>;
   error?: {
     code: string;
     category: string;
     detail: string;
-    lastObservation?: Record<string, any>;
-    partialResult?: Record<string, any>;
+    lastObservation?: Record<string, Loose>;
+    partialResult?: Record<string, Loose>;
   };
 }
 

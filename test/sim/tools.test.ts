@@ -4,7 +4,7 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validateCaptureSummary } from '../../src/contract/index.js';
 import { createSimulator, HANDLES, NOTEPAD_TEXT, type Simulator, TOOLS } from '../../src/sim/index.js';
-import { call, tempDir } from './helpers.js';
+import { call, type Loose, tempDir } from './helpers.js';
 
 // Artifact and session names are UTC: run in a zone where local time differs.
 process.env.TZ = 'America/New_York';
@@ -30,7 +30,7 @@ describe('tools/list', () => {
   it('lists every tool with a name, a description and an object inputSchema that allows sessionId when routed', async () => {
     const s = sim();
     const resp = (await s.handle({ jsonrpc: '2.0', id: 1, method: 'tools/list' })) as {
-      result: { tools: any[] };
+      result: { tools: Loose[] };
     };
     const names = resp.result.tools.map((t) => t.name);
     for (const name of [
@@ -163,7 +163,7 @@ describe('query, find, wait-for', () => {
       'className',
       'children',
     ]);
-    const editor = tree.children.find((c: any) => c.automationId === '15');
+    const editor = tree.children.find((c: Loose) => c.automationId === '15');
     expect(editor.value).toBe(NOTEPAD_TEXT);
     const clipped = await call(s, 'query', { window: 'Notepad', maxNodes: 5 });
     expect(clipped.env.result).toMatchObject({ nodeCount: 5, truncated: true });
@@ -345,7 +345,7 @@ describe('windows, displays, send_command', () => {
       id: 9,
       method: 'tools/call',
       params: { name: 'teleport', arguments: {} },
-    })) as { result: any };
+    })) as { result: Loose };
     expect(resp.result.isError).toBe(true);
     const env = JSON.parse(resp.result.content[0].text);
     expect(env.error).toMatchObject({ code: 'unknown-tool', category: 'internal' });
