@@ -106,7 +106,7 @@ describe('verdict', () => {
 
     const b = FixtureSession.create(root);
     b.call({ tool: 'click', error: { code: 'emergency-stopped', category: 'internal', detail: 'stopped' } });
-    b.call({ tool: 'find', ...calls.findSave() });
+    b.call(calls.findSave());
     b.end();
     const t = await summarize(b);
     expect(t.verdict).toBe('FAIL');
