@@ -167,6 +167,8 @@ export class SessionLog {
   private sessionDirty = true;
   private identity: { dev: number; ino: number } | null = null;
   private committedCalls = 0;
+  /** Seqs whose committed row is still pending: a recreated log gets them back when they complete. */
+  private pendingOnDisk = new Set<number>();
   /** Replacements of the file not yet reported by a successful commit. */
   private recovery: { reasons: string[]; lostCalls: number } | null = null;
   private readonly options: SessionLogOptions;
@@ -328,8 +330,14 @@ export class SessionLog {
     for (const op of this.ops) {
       if (op.k === 'none') continue;
       committed += 1;
-      if (op.k === 'call' && op.first) this.committedCalls += 1;
-      else if (op.k === 'delete') this.committedCalls -= 1;
+      if (op.k === 'call') {
+        if (op.first) this.committedCalls += 1;
+        if (op.row.status === 'pending') this.pendingOnDisk.add(op.row.seq);
+        else this.pendingOnDisk.delete(op.row.seq);
+      } else if (op.k === 'delete') {
+        this.committedCalls -= 1;
+        this.pendingOnDisk.delete(op.seq);
+      }
     }
     if (this.sessionDirty) committed += 1;
     this.ops = [];
@@ -430,17 +438,15 @@ export class SessionLog {
     if (st && this.identity && st.ino === this.identity.ino && st.dev === this.identity.dev) return;
     this.noteRecovery(
       st ? 'the log file was replaced; recreated' : 'the session log vanished; recreated',
-      this.committedCalls,
+      this.lostWithFile(),
     );
-    this.committedCalls = 0;
     this.closeDb();
     this.openFile();
   }
 
   /** Move an unusable file aside (kept as evidence) and start a fresh log. */
   private replaceFile(err: unknown): void {
-    this.noteRecovery(`the log was not a usable database (${sqliteCode(err)})`, this.committedCalls);
-    this.committedCalls = 0;
+    this.noteRecovery(`the log was not a usable database (${sqliteCode(err)})`, this.lostWithFile());
     this.closeDb();
     const aside = `${this.file}.corrupt-${Date.now()}`;
     try {
@@ -451,6 +457,16 @@ export class SessionLog {
     }
     for (const suffix of ['-wal', '-shm']) fs.rmSync(`${this.file}${suffix}`, { force: true });
     this.reopen();
+  }
+
+  /**
+   * Calls lost with a file that is being replaced: its rows, except pending ones (their completion is an
+   * upsert that writes them again). Resets the counts for the fresh file.
+   */
+  private lostWithFile(): number {
+    const lost = Math.max(0, this.committedCalls - this.pendingOnDisk.size);
+    this.committedCalls = this.pendingOnDisk.size;
+    return lost;
   }
 
   /** Open the file, replacing it when it is not a database. */

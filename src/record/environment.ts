@@ -1,0 +1,50 @@
+/** What a session records about where it ran: OS, Node, the recorder's version. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+let version: string | undefined;
+
+/** The recorder's version from its package.json (found upwards from this file, in src/ or dist/). */
+export function recorderVersion(): string {
+  if (version !== undefined) return version;
+  version = '0.0.0';
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i += 1) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as {
+        name?: unknown;
+        version?: unknown;
+      };
+      if (pkg.name === 'mcec-recorder' && typeof pkg.version === 'string') {
+        version = pkg.version;
+        break;
+      }
+    } catch {
+      // no package.json here: look one level up
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) break;
+    dir = parent;
+  }
+  return version;
+}
+
+/** MCP server identity from an `initialize` response. */
+export interface ServerInfo {
+  name: string;
+  version: string;
+  protocolVersion?: string;
+}
+
+/** A session's `environment` column: `{os, node, recorder, server?}`. */
+export function environmentOf(server: ServerInfo | undefined): Record<string, unknown> {
+  const env: Record<string, unknown> = {
+    os: `${os.platform()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    recorder: recorderVersion(),
+  };
+  if (server) env.server = server;
+  return env;
+}

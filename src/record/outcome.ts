@@ -1,0 +1,188 @@
+/**
+ * Pure helpers about what a dispatch returned: a cheap success check for the critical path, the agent's value
+ * rebuilt in the same shape with a changed envelope, the failure for a throwing dispatch, and which failures
+ * get the last good observation (mcec-wire §3).
+ */
+import path from 'node:path';
+import type { Envelope, ToolError, ToolOutputKind } from '../contract/types.js';
+
+/** The transport shape a dispatch returns; a thrown dispatch's failure is given back in the same shape. */
+export type OutputShape = 'envelope' | 'call-tool-result' | 'json-rpc' | 'legacy' | 'other';
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * What can be told about an output without parsing it: its shape, and `ok` when a flag says so
+ * (`isError` of a CallToolResult, `ok` of a bare envelope, `success` of a legacy CommandResult).
+ */
+export function quickOutcome(v: unknown): { shape: OutputShape; ok: boolean | undefined } {
+  if (!isRecord(v)) return { shape: 'other', ok: undefined };
+  if (Array.isArray(v.content))
+    return { shape: 'call-tool-result', ok: typeof v.isError === 'boolean' ? !v.isError : undefined };
+  if (typeof v.ok === 'boolean') return { shape: 'envelope', ok: v.ok };
+  if (v.jsonrpc !== undefined) {
+    const r = v.result;
+    if (isRecord(r) && Array.isArray(r.content))
+      return { shape: 'json-rpc', ok: typeof r.isError === 'boolean' ? !r.isError : undefined };
+    return { shape: 'json-rpc', ok: undefined };
+  }
+  if (typeof v.success === 'boolean') return { shape: 'legacy', ok: v.success };
+  return { shape: 'other', ok: undefined };
+}
+
+/** Index of the last text block of a CallToolResult (where the envelope is), or -1. */
+export function envelopeBlockIndex(result: Record<string, unknown>): number {
+  const content = result.content;
+  if (!Array.isArray(content)) return -1;
+  for (let i = content.length - 1; i >= 0; i -= 1) {
+    const b = content[i];
+    if (isRecord(b) && b.type === 'text') return i;
+  }
+  return -1;
+}
+
+/** A CallToolResult carrying `envelope` as its only block. */
+export function callToolResultOf(envelope: Envelope): Record<string, unknown> {
+  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: !envelope.ok };
+}
+
+/**
+ * The raw output with its envelope's `error.lastObservation` set, in the same shape (bare envelope,
+ * CallToolResult, JSON-RPC response). Shallow copies: the dispatch's own objects are not changed.
+ * Returns undefined when the output has no envelope it can rewrite.
+ */
+export function withLastObservation(
+  raw: unknown,
+  kind: ToolOutputKind,
+  lastObservation: Record<string, unknown>,
+): unknown {
+  const patch = (env: unknown): Record<string, unknown> | undefined => {
+    if (!isRecord(env) || !isRecord(env.error)) return undefined;
+    return { ...env, error: { ...env.error, lastObservation } };
+  };
+  const patchResult = (result: unknown): Record<string, unknown> | undefined => {
+    if (!isRecord(result)) return undefined;
+    const i = envelopeBlockIndex(result);
+    if (i < 0) return undefined;
+    const content = result.content as unknown[];
+    const block = content[i] as Record<string, unknown>;
+    if (typeof block.text !== 'string') return undefined;
+    let env: unknown;
+    try {
+      env = JSON.parse(block.text);
+    } catch {
+      return undefined;
+    }
+    const patched = patch(env);
+    if (!patched) return undefined;
+    const copy = content.slice();
+    copy[i] = { ...block, text: JSON.stringify(patched) };
+    return { ...result, content: copy };
+  };
+  if (kind === 'envelope') return patch(raw);
+  if (kind === 'call-tool-result') return patchResult(raw);
+  if (kind === 'json-rpc-result' && isRecord(raw)) {
+    const result = patchResult(raw.result);
+    return result ? { ...raw, result } : undefined;
+  }
+  return undefined;
+}
+
+/** The `internal` / `unhandled-exception` failure for a dispatch that threw, in the shape it returns. */
+export function thrownFailure(
+  tool: string,
+  message: string,
+  sessionId: string | undefined,
+  lastObservation: Record<string, unknown> | undefined,
+  shape: OutputShape,
+): { envelope: Envelope; output: unknown } {
+  const error: ToolError = { code: 'unhandled-exception', category: 'internal', detail: message };
+  if (lastObservation) error.lastObservation = lastObservation;
+  const envelope: Envelope = sessionId === undefined ? { ok: false, error } : { sessionId, ok: false, error };
+  switch (shape) {
+    case 'envelope':
+      return { envelope, output: envelope };
+    case 'json-rpc':
+      return { envelope, output: { jsonrpc: '2.0', id: null, result: callToolResultOf(envelope) } };
+    case 'legacy':
+      return {
+        envelope,
+        output: {
+          success: false,
+          command: tool,
+          error: message,
+          errorCode: 'unhandled-exception',
+          errorCategory: 'internal',
+        },
+      };
+    default:
+      return { envelope, output: callToolResultOf(envelope) };
+  }
+}
+
+/** The message of anything thrown, without a stack. */
+export function thrownMessage(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === 'string') return err;
+  try {
+    return `non-Error thrown: ${JSON.stringify(err)?.slice(0, 500) ?? String(err)}`;
+  } catch {
+    return 'non-Error thrown';
+  }
+}
+
+/** Codes of refusals made before a tool runs (gates, consent, arguments, sessions): no observation attached. */
+export const REFUSAL_CODES: ReadonlySet<string> = new Set([
+  'bad-arguments',
+  'unknown-session',
+  'invalid-argument',
+  'agent-commands-disabled',
+  'emergency-stopped',
+  'bootstrap-only',
+  'consent-pending',
+  'consent-denied',
+  'consent-timeout',
+  'consent-unavailable',
+  'command-disabled',
+  'unknown-tool',
+  'unknown-command',
+  'provisioning-not-authorized',
+  'session-token-invalid',
+]);
+
+/** Meta tools whose failures are never command-level (mcec-wire §1). */
+const META_TOOLS: ReadonlySet<string> = new Set([
+  'send_command',
+  'session-start',
+  'session-status',
+  'session-end',
+  'request-command-access',
+  'provision-session',
+  'end-session',
+]);
+
+/** True for a command-level failure, which the server would have given the last good observation. */
+export function isCommandLevelFailure(tool: string, error: ToolError): boolean {
+  if (META_TOOLS.has(tool)) return false;
+  if (error.category === 'invalid-argument') return false;
+  return !REFUSAL_CODES.has(error.code);
+}
+
+/**
+ * A deep copy of `value` where every capture summary's relative `artifact` is made absolute under `dir`
+ * (what the agent gets; the log keeps paths relative to the session dir).
+ */
+export function withAbsoluteArtifacts<T>(value: T, dir: string): T {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (!isRecord(v)) return v;
+    const out: Record<string, unknown> = {};
+    for (const [k, child] of Object.entries(v)) out[k] = walk(child);
+    if (v.kind === 'capture-summary' && typeof v.artifact === 'string' && !path.isAbsolute(v.artifact))
+      out.artifact = path.join(dir, v.artifact);
+    return out;
+  };
+  return walk(value) as T;
+}

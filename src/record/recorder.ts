@@ -1,0 +1,1346 @@
+/**
+ * The recorder: wraps a dispatch (or takes JSON-RPC exchanges from a proxy), routes calls to sessions, and
+ * records them through one ordered queue that is processed off the agent's critical path: parse, compact
+ * images into artifacts, redact, then group-commit into each session's SQLite log. Recording never breaks a
+ * call: failures are counted, reported once on stderr and written as `record-failure` events.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ArtifactStore } from '../artifacts/artifact-store.js';
+import { type CompactedImage, compactImages } from '../artifacts/compact.js';
+import { findImageBytes, setAtPointer } from '../contract/image-bytes.js';
+import { readToolOutput } from '../contract/read-tool-output.js';
+import {
+  type Envelope,
+  OBSERVATION_TOOLS,
+  type ToolOutput,
+  type ToolOutputKind,
+  type Violation,
+} from '../contract/types.js';
+import { createRedactor, type Redactor } from '../redact/redactor.js';
+import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.js';
+import type { CallRow, SessionRow } from '../store/schema.js';
+import { type CommitOutcome, SessionLog } from '../store/session-log.js';
+import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
+import {
+  envelopeBlockIndex,
+  isCommandLevelFailure,
+  type OutputShape,
+  quickOutcome,
+  thrownFailure,
+  thrownMessage,
+  withAbsoluteArtifacts,
+  withLastObservation,
+} from './outcome.js';
+import { RecordedSession, type SessionVia } from './session.js';
+import type {
+  Dispatch,
+  ExchangeMeta,
+  PendingExchange,
+  Recorder,
+  RecorderOptions,
+  RecordStage,
+  SessionInfo,
+  Transport,
+} from './types.js';
+
+const MiB = 1024 * 1024;
+/** Default stored payload per session. */
+export const DEFAULT_MAX_LOG_BYTES = 8 * MiB;
+/** Default artifact bytes per session. */
+export const DEFAULT_MAX_ARTIFACT_BYTES = 512 * MiB;
+/** What stands in a stored value for image bytes that could not become an artifact (args, events). */
+export const IMAGE_BYTES_OMITTED = '[image bytes omitted]';
+
+/** The output kinds whose failures can carry a rewritten `lastObservation`. */
+const REWRITABLE_KINDS: readonly ToolOutputKind[] = ['envelope', 'call-tool-result', 'json-rpc-result'];
+
+/** Queue bounds: past the high mark a returning call waits (back-pressure) until the low mark. */
+const HIGH_WATER_JOBS = 8192;
+const LOW_WATER_JOBS = 4096;
+const HIGH_WATER_BYTES = 128 * MiB;
+/** Longest stretch of queue processing before the event loop gets a turn (and the logs a commit). */
+const SLICE_MS = 8;
+/** How long a failing log waits before the next commit attempt, and a log that would not open. */
+const COMMIT_RETRY_MS = 100;
+const OPEN_RETRY_MS = 1000;
+/** How long a commit waits for another writer's lock (commits run on the event loop: keep it short). */
+const BUSY_TIMEOUT_MS = 20;
+
+interface CallState {
+  tool: string;
+  args: unknown;
+  rpcId: string | null;
+  /** The JSON-RPC method, for protocol-fault events of proxied calls. */
+  method: string | null;
+  transport: Transport;
+  startedAt: Date;
+  t0: number;
+  /** The session known when the call started: its `sessionId` argument, else the default. */
+  hintId: string;
+  hintVia: SessionVia;
+  session?: RecordedSession;
+  seq: number;
+  argsJson: string | null;
+  argsDropped: boolean;
+  begun: boolean;
+  /** Its completion has been counted (pending -1), so a later failure does not count it again. */
+  counted: boolean;
+  endedAt?: Date;
+  durationMs?: number;
+  output?: unknown;
+  thrown?: { message: string; shape: OutputShape };
+  failReason?: string;
+  /** Set when the caller waits for the value to hand back (failures: it may get a last observation). */
+  settle?: (value: unknown) => void;
+  size: number;
+}
+
+type Job =
+  | { k: 'begin'; call: CallState }
+  | { k: 'complete'; call: CallState }
+  | { k: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
+  | { k: 'exchange'; request: unknown; response: unknown; at: Date; transport: Transport }
+  | { k: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
+  | { k: 'barrier'; done: () => void };
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** JSON text of a value, or null; never throws (BigInt and cycles become a marker). */
+function jsonOrNull(v: unknown): string | null {
+  if (v === undefined) return null;
+  try {
+    return JSON.stringify(v) ?? null;
+  } catch (err) {
+    return JSON.stringify(`[unserializable: ${(err as Error).name}]`);
+  }
+}
+
+/** A rough byte size of an output, for the queue bound: the big strings of the usual shapes. */
+function roughSize(v: unknown): number {
+  let n = 256;
+  if (!isRecord(v)) return typeof v === 'string' ? n + v.length : n;
+  const content = Array.isArray(v.content) ? v.content : isRecord(v.result) ? v.result.content : undefined;
+  if (Array.isArray(content)) {
+    for (const b of content) {
+      if (!isRecord(b)) continue;
+      if (typeof b.text === 'string') n += b.text.length;
+      if (typeof b.data === 'string') n += b.data.length;
+    }
+  } else if (isRecord(v.result) && typeof v.result.base64 === 'string') n += v.result.base64.length;
+  return n;
+}
+
+/** An id as stored when it is not path-safe: JSON-escaped, clipped to 200 characters. */
+function escapeId(id: string): string {
+  return JSON.stringify(id).slice(1, -1).slice(0, 200);
+}
+
+/** The raw output's shape for the `response` column: the envelope's text block as "[envelope]". */
+function responseShape(raw: unknown, out: ToolOutput): unknown {
+  const mask = (r: unknown): unknown => {
+    if (!isRecord(r) || out.synthesized) return r;
+    const i = envelopeBlockIndex(r);
+    if (i < 0) return r;
+    const content = (r.content as unknown[]).slice();
+    content[i] = { ...(content[i] as Record<string, unknown>), text: '[envelope]' };
+    return { ...r, content };
+  };
+  switch (out.kind) {
+    case 'envelope':
+      return undefined;
+    case 'call-tool-result':
+      return mask(raw);
+    case 'json-rpc-result':
+      return isRecord(raw) && isRecord(raw.result) && Array.isArray(raw.result.content)
+        ? { ...raw, result: mask(raw.result) }
+        : raw;
+    case 'legacy-command-result':
+      return isRecord(raw) && raw.data !== undefined ? { ...raw, data: '[envelope]' } : raw;
+    default:
+      return raw;
+  }
+}
+
+class RecorderImpl implements Recorder {
+  readonly sessionsDir: string;
+  readonly defaultSessionId: string;
+  private readonly options: RecorderOptions;
+  private readonly redactor: Redactor;
+  private readonly maxLogBytes: number;
+  private readonly maxArtifactBytes: number;
+  private readonly fill: boolean;
+  private readonly observationTools: ReadonlySet<string>;
+  private readonly transport: Transport;
+  private readonly commitIntervalMs: number;
+  private readonly stderr: (line: string) => void;
+  private readonly sessions = new Map<string, RecordedSession>();
+  private readonly dirty = new Set<RecordedSession>();
+  private readonly reportedStages = new Set<string>();
+  private server: ServerInfo | undefined;
+  private jobs: Array<Job | undefined> = [];
+  private head = 0;
+  private queuedBytes = 0;
+  private running = false;
+  private scheduled = false;
+  private lastRunAt = -Infinity;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private roomWaiters: Array<() => void> = [];
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  /** Failures outside any session (a bug before routing): counted here, shown in no session. */
+  private unroutedFailures = 0;
+
+  constructor(options: RecorderOptions) {
+    this.options = options;
+    this.sessionsDir = path.resolve(options.sessionsDir ?? process.env.MCEC_SESSIONS_DIR ?? './sessions');
+    this.defaultSessionId = randomBytes(6).toString('hex');
+    this.redactor = createRedactor(options.redact ?? {});
+    this.maxLogBytes = options.limits?.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+    this.maxArtifactBytes = options.limits?.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
+    this.fill = options.fillLastObservation !== false;
+    this.observationTools = new Set(options.observationTools ?? OBSERVATION_TOOLS);
+    this.transport = options.transport ?? 'wrap';
+    this.commitIntervalMs = options.commitIntervalMs ?? 4;
+    this.stderr = options.stderr ?? ((line) => process.stderr.write(`${line}\n`));
+  }
+
+  // ---------------------------------------------------------------- the critical path
+
+  wrap<D extends Dispatch>(dispatch: D): D {
+    let lastShape: OutputShape | undefined;
+    const wrapped = async (tool: string, args: Record<string, unknown>): Promise<unknown> => {
+      if (this.closed) return dispatch(tool, args);
+      const call = this.startCall(tool, args, null, null, this.transport, new Date());
+      let output: unknown;
+      try {
+        output = await dispatch(tool, args);
+      } catch (err) {
+        return this.finishThrown(call, err, lastShape ?? this.options.thrownShape ?? 'call-tool-result');
+      }
+      const quick = quickOutcome(output);
+      if (quick.shape !== 'other') lastShape = quick.shape;
+      return this.finishReturned(call, output, quick.ok === true);
+    };
+    return wrapped as unknown as D;
+  }
+
+  private startCall(
+    tool: string,
+    args: unknown,
+    rpcId: string | null,
+    method: string | null,
+    transport: Transport,
+    startedAt: Date,
+  ): CallState {
+    const argId = isRecord(args) ? args.sessionId : undefined;
+    const hasArgId = typeof argId === 'string' && argId !== '';
+    const call: CallState = {
+      tool: typeof tool === 'string' ? tool : String(tool),
+      args,
+      rpcId,
+      method,
+      transport,
+      startedAt,
+      t0: performance.now(),
+      hintId: hasArgId ? argId : this.defaultSessionId,
+      hintVia: hasArgId ? 'argument' : 'default',
+      seq: 0,
+      argsJson: null,
+      argsDropped: false,
+      begun: false,
+      counted: false,
+      size: 256,
+    };
+    this.push({ k: 'begin', call }, 256);
+    return call;
+  }
+
+  private finishReturned(call: CallState, output: unknown, ok: boolean): unknown {
+    call.endedAt = new Date();
+    call.durationMs = performance.now() - call.t0;
+    call.output = output;
+    call.size = roughSize(output);
+    if (ok) {
+      this.push({ k: 'complete', call }, call.size);
+      return this.overloaded() ? this.waitForRoom().then(() => output) : output;
+    }
+    return new Promise((resolve) => {
+      call.settle = resolve;
+      this.push({ k: 'complete', call }, call.size);
+    });
+  }
+
+  private finishThrown(call: CallState, err: unknown, shape: OutputShape): Promise<unknown> {
+    call.endedAt = new Date();
+    call.durationMs = performance.now() - call.t0;
+    call.thrown = { message: thrownMessage(err), shape };
+    return new Promise((resolve) => {
+      call.settle = resolve;
+      this.push({ k: 'complete', call }, call.size);
+    });
+  }
+
+  private push(job: Job, size: number): void {
+    this.jobs.push(job);
+    this.queuedBytes += size;
+    this.schedule();
+  }
+
+  private overloaded(): boolean {
+    return this.jobs.length - this.head > HIGH_WATER_JOBS || this.queuedBytes > HIGH_WATER_BYTES;
+  }
+
+  private waitForRoom(): Promise<void> {
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  private releaseRoom(force = false): void {
+    if (this.roomWaiters.length === 0) return;
+    if (!force && (this.jobs.length - this.head > LOW_WATER_JOBS || this.queuedBytes > HIGH_WATER_BYTES / 2))
+      return;
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const w of waiters) w();
+  }
+
+  private schedule(): void {
+    if (this.running || this.scheduled) return;
+    this.scheduled = true;
+    const wait = this.lastRunAt + this.commitIntervalMs - performance.now();
+    if (wait <= 0) setImmediate(this.tick);
+    else setTimeout(this.tick, Math.ceil(wait));
+  }
+
+  private readonly tick = (): void => {
+    this.scheduled = false;
+    void this.run();
+  };
+
+  // ---------------------------------------------------------------- the queue, off the critical path
+
+  private async run(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      let sliceStart = performance.now();
+      while (this.head < this.jobs.length) {
+        const job = this.jobs[this.head]!;
+        this.jobs[this.head] = undefined;
+        this.head += 1;
+        this.queuedBytes -= job.k === 'complete' ? job.call.size : 256;
+        const pending = this.processSafely(job);
+        if (pending) await pending;
+        this.releaseRoom();
+        if (performance.now() - sliceStart > SLICE_MS) {
+          this.commitAll(false);
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          sliceStart = performance.now();
+        }
+      }
+      this.jobs = [];
+      this.head = 0;
+      this.queuedBytes = 0;
+      this.releaseRoom(true);
+      this.commitAll(false);
+    } finally {
+      this.running = false;
+      this.lastRunAt = performance.now();
+    }
+    if (this.head < this.jobs.length) this.schedule();
+  }
+
+  private processSafely(job: Job): Promise<void> | undefined {
+    try {
+      const pending = this.process(job);
+      return pending?.catch((err) => this.jobFailed(job, err));
+    } catch (err) {
+      this.jobFailed(job, err);
+      return undefined;
+    }
+  }
+
+  /** A bug (or injected fault) in a stage: count it, keep what can be kept, and hand the caller its value. */
+  private jobFailed(job: Job, err: unknown): void {
+    const stage = (err as { recordStage?: RecordStage }).recordStage ?? 'store';
+    const message = thrownMessage(err);
+    if (job.k === 'complete') {
+      const call = job.call;
+      this.settleRaw(call);
+      const s = call.session;
+      if (s) {
+        this.noteFailure(s, stage, message, 0);
+        this.writeMetadataOnly(call, s);
+      } else this.noteFailure(undefined, stage, message, 1);
+    } else if (job.k === 'begin') {
+      const s = job.call.session;
+      this.noteFailure(s, stage, message, 0);
+    } else {
+      this.noteFailure(undefined, stage, message, 0);
+      if (job.k === 'barrier') job.done();
+    }
+  }
+
+  private settleRaw(call: CallState): void {
+    const settle = call.settle;
+    if (!settle) return;
+    call.settle = undefined;
+    if (call.thrown) {
+      settle(thrownFailure(call.tool, call.thrown.message, undefined, undefined, call.thrown.shape).output);
+    } else settle(call.output);
+  }
+
+  private process(job: Job): Promise<void> | undefined {
+    switch (job.k) {
+      case 'begin':
+        this.processBegin(job.call);
+        return undefined;
+      case 'complete':
+        return this.processComplete(job.call);
+      case 'event':
+        this.processEvent(job.sessionId, job.kind, job.detail, job.at);
+        return undefined;
+      case 'exchange':
+        this.processExchange(job.request, job.response, job.at);
+        return undefined;
+      case 'end':
+        this.processEnd(job.sessionId, job.verdict, job.at);
+        return undefined;
+      case 'barrier':
+        this.commitAll(true);
+        job.done();
+        return undefined;
+    }
+  }
+
+  /** Run one stage; a throw is tagged with the stage's name for the record-failure event. */
+  private stage<T>(name: RecordStage, fn: () => T): T {
+    try {
+      this.options.faults?.beforeStage?.(name);
+      return fn();
+    } catch (err) {
+      if (err !== null && typeof err === 'object')
+        (err as { recordStage?: RecordStage }).recordStage ??= name;
+      else throw Object.assign(new Error(String(err)), { recordStage: name });
+      throw err;
+    }
+  }
+
+  private async stageAsync<T>(name: RecordStage, fn: () => Promise<T>): Promise<T> {
+    try {
+      this.options.faults?.beforeStage?.(name);
+      return await fn();
+    } catch (err) {
+      if (err !== null && typeof err === 'object')
+        (err as { recordStage?: RecordStage }).recordStage ??= name;
+      else throw Object.assign(new Error(String(err)), { recordStage: name });
+      throw err;
+    }
+  }
+
+  // ---------------------------------------------------------------- sessions
+
+  private sessionFor(raw: string, via: SessionVia, startedAt: Date): RecordedSession {
+    const safe = isSafeSessionId(raw);
+    const id = safe ? raw : safeDerivedId(raw);
+    const known = this.sessions.get(id);
+    if (known) return known;
+    const s = new RecordedSession({
+      id,
+      originalId: safe ? null : escapeId(raw),
+      via,
+      startedAt,
+      dir: path.join(this.sessionsDir, sessionDirName(startedAt, id)),
+    });
+    this.sessions.set(id, s);
+    s.addEvent('session-start', { sessionId: id, via }, null, startedAt);
+    if (!safe) {
+      s.hasContent = true;
+      s.addEvent('unsafe-session-id', { originalId: s.originalId, derivedId: id }, null, startedAt);
+    }
+    this.ensureLog(s);
+    return s;
+  }
+
+  /** The session's log, opened on first use; null while it cannot be opened (retried every second). */
+  private ensureLog(s: RecordedSession): SessionLog | null {
+    if (s.log) return s.log;
+    if (this.closed || performance.now() < s.nextOpenAt) return null;
+    try {
+      this.options.faults?.beforeStage?.('open');
+      const row: SessionRow = {
+        session_id: s.id,
+        original_id: s.originalId,
+        scenario: this.options.scenario ?? null,
+        started_at: s.startedAt.toISOString(),
+        ended_at: null,
+        status: s.status,
+        passed: null,
+        end_reason: null,
+        recorder_version: recorderVersion(),
+        writer_pid: process.pid,
+        environment: JSON.stringify(environmentOf(this.server)),
+        last_observation: null,
+      };
+      const log = SessionLog.open({
+        dir: s.dir,
+        session: row,
+        busyTimeoutMs: BUSY_TIMEOUT_MS,
+        pragmas: this.options.faults?.sqlitePragmas ?? [],
+      });
+      s.log = log;
+      s.artifacts = new ArtifactStore({ sessionDir: s.dir, maxArtifactBytes: this.maxArtifactBytes });
+      s.seq = Math.max(s.seq, log.existingMaxSeq);
+    } catch (err) {
+      s.nextOpenAt = performance.now() + OPEN_RETRY_MS;
+      if (s.openError === null) {
+        s.openError = thrownMessage(err);
+        this.noteFailure(s, 'open', s.openError, 0);
+      }
+      return null;
+    }
+    const dropped = s.drainBuffered();
+    if (s.openError !== null || s.lostWhileClosed > 0 || dropped > 0) {
+      s.addEvent('record-failure', {
+        stage: 'open',
+        message: s.openError ?? 'events dropped while the log was closed',
+        lost: s.lostWhileClosed,
+      });
+      s.openError = null;
+      s.lostWhileClosed = 0;
+    }
+    this.dirty.add(s);
+    return s.log;
+  }
+
+  /** Count a recording failure, tell stderr once per stage, and write a `record-failure` event when possible. */
+  private noteFailure(
+    s: RecordedSession | undefined,
+    stage: RecordStage,
+    message: string,
+    lost: number,
+  ): void {
+    const where = s ? ` in session ${s.id}` : '';
+    if (!this.reportedStages.has(stage)) {
+      this.reportedStages.add(stage);
+      try {
+        this.stderr(
+          `mcec-recorder: recording failed (${stage})${where}: ${message.slice(0, 300)}; calls still return, ` +
+            'and further failures are counted in the session log',
+        );
+      } catch {
+        // a broken stderr must not break the call either
+      }
+    }
+    if (!s) {
+      this.unroutedFailures += 1;
+      return;
+    }
+    s.counts.recordFailures += 1;
+    s.counts.lostCalls += lost;
+    s.hasContent = true;
+    if (stage === 'open' && !s.log) {
+      s.lostWhileClosed += lost;
+      return; // written with the open event once the log opens
+    }
+    s.addEvent('record-failure', { stage, message: message.slice(0, 1000), lost });
+    this.dirty.add(s);
+  }
+
+  // ---------------------------------------------------------------- begin and complete
+
+  private processBegin(call: CallState): void {
+    if (this.closed) return;
+    const s = this.sessionFor(call.hintId, call.hintVia, call.startedAt);
+    call.session = s;
+    call.seq = ++s.seq;
+    s.counts.calls += 1;
+    s.counts.pending += 1;
+    s.hasContent = s.hasContent || s.via !== 'default';
+    const argsJson = this.stage('redact', () => jsonOrNull(this.storedArgs(call.tool, call.args)));
+    if (argsJson !== null && s.storedBytes + argsJson.length > this.maxLogBytes) {
+      call.argsDropped = true;
+      this.countOmitted(s, argsJson.length, true);
+    } else if (argsJson !== null) {
+      call.argsJson = argsJson;
+      s.storedBytes += argsJson.length;
+    }
+    const log = this.ensureLog(s);
+    if (!log) return;
+    this.stage('begin', () => log.beginCall(this.callRow(call, { status: 'pending' })));
+    call.begun = true;
+    this.dirty.add(s);
+  }
+
+  /** Redacted arguments, with any image bytes replaced by a marker (args never make artifacts). */
+  private storedArgs(tool: string, args: unknown): unknown {
+    return this.withoutImageBytes(this.redactor.redactArgs(tool, args));
+  }
+
+  /** A redacted copy's image bytes replaced in place by a marker. */
+  private withoutImageBytes(value: unknown): unknown {
+    let out = value;
+    for (const loc of findImageBytes(value)) {
+      const set = setAtPointer(out, loc.path, IMAGE_BYTES_OMITTED);
+      out = set.ok ? set.root : IMAGE_BYTES_OMITTED;
+    }
+    return out;
+  }
+
+  private countOmitted(s: RecordedSession, bytes: number, newCall: boolean): void {
+    if (newCall) {
+      s.omittedCalls += 1;
+      s.counts.droppedPayloads += 1;
+    }
+    s.omittedBytes += bytes;
+    s.hasContent = true;
+    s.log?.setLatestEvent({
+      at: new Date().toISOString(),
+      kind: 'truncation',
+      callSeq: null,
+      detail: JSON.stringify({ omittedCalls: s.omittedCalls, omittedBytes: s.omittedBytes }),
+    });
+  }
+
+  private callRow(call: CallState, fields: Partial<CallRow>): CallRow {
+    return {
+      seq: call.seq,
+      tool: call.tool,
+      args: call.argsJson,
+      rpc_id: call.rpcId,
+      transport: call.transport,
+      started_at: call.startedAt.toISOString(),
+      ended_at: null,
+      duration_ms: null,
+      status: 'pending',
+      ok: null,
+      error_code: null,
+      error_category: null,
+      error_detail: null,
+      output_kind: null,
+      envelope: null,
+      response: null,
+      violations: null,
+      payload_dropped: call.argsDropped ? 1 : 0,
+      ...fields,
+    };
+  }
+
+  private processComplete(call: CallState): Promise<void> | undefined {
+    const source = call.session;
+    if (this.closed || !source) {
+      this.settleRaw(call);
+      return undefined;
+    }
+    if (call.failReason !== undefined) {
+      this.completeFault(call, source);
+      return undefined;
+    }
+    const out: ToolOutput | undefined = call.thrown
+      ? undefined
+      : this.stage('parse', () => readToolOutput(call.output));
+    const env: Envelope | undefined = out ? out.envelope : undefined;
+    const s = this.stage('route', () => this.route(call, source, env));
+    const violations: Violation[] = out ? [...out.violations] : [];
+    const routedFrom =
+      env && typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : call.hintId;
+    if (!isSafeSessionId(routedFrom)) {
+      violations.push({
+        path: routedFrom === call.hintId ? '/arguments/sessionId' : '/sessionId',
+        message: `session id is not path-safe; recorded as ${s.id}`,
+      });
+    }
+    const response = out ? responseShape(call.output, out) : undefined;
+    const envLocations = env ? findImageBytes(env) : [];
+    const respLocations = response !== undefined ? findImageBytes(response) : [];
+    const ctx: CompleteContext = { call, s, out, env, response, violations };
+    if (envLocations.length === 0 && respLocations.length === 0) {
+      this.finishComplete(ctx, undefined, undefined);
+      return undefined;
+    }
+    return this.compactThenFinish(ctx, envLocations, respLocations);
+  }
+
+  private async compactThenFinish(
+    ctx: CompleteContext,
+    envLocations: ReturnType<typeof findImageBytes>,
+    respLocations: ReturnType<typeof findImageBytes>,
+  ): Promise<void> {
+    const { s } = ctx;
+    const log = this.ensureLog(s);
+    const store = s.artifacts;
+    if (!log || !store) {
+      // No session dir to hold the images: keep the metadata only (no bytes may reach a log).
+      ctx.dropPayload = 'the session log is not open';
+      this.finishComplete(ctx, undefined, undefined);
+      return;
+    }
+    if (!fs.existsSync(s.dir)) fs.mkdirSync(s.dir, { recursive: true }); // a vanished dir: artifacts need it
+    const [envC, respC] = await this.stageAsync('compact', () =>
+      Promise.all([
+        envLocations.length > 0 ? compactImages(ctx.env, envLocations, store) : undefined,
+        respLocations.length > 0 ? compactImages(ctx.response, respLocations, store) : undefined,
+      ]),
+    );
+    // Last check: whatever compaction could not take out is not stored.
+    if (
+      (envC && findImageBytes(envC.value).length > 0) ||
+      (respC && findImageBytes(respC.value).length > 0)
+    ) {
+      ctx.violations.push({ path: '', message: 'image bytes left after compaction: payload not stored' });
+      ctx.dropPayload = 'image bytes left after compaction';
+    }
+    this.finishComplete(ctx, envC, respC);
+  }
+
+  /** The session a completed call belongs to; moves its pending row when the envelope names another one. */
+  private route(call: CallState, source: RecordedSession, env: Envelope | undefined): RecordedSession {
+    let raw = call.hintId;
+    let via: SessionVia = call.hintVia;
+    let startedAt = call.startedAt;
+    const result = env?.ok && isRecord(env.result) ? env.result : undefined;
+    if (env && typeof env.sessionId === 'string' && env.sessionId !== '') {
+      raw = env.sessionId;
+      via = 'envelope';
+    } else if (
+      call.tool === 'session-start' &&
+      result &&
+      typeof result.sessionId === 'string' &&
+      result.sessionId
+    ) {
+      raw = result.sessionId;
+    }
+    if (call.tool === 'session-start' && result) {
+      via = 'session-start';
+      const serverStart = typeof result.startedAt === 'string' ? new Date(result.startedAt) : undefined;
+      if (serverStart && !Number.isNaN(serverStart.getTime())) startedAt = serverStart;
+    }
+    const target = this.sessionFor(raw, via, startedAt);
+    if (target === source) return target;
+    // The call started in one session and its envelope names another: move it.
+    if (call.begun) source.log?.deleteCall(call.seq);
+    source.counts.calls -= 1;
+    source.counts.pending -= 1;
+    if (call.argsJson) source.storedBytes -= call.argsJson.length;
+    this.dirty.add(source);
+    call.session = target;
+    call.seq = ++target.seq;
+    call.begun = false;
+    target.counts.calls += 1;
+    target.counts.pending += 1;
+    target.hasContent = true;
+    if (call.argsJson) target.storedBytes += call.argsJson.length;
+    return target;
+  }
+
+  private finishComplete(
+    ctx: CompleteContext,
+    envC: Awaited<ReturnType<typeof compactImages>> | undefined,
+    respC: Awaited<ReturnType<typeof compactImages>> | undefined,
+  ): void {
+    const { call, s, out } = ctx;
+    if (envC) ctx.violations.push(...envC.violations);
+    if (respC) ctx.violations.push(...respC.violations);
+    const compactEnv = (envC ? envC.value : ctx.env) as Envelope | undefined;
+    const images: CompactedImage[] = [...(envC?.images ?? []), ...(respC?.images ?? [])];
+
+    // What the agent gets (before redaction: it is the agent's own data).
+    let storedEnv: Envelope | undefined = compactEnv;
+    if (call.thrown) {
+      const lo = s.lastObservation ?? undefined;
+      const sid = call.hintVia === 'argument' ? call.hintId : undefined;
+      storedEnv = thrownFailure(call.tool, call.thrown.message, sid, lo, call.thrown.shape).envelope;
+      if (call.settle) {
+        const abs = lo ? withAbsoluteArtifacts(lo, s.dir) : undefined;
+        const settle = call.settle;
+        call.settle = undefined;
+        settle(thrownFailure(call.tool, call.thrown.message, sid, abs, call.thrown.shape).output);
+      }
+    } else if (call.settle) {
+      const settle = call.settle;
+      call.settle = undefined;
+      settle(this.agentValue(call, s, out!, compactEnv, images));
+    }
+
+    // The last good observation: only a successful observation call sets it.
+    if (
+      !call.thrown &&
+      out &&
+      compactEnv?.ok &&
+      this.observationTools.has(call.tool) &&
+      isRecord(compactEnv.result)
+    ) {
+      s.lastObservation = compactEnv.result;
+      s.lastObservationDirty = true;
+    }
+
+    // What is stored: redacted, no image bytes, within the payload budget.
+    const stored = this.stage('redact', () => ({
+      env: storedEnv ? (this.redactor.redact(storedEnv) as Envelope) : undefined,
+      response: respC
+        ? this.redactor.redact(respC.value)
+        : ctx.response === undefined
+          ? undefined
+          : this.redactor.redact(ctx.response),
+    }));
+    let envJson = ctx.dropPayload ? null : jsonOrNull(stored.env);
+    let respJson = ctx.dropPayload ? null : jsonOrNull(stored.response);
+    let dropped = call.argsDropped;
+    const payload = (envJson?.length ?? 0) + (respJson?.length ?? 0);
+    if (payload > 0 && s.storedBytes + payload > this.maxLogBytes) {
+      this.countOmitted(s, payload, !dropped);
+      envJson = null;
+      respJson = null;
+      dropped = true;
+    } else s.storedBytes += payload;
+    if (ctx.dropPayload && !dropped) {
+      this.countOmitted(s, 0, true);
+      dropped = true;
+    }
+
+    const env = stored.env;
+    let status: CallRow['status'];
+    let fields: Partial<CallRow>;
+    if (out?.kind === 'json-rpc-error' && out.fault) {
+      status = 'fault';
+      fields = {
+        error_code: String(out.fault.code),
+        error_detail: this.redactor.scrubText(out.fault.message),
+      };
+    } else {
+      status = env?.ok ? 'ok' : 'failed';
+      const detail = env && !env.ok ? env.error.detail : undefined;
+      fields = {
+        ok: env?.ok ? 1 : 0,
+        error_code: env && !env.ok ? env.error.code : null,
+        error_category: env && !env.ok ? env.error.category : null,
+        error_detail: detail === undefined ? null : typeof detail === 'string' ? detail : jsonOrNull(detail),
+      };
+    }
+    const row = this.callRow(call, {
+      ...fields,
+      status,
+      ended_at: (call.endedAt ?? new Date()).toISOString(),
+      duration_ms: call.durationMs ?? null,
+      output_kind: call.thrown ? 'exception' : (out?.kind ?? null),
+      envelope: envJson,
+      response: respJson,
+      violations: ctx.violations.length > 0 ? jsonOrNull(ctx.violations) : null,
+      payload_dropped: dropped ? 1 : 0,
+    });
+
+    s.counts.pending -= 1;
+    call.counted = true;
+    if (status !== 'ok') s.counts.failures += 1;
+    s.counts.violations += ctx.violations.length;
+    s.hasContent = true;
+    const log = this.ensureLog(s);
+    if (!log) {
+      s.lostWhileClosed += 1;
+      s.counts.lostCalls += 1;
+      return;
+    }
+    this.stage('store', () => {
+      log.completeCall(row);
+      for (const w of env?.warnings ?? []) {
+        log.addWarning({ callSeq: call.seq, code: w.code, detail: w.detail ?? null });
+        s.counts.warnings += 1;
+      }
+      const now = new Date().toISOString();
+      for (const img of images) {
+        log.addArtifact({
+          call_seq: call.seq,
+          role: img.role,
+          json_path: img.jsonPath,
+          path: img.error === undefined ? (img.path ?? null) : null,
+          sha256: img.sha256 || null,
+          bytes: img.bytes || null,
+          width: img.width ?? null,
+          height: img.height ?? null,
+          format: img.format ?? null,
+          blank_check: img.blankCheck ? JSON.stringify(img.blankCheck) : null,
+          error: img.error ?? null,
+          created_at: now,
+        });
+        s.counts.artifacts += 1;
+      }
+    });
+    this.afterCall(call, s, out, env, images);
+    this.dirty.add(s);
+  }
+
+  /** Events and session changes that follow from a completed call. */
+  private afterCall(
+    call: CallState,
+    s: RecordedSession,
+    out: ToolOutput | undefined,
+    env: Envelope | undefined,
+    images: CompactedImage[],
+  ): void {
+    if (env && !env.ok && env.error.code === 'emergency-stopped') {
+      s.addEvent('emergency-stop', { code: env.error.code, detail: env.error.detail }, call.seq);
+    }
+    if (out?.kind === 'json-rpc-error' && out.fault) {
+      s.addEvent(
+        'protocol-fault',
+        {
+          code: out.fault.code,
+          message: this.redactor.scrubText(out.fault.message),
+          id: out.fault.id,
+          method: call.method ?? 'tools/call',
+        },
+        call.seq,
+      );
+    }
+    if (call.tool === 'session-end' && env?.ok && s.status === 'open') {
+      this.endSession(s, { via: 'session-end' }, call.endedAt ?? new Date());
+    }
+    const diskErrors = images.filter(
+      (i) => i.error?.startsWith('disk error') || i.error?.startsWith('artifact store'),
+    );
+    if (diskErrors.length > 0) this.noteFailure(s, 'artifact', diskErrors[0]!.error!, 0);
+    const omitted = s.artifacts?.omitted;
+    if (omitted && omitted.images !== s.reportedOmittedImages) {
+      s.reportedOmittedImages = omitted.images;
+      s.log?.setLatestEvent({
+        at: new Date().toISOString(),
+        kind: 'artifact-limit',
+        callSeq: call.seq,
+        detail: JSON.stringify({ omittedImages: omitted.images, omittedBytes: omitted.bytes }),
+      });
+    }
+  }
+
+  /** The value handed back for a failure (or an output that could not be judged without parsing it). */
+  private agentValue(
+    call: CallState,
+    s: RecordedSession,
+    out: ToolOutput,
+    compactEnv: Envelope | undefined,
+    images: CompactedImage[],
+  ): unknown {
+    const raw = call.output;
+    const env = out.envelope;
+    if (!env || env.ok || out.synthesized) return raw;
+    if (!REWRITABLE_KINDS.includes(out.kind)) return raw;
+    // (b) image bytes in lastObservation: the agent gets the summary with an absolute artifact path.
+    const leaked = images.some((i) => i.jsonPath.startsWith('/error/lastObservation'));
+    if (leaked && compactEnv && !compactEnv.ok && isRecord(compactEnv.error.lastObservation)) {
+      const abs = withAbsoluteArtifacts(compactEnv.error.lastObservation, s.dir);
+      return withLastObservation(raw, out.kind, abs) ?? raw;
+    }
+    // (c) a command-level failure without one gets the session's last good observation.
+    const lo = env.error.lastObservation;
+    if (
+      this.fill &&
+      (lo === undefined || lo === null) &&
+      s.lastObservation &&
+      isCommandLevelFailure(call.tool, env.error)
+    ) {
+      return withLastObservation(raw, out.kind, withAbsoluteArtifacts(s.lastObservation, s.dir)) ?? raw;
+    }
+    return raw;
+  }
+
+  /** A call whose exchange failed at the transport (a proxy's target down, a client gone). */
+  private completeFault(call: CallState, s: RecordedSession): void {
+    s.counts.pending -= 1;
+    call.counted = true;
+    s.counts.failures += 1;
+    s.hasContent = true;
+    const row = this.callRow(call, {
+      status: 'fault',
+      ended_at: (call.endedAt ?? new Date()).toISOString(),
+      duration_ms: call.durationMs ?? null,
+      error_code: 'proxy-error',
+      error_detail: this.redactor.scrubText(call.failReason ?? ''),
+    });
+    const log = this.ensureLog(s);
+    if (!log) {
+      s.lostWhileClosed += 1;
+      s.counts.lostCalls += 1;
+      return;
+    }
+    log.completeCall(row);
+    this.dirty.add(s);
+  }
+
+  /** Metadata only, for a call whose processing failed part-way (a bug in a stage). */
+  private writeMetadataOnly(call: CallState, s: RecordedSession): void {
+    const log = s.log;
+    if (!log) return;
+    const q = call.thrown ? { ok: false } : quickOutcome(call.output);
+    try {
+      log.completeCall(
+        this.callRow(call, {
+          status: q.ok === true ? 'ok' : 'failed',
+          ok: q.ok === undefined ? null : q.ok ? 1 : 0,
+          ended_at: (call.endedAt ?? new Date()).toISOString(),
+          duration_ms: call.durationMs ?? null,
+          error_code: call.thrown ? 'unhandled-exception' : null,
+          payload_dropped: 1,
+        }),
+      );
+      if (!call.counted) {
+        call.counted = true;
+        s.counts.pending -= 1;
+        if (q.ok !== true) s.counts.failures += 1;
+      }
+      s.counts.droppedPayloads += 1;
+      this.dirty.add(s);
+    } catch {
+      // nothing more can be kept
+    }
+  }
+
+  // ---------------------------------------------------------------- events, exchanges, ends
+
+  private processEvent(sessionId: string | undefined, kind: string, detail: unknown, at: Date): void {
+    if (this.closed) return;
+    const s = this.sessionFor(sessionId ?? this.defaultSessionId, sessionId ? 'argument' : 'default', at);
+    const stored = this.stage('redact', () => this.withoutImageBytes(this.redactor.redact(detail)));
+    s.addEvent(kind, stored, null, at);
+    s.hasContent = true;
+    this.dirty.add(s);
+  }
+
+  private processExchange(request: unknown, response: unknown, at: Date): void {
+    if (this.closed) return;
+    const s = this.sessionFor(this.defaultSessionId, 'default', at);
+    const req = isRecord(request) ? request : undefined;
+    const method = typeof req?.method === 'string' ? req.method : null;
+    const res = isRecord(response) ? response : undefined;
+    if (method === 'initialize' && res && isRecord(res.result)) this.learnServer(res.result);
+    if (res && isRecord(res.error)) {
+      const e = res.error;
+      s.addEvent(
+        'protocol-fault',
+        {
+          code: typeof e.code === 'number' ? e.code : null,
+          message: typeof e.message === 'string' ? this.redactor.scrubText(e.message) : '',
+          id: res.id ?? null,
+          method,
+        },
+        null,
+        at,
+      );
+      s.hasContent = true;
+    }
+    const stored = this.stage('redact', () => ({
+      request: this.withoutImageBytes(this.redactor.redact(request ?? null)),
+      response: this.withoutImageBytes(this.redactor.redact(response ?? null)),
+    }));
+    s.addEvent('exchange', { method, request: stored.request, response: stored.response }, null, at);
+    this.dirty.add(s);
+  }
+
+  /** Server name and version from `initialize` go into every session's environment. */
+  private learnServer(result: Record<string, unknown>): void {
+    const info = isRecord(result.serverInfo) ? result.serverInfo : {};
+    const server: ServerInfo = {
+      name: typeof info.name === 'string' ? info.name : '',
+      version: typeof info.version === 'string' ? info.version : '',
+    };
+    if (typeof result.protocolVersion === 'string') server.protocolVersion = result.protocolVersion;
+    this.server = server;
+    const environment = JSON.stringify(environmentOf(server));
+    for (const s of this.sessions.values()) {
+      if (!s.log) continue;
+      s.log.setSessionFields({ environment });
+      this.dirty.add(s);
+    }
+  }
+
+  private processEnd(sessionId: string, verdict: { passed?: boolean; reason?: string }, at: Date): void {
+    if (this.closed) return;
+    const s = this.sessionFor(sessionId, 'argument', at);
+    s.hasContent = true;
+    this.endSession(s, { via: 'end', ...verdict }, at);
+  }
+
+  private endSession(
+    s: RecordedSession,
+    how: { via: 'session-end' | 'end' | 'close'; passed?: boolean; reason?: string },
+    at: Date,
+  ): void {
+    s.status = 'ended';
+    const detail: Record<string, unknown> = { via: how.via };
+    const fields: Partial<SessionRow> = { status: 'ended', ended_at: at.toISOString() };
+    if (how.passed !== undefined) {
+      detail.passed = how.passed;
+      fields.passed = how.passed ? 1 : 0;
+    }
+    if (how.reason !== undefined) {
+      detail.reason = this.redactor.scrubText(how.reason);
+      fields.end_reason = detail.reason as string;
+    }
+    s.addEvent('session-end', detail, null, at);
+    const log = this.ensureLog(s);
+    log?.setSessionFields(fields);
+    this.dirty.add(s);
+  }
+
+  // ---------------------------------------------------------------- commits
+
+  /** One transaction per dirty session log. `force` ignores the back-off of a failing log. */
+  private commitAll(force: boolean): void {
+    if (this.dirty.size === 0) return;
+    const now = performance.now();
+    let retry = false;
+    for (const s of [...this.dirty]) {
+      const log = s.log ?? this.ensureLog(s);
+      if (!log) {
+        retry = true;
+        continue;
+      }
+      if (!force && now < s.nextCommitAt) {
+        retry = true;
+        continue;
+      }
+      if (s.lastObservationDirty) {
+        s.lastObservationDirty = false;
+        try {
+          log.setSessionFields({ last_observation: jsonOrNull(this.redactor.redact(s.lastObservation)) });
+        } catch (err) {
+          this.noteFailure(s, 'redact', thrownMessage(err), 0);
+        }
+      }
+      const outcome = log.commit();
+      if (this.handleCommit(s, outcome)) this.dirty.delete(s);
+      else retry = true;
+    }
+    if (retry) this.scheduleRetry();
+  }
+
+  /** Count what a commit lost or recovered from; true when the session has nothing left to write. */
+  private handleCommit(s: RecordedSession, outcome: CommitOutcome): boolean {
+    if (outcome.dropped) {
+      s.counts.lostCalls += outcome.dropped.calls;
+      if (s.pendingFailure) s.pendingFailure.lost += outcome.dropped.calls;
+    }
+    if (outcome.error) {
+      s.nextCommitAt = performance.now() + COMMIT_RETRY_MS;
+      if (!s.pendingFailure) {
+        const message = thrownMessage(outcome.error);
+        s.pendingFailure = { stage: 'commit', message, lost: outcome.dropped?.calls ?? 0 };
+        s.counts.recordFailures += 1;
+        this.reportOnce('commit', s, message);
+      }
+      return false;
+    }
+    s.nextCommitAt = 0;
+    let more = false;
+    if (outcome.recovered) {
+      const { reason, lostCalls } = outcome.recovered;
+      s.counts.recordFailures += 1;
+      s.counts.lostCalls += lostCalls;
+      this.reportOnce('store', s, reason);
+      s.addEvent('record-failure', { stage: 'store', message: reason, lost: lostCalls });
+      more = true;
+    }
+    if (s.pendingFailure) {
+      s.addEvent('record-failure', s.pendingFailure);
+      s.pendingFailure = null;
+      more = true;
+    }
+    if (more) {
+      s.hasContent = true;
+      return s.log!.commit().error === undefined;
+    }
+    return true;
+  }
+
+  private reportOnce(stage: RecordStage, s: RecordedSession, message: string): void {
+    if (this.reportedStages.has(stage)) return;
+    this.reportedStages.add(stage);
+    try {
+      this.stderr(
+        `mcec-recorder: recording failed (${stage}) in session ${s.id}: ${message.slice(0, 300)}; calls still ` +
+          'return, and further failures are counted in the session log',
+      );
+    } catch {
+      // as in noteFailure
+    }
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer || this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      this.schedule();
+    }, COMMIT_RETRY_MS);
+    this.retryTimer.unref();
+  }
+
+  // ---------------------------------------------------------------- the rest of the API
+
+  beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
+    const startedAt = meta.startedAt ?? new Date();
+    if (this.closed) return { complete() {}, fail() {} };
+    const req = isRecord(request) ? request : undefined;
+    if (req?.method === 'tools/call') {
+      const params = isRecord(req.params) ? req.params : {};
+      const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
+      const args = isRecord(params.arguments) ? params.arguments : {};
+      const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
+      const call = this.startCall(
+        tool,
+        args,
+        rpcId,
+        'tools/call',
+        meta.transport ?? this.transport,
+        startedAt,
+      );
+      let settled = false;
+      const endOf = (m?: ExchangeMeta): void => {
+        call.endedAt = m?.endedAt ?? new Date();
+        call.durationMs = call.endedAt.getTime() - (m?.startedAt ?? startedAt).getTime();
+      };
+      return {
+        complete: (response, m) => {
+          if (settled) return;
+          settled = true;
+          endOf(m);
+          call.output = response;
+          call.size = roughSize(response);
+          this.push({ k: 'complete', call }, call.size);
+        },
+        fail: (reason) => {
+          if (settled) return;
+          settled = true;
+          endOf();
+          call.failReason = typeof reason === 'string' ? reason : String(reason);
+          this.push({ k: 'complete', call }, 256);
+        },
+      };
+    }
+    let settled = false;
+    return {
+      complete: (response, m) => {
+        if (settled) return;
+        settled = true;
+        this.push(
+          {
+            k: 'exchange',
+            request,
+            response,
+            at: m?.endedAt ?? new Date(),
+            transport: meta.transport ?? this.transport,
+          },
+          roughSize(response),
+        );
+      },
+      fail: (reason) => {
+        if (settled) return;
+        settled = true;
+        this.push(
+          {
+            k: 'exchange',
+            request,
+            response: { error: { code: null, message: `exchange failed: ${String(reason)}` } },
+            at: new Date(),
+            transport: meta.transport ?? this.transport,
+          },
+          256,
+        );
+      },
+    };
+  }
+
+  recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
+    this.beginExchange(request, meta).complete(response, meta);
+  }
+
+  step(sessionId: string | undefined, name: string, status: string, detail?: string): void {
+    const d: Record<string, unknown> = { name, status };
+    if (detail !== undefined) d.detail = detail;
+    this.event(sessionId, 'step', d);
+  }
+
+  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
+    if (this.closed) return;
+    this.push({ k: 'event', sessionId: sessionId || undefined, kind, detail, at: new Date() }, 256);
+  }
+
+  rememberSecret(secret: string): void {
+    this.redactor.rememberSecret(secret);
+  }
+
+  async end(sessionId: string, verdict: { passed?: boolean; reason?: string } = {}): Promise<void> {
+    if (this.closed) return;
+    this.push({ k: 'end', sessionId, verdict, at: new Date() }, 256);
+    await this.flush();
+  }
+
+  session(sessionId: string): SessionInfo | undefined {
+    const id = isSafeSessionId(sessionId) ? sessionId : safeDerivedId(String(sessionId));
+    const s = this.sessions.get(id);
+    if (!s) return undefined;
+    return {
+      id: s.id,
+      dir: s.dir,
+      status: s.status,
+      counts: { ...s.counts },
+      lastObservation: s.lastObservation ? withAbsoluteArtifacts(s.lastObservation, s.dir) : null,
+    };
+  }
+
+  flush(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.push({ k: 'barrier', done: resolve }, 0));
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.closeNow();
+    return this.closing;
+  }
+
+  private async closeNow(): Promise<void> {
+    await this.flush();
+    const at = new Date();
+    for (const s of this.sessions.values()) {
+      if (s.status === 'open') this.endSession(s, { via: 'close' }, at);
+    }
+    this.commitAll(true);
+    this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    for (const s of this.sessions.values()) {
+      const log = s.log;
+      if (!log) continue;
+      const outcome = log.close();
+      if (outcome.error) {
+        const lost = log.discardQueue().calls;
+        s.counts.lostCalls += lost;
+        this.reportOnce('commit', s, thrownMessage(outcome.error));
+      }
+      // A default session that only ever held calls moved elsewhere leaves no empty dir behind.
+      if (s.via === 'default' && !s.hasContent && s.counts.calls === 0) {
+        try {
+          fs.rmSync(s.dir, { recursive: true, force: true });
+        } catch {
+          // leaving an empty session behind is harmless
+        }
+      }
+    }
+    this.releaseRoom(true);
+  }
+}
+
+interface CompleteContext {
+  call: CallState;
+  s: RecordedSession;
+  out: ToolOutput | undefined;
+  env: Envelope | undefined;
+  response: unknown;
+  violations: Violation[];
+  /** Why the payload is not stored at all (metadata only). */
+  dropPayload?: string;
+}
+
+/** Create a recorder (see RecorderOptions for the defaults). */
+export function createRecorder(options: RecorderOptions = {}): Recorder {
+  return new RecorderImpl(options);
+}

@@ -1,0 +1,111 @@
+/** The recorder's public types (the agreed API shared with report, bundle, proxy, sim and demo). */
+
+/** An agent's tool dispatch: what `wrap` takes and gives back. */
+export type Dispatch = (tool: string, args: Record<string, unknown>) => Promise<unknown>;
+
+/** How a call reached the recorder. */
+export type Transport = 'wrap' | 'http' | 'stdio';
+
+/** Stages of recording, as named in `record-failure` events and in the fault-injection seam. */
+export type RecordStage =
+  | 'open'
+  | 'begin'
+  | 'parse'
+  | 'route'
+  | 'compact'
+  | 'redact'
+  | 'store'
+  | 'commit'
+  | 'artifact'
+  | 'event';
+
+export interface RecorderOptions {
+  /** Root of the session dirs; default `process.env.MCEC_SESSIONS_DIR ?? './sessions'`. */
+  sessionsDir?: string;
+  /** Stored in each session row. */
+  scenario?: string;
+  /** Added to the default secret keys; patterns are scrubbed from every stored string. */
+  redact?: { keys?: Array<string | RegExp>; patterns?: RegExp[]; keepTypedText?: boolean };
+  /** Per session: stored payload (default 8 MiB) and artifact bytes (default 512 MiB). */
+  limits?: { maxLogBytes?: number; maxArtifactBytes?: number };
+  /** Attach the last good observation to command-level failures that lack one (default true). */
+  fillLastObservation?: boolean;
+  /** Tools whose success updates the last good observation (default query, capture, get-text, find, wait-for). */
+  observationTools?: string[];
+  /** Transport recorded for `wrap` calls and for exchanges without one in their meta (default 'wrap'). */
+  transport?: Transport;
+  /** Where the one-time failure notices go (default process.stderr). */
+  stderr?: (line: string) => void;
+  /**
+   * Shape of the failure returned for a dispatch that throws before it ever returned a value (afterwards the
+   * shape it has been returning is used). Default 'call-tool-result'.
+   */
+  thrownShape?: 'call-tool-result' | 'envelope';
+  /** Group-commit interval: at most one transaction per session per this many ms under load (default 4). */
+  commitIntervalMs?: number;
+  /**
+   * Test seam for fault injection (not for production use): `beforeStage` runs before each recording stage
+   * and may throw to simulate a bug there; `sqlitePragmas` run on every log opened (e.g. `max_page_count = 8`
+   * makes the disk "full" for SQLite).
+   */
+  faults?: { beforeStage?: (stage: RecordStage) => void; sqlitePragmas?: string[] };
+}
+
+export interface SessionCounts {
+  calls: number;
+  pending: number;
+  failures: number;
+  warnings: number;
+  artifacts: number;
+  violations: number;
+  droppedPayloads: number;
+  recordFailures: number;
+  lostCalls: number;
+}
+
+export interface SessionInfo {
+  id: string;
+  dir: string;
+  status: 'open' | 'ended' | 'aborted';
+  counts: SessionCounts;
+  /** The last good observation, compact; capture summaries carry absolute artifact paths here. */
+  lastObservation: Record<string, unknown> | null;
+}
+
+export interface ExchangeMeta {
+  transport?: Transport;
+  startedAt?: Date;
+  endedAt?: Date;
+}
+
+/** A JSON-RPC exchange seen by a proxy: recorded as pending now, completed (or failed) later. */
+export interface PendingExchange {
+  complete(response: unknown, meta?: ExchangeMeta): void;
+  fail(reason: string): void;
+}
+
+export interface Recorder {
+  readonly sessionsDir: string;
+  /** A fresh 12-hex id; its session is created lazily on first use. */
+  readonly defaultSessionId: string;
+  /** The dispatch, recorded: same signature, same results (see the README for the three exceptions). */
+  wrap<D extends Dispatch>(dispatch: D): D;
+  /** Record a JSON-RPC request now (a pending row for tools/call) and its response later. */
+  beginExchange(request: unknown, meta?: ExchangeMeta): PendingExchange;
+  /** Record one JSON-RPC request/response pair. */
+  recordExchange(request: unknown, response: unknown, meta?: ExchangeMeta): void;
+  /** A step declared by a runner (`step` event). */
+  step(sessionId: string | undefined, name: string, status: string, detail?: string): void;
+  /** A free-form event in a session (default session when undefined); its detail is redacted. */
+  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
+  /** Scrub this value from everything stored from now on (an Authorization header seen by a proxy). */
+  rememberSecret(secret: string): void;
+  /** End a session with an optional verdict; resolves when that is on disk. */
+  end(sessionId: string, verdict?: { passed?: boolean; reason?: string }): Promise<void>;
+  /** What the recorder knows about a session, or undefined when it never saw the id. */
+  session(sessionId: string): SessionInfo | undefined;
+  /** Resolves when everything recorded so far is committed. */
+  flush(): Promise<void>;
+  /** Flush, mark open sessions ended, close the logs. Calls made afterwards are passed through unrecorded. */
+  close(): Promise<void>;
+}
