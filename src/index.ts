@@ -4,3 +4,4 @@ export * from './artifacts/index.js';
 export * from './contract/index.js';
 export * from './redact/index.js';
 export * from './report/index.js';
+export * from './sim/index.js';
