@@ -254,7 +254,9 @@ export function summarizeCall(row: CallRow): string {
   } else if (row.status === 'ok') {
     const envelope = asRecord(parseJson(row.envelope));
     const result = asRecord(envelope?.result);
-    line = describeSuccess(tool, args, result) ?? `${tool}${args ? ` ${describeArgs(args)}` : ''}: ok`;
+    // Without a readable result (dropped payload, bad JSON) the per-tool text would only be question marks.
+    line =
+      (result && describeSuccess(tool, args, result)) || `${tool}${args ? ` ${describeArgs(args)}` : ''}: ok`;
     line = line.replace(/ : ok$/, ': ok');
   } else {
     const target = describeTarget(tool, args);
