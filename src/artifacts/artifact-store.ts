@@ -124,9 +124,9 @@ export class ArtifactStore {
   private async saveUnsafe(data: Buffer | string, options: SaveOptions): Promise<SavedImage> {
     let buf: Buffer;
     if (typeof data === 'string') {
-      const decoded = decodeBase64Strict(data);
+      const decoded = data.length > 0 ? decodeBase64Strict(data) : { error: 'empty string' };
       if (!Buffer.isBuffer(decoded))
-        return { sha256: '', bytes: 0, error: decoded.error, deduplicated: false };
+        return { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
       buf = decoded;
     } else if (Buffer.isBuffer(data)) {
       buf = data;

@@ -1,0 +1,227 @@
+// Artifact names must be UTC whatever the local zone: run this suite in a zone far from UTC.
+process.env.TZ = 'America/Los_Angeles';
+
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ArtifactStore } from '../../src/artifacts/index.js';
+import { claimedSizePng, noisyPng, solidBmp, solidPng } from './images.js';
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+// 2026-12-02 03:04:05.067 UTC is still 2026-12-01 19:04 in Los Angeles.
+const FIXED = new Date(Date.UTC(2026, 11, 2, 3, 4, 5, 67));
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+});
+afterEach(() => {
+  fs.chmodSync(dir, 0o700);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function store(options: Partial<ConstructorParameters<typeof ArtifactStore>[0]> = {}): ArtifactStore {
+  return new ArtifactStore({
+    sessionDir: dir,
+    maxArtifactBytes: 64 * 1024 * 1024,
+    now: () => FIXED,
+    ...options,
+  });
+}
+
+describe('ArtifactStore', () => {
+  it('the suite really runs in a non-UTC zone', () => {
+    expect(FIXED.getHours()).not.toBe(FIXED.getUTCHours());
+    expect(FIXED.getDate()).toBe(1);
+  });
+
+  it('writes the bytes once, named in UTC with a per-session counter, sha256 equal to the input', async () => {
+    const png = await noisyPng(64, 48);
+    const s = store();
+    const saved = await s.save(png.toString('base64'));
+    expect(saved).toMatchObject({
+      sha256: sha(png),
+      bytes: png.length,
+      format: 'png',
+      width: 64,
+      height: 48,
+      path: 'artifacts/capture-20261202-030405067-1.png',
+      deduplicated: false,
+    });
+    expect(saved.error).toBeUndefined();
+    const onDisk = fs.readFileSync(path.join(dir, saved.path!));
+    expect(sha(onDisk)).toBe(sha(png));
+    expect(s.absolutePath(saved.path!)).toBe(path.join(dir, 'artifacts', 'capture-20261202-030405067-1.png'));
+
+    const other = await s.save(await solidPng(10, 10, [1, 2, 3]));
+    expect(other.path).toBe('artifacts/capture-20261202-030405067-2.png');
+    expect(s.usedBytes).toBe(png.length + other.bytes);
+    expect(s.filesWritten).toBe(2);
+  });
+
+  it('the same bytes twice (even concurrently) give one file and deduplicated: true', async () => {
+    const png = await noisyPng(40, 40);
+    const s = store();
+    const [a, b] = await Promise.all([s.save(png), s.save(png.toString('base64'))]);
+    const c = await s.save(Buffer.from(png));
+    expect(a.deduplicated).toBe(false);
+    expect(b.deduplicated).toBe(true);
+    expect(c.deduplicated).toBe(true);
+    expect(new Set([a.path, b.path, c.path]).size).toBe(1);
+    expect(fs.readdirSync(path.join(dir, 'artifacts'))).toHaveLength(1);
+    expect(s.usedBytes).toBe(png.length);
+  });
+
+  it('never overwrites a file left by an earlier writer of the same session', async () => {
+    fs.mkdirSync(path.join(dir, 'artifacts'));
+    fs.writeFileSync(path.join(dir, 'artifacts', 'capture-20261202-030405067-1.png'), 'older');
+    const png = await solidPng(5, 5, [9, 9, 9]);
+    const saved = await store().save(png);
+    expect(saved.path).toBe('artifacts/capture-20261202-030405067-2.png');
+    expect(fs.readFileSync(path.join(dir, 'artifacts', 'capture-20261202-030405067-1.png'), 'utf8')).toBe(
+      'older',
+    );
+  });
+
+  it('bad base64 gives artifactError, no file', async () => {
+    const s = store();
+    for (const bad of ['not base64 at all!!', 'iVBORw0KGgo=====', 'abcde', '']) {
+      const saved = await s.save(bad);
+      expect(saved.error).toMatch(/^bad base64/);
+      expect(saved.path).toBeUndefined();
+    }
+    expect(fs.existsSync(path.join(dir, 'artifacts'))).toBe(false);
+  });
+
+  it('non-image bytes give "not an image"', async () => {
+    const saved = await store().save(Buffer.from('just some text, definitely not a picture'));
+    expect(saved.error).toMatch(/not an image/);
+    expect(saved.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(saved.path).toBeUndefined();
+  });
+
+  it('a truncated PNG is refused even though its header reads', async () => {
+    const png = await noisyPng(100, 100);
+    const saved = await store().save(png.subarray(0, Math.floor(png.length / 2)));
+    expect(saved.error).toMatch(/truncated png/);
+    expect(saved.width).toBe(100); // the header was readable
+    expect(saved.path).toBeUndefined();
+  });
+
+  it('a PNG cut inside its header is "not a readable png"', async () => {
+    const png = await noisyPng(10, 10);
+    const saved = await store().save(png.subarray(0, 20));
+    expect(saved.error).toMatch(/not a readable png|truncated/);
+  });
+
+  it('a decompression bomb (IHDR claims 50,000 x 50,000) is refused from its header', async () => {
+    const bomb = claimedSizePng(50_000, 50_000);
+    expect(bomb.length).toBeLessThan(200);
+    const started = performance.now();
+    const saved = await store().save(bomb);
+    expect(performance.now() - started).toBeLessThan(5_000); // header only: no 7.5 GB decode
+    expect(saved.error).toMatch(/too many pixels/);
+    expect(saved.path).toBeUndefined();
+  });
+
+  it('a custom pixel limit applies', async () => {
+    const saved = await store({ limitInputPixels: 100 }).save(await solidPng(20, 20, [0, 0, 0]));
+    expect(saved.error).toMatch(/too many pixels/);
+  });
+
+  it('past maxArtifactBytes: summary facts without a file, counted once per distinct image', async () => {
+    const first = await noisyPng(30, 30, 1);
+    const second = await noisyPng(30, 30, 2);
+    const s = store({ maxArtifactBytes: first.length + 10 });
+    expect((await s.save(first)).path).toBeDefined();
+    const over = await s.save(second);
+    expect(over.error).toMatch(/over artifact budget/);
+    expect(over).toMatchObject({ width: 30, height: 30, sha256: sha(second), bytes: second.length });
+    await s.save(second); // same bytes again: not counted twice
+    expect(s.omitted).toEqual({ images: 1, bytes: second.length });
+    expect(s.usedBytes).toBe(first.length);
+    expect(fs.readdirSync(path.join(dir, 'artifacts'))).toHaveLength(1);
+  });
+
+  it('a deleted session dir gives a disk error, not a throw, and is not recreated', async () => {
+    const s = store();
+    fs.rmSync(dir, { recursive: true });
+    const saved = await s.save(await solidPng(4, 4, [0, 0, 0]));
+    expect(saved.error).toMatch(/^disk error: ENOENT/);
+    expect(fs.existsSync(dir)).toBe(false);
+    fs.mkdirSync(dir); // for afterEach
+  });
+
+  it('recovers when artifacts/ vanishes between writes', async () => {
+    const s = store();
+    await s.save(await solidPng(4, 4, [0, 0, 0]));
+    fs.rmSync(path.join(dir, 'artifacts'), { recursive: true });
+    const saved = await s.save(await solidPng(4, 4, [255, 0, 0]));
+    expect(saved.error).toBeUndefined();
+    expect(fs.existsSync(path.join(dir, saved.path!))).toBe(true);
+  });
+
+  it('a session dir that is a file gives a disk error', async () => {
+    const file = path.join(dir, 'not-a-dir');
+    fs.writeFileSync(file, 'x');
+    const saved = await new ArtifactStore({ sessionDir: file, maxArtifactBytes: 1e9 }).save(
+      await solidPng(4, 4, [0, 0, 0]),
+    );
+    expect(saved.error).toMatch(/^disk error: ENOTDIR/);
+  });
+
+  it.skipIf(process.getuid?.() === 0)('a read-only session dir gives a disk error', async () => {
+    fs.chmodSync(dir, 0o500);
+    const saved = await store().save(await solidPng(4, 4, [0, 0, 0]));
+    expect(saved.error).toMatch(/^disk error: EACCES/);
+  });
+
+  it('a disk error is retried for a later copy of the same bytes', async () => {
+    const png = await solidPng(6, 6, [7, 7, 7]);
+    const file = path.join(dir, 'sess');
+    fs.writeFileSync(file, 'x');
+    const s = new ArtifactStore({ sessionDir: file, maxArtifactBytes: 1e9 });
+    expect((await s.save(png)).error).toMatch(/disk error/);
+    fs.rmSync(file);
+    fs.mkdirSync(file);
+    const again = await s.save(png);
+    expect(again.error).toBeUndefined();
+    expect(again.deduplicated).toBe(false);
+    expect(s.usedBytes).toBe(png.length);
+  });
+
+  it('computes blankCheck on request, once, and keeps a declared one', async () => {
+    const black = await solidPng(50, 50, [0, 0, 0]);
+    const s = store();
+    const saved = await s.save(black, { blankCheck: true });
+    expect(saved.blankCheck).toEqual({ blank: true, dominantFraction: 1, dominantIsDark: true });
+    const declared = { blank: false, dominantFraction: 0.5, dominantIsDark: false };
+    const white = await solidPng(50, 50, [255, 255, 255]);
+    expect((await s.save(white, { knownBlankCheck: declared, blankCheck: true })).blankCheck).toEqual(
+      declared,
+    );
+    expect(await s.ensureBlankCheck(sha(white), white)).toEqual(declared);
+  });
+
+  it('BMP: facts from its header, extension .bmp', async () => {
+    const bmp = solidBmp(7, 3, [10, 200, 30]);
+    const saved = await store().save(bmp);
+    expect(saved).toMatchObject({
+      format: 'bmp',
+      width: 7,
+      height: 3,
+      path: 'artifacts/capture-20261202-030405067-1.bmp',
+    });
+  });
+
+  it('never throws, whatever it is given', async () => {
+    const s = store();
+    // biome-ignore lint/suspicious/noExplicitAny: deliberately wrong input
+    for (const bad of [null, undefined, 42, {}, []] as any[]) {
+      const saved = await s.save(bad);
+      expect(saved.error).toBeDefined();
+    }
+  });
+});
