@@ -5,3 +5,5 @@ export * from './contract/index.js';
 export * from './redact/index.js';
 export * from './report/index.js';
 export * from './sim/index.js';
+export * from './record/index.js';
+export * from './store/index.js';
