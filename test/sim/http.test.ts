@@ -127,12 +127,13 @@ describe('HTTP gates', () => {
     );
     expectRejection(await request(open.url, { body: ping, headers: { origin: 'null' } }), 403);
     // loopback spellings pass
-    for (const headers of [
+    const loopback: Array<Record<string, string>> = [
       { host: `localhost:${open.port}` },
       { host: `[::1]:${open.port}` },
       { origin: 'http://localhost:3000' },
       { origin: 'http://127.0.0.1' },
-    ])
+    ];
+    for (const headers of loopback)
       expect((await request(open.url, { body: ping, headers })).status).toBe(200);
   });
 
