@@ -216,6 +216,7 @@ function readCallToolResult(v: Record<string, unknown>, prefix: string): Omit<To
   }
   const out: Omit<ToolOutput, 'kind'> = { envelope: read.envelope, isError, images, violations };
   if (read.synthesized) out.synthesized = true;
+  else out.envelopePath = `${textPath}/#json`;
   return out;
 }
 
@@ -320,6 +321,7 @@ function readJsonRpc(v: Record<string, unknown>): ToolOutput {
         violations: [...violations, ...read.violations],
       };
       if (read.synthesized) out.synthesized = true;
+      else out.envelopePath = '/result';
       return out;
     }
     return invalid(violations, `the JSON-RPC result held ${describe(r)}, not a CallToolResult`);
@@ -363,6 +365,7 @@ function classify(value: unknown): ToolOutput {
       violations: read.violations,
     };
     if (read.synthesized) out.synthesized = true;
+    else out.envelopePath = '';
     return out;
   }
   if ('content' in value) return { kind: 'call-tool-result', ...readCallToolResult(value, '') };

@@ -146,6 +146,11 @@ export interface ToolOutput {
   kind: ToolOutputKind;
   /** The envelope read (or synthesized for an unreadable output, so nothing downstream breaks). */
   envelope?: Envelope;
+  /**
+   * JSON pointer to where the envelope was read from in the value given (`''` for a bare envelope,
+   * `/content/1/text/#json` for a CallToolResult). Absent when the envelope was mapped or synthesized.
+   */
+  envelopePath?: string;
   /** The MCP `isError` flag, when the output was a CallToolResult. */
   isError?: boolean;
   /** Image blocks of a CallToolResult. */

@@ -42,7 +42,7 @@ describe('readToolOutput: bare envelope', () => {
   it('reads a valid success as is', () => {
     const env = { ok: true, result: { found: false, element: null } };
     const out = readToolOutput(env);
-    expect(out).toEqual({ kind: 'envelope', envelope: env, images: [], violations: [] });
+    expect(out).toEqual({ kind: 'envelope', envelope: env, envelopePath: '', images: [], violations: [] });
   });
 
   it('keeps a usable failure when the envelope breaks the contract', () => {
@@ -104,6 +104,8 @@ describe('readToolOutput: MCP CallToolResult', () => {
     expect(out.envelope).toEqual(env);
     expect(out.images).toEqual([{ index: 0, data: pngBase64, mimeType: 'image/png' }]);
     expect(Buffer.from(out.images[0]!.data, 'base64').equals(png)).toBe(true);
+    expect(out.envelopePath).toBe('/content/1/text/#json');
+    expect(getAtPointer(ctr, out.envelopePath!)).toEqual(env);
   });
 
   it('escaping cannot hide the bytes: they are found after parsing', () => {
@@ -181,6 +183,7 @@ describe('readToolOutput: MCP CallToolResult', () => {
   it('synthesizes envelope-unparseable for non-JSON text, without quoting it', () => {
     const text = `oops ${pngBase64}`;
     const out = readToolOutput({ content: [{ type: 'text', text }], isError: true });
+    expect(out.envelopePath).toBeUndefined();
     expect(out.synthesized).toBe(true);
     expect(out.envelope).toMatchObject({
       ok: false,
@@ -306,6 +309,7 @@ describe('readToolOutput: JSON-RPC responses', () => {
     const out = readToolOutput(JSON.parse(JSON.stringify(rpc)));
     expect(out.kind).toBe('json-rpc-result');
     expect(out.envelope).toEqual(env);
+    expect(out.envelopePath).toBe('/result/content/1/text/#json');
     expect(out.images).toHaveLength(1);
     expect(out.violations).toEqual([]);
   });
@@ -349,6 +353,7 @@ describe('readToolOutput: JSON-RPC responses', () => {
     const out = readToolOutput({ jsonrpc: '2.0', id: 1, result: { ok: true, result: {} } });
     expect(out.kind).toBe('json-rpc-result');
     expect(out.envelope).toEqual({ ok: true, result: {} });
+    expect(out.envelopePath).toBe('/result');
     expect(out.violations.map((v) => v.path)).toEqual(['/result']);
   });
 
