@@ -1,0 +1,320 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CYCLE,
+  createRedactor,
+  DEFAULT_SECRET_KEYS,
+  REDACTED,
+  scrubImageText,
+  TOO_DEEP,
+} from '../../src/redact/index.js';
+import { mcecStringify, redPng } from '../contract/fixtures.js';
+
+describe('secret keys', () => {
+  it.each(DEFAULT_SECRET_KEYS)('%s is redacted, in any case and with - or _', (key) => {
+    const r = createRedactor();
+    const variants = [key, key.toUpperCase(), key.replace(/[-_]/g, ''), key.replace(/_/g, '-')];
+    for (const k of variants) {
+      const out = r.redact({ [k]: 'v4lue-of-secret', other: 'kept' }) as Record<string, unknown>;
+      expect(out[k]).toBe(REDACTED);
+      expect(out.other).toBe('kept');
+    }
+  });
+
+  it('covers the usual spellings and suffixes', () => {
+    const r = createRedactor();
+    const input = {
+      Password: 'p1',
+      dbPassword: 'p2',
+      githubToken: 't1',
+      'X-Api-Key': 'k1',
+      clientSecret: 's1',
+      Authorization: 'Bearer abc',
+      'Set-Cookie': 'sid=1',
+      credentials: { user: 'bob', pass: 'builder' },
+      maxTokens: 512,
+      author: 'Ann',
+      cwd: 'C:\\work',
+      tokens: 3,
+    };
+    expect(r.redact(input)).toEqual({
+      Password: REDACTED,
+      dbPassword: REDACTED,
+      githubToken: REDACTED,
+      'X-Api-Key': REDACTED,
+      clientSecret: REDACTED,
+      Authorization: REDACTED,
+      'Set-Cookie': REDACTED,
+      credentials: REDACTED,
+      maxTokens: 512,
+      author: 'Ann',
+      cwd: 'C:\\work',
+      tokens: 3,
+    });
+  });
+
+  it('empty, null and boolean values under secret keys stay (they reveal nothing)', () => {
+    const r = createRedactor();
+    expect(r.redact({ password: '', token: null, auth: false, secret: 0 })).toEqual({
+      password: '',
+      token: null,
+      auth: false,
+      secret: REDACTED,
+    });
+  });
+
+  it('user keys (strings and regexes) are added to the defaults', () => {
+    const r = createRedactor({ keys: ['pin', /^x-internal-/i] });
+    expect(r.redact({ PIN: 1234, 'X-Internal-Thing': 'abc', 'x-public': 'ok', password: 'pw' })).toEqual({
+      PIN: REDACTED,
+      'X-Internal-Thing': REDACTED,
+      'x-public': 'ok',
+      password: REDACTED,
+    });
+  });
+
+  it('user patterns are scrubbed from every string', () => {
+    const r = createRedactor({ patterns: [/\b\d{3}-\d{2}-\d{4}\b/, /acct#\d+/g] });
+    expect(r.redact({ note: 'ssn 123-45-6789 and 987-65-4321, acct#42', n: ['acct#7'] })).toEqual({
+      note: `ssn ${REDACTED} and ${REDACTED}, ${REDACTED}`,
+      n: [REDACTED],
+    });
+    expect(r.scrubText('acct#1 acct#2')).toBe(`${REDACTED} ${REDACTED}`);
+  });
+});
+
+describe('remembered secrets', () => {
+  it('a value seen under a secret key is scrubbed inside a command line elsewhere in the same args', () => {
+    const r = createRedactor();
+    const out = r.redactArgs('send_command', {
+      command: 'net use \\\\srv\\share /user:bob hunter22',
+      password: 'hunter22',
+    });
+    expect(out).toEqual({ command: `net use \\\\srv\\share /user:bob ${REDACTED}`, password: REDACTED });
+  });
+
+  it('and in everything stored later (envelopes, error details, JSON text)', () => {
+    const r = createRedactor();
+    r.redactArgs('launch', { path: 'app.exe', apiKey: 's3cr3t+key/"x"' });
+    const env = { ok: false, error: { detail: 'login failed for key s3cr3t+key/"x"' } };
+    expect(JSON.stringify(r.redact(env))).not.toContain('s3cr3t');
+    // In JSON text, as the server escapes it (quotes as \" and + as \u002B).
+    const text = mcecStringify(env);
+    expect(text).toContain('s3cr3t\\u002Bkey');
+    expect(r.scrubText(text)).not.toContain('s3cr3t');
+    expect(r.scrubText(JSON.stringify(env))).not.toContain('s3cr3t');
+  });
+
+  it('rememberSecret: an Authorization header and its bare token', () => {
+    const r = createRedactor();
+    r.rememberSecret('Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig');
+    expect(r.scrubText('Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig')).toBe(
+      `Authorization: ${REDACTED}`,
+    );
+    expect(r.scrubText('token=eyJhbGciOiJIUzI1NiJ9.payload.sig;')).toBe(`token=${REDACTED};`);
+  });
+
+  it('secrets shorter than 4 chars are redacted under their key but not scrubbed elsewhere', () => {
+    const r = createRedactor();
+    expect(r.redact({ pwd: 'abc', note: 'abc is the alphabet' })).toEqual({
+      pwd: REDACTED,
+      note: 'abc is the alphabet',
+    });
+  });
+
+  it('strings nested under a secret-keyed object are remembered too', () => {
+    const r = createRedactor();
+    r.redact({ credentials: { user: 'admin', password: 'Tr0ub4dor' } });
+    expect(r.scrubText('retry with Tr0ub4dor')).toBe(`retry with ${REDACTED}`);
+  });
+
+  it('a longer secret containing a shorter one is replaced whole', () => {
+    const r = createRedactor();
+    r.rememberSecret('abcd');
+    r.rememberSecret('abcd-efgh-ijkl');
+    expect(r.scrubText('x abcd-efgh-ijkl y abcd')).toBe(`x ${REDACTED} y ${REDACTED}`);
+  });
+});
+
+describe('typed text', () => {
+  const r = createRedactor();
+  it.each([
+    [
+      'clipboard',
+      { action: 'set', text: 'Dear Sir, ...' },
+      { action: 'set', text: '[typed text: 13 chars]' },
+    ],
+    ['clipboard', { action: 'get' }, { action: 'get' }],
+    [
+      'invoke',
+      { target: { name: 'Search' }, action: 'setvalue', value: 'my query' },
+      { target: { name: 'Search' }, action: 'setvalue', value: '[typed text: 8 chars]' },
+    ],
+    ['invoke', { action: 'type', value: 'hi' }, { action: 'type', value: '[typed text: 2 chars]' }],
+    ['invoke', { action: 'select', value: 'Option 2' }, { action: 'select', value: 'Option 2' }],
+    ['invoke', { action: 'click' }, { action: 'click' }],
+    ['send_command', { command: 'type Hello world' }, { command: 'type [typed text: 11 chars]' }],
+    ['send_command', { command: 'SendKeys ^a{DEL}' }, { command: 'SendKeys [typed text: 7 chars]' }],
+    [
+      'send_command',
+      { command: 'clipboard set secret plan' },
+      { command: 'clipboard set [typed text: 11 chars]' },
+    ],
+    ['send_command', { command: 'capture window notepad' }, { command: 'capture window notepad' }],
+    ['focus', { window: 'Notepad', text: 'abc' }, { window: 'Notepad', text: '[typed text: 3 chars]' }],
+    ['type-text', { keys: 'hello' }, { keys: '[typed text: 5 chars]' }],
+    ['click', { keys: ['ctrl', 'c'] }, { keys: ['ctrl', 'c'] }],
+    ['find', { text: 'Save' }, { text: 'Save' }],
+    ['wait-for', { selector: { name: 'OK' }, text: 'Done' }, { selector: { name: 'OK' }, text: 'Done' }],
+  ])('%s %j', (tool, args, expected) => {
+    const before = structuredClone(args);
+    expect(r.redactArgs(tool, args)).toEqual(expected);
+    expect(args).toEqual(before);
+  });
+
+  it('keepTypedText keeps it (secrets are still redacted)', () => {
+    const keep = createRedactor({ keepTypedText: true });
+    expect(keep.redactArgs('clipboard', { text: 'hello there', token: 'tok-123' })).toEqual({
+      text: 'hello there',
+      token: REDACTED,
+    });
+  });
+
+  it('typed text is never remembered as a secret', () => {
+    const fresh = createRedactor();
+    fresh.redactArgs('clipboard', { text: 'common words' });
+    expect(fresh.scrubText('common words')).toBe('common words');
+  });
+});
+
+describe('safety', () => {
+  it('never mutates the input', () => {
+    const r = createRedactor({ patterns: [/x+/] });
+    const input = { password: 'pw12345', nested: [{ token: 't0k3n!!' }, 'xxx'], text: 'hi' };
+    const snapshot = structuredClone(input);
+    const out = r.redactArgs('clipboard', input);
+    expect(input).toEqual(snapshot);
+    expect(out).not.toBe(input);
+  });
+
+  it('10,000-deep nesting: deeper values become [too deep], no stack overflow', () => {
+    const r = createRedactor();
+    let deep: Record<string, unknown> = {};
+    const root = deep;
+    for (let i = 0; i < 10_000; i++) {
+      const next: Record<string, unknown> = {};
+      deep.a = next;
+      deep = next;
+    }
+    const out = r.redact(root);
+    let cur = out as Record<string, unknown>;
+    let depth = 0;
+    while (typeof cur.a === 'object') {
+      cur = cur.a as Record<string, unknown>;
+      depth++;
+    }
+    expect(cur.a).toBe(TOO_DEEP);
+    expect(depth).toBeLessThan(1000);
+    const arr: unknown[] = [];
+    let a = arr;
+    for (let i = 0; i < 10_000; i++) {
+      const next: unknown[] = [];
+      a.push(next);
+      a = next;
+    }
+    expect(JSON.stringify(r.redact(arr))).toContain(TOO_DEEP);
+  });
+
+  it('cycles become [cycle]; shared (non-cyclic) references are copied', () => {
+    const r = createRedactor();
+    const shared = { v: 1 };
+    const obj: Record<string, unknown> = { a: shared, b: shared };
+    obj.self = obj;
+    expect(r.redact(obj)).toEqual({ a: { v: 1 }, b: { v: 1 }, self: CYCLE });
+  });
+
+  it('non-JSON values are made storable', () => {
+    const r = createRedactor();
+    const out = r.redact({
+      when: new Date(Date.UTC(2026, 0, 2)),
+      buf: Buffer.from('abc'),
+      big: 10n,
+      fn: () => 1,
+      err: new Error('boom'),
+      set: new Set(['a']),
+    });
+    expect(out).toEqual({
+      when: '2026-01-02T00:00:00.000Z',
+      buf: '[binary: 3 bytes]',
+      big: '10',
+      fn: undefined,
+      err: { name: 'Error', message: 'boom' },
+      set: ['a'],
+    });
+  });
+
+  it('a __proto__ key from JSON is copied as data, not as a prototype', () => {
+    const r = createRedactor();
+    const out = r.redact(JSON.parse('{"__proto__": {"password": "x1234"}, "a": 1}')) as Record<
+      string,
+      unknown
+    >;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect(Object.hasOwn(out, '__proto__')).toBe(true);
+    expect(JSON.stringify(out)).not.toContain('x1234');
+  });
+
+  it('a throwing getter does not throw out of redact', () => {
+    const r = createRedactor();
+    const evil = {
+      get boom() {
+        throw new Error('no');
+      },
+    };
+    expect(() => r.redact({ evil })).not.toThrow();
+  });
+
+  it('primitives pass through (strings scrubbed)', () => {
+    const r = createRedactor();
+    r.rememberSecret('hunter22');
+    expect(r.redact('pw hunter22')).toBe(`pw ${REDACTED}`);
+    expect(r.redact(5)).toBe(5);
+    expect(r.redact(null)).toBe(null);
+    expect(r.redactArgs('x', undefined)).toBe(undefined);
+  });
+
+  it('is fast on small argument objects', () => {
+    const r = createRedactor();
+    r.rememberSecret('Bearer abcdefgh');
+    const args = {
+      selector: { name: 'OK', controlType: 'Button' },
+      sessionId: '5f19c9c01a3f',
+      timeoutMs: 500,
+    };
+    const n = 20_000;
+    const started = performance.now();
+    for (let i = 0; i < n; i++) r.redactArgs('find', args);
+    const perCallUs = ((performance.now() - started) * 1000) / n;
+    // Generous bound (CI noise): the design budget is a few microseconds.
+    expect(perCallUs).toBeLessThan(50);
+  });
+});
+
+describe('image bytes that slipped through', () => {
+  it('base64 PNG runs in text are replaced, in plain and server-escaped JSON text', async () => {
+    const png = await redPng();
+    const b64 = png.toString('base64');
+    const text = `before ${b64} after`;
+    expect(scrubImageText(text)).toMatch(/^before \[image bytes: ~\d+ bytes\] after$/);
+    const escaped = mcecStringify({ base64: `${b64}+//+` });
+    expect(scrubImageText(escaped)).not.toContain('iVBORw0KGgo');
+    const r = createRedactor();
+    expect(JSON.stringify(r.redact({ detail: `got data:image/png;base64,${b64}` }))).not.toContain(
+      b64.slice(0, 20),
+    );
+  });
+
+  it('text that merely contains a marker is untouched', () => {
+    const t = `${'word '.repeat(20)} Qk is a tag and /9j/ too; iVBORw0KGgo but short`;
+    expect(scrubImageText(t)).toBe(t);
+  });
+});
