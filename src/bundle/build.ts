@@ -199,11 +199,9 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
         hashes: ReadonlyMap<string, { bytes: number; sha256: string }>,
         metNow: boolean | null,
       ) => {
-        const files = [...hashes.entries()].map(([name, h]) => ({
-          path: name.slice(top.length + 1),
-          bytes: h.bytes,
-          sha256: h.sha256,
-        }));
+        const files = [...hashes.entries()]
+          .map(([name, h]) => ({ path: name.slice(top.length + 1), bytes: h.bytes, sha256: h.sha256 }))
+          .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
         const limit =
           options.maxBytes !== undefined ? { maxBytes: options.maxBytes, met: metNow ?? true } : null;
         const manifest: ManifestJson = { ...manifestBase, files, limit };

@@ -36,15 +36,23 @@ export interface ToolCallLog {
 
 const DROPPED_TEXT = "[payload dropped by the recorder's log size limit]";
 
-/** One log line; the key order is the existing bundle's. */
+/** One log line; the key order is the existing bundle's. `payload` is JSON text, embedded as is. */
 interface Line {
   ts: string;
-  sessionId: string;
   direction: 'request' | 'response';
   method: string | null;
-  payload: unknown;
+  payload: string;
   seq?: number;
-  payloadDropped?: true;
+  payloadDropped?: boolean;
+}
+
+function lineText(line: Line, sessionIdJson: string): string {
+  let text =
+    `{"ts":${JSON.stringify(line.ts)},"sessionId":${sessionIdJson},"direction":"${line.direction}",` +
+    `"method":${JSON.stringify(line.method)},"payload":${line.payload}`;
+  if (line.seq !== undefined) text += `,"seq":${line.seq}`;
+  if (line.payloadDropped) text += ',"payloadDropped":true';
+  return `${text}}`;
 }
 
 /** Build tool-calls.jsonl by iterating the call rows once; stops reading at the cap. */
@@ -55,20 +63,16 @@ export function buildToolCallLog(
 ): ToolCallLog {
   const cap = options.capBytes ?? TOOL_CALL_LOG_CAP;
   const budget = cap - Buffer.byteLength(TRUNCATION_LINE) - 1;
+  const sessionIdJson = JSON.stringify(sessionId);
   const chunks: string[] = [];
   let bytes = 0;
   let lines = 0;
   let calls = 0;
   let truncated = false;
-  let imagesRedacted = 0;
+  const json = new JsonCleaner();
 
-  const clean = (value: unknown): unknown => {
-    const res = scrubImageBytes(value);
-    imagesRedacted += res.replaced;
-    return res.value;
-  };
   const push = (line: Line): boolean => {
-    const text = JSON.stringify(line);
+    const text = lineText(line, sessionIdJson);
     const size = Buffer.byteLength(text) + 1;
     if (bytes + size > budget) {
       truncated = true;
@@ -84,7 +88,7 @@ export function buildToolCallLog(
   let e = 0;
   const flushEventsUntil = (ts: string | null): boolean => {
     while (e < events.length && (ts === null || events[e]!.at <= ts)) {
-      for (const line of eventLines(events[e]!, sessionId, clean)) if (!push(line)) return false;
+      for (const line of eventLines(events[e]!, json)) if (!push(line)) return false;
       e += 1;
     }
     return true;
@@ -92,7 +96,7 @@ export function buildToolCallLog(
 
   for (const row of source.calls()) {
     if (!flushEventsUntil(row.started_at)) break;
-    const [request, response] = callLines(row, sessionId, clean);
+    const [request, response] = callLines(row, json);
     if (!push(request)) break;
     calls += 1;
     if (response && !push(response)) break;
@@ -106,8 +110,83 @@ export function buildToolCallLog(
     lines: lines + (truncated ? 1 : 0),
     calls,
     truncated,
-    imagesRedacted,
+    imagesRedacted: json.redacted,
   };
+}
+
+/** A run of base64 alphabet this long (or an escaped `+`, `/`, `=`, or a data: URI) sends text to the full check. */
+const LONG_RUN = 32;
+
+/**
+ * Turns stored JSON text into clean JSON text. Text that cannot hold image bytes (no long base64 run, no
+ * escaped base64 chars, no data: URI) is embedded as is, without a parse; anything else is parsed, scrubbed
+ * with findImageBytes and re-serialized.
+ */
+class JsonCleaner {
+  redacted = 0;
+
+  /** Clean JSON text, or null when it is not JSON. */
+  text(raw: string): string | null {
+    if (!mayHoldImageBytes(raw) && looksLikeJson(raw)) return raw;
+    const parsed = parseJson(raw);
+    if (!parsed.ok) return null;
+    return JSON.stringify(this.value(parsed.value));
+  }
+
+  /** Clean a parsed value (in place where possible). */
+  value(value: unknown): unknown {
+    const res = scrubImageBytes(value);
+    this.redacted += res.replaced;
+    return res.value;
+  }
+
+  /** Clean JSON text, or the text as a JSON string (scrubbed too) when it is not JSON. */
+  textOrString(raw: string): string {
+    return this.text(raw) ?? JSON.stringify(this.value(raw));
+  }
+}
+
+function mayHoldImageBytes(text: string): boolean {
+  return (
+    hasBase64Run(text, LONG_RUN) || text.includes('\\u00') || text.includes('\\/') || text.includes('data:')
+  );
+}
+
+function isBase64Code(c: number): boolean {
+  // A-Z, a-z, '/' and 0-9 (47..57), '+'
+  return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 47 && c <= 57) || c === 43;
+}
+
+/**
+ * True when `text` has `min` consecutive base64 chars. Skip search: check each window from its last char
+ * backwards and jump past the first char that is not base64, so typical JSON is read sparsely; chars already
+ * known to be base64 are not read twice, so it stays linear.
+ */
+export function hasBase64Run(text: string, min: number): boolean {
+  const n = text.length;
+  let start = 0;
+  let good = -1; // text[start..good] is known to be base64
+  while (start + min <= n) {
+    const end = start + min - 1;
+    const floor = Math.max(start, good + 1);
+    let i = end;
+    while (i >= floor && isBase64Code(text.charCodeAt(i))) i -= 1;
+    if (i < floor) return true;
+    good = end;
+    start = i + 1;
+  }
+  return false;
+}
+
+/** A cheap shape check: the recorder stores JSON.stringify output, so objects, arrays and scalars only. */
+function looksLikeJson(text: string): boolean {
+  const first = text.charCodeAt(0);
+  const last = text.charCodeAt(text.length - 1);
+  return (
+    (first === 123 && last === 125) ||
+    (first === 91 && last === 93) ||
+    /^(-?\d[\d.eE+-]*|true|false|null)$/.test(text.slice(0, 40))
+  );
 }
 
 /** Exchange events and protocol faults that belong to no call row, in time order. */
@@ -132,81 +211,84 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
-function eventLines(ev: EventRow, sessionId: string, clean: (v: unknown) => unknown): Line[] {
+function eventLines(ev: EventRow, json: JsonCleaner): Line[] {
   const parsed = parseJson(ev.detail);
   const detail = parsed.ok && isRecord(parsed.value) ? parsed.value : {};
-  if (ev.kind === 'protocol-fault') {
-    const error: Record<string, unknown> = { code: detail.code ?? null, message: detail.message ?? '' };
-    return [
-      {
-        ts: ev.at,
-        sessionId,
-        direction: 'response',
-        method: typeof detail.method === 'string' ? detail.method : null,
-        payload: clean({ jsonrpc: '2.0', id: detail.id ?? null, error }),
-      },
-    ];
-  }
   const method = typeof detail.method === 'string' ? detail.method : null;
+  if (ev.kind === 'protocol-fault') {
+    const error = { code: detail.code ?? null, message: detail.message ?? '' };
+    const payload = json.value({ jsonrpc: '2.0', id: detail.id ?? null, error });
+    return [{ ts: ev.at, direction: 'response', method, payload: JSON.stringify(payload) }];
+  }
   const out: Line[] = [];
   if (detail.request !== undefined) {
-    out.push({ ts: ev.at, sessionId, direction: 'request', method, payload: clean(detail.request) });
+    out.push({
+      ts: ev.at,
+      direction: 'request',
+      method,
+      payload: JSON.stringify(json.value(detail.request)),
+    });
   }
   if (detail.response !== undefined && detail.response !== null) {
-    out.push({ ts: ev.at, sessionId, direction: 'response', method, payload: clean(detail.response) });
+    out.push({
+      ts: ev.at,
+      direction: 'response',
+      method,
+      payload: JSON.stringify(json.value(detail.response)),
+    });
   }
   return out;
 }
 
-function callLines(row: CallRow, sessionId: string, clean: (v: unknown) => unknown): [Line, Line | null] {
-  const rpcId = parseJson(row.rpc_id);
-  const id = rpcId.ok ? rpcId.value : row.seq;
-  const args = parseJson(row.args);
+function callLines(row: CallRow, json: JsonCleaner): [Line, Line | null] {
+  const idText = (row.rpc_id != null ? json.text(row.rpc_id) : null) ?? String(row.seq);
   const dropped = row.payload_dropped === 1;
-  const params: Record<string, unknown> = { name: row.tool };
-  if (args.ok) params.arguments = clean(args.value);
-  else if (row.args != null) params.arguments = row.args; // not JSON: kept as the text the recorder stored
+  let params = `{"name":${JSON.stringify(row.tool)}`;
+  if (row.args != null) params += `,"arguments":${json.textOrString(row.args)}`;
+  params += '}';
   const request: Line = {
     ts: row.started_at,
-    sessionId,
     direction: 'request',
     method: 'tools/call',
-    payload: { jsonrpc: '2.0', id, method: 'tools/call', params },
+    payload: `{"jsonrpc":"2.0","id":${idText},"method":"tools/call","params":${params}}`,
     seq: row.seq,
+    payloadDropped: dropped && row.args == null,
   };
-  if (dropped && row.args == null) request.payloadDropped = true;
   if (row.status === 'pending') return [request, null];
-
-  const response: Line = {
-    ts: row.ended_at ?? row.started_at,
-    sessionId,
-    direction: 'response',
-    method: 'tools/call',
-    payload: responsePayload(row, id, clean),
-    seq: row.seq,
-  };
-  if (dropped && row.envelope == null) response.payloadDropped = true;
-  return [request, response];
+  return [
+    request,
+    {
+      ts: row.ended_at ?? row.started_at,
+      direction: 'response',
+      method: 'tools/call',
+      payload: responsePayload(row, idText, json),
+      seq: row.seq,
+      payloadDropped: dropped && row.envelope == null,
+    },
+  ];
 }
 
 /** The JSON-RPC response as the server sent it, rebuilt from the stored response shape and envelope. */
-function responsePayload(row: CallRow, id: unknown, clean: (v: unknown) => unknown): unknown {
-  const env = parseJson(row.envelope);
-  const envelope: unknown = env.ok ? clean(env.value) : (row.envelope ?? DROPPED_TEXT);
-  const envelopeText = env.ok ? JSON.stringify(envelope) : String(envelope);
+function responsePayload(row: CallRow, idText: string, json: JsonCleaner): string {
+  const envelope = row.envelope == null ? null : json.text(row.envelope);
+  // What stands for the envelope: its JSON, or (dropped / unreadable) a JSON string saying so.
+  const envelopeJson =
+    envelope ?? JSON.stringify(row.envelope == null ? DROPPED_TEXT : json.value(row.envelope));
   const shape = parseJson(row.response);
   if (shape.ok && isRecord(shape.value)) {
-    const value = clean(shape.value) as Record<string, unknown>;
+    const value = json.value(shape.value) as Record<string, unknown>;
+    const envelopeText = envelope ?? (JSON.parse(envelopeJson) as string);
     if (typeof value.jsonrpc === 'string' && ('result' in value || 'error' in value)) {
       if ('result' in value) value.result = rebuildCallToolResult(value.result, envelopeText);
-      return value;
+      return JSON.stringify(value);
     }
-    return { jsonrpc: '2.0', id, result: rebuildCallToolResult(value, envelopeText) };
+    return `{"jsonrpc":"2.0","id":${idText},"result":${JSON.stringify(rebuildCallToolResult(value, envelopeText))}}`;
   }
-  if (row.status === 'fault' && !env.ok) {
-    return { jsonrpc: '2.0', id, error: { code: row.error_code, message: row.error_detail ?? '' } };
+  if (row.status === 'fault' && envelope == null) {
+    const error = { code: row.error_code, message: row.error_detail ?? '' };
+    return `{"jsonrpc":"2.0","id":${idText},"error":${JSON.stringify(json.value(error))}}`;
   }
-  return { jsonrpc: '2.0', id, result: envelope };
+  return `{"jsonrpc":"2.0","id":${idText},"result":${envelopeJson}}`;
 }
 
 /** Put the envelope text back into the `[envelope]` block and mark where image bytes were. */
