@@ -1,22 +1,11 @@
-/** The session the report.html tests look at: a Notepad save that ends in a blank capture. */
+/** The session the report.html tests look at: a Notepad save that ends in a blank capture of the Save As dialog. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { renderReportHtml } from '../../src/report/html/index.js';
 import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { blankPng, FixtureSession, windowPng } from './fixture.js';
-
-const NOTEPAD = {
-  handle: 1001,
-  title: 'Untitled - Notepad',
-  className: 'Notepad',
-  processName: 'notepad',
-  processId: 4242,
-  x: 0,
-  y: 0,
-  width: 800,
-  height: 500,
-};
+import { FixtureSession, NOTEPAD, SAVE_AS } from '../helpers/fixture-session.js';
+import { blankPng, windowPng, writeImage } from './images.js';
 
 /** Text that would run or fetch something if the page did not escape it. */
 export const HOSTILE = `<img src="http://example.invalid/x.png"><script>window.__pwned = 1</script>`;
@@ -29,151 +18,142 @@ export interface Scenario {
   lastGoodSeq: number;
   okSeqs: number[];
   failedSeqs: number[];
+  /** Seq of the only call with a tree-truncated warning. */
+  truncatedSeq: number;
+}
+
+/** Render report.html for the session in `dir` and write it there. */
+export async function writeReport(
+  dir: string,
+  options: Parameters<typeof renderReportHtml>[2] = {},
+): Promise<{ html: string; reportPath: string }> {
+  const reader = SessionReader.open(dir);
+  try {
+    const summary = await buildSummary(reader);
+    const html = await renderReportHtml(reader, summary, options);
+    const reportPath = path.join(dir, 'report.html');
+    fs.writeFileSync(reportPath, html);
+    return { html, reportPath };
+  } finally {
+    reader.close();
+  }
 }
 
 /** Record the scenario under `root`, render report.html into the session dir and return what the tests need. */
 export async function writeScenario(root: string): Promise<Scenario> {
-  const s = FixtureSession.create(root);
+  const s = FixtureSession.create(root, { sessionId: '5f19c9c01a3f', scenario: 'Save a Notepad document' });
   const ok: number[] = [];
   const failed: number[] = [];
-  const keep = (seq: number, list: number[]) => {
-    list.push(seq);
+  const okCall = (seq: number) => {
+    ok.push(seq);
     return seq;
   };
-  keep(
-    s.call({
-      tool: 'session-start',
-      args: {},
-      result: { sessionId: s.sessionId, startedAt: '2026-12-02T10:15:02.123Z' },
-    }),
-    ok,
+  okCall(s.call({ tool: 'session-start', args: {}, result: { sessionId: s.sessionId } }));
+  okCall(
+    s.call({ tool: 'windows', args: { processName: 'notepad' }, result: { count: 1, windows: [NOTEPAD] } }),
   );
-  keep(
-    s.call({
-      tool: 'windows',
-      args: { processName: 'notepad' },
-      result: { condition: 'any', count: 1, windows: [NOTEPAD] },
-    }),
-    ok,
+
+  const first = writeImage(s, await windowPng('Untitled - Notepad'));
+  const firstSeq = okCall(
+    s.call({ tool: 'capture', args: { title: NOTEPAD.title }, result: { ...s.summaryOf(first, NOTEPAD) } }),
   );
-  keep(
-    s.call({
-      tool: 'capture',
-      args: { title: 'Untitled - Notepad' },
-      result: {
-        handle: 1001,
-        window: NOTEPAD,
-        blankCheck: { blank: false, dominantFraction: 0.61, dominantIsDark: false },
-      },
-      image: { png: await windowPng('Untitled - Notepad') },
-    }),
-    ok,
-  );
-  keep(
+  s.artifactRow(firstSeq, 'result', first);
+
+  const truncatedSeq = okCall(
     s.call({
       tool: 'query',
-      args: { title: 'Untitled - Notepad', depth: 3 },
+      args: { title: NOTEPAD.title },
       result: {
         window: NOTEPAD,
         nodeCount: 1000,
         truncated: true,
-        tree: {
-          controlType: 'Window',
-          name: 'Untitled - Notepad',
-          children: [{ controlType: 'Edit', name: 'Text editor' }],
-        },
+        tree: [{ controlType: 'Edit', children: [] }],
       },
       warnings: [{ code: 'tree-truncated', detail: 'UIA tree clipped at 1000 nodes' }],
     }),
-    ok,
   );
-  keep(
+  okCall(
     s.call({
-      tool: 'type',
-      args: { title: 'Untitled - Notepad', text: '[redacted: typed text, 26 chars]', password: '[redacted]' },
-      result: { typed: true, length: 26 },
+      tool: 'send_command',
+      args: { command: 'type', text: '[redacted: typed text, 26 chars]', password: '[redacted]' },
+      result: { output: 'typed 26 characters' },
     }),
-    ok,
   );
-  keep(
+  failed.push(
     s.call({
       tool: 'find',
-      args: { title: 'Untitled - Notepad', name: 'Save' },
+      args: { name: 'Save' },
       error: {
         code: 'selector-matched-3',
         category: 'ambiguous-selector',
         detail: `Selector name='Save' matched 3 elements; refine with automationId. ${HOSTILE}`,
       },
     }),
-    failed,
   );
-  keep(
+  okCall(
     s.call({
       tool: 'find',
-      args: { title: 'Untitled - Notepad', automationId: 'SaveButton' },
-      result: {
-        found: true,
-        element: { controlType: 'Button', name: 'Save', automationId: 'SaveButton' },
-        window: NOTEPAD,
-      },
+      args: { automationId: 'SaveButton' },
+      result: { found: true, element: { controlType: 'Button', name: 'Save' }, window: NOTEPAD },
     }),
-    ok,
   );
-  keep(
+  okCall(
     s.call({
       tool: 'invoke',
-      args: { automationId: 'SaveButton', action: 'click' },
-      result: { invoked: true, modalPending: true, note: 'modal dialog opened' },
+      args: { automationId: 'SaveButton' },
+      result: { invoked: true, modalPending: true },
     }),
-    ok,
   );
-  keep(
+
+  const dialog = writeImage(
+    s,
+    await windowPng('Untitled - Notepad', { dialog: 'Save As', accent: '#6b2fa0' }),
+  );
+  const dialogSeq = okCall(
     s.call({
       tool: 'capture',
-      args: { title: 'Save As' },
-      result: { handle: 1002, blankCheck: { blank: false, dominantFraction: 0.55, dominantIsDark: false } },
-      image: { png: await windowPng('Untitled - Notepad', { dialog: 'Save As', accent: '#6b2fa0' }) },
-      warnings: [{ code: 'capture-fallback', detail: 'PrintWindow failed; used screen copy' }],
+      args: { title: SAVE_AS.title },
+      result: { ...s.summaryOf(dialog, SAVE_AS) },
+      warnings: [{ code: 'capture-fallback', detail: 'PrintWindow failed; used a screen copy' }],
     }),
-    ok,
   );
-  const lastGoodSeq = keep(
+  s.artifactRow(dialogSeq, 'result', dialog);
+  const lastGoodSeq = okCall(
     s.call({
       tool: 'wait-for',
-      args: { title: 'Save As', name: 'File name:', timeoutMs: 5000 },
-      result: {
-        found: true,
-        element: { controlType: 'Edit', name: 'File name:' },
-        window: { ...NOTEPAD, title: 'Save As', handle: 1002 },
-      },
+      args: { title: SAVE_AS.title, name: 'File name:', timeoutMs: 5000 },
+      result: { found: true, element: { controlType: 'Edit', name: 'File name:' }, window: SAVE_AS },
     }),
-    ok,
   );
   s.step('open the Save As dialog', 'passed');
-  const failingSeq = keep(
-    s.call({
-      tool: 'capture',
-      args: { title: 'Save As' },
-      error: {
-        code: 'frame-all-black',
-        category: 'capture-blank',
-        detail:
-          'The captured frame is all black (dominant colour 1.0000); the window may be minimized or occluded.',
-      },
-      image: { png: await blankPng(), role: 'partialResult' },
-    }),
-    failed,
-  );
+
+  const black = writeImage(s, await blankPng());
+  const failingSeq = s.call({
+    tool: 'capture',
+    args: { title: SAVE_AS.title },
+    error: {
+      code: 'frame-all-black',
+      category: 'capture-blank',
+      detail:
+        'The captured frame is all black (dominant colour 100%); the window may be minimized or occluded.',
+      lastObservation: { kind: 'capture-summary', ...s.summaryOf(dialog, SAVE_AS) },
+      partialResult: { ...s.summaryOf(black, SAVE_AS, true) },
+    },
+  });
+  s.artifactRow(failingSeq, 'partialResult', black, '/error/partialResult/base64');
+  failed.push(failingSeq);
   s.step('check the dialog renders', 'failed', 'capture of Save As was all black');
-  const dir = s.end({ passed: false, reason: 'the Save As dialog rendered black' });
-  const reader = SessionReader.open(dir);
-  try {
-    const summary = await buildSummary(reader);
-    const html = await renderReportHtml(reader, summary);
-    const reportPath = path.join(dir, 'report.html');
-    fs.writeFileSync(reportPath, html);
-    return { dir, reportPath, html, failingSeq, lastGoodSeq, okSeqs: ok, failedSeqs: failed };
-  } finally {
-    reader.close();
-  }
+  s.end({ passed: false, reason: 'the Save As dialog rendered black' });
+  s.close();
+  const { html, reportPath } = await writeReport(s.dir);
+  return {
+    dir: s.dir,
+    reportPath,
+    html,
+    failingSeq,
+    lastGoodSeq,
+    okSeqs: ok,
+    failedSeqs: failed,
+    truncatedSeq,
+  };
 }

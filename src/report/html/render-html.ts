@@ -164,7 +164,10 @@ function rowContext(
   hb: HandlebarsApi,
   input: RowInput,
   allowance: number,
-  images: { thumbs: Thumbnail[]; list: Array<{ href: string | null; label: string; note: string }> },
+  images: {
+    thumbs: Array<Thumbnail & { href: string; label: string }>;
+    list: Array<{ href: string | null; label: string; note: string }>;
+  },
   counters: { clipped: number; omitted: number; bodyChars: number },
 ): Record<string, unknown> {
   const { row } = input;
@@ -236,7 +239,7 @@ function rowContext(
     warnings: input.warnings,
     warnCodes: input.warnings.map((w) => w.code).join(' '),
     violationCount,
-    thumbs: images.thumbs.map((t) => ({ ...t })),
+    thumbs: images.thumbs,
     images: images.list,
     blocks,
     bodyNote,
@@ -457,12 +460,13 @@ export async function renderReportHtml(
   const shellBytes = byteLength(page('', { notices: [], tools: [], shownCalls: 0 }));
   const rowBudget = maxBytes - shellBytes - SHELL_MARGIN_BYTES;
 
-  const thumbOwner = new Map<number, Thumbnail[]>();
+  const thumbOwner = new Map<number, Array<Thumbnail & { href: string; label: string }>>();
   let thumbBytesAhead = 0;
   for (const [key, seq] of firstSeqOfImage) {
     const t = plan.thumbs.get(key);
     if (!t) continue;
-    thumbOwner.set(seq, [...(thumbOwner.get(seq) ?? []), t]);
+    const ref = refs.get(key)!;
+    thumbOwner.set(seq, [...(thumbOwner.get(seq) ?? []), { ...t, href: ref.href, label: ref.name }]);
     thumbBytesAhead += t.src.length;
   }
   const special = Math.min(SPECIAL_BODY_CHARS, Math.max(0, Math.floor(rowBudget / 8)));
@@ -527,7 +531,7 @@ export async function renderReportHtml(
     let html = run(fn, file, {
       rowOnly: true,
       row: rowContext(hb, input, allowance, { thumbs, list }, local),
-    });
+    }).trim();
     let size = byteLength(html);
     const room = remaining - thumbBytesAhead - reserved;
     if (size > room && !isSpecial) {
@@ -535,7 +539,7 @@ export async function renderReportHtml(
       local.clipped = 0;
       local.omitted = 0;
       local.bodyChars = 0;
-      html = run(fn, file, { rowOnly: true, row: rowContext(hb, input, 0, { thumbs, list }, local) });
+      html = run(fn, file, { rowOnly: true, row: rowContext(hb, input, 0, { thumbs, list }, local) }).trim();
       size = byteLength(html);
       if (size > room && row.status === 'ok' && input.warnings.length === 0) {
         stats.rowsOmitted += 1;
@@ -613,5 +617,5 @@ export async function renderReportHtml(
     .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     .slice(0, MAX_TOOLS_LISTED)
     .map(([name, count]) => ({ name, count }));
-  return applyCsp(page(stats.html.join(''), { notices, tools, shownCalls: stats.shown }));
+  return applyCsp(page(stats.html.join('\n'), { notices, tools, shownCalls: stats.shown }).trimStart());
 }

@@ -1,4 +1,5 @@
 /** Capture thumbnails for report.html: resized with sharp, embedded as data: URIs, kept within a byte budget. */
+import fs from 'node:fs';
 
 /** One image the page would like a thumbnail of. */
 export interface ThumbnailRequest {
@@ -58,7 +59,7 @@ async function loadSharp(): Promise<Sharp> {
 
 async function encode(
   sharp: Sharp,
-  input: string | Buffer,
+  input: Buffer,
   width: number,
 ): Promise<{ data: Buffer; width: number; height: number }> {
   const { data, info } = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS })
@@ -77,6 +78,7 @@ function reasonOf(err: unknown): string {
   const code = (err as NodeJS.ErrnoException)?.code;
   if (code === 'ENOENT') return 'image file missing';
   if (code === 'EACCES' || code === 'EPERM') return 'image file not readable';
+  if (code === 'ENOTFILE') return 'not a regular file';
   const message = err instanceof Error ? err.message : String(err);
   // sharp's messages are short and do not echo file contents; clip anyway.
   const first = message.split('\n', 1)[0] ?? '';
@@ -94,6 +96,13 @@ async function mapPool<T, R>(items: T[], limit: number, fn: (item: T) => Promise
   });
   await Promise.all(workers);
   return out;
+}
+
+/** The image's bytes: a regular file only (a symlink could point anywhere on the machine). */
+async function readImage(file: string): Promise<Buffer> {
+  const stat = await fs.promises.lstat(file);
+  if (!stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'ENOTFILE' });
+  return fs.promises.readFile(file);
 }
 
 /** Make thumbnails for `requests` within `budgetBytes`: narrower first, then fewer (priority, then newest). */
@@ -126,7 +135,7 @@ export async function planThumbnails(
   const samples = new Map<string, Map<number, Thumbnail>>();
   await mapPool(ranked.slice(0, sampleSize), concurrency, async (req) => {
     try {
-      const widest = await encode(sharp, req.file, widths[0]!);
+      const widest = await encode(sharp, await readImage(req.file), widths[0]!);
       const perWidth = new Map<number, Thumbnail>([[widths[0]!, toThumb(req.key, widest)]]);
       for (const w of widths.slice(1)) perWidth.set(w, toThumb(req.key, await encode(sharp, widest.data, w)));
       samples.set(req.key, perWidth);
@@ -161,7 +170,7 @@ export async function planThumbnails(
     const sampled = samples.get(req.key)?.get(width);
     if (sampled) return sampled;
     try {
-      return toThumb(req.key, await encode(sharp, req.file, width));
+      return toThumb(req.key, await encode(sharp, await readImage(req.file), width));
     } catch (err) {
       plan.failed.set(req.key, reasonOf(err));
       return null;
