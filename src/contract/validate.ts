@@ -31,6 +31,16 @@ function validatorFor(name: SchemaName): ValidateFunction {
   return fn;
 }
 
+/** Longest object key quoted in a violation path; longer ones (hostile or byte-bearing) are shortened. */
+const MAX_KEY_IN_PATH = 200;
+
+/** A key as a pointer segment, shortened when huge so violations never carry megabytes or image bytes. */
+function keySegment(key: unknown): string {
+  const k = String(key);
+  if (k.length <= MAX_KEY_IN_PATH) return escapePointerSegment(k);
+  return `${escapePointerSegment(k.slice(0, 32))}...(${k.length} chars)`;
+}
+
 /** Turns ajv errors into violations with JSON-pointer paths that point at the offending member. */
 function schemaViolations(errors: ErrorObject[] | null | undefined): Violation[] {
   const out: Violation[] = [];
@@ -50,14 +60,14 @@ function schemaViolations(errors: ErrorObject[] | null | undefined): Violation[]
         break;
       case 'additionalProperties':
         out.push({
-          path: `${e.instancePath}/${escapePointerSegment(String(params.additionalProperty))}`,
+          path: `${e.instancePath}/${keySegment(params.additionalProperty)}`,
           message: 'property not allowed here',
         });
         break;
       case 'required':
         if (e.schemaPath.startsWith('#/oneOf/')) continue; // Reported once by the oneOf case.
         out.push({
-          path: `${e.instancePath}/${escapePointerSegment(String(params.missingProperty))}`,
+          path: `${e.instancePath}/${keySegment(params.missingProperty)}`,
           message:
             params.missingProperty === 'error' && e.schemaPath.includes('/then/')
               ? 'a failure (ok:false) requires an error'

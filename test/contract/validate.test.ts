@@ -247,6 +247,14 @@ describe('validateEnvelope: invalid vectors', () => {
     const res = validateEnvelope({ ok: 'x'.repeat(100_000), [pngBase64]: 1 });
     expect(JSON.stringify(res).length).toBeLessThan(2_000);
   });
+
+  it('shortens a huge stray key in the violation path', () => {
+    const key = 'k'.repeat(1_000_000);
+    const res = validateEnvelope({ ok: true, [key]: 1 });
+    expect(res.violations).toEqual([
+      { path: `/${'k'.repeat(32)}...(1000000 chars)`, message: 'property not allowed here' },
+    ]);
+  });
 });
 
 describe('isKebabCase', () => {
