@@ -2,7 +2,7 @@ import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from 'node:chil
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isPrintableAscii, type Loose, request, tempDir, toolsCall } from './helpers.js';
+import { envelopeFrom, isPrintableAscii, type Loose, request, tempDir, toolsCall } from './helpers.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(root, 'dist/cli/mcec-sim.js');
@@ -75,7 +75,7 @@ describe('mcec-sim --stdio (a real child process)', () => {
     expect(a).toEqual({ jsonrpc: '2.0', id: 2, result: {} });
     expect(b.id).toBe(1);
     expect(Date.now() - start).toBeGreaterThanOrEqual(650);
-    const env = JSON.parse(b.result.content[0].text);
+    const { env } = envelopeFrom(b.result);
     expect(env.error).toMatchObject({ code: 'wait-condition-timeout', category: 'timeout' });
     expect(b.result.isError).toBe(true);
   });
@@ -127,6 +127,7 @@ describe('mcec-sim --stdio (a real child process)', () => {
     const capture = JSON.parse(lines.find((l) => l.includes('"id":20'))!);
     expect(lines.find((l) => l.includes('"id":20'))).toContain('\\u002B');
     expect(capture.result.content.map((b: Loose) => b.type)).toEqual(['image', 'text']);
+    expect(envelopeFrom(capture.result).env.ok).toBe(true);
     const text = JSON.parse(JSON.parse(lines.find((l) => l.includes('"id":21'))!).result.content[0].text);
     expect(text.result.text).toContain("Hello + <world> & 'friends'");
   });

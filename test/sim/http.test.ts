@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSimulator, type HttpListener, MAX_BODY_BYTES, type Simulator } from '../../src/sim/index.js';
-import { isPrintableAscii, type Loose, request, tempDir, toolsCall } from './helpers.js';
+import { envelopeFrom, isPrintableAscii, type Loose, request, tempDir, toolsCall } from './helpers.js';
 
 const tmp = tempDir();
 let sim: Simulator;
@@ -54,8 +54,8 @@ describe('HTTP POST /mcp: success', () => {
     expect(body.id).toBe(7);
     expect(body.result.content.map((b: Loose) => b.type)).toEqual(['image', 'text']);
     expect(body.result.isError).toBe(false);
-    const env = JSON.parse(body.result.content[1].text);
-    expect(env.result.base64).toBe(body.result.content[0].data);
+    const { env } = envelopeFrom(body.result);
+    expect(env.result!.base64).toBe(body.result.content[0].data);
   });
 
   it("the Notepad text comes back escaped as the server writes it (< > & ' and non-ASCII)", async () => {

@@ -113,6 +113,16 @@ describe('capture', () => {
     expect((await sharp(png).metadata()).width).toBe(800);
   });
 
+  it('get-text reads the window; on the black Video Player it fails ocr-blank with the OCR data kept', async () => {
+    const s = sim();
+    const ok = await call(s, 'get-text', { window: 'Notepad' });
+    expect(ok.env.result).toMatchObject({ width: 800, height: 600, language: 'en-US' });
+    expect(ok.env.result!.text).toContain(NOTEPAD_TEXT);
+    const blank = await call(s, 'get-text', { window: 'Video Player' });
+    expect(blank.env.error).toMatchObject({ code: 'frame-all-black', category: 'ocr-blank' });
+    expect(blank.env.error!.partialResult).toMatchObject({ text: '', lineCount: 0, wordCount: 0 });
+  });
+
   it('a blank region still succeeds, with a capture-blank warning; an off-screen region fails', async () => {
     const s = sim();
     const ok = await call(s, 'capture', { x: 2100, y: 300, width: 200, height: 100 });
