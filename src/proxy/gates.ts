@@ -58,6 +58,7 @@ export function hostOriginRejection(
   const host = headers.host === undefined ? null : parseHostHeader(headers.host);
   if (host === null) return 'host header missing or malformed';
   if (!isLoopbackHost(host.host)) return 'host not allowed';
-  if ((host.port ?? 80) !== listenPort) return 'host port does not match';
+  // Like the server: a Host without a port is accepted; one with a port must name the listening port.
+  if (host.port !== null && host.port !== listenPort) return 'host port does not match';
   return null;
 }

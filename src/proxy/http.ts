@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { hostOriginRejection, isLoopbackHost } from './gates.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyPendingExchange, type ProxyRecorder, rememberSecret } from './recorder-port.js';
-import { WireRecording } from './wire-recording.js';
+import { sessionIdOf, WireRecording } from './wire-recording.js';
 
 /** Options of {@link startHttpProxy}. */
 export interface HttpProxyOptions {
@@ -83,11 +83,12 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   const server = http.createServer((req, res) => {
     res.on('error', () => {});
     req.on('error', () => {});
-    const rejection = hostOriginRejection(
-      { host: req.headers.host, origin: req.headers.origin },
-      port,
-      allowNonLoopback,
-    );
+    // Only POST to the endpoint's path gets the proxy's own gates; the target answers anything else (405/404)
+    // itself, before its Host checks, so those answers stay the same through the proxy.
+    const gated = req.method === 'POST' && pathOf(req.url) === target.pathname;
+    const rejection = !gated
+      ? null
+      : hostOriginRejection({ host: req.headers.host, origin: req.headers.origin }, port, allowNonLoopback);
     if (rejection !== null) {
       sendError(res, 403, rejection);
       wire.proxyError({ status: 403, reason: rejection });
@@ -101,28 +102,39 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       const space = auth.indexOf(' ');
       if (space > 0) rememberSecret(recorder, auth.slice(space + 1).trim());
     }
+    // Bodies are bounded for every request (memory), not only for the gated endpoint.
     const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > maxBodyBytes) {
-      rejectTooLarge(req, res, declared);
-      return;
-    }
     const chunks: Buffer[] = [];
     let size = 0;
     let tooLarge = false;
+    const tooLargeNow = () => {
+      tooLarge = true;
+      chunks.length = 0;
+      sendError(res, 413, `request body over ${maxBodyBytes} bytes`);
+      wire.proxyError({
+        status: 413,
+        reason: 'body too large',
+        bytes: size || declared,
+        limit: maxBodyBytes,
+      });
+    };
+    if (Number.isFinite(declared) && declared > maxBodyBytes) tooLargeNow();
     req.on('data', (chunk: Buffer) => {
-      if (tooLarge) return;
       size += chunk.length;
+      if (tooLarge) {
+        // Read and drop the rest so the client can finish sending and read the 413; stop a flood.
+        if (size > maxBodyBytes * 16) req.destroy();
+        return;
+      }
       if (size > maxBodyBytes) {
-        tooLarge = true;
-        chunks.length = 0;
-        rejectTooLarge(req, res, size);
+        tooLargeNow();
         return;
       }
       chunks.push(chunk);
     });
     req.on('end', () => {
       if (tooLarge) return;
-      forward(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      forward(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), gated);
     });
   });
   server.on('clientError', (_err, socket) => {
@@ -130,14 +142,12 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     else socket.destroy();
   });
 
-  function rejectTooLarge(req: http.IncomingMessage, res: http.ServerResponse, bytes: number): void {
-    sendError(res, 413, `request body over ${maxBodyBytes} bytes`);
-    wire.proxyError({ status: 413, reason: 'body too large', bytes, limit: maxBodyBytes });
-    // Read and drop the rest so the client can finish sending and read the 413.
-    req.resume();
-  }
-
-  function forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): void {
+  function forward(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    body: Buffer,
+    recorded: boolean,
+  ): void {
     const startedAt = new Date();
     const upstream = http.request({
       host: target.hostname,
@@ -154,9 +164,10 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     let afterAnswer: ((status: number, answer: Buffer) => void) | null = null;
 
     const clientGone = () => res.destroyed || res.writableEnded;
+    let callSession: string | undefined;
     const timer = setTimeout(() => {
       timedOut = true;
-      upstream.destroy(new Error(`target did not answer within ${timeoutMs} ms`));
+      upstream.destroy(new Error('timeout'));
     }, timeoutMs);
     const settle = () => {
       finished = true;
@@ -171,6 +182,18 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       if (!clientGone()) res.destroy();
     };
     inFlight.add(abort);
+
+    // The target failed before (502/504 to the client) or while (connection cut) sending its answer.
+    const targetFailed = (reason: string, status: 502 | 504) => {
+      if (finished) return;
+      settle();
+      wire.proxyError({ status, reason, method: req.method, path: req.url, responseStarted }, callSession);
+      pending?.fail(`proxy-error ${status}: ${reason}`);
+      if (clientGone()) return;
+      if (responseStarted) res.destroy();
+      else sendError(res, status, reason);
+    };
+    const timeoutReason = `target did not answer within ${timeoutMs} ms`;
 
     upstream.on('response', (answer) => {
       responseStarted = true;
@@ -189,26 +212,25 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
         afterAnswer?.(answer.statusCode ?? 0, Buffer.concat(parts));
       });
       answer.on('error', () => {});
+      answer.on('close', () => {
+        if (!answer.complete)
+          targetFailed(timedOut ? timeoutReason : 'target cut its answer short', timedOut ? 504 : 502);
+      });
     });
     upstream.on('error', (err: NodeJS.ErrnoException) => {
-      if (finished) return;
-      settle();
-      const status = timedOut ? 504 : 502;
-      const reason = timedOut
-        ? `target did not answer within ${timeoutMs} ms`
-        : `target unreachable: ${err.code ?? err.message}`;
-      wire.proxyError({ status, reason, method: req.method, path: req.url, responseStarted });
-      pending?.fail(`proxy-error ${status}: ${reason}`);
-      if (clientGone()) return;
-      if (responseStarted) res.destroy();
-      else sendError(res, status, reason);
+      targetFailed(
+        timedOut ? timeoutReason : `target unreachable: ${err.code ?? err.message}`,
+        timedOut ? 504 : 502,
+      );
     });
     upstream.end(body);
 
-    // Recording happens after the bytes left, off the path of the request.
+    // Recording happens after the bytes left, off the path of the request; only the endpoint's traffic.
+    if (!recorded) return;
     const text = body.toString('utf8');
     const message = classifyMessage(text);
     if (message.kind === 'request') {
+      callSession = sessionIdOf(message.message);
       pending = wire.begin(message.message, startedAt);
       afterAnswer = (status, answer) => {
         const parsed = parseAnswer(answer);
@@ -222,7 +244,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       const reason = message.kind === 'invalid' ? message.reason : 'a response sent as a request';
       const parsedRequest = message.message;
       afterAnswer = (_status, answer) =>
-        wire.invalid(reason, text, parsedRequest, startedAt, parseAnswer(answer), 'request');
+        wire.invalid(reason, text, parsedRequest, startedAt, parseAnswer(answer));
     }
   }
 
@@ -283,6 +305,12 @@ function responseHeaders(raw: string[]): string[] {
     if (name === 'content-length' || !HOP_BY_HOP.has(name)) out.push(raw[i]!, raw[i + 1]!);
   }
   return out;
+}
+
+function pathOf(url: string | undefined): string {
+  const raw = url ?? '/';
+  const q = raw.indexOf('?');
+  return q < 0 ? raw : raw.slice(0, q);
 }
 
 function sendError(res: http.ServerResponse, status: number, error: string): void {

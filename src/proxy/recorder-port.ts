@@ -40,10 +40,15 @@ export function rememberSecret(recorder: ProxyRecorder, secret: string): void {
 }
 
 /** Record a proxy-level event (e.g. `proxy-error`) when the recorder offers an event hook. */
-export function recordEvent(recorder: ProxyRecorder, kind: string, detail: Record<string, unknown>): void {
+export function recordEvent(
+  recorder: ProxyRecorder,
+  kind: string,
+  detail: Record<string, unknown>,
+  sessionId?: string,
+): void {
   const hooks = recorder as ProxyRecorder & RecorderHooks;
   try {
-    if (typeof hooks.event === 'function') hooks.event(undefined, kind, detail);
+    if (typeof hooks.event === 'function') hooks.event(sessionId, kind, detail);
   } catch {
     // Recording never breaks the wire.
   }

@@ -22,6 +22,8 @@ export interface StdioProxyOptions {
   cwd?: string;
   /** Forward SIGINT/SIGTERM received by this process to the child (default true). */
   forwardSignals?: boolean;
+  /** How long a non-JSON client line waits for the server's error answer before it is recorded alone (5 s). */
+  faultAnswerMs?: number;
   /** After the child exits, how long to wait for its stdout to drain before giving up (default 2 s). */
   drainGraceMs?: number;
 }
@@ -49,6 +51,32 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     windowsHide: true,
   });
 
+  // A bad client line is answered (in order) by an error with id null; pair them so the fault is recorded
+  // once, with the server's answer. A line the server never answers is recorded on its own.
+  const awaitingFault: Array<{
+    reason: string;
+    text: string;
+    parsed: unknown;
+    at: Date;
+    timer: NodeJS.Timeout;
+  }> = [];
+  const faultAnswerMs = options.faultAnswerMs ?? 5000;
+  function awaitFaultAnswer(reason: string, text: string, parsed: unknown, at: Date): void {
+    const entry = {
+      reason,
+      text,
+      parsed,
+      at,
+      timer: setTimeout(() => {
+        const i = awaitingFault.indexOf(entry);
+        if (i >= 0) awaitingFault.splice(i, 1);
+        wire.fault('request', reason, text);
+      }, faultAnswerMs),
+    };
+    entry.timer.unref();
+    awaitingFault.push(entry);
+  }
+
   const fromClient = new LineSplitter((line) => onClientLine(line));
   const fromServer = new LineSplitter((line) => onServerLine(line));
 
@@ -72,7 +100,7 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
       case 'response':
         return; // the client answering a request of the server: passed through, not a tool exchange
       case 'invalid':
-        wire.invalid(message.reason, text, message.message, now, undefined, 'request');
+        awaitFaultAnswer(message.reason, text, message.message, now);
         return;
     }
   }
@@ -88,9 +116,13 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
       const pending = queue?.shift();
       if (queue && queue.length === 0) inFlight.delete(key);
       if (pending) pending.complete(message.message);
-      else wire.orphanResponse(message.message, now);
+      else if (message.id === null && awaitingFault.length > 0) {
+        const bad = awaitingFault.shift()!;
+        clearTimeout(bad.timer);
+        wire.invalid(bad.reason, bad.text, bad.parsed, bad.at, message.message);
+      } else wire.orphanResponse(message.message, now);
     } else if (message.kind === 'invalid') {
-      wire.invalid(message.reason, text, message.message, now, undefined, 'response');
+      wire.fault('response', message.reason, text);
     }
     // Requests and notifications from the server go to the client untouched and are not tool exchanges.
   }
@@ -170,6 +202,10 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   stdin.off('end', onStdinEnd);
   stdin.pause();
   for (const queue of inFlight.values()) for (const pending of queue) pending.fail('server exited');
+  for (const bad of awaitingFault.splice(0)) {
+    clearTimeout(bad.timer);
+    wire.fault('request', bad.reason, bad.text);
+  }
   inFlight.clear();
   try {
     await recorder.close();

@@ -54,34 +54,39 @@ export class WireRecording {
     this.exchange(message, response, startedAt);
   }
 
-  /** A message that is not a JSON-RPC request or response, with the server's answer when there is one. */
-  invalid(
-    reason: string,
-    raw: string,
-    parsed: unknown,
-    startedAt: Date,
-    response: unknown,
-    direction: 'request' | 'response',
-  ): void {
+  /**
+   * A message that is not a JSON-RPC request, paired with the server's answer when it gave one (usually
+   * -32700 or -32600 with id null: the recorder turns that into the protocol-fault event). Without an
+   * answer, the proxy records the fault itself.
+   */
+  invalid(reason: string, raw: string, parsed: unknown, startedAt: Date, answer: unknown): void {
+    const response = classifyParsed(answer);
+    if (response.kind === 'response') {
+      this.exchange(parsed ?? { unparsed: excerpt(raw, 120) }, response.message, startedAt);
+    } else {
+      this.fault('request', reason, raw);
+    }
+  }
+
+  /** A line or body that is not JSON-RPC and got no JSON-RPC answer: a protocol-fault event of our own. */
+  fault(direction: 'request' | 'response', reason: string, raw: string): void {
     recordEvent(this.recorder, 'protocol-fault', {
       code: -32700,
       message: `${direction} ${reason}: ${excerpt(raw, 120)}`,
       id: null,
+      method: null,
       transport: this.transport,
     });
-    // Give the recorder the server's own error answer (e.g. -32700 with id null) when there is one.
-    const answer = classifyParsed(response);
-    if (answer.kind === 'response') this.exchange(parsed ?? null, answer.message, startedAt);
   }
 
-  /** A response whose id matches no request in flight (or a JSON-RPC error with id null). */
+  /** A response whose id matches no request in flight. */
   orphanResponse(message: Record<string, unknown>, at: Date): void {
     this.exchange(null, message, at);
   }
 
-  /** A failure of the proxy itself (target down, too slow, body too large). */
-  proxyError(detail: Record<string, unknown>): void {
-    recordEvent(this.recorder, 'proxy-error', { transport: this.transport, ...detail });
+  /** A failure of the proxy itself (target down, too slow, body too large), in the call's session if known. */
+  proxyError(detail: Record<string, unknown>, sessionId?: string): void {
+    recordEvent(this.recorder, 'proxy-error', { transport: this.transport, ...detail }, sessionId);
   }
 
   private exchange(request: unknown, response: unknown, startedAt: Date): void {
@@ -95,6 +100,16 @@ export class WireRecording {
       // recording never breaks the wire
     }
   }
+}
+
+/** The `sessionId` argument of a tools/call request, when it has one. */
+export function sessionIdOf(message: Record<string, unknown>): string | undefined {
+  const params = message.params;
+  if (params === null || typeof params !== 'object') return undefined;
+  const args = (params as { arguments?: unknown }).arguments;
+  if (args === null || typeof args !== 'object') return undefined;
+  const id = (args as { sessionId?: unknown }).sessionId;
+  return typeof id === 'string' && id !== '' ? id : undefined;
 }
 
 export type { WireMessage };

@@ -74,7 +74,7 @@ describe('HTTP proxy plumbing', () => {
     });
     cleanups.push(() => target.close());
     const { proxy, collected } = await proxyTo(target.url, { maxBodyBytes: 1024 });
-    const big = `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"${'a'.repeat(300_000)}"}}`;
+    const big = `{"jsonrpc":"2.0","id":1,"method":"x","params":{"p":"${'a'.repeat(5000)}"}}`;
     const answer = await post(proxy.url, big);
     expect(answer.status).toBe(413);
     expect(JSON.parse(answer.body.toString()).error).toMatch(/1024/);

@@ -7,7 +7,7 @@ import { collectingRecorder, waitFor } from './helpers.js';
 const CHILD = fileURLToPath(new URL('./fixtures/jsonrpc-child.mjs', import.meta.url));
 
 /** Run the proxy over in-memory client pipes in front of the fixture child. */
-function run(args: string[] = [CHILD]) {
+function run(args: string[] = [CHILD], faultAnswerMs = 5000) {
   const stdin = new PassThrough();
   const stdout = new PassThrough();
   const stderr = new PassThrough();
@@ -24,6 +24,7 @@ function run(args: string[] = [CHILD]) {
     stdout,
     stderr,
     forwardSignals: false,
+    faultAnswerMs,
   });
   const lines = () => Buffer.concat(out).toString('utf8').split('\n').filter(Boolean);
   return {
@@ -78,13 +79,25 @@ describe('stdio proxy plumbing', () => {
     await waitFor(() => p.stderrText().includes('child says hello'));
     p.stdin.end();
     expect(await p.exit).toBe(0);
-    const faults = p.collected.events.filter((e) => e.kind === 'protocol-fault');
-    expect(faults.map((f) => f.detail.message)).toEqual([
-      'request not JSON: garbage in',
-      'response not JSON: this line is not JSON',
+    // the bad client line is paired with the server's -32700 (one exchange, the recorder makes the fault);
+    // the bad server line has no answer and is a protocol fault of the proxy's own
+    expect(p.collected.exchanges).toEqual([
+      {
+        request: { unparsed: 'garbage in' },
+        response: { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } },
+      },
     ]);
-    // the server's -32700 (id null) reaches the recorder as an exchange without a request
-    expect(p.collected.exchanges.some((e) => e.request === null)).toBe(true);
+    const faults = p.collected.events.filter((e) => e.kind === 'protocol-fault');
+    expect(faults.map((f) => f.detail.message)).toEqual(['response not JSON: this line is not JSON']);
+  });
+
+  it('records a bad line the server never answers on its own', async () => {
+    const p = run(['-e', 'process.stdin.resume(); process.stdin.on("end", () => process.exit(0))'], 300);
+    p.stdin.write('not json\n');
+    await waitFor(() => p.collected.events.length === 1, 3000);
+    expect(p.collected.events[0]!.detail.message).toBe('request not JSON: not json');
+    p.stdin.end();
+    expect(await p.exit).toBe(0);
   });
 
   it('propagates a non-zero exit code and fails calls still in flight', async () => {
