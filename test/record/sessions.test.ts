@@ -1,0 +1,317 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRecorder } from '../../src/record/index.js';
+import { safeDerivedId } from '../../src/store/layout.js';
+import { calls, callToolResult, events, sessionDirs, tempDir, withLog } from './helpers.js';
+
+let root: string;
+beforeEach(() => {
+  root = tempDir();
+});
+afterEach(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+function dirOf(id: string): string {
+  const name = sessionDirs(root).find((d) => d.endsWith(`-${id}`));
+  if (!name) throw new Error(`no session dir for ${id} in ${sessionDirs(root).join(', ')}`);
+  return path.join(root, name);
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+describe('sessions', () => {
+  it('16 interleaved in-flight calls across 4 sessions land in the right sessions in start order', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const ids = ['aaaa00000001', 'bbbb00000002', 'cccc00000003', 'dddd00000004'];
+    const gates = Array.from({ length: 16 }, () => deferred<void>());
+    const dispatch = recorder.wrap(async (tool, args) => {
+      await gates[args.n as number]!.promise;
+      return { sessionId: args.sessionId, ok: true, result: { n: args.n } };
+    });
+    const results = Array.from({ length: 16 }, (_, n) => dispatch('query', { sessionId: ids[n % 4]!, n }));
+    await recorder.flush();
+    // All 16 are pending on disk while they run.
+    for (const id of ids)
+      expect(calls(dirOf(id)).map((r) => r.status)).toEqual(['pending', 'pending', 'pending', 'pending']);
+    // Finish them in a scrambled order.
+    for (const n of [7, 0, 15, 3, 12, 9, 1, 14, 4, 11, 2, 8, 13, 6, 10, 5]) gates[n]!.resolve();
+    const values = await Promise.all(results);
+    expect(values.map((v) => (v as { result: { n: number } }).result.n)).toEqual([...Array(16).keys()]);
+    await recorder.close();
+    expect(sessionDirs(root)).toHaveLength(4);
+    ids.forEach((id, i) => {
+      const rows = calls(dirOf(id));
+      expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4]);
+      expect(rows.map((r) => JSON.parse(r.args!).n)).toEqual([i, i + 4, i + 8, i + 12]);
+      expect(rows.every((r) => r.status === 'ok')).toBe(true);
+      expect(recorder.session(id)?.counts).toMatchObject({ calls: 4, pending: 0, failures: 0 });
+    });
+  });
+
+  it('moves a call whose envelope names another session than its argument, and opens sessions from envelopes', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const gate = deferred<void>();
+    const dispatch = recorder.wrap(async (_tool, args) => {
+      await gate.promise;
+      return callToolResult({ sessionId: 'eeee00000005', ok: true, result: { echo: args.sessionId } });
+    });
+    const pending = dispatch('find', { sessionId: 'ffff00000006' });
+    await recorder.flush();
+    expect(calls(dirOf('ffff00000006')).map((r) => r.status)).toEqual(['pending']);
+    gate.resolve();
+    await pending;
+    await recorder.flush();
+    expect(calls(dirOf('ffff00000006'))).toEqual([]);
+    expect(calls(dirOf('eeee00000005')).map((r) => [r.seq, r.tool, r.status])).toEqual([[1, 'find', 'ok']]);
+    expect(events(dirOf('eeee00000005'), 'session-start')[0]!.data).toEqual({
+      sessionId: 'eeee00000005',
+      via: 'envelope',
+    });
+    expect(recorder.session('ffff00000006')?.counts.calls).toBe(0);
+    await recorder.close();
+  });
+
+  it('never uses an unsafe id in a path: a derived name, an event and a violation', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const hostile = '../../etc/passwd\u0000\n';
+    const dispatch = recorder.wrap(async () => ({ sessionId: hostile, ok: true, result: {} }));
+    await dispatch('query', { sessionId: hostile });
+    await recorder.close();
+    const derived = safeDerivedId(hostile);
+    expect(sessionDirs(root)).toEqual([expect.stringMatching(new RegExp(`^\\d{8}-\\d{6}-${derived}$`))]);
+    const dir = dirOf(derived);
+    expect(events(dir, 'unsafe-session-id')[0]!.data).toEqual({
+      originalId: JSON.stringify(hostile).slice(1, -1),
+      derivedId: derived,
+    });
+    const session = withLog(dir, (db) => db.prepare('SELECT session_id, original_id FROM session').get());
+    expect(session).toEqual({ session_id: derived, original_id: JSON.stringify(hostile).slice(1, -1) });
+    const [row] = calls(dir);
+    expect(JSON.parse(row!.violations!)).toEqual([
+      expect.objectContaining({ message: expect.stringContaining(`recorded as ${derived}`) }),
+    ]);
+    expect(recorder.session(hostile)?.id).toBe(derived);
+    // Nothing was written outside the sessions root.
+    expect(fs.readdirSync(path.dirname(root)).filter((f) => f === 'etc')).toEqual([]);
+  });
+
+  it('uses the default session (a fresh 12-hex id) for calls that name none, with steps and a verdict', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    expect(recorder.defaultSessionId).toMatch(/^[0-9a-f]{12}$/);
+    const dispatch = recorder.wrap(async () => ({ ok: true, result: { windows: [] } }));
+    await dispatch('windows', {});
+    recorder.step(undefined, 'open notepad', 'passed', 'took 2 s');
+    recorder.step(undefined, 'save file', 'failed');
+    await recorder.end(recorder.defaultSessionId, { passed: false, reason: 'save dialog never appeared' });
+    const dir = dirOf(recorder.defaultSessionId);
+    // end() resolves when it is on disk, while the recorder still runs.
+    const session = withLog(dir, (db) =>
+      db.prepare('SELECT status, passed, end_reason, ended_at FROM session').get(),
+    );
+    expect(session).toMatchObject({ status: 'ended', passed: 0, end_reason: 'save dialog never appeared' });
+    expect(events(dir).map((e) => [e.kind, e.data])).toEqual([
+      ['session-start', { sessionId: recorder.defaultSessionId, via: 'default' }],
+      ['step', { name: 'open notepad', status: 'passed', detail: 'took 2 s' }],
+      ['step', { name: 'save file', status: 'failed' }],
+      ['session-end', { via: 'end', passed: false, reason: 'save dialog never appeared' }],
+    ]);
+    expect(recorder.session(recorder.defaultSessionId)).toMatchObject({
+      id: recorder.defaultSessionId,
+      dir,
+      status: 'ended',
+      counts: { calls: 1, pending: 0, failures: 0 },
+      lastObservation: null,
+    });
+    await recorder.close();
+    expect(recorder.session('nope00000000')).toBeUndefined();
+  });
+
+  it('close() ends open sessions via close; calls after close pass through unrecorded', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const dispatch = recorder.wrap(async (_t, args) => ({ sessionId: args.sessionId, ok: true, result: {} }));
+    await dispatch('query', { sessionId: 'abcabcabcabc' });
+    await recorder.close();
+    await recorder.close(); // idempotent
+    const out = await dispatch('query', { sessionId: 'abcabcabcabc' });
+    expect(out).toMatchObject({ ok: true });
+    const dir = dirOf('abcabcabcabc');
+    expect(fs.readdirSync(dir).sort()).toEqual(['session.sqlite']); // WAL checkpointed and removed
+    expect(calls(dir)).toHaveLength(1);
+    expect(events(dir, 'session-end').map((e) => e.data)).toEqual([{ via: 'close' }]);
+  });
+
+  it('a session-end result ends its session; the last good observation is kept compact for session()', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const dispatch = recorder.wrap(async (tool, args) =>
+      tool === 'session-end'
+        ? { sessionId: args.sessionId, ok: true, result: { sessionId: args.sessionId, ended: true } }
+        : { sessionId: args.sessionId, ok: true, result: { found: true, element: { name: 'OK' } } },
+    );
+    await dispatch('find', { sessionId: 'abcabcabcabc' });
+    await dispatch('click', { sessionId: 'abcabcabcabc' }); // not an observation
+    await dispatch('session-end', { sessionId: 'abcabcabcabc' });
+    await recorder.flush();
+    expect(recorder.session('abcabcabcabc')).toMatchObject({
+      status: 'ended',
+      lastObservation: { found: true, element: { name: 'OK' } },
+    });
+    const dir = dirOf('abcabcabcabc');
+    expect(events(dir, 'session-end').map((e) => e.data)).toEqual([{ via: 'session-end' }]);
+    await recorder.close();
+    expect(events(dir, 'session-end')).toHaveLength(1); // close does not end it again
+  });
+});
+
+describe('exchanges (the proxies)', () => {
+  it('records initialize into the environment, tools/call as calls, and the rest as exchange events', async () => {
+    const recorder = createRecorder({ sessionsDir: root, transport: 'stdio' });
+    recorder.recordExchange(
+      { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18' } },
+      {
+        jsonrpc: '2.0',
+        id: 0,
+        result: {
+          protocolVersion: '2025-06-18',
+          serverInfo: { name: 'MCEC', version: '3.1.0' },
+          capabilities: {},
+        },
+      },
+    );
+    recorder.recordExchange({ jsonrpc: '2.0', method: 'notifications/initialized' }, null);
+    recorder.recordExchange(
+      { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+      { jsonrpc: '2.0', id: 1, result: { tools: [] } },
+    );
+    const startedAt = new Date('2026-12-02T10:00:00.000Z');
+    const pending = recorder.beginExchange(
+      {
+        jsonrpc: '2.0',
+        id: 12,
+        method: 'tools/call',
+        params: { name: 'wait-for', arguments: { selector: "name='x'", sessionId: '5f19c9c01a3f' } },
+      },
+      { startedAt },
+    );
+    await recorder.flush();
+    const dir = dirOf('5f19c9c01a3f');
+    expect(calls(dir)).toEqual([
+      expect.objectContaining({
+        seq: 1,
+        tool: 'wait-for',
+        status: 'pending',
+        rpc_id: '12',
+        transport: 'stdio',
+      }),
+    ]);
+    pending.complete(
+      {
+        jsonrpc: '2.0',
+        id: 12,
+        result: callToolResult({
+          sessionId: '5f19c9c01a3f',
+          ok: false,
+          error: { code: 'wait-condition-timeout', category: 'timeout', detail: 'no' },
+        }),
+      },
+      { startedAt, endedAt: new Date('2026-12-02T10:00:05.000Z') },
+    );
+    recorder.recordExchange(
+      {
+        jsonrpc: '2.0',
+        id: 13,
+        method: 'tools/call',
+        params: { name: 'nope', arguments: { sessionId: '5f19c9c01a3f' } },
+      },
+      { jsonrpc: '2.0', id: 13, error: { code: -32601, message: 'Method not found' } },
+    );
+    recorder.recordExchange(null, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: 'Parse error' },
+    });
+    const failing = recorder.beginExchange(
+      {
+        jsonrpc: '2.0',
+        id: 14,
+        method: 'tools/call',
+        params: { name: 'capture', arguments: { sessionId: '5f19c9c01a3f' } },
+      },
+      { transport: 'http' },
+    );
+    failing.fail('target down: ECONNREFUSED');
+    failing.complete({}); // ignored after fail
+    await recorder.close();
+
+    const rows = calls(dir);
+    expect(rows.map((r) => [r.seq, r.tool, r.status, r.error_code, r.rpc_id, r.transport])).toEqual([
+      [1, 'wait-for', 'failed', 'wait-condition-timeout', '12', 'stdio'],
+      [2, 'nope', 'fault', '-32601', '13', 'stdio'],
+      [3, 'capture', 'fault', 'proxy-error', '14', 'http'],
+    ]);
+    expect(rows[0]).toMatchObject({
+      duration_ms: 5000,
+      output_kind: 'json-rpc-result',
+      ended_at: '2026-12-02T10:00:05.000Z',
+    });
+    expect(JSON.parse(rows[0]!.response!).result.content).toEqual([{ type: 'text', text: '[envelope]' }]);
+    expect(rows[2]!.error_detail).toBe('target down: ECONNREFUSED');
+    expect(events(dir, 'protocol-fault').map((e) => [e.call_seq, e.data])).toEqual([
+      [2, { code: -32601, message: 'Method not found', id: 13, method: 'tools/call' }],
+    ]);
+
+    const def = dirOf(recorder.defaultSessionId);
+    const env = JSON.parse(
+      withLog(
+        def,
+        (db) => (db.prepare('SELECT environment FROM session').get() as { environment: string }).environment,
+      ),
+    );
+    expect(env.server).toEqual({ name: 'MCEC', version: '3.1.0', protocolVersion: '2025-06-18' });
+    // Sessions opened before or after initialize carry the server too.
+    const env2 = JSON.parse(
+      withLog(
+        dir,
+        (db) => (db.prepare('SELECT environment FROM session').get() as { environment: string }).environment,
+      ),
+    );
+    expect(env2.server).toMatchObject({ name: 'MCEC' });
+    expect(events(def, 'exchange').map((e) => e.data.method)).toEqual([
+      'initialize',
+      'notifications/initialized',
+      'tools/list',
+      null,
+    ]);
+    expect(events(def, 'protocol-fault').map((e) => e.data)).toEqual([
+      { code: -32700, message: 'Parse error', id: null, method: null },
+    ]);
+  });
+
+  it('takes events and secrets from a proxy: a remembered token is scrubbed everywhere', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    recorder.rememberSecret('Bearer tok-7f3a9c2e1d');
+    recorder.event(undefined, 'proxy-error', { reason: 'upstream said: bad token tok-7f3a9c2e1d' });
+    recorder.recordExchange(
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'query', arguments: { note: 'tok-7f3a9c2e1d' } },
+      },
+      { jsonrpc: '2.0', id: 1, result: callToolResult({ ok: true, result: { echo: 'tok-7f3a9c2e1d' } }) },
+    );
+    await recorder.close();
+    const dir = dirOf(recorder.defaultSessionId);
+    expect(events(dir, 'proxy-error')[0]!.data).toEqual({ reason: 'upstream said: bad token [redacted]' });
+    const [row] = calls(dir);
+    expect(row!.args).not.toContain('tok-7f3a9c2e1d');
+    expect(row!.envelope).not.toContain('tok-7f3a9c2e1d');
+  });
+});
