@@ -82,7 +82,11 @@ describe('sessions', () => {
   it('never uses an unsafe id in a path: a derived name, an event and a violation', async () => {
     const recorder = createRecorder({ sessionsDir: root });
     const hostile = '../../etc/passwd\u0000\n';
-    const dispatch = recorder.wrap(async () => ({ sessionId: hostile, ok: true, result: {} }));
+    const dispatch = recorder.wrap(async (_t: string, _a: Record<string, unknown>) => ({
+      sessionId: hostile,
+      ok: true,
+      result: {},
+    }));
     await dispatch('query', { sessionId: hostile });
     await recorder.close();
     const derived = safeDerivedId(hostile);
@@ -106,7 +110,10 @@ describe('sessions', () => {
   it('uses the default session (a fresh 12-hex id) for calls that name none, with steps and a verdict', async () => {
     const recorder = createRecorder({ sessionsDir: root });
     expect(recorder.defaultSessionId).toMatch(/^[0-9a-f]{12}$/);
-    const dispatch = recorder.wrap(async () => ({ ok: true, result: { windows: [] } }));
+    const dispatch = recorder.wrap(async (_t: string, _a: Record<string, unknown>) => ({
+      ok: true,
+      result: { windows: [] },
+    }));
     await dispatch('windows', {});
     recorder.step(undefined, 'open notepad', 'passed', 'took 2 s');
     recorder.step(undefined, 'save file', 'failed');
