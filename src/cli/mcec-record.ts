@@ -3,12 +3,7 @@
 
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
-import type { ProxyRecorder } from '../proxy/recorder-port.js';
-
-// TODO(recorder lands): import type { Recorder } from '../record/index.js'
-type Recorder = ProxyRecorder & { readonly sessionsDir: string };
-type CreateRecorder = (options: Record<string, unknown>) => Recorder;
-const RECORD_MODULE = '../record/index.js';
+import type { Recorder } from '../record/index.js';
 
 const EXIT_USAGE = 2;
 
@@ -43,7 +38,7 @@ interface CommonOptions {
 }
 
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
-  const { createRecorder } = (await import(RECORD_MODULE)) as { createRecorder: CreateRecorder };
+  const { createRecorder } = await import('../record/index.js');
   return createRecorder({
     transport,
     ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
