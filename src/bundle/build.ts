@@ -13,7 +13,7 @@ import type { SessionSummary, Verdict } from '../report/types.js';
 import { LOG_FILE, parseSessionDirName, sessionDirName } from '../store/layout.js';
 import type { SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
-import { snapshotSessionDb } from './db-snapshot.js';
+import { bundleDb } from './db-snapshot.js';
 import {
   type DroppedFile,
   environmentJson,
@@ -119,8 +119,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
       detail: s.detail,
     }));
     if (withDb) {
-      dbFile = path.join(tmpDir, LOG_FILE);
-      snapshotSessionDb(dir, dbFile);
+      dbFile = bundleDb(dir, session, tmpDir).file;
     } else {
       dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
     }
