@@ -136,7 +136,7 @@ export async function writeScenario(root: string): Promise<Scenario> {
       category: 'capture-blank',
       detail:
         'The captured frame is all black (dominant colour 100%); the window may be minimized or occluded.',
-      lastObservation: { kind: 'capture-summary', ...s.summaryOf(dialog, SAVE_AS) },
+      lastObservation: { ...s.summaryOf(dialog, SAVE_AS) },
       partialResult: { ...s.summaryOf(black, SAVE_AS, true) },
     },
   });
