@@ -100,6 +100,11 @@ const LEVELS: Level[] = [
 
 const LIMIT_TEXT = MAX_DOCUMENT_CHARS.toLocaleString('en-US');
 
+/** The last `n` items (all when n is infinite). */
+function lastOf<T>(items: T[], n: number): T[] {
+  return n >= items.length ? items : n <= 0 ? [] : items.slice(items.length - n);
+}
+
 /** Copy with every string longer than `max` clipped (artifact paths are short and stay intact). */
 function clipStrings<T>(value: T, max: number): T {
   if (typeof value === 'string') return (value.length > max ? clip(value, max) : value) as T;
@@ -131,30 +136,44 @@ function viewFor(
   extra: Record<string, unknown>,
 ): Record<string, unknown> {
   const notes: string[] = [];
-  const s = clipStrings(summary, level.detail);
-  const lines = s.timeline.lines;
-  const keepLines = Math.min(lines.length, level.timeline);
-  const timeline = {
-    omitted: s.timeline.omitted + (lines.length - keepLines),
-    lines: keepLines === 0 ? [] : lines.slice(lines.length - keepLines),
+  const total = {
+    lines: summary.timeline.lines.length,
+    failures: summary.failures.length,
+    steps: summary.steps.length,
+    warnings: summary.warningsByCode.length,
   };
-  if (keepLines < lines.length) {
-    notes.push(`timeline shortened to ${keepLines} calls to fit ${LIMIT_TEXT} characters`);
+  const keep = {
+    lines: Math.min(total.lines, level.timeline),
+    failures: Math.min(total.failures, level.failures),
+    steps: Math.min(total.steps, level.steps),
+    warnings: Math.min(total.warnings, level.warnings),
+  };
+  // Cut the lists first so clipping walks only what this level keeps.
+  const s = clipStrings(
+    {
+      ...summary,
+      timeline: {
+        omitted: summary.timeline.omitted + (total.lines - keep.lines),
+        lines: lastOf(summary.timeline.lines, keep.lines),
+      },
+      failures: lastOf(summary.failures, keep.failures),
+      failuresOmitted: summary.failuresOmitted + (total.failures - keep.failures),
+      steps: lastOf(summary.steps, keep.steps),
+      stepsOmitted: summary.stepsOmitted + (total.steps - keep.steps),
+      warningsByCode: summary.warningsByCode.slice(0, keep.warnings),
+    },
+    level.detail,
+  );
+  if (keep.lines < total.lines)
+    notes.push(`timeline shortened to ${keep.lines} calls to fit ${LIMIT_TEXT} characters`);
+  if (keep.failures < total.failures) {
+    notes.push(`failure list shortened to the last ${keep.failures} to fit ${LIMIT_TEXT} characters`);
   }
-  const keepFailures = Math.min(s.failures.length, level.failures);
-  const failures = keepFailures === 0 ? [] : s.failures.slice(s.failures.length - keepFailures);
-  if (keepFailures < s.failures.length) {
-    notes.push(`failure list shortened to the last ${keepFailures} to fit ${LIMIT_TEXT} characters`);
-  }
-  const keepSteps = Math.min(s.steps.length, level.steps);
-  const steps = keepSteps === 0 ? [] : s.steps.slice(s.steps.length - keepSteps);
-  if (keepSteps < s.steps.length) {
-    notes.push(`steps shortened to the last ${keepSteps} to fit ${LIMIT_TEXT} characters`);
-  }
-  const warningsByCode = s.warningsByCode.slice(0, Math.min(s.warningsByCode.length, level.warnings));
-  if (warningsByCode.length < s.warningsByCode.length) {
+  if (keep.steps < total.steps)
+    notes.push(`steps shortened to the last ${keep.steps} to fit ${LIMIT_TEXT} characters`);
+  if (keep.warnings < total.warnings) {
     notes.push(
-      `warnings shortened to the ${warningsByCode.length} most frequent codes to fit ${LIMIT_TEXT} characters`,
+      `warnings shortened to the ${keep.warnings} most frequent codes to fit ${LIMIT_TEXT} characters`,
     );
   }
   if (level !== LEVELS[0])
@@ -179,15 +198,9 @@ function viewFor(
   return {
     ...s,
     title: oneLine(s.scenario ?? s.sessionId, 200),
-    timeline,
-    failures,
-    steps,
-    stepsOmitted: s.stepsOmitted + (s.steps.length - keepSteps),
-    failuresOmitted: s.failuresOmitted + (s.failures.length - keepFailures),
-    warningsByCode,
-    warningsOmitted: s.warningsByCode.length - warningsByCode.length,
+    warningsOmitted: total.warnings - keep.warnings,
     failingStep,
-    unrecovered: s.failures.filter((f) => !f.recovered).length,
+    unrecovered: s.counts.failures - s.counts.recovered,
     environmentLines: Object.entries(s.environment)
       .filter(([, value]) => value !== null && value !== undefined)
       .map(([key, value]) => ({ key, value: environmentValue(value) })),

@@ -196,12 +196,9 @@ export async function buildSummary(
 
     const lastUnrecovered = reader.failures({ limit: 1, unrecoveredOnly: true })[0];
     const lastPending = reader.lastCallWhere({ statuses: ['pending'] });
-    const failingRow =
-      lastUnrecovered && lastPending
-        ? lastUnrecovered.seq > lastPending.seq
-          ? lastUnrecovered
-          : lastPending
-        : (lastUnrecovered ?? lastPending);
+    const failingSeq = Math.max(lastUnrecovered?.seq ?? 0, lastPending?.seq ?? 0);
+    // The full row: list rows leave out a failure's envelope (lastObservation, partialResult live there).
+    const failingRow = failingSeq > 0 ? reader.call(failingSeq) : undefined;
     const lastCall = stats.lastCallSeq != null ? reader.call(stats.lastCallSeq) : undefined;
 
     const emergencyStop =

@@ -142,6 +142,23 @@ export function resolveSession(sessionsDir: string, idOrPrefix: string): Session
 const CALL_COLUMNS = `seq, tool, args, rpc_id, transport, started_at, ended_at, duration_ms, status, ok, error_code,
   error_category, error_detail, output_kind, envelope, response, violations, payload_dropped`;
 
+/**
+ * Columns for lists (timelines, failure lists): args and detail clipped in SQL, the envelope only for
+ * successful calls (the per-tool summarizer needs no more), so long lists never pull megabytes into JS.
+ */
+function lightColumns(t = ''): string {
+  return `${t}seq AS seq, ${t}tool AS tool, substr(${t}args, 1, 65536) AS args, ${t}rpc_id AS rpc_id,
+    ${t}transport AS transport, ${t}started_at AS started_at, ${t}ended_at AS ended_at, ${t}duration_ms AS duration_ms,
+    ${t}status AS status, ${t}ok AS ok, ${t}error_code AS error_code, ${t}error_category AS error_category,
+    substr(${t}error_detail, 1, 8192) AS error_detail, ${t}output_kind AS output_kind,
+    CASE WHEN ${t}status = 'ok' THEN ${t}envelope END AS envelope, NULL AS response, ${t}violations AS violations,
+    ${t}payload_dropped AS payload_dropped`;
+}
+const LIGHT_CALL_COLUMNS = lightColumns();
+
+/** The newest successful seq per tool: a failure is recovered when its tool's newest success came later. */
+const LAST_OK = `last_ok AS (SELECT tool, max(seq) AS seq FROM calls WHERE status = 'ok' GROUP BY tool)`;
+
 /** Read-only view of one session log. */
 export class SessionReader {
   readonly dir: string;
@@ -215,11 +232,11 @@ export class SessionReader {
     return this.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq = ?`).get(seq) as CallRow | undefined;
   }
 
-  /** The last `n` calls in seq order (the tail, without reading the rest). */
+  /** The last `n` calls in seq order (the tail, without reading the rest); light rows (see LIGHT_CALL_COLUMNS). */
   tailCalls(n: number): CallRow[] {
     if (n <= 0) return [];
     const rows = this.db
-      .prepare(`SELECT ${CALL_COLUMNS} FROM calls ORDER BY seq DESC LIMIT ?`)
+      .prepare(`SELECT ${LIGHT_CALL_COLUMNS} FROM calls ORDER BY seq DESC LIMIT ?`)
       .all(n) as CallRow[];
     return rows.reverse();
   }
@@ -307,13 +324,17 @@ export class SessionReader {
     };
   }
 
-  /** Failed and faulted calls, newest first, each marked recovered when a later call of the same tool succeeded. */
+  /**
+   * Failed and faulted calls, newest first, each marked recovered when a later call of the same tool
+   * succeeded; light rows (see LIGHT_CALL_COLUMNS).
+   */
   failures(options: { limit?: number; unrecoveredOnly?: boolean } = {}): FailureRow[] {
-    const sql = `SELECT * FROM (
-        SELECT ${CALL_COLUMNS.replace(/(\w+)/g, 'c.$1')},
-          EXISTS (SELECT 1 FROM calls l WHERE l.tool = c.tool AND l.seq > c.seq AND l.status = 'ok') AS recovered
-        FROM calls c WHERE c.status IN ('failed', 'fault')
-      ) ${options.unrecoveredOnly ? 'WHERE recovered = 0' : ''} ORDER BY seq DESC LIMIT ?`;
+    const sql = `WITH ${LAST_OK}
+      SELECT ${lightColumns('c.')},
+        (l.seq IS NOT NULL AND l.seq > c.seq) AS recovered
+      FROM calls c LEFT JOIN last_ok l ON l.tool = c.tool
+      WHERE c.status IN ('failed', 'fault') ${options.unrecoveredOnly ? 'AND (l.seq IS NULL OR l.seq < c.seq)' : ''}
+      ORDER BY c.seq DESC LIMIT ?`;
     return this.db.prepare(sql).all(options.limit ?? -1) as FailureRow[];
   }
 
@@ -322,8 +343,8 @@ export class SessionReader {
     return (
       this.db
         .prepare(
-          `SELECT count(*) AS n FROM calls c WHERE c.status IN ('failed', 'fault')
-           AND EXISTS (SELECT 1 FROM calls l WHERE l.tool = c.tool AND l.seq > c.seq AND l.status = 'ok')`,
+          `WITH ${LAST_OK} SELECT count(*) AS n FROM calls c JOIN last_ok l ON l.tool = c.tool
+           WHERE c.status IN ('failed', 'fault') AND l.seq > c.seq`,
         )
         .get() as { n: number }
     ).n;

@@ -1,0 +1,305 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { renderBugReport, renderFailureSummary } from '../../src/report/render.js';
+import { buildSummary } from '../../src/report/summary.js';
+import { MAX_DOCUMENT_CHARS, type SessionSummary, type SummaryOptions } from '../../src/report/types.js';
+import { SessionReader } from '../../src/store/session-reader.js';
+import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+
+let root: string;
+beforeEach(() => {
+  root = makeSessionsDir();
+});
+afterEach(() => removeDir(root));
+
+async function summarize(f: FixtureSession, options?: SummaryOptions): Promise<SessionSummary> {
+  const reader = SessionReader.open(f.dir);
+  try {
+    return await buildSummary(reader, options);
+  } finally {
+    reader.close();
+  }
+}
+
+/** The notepad scenario: a capture, a recovered ambiguous find, a query, an invoke, then a blank capture. */
+async function notepadSession(): Promise<{ f: FixtureSession; shot: string; suspect: string }> {
+  const f = FixtureSession.create(root, { sessionId: '5f19c9c01a3f' });
+  f.call(calls.displays());
+  f.step('open Notepad', 'passed');
+  const shot = await f.capture();
+  f.call(calls.ambiguousFind());
+  f.call(calls.findSave());
+  f.call(calls.query(14, true));
+  f.call(calls.invokeSave());
+  f.step('save the file', 'failed', 'the window went black');
+  const blank = await f.blankCapture(shot.summary as unknown as Record<string, unknown>);
+  f.end();
+  return { f, shot: shot.image.artifact, suspect: blank.image.artifact };
+}
+
+/** `![alt](target)` links in a Markdown text. */
+function imageLinks(text: string): Array<{ alt: string; target: string }> {
+  return [...text.matchAll(/!\[([^\]]*)\]\(([^)]+)\)/g)].map((m) => ({ alt: m[1]!, target: m[2]! }));
+}
+
+describe('failure-summary.md', () => {
+  it('follows the existing bundle: heading, bullets, failing call with recovery, images, steps', async () => {
+    const { f, shot, suspect } = await notepadSession();
+    const text = await renderFailureSummary(await summarize(f));
+    const lines = text.split('\n');
+    expect(lines[0]).toBe('# save a file in Notepad; FAIL');
+    expect(text).toContain('- Session: `5f19c9c01a3f` (20261202-101500-5f19c9c01a3f)');
+    expect(text).toContain('- Scenario: save a file in Notepad');
+    expect(text).toContain("- Last good observation: query 'Save As': 14 nodes (truncated) (call #5)");
+    expect(text).toContain(
+      '- Failing step: **save the file**; call #7 capture: frame-all-black (capture-blank): The captured frame is all black',
+    );
+    expect(text).toContain('- Code: `frame-all-black`');
+    expect(text).toContain('- Category: capture-blank');
+    expect(text).toContain(
+      '- Recovery: restore or foreground the window and capture again; the suspect image is in partialResult',
+    );
+    expect(text).toMatch(
+      /## Steps\n\n- \[passed\] open Notepad\n- \[failed\] save the file: the window went black\n/,
+    );
+    expect(text).toContain('- #3 `find` `selector-matched-3` (ambiguous-selector), recovered: Selector');
+    expect(text).toContain(
+      '- #7 `capture` `frame-all-black` (capture-blank), **not recovered**: The captured',
+    );
+    expect(text).toContain('- `tree-truncated` x1: UIA tree clipped at 14 nodes');
+    expect(text).toContain('- server: MCEC 3.0.4 (protocol 2025-06-18)');
+    expect(text).toContain('- display: 1920x1080');
+    expect(text).toContain('- dpi: 144');
+    // Relative image links that resolve inside the session dir (and so inside the bundle's top folder).
+    const links = imageLinks(text);
+    expect(links).toEqual([
+      { alt: 'last image', target: shot },
+      { alt: 'suspect image', target: suspect },
+    ]);
+    for (const link of links) {
+      expect(path.isAbsolute(link.target)).toBe(false);
+      expect(fs.existsSync(path.join(f.dir, link.target))).toBe(true);
+    }
+    expect(text.length).toBeLessThanOrEqual(MAX_DOCUMENT_CHARS);
+  });
+
+  it('shows the last good observation image when it was a capture', async () => {
+    const f = FixtureSession.create(root, { scenario: null });
+    const shot = await f.capture();
+    f.call(calls.waitForTimeout());
+    const text = await renderFailureSummary(await summarize(f));
+    expect(text.split('\n')[0]).toBe(`# ${f.sessionId}; FAIL`);
+    expect(text).toContain('- Scenario: (none)');
+    expect(imageLinks(text)).toEqual([
+      { alt: 'last good observation', target: shot.image.artifact },
+      { alt: 'last image', target: shot.image.artifact },
+    ]);
+    expect(text).not.toContain('## Suspect image');
+  });
+
+  it('writes an explicit omitted line when the timeline is longer than N', async () => {
+    const f = FixtureSession.create(root);
+    f.manyCalls(35, () => calls.findSave());
+    const text = await renderFailureSummary(await summarize(f));
+    expect(text).toContain(
+      '## Timeline\n\n- 15 earlier calls omitted\n- 2026-12-02T10:15:02.260Z #16 ok (100 ms): find',
+    );
+    expect(text.match(/^- \d{4}-\d\d-\d\dT[^ ]+Z #\d+ /gm)).toHaveLength(20);
+  });
+
+  it('renders a still-open session and a crashed one', async () => {
+    const open = FixtureSession.create(root);
+    open.call(calls.findSave());
+    open.call({ tool: 'wait-for', args: { name: 'Saved', timeoutMs: 5000 }, status: 'pending' });
+    const openText = await renderFailureSummary(await summarize(open));
+    expect(openText).toContain('; FAIL\n');
+    expect(openText).toContain('- Status: open; started 2026-12-02T10:15:00.000Z');
+    expect(openText).toContain('- Failing step: **wait-for (call #2)**; call #2 wait-for never returned');
+    expect(openText).toContain('pending (no response recorded)');
+
+    const crashed = FixtureSession.create(root, { writerPid: deadPid() });
+    crashed.call(calls.findSave());
+    crashed.call({ tool: 'invoke', args: { name: 'Save' }, status: 'pending' });
+    crashed.close();
+    const summary = await summarize(crashed);
+    const crashedText = await renderFailureSummary(summary);
+    expect(crashedText).toContain('- Status: aborted;');
+    expect(crashedText).toMatch(
+      /- Verdict: \*\*FAIL\*\*: call #2 invoke is still pending; the session was aborted/,
+    );
+    const report = await renderBugReport(summary);
+    expect(report).toContain('call #2 `invoke` never returned.');
+  });
+
+  it('renders a passing session without any failure', async () => {
+    const f = FixtureSession.create(root);
+    f.call(calls.findSave());
+    f.end();
+    const text = await renderFailureSummary(await summarize(f));
+    expect(text.split('\n')[0]).toBe('# save a file in Notepad; PASS');
+    expect(text).toContain('- Verdict: **PASS**: all 1 calls succeeded');
+    expect(text).toContain('- Failing step: none');
+    expect(text).not.toContain('## Failing call');
+    expect(text).toContain('## Failures\n\nNone.');
+  });
+
+  it('keeps Markdown and HTML characters as they are (no HTML escaping)', async () => {
+    const f = FixtureSession.create(root, { scenario: `<Save> & "quit" 'now'` });
+    f.call(calls.findSave());
+    const text = await renderFailureSummary(await summarize(f));
+    expect(text.split('\n')[0]).toBe(`# <Save> & "quit" 'now'; PASS`);
+    expect(text).not.toContain('&amp;');
+    expect(text).not.toContain('&lt;');
+  });
+});
+
+describe('bug-report.md', () => {
+  it('fills the MCEC bug-report headings in order and ends with the zip to attach', async () => {
+    const { f, shot } = await notepadSession();
+    const summary = await summarize(f);
+    const text = await renderBugReport(summary);
+    const headings = text.match(/^### .+$/gm);
+    expect(headings).toEqual([
+      '### Describe the bug',
+      '### To Reproduce',
+      '### Expected behavior',
+      '### Screenshots',
+      '### Version Information',
+      '### Snippets from the log',
+      '### Desktop',
+      '### Agent evidence (if this is agent / MCP behavior)',
+      '### Additional context',
+    ]);
+    expect(text).toContain('call #7 `capture` failed with `frame-all-black` (capture-blank).');
+    expect(text).toContain('- OS: Windows 11 Pro 10.0.26100 (x64)');
+    expect(text).toContain('- Display: 1920x1080 at 144 dpi');
+    expect(text).toContain(`\`${shot}\` in the attached bundle`);
+    expect(text).toContain('`tool-calls.jsonl`');
+    expect(text).toContain('`failure-summary.md`');
+    expect(text.trimEnd().endsWith('Attach: **20261202-101500-5f19c9c01a3f.zip**')).toBe(true);
+    const named = await renderBugReport(summary, { bundleName: 'evidence.zip' });
+    expect(named.trimEnd().endsWith('Attach: **evidence.zip**')).toBe(true);
+  });
+});
+
+describe('the 65,536-character cap', () => {
+  it('shortens timeline and details of a huge session and says so', async () => {
+    const f = FixtureSession.create(root, { scenario: `scenario ${'s'.repeat(200_000)}` });
+    const longDetail = `detail ${'d'.repeat(20_000)}`;
+    // 10,000 calls, a third of them failures with 2,000-character details (every 100th one 20,000).
+    f.manyCalls(10_000, (i) =>
+      i % 3 === 0
+        ? {
+            tool: `tool-${i % 50}`,
+            args: { text: 'x'.repeat(500) },
+            error: {
+              code: `code-${i}`,
+              category: 'internal',
+              detail: i % 100 === 0 ? longDetail : longDetail.slice(0, 2000),
+            },
+          }
+        : calls.findSave(),
+    );
+    for (let i = 0; i < 600; i++)
+      f.step(`step ${i} ${'n'.repeat(300)}`, i % 2 ? 'passed' : 'failed', longDetail.slice(0, 3000));
+    f.manyCalls(300, (i) => ({
+      tool: 'query',
+      result: { nodeCount: 1 },
+      warnings: [{ code: `warn-${i}`, detail: longDetail }],
+    }));
+    f.call({
+      tool: 'capture',
+      error: { code: 'frame-all-black', category: 'capture-blank', detail: longDetail },
+    });
+    const summary = await summarize(f, { timelineLength: 10_000, maxFailures: 5000 });
+    for (const render of [renderFailureSummary, renderBugReport]) {
+      const text = await render(summary);
+      expect(text.length).toBeLessThanOrEqual(MAX_DOCUMENT_CHARS);
+      expect(text).toMatch(/timeline shortened to \d+ calls to fit 65,536 characters/);
+      expect(text).toContain('frame-all-black');
+      expect(text).not.toContain('d'.repeat(3000));
+    }
+    const summaryText = await renderFailureSummary(summary);
+    expect(summaryText.split('\n')[0]).toMatch(/^# scenario s+…; FAIL$/);
+    expect(summaryText).toMatch(/- (\d+) earlier calls omitted/);
+    expect(summaryText).toContain('- Recovery: restore or foreground the window');
+  });
+
+  it('hard-clips a document that cannot be shortened, with a note', async () => {
+    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    fs.writeFileSync(
+      path.join(dir, 'failure-summary.md.hbs'),
+      `# {{title}}\n${'static text '.repeat(10_000)}`,
+    );
+    const f = FixtureSession.create(root);
+    f.call(calls.findSave());
+    const text = await renderFailureSummary(await summarize(f), { templatesDir: dir });
+    expect(text.length).toBeLessThanOrEqual(MAX_DOCUMENT_CHARS);
+    expect(
+      text
+        .trimEnd()
+        .endsWith(
+          '> Note: this document was cut at 65,536 characters; the full record is in the session log.',
+        ),
+    ).toBe(true);
+  });
+});
+
+describe('templates', () => {
+  it('lets a templates dir override one template by file name, the other falling back', async () => {
+    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    fs.writeFileSync(
+      path.join(dir, 'failure-summary.md.hbs'),
+      'CUSTOM {{verdict}} {{sessionId}} {{codeSpan failingCall.code}}\n',
+    );
+    const f = FixtureSession.create(root, { sessionId: 'custom000001' });
+    f.call(calls.waitForTimeout());
+    const summary = await summarize(f);
+    expect(await renderFailureSummary(summary, { templatesDir: dir })).toBe(
+      'CUSTOM FAIL custom000001 `wait-condition-timeout`\n',
+    );
+    expect(await renderBugReport(summary, { templatesDir: dir })).toContain('### Describe the bug');
+    // Editing the override is picked up (the compiled cache is keyed by the file's mtime and size).
+    fs.writeFileSync(path.join(dir, 'failure-summary.md.hbs'), 'EDITED {{verdict}} and more\n');
+    expect(await renderFailureSummary(summary, { templatesDir: dir })).toBe('EDITED FAIL and more\n');
+  });
+
+  it('fails clearly when a template names a field the summary lacks', async () => {
+    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    fs.writeFileSync(path.join(dir, 'bug-report.md.hbs'), 'Bug in {{sessionId}}: {{noSuchField}}\n');
+    const f = FixtureSession.create(root);
+    f.call(calls.findSave());
+    const summary = await summarize(f);
+    await expect(renderBugReport(summary, { templatesDir: dir })).rejects.toThrow(
+      /template .*bug-report\.md\.hbs: "noSuchField" not defined/,
+    );
+    fs.writeFileSync(path.join(dir, 'bug-report.md.hbs'), '{{failingCall.nope}}\n');
+    // A missing field inside a null object is still missing (strict), not silently empty.
+    await expect(renderBugReport(summary, { templatesDir: dir })).rejects.toThrow(/bug-report\.md\.hbs/);
+  });
+
+  it('rejects a templates dir that does not exist', async () => {
+    const f = FixtureSession.create(root);
+    const summary = await summarize(f);
+    await expect(renderFailureSummary(summary, { templatesDir: path.join(root, 'nope') })).rejects.toThrow(
+      /templates dir .*nope does not exist/,
+    );
+  });
+
+  it('renders the same text whatever the local time zone', async () => {
+    const { f } = await notepadSession();
+    const saved = process.env.TZ;
+    try {
+      process.env.TZ = 'UTC';
+      const utc = await renderFailureSummary(await summarize(f));
+      process.env.TZ = 'America/New_York';
+      const ny = await renderFailureSummary(await summarize(f));
+      expect(ny).toBe(utc);
+      expect(ny).toContain('started 2026-12-02T10:15:00.000Z');
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
+  });
+});
