@@ -7,19 +7,10 @@ export const MAX_LINE = 160;
 
 type Obj = Record<string, unknown>;
 
-/** Selector-ish argument keys, in the order a reader wants to see them. */
-const TARGET_KEYS = [
-  'title',
-  'name',
-  'automationId',
-  'className',
-  'controlType',
-  'processName',
-  'handle',
-  'processId',
-  'text',
-  'path',
-];
+/** Element selector keys (MCEC's `by`/`value` pair is handled first), in the order a reader wants them. */
+const ELEMENT_KEYS = ['name', 'automationId', 'controlType', 'text'];
+/** Window target keys (MCEC's `window` is a title substring). */
+const WINDOW_KEYS = ['window', 'title', 'handle', 'process', 'processName', 'processId', 'className', 'path'];
 
 const SKIP_KEYS = new Set(['sessionId']);
 
@@ -38,18 +29,29 @@ function describeValue(v: unknown): string {
   return '{…}';
 }
 
-/** `name='Save' automationId='btnSave'` from a selector object (args or args.selector). */
+/**
+ * `name='Save' window='Save As'` from a call's arguments: the element selector first (`by`/`value` as
+ * `<by>='<value>'`, by defaulting to name), then the window target; at most three parts.
+ */
 function describeSelector(args: Obj | undefined): string {
   if (!args) return '';
   const source = asRecord(args.selector) ?? args;
   const parts: string[] = [];
   if (typeof args.selector === 'string') parts.push(`selector=${quote(args.selector, 60)}`);
-  for (const key of TARGET_KEYS) {
+  if (
+    source.value !== undefined &&
+    source.value !== null &&
+    (source.by === undefined || typeof source.by === 'string')
+  ) {
+    parts.push(`${oneLine(str(source.by) ?? 'name', 20)}=${describeValue(source.value)}`);
+  }
+  for (const key of [...ELEMENT_KEYS, ...WINDOW_KEYS]) {
+    if (parts.length >= 3) break;
     if (key in source && source[key] !== undefined && source[key] !== null) {
       parts.push(`${key}=${describeValue(source[key])}`);
     }
-    if (parts.length >= 3) break;
   }
+  if (source.foreground === true && parts.length < 3) parts.push('foreground');
   const region = asRecord(args.region);
   if (region) parts.push(`region ${describeRegion(region)}`);
   return parts.join(' ');
