@@ -1,0 +1,267 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
+import { runStdioProxy } from '../../src/proxy/stdio.js';
+import { createRecorder } from '../../src/record/index.js';
+import { waitFor } from './helpers.js';
+import { allText, readSessions, SCRIPT, sessionIdFrom } from './sim-script.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const SIM_CHILD = fileURLToPath(new URL('./fixtures/sim-stdio.mjs', import.meta.url));
+const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
+let tmp: string;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+});
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** Collects a stream's bytes and counts its lines. */
+function collect(stream: Readable) {
+  const parts: Buffer[] = [];
+  stream.on('data', (c: Buffer) => parts.push(c));
+  const bytes = () => Buffer.concat(parts);
+  return { bytes, lines: () => bytes().toString('utf8').split('\n').filter(Boolean) };
+}
+
+/** Play SCRIPT line by line, waiting for each answer (a notification gets none), then end the input. */
+async function playScript(input: Writable, output: { lines(): string[] }): Promise<void> {
+  let sessionId = '';
+  let expected = 0;
+  for (const [i, step] of SCRIPT.entries()) {
+    const line = step(sessionId);
+    input.write(`${line}\n`);
+    if (!line.includes('"notifications/')) expected++;
+    await waitFor(() => output.lines().length === expected);
+    if (i === 3) sessionId = sessionIdFrom(output.lines()[expected - 1]!);
+  }
+  input.end();
+}
+
+/** The simulator run directly as a child: the reference bytes. */
+async function directBytes(): Promise<Buffer> {
+  const child = spawn(process.execPath, [SIM_CHILD, path.join(tmp, 'sim')]);
+  children.push(child);
+  const out = collect(child.stdout);
+  await playScript(child.stdin, out);
+  await new Promise((resolve) => child.on('close', resolve));
+  return out.bytes();
+}
+
+function spawnRecordCli(args: string[]): ChildProcessWithoutNullStreams {
+  const child = spawn(process.execPath, [RECORD_CLI, ...args], { cwd: tmp });
+  children.push(child);
+  return child;
+}
+
+const exitOf = (child: ChildProcessWithoutNullStreams) =>
+  new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+
+describe('stdio proxy in front of the simulator', () => {
+  it('relays the same bytes as the simulator gives directly, and the session bundles and verifies', async () => {
+    const expected = await directBytes();
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const out = collect(stdout);
+    const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'stdio' });
+    const exit = runStdioProxy({
+      command: process.execPath,
+      args: [SIM_CHILD, path.join(tmp, 'sim')],
+      recorder,
+      stdin,
+      stdout,
+      stderr: new PassThrough(),
+      forwardSignals: false,
+    });
+    await playScript(stdin, out);
+    expect(await exit).toBe(0);
+    expect(out.bytes().equals(expected)).toBe(true);
+    expect(out.bytes().toString()).toContain('\\u002B');
+
+    const sessions = readSessions(recorder.sessionsDir);
+    expect(sessions.every((s) => s.session.status === 'ended')).toBe(true);
+    const calls = sessions.flatMap((s) => s.calls);
+    expect(calls.map((c) => [c.tool, c.status, c.transport, c.error_code])).toEqual([
+      ['session-start', 'ok', 'stdio', null],
+      ['windows', 'ok', 'stdio', null],
+      ['find', 'failed', 'stdio', 'selector-matched-3'],
+      ['capture', 'ok', 'stdio', null],
+      ['capture', 'failed', 'stdio', 'frame-all-black'],
+      ['invoke', 'failed', 'stdio', 'target-elevated'],
+      ['no-such-tool', 'failed', 'stdio', 'unknown-tool'],
+      ['session-end', 'ok', 'stdio', null],
+    ]);
+    const events = sessions.flatMap((s) => s.events);
+    expect(events.filter((e) => e.kind === 'protocol-fault').map((e) => e.detail.code)).toEqual(
+      expect.arrayContaining([-32601, -32700]),
+    );
+    expect(events.filter((e) => e.kind === 'protocol-fault')).toHaveLength(2);
+    for (const s of sessions) {
+      expect(JSON.parse(s.session.environment).server).toMatchObject({ name: 'MCEC' });
+      const bundle = await buildBundle(s.dir, { output: path.join(tmp, `${path.basename(s.dir)}.zip`) });
+      expect((await verifyBundle(bundle.bundle)).problems).toEqual([]);
+    }
+  });
+
+  it('matches out-of-order responses to their requests', async () => {
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const out = collect(stdout);
+    const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'stdio' });
+    const exit = runStdioProxy({
+      command: process.execPath,
+      args: [SIM_CHILD, path.join(tmp, 'sim')],
+      recorder,
+      stdin,
+      stdout,
+      stderr: new PassThrough(),
+      forwardSignals: false,
+    });
+    const slow = { name: 'wait-for', arguments: { window: 'Notepad', value: 'never-there', timeout: 300 } };
+    stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow })}\n`);
+    stdin.write(
+      `${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'windows', arguments: {} } })}\n`,
+    );
+    await waitFor(() => out.lines().length === 2);
+    expect(out.lines().map((l) => JSON.parse(l).id)).toEqual([1, 'slow']);
+    stdin.end();
+    expect(await exit).toBe(0);
+    const calls = readSessions(recorder.sessionsDir).flatMap((s) => s.calls);
+    expect(calls.map((c) => [c.rpc_id, c.tool, c.status, c.error_code])).toEqual([
+      ['"slow"', 'wait-for', 'failed', 'wait-condition-timeout'],
+      ['1', 'windows', 'ok', null],
+    ]);
+  });
+
+  it('mcec-record stdio: same bytes through the CLI, notices on stderr only, the child exit code', async () => {
+    const expected = await directBytes();
+    const sessionsDir = path.join(tmp, 'recorded');
+    const child = spawnRecordCli([
+      'stdio',
+      '--sessions',
+      sessionsDir,
+      '--',
+      process.execPath,
+      SIM_CHILD,
+      path.join(tmp, 'sim'),
+      '3',
+    ]);
+    const out = collect(child.stdout);
+    const err = collect(child.stderr);
+    await playScript(child.stdin, out);
+    expect(await exitOf(child)).toBe(3);
+    expect(out.bytes().equals(expected)).toBe(true);
+    expect(err.bytes().toString()).toContain(`sessions in ${sessionsDir}`);
+    const sessions = readSessions(sessionsDir);
+    expect(sessions.length).toBeGreaterThan(0);
+    expect(sessions.every((s) => s.session.status === 'ended')).toBe(true);
+  });
+
+  it('mcec-record stdio: SIGTERM reaches the server, sessions are closed, exit is 128+15', async () => {
+    const sessionsDir = path.join(tmp, 'recorded');
+    const child = spawnRecordCli([
+      'stdio',
+      '--sessions',
+      sessionsDir,
+      '--',
+      process.execPath,
+      SIM_CHILD,
+      path.join(tmp, 'sim'),
+    ]);
+    const out = collect(child.stdout);
+    const slow = { name: 'wait-for', arguments: { window: 'Notepad', value: 'never-there', timeout: 20000 } };
+    child.stdin.write(
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"windows","arguments":{}}}\n',
+    );
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: slow })}\n`);
+    await waitFor(() => out.lines().length === 1);
+    // the windows call is recorded by now; the wait-for is in flight when the signal comes
+    await waitFor(() => readSessions(sessionsDir).some((s) => s.calls.length === 2));
+    child.kill('SIGTERM');
+    expect(await exitOf(child)).toBe(128 + 15);
+    const [session] = readSessions(sessionsDir);
+    expect(session!.session.status).toBe('ended');
+    expect(session!.calls.map((c) => [c.tool, c.status])).toEqual([
+      ['windows', 'ok'],
+      ['wait-for', 'fault'],
+    ]);
+    expect(session!.calls[1]!.error_detail).toMatch(/server exited/);
+  });
+
+  it('mcec-record stdio: a server that cannot start gives 127; no command is bad usage (2)', async () => {
+    const missing = spawnRecordCli(['stdio', '--sessions', path.join(tmp, 'r'), '--', '/nonexistent/mcec']);
+    const err = collect(missing.stderr);
+    expect(await exitOf(missing)).toBe(127);
+    expect(err.bytes().toString()).toMatch(/cannot start/);
+    const usage = spawnRecordCli(['stdio']);
+    expect(await exitOf(usage)).toBe(2);
+  });
+});
+
+describe('mcec-record http (CLI)', () => {
+  it('records through the CLI and closes the sessions on SIGINT so they bundle at once', async () => {
+    const { createSimulator } = await import('../../src/sim/index.js');
+    const sim = createSimulator({ seed: 7, sessionsRoot: path.join(tmp, 'sim'), token: 'cli-token-abcdef' });
+    const listener = await sim.listenHttp({ port: 0 });
+    try {
+      const sessionsDir = path.join(tmp, 'recorded');
+      const child = spawnRecordCli([
+        'http',
+        '--listen',
+        '127.0.0.1:0',
+        '--target',
+        listener.url,
+        '--sessions',
+        sessionsDir,
+      ]);
+      const err = collect(child.stderr);
+      await waitFor(() => /recording (http:\S+)/.test(err.bytes().toString()));
+      const url = /recording (http:\S+)/.exec(err.bytes().toString())![1]!;
+      const { post } = await import('./helpers.js');
+      const headers = { Authorization: 'Bearer cli-token-abcdef' };
+      const init = await post(url, '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}', headers);
+      expect(init.status).toBe(200);
+      const call = await post(
+        url,
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"windows","arguments":{}}}',
+        headers,
+      );
+      expect(JSON.parse(call.body.toString()).result.isError).toBe(false);
+      child.kill('SIGINT');
+      expect(await exitOf(child)).toBe(0);
+      expect(err.bytes().toString()).toContain('sessions closed');
+      const sessions = readSessions(sessionsDir);
+      expect(sessions).toHaveLength(1);
+      expect(sessions[0]!.session.status).toBe('ended');
+      expect(sessions[0]!.calls.map((c) => c.tool)).toEqual(['windows']);
+      const bundle = await buildBundle(sessions[0]!.dir, { output: path.join(tmp, 'b.zip') });
+      expect((await verifyBundle(bundle.bundle)).ok).toBe(true);
+      expect(allText(tmp)).not.toContain('cli-token-abcdef');
+    } finally {
+      await listener.close();
+    }
+  });
+
+  it('refuses a non-loopback listen host without --allow-remote, and bad options, with exit code 2', async () => {
+    const remote = spawnRecordCli(['http', '--listen', '0.0.0.0:0', '--sessions', path.join(tmp, 'r')]);
+    const err = collect(remote.stderr);
+    expect(await exitOf(remote)).toBe(2);
+    expect(err.bytes().toString()).toMatch(/allow-remote/);
+    expect(await exitOf(spawnRecordCli(['http', '--listen', 'nonsense']))).toBe(2);
+    expect(await exitOf(spawnRecordCli(['http', '--bogus']))).toBe(2);
+    expect(await exitOf(spawnRecordCli(['frobnicate']))).toBe(2);
+    const help = spawnRecordCli(['--help']);
+    const out = collect(help.stdout);
+    expect(await exitOf(help)).toBe(0);
+    expect(out.bytes().toString()).toMatch(/Examples:[\s\S]*mcec-record stdio/);
+  });
+});
