@@ -298,10 +298,10 @@ export class SessionLog {
     return outcome;
   }
 
-  /** Drop everything queued (the caller gave up on this log); returns how many calls were lost with it. */
+  /** Drop everything queued (the caller gave up on this log); returns how many calls' rows were lost with it. */
   discardQueue(): { ops: number; calls: number } {
     const ops = this.ops.length;
-    const calls = this.ops.filter((op) => op.k === 'call' && op.first).length;
+    const calls = this.ops.filter((op) => op.k === 'call').length;
     this.ops = [];
     this.queuedCalls.clear();
     this.queuedLatest.clear();
