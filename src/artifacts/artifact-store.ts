@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { decodeBase64Strict, type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
+import { type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, utcStampMillis } from '../store/layout.js';
 import { computeBlankCheck } from './blank-check.js';
-import { EXTENSION, readBmpHeader, truncationOf } from './image-file.js';
+import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
 
 /** What became of one image's bytes. */
 export interface SavedImage {
@@ -54,6 +55,23 @@ function loadSharp(): Promise<SharpModule> {
   return sharpModule;
 }
 
+function failed(error: string): SavedImage {
+  return { sha256: '', bytes: 0, error, deduplicated: false };
+}
+
+/** sha256 (hex) of the bytes. */
+function sha256Hex(buf: Buffer): string {
+  return createHash('sha256').update(buf).digest('hex');
+}
+
+/** Length plus a hash of the first and last 4 KiB: equal bytes always give equal fingerprints. */
+function fingerprintOf(buf: Buffer): string {
+  const edge = 4096;
+  const h = createHash('sha256').update(buf.subarray(0, edge));
+  if (buf.length > edge) h.update(buf.subarray(Math.max(edge, buf.length - edge)));
+  return `${buf.length}:${h.digest('base64')}`;
+}
+
 function errorText(err: unknown): string {
   if (err instanceof Error) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -71,7 +89,9 @@ export class ArtifactStore {
   readonly maxArtifactBytes: number;
   readonly limitInputPixels: number;
   private readonly now: () => Date;
+  /** Saves by sha256 of the bytes, and by the cheap fingerprint that lets a new image be written at once. */
   private readonly known = new Map<string, Promise<SavedImage>>();
+  private readonly byFingerprint = new Map<string, Promise<SavedImage>>();
   private counter = 0;
   private written = 0;
   private used = 0;
@@ -110,62 +130,26 @@ export class ArtifactStore {
   /** Save image bytes (a Buffer or base64 text). Never throws: problems come back as `error`. */
   async save(data: Buffer | string, options: SaveOptions = {}): Promise<SavedImage> {
     try {
-      return await this.saveUnsafe(data, options);
-    } catch (err) {
-      return {
-        sha256: '',
-        bytes: 0,
-        error: `artifact store failure: ${errorText(err)}`,
-        deduplicated: false,
-      };
-    }
-  }
-
-  private async saveUnsafe(data: Buffer | string, options: SaveOptions): Promise<SavedImage> {
-    let buf: Buffer;
-    if (typeof data === 'string') {
-      const decoded = data.length > 0 ? decodeBase64Strict(data) : { error: 'empty string' };
-      if (!Buffer.isBuffer(decoded))
-        return { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
-      buf = decoded;
-    } else if (Buffer.isBuffer(data)) {
-      buf = data;
-    } else {
-      return {
-        sha256: '',
-        bytes: 0,
-        error: 'not image bytes (neither a Buffer nor a string)',
-        deduplicated: false,
-      };
-    }
-    if (buf.length === 0) return { sha256: '', bytes: 0, error: 'empty image data', deduplicated: false };
-
-    const format = sniffImageFormat(buf);
-    // Header-only metadata runs on the thread pool while the hash runs here.
-    const meta = format ? this.metadata(buf) : undefined;
-    const sha256 = createHash('sha256').update(buf).digest('hex');
-
-    const seen = this.known.get(sha256);
-    if (seen) {
-      meta?.catch(() => undefined);
-      const first = await seen;
-      if (!first.blankCheck && options.knownBlankCheck) first.blankCheck = options.knownBlankCheck;
-      if (!first.blankCheck && options.blankCheck && !first.error) {
-        first.blankCheck = await this.blankCheckOf(buf);
+      let buf: Buffer;
+      if (typeof data === 'string') {
+        const decoded = decodeBase64Fast(data);
+        if (!Buffer.isBuffer(decoded)) return failed(`bad base64: ${decoded.error}`);
+        buf = decoded;
+      } else if (Buffer.isBuffer(data)) {
+        buf = data;
+      } else {
+        return failed('not image bytes (neither a Buffer nor a string)');
       }
-      return { ...first, deduplicated: true };
+      if (buf.length === 0) return failed('empty image data');
+      return await this.saveBuffer(buf, options);
+    } catch (err) {
+      return failed(`artifact store failure: ${errorText(err)}`);
     }
-    const pending = this.firstSave(buf, sha256, format, meta, options);
-    this.known.set(sha256, pending);
-    const saved = await pending;
-    // A disk error may be transient: let a later copy of the same bytes try again.
-    if (saved.error?.startsWith('disk error')) this.known.delete(sha256);
-    return { ...saved };
   }
 
   /**
    * The blankCheck known for these bytes (declared with an earlier copy), else computed once from `image`
-   * and remembered. Undefined when the bytes were never saved or cannot be decoded.
+   * and remembered. Undefined when the bytes cannot be decoded.
    */
   async ensureBlankCheck(sha256: string, image: Buffer): Promise<BlankCheck | undefined> {
     const pending = this.known.get(sha256);
@@ -176,12 +160,56 @@ export class ArtifactStore {
     return computed;
   }
 
-  private async metadata(buf: Buffer): Promise<{ width?: number; height?: number; format?: string }> {
+  /**
+   * Same bytes always have the same fingerprint (length + head + tail), so an unknown fingerprint proves the
+   * bytes are new and the file write can start at once; the full sha256 is computed while the write and the
+   * header read run on the thread pool, which keeps the cost near one write. A known fingerprint is decided
+   * by the full sha256.
+   */
+  private async saveBuffer(buf: Buffer, options: SaveOptions): Promise<SavedImage> {
+    const fp = fingerprintOf(buf);
+    const earlier = this.byFingerprint.get(fp);
+    if (earlier) {
+      const sha256 = sha256Hex(buf);
+      const first = await earlier;
+      const same = first.sha256 === sha256 ? first : await this.known.get(sha256);
+      if (same) return this.deduplicated(same, buf, options);
+      return this.saveNew(buf, options, undefined, sha256); // a fingerprint collision: new bytes after all
+    }
+    return this.saveNew(buf, options, fp);
+  }
+
+  private async deduplicated(first: SavedImage, buf: Buffer, options: SaveOptions): Promise<SavedImage> {
+    if (!first.blankCheck && options.knownBlankCheck) first.blankCheck = options.knownBlankCheck;
+    if (!first.blankCheck && options.blankCheck && !first.error)
+      first.blankCheck = await this.blankCheckOf(buf);
+    return { ...first, deduplicated: true };
+  }
+
+  private async saveNew(
+    buf: Buffer,
+    options: SaveOptions,
+    fp?: string,
+    sha256?: string,
+  ): Promise<SavedImage> {
+    const pending = this.firstSave(buf, options, sha256);
+    if (fp) this.byFingerprint.set(fp, pending);
+    const saved = await pending;
+    if (saved.error?.startsWith('disk error')) {
+      // A disk error may be transient: let a later copy of the same bytes try again.
+      if (fp && this.byFingerprint.get(fp) === pending) this.byFingerprint.delete(fp);
+    } else if (!this.known.has(saved.sha256)) {
+      this.known.set(saved.sha256, pending);
+    }
+    return { ...saved };
+  }
+
+  private async metadata(buf: Buffer): Promise<{ width?: number; height?: number }> {
     if (buf[0] === 0x42 && buf[1] === 0x4d) {
       // sharp has no BMP loader; the header says all we need.
       const h = readBmpHeader(buf);
       if (!h) throw new Error('bad BMP header');
-      return { width: h.width, height: h.height, format: 'bmp' };
+      return { width: h.width, height: h.height };
     }
     const sharp = await loadSharp();
     return sharp(buf, { limitInputPixels: this.limitInputPixels }).metadata();
@@ -195,76 +223,148 @@ export class ArtifactStore {
     }
   }
 
-  private async firstSave(
+  /** Width and height from sharp's header read, or the reason it failed. */
+  private async dimensions(
     buf: Buffer,
-    sha256: string,
-    format: ImageFormat | undefined,
-    meta: Promise<{ width?: number; height?: number }> | undefined,
-    options: SaveOptions,
-  ): Promise<SavedImage> {
-    const base: SavedImage = { sha256, bytes: buf.length, deduplicated: false };
-    if (!format || !meta) return { ...base, error: 'not an image (unrecognised magic bytes)' };
-    base.format = format;
-    let width: number;
-    let height: number;
+    format: ImageFormat,
+  ): Promise<{ width: number; height: number } | string> {
     try {
-      const m = await meta;
-      width = m.width ?? 0;
-      height = m.height ?? 0;
+      const m = await this.metadata(buf);
+      const width = m.width ?? 0;
+      const height = m.height ?? 0;
+      if (width <= 0 || height <= 0) return `not a readable ${format} image: no dimensions`;
+      return { width, height };
     } catch (err) {
       const text = errorText(err);
-      if (/pixel limit/i.test(text)) return { ...base, error: `too many pixels: ${text}` };
-      return { ...base, error: `not a readable ${format} image: ${text}` };
+      if (/pixel limit/i.test(text)) return `too many pixels: ${text}`;
+      return `not a readable ${format} image: ${text}`;
     }
-    if (width <= 0 || height <= 0) return { ...base, error: `not a readable ${format} image: no dimensions` };
-    base.width = width;
-    base.height = height;
-    if (width * height > this.limitInputPixels) {
-      return { ...base, error: `too many pixels: ${width}x${height} exceeds ${this.limitInputPixels}` };
-    }
-    const truncated = truncationOf(buf, format);
-    if (truncated) return { ...base, error: truncated };
-    if (options.knownBlankCheck) base.blankCheck = options.knownBlankCheck;
+  }
 
+  private tooManyPixels(d: { width: number; height: number }): string | undefined {
+    if (d.width * d.height <= this.limitInputPixels) return undefined;
+    return `too many pixels: ${d.width}x${d.height} exceeds ${this.limitInputPixels}`;
+  }
+
+  private async firstSave(buf: Buffer, options: SaveOptions, knownSha?: string): Promise<SavedImage> {
+    let sha256 = knownSha;
+    const hash = (): string => {
+      sha256 ??= sha256Hex(buf);
+      return sha256;
+    };
+    const format = sniffImageFormat(buf);
+    if (!format)
+      return { ...failed('not an image (unrecognised magic bytes)'), sha256: hash(), bytes: buf.length };
+    const base: SavedImage = { sha256: '', bytes: buf.length, format, deduplicated: false };
+    if (options.knownBlankCheck) base.blankCheck = options.knownBlankCheck;
+    const dims = this.dimensions(buf, format);
+
+    /** A refusal before any write: facts from the header when it reads. */
+    const refuse = async (error: string): Promise<SavedImage> => {
+      const out: SavedImage = { ...base, sha256: hash(), error };
+      const d = await dims;
+      if (typeof d !== 'string') Object.assign(out, d);
+      return out;
+    };
+    // Cheap checks first, so bombs, cut-off files and over-budget images are never written.
+    const header = headerDimensions(buf, format);
+    const bomb = header && this.tooManyPixels(header);
+    if (bomb) return refuse(bomb);
+    const truncated = truncationOf(buf, format);
+    if (truncated) return refuse(truncated);
     if (this.used + buf.length > this.maxArtifactBytes) {
       this.omittedImages++;
       this.omittedBytes += buf.length;
-      return { ...base, error: `over artifact budget (${this.maxArtifactBytes} bytes per session)` };
+      return refuse(`over artifact budget (${this.maxArtifactBytes} bytes per session)`);
     }
-    this.used += buf.length; // reserve before the await so concurrent saves respect the budget
-    const [written, blankCheck] = await Promise.all([
-      this.write(buf, format),
+
+    this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
+    const [d, written, blankCheck] = await Promise.all([
+      dims,
+      this.write(buf, format, hash),
       !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined,
     ]);
+    base.sha256 = hash();
     if (blankCheck) base.blankCheck = blankCheck;
-    if ('error' in written) {
+    const problem = typeof d === 'string' ? d : this.tooManyPixels(d);
+    if (typeof d !== 'string') Object.assign(base, d);
+    if (problem || 'error' in written) {
       this.used -= buf.length;
-      return { ...base, error: written.error };
+      if ('path' in written) await this.remove(written.path); // sharp refused what the cheap checks let by
+      return { ...base, error: problem ?? (written as { error: string }).error };
     }
     return { ...base, path: written.path };
   }
 
-  /** One writeFile per image; creates `artifacts/` once (never the session dir itself). */
-  private async write(buf: Buffer, format: ImageFormat): Promise<{ path: string } | { error: string }> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const n = ++this.counter;
-      const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
-      try {
-        if (!this.dirReady) await this.ensureDir();
-        await fsp.writeFile(path.join(this.artifactsDir, name), buf, { flag: 'wx' });
+  private async remove(relative: string): Promise<void> {
+    try {
+      await fsp.unlink(this.absolutePath(relative));
+      this.written--;
+    } catch {
+      // Best effort: a leftover file holds bytes that no summary points at.
+    }
+  }
+
+  /**
+   * Write the bytes to a fresh `capture-<UTC stamp>-<n>.<ext>` (exclusive create, never overwriting), with
+   * one write of the whole buffer; `meanwhile` runs on this thread while the pool writes. Creates
+   * `artifacts/` once (never the session dir itself). A failed write leaves no partial file.
+   */
+  private async write(
+    buf: Buffer,
+    format: ImageFormat,
+    meanwhile: () => unknown,
+  ): Promise<{ path: string } | { error: string }> {
+    let ran = false;
+    const runMeanwhile = () => {
+      if (!ran) {
+        ran = true;
+        meanwhile();
+      }
+    };
+    try {
+      let n = ++this.counter;
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
+        const file = path.join(this.artifactsDir, name);
+        let handle: FileHandle;
+        try {
+          if (!this.dirReady) await this.ensureDir();
+          handle = await fsp.open(file, 'wx');
+        } catch (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          if (code === 'EEXIST') {
+            n = ++this.counter; // a name left by an earlier writer of this session: next number
+            continue;
+          }
+          if (code === 'ENOENT' && this.dirReady) {
+            this.dirReady = false; // artifacts/ vanished: recreate it once (the session dir must still exist)
+            continue;
+          }
+          return { error: `disk error: ${errorText(err)}` };
+        }
+        try {
+          const writing = handle.write(buf, 0, buf.length, 0);
+          runMeanwhile();
+          let { bytesWritten } = await writing;
+          while (bytesWritten < buf.length) {
+            const more = await handle.write(buf, bytesWritten, buf.length - bytesWritten, bytesWritten);
+            if (more.bytesWritten <= 0) throw new Error('short write');
+            bytesWritten += more.bytesWritten;
+          }
+          await handle.close();
+        } catch (err) {
+          await handle.close().catch(() => undefined);
+          await fsp.unlink(file).catch(() => undefined);
+          return { error: `disk error: ${errorText(err)}` };
+        }
         this.written++;
         return { path: `${ARTIFACTS_DIR}/${name}` };
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST') continue; // a name left by an earlier writer of this session: next number
-        if (code === 'ENOENT' && this.dirReady) {
-          this.dirReady = false; // artifacts/ vanished: recreate it once (the session dir must still exist)
-          continue;
-        }
-        return { error: `disk error: ${errorText(err)}` };
       }
+      return { error: 'disk error: could not find a free artifact name' };
+    } finally {
+      runMeanwhile();
     }
-    return { error: 'disk error: could not find a free artifact name' };
   }
 
   private async ensureDir(): Promise<void> {

@@ -1,7 +1,7 @@
-import { decodeBase64Strict, formatPointer, parseImageDataUri } from '../contract/image-bytes.js';
+import { formatPointer, parseImageDataUri } from '../contract/image-bytes.js';
 import type { BlankCheck, CaptureSummary, ImageBytesLocation, Violation } from '../contract/types.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
-import { MIME_TYPE } from './image-file.js';
+import { decodeBase64Fast, MIME_TYPE } from './image-file.js';
 import { cloneJson, getAt, JSON_MARKER, pointerLevels, setAt } from './json-pointer.js';
 
 /** Where an image was found, for the `artifacts` table. */
@@ -261,7 +261,7 @@ async function compactLevel(
     jobs.map(async (job) => {
       const text = getAt(doc, job.entry.levels[0]!) as string;
       const uri = parseImageDataUri(text);
-      const decoded = decodeBase64Strict(uri ? text.slice(uri.start) : text);
+      const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
       if (!Buffer.isBuffer(decoded)) {
         job.saved = { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
         return;

@@ -1,6 +1,6 @@
 /** Cheap facts about encoded image bytes: file extensions, MIME types, end markers. */
 
-import type { ImageFormat } from '../contract/image-bytes.js';
+import { decodeBase64Strict, type ImageFormat } from '../contract/image-bytes.js';
 
 /** File extension written for each format. */
 export const EXTENSION: Readonly<Record<ImageFormat, string>> = {
@@ -117,4 +117,48 @@ export function decodeBmp(
     }
   }
   return { data, width: h.width, height: h.height, channels: 3 };
+}
+
+/** Width and height from the first bytes of a PNG, GIF or BMP (sync, no decoder); undefined for JPEG. */
+export function headerDimensions(
+  buf: Buffer,
+  format: ImageFormat,
+): { width: number; height: number } | undefined {
+  if (format === 'png' && buf.length >= 24 && buf.toString('latin1', 12, 16) === 'IHDR')
+    return { width: buf.readUInt32BE(16), height: buf.readUInt32BE(20) };
+  if (format === 'gif' && buf.length >= 10)
+    return { width: buf.readUInt16LE(6), height: buf.readUInt16LE(8) };
+  if (format === 'bmp') {
+    const h = readBmpHeader(buf);
+    return h ? { width: h.width, height: h.height } : undefined;
+  }
+  return undefined;
+}
+
+/** Decoded length a base64 string without whitespace implies, or -1 when none. */
+function impliedLength(s: string): number {
+  let len = s.length;
+  let pad = 0;
+  while (pad < 2 && len > 0 && s.charCodeAt(len - 1) === 61) {
+    len--;
+    pad++;
+  }
+  if (len % 4 === 1 || (pad > 0 && (len + pad) % 4 !== 0)) return -1;
+  return Math.floor((len * 3) / 4);
+}
+
+/**
+ * Decode base64 in one pass when it is clean (the usual case: Node's decoder skips characters outside the
+ * alphabet, so a decoded length equal to the one the string's length implies proves there were none), and
+ * fall back to the contract's strict decoder (line breaks, precise errors) otherwise. Like Node's decoder it
+ * accepts the url-safe `-`/`_` for `+`/`/`: the bytes are the same either way.
+ */
+export function decodeBase64Fast(s: string): Buffer | { error: string } {
+  if (s.length === 0) return { error: 'empty string' };
+  const expected = impliedLength(s);
+  if (expected > 0) {
+    const buf = Buffer.from(s, 'base64');
+    if (buf.length === expected) return buf;
+  }
+  return decodeBase64Strict(s);
 }
