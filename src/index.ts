@@ -7,3 +7,4 @@ export * from './report/index.js';
 export * from './sim/index.js';
 export * from './record/index.js';
 export * from './store/index.js';
+export * from './proxy/index.js';
