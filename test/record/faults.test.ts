@@ -195,7 +195,9 @@ describe('recording never breaks a call', () => {
       ok: false,
       error: { code: 'element-not-found', category: 'no-target', detail: 'no Save button' },
     });
-    const dispatch = recorder.wrap(async (tool: string) => (tool === 'capture' ? out : failure));
+    const dispatch = recorder.wrap(async (tool: string, _args: Record<string, unknown>) =>
+      tool === 'capture' ? out : failure,
+    );
     // Stages run after a success has returned: flush before switching the fault.
     broken = 'compact';
     expect(await dispatch('capture', { sessionId: SID })).toBe(out);
@@ -232,7 +234,7 @@ describe('recording never breaks a call', () => {
     const lines: string[] = [];
     const recorder = createRecorder({ sessionsDir: root, stderr: (l) => lines.push(l) });
     const { out, png } = await captureOutput([120, 60, 0]);
-    const dispatch = recorder.wrap(async (tool: string) =>
+    const dispatch = recorder.wrap(async (tool: string, _args: Record<string, unknown>) =>
       tool === 'capture' ? out : { sessionId: SID, ok: true, result: {} },
     );
     await dispatch('query', { sessionId: SID });

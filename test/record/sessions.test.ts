@@ -32,7 +32,7 @@ describe('sessions', () => {
     const recorder = createRecorder({ sessionsDir: root });
     const ids = ['aaaa00000001', 'bbbb00000002', 'cccc00000003', 'dddd00000004'];
     const gates = Array.from({ length: 16 }, () => deferred<void>());
-    const dispatch = recorder.wrap(async (tool, args) => {
+    const dispatch = recorder.wrap(async (_tool, args) => {
       await gates[args.n as number]!.promise;
       return { sessionId: args.sessionId, ok: true, result: { n: args.n } };
     });
