@@ -1,0 +1,300 @@
+#!/usr/bin/env node
+/**
+ * `npm run demo`: a scripted agent drives a simulated MCEC through the recorder, then the session is
+ * summarized, bundled and verified. A thin layer over src/demo: parse the arguments, run, print.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError } from 'commander';
+import type { DemoResult } from '../demo/run-demo.js';
+
+/** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
+const EXIT_BROKEN = 1;
+const EXIT_USAGE = 2;
+/** Lines of failure-summary.md shown: the verdict, the failing step and the failing call with its recovery. */
+const SUMMARY_HEAD_LINES = 18;
+const DEFAULT_LISTEN = '127.0.0.1:5151';
+
+/** Bad usage: printed with a hint and exit code 2. */
+class UsageError extends Error {}
+
+interface DemoCliOptions {
+  sessions?: string;
+  keepRunning?: boolean;
+  serve?: boolean;
+  listen: string;
+  quiet?: boolean;
+  json?: boolean;
+}
+
+const HELP_AFTER = `
+What it does:
+  1. starts a simulated MCEC (a fake Windows desktop behind the real MCEC wire) in this process;
+  2. a scripted agent drives it through the recorder (recorder.wrap around its dispatch): it opens a
+     session, looks around (windows, displays, a capture of Notepad, its UI tree), hits the ambiguous
+     selector on 'Save As' (three buttons named Save: selector-matched-3) and recovers by automationId,
+     then fails on the black capture of 'Video Player' (frame-all-black) and ends the session;
+  3. writes failure-summary.md into the session dir, builds the bug bundle (a zip beside it), verifies it;
+  4. prints where the session dir, failure-summary.md and the zip are, and the first lines of the summary.
+
+The recorded session FAILS on purpose: that is what the demo shows. The demo itself succeeds (exit 0)
+when the bundle was written and verifies.
+
+Examples:
+  npm run demo
+  npm run demo -- --sessions /tmp/sessions --json
+  npm run demo -- --serve            then try the simulator yourself on http://${DEFAULT_LISTEN}/mcp
+
+Exit codes: 0 the demo ran, 1 the demo broke (no bundle, or it does not verify), 2 bad usage.`;
+
+function print(text = ''): void {
+  process.stdout.write(`${text}\n`);
+}
+
+/** `host:port` (IPv6 in brackets) into its parts. */
+function parseListen(value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[2]) : Number.NaN;
+  if (!m || port > 65535) throw new UsageError(`--listen must be HOST:PORT, got ${JSON.stringify(value)}`);
+  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
+  return { host, port };
+}
+
+function pad(text: string, width: number): string {
+  return text.length >= width ? text : text + ' '.repeat(width - text.length);
+}
+
+/** The human report: the calls, the steps, the three paths and the head of the summary. */
+function printReport(result: DemoResult, sessionsDir: string): void {
+  const { run } = result;
+  print('mcec-recorder demo: a scripted agent drives a simulated MCEC through the recorder.');
+  print();
+  print('Calls (as the agent saw them):');
+  const toolWidth = Math.max(...run.calls.map((c) => c.tool.length));
+  run.calls.forEach((c, i) => {
+    const outcome = c.ok ? 'ok    ' : 'FAILED';
+    const warned = c.warnings.length > 0 ? ` [warning: ${c.warnings.join(', ')}]` : '';
+    const line = c.ok ? c.line : (c.line.split(':')[0] ?? c.line);
+    print(`  ${pad(`#${i + 1}`, 4)}${pad(c.tool, toolWidth)}  ${outcome}  ${line}${warned}`);
+  });
+  print();
+  print('Steps (declared with recorder.step):');
+  for (const s of run.steps) print(`  [${s.status}] ${s.name}: ${s.detail}`);
+  print();
+  print(`The recorded session ${result.verdict === 'FAIL' ? 'FAILS, on purpose' : 'passed'}: ${run.reason}.`);
+  print();
+  print(`Session dir:      ${result.sessionDir}`);
+  print(`Failure summary:  ${result.failureSummary}`);
+  print(`Bug bundle:       ${result.bundle}`);
+  print(`                  ${result.bundleFiles} files; mcec-bundle verify: ok`);
+  print();
+  print('First lines of failure-summary.md:');
+  print();
+  const lines = result.summaryText.split('\n').slice(0, SUMMARY_HEAD_LINES);
+  while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
+  for (const line of lines) print(line ? `  ${line}` : '');
+  print('  ...');
+  print();
+  const sessionsArg = sessionsArgument(sessionsDir);
+  print('Next:');
+  const bundleCli = cliCommand('mcec-bundle');
+  print(`  ${bundleCli} show ${result.sessionId}${sessionsArg}     the whole summary`);
+  print(`  ${bundleCli} verify ${quoteArg(result.bundle)}`);
+  print(
+    '  npm run demo -- --serve      keep a simulator running to try it (and the recording proxy) yourself',
+  );
+}
+
+/** ` --sessions DIR` unless DIR is what mcec-bundle would use by default. */
+function sessionsArgument(sessionsDir: string): string {
+  const fallback = path.resolve(process.env.MCEC_SESSIONS_DIR ?? './sessions');
+  return sessionsDir === fallback ? '' : ` --sessions ${quoteArg(sessionsDir)}`;
+}
+
+/**
+ * How to run one of the package's CLIs from here: `node dist/cli/<name>.js` in a checkout (npx would look
+ * the name up in the registry there), `npx <name>` where the package is installed.
+ */
+function cliCommand(name: string): string {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  for (const file of [
+    path.join(here, `${name}.js`),
+    path.join(here, '..', '..', 'dist', 'cli', `${name}.js`),
+  ]) {
+    if (!fs.existsSync(file)) continue;
+    const rel = path.relative(process.cwd(), file);
+    return `node ${quoteArg(rel.startsWith('..') || path.isAbsolute(rel) ? file : rel)}`;
+  }
+  return `npx ${name}`;
+}
+
+function quoteArg(value: string): string {
+  return /^[\w@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Serve a fresh simulator over HTTP until SIGINT/SIGTERM; the instructions go to `say`. */
+async function serve(listen: string, sessionsDir: string, say: (line: string) => void): Promise<void> {
+  const { host, port } = parseListen(listen);
+  const { createSimulator } = await import('../sim/index.js');
+  const simDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
+  const sim = createSimulator({ sessionsRoot: simDir });
+  let listener: Awaited<ReturnType<typeof sim.listenHttp>>;
+  try {
+    listener = await sim.listenHttp({ host, port });
+  } catch (err) {
+    fs.rmSync(simDir, { recursive: true, force: true });
+    throw new Error(`cannot serve the simulator on ${listen}: ${(err as Error).message}`);
+  }
+  const url = listener.url;
+  const proxyPort = listener.port === 5152 ? 5153 : 5152;
+  const sessionsArg = quoteArg(sessionsDir);
+  say('');
+  say(`Simulator listening on ${url} (a fresh desktop: Save As is back). Ctrl+C stops it.`);
+  say('');
+  say('Call it (one JSON-RPC request per POST):');
+  say(
+    `  curl -s -X POST ${url} -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"windows","arguments":{}}}'`,
+  );
+  say(
+    `  curl -s -X POST ${url} -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"find","arguments":{"window":"Save As","value":"Save"}}}'`,
+  );
+  say('');
+  say('Record through the proxy (in another terminal), then send the same requests to its port instead:');
+  say(`  npx mcec-record http --listen 127.0.0.1:${proxyPort} --target ${url} --sessions ${sessionsArg}`);
+  say(
+    `  curl -s -X POST http://127.0.0.1:${proxyPort}/mcp -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session-start","arguments":{}}}'`,
+  );
+  say(`  npx mcec-bundle list --sessions ${sessionsArg}`);
+  await new Promise<void>((resolve) => {
+    const stop = () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+  await listener.close();
+  fs.rmSync(simDir, { recursive: true, force: true });
+}
+
+async function demoCommand(opts: DemoCliOptions): Promise<number> {
+  if (opts.quiet && opts.json) throw new UsageError('--quiet and --json do not go together');
+  const keepRunning = Boolean(opts.keepRunning || opts.serve);
+  if (keepRunning) parseListen(opts.listen); // a bad address is bad usage, before the demo runs
+  const { runDemo, defaultSessionsDir } = await import('../demo/run-demo.js');
+  const sessionsDir = path.resolve(opts.sessions ?? defaultSessionsDir());
+  let result: DemoResult;
+  try {
+    result = await runDemo({ sessionsDir });
+  } catch (err) {
+    process.stderr.write(`demo: the demo broke: ${(err as Error).stack ?? String(err)}\n`);
+    return EXIT_BROKEN;
+  }
+  const bundleThere = fs.existsSync(result.bundle);
+  const broken = !bundleThere || !result.verify.ok;
+
+  if (opts.json) {
+    print(
+      JSON.stringify({
+        sessionId: result.sessionId,
+        sessionDir: result.sessionDir,
+        failureSummary: result.failureSummary,
+        bundle: result.bundle,
+        bundleFiles: result.bundleFiles,
+        verdict: result.verdict,
+        verified: result.verify.ok,
+        problems: result.verify.problems,
+        steps: result.run.steps,
+      }),
+    );
+  } else if (opts.quiet) {
+    print(result.sessionDir);
+    print(result.failureSummary);
+    print(result.bundle);
+  } else {
+    printReport(result, sessionsDir);
+  }
+  if (broken) {
+    const why = bundleThere
+      ? `it does not verify: ${result.verify.problems.join('; ')}`
+      : 'it was not written';
+    process.stderr.write(`demo: the demo broke: bundle ${result.bundle}: ${why}\n`);
+    return EXIT_BROKEN;
+  }
+  if (keepRunning) {
+    // Keep stdout clean for --json and --quiet: the instructions then go to stderr.
+    const say = opts.json || opts.quiet ? (l: string) => process.stderr.write(`${l}\n`) : print;
+    try {
+      await serve(opts.listen, sessionsDir, say);
+    } catch (err) {
+      process.stderr.write(`demo: ${(err as Error).message}\n`);
+      return EXIT_BROKEN;
+    }
+  }
+  return 0;
+}
+
+/** Build the demo program; `onExit` receives the exit code of the action. */
+function buildProgram(onExit: (code: number) => void): Command {
+  return new Command('demo')
+    .description(
+      "mcec-recorder's demo: record a scripted agent's session against a simulated MCEC, then summarize, bundle and verify it.",
+    )
+    .usage('[options]   (npm run demo -- [options])')
+    .option(
+      '-s, --sessions <dir>',
+      'where the session dir and the zip go (default: $MCEC_SESSIONS_DIR, else ./sessions)',
+    )
+    .option(
+      '--keep-running',
+      `after the demo, keep a simulator running over HTTP for manual use (see --listen), until Ctrl+C`,
+    )
+    .option('--serve', 'the same as --keep-running')
+    .option('--listen <host:port>', 'where --keep-running serves POST /mcp', DEFAULT_LISTEN)
+    .option('-q, --quiet', 'print only the three paths: session dir, failure-summary.md, zip')
+    .option(
+      '--json',
+      'print {sessionId, sessionDir, failureSummary, bundle, verdict, verified, ...} as one JSON line',
+    )
+    .addHelpText('after', HELP_AFTER)
+    .showHelpAfterError('(run npm run demo -- --help for usage)')
+    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) })
+    .exitOverride()
+    .allowExcessArguments(false)
+    .action(async (opts: DemoCliOptions) => onExit(await demoCommand(opts)));
+}
+
+async function main(argv: string[]): Promise<number> {
+  let code = 0;
+  const program = buildProgram((c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0 through exitOverride; everything else commander rejects is usage.
+      return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`demo: ${err.message}\n(run npm run demo -- --help for usage)\n`);
+      return EXIT_USAGE;
+    }
+    process.stderr.write(`demo: ${(err as Error).stack ?? String(err)}\n`);
+    return EXIT_BROKEN;
+  }
+}
+
+main(process.argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`demo: ${String(err)}\n`);
+    process.exitCode = EXIT_BROKEN;
+  },
+);

@@ -1,0 +1,119 @@
+/**
+ * `npm run demo` as a library: the scripted agent drives a simulated MCEC through the recorder, then the
+ * session is summarized, bundled and the bundle verified. The CLI (src/cli/demo.ts) only prints the result.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { buildBundle } from '../bundle/build.js';
+import { writeFailureSummary } from '../bundle/sessions.js';
+import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
+import { createRecorder } from '../record/recorder.js';
+import type { SessionCounts } from '../record/types.js';
+import type { Verdict } from '../report/types.js';
+import { createSimulator, type Simulator } from '../sim/index.js';
+import { runScriptedAgent, type ScriptedRun } from './scripted-agent.js';
+
+/** The scenario name stored with the demo's session (the summary's title). */
+export const DEMO_SCENARIO = 'demo: save a file in Notepad, then check the video player';
+
+/** Options of runDemo. */
+export interface DemoOptions {
+  /** Root of the recorded session dirs (default `$MCEC_SESSIONS_DIR`, else `./sessions`). */
+  sessionsDir?: string;
+  /** The server to drive (default: a fresh simulator whose own artifacts go to a temp dir, removed after). */
+  simulator?: Simulator;
+  /** Where the recorder's one-time failure notices go (default process.stderr). */
+  stderr?: (line: string) => void;
+}
+
+/** What the demo produced. */
+export interface DemoResult {
+  sessionId: string;
+  /** Absolute path of the recorded session dir (session.sqlite, artifacts/, failure-summary.md). */
+  sessionDir: string;
+  /** Absolute path of failure-summary.md inside the session dir. */
+  failureSummary: string;
+  /** Its Markdown text. */
+  summaryText: string;
+  /** Absolute path of the bug bundle (a zip beside the session dir). */
+  bundle: string;
+  bundleBytes: number;
+  bundleFiles: number;
+  /** The recorded session's verdict: FAIL by design. */
+  verdict: Verdict;
+  verify: VerifyResult;
+  /** What the recorder counted for the session. */
+  counts: SessionCounts;
+  /** What the scripted agent did. */
+  run: ScriptedRun;
+}
+
+/** The default sessions root, as the recorder and mcec-bundle resolve it. */
+export function defaultSessionsDir(): string {
+  return path.resolve(process.env.MCEC_SESSIONS_DIR ?? './sessions');
+}
+
+/** Run the scripted session through the recorder, write failure-summary.md, build and verify the bundle. */
+export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  const sessionsDir = path.resolve(options.sessionsDir ?? defaultSessionsDir());
+  const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
+  try {
+    const sim = options.simulator ?? createSimulator({ sessionsRoot: ownSimDir! });
+    const recorder = createRecorder({
+      sessionsDir,
+      scenario: DEMO_SCENARIO,
+      ...(options.stderr ? { stderr: options.stderr } : {}),
+    });
+    let run: ScriptedRun;
+    let sessionDir: string;
+    let counts: SessionCounts;
+    try {
+      // An MCP client's handshake first: the recorder learns the server's name and version from it.
+      const initialize = {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'mcec-recorder-demo', version: '1' },
+        },
+      };
+      recorder.recordExchange(initialize, await sim.handle(initialize));
+
+      const dispatch = recorder.wrap((tool: string, args: Record<string, unknown>) =>
+        sim.callTool(tool, args),
+      );
+      run = await runScriptedAgent(dispatch, recorder);
+      if (!run.sessionId) throw new Error('the scripted agent could not open an MCEC session');
+      await recorder.end(run.sessionId, { passed: run.passed, reason: run.reason });
+      await recorder.flush();
+      const info = recorder.session(run.sessionId);
+      if (!info) throw new Error(`the recorder has no session ${run.sessionId}`);
+      sessionDir = info.dir;
+      counts = info.counts;
+    } finally {
+      await recorder.close();
+    }
+
+    const failureSummary = await writeFailureSummary(sessionDir);
+    const bundle = await buildBundle(sessionDir);
+    const verify = await verifyBundle(bundle.bundle);
+    return {
+      sessionId: run.sessionId,
+      sessionDir: path.resolve(sessionDir),
+      failureSummary,
+      summaryText: fs.readFileSync(failureSummary, 'utf8'),
+      bundle: bundle.bundle,
+      bundleBytes: bundle.bytes,
+      bundleFiles: bundle.files,
+      verdict: bundle.verdict,
+      verify,
+      counts,
+      run,
+    };
+  } finally {
+    if (ownSimDir) fs.rmSync(ownSimDir, { recursive: true, force: true });
+  }
+}
