@@ -17,20 +17,20 @@ const IMAGE_PREFIXES = ['data:image', 'iVBORw0KGgo', '/9j/', 'R0lGOD', 'Qk0', 'Q
 export function looksLikeImageBytes(text: string): boolean {
   for (const prefix of IMAGE_PREFIXES) if (text.startsWith(prefix) && text.length >= 16) return true;
   if (text.length < 200) return false;
-  // A long run of the base64 alphabet without spaces: check a bounded prefix only (strings can be 100 MB).
+  // A long run of the base64 alphabet without spaces, mixing upper case, lower case and digits as encoded
+  // bytes do (a run of one letter is not bytes); check a bounded prefix only (strings can be 100 MB).
   const n = Math.min(text.length, 512);
+  let upper = false;
+  let lower = false;
+  let digit = false;
   for (let i = 0; i < n; i++) {
     const c = text.charCodeAt(i);
-    const ok =
-      (c >= 65 && c <= 90) ||
-      (c >= 97 && c <= 122) ||
-      (c >= 48 && c <= 57) ||
-      c === 43 ||
-      c === 47 ||
-      c === 61;
-    if (!ok) return false;
+    if (c >= 65 && c <= 90) upper = true;
+    else if (c >= 97 && c <= 122) lower = true;
+    else if (c >= 48 && c <= 57) digit = true;
+    else if (c !== 43 && c !== 47 && c !== 61) return false;
   }
-  return true;
+  return upper && lower && digit;
 }
 
 /** One line of at most `max` characters: control characters and line breaks become spaces, image bytes a marker. */
