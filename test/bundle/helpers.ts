@@ -142,6 +142,8 @@ export interface RawEntry {
   name: string | Buffer;
   data: Buffer;
   mode?: number;
+  /** Override the CRC-32 written (to make a corrupt entry). */
+  crc?: number;
 }
 
 /**
@@ -154,7 +156,7 @@ export function rawZip(entries: RawEntry[]): Buffer {
   let offset = 0;
   for (const e of entries) {
     const name = Buffer.isBuffer(e.name) ? e.name : Buffer.from(e.name, 'utf8');
-    const crc = zlib.crc32(e.data) >>> 0;
+    const crc = e.crc ?? zlib.crc32(e.data) >>> 0;
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
     local.writeUInt16LE(20, 4);
