@@ -1,4 +1,5 @@
 import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
+import { scrubInlineSecrets } from './inline-secrets.js';
 import { secretKeyMatcher } from './secret-keys.js';
 import { typedTextReplacements } from './typed-text.js';
 
@@ -18,6 +19,8 @@ export interface RedactOptions {
   keepTypedText?: boolean;
   /** Values nested deeper than this become `[too deep]` (default 200). */
   maxDepth?: number;
+  /** Scrub inline assignments such as `password=...` or `--token ...` from strings (default true). */
+  inlineSecrets?: boolean;
 }
 
 export interface Redactor {
@@ -54,6 +57,8 @@ class SecretRedactor implements Redactor {
   private readonly patterns: RegExp[];
   private readonly keepTypedText: boolean;
   private readonly maxDepth: number;
+  private readonly inlineSecrets: boolean;
+  private readonly remember = (value: string): void => this.rememberSecret(value);
   private readonly secrets = new Set<string>();
   /** `secrets` longest first, so a secret containing another is replaced whole. */
   private ordered: string[] = [];
@@ -66,6 +71,7 @@ class SecretRedactor implements Redactor {
     );
     this.keepTypedText = options.keepTypedText === true;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
+    this.inlineSecrets = options.inlineSecrets !== false;
   }
 
   rememberSecret(value: string): void {
@@ -105,6 +111,7 @@ class SecretRedactor implements Redactor {
       re.lastIndex = 0;
       out = out.replace(re, REDACTED);
     }
+    if (this.inlineSecrets && out.length > 5) out = scrubInlineSecrets(out, REDACTED, this.remember);
     return out.length >= MIN_IMAGE_TEXT ? scrubImageText(out) : out;
   }
 

@@ -135,6 +135,35 @@ describe('remembered secrets', () => {
   });
 });
 
+describe('inline secrets in text', () => {
+  const r = createRedactor();
+  it.each([
+    ['login --password hunter22 --user bob', `login --password ${REDACTED} --user bob`],
+    ['https://h/api?token=abc123&page=2', `https://h/api?token=${REDACTED}&page=2`],
+    ['Authorization: Bearer abc.def.ghi', `Authorization: ${REDACTED}`],
+    ['PASSWORD="two words" next', `PASSWORD=${REDACTED} next`],
+    ['tool -api-key=k-1 -v', `tool -api-key=${REDACTED} -v`],
+    ['the token expired; password reset needed', 'the token expired; password reset needed'],
+    ['keyboard: en-US, author=ann', 'keyboard: en-US, author=ann'],
+    [`password: ${REDACTED}`, `password: ${REDACTED}`],
+  ])('%s', (text, expected) => {
+    expect(r.scrubText(text)).toBe(expected);
+  });
+
+  it('a value found inline is scrubbed from the rest of the same value and later ones', () => {
+    const fresh = createRedactor();
+    expect(fresh.redact({ a: 'user hunter99 logged in', b: 'cmd password=hunter99' })).toEqual({
+      a: `user ${REDACTED} logged in`,
+      b: `cmd password=${REDACTED}`,
+    });
+    expect(fresh.scrubText('again hunter99')).toBe(`again ${REDACTED}`);
+  });
+
+  it('can be turned off', () => {
+    expect(createRedactor({ inlineSecrets: false }).scrubText('password=abc123')).toBe('password=abc123');
+  });
+});
+
 describe('typed text', () => {
   const r = createRedactor();
   it.each([
