@@ -171,7 +171,6 @@ function rowContext(
   counters: { clipped: number; omitted: number; bodyChars: number },
 ): Record<string, unknown> {
   const { row } = input;
-  const problem = row.status === 'failed' || row.status === 'fault' || row.status === 'pending';
   const blocks: Array<{ title: string; html: unknown; note: string | null }> = [];
   let bodyNote: string | null = null;
   const hasBodies = row.args != null || row.envelope != null || row.response != null;
@@ -180,7 +179,7 @@ function rowContext(
   }
   if (hasBodies && allowance < MIN_BODY_CHARS) {
     counters.omitted += 1;
-    bodyNote = `${bodyNote ? `${bodyNote} ` : ''}Arguments and envelope are left out of this page to keep it within its size budget; they are in session.sqlite and tool-calls.jsonl.`;
+    bodyNote = `${bodyNote ? `${bodyNote} ` : ''}Arguments and envelope left out (page size budget; see session.sqlite).`;
   } else if (hasBodies) {
     let left = allowance;
     let clippedHere = false;
@@ -217,16 +216,13 @@ function rowContext(
     seq: row.seq,
     tool: oneLine(row.tool, 80),
     status: row.status,
-    statusLabel: row.status,
     recovered: input.recovered,
-    problem,
     isFailing: input.isFailing,
     isLastGood: input.isLastGood,
     at: row.started_at,
     time: row.started_at.length >= 23 ? row.started_at.slice(11, 23) : row.started_at,
-    endedAt: row.ended_at,
     duration: formatDurationMs(row.duration_ms),
-    line: summarizeCall(row),
+    line: preHtml(hb, summarizeCall(row)),
     code: row.error_code ? oneLine(row.error_code, 120) : '',
     category: row.error_category ? oneLine(row.error_category, 60) : '',
     detail: row.error_detail ? clip(row.error_detail, 2000) : '',
@@ -245,7 +241,7 @@ function rowContext(
     bodyNote,
     transport: row.transport,
     rpcId: row.rpc_id ? oneLine(row.rpc_id, 60) : '',
-    outputKind: row.output_kind ?? '',
+    outputKind: row.output_kind && row.output_kind !== 'envelope' ? `output ${row.output_kind}` : '',
   };
 }
 
