@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactStore } from '../../src/artifacts/index.js';
 import { claimedSizePng, noisyPng, solidBmp, solidPng } from './images.js';
@@ -203,6 +204,60 @@ describe('ArtifactStore', () => {
       declared,
     );
     expect(await s.ensureBlankCheck(sha(white), white)).toEqual(declared);
+  });
+
+  it('a JPEG bomb (SOF claims 50,000 x 50,000) leaves no file behind', async () => {
+    const jpeg = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#888' } })
+      .jpeg()
+      .toBuffer();
+    const sof = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
+    expect(sof).toBeGreaterThan(0);
+    const bomb = Buffer.from(jpeg);
+    bomb.writeUInt16BE(50_000, sof + 5);
+    bomb.writeUInt16BE(50_000, sof + 7);
+    const saved = await store().save(bomb);
+    expect(saved.error).toMatch(/too many pixels/);
+    expect(saved.path).toBeUndefined();
+    const dirEntries = fs.existsSync(path.join(dir, 'artifacts'))
+      ? fs.readdirSync(path.join(dir, 'artifacts'))
+      : [];
+    expect(dirEntries).toEqual([]);
+  });
+
+  it('JPEG and GIF are kept with their own extensions', async () => {
+    const s = store();
+    const jpeg = await sharp({ create: { width: 12, height: 9, channels: 3, background: '#123456' } })
+      .jpeg()
+      .toBuffer();
+    const gif = await sharp({ create: { width: 5, height: 6, channels: 3, background: '#00ff00' } })
+      .gif()
+      .toBuffer();
+    expect(await s.save(jpeg)).toMatchObject({
+      format: 'jpeg',
+      width: 12,
+      height: 9,
+      path: expect.stringMatching(/-1\.jpg$/),
+    });
+    expect(await s.save(gif)).toMatchObject({
+      format: 'gif',
+      width: 5,
+      height: 6,
+      path: expect.stringMatching(/-2\.gif$/),
+    });
+  });
+
+  it('different bytes with the same length, head and tail are two files (no false dedupe)', async () => {
+    const a = solidBmp(100, 100, [50, 50, 50]); // 30 KB: the middle is outside the 4 KiB head and tail
+    const b = Buffer.from(a);
+    b[15_000] ^= 0xff;
+    const s = store();
+    const [sa, sb] = await Promise.all([s.save(a), s.save(b)]);
+    expect(sa.sha256).not.toBe(sb.sha256);
+    expect(sb.deduplicated).toBe(false);
+    expect(sa.path).not.toBe(sb.path);
+    expect(sha(fs.readFileSync(path.join(dir, sb.path!)))).toBe(sha(b));
+    const again = await s.save(Buffer.from(b));
+    expect(again).toMatchObject({ deduplicated: true, path: sb.path });
   });
 
   it('BMP: facts from its header, extension .bmp', async () => {

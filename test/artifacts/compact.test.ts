@@ -142,6 +142,17 @@ describe('compactImages', () => {
     expect(validateCaptureSummary(content[0]!.summary).violations).toEqual([]);
   });
 
+  it('an image block whose mimeType disagrees with its bytes is a violation', async () => {
+    const png = await solidPng(3, 3, [0, 0, 0]);
+    const { value, violations } = await compact({
+      content: [{ type: 'image', data: png.toString('base64'), mimeType: 'image/jpeg' }],
+    });
+    expect(violations).toEqual([
+      { path: '/content/0/mimeType', message: 'declared image/jpeg but the image is png' },
+    ]);
+    expect((value as { content: Array<{ mimeType: string }> }).content[0]!.mimeType).toBe('image/jpeg');
+  });
+
   it('an image block without any blankCheck gets a computed one', async () => {
     const png = await solidPng(20, 20, [0, 0, 0]);
     const { value } = await compact({
