@@ -4,6 +4,7 @@ export * from './artifacts/index.js';
 export * from './contract/index.js';
 export * from './redact/index.js';
 export * from './report/index.js';
+export * from './report/html/index.js';
 export * from './sim/index.js';
 export * from './record/index.js';
 export * from './store/index.js';
