@@ -93,7 +93,7 @@ export const figure: Figure = {
   title: 'Sustained recorded calls per second',
   async run(ctx) {
     const rounds = ctx.quick ? 2 : 5;
-    const total = ctx.quick ? 30_000 : 200_000;
+    const total = ctx.quick ? 10_000 : 200_000;
     const { find, findFailed } = await smallResults();
     // Mostly successes, one failure in 20 (failures take the slower path through the queue).
     const mix: CallToolResult[] = [...Array.from({ length: 19 }, () => find), findFailed];
@@ -109,7 +109,7 @@ export const figure: Figure = {
       return output;
     };
     // Warm up (JIT, first-touch memory).
-    await recordedRun(mix, Math.min(20_000, total), path.join(ctx.tmp, 'warm'));
+    await recordedRun(mix, Math.min(20_000, total / 2), path.join(ctx.tmp, 'warm'));
     await drive(naive, 5000);
     await drive(bare, 5000);
     ctx.log(`${rounds} rounds x ${total} calls, ${IN_FLIGHT} in flight`);
