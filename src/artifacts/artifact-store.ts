@@ -97,7 +97,6 @@ export class ArtifactStore {
   private used = 0;
   private omittedImages = 0;
   private omittedBytes = 0;
-  private dirReady = false;
 
   constructor(options: ArtifactStoreOptions) {
     this.sessionDir = options.sessionDir;
@@ -322,6 +321,7 @@ export class ArtifactStore {
         meanwhile();
       }
     };
+    let madeDir = false;
     try {
       let n = ++this.counter;
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -329,7 +329,6 @@ export class ArtifactStore {
         const file = path.join(this.artifactsDir, name);
         let handle: FileHandle;
         try {
-          if (!this.dirReady) await this.ensureDir();
           handle = await fsp.open(file, 'wx');
         } catch (err) {
           const code = (err as NodeJS.ErrnoException).code;
@@ -337,8 +336,14 @@ export class ArtifactStore {
             n = ++this.counter; // a name left by an earlier writer of this session: next number
             continue;
           }
-          if (code === 'ENOENT' && this.dirReady) {
-            this.dirReady = false; // artifacts/ vanished: recreate it once (the session dir must still exist)
+          if (code === 'ENOENT' && !madeDir) {
+            // artifacts/ not there yet (or vanished): create it, never the session dir itself.
+            madeDir = true;
+            const made = await fsp.mkdir(this.artifactsDir).then(
+              () => undefined,
+              (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
+            );
+            if (made) return { error: `disk error: ${errorText(made)}` };
             continue;
           }
           return { error: `disk error: ${errorText(err)}` };
@@ -365,14 +370,5 @@ export class ArtifactStore {
     } finally {
       runMeanwhile();
     }
-  }
-
-  private async ensureDir(): Promise<void> {
-    try {
-      await fsp.mkdir(this.artifactsDir);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
-    this.dirReady = true;
   }
 }
