@@ -155,16 +155,11 @@ function environmentOf(reader: SessionReader, session: SessionRow): Record<strin
   };
   if (env.recorder == null) env.recorder = session.recorder_version;
   if (!asRecord(env.server)) {
-    for (const event of reader.events('exchange').reverse()) {
-      const detail = parseDetail(event);
-      if (detail.method !== 'initialize') continue;
-      const result = asRecord(asRecord(detail.response)?.result);
-      const info = asRecord(result?.serverInfo);
-      if (info) {
-        env.server = compactValue({ ...info, protocolVersion: result?.protocolVersion }, { maxString: 80 });
-        break;
-      }
-    }
+    const detail = parseDetail(reader.lastExchange('initialize'));
+    const result = asRecord(asRecord(detail.response)?.result);
+    const info = asRecord(result?.serverInfo);
+    if (info)
+      env.server = compactValue({ ...info, protocolVersion: result?.protocolVersion }, { maxString: 80 });
   }
   const displays = reader.lastCallWhere({ statuses: ['ok'], tools: ['displays'] });
   const result = displays ? asRecord(envelopeOf(displays)?.result) : undefined;
@@ -264,8 +259,8 @@ export async function buildSummary(
       line: summarizeCall(row),
     }));
 
-    const stepEvents = reader.events('step');
-    const steps = stepEvents.slice(-MAX_STEPS).map((event) => {
+    const stepCount = reader.eventCount('step');
+    const steps = reader.eventsTail('step', MAX_STEPS).map((event) => {
       const d = parseDetail(event);
       return {
         name: oneLine(d.name ?? '', 200),
@@ -338,7 +333,7 @@ export async function buildSummary(
       suspectImage,
       timeline: { omitted: stats.calls - timeline.length, lines: timeline },
       steps,
-      stepsOmitted: stepEvents.length - steps.length,
+      stepsOmitted: stepCount - steps.length,
       lastFailedStep: [...steps].reverse().find((s) => FAILED_STEP.has(s.status.toLowerCase())) ?? null,
       environment: environmentOf(reader, session),
       events: {

@@ -70,6 +70,7 @@ export function compactValue(value: unknown, options: { depth?: number; maxStrin
   const depth = options.depth ?? 3;
   const maxString = options.maxString ?? 120;
   const walk = (v: unknown, level: number): unknown => {
+    if (v === undefined) return null;
     if (v === null || typeof v === 'number' || typeof v === 'boolean') return v;
     if (typeof v === 'string') return oneLine(v, maxString);
     if (typeof v !== 'object') return oneLine(String(v), maxString);
@@ -85,6 +86,7 @@ export function compactValue(value: unknown, options: { depth?: number; maxStrin
     let kept = 0;
     for (const key of keys) {
       const x = (v as Record<string, unknown>)[key];
+      if (x === undefined) continue;
       if (DROP_KEYS.has(key) && typeof x === 'string') {
         out[key] = `[${x.length} chars omitted]`;
       } else if (key === 'tree' || key === 'children') {

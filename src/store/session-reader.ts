@@ -416,6 +416,25 @@ export class SessionReader {
       .all(kind) as EventRow[];
   }
 
+  /** The newest `n` events of a kind, in order. */
+  eventsTail(kind: string, n: number): EventRow[] {
+    if (n <= 0) return [];
+    const rows = this.db
+      .prepare('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?')
+      .all(kind, n) as EventRow[];
+    return rows.reverse();
+  }
+
+  /** The newest `exchange` event (a non-tool JSON-RPC message a proxy saw) for one method, e.g. initialize. */
+  lastExchange(method: string): EventRow | undefined {
+    return this.db
+      .prepare(
+        `SELECT id, at, kind, call_seq, detail FROM events WHERE kind = 'exchange' AND json_valid(detail)
+         AND json_extract(detail, '$.method') = ? ORDER BY id DESC LIMIT 1`,
+      )
+      .get(method) as EventRow | undefined;
+  }
+
   /** The newest event of a kind. */
   lastEvent(kind: string): EventRow | undefined {
     return this.db

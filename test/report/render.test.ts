@@ -144,6 +144,30 @@ describe('failure-summary.md', () => {
     expect(text).toContain('## Failures\n\nNone.');
   });
 
+  it('shows recording losses: violations, dropped payloads, record failures, limits, emergency stop', async () => {
+    const f = FixtureSession.create(root);
+    f.call({ ...calls.findSave(), violations: [{ path: '/result/found', message: 'must be boolean' }] });
+    f.call({ tool: 'capture', payloadDropped: true });
+    f.event('record-failure', { stage: 'commit', message: 'SQLITE_FULL', lost: 2 });
+    f.event('truncation', { omittedCalls: 1, omittedBytes: 9 * 1024 * 1024 });
+    f.event('artifact-limit', { omittedImages: 4, omittedBytes: 600 * 1024 * 1024 });
+    f.event('emergency-stop', { code: 'emergency-stopped', detail: 'hotkey' });
+    f.end();
+    const text = await renderFailureSummary(await summarize(f));
+    expect(text).toContain(
+      [
+        '## Recording',
+        '',
+        '- Contract violations: 1',
+        '- Payloads dropped past the log limit: 1 (1 calls, 9.0 MB)',
+        '- Recording failures: 1 (2 calls lost)',
+        '- Images not kept past the artifact limit: 4 (600.0 MB)',
+        "- An operator's emergency stop was latched during this session.",
+      ].join('\n'),
+    );
+    expect(text.split('\n')[0]).toBe('# save a file in Notepad; FAIL');
+  });
+
   it('keeps Markdown and HTML characters as they are (no HTML escaping)', async () => {
     const f = FixtureSession.create(root, { scenario: `<Save> & "quit" 'now'` });
     f.call(calls.findSave());
