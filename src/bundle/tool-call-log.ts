@@ -62,25 +62,32 @@ export function buildToolCallLog(
   options: ToolCallLogOptions = {},
 ): ToolCallLog {
   const cap = options.capBytes ?? TOOL_CALL_LOG_CAP;
-  const budget = cap - Buffer.byteLength(TRUNCATION_LINE) - 1;
+  const truncationSize = Buffer.byteLength(TRUNCATION_LINE) + 1;
   const sessionIdJson = JSON.stringify(sessionId);
   const chunks: string[] = [];
+  const sizes: number[] = [];
+  const isCallRequest: boolean[] = [];
   let bytes = 0;
-  let lines = 0;
-  let calls = 0;
   let truncated = false;
   const json = new JsonCleaner();
 
   const push = (line: Line): boolean => {
     const text = lineText(line, sessionIdJson);
     const size = Buffer.byteLength(text) + 1;
-    if (bytes + size > budget) {
+    if (bytes + size > cap) {
+      // Over the cap: take lines back until the truncation line fits, so the whole file stays within it.
       truncated = true;
+      while (chunks.length > 0 && bytes + truncationSize > cap) {
+        chunks.pop();
+        isCallRequest.pop();
+        bytes -= sizes.pop()!;
+      }
       return false;
     }
     chunks.push(text);
+    sizes.push(size);
+    isCallRequest.push(line.method === 'tools/call' && line.direction === 'request');
     bytes += size;
-    lines += 1;
     return true;
   };
 
@@ -98,17 +105,16 @@ export function buildToolCallLog(
     if (!flushEventsUntil(row.started_at)) break;
     const [request, response] = callLines(row, json);
     if (!push(request)) break;
-    calls += 1;
     if (response && !push(response)) break;
     options.onCall?.();
   }
   if (!truncated) flushEventsUntil(null);
-  if (truncated) chunks.push(TRUNCATION_LINE);
+  if (truncated && bytes + truncationSize <= cap) chunks.push(TRUNCATION_LINE);
   const text = chunks.length > 0 ? `${chunks.join('\n')}\n` : '';
   return {
     data: Buffer.from(text, 'utf8'),
-    lines: lines + (truncated ? 1 : 0),
-    calls,
+    lines: chunks.length,
+    calls: isCallRequest.filter(Boolean).length,
     truncated,
     imagesRedacted: json.redacted,
   };
