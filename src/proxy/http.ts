@@ -59,7 +59,8 @@ export class ProxyConfigError extends Error {
 /** Start a recording proxy in front of an MCEC HTTP endpoint. */
 export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpProxy> {
   const target = parseTarget(options.target);
-  const listenHost = options.listen?.host ?? '127.0.0.1';
+  const rawHost = options.listen?.host ?? '127.0.0.1';
+  const listenHost = rawHost.startsWith('[') && rawHost.endsWith(']') ? rawHost.slice(1, -1) : rawHost;
   const listenPort = options.listen?.port ?? 5152;
   const allowNonLoopback = options.allowNonLoopback ?? false;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -96,7 +97,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       return;
     }
     const auth = req.headers.authorization;
-    if (auth && !knownSecrets.has(auth)) {
+    if (auth && !knownSecrets.has(auth) && knownSecrets.size < 1024) {
       knownSecrets.add(auth);
       rememberSecret(recorder, auth);
       const space = auth.indexOf(' ');
@@ -256,6 +257,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     });
   });
   port = (server.address() as AddressInfo).port;
+  server.on('error', () => {}); // e.g. EMFILE on accept: the server keeps serving what it can
   const urlHost = listenHost.includes(':') && !listenHost.startsWith('[') ? `[${listenHost}]` : listenHost;
   let closing: Promise<void> | null = null;
 
@@ -284,7 +286,6 @@ function parseTarget(target: string): URL {
   }
   if (url.protocol !== 'http:') throw new ProxyConfigError(`target must be an http:// URL: ${url.protocol}`);
   if (url.username || url.password) throw new ProxyConfigError('target URL must not carry credentials');
-  if (!url.port) url.port = '80';
   return url;
 }
 
