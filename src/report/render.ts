@@ -98,20 +98,24 @@ const LEVELS: Level[] = [
   { timeline: 0, failures: 0, steps: 0, warnings: 0, detail: 60 },
 ];
 
-const LIMIT_TEXT = MAX_DOCUMENT_CHARS.toLocaleString('en-US');
+/** "65,536": grouped by hand so the text does not depend on the ICU data Node was built with. */
+const LIMIT_TEXT = String(MAX_DOCUMENT_CHARS).replace(/\B(?=(\d{3})+$)/g, ',');
 
 /** The last `n` items (all when n is infinite). */
 function lastOf<T>(items: T[], n: number): T[] {
   return n >= items.length ? items : n <= 0 ? [] : items.slice(items.length - n);
 }
 
-/** Copy with every string longer than `max` clipped (artifact paths are short and stay intact). */
+/** Fields never clipped: a clipped link or hash would be wrong, not shorter (both are short anyway). */
+const UNCLIPPED = new Set(['artifact', 'sha256']);
+
+/** Copy with every string longer than `max` clipped. */
 function clipStrings<T>(value: T, max: number): T {
   if (typeof value === 'string') return (value.length > max ? clip(value, max) : value) as T;
   if (Array.isArray(value)) return value.map((v) => clipStrings(v, max)) as T;
   if (value !== null && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = clipStrings(v, max);
+    for (const [k, v] of Object.entries(value)) out[k] = UNCLIPPED.has(k) ? v : clipStrings(v, max);
     return out as T;
   }
   return value;
