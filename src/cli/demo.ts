@@ -190,7 +190,7 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
   try {
     result = await runDemo({ sessionsDir });
   } catch (err) {
-    process.stderr.write(`demo: the demo broke: ${(err as Error).stack ?? String(err)}\n`);
+    process.stderr.write(`demo: the demo broke: ${(err as Error).message}\n`);
     return EXIT_BROKEN;
   }
   const bundleThere = fs.existsSync(result.bundle);

@@ -57,6 +57,11 @@ export function defaultSessionsDir(): string {
 /** Run the scripted session through the recorder, write failure-summary.md, build and verify the bundle. */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const sessionsDir = path.resolve(options.sessionsDir ?? defaultSessionsDir());
+  try {
+    fs.mkdirSync(sessionsDir, { recursive: true });
+  } catch (err) {
+    throw new Error(`cannot use ${sessionsDir} as the sessions dir: ${(err as Error).message}`);
+  }
   const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
   try {
     const sim = options.simulator ?? createSimulator({ sessionsRoot: ownSimDir! });
