@@ -135,7 +135,8 @@ Examples:
   mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp --sessions ./sessions
 
   # in the MCP client's server config, put the recorder in front of the real server command
-  mcec-record stdio --sessions ./sessions -- mcec.exe --stdio
+  mcec-record stdio --sessions /abs/sessions -- <MCEC server command> [its args]
+  mcec-record stdio --sessions ./sessions -- mcec-sim --stdio      # the bundled simulator
 
 Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+signal when killed).`,
     );
@@ -149,7 +150,12 @@ Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+s
     .option('--scenario <name>', 'scenario name stored with each session')
     .option('--allow-remote', 'allow a non-loopback --listen host (no loopback Host check then)')
     .addOption(new Option('--max-body <bytes>', 'largest request body forwarded').default('1048576'))
-    .addOption(new Option('--timeout <ms>', 'answer 504 when the target takes longer').default('60000'))
+    .addOption(
+      new Option(
+        '--timeout <ms>',
+        'answer 504 when the target takes longer (raise it for long waits)',
+      ).default('60000'),
+    )
     .addHelpText(
       'after',
       `
@@ -173,7 +179,8 @@ Example:
       'after',
       `
 Example (an MCP client's server entry):
-  { "command": "npx", "args": ["mcec-record", "stdio", "--sessions", "C:/sessions", "--", "mcec.exe", "--stdio"] }
+  { "command": "npx", "args": ["mcec-record", "stdio", "--sessions", "C:/mcec-sessions", "--", "<server>", "<args>"] }
+Give --sessions an absolute path: MCP clients start servers in a working directory of their choosing.
 Everything mcec-record says goes to stderr; stdout carries only the server's bytes.`,
     )
     .action(async (command: string, args: string[], options: CommonOptions) =>
