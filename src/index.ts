@@ -2,6 +2,7 @@
 
 export * from './artifacts/index.js';
 export * from './contract/index.js';
+export * from './demo/index.js';
 export * from './redact/index.js';
 export * from './report/index.js';
 export * from './report/html/index.js';
