@@ -92,6 +92,7 @@ export class ArtifactStore {
   /** Saves by sha256 of the bytes, and by the cheap fingerprint that lets a new image be written at once. */
   private readonly known = new Map<string, Promise<SavedImage>>();
   private readonly byFingerprint = new Map<string, Promise<SavedImage>>();
+  private readonly computing = new Map<string, Promise<BlankCheck | undefined>>();
   private counter = 0;
   private written = 0;
   private used = 0;
@@ -154,9 +155,16 @@ export class ArtifactStore {
     const pending = this.known.get(sha256);
     const record = pending ? await pending : undefined;
     if (record?.blankCheck) return record.blankCheck;
-    const computed = await this.blankCheckOf(image);
-    if (record && computed) record.blankCheck = computed;
-    return computed;
+    // One decode per distinct image even when several copies ask at once.
+    let computing = this.computing.get(sha256);
+    if (!computing) {
+      computing = this.blankCheckOf(image);
+      this.computing.set(sha256, computing);
+      computing.finally(() => this.computing.delete(sha256)).catch(() => undefined);
+    }
+    const computed = await computing;
+    if (record && computed && !record.blankCheck) record.blankCheck = computed;
+    return record?.blankCheck ?? computed;
   }
 
   /**

@@ -276,6 +276,7 @@ async function compactLevel(
     jobs.map(async (job) => {
       const saved = job.saved!;
       if (job.kind === 'capture' && declaredBlankCheck(job.container?.blankCheck)) return undefined;
+      if (saved.blankCheck) return saved.blankCheck; // declared with another copy of the same bytes
       if (!job.buffer || !saved.sha256) return undefined;
       if (saved.error && INVALID_ERRORS.some((p) => saved.error!.startsWith(p))) return undefined;
       return store.ensureBlankCheck(saved.sha256, job.buffer);

@@ -1,100 +1,52 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
+import { captureEnvelope, screenshotPng } from '../../bench/lib/fixtures.js';
+import { alternate, gc, median, nowMs } from '../../bench/lib/stats.js';
 import { ArtifactStore, compactImages } from '../../src/artifacts/index.js';
-import { decodeBase64Strict, findImageBytes } from '../../src/contract/index.js';
+import { findImageBytes } from '../../src/contract/index.js';
 
-const W = 1920,
-  H = 1080,
-  N = 40;
-const pngs: Buffer[] = [];
-for (let i = 0; i < N; i++) {
-  const raw = Buffer.alloc(W * H * 3, 240);
-  let x = 1234 + i;
-  // noise in a band so the PNG is ~1-2 MB like a real screenshot with text/photos
-  for (let p = 0; p < raw.length / 3; p++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    raw[p] = x & 0xff;
-  }
-  pngs.push(
-    await sharp(raw, { raw: { width: W, height: H, channels: 3 } })
-      .png()
-      .toBuffer(),
-  );
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+const fresh = (name: string) => {
+  const d = path.join(tmp, name);
+  fs.rmSync(d, { recursive: true, force: true });
+  fs.mkdirSync(path.join(d, 'artifacts'), { recursive: true });
+  return d;
+};
+const [W, H] = (process.argv[2] ?? '1920x1080').split('x').map(Number) as [number, number];
+const samples = [];
+for (let v = 0; v < 3; v++) {
+  const png = await screenshotPng(W, H, v + 1);
+  samples.push({ png, base64: png.toString('base64') });
 }
-console.log('png size', pngs[0]!.length);
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
-fs.mkdirSync(dir + '/floor');
-const store = new ArtifactStore({ sessionDir: dir, maxArtifactBytes: 1e10 });
-const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
-const manualT: number[] = [];
-const floorT: number[] = [],
-  compT: number[] = [],
-  compFindT: number[] = [];
-const envs = pngs.map((png) => ({
-  ok: true,
-  result: {
-    handle: 1,
-    width: W,
-    height: H,
-    encoding: 'png',
-    bytes: png.length,
-    base64: png.toString('base64'),
-    window: {},
-    blankCheck: { blank: false, dominantFraction: 0.5, dominantIsDark: false },
-  },
-}));
-// warm
-await compactImages(
-  {
-    ok: true,
-    result: {
-      base64: (
-        await sharp({ create: { width: 4, height: 4, channels: 3, background: '#000' } })
-          .png()
-          .toBuffer()
-      ).toString('base64'),
-    },
-  },
-  findImageBytes({}),
-  store,
-);
-await sharp(pngs[0]!).metadata();
-const floorRun = async (i: number) => {
-  const t = performance.now();
-  const buf = Buffer.from(envs[i]!.result.base64, 'base64');
-  await fs.promises.writeFile(`${dir}/floor/f${i}.png`, buf);
+console.log('png', samples[0]!.png.length);
+const floor = async (r: number) => {
+  const s = samples[r % 3]!;
+  const dir = fresh(`f${r}`);
+  gc();
+  const t = nowMs();
+  const buf = Buffer.from(s.base64, 'base64');
+  await fs.promises.writeFile(path.join(dir, 'artifacts', 'floor.png'), buf);
   await sharp(buf).metadata();
-  floorT.push(performance.now() - t);
+  return nowMs() - t;
 };
-const compRun = async (i: number) => {
-  const env = envs[i]!;
-  const locs = findImageBytes(env);
-  const t = performance.now();
-  await compactImages(env, locs, store);
-  compT.push(performance.now() - t);
+const comp = async (r: number) => {
+  const s = samples[r % 3]!;
+  const dir = fresh(`c${r}`);
+  const env = captureEnvelope(s.png, W, H, true, s.base64);
+  const store = new ArtifactStore({ sessionDir: dir, maxArtifactBytes: 1e12 });
+  gc();
+  const t = nowMs();
+  await compactImages(env, findImageBytes(env), store);
+  return nowMs() - t;
 };
-for (let i = 0; i < N; i++) {
-  if (i % 2) {
-    await floorRun(i);
-    await compRun(i);
-  } else {
-    await compRun(i);
-    await floorRun(i);
-  }
+for (let w = 0; w < 2; w++) {
+  await floor(w);
+  await comp(w);
 }
-console.log(
-  'floor',
-  median(floorT).toFixed(2),
-  'compact',
-  median(compT).toFixed(2),
-  'ratio',
-  (median(compT) / median(floorT)).toFixed(2),
-);
-fs.rmSync(dir, { recursive: true });
+const times = await alternate(21, { floor, comp });
+const f = median(times.floor),
+  c = median(times.comp);
+console.log('floor', f.toFixed(2), 'comp', c.toFixed(2), 'ratio', (c / f).toFixed(2));
+fs.rmSync(tmp, { recursive: true });

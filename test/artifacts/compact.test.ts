@@ -153,6 +153,20 @@ describe('compactImages', () => {
     expect((value as { content: Array<{ mimeType: string }> }).content[0]!.mimeType).toBe('image/jpeg');
   });
 
+  it('envelope and response compacted concurrently (as the recorder does): one file, no recompute', async () => {
+    const png = await noisyPng(64, 48, 21);
+    const env = { ok: true, result: captureResult(png, 64, 48) };
+    const response = { content: [{ type: 'image', data: png.toString('base64'), mimeType: 'image/png' }] };
+    const [e, r] = await Promise.all([
+      compactImages(env, findImageBytes(env), store),
+      compactImages(response, findImageBytes(response), store),
+    ]);
+    expect(e.images[0]!.path).toBe(r.images[0]!.path);
+    expect(r.images[0]!.deduplicated).toBe(true);
+    expect(r.images[0]!.blankCheck).toEqual(DECLARED_BLANK);
+    expect(fs.readdirSync(path.join(dir, 'artifacts'))).toHaveLength(1);
+  });
+
   it('an image block without any blankCheck gets a computed one', async () => {
     const png = await solidPng(20, 20, [0, 0, 0]);
     const { value } = await compact({
