@@ -1,0 +1,317 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readZip, sha256, tempDir } from '../bundle/helpers.js';
+import { calls, FixtureSession } from '../helpers/fixture-session.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
+const TRACE = fileURLToPath(new URL('./fixtures/trace-imports.mjs', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function run(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string; node?: string[] } = {},
+): Run {
+  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
+  if (!options.env?.MCEC_SESSIONS_DIR) delete env.MCEC_SESSIONS_DIR;
+  const res = spawnSync(process.execPath, [...(options.node ?? []), CLI, ...args], {
+    encoding: 'utf8',
+    env,
+    cwd: options.cwd ?? ROOT,
+    timeout: 60_000,
+  });
+  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+const DAY = 86_400_000;
+const FAIL_ID = 'fa11ed000001';
+const PASS_ID = 'a55ed0000002';
+const OLD_PASS = 'abc100000003';
+const OLD_FAIL = 'abc200000004';
+
+/** A finished session: PASS, or FAIL on a blank capture. */
+async function makeSession(
+  root: string,
+  sessionId: string,
+  options: { fail: boolean; startedAt?: Date },
+): Promise<FixtureSession> {
+  const s = FixtureSession.create(root, {
+    sessionId,
+    startedAt: options.startedAt,
+    scenario: `scenario ${sessionId}`,
+  });
+  s.call(calls.displays());
+  const cap = await s.capture();
+  s.call(calls.findSave());
+  if (options.fail) await s.blankCapture(cap.summary as unknown as Record<string, unknown>);
+  s.end();
+  s.close();
+  return s;
+}
+
+describe('mcec-bundle', () => {
+  let root: string;
+  let sessions: string;
+  const dirs: Record<string, string> = {};
+
+  beforeAll(async () => {
+    root = tempDir();
+    sessions = path.join(root, 'sessions');
+    fs.mkdirSync(sessions);
+    const now = Date.now();
+    dirs[FAIL_ID] = (
+      await makeSession(sessions, FAIL_ID, { fail: true, startedAt: new Date(now - DAY) })
+    ).dirName;
+    dirs[PASS_ID] = (
+      await makeSession(sessions, PASS_ID, { fail: false, startedAt: new Date(now - 2 * DAY) })
+    ).dirName;
+    dirs[OLD_PASS] = (
+      await makeSession(sessions, OLD_PASS, { fail: false, startedAt: new Date(now - 30 * DAY) })
+    ).dirName;
+    dirs[OLD_FAIL] = (
+      await makeSession(sessions, OLD_FAIL, { fail: true, startedAt: new Date(now - 40 * DAY) })
+    ).dirName;
+  });
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  describe('help', () => {
+    it('teaches every command with an example, and exits 0', () => {
+      const res = run(['--help']);
+      expect(res.code).toBe(0);
+      for (const cmd of ['bundle', 'list', 'show', 'summary', 'issue-body', 'verify', 'prune']) {
+        expect(res.stdout).toContain(cmd);
+        expect(res.stdout).toMatch(new RegExp(`\\n  mcec-bundle ${cmd === 'bundle' ? '5f19c9' : cmd}`));
+      }
+      expect(res.stdout).toMatch(/Exit codes: 0 done, 1 the work failed.*2 bad usage/);
+      const prune = run(['prune', '--help']);
+      expect(prune.code).toBe(0);
+      expect(prune.stdout).toContain('mcec-bundle prune --older-than 7d');
+      expect(run(['help', 'verify']).code).toBe(0);
+    });
+
+    it('starts without loading the heavy modules', () => {
+      const trace = path.join(root, 'trace.txt');
+      const res = run(['--help'], { node: ['--import', TRACE], env: { MCEC_TRACE_OUT: trace } });
+      expect(res.code).toBe(0);
+      const loaded = fs.readFileSync(trace, 'utf8');
+      expect(loaded).toContain('commander');
+      for (const heavy of [
+        'better-sqlite3',
+        'handlebars',
+        'yazl',
+        'yauzl',
+        'date-fns',
+        'sharp',
+        '/report/',
+        '/store/',
+      ]) {
+        expect(loaded, heavy).not.toContain(heavy);
+      }
+    });
+  });
+
+  describe('bundle', () => {
+    it('bundles by unique id prefix into <sessions>/<dir>.zip and prints its path', async () => {
+      const res = run([FAIL_ID.slice(0, 5), '--sessions', sessions]);
+      expect(res).toMatchObject({ code: 0, stderr: '' });
+      const zip = path.join(sessions, `${dirs[FAIL_ID]}.zip`);
+      expect(res.stdout).toBe(`${zip}\n`);
+      const names = (await readZip(zip)).map((e) => e.name);
+      expect(names).toContain(`${dirs[FAIL_ID]}/failure-summary.md`);
+    });
+
+    it('--json prints the result; -o writes where asked; MCEC_SESSIONS_DIR is honoured', () => {
+      const out = path.join(root, 'elsewhere', 'bug.zip');
+      const res = run([PASS_ID, '-o', out, '--json', '--no-db', '--max-bytes', '10MB'], {
+        env: { MCEC_SESSIONS_DIR: sessions },
+      });
+      expect(res.code).toBe(0);
+      const json = JSON.parse(res.stdout);
+      expect(Object.keys(json)).toEqual(['bundle', 'bytes', 'files', 'verdict', 'dropped']);
+      expect(json).toMatchObject({ bundle: out, verdict: 'PASS', bytes: fs.statSync(out).size });
+      expect(json.dropped).toEqual([expect.objectContaining({ path: 'session.sqlite', reason: 'no-db' })]);
+    });
+
+    it('gives byte-identical zips whatever the time zone', () => {
+      const a = path.join(root, 'tz-a.zip');
+      const b = path.join(root, 'tz-b.zip');
+      expect(run([FAIL_ID, '-s', sessions, '-o', a], { env: { TZ: 'UTC' } }).code).toBe(0);
+      expect(run([FAIL_ID, '-s', sessions, '-o', b], { env: { TZ: 'Pacific/Kiritimati' } }).code).toBe(0);
+      expect(sha256(fs.readFileSync(a))).toBe(sha256(fs.readFileSync(b)));
+    });
+
+    it('an unknown id names the sessions dir and the sessions there (exit 1)', () => {
+      const res = run(['ffff', '-s', sessions]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain(sessions);
+      expect(res.stderr).toContain(dirs[FAIL_ID]);
+      expect(res.stdout).toBe('');
+    });
+
+    it('an ambiguous prefix lists the candidates (exit 1)', () => {
+      const res = run(['abc', '-s', sessions]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/ambiguous/);
+      expect(res.stderr).toContain(dirs[OLD_PASS]);
+      expect(res.stderr).toContain(dirs[OLD_FAIL]);
+      expect(res.stderr).not.toContain(dirs[PASS_ID]);
+    });
+
+    it('a missing sessions dir is named (exit 1)', () => {
+      const res = run(['abc', '-s', path.join(root, 'nope')]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toContain(path.join(root, 'nope'));
+    });
+
+    it('refuses a hostile id (exit 2) and writes nothing anywhere', () => {
+      const before = fs.readdirSync(root).sort();
+      const beforeSessions = fs.readdirSync(sessions).sort();
+      const attempts = [
+        ...['../x', '../../etc/passwd', 'a/b', '/tmp', 'a\\b', 'a'.repeat(70)].map((id) => [id]),
+        ['show', '..'],
+        ['summary', '../x'],
+        ['issue-body', '../x'],
+      ];
+      for (const args of attempts) {
+        const res = run([...args, '-s', sessions]);
+        expect(res.code, `${args.join(' ')}`).toBe(2);
+        expect(res.stderr).toMatch(/invalid session id/);
+      }
+      expect(fs.readdirSync(root).sort()).toEqual(before);
+      expect(fs.readdirSync(sessions).sort()).toEqual(beforeSessions);
+    });
+
+    it('bad usage exits 2: unknown option, missing id, bad size, too many arguments', () => {
+      for (const args of [
+        ['--bogus'],
+        [],
+        [FAIL_ID, '--max-bytes', 'lots', '-s', sessions],
+        [FAIL_ID, '--max-bytes', '0', '-s', sessions],
+        [FAIL_ID, 'extra', '-s', sessions],
+        ['list', '--bogus'],
+        ['verify'],
+      ]) {
+        const res = run(args);
+        expect(res.code, args.join(' ')).toBe(2);
+        expect(res.stderr).toMatch(/error|invalid/);
+      }
+    });
+
+    it('a template that fails fails the work (exit 1) and leaves no zip', () => {
+      const tpl = path.join(root, 'tpl');
+      fs.mkdirSync(tpl, { recursive: true });
+      fs.writeFileSync(path.join(tpl, 'failure-summary.md.hbs'), '# {{noSuchField.deeper}}\n');
+      const out = path.join(root, 'tpl.zip');
+      const res = run([FAIL_ID, '-s', sessions, '--templates', tpl, '-o', out]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/^mcec-bundle: /);
+      expect(fs.existsSync(out)).toBe(false);
+    });
+  });
+
+  describe('list, show, summary, issue-body', () => {
+    it('list shows id, start, duration, calls, failures and verdict, oldest first', () => {
+      const res = run(['list', '-s', sessions]);
+      expect(res.code).toBe(0);
+      const lines = res.stdout.trim().split('\n');
+      expect(lines[0]).toMatch(/^ID\s+START \(UTC\)\s+DURATION\s+CALLS\s+FAILURES\s+VERDICT$/);
+      expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([OLD_FAIL, OLD_PASS, PASS_ID, FAIL_ID]);
+      expect(lines.find((l) => l.startsWith(FAIL_ID))).toMatch(/\s4\s+1\s+FAIL$/);
+    });
+
+    it('list --failed --json gives the FAIL sessions as JSON', () => {
+      const res = run(['list', '--failed', '--json', '-s', sessions]);
+      expect(res.code).toBe(0);
+      const rows = JSON.parse(res.stdout);
+      expect(rows.map((r: { id: string }) => r.id)).toEqual([OLD_FAIL, FAIL_ID]);
+      expect(rows[1]).toMatchObject({ verdict: 'FAIL', calls: 4, failures: 1, dirName: dirs[FAIL_ID] });
+    });
+
+    it('show prints the failure summary; summary writes it into the session dir', () => {
+      const shown = run(['show', FAIL_ID, '-s', sessions]);
+      expect(shown.code).toBe(0);
+      expect(shown.stdout).toMatch(/^# scenario fa11ed000001; FAIL/);
+      expect(shown.stdout).toContain('frame-all-black');
+      const written = run(['summary', FAIL_ID, '-s', sessions]);
+      expect(written.code).toBe(0);
+      const file = path.join(sessions, dirs[FAIL_ID]!, 'failure-summary.md');
+      expect(written.stdout).toBe(`${file}\n`);
+      expect(fs.readFileSync(file, 'utf8')).toBe(shown.stdout);
+    });
+
+    it('issue-body prints the bug report for gh, ending with the zip to attach', () => {
+      const res = run(['issue-body', FAIL_ID, '-s', sessions]);
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain('Describe the bug');
+      expect(res.stdout).toContain(`${dirs[FAIL_ID]}.zip`);
+      expect(res.stdout.length).toBeLessThanOrEqual(65_537);
+    });
+
+    it('show of an unknown id exits 1', () => {
+      expect(run(['show', 'ffff', '-s', sessions]).code).toBe(1);
+    });
+  });
+
+  describe('verify', () => {
+    it('exits 0 for a good bundle and 1 with the problems for a tampered one', async () => {
+      const good = path.join(root, 'verify-good.zip');
+      expect(run([FAIL_ID, '-s', sessions, '-o', good]).code).toBe(0);
+      const ok = run(['verify', good]);
+      expect(ok.code).toBe(0);
+      expect(ok.stdout).toMatch(/^ok: /);
+      // Flip one byte inside the stored PNG's data: its CRC and manifest hash no longer match.
+      const bytes = fs.readFileSync(good);
+      const at = bytes.indexOf(Buffer.from('IDAT'));
+      bytes[at + 8] = bytes[at + 8]! ^ 0xff;
+      const bad = path.join(root, 'verify-bad.zip');
+      fs.writeFileSync(bad, bytes);
+      const res = run(['verify', bad]);
+      expect(res.code).toBe(1);
+      expect(res.stderr).toMatch(/problem/);
+      expect(res.stderr).toMatch(/sha256 does not match|CRC-32/);
+      expect(run(['verify', path.join(root, 'missing.zip')]).code).toBe(1);
+    });
+  });
+
+  describe('prune', () => {
+    it('needs --older-than with a valid duration (exit 2)', () => {
+      expect(run(['prune', '-s', sessions]).code).toBe(2);
+      expect(run(['prune', '--older-than', 'soon', '-s', sessions]).code).toBe(2);
+    });
+
+    it('--dry-run lists, --keep-failed keeps FAIL, and a real run deletes dirs and their zips', () => {
+      const copy = path.join(root, 'prune');
+      fs.cpSync(sessions, copy, { recursive: true });
+      // A zip beside the old PASS session goes with it.
+      fs.writeFileSync(path.join(copy, `${dirs[OLD_PASS]}.zip`), 'zip');
+      const dry = run(['prune', '--older-than', '7d', '--dry-run', '-s', copy]);
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toContain(`would remove ${path.join(copy, dirs[OLD_PASS]!)}`);
+      expect(dry.stdout).toContain(dirs[OLD_FAIL]);
+      expect(dry.stdout).not.toContain(dirs[PASS_ID]);
+      expect(fs.existsSync(path.join(copy, dirs[OLD_PASS]!))).toBe(true);
+
+      const keep = run(['prune', '--older-than', '7d', '--keep-failed', '-s', copy]);
+      expect(keep.code).toBe(0);
+      expect(keep.stdout).toContain(`removed ${path.join(copy, dirs[OLD_PASS]!)} and ${dirs[OLD_PASS]}.zip`);
+      expect(fs.existsSync(path.join(copy, dirs[OLD_PASS]!))).toBe(false);
+      expect(fs.existsSync(path.join(copy, `${dirs[OLD_PASS]}.zip`))).toBe(false);
+      expect(fs.existsSync(path.join(copy, dirs[OLD_FAIL]!))).toBe(true);
+
+      const all = run(['prune', '--older-than', '36h', '-s', copy]);
+      expect(all.code).toBe(0);
+      expect(fs.readdirSync(copy).sort()).toEqual([dirs[FAIL_ID], `${dirs[FAIL_ID]}.zip`].sort());
+      const none = run(['prune', '--older-than', '36h', '-s', copy]);
+      expect(none).toMatchObject({ code: 0, stdout: '' });
+      expect(none.stderr).toMatch(/nothing to prune/);
+    });
+  });
+});
