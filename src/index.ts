@@ -10,3 +10,4 @@ export * from './sim/index.js';
 export * from './record/index.js';
 export * from './store/index.js';
 export * from './proxy/index.js';
+export * from './bundle/index.js';
