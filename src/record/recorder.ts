@@ -34,6 +34,7 @@ import {
   withLastObservation,
 } from './outcome.js';
 import { RecordedSession, type SessionVia } from './session.js';
+import { isoTime } from './time.js';
 import type {
   Dispatch,
   ExchangeMeta,
@@ -139,10 +140,41 @@ function escapeId(id: string): string {
   return JSON.stringify(id).slice(1, -1).slice(0, 200);
 }
 
+/** The `response` of the usual CallToolResult (one envelope block), prebuilt: nothing in it to scan or redact. */
+const PLAIN_RESPONSES = new Map<boolean, { value: unknown; json: string }>(
+  [false, true].map((isError) => {
+    const value = { content: [{ type: 'text', text: '[envelope]' }], isError };
+    return [isError, { value, json: JSON.stringify(value) }];
+  }),
+);
+
+/** True for `{content: [{type: 'text', text}], isError}` and nothing else. */
+function isPlainCallToolResult(r: Record<string, unknown>): boolean {
+  const content = r.content as unknown[];
+  if (content.length !== 1 || typeof r.isError !== 'boolean') return false;
+  let keys = 0;
+  for (const _ in r) keys += 1;
+  if (keys !== 2) return false;
+  const block = content[0];
+  if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') return false;
+  keys = 0;
+  for (const _ in block) keys += 1;
+  return keys === 2;
+}
+
+function isPlainResponse(v: unknown): boolean {
+  return v === PLAIN_RESPONSES.get(false)!.value || v === PLAIN_RESPONSES.get(true)!.value;
+}
+
+function plainResponseJson(v: unknown): string {
+  return PLAIN_RESPONSES.get(v === PLAIN_RESPONSES.get(true)!.value)!.json;
+}
+
 /** The raw output's shape for the `response` column: the envelope's text block as "[envelope]". */
 function responseShape(raw: unknown, out: ToolOutput): unknown {
   const mask = (r: unknown): unknown => {
     if (!isRecord(r) || out.synthesized) return r;
+    if (isPlainCallToolResult(r)) return PLAIN_RESPONSES.get(r.isError as boolean)!.value;
     const i = envelopeBlockIndex(r);
     if (i < 0) return r;
     const content = (r.content as unknown[]).slice();
@@ -186,7 +218,7 @@ class RecorderImpl implements Recorder {
   private queuedBytes = 0;
   private running = false;
   private scheduled = false;
-  private lastRunAt = -Infinity;
+  private lastCommitAt = -Infinity;
   private retryTimer: NodeJS.Timeout | undefined;
   private roomWaiters: Array<() => void> = [];
   private closed = false;
@@ -273,6 +305,7 @@ class RecorderImpl implements Recorder {
     return new Promise((resolve) => {
       call.settle = resolve;
       this.push({ k: 'complete', call }, call.size);
+      this.runUrgently();
     });
   }
 
@@ -283,6 +316,7 @@ class RecorderImpl implements Recorder {
     return new Promise((resolve) => {
       call.settle = resolve;
       this.push({ k: 'complete', call }, call.size);
+      this.runUrgently();
     });
   }
 
@@ -309,22 +343,29 @@ class RecorderImpl implements Recorder {
     for (const w of waiters) w();
   }
 
+  /** Schedule a run: at once when the last commit is old enough, else when the commit interval is up. */
   private schedule(): void {
     if (this.running || this.scheduled) return;
+    if (this.head >= this.jobs.length && this.dirty.size === 0) return;
     this.scheduled = true;
-    const wait = this.lastRunAt + this.commitIntervalMs - performance.now();
+    const wait = this.lastCommitAt + this.commitIntervalMs - performance.now();
     if (wait <= 0) setImmediate(this.tick);
     else setTimeout(this.tick, Math.ceil(wait));
   }
 
   private readonly tick = (): void => {
     this.scheduled = false;
-    void this.run();
+    void this.run(true);
   };
+
+  /** A caller waits for this job (a failure): process the queue now, and leave the commit to the next tick. */
+  private runUrgently(): void {
+    if (!this.running) void this.run(false);
+  }
 
   // ---------------------------------------------------------------- the queue, off the critical path
 
-  private async run(): Promise<void> {
+  private async run(commit: boolean): Promise<void> {
     if (this.running) return;
     this.running = true;
     try {
@@ -347,12 +388,11 @@ class RecorderImpl implements Recorder {
       this.head = 0;
       this.queuedBytes = 0;
       this.releaseRoom(true);
-      this.commitAll(false);
+      if (commit) this.commitAll(false);
     } finally {
       this.running = false;
-      this.lastRunAt = performance.now();
     }
-    if (this.head < this.jobs.length) this.schedule();
+    if (this.head < this.jobs.length || !commit) this.schedule();
   }
 
   private processSafely(job: Job): Promise<void> | undefined {
@@ -446,6 +486,8 @@ class RecorderImpl implements Recorder {
   // ---------------------------------------------------------------- sessions
 
   private sessionFor(raw: string, via: SessionVia, startedAt: Date): RecordedSession {
+    const seen = this.sessions.get(raw); // a safe id is its own key: the common case, no regex
+    if (seen) return seen;
     const safe = isSafeSessionId(raw);
     const id = safe ? raw : safeDerivedId(raw);
     const known = this.sessions.get(id);
@@ -572,7 +614,7 @@ class RecorderImpl implements Recorder {
     }
     const log = this.ensureLog(s);
     if (!log) return;
-    this.stage('begin', () => log.beginCall(this.callRow(call, { status: 'pending' })));
+    this.stage('begin', () => log.beginCall(this.callRow(call)));
     call.begun = true;
     this.dirty.add(s);
   }
@@ -600,21 +642,22 @@ class RecorderImpl implements Recorder {
     s.omittedBytes += bytes;
     s.hasContent = true;
     s.log?.setLatestEvent({
-      at: new Date().toISOString(),
+      at: isoTime(new Date()),
       kind: 'truncation',
       callSeq: null,
       detail: JSON.stringify({ omittedCalls: s.omittedCalls, omittedBytes: s.omittedBytes }),
     });
   }
 
-  private callRow(call: CallState, fields: Partial<CallRow>): CallRow {
+  /** The call's row as pending; callers set the completed fields on it (one object shape for every row). */
+  private callRow(call: CallState): CallRow {
     return {
       seq: call.seq,
       tool: call.tool,
       args: call.argsJson,
       rpc_id: call.rpcId,
       transport: call.transport,
-      started_at: call.startedAt.toISOString(),
+      started_at: isoTime(call.startedAt),
       ended_at: null,
       duration_ms: null,
       status: 'pending',
@@ -627,8 +670,16 @@ class RecorderImpl implements Recorder {
       response: null,
       violations: null,
       payload_dropped: call.argsDropped ? 1 : 0,
-      ...fields,
     };
+  }
+
+  /** The call's row with its end time and duration set. */
+  private endedRow(call: CallState, status: CallRow['status']): CallRow {
+    const row = this.callRow(call);
+    row.status = status;
+    row.ended_at = isoTime(call.endedAt ?? new Date());
+    row.duration_ms = call.durationMs ?? null;
+    return row;
   }
 
   private processComplete(call: CallState): Promise<void> | undefined {
@@ -657,7 +708,8 @@ class RecorderImpl implements Recorder {
     }
     const response = out ? responseShape(call.output, out) : undefined;
     const envLocations = env ? findImageBytes(env) : [];
-    const respLocations = response !== undefined ? findImageBytes(response) : [];
+    const respLocations =
+      response !== undefined && !isPlainResponse(response) ? findImageBytes(response) : [];
     const ctx: CompleteContext = { call, s, out, env, response, violations };
     if (envLocations.length === 0 && respLocations.length === 0) {
       this.finishComplete(ctx, undefined, undefined);
@@ -780,16 +832,21 @@ class RecorderImpl implements Recorder {
     }
 
     // What is stored: redacted, no image bytes, within the payload budget.
+    const plain = isPlainResponse(ctx.response);
     const stored = this.stage('redact', () => ({
       env: storedEnv ? (this.redactor.redact(storedEnv) as Envelope) : undefined,
       response: respC
         ? this.redactor.redact(respC.value)
-        : ctx.response === undefined
+        : ctx.response === undefined || plain
           ? undefined
           : this.redactor.redact(ctx.response),
     }));
     let envJson = ctx.dropPayload ? null : jsonOrNull(stored.env);
-    let respJson = ctx.dropPayload ? null : jsonOrNull(stored.response);
+    let respJson = ctx.dropPayload
+      ? null
+      : plain
+        ? plainResponseJson(ctx.response)
+        : jsonOrNull(stored.response);
     let dropped = call.argsDropped;
     const payload = (envJson?.length ?? 0) + (respJson?.length ?? 0);
     if (payload > 0 && s.storedBytes + payload > this.maxLogBytes) {
@@ -804,35 +861,27 @@ class RecorderImpl implements Recorder {
     }
 
     const env = stored.env;
-    let status: CallRow['status'];
-    let fields: Partial<CallRow>;
-    if (out?.kind === 'json-rpc-error' && out.fault) {
-      status = 'fault';
-      fields = {
-        error_code: String(out.fault.code),
-        error_detail: this.redactor.scrubText(out.fault.message),
-      };
-    } else {
-      status = env?.ok ? 'ok' : 'failed';
-      const detail = env && !env.ok ? env.error.detail : undefined;
-      fields = {
-        ok: env?.ok ? 1 : 0,
-        error_code: env && !env.ok ? env.error.code : null,
-        error_category: env && !env.ok ? env.error.category : null,
-        error_detail: detail === undefined ? null : typeof detail === 'string' ? detail : jsonOrNull(detail),
-      };
+    const fault = out?.kind === 'json-rpc-error' ? out.fault : undefined;
+    const status: CallRow['status'] = fault ? 'fault' : env?.ok ? 'ok' : 'failed';
+    const row = this.endedRow(call, status);
+    if (fault) {
+      row.error_code = String(fault.code);
+      row.error_detail = this.redactor.scrubText(fault.message);
+    } else if (env) {
+      row.ok = env.ok ? 1 : 0;
+      if (!env.ok) {
+        const detail: unknown = env.error.detail;
+        row.error_code = env.error.code;
+        row.error_category = env.error.category;
+        row.error_detail =
+          detail === undefined ? null : typeof detail === 'string' ? detail : jsonOrNull(detail);
+      }
     }
-    const row = this.callRow(call, {
-      ...fields,
-      status,
-      ended_at: (call.endedAt ?? new Date()).toISOString(),
-      duration_ms: call.durationMs ?? null,
-      output_kind: call.thrown ? 'exception' : (out?.kind ?? null),
-      envelope: envJson,
-      response: respJson,
-      violations: ctx.violations.length > 0 ? jsonOrNull(ctx.violations) : null,
-      payload_dropped: dropped ? 1 : 0,
-    });
+    row.output_kind = call.thrown ? 'exception' : (out?.kind ?? null);
+    row.envelope = envJson;
+    row.response = respJson;
+    row.violations = ctx.violations.length > 0 ? jsonOrNull(ctx.violations) : null;
+    row.payload_dropped = dropped ? 1 : 0;
 
     s.counts.pending -= 1;
     call.counted = true;
@@ -851,7 +900,7 @@ class RecorderImpl implements Recorder {
         log.addWarning({ callSeq: call.seq, code: w.code, detail: w.detail ?? null });
         s.counts.warnings += 1;
       }
-      const now = new Date().toISOString();
+      const now = images.length > 0 ? isoTime(new Date()) : '';
       for (const img of images) {
         log.addArtifact({
           call_seq: call.seq,
@@ -953,13 +1002,9 @@ class RecorderImpl implements Recorder {
     call.counted = true;
     s.counts.failures += 1;
     s.hasContent = true;
-    const row = this.callRow(call, {
-      status: 'fault',
-      ended_at: (call.endedAt ?? new Date()).toISOString(),
-      duration_ms: call.durationMs ?? null,
-      error_code: 'proxy-error',
-      error_detail: this.redactor.scrubText(call.failReason ?? ''),
-    });
+    const row = this.endedRow(call, 'fault');
+    row.error_code = 'proxy-error';
+    row.error_detail = this.redactor.scrubText(call.failReason ?? '');
     const log = this.ensureLog(s);
     if (!log) {
       s.lostWhileClosed += 1;
@@ -976,16 +1021,11 @@ class RecorderImpl implements Recorder {
     if (!log) return;
     const q = call.thrown ? { ok: false } : quickOutcome(call.output);
     try {
-      log.completeCall(
-        this.callRow(call, {
-          status: q.ok === true ? 'ok' : 'failed',
-          ok: q.ok === undefined ? null : q.ok ? 1 : 0,
-          ended_at: (call.endedAt ?? new Date()).toISOString(),
-          duration_ms: call.durationMs ?? null,
-          error_code: call.thrown ? 'unhandled-exception' : null,
-          payload_dropped: 1,
-        }),
-      );
+      const row = this.endedRow(call, q.ok === true ? 'ok' : 'failed');
+      row.ok = q.ok === undefined ? null : q.ok ? 1 : 0;
+      row.error_code = call.thrown ? 'unhandled-exception' : null;
+      row.payload_dropped = 1;
+      log.completeCall(row);
       if (!call.counted) {
         call.counted = true;
         s.counts.pending -= 1;
@@ -1091,6 +1131,7 @@ class RecorderImpl implements Recorder {
   private commitAll(force: boolean): void {
     if (this.dirty.size === 0) return;
     const now = performance.now();
+    this.lastCommitAt = now;
     let retry = false;
     for (const s of [...this.dirty]) {
       const log = s.log ?? this.ensureLog(s);

@@ -160,6 +160,7 @@ export class SessionLog {
   readonly existingMaxSeq: number;
   private db: SessionDb | null = null;
   private stmts: Statements | null = null;
+  private tx: ((ops: Op[], writeSession: boolean) => void) | null = null;
   private ops: Op[] = [];
   private queuedCalls = new Map<number, Extract<Op, { k: 'call' }>>();
   private queuedLatest = new Map<string, Extract<Op, { k: 'latest-event' }>>();
@@ -348,13 +349,16 @@ export class SessionLog {
   }
 
   private applyQueue(): void {
-    const db = this.db!;
-    const s = this.stmts!;
-    const ops = this.ops;
-    const row = this.sessionRow;
-    const writeSession = this.sessionDirty;
-    db.transaction(() => {
-      if (writeSession) s.session.run(...SESSION_COLUMNS.map((c) => row[c]));
+    this.tx!(this.ops, this.sessionDirty);
+  }
+
+  /** One transaction applying `ops` (and the session row when it changed), prepared once per open file. */
+  private transactionOf(db: SessionDb, s: Statements): (ops: Op[], writeSession: boolean) => void {
+    return db.transaction((ops: Op[], writeSession: boolean) => {
+      if (writeSession) {
+        const row = this.sessionRow;
+        s.session.run(...SESSION_COLUMNS.map((c) => row[c]));
+      }
       for (const op of ops) {
         switch (op.k) {
           case 'call': {
@@ -403,7 +407,7 @@ export class SessionLog {
             break;
         }
       }
-    })();
+    });
   }
 
   /** Drop the oldest queued operations past the bound, counting the calls whose rows go with them. */
@@ -498,6 +502,7 @@ export class SessionLog {
         latestEvent: db.prepare('SELECT id FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1'),
         updateEvent: db.prepare('UPDATE events SET at = ?, call_seq = ?, detail = ? WHERE id = ?'),
       };
+      this.tx = this.transactionOf(db, this.stmts);
       const st = fs.statSync(this.file);
       this.identity = { dev: st.dev, ino: st.ino };
     } catch (err) {
@@ -522,6 +527,7 @@ export class SessionLog {
     const db = this.db;
     this.db = null;
     this.stmts = null;
+    this.tx = null;
     if (!db) return;
     try {
       db.close();
