@@ -42,9 +42,6 @@ const MAX_SECRETS = 1000;
 const MAX_SECRET_DEPTH = 20;
 const DEFAULT_MAX_DEPTH = 200;
 
-/** String slots written by one walk, re-scrubbed if the walk learned a new secret after writing them. */
-type Slot = [Record<string, unknown> | unknown[], string | number, string];
-
 function setKey(obj: Record<string, unknown>, key: string, value: unknown): void {
   // `__proto__` from JSON.parse is an own data property; plain assignment would change the prototype.
   if (key === '__proto__')
@@ -101,7 +98,10 @@ class SecretRedactor implements Redactor {
   }
 
   scrubText(text: string): string {
-    if (typeof text !== 'string') return text;
+    if (typeof text !== 'string' || text.length < MIN_SCRUBBED_SECRET) {
+      // Too short for a remembered secret, an inline assignment or image bytes; only user patterns apply.
+      if (typeof text !== 'string' || this.patterns.length === 0) return text;
+    }
     let out = text;
     for (const s of this.ordered) {
       if (out.length < s.length) continue;
@@ -129,27 +129,22 @@ class SecretRedactor implements Redactor {
   }
 
   private walkRoot(value: unknown, topLevel: Map<string, string> | undefined): unknown {
-    const slots: Slot[] = [];
     const version = this.version;
-    let out: unknown;
     try {
-      out = this.copy(value, 0, new Set(), slots, topLevel);
+      const out = this.copy(value, 0, new Set(), topLevel);
+      if (this.version === version) return out;
+      // A secret met late in the walk may sit in strings copied before it (rare): copy again, knowing it.
+      return this.copy(value, 0, new Set(), topLevel);
     } catch {
       // Only a pathological input (a throwing getter, a hostile proxy object) gets here: store nothing of it.
       return REDACTED;
     }
-    if (typeof out === 'string') return this.version === version ? out : this.scrubText(value as string);
-    // A secret met late in the walk may sit in strings written before it: scrub those again.
-    if (this.version !== version)
-      for (const [c, k, original] of slots) (c as Record<string, unknown>)[k] = this.scrubText(original);
-    return out;
   }
 
   private copy(
     value: unknown,
     depth: number,
     ancestors: Set<object>,
-    slots: Slot[],
     topLevel?: Map<string, string>,
   ): unknown {
     switch (typeof value) {
@@ -181,15 +176,14 @@ class SecretRedactor implements Redactor {
         const out = new Array(obj.length);
         for (let i = 0; i < obj.length; i++) {
           const v = obj[i];
-          out[i] = this.copy(v, depth + 1, ancestors, slots);
-          if (typeof v === 'string' && v.length >= MIN_SCRUBBED_SECRET) slots.push([out, i, v]);
+          out[i] = typeof v === 'string' ? this.scrubText(v) : this.copy(v, depth + 1, ancestors);
         }
         return out;
       }
-      if (obj instanceof Map) return this.copy(Object.fromEntries(obj), depth, ancestors, slots);
-      if (obj instanceof Set) return this.copy([...obj], depth, ancestors, slots);
+      if (obj instanceof Map) return this.copy(Object.fromEntries(obj), depth, ancestors);
+      if (obj instanceof Set) return this.copy([...obj], depth, ancestors);
       const src = obj as Record<string, unknown>;
-      if (typeof src.toJSON === 'function') return this.copy(src.toJSON(), depth + 1, ancestors, slots);
+      if (typeof src.toJSON === 'function') return this.copy(src.toJSON(), depth + 1, ancestors);
       const out: Record<string, unknown> = {};
       for (const key of Object.keys(src)) {
         const v = src[key];
@@ -202,8 +196,7 @@ class SecretRedactor implements Redactor {
           setKey(out, key, typed);
           continue;
         }
-        setKey(out, key, this.copy(v, depth + 1, ancestors, slots));
-        if (typeof v === 'string' && v.length >= MIN_SCRUBBED_SECRET) slots.push([out, key, v]);
+        setKey(out, key, typeof v === 'string' ? this.scrubText(v) : this.copy(v, depth + 1, ancestors));
       }
       return out;
     } finally {
