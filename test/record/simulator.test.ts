@@ -88,7 +88,7 @@ describe('a session recorded against the simulator', () => {
     }>;
     const captured = Buffer.from(envelopeOf(outputs[2] as never).result!.base64 as string, 'base64');
     const black = Buffer.from(
-      (envelopeOf(outputs[5] as never) as { error: { partialResult: { base64: string } } }).error
+      (envelopeOf(outputs[5] as never) as unknown as { error: { partialResult: { base64: string } } }).error
         .partialResult.base64,
       'base64',
     );
