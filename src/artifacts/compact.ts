@@ -185,7 +185,7 @@ function replacementFor(job: Job, image: SavedImage, blankCheck: BlankCheck | un
   const withBlank: SavedImage = blankCheck && !image.blankCheck ? { ...image, blankCheck } : image;
   if (job.kind === 'image-block') {
     const block: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(job.container!)) if (k !== 'data') block[k] = v;
+    for (const [k, v] of Object.entries(job.container!)) if (k !== 'data' && k !== '__proto__') block[k] = v;
     block.type = 'image';
     if (typeof block.mimeType !== 'string')
       block.mimeType = image.format ? MIME_TYPE[image.format] : 'application/octet-stream';
