@@ -282,6 +282,8 @@ function topFolderName(dir: string, session: SessionRow): string {
 function resolveOutput(dir: string, top: string, output: string | undefined): string {
   if (output === undefined) return path.join(path.dirname(dir), `${top}.zip`);
   const abs = path.resolve(output);
+  // `-o out/` names a directory, even one that does not exist yet.
+  if (output.endsWith('/') || output.endsWith(path.sep)) return path.join(abs, `${top}.zip`);
   try {
     if (fs.statSync(abs).isDirectory()) return path.join(abs, `${top}.zip`);
   } catch {

@@ -3,12 +3,14 @@ process.env.TZ = 'America/Los_Angeles';
 
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { longestBase64Run } from '../../src/bundle/scrub.js';
 import { TRUNCATION_LINE } from '../../src/bundle/tool-call-log.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
-import { FixtureSession } from '../helpers/fixture-session.js';
+import { createRecorder } from '../../src/record/index.js';
+import { calls, deadPid, FixtureSession } from '../helpers/fixture-session.js';
 import {
   bundleValidators,
   inlineImages,
@@ -225,6 +227,22 @@ describe('a bundle of a session recorded through the recorder', () => {
     expect(bug.length).toBeLessThanOrEqual(65_536);
   });
 
+  it('carries a consistent copy of the log with the same rows as the session', () => {
+    const copy = path.join(root, 'copy.sqlite');
+    fs.writeFileSync(copy, files.get('session.sqlite')!.data);
+    const dump = (file: string) => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return ['session', 'calls', 'warnings', 'artifacts', 'events'].map((t) =>
+          db.prepare(`SELECT * FROM ${t} ORDER BY rowid`).all(),
+        );
+      } finally {
+        db.close();
+      }
+    };
+    expect(dump(copy)).toEqual(dump(path.join(rec.dir, 'session.sqlite')));
+  });
+
   it('is deterministic: the same session bundled again is byte-identical', async () => {
     const again = await buildBundle(rec.dir, { output: path.join(root, 'again.zip') });
     expect(fs.readFileSync(again.bundle).equals(fs.readFileSync(zipPath))).toBe(true);
@@ -366,5 +384,56 @@ describe('bundling from the log alone', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('logs in any state', () => {
+  const root = tempDir();
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('bundles a session while the recorder is still writing it', async () => {
+    const sessionsDir = path.join(root, 'live');
+    const recorder = createRecorder({ sessionsDir, scenario: 'still running', stderr: () => {} });
+    const sid = 'a11ve0000001';
+    const dispatch = recorder.wrap(async (tool: string) => ({
+      content: [{ type: 'text', text: JSON.stringify({ ok: true, sessionId: sid, result: { tool } }) }],
+      isError: false,
+    }));
+    for (let i = 0; i < 50; i++) await dispatch('find', { sessionId: sid, value: `item ${i}` });
+    await recorder.flush();
+    const dir = path.join(sessionsDir, fs.readdirSync(sessionsDir)[0]!);
+    // Keep recording while the bundle is built.
+    const more = (async () => {
+      for (let i = 0; i < 200; i++) await dispatch('query', { sessionId: sid, window: `w${i}` });
+      await recorder.flush();
+    })();
+    const res = await buildBundle(dir, { output: path.join(root, 'live.zip') });
+    await more;
+    expect((await verifyBundle(res.bundle)).ok).toBe(true);
+    const files = byName(await readZip(res.bundle), path.basename(dir));
+    const session = JSON.parse(text(files, 'session.json'));
+    expect(session.status).toBe('open');
+    expect(session.counts.calls).toBeGreaterThanOrEqual(50);
+    // The log copy is a snapshot that SQLite opens, holding at least what the summary saw.
+    const copy = path.join(root, 'live.sqlite');
+    fs.writeFileSync(copy, files.get('session.sqlite')!.data);
+    const db = new Database(copy, { readonly: true });
+    const n = (db.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
+    expect(n).toBeGreaterThanOrEqual(50);
+    await recorder.close();
+  });
+
+  it('streams a finished log as is (writer gone, WAL empty)', async () => {
+    const s = FixtureSession.create(path.join(root, 'done'), { writerPid: deadPid(), status: 'open' });
+    s.call(calls.findSave());
+    s.end({ passed: true });
+    s.close();
+    const res = await buildBundle(s.dir, { output: path.join(root, 'done.zip') });
+    const files = byName(await readZip(res.bundle), s.dirName);
+    expect(
+      files.get('session.sqlite')!.data.equals(fs.readFileSync(path.join(s.dir, 'session.sqlite'))),
+    ).toBe(true);
   });
 });
