@@ -102,7 +102,7 @@ type Job =
   | { k: 'begin'; call: CallState }
   | { k: 'complete'; call: CallState }
   | { k: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
-  | { k: 'exchange'; request: unknown; response: unknown; at: Date; transport: Transport }
+  | { k: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
   | { k: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
   | { k: 'barrier'; done: () => void };
 
@@ -446,7 +446,7 @@ class RecorderImpl implements Recorder {
         this.processEvent(job.sessionId, job.kind, job.detail, job.at);
         return undefined;
       case 'exchange':
-        this.processExchange(job.request, job.response, job.at);
+        this.processExchange(job.request, job.response, job.at, job.failed);
         return undefined;
       case 'end':
         this.processEnd(job.sessionId, job.verdict, job.at);
@@ -1049,7 +1049,7 @@ class RecorderImpl implements Recorder {
     this.dirty.add(s);
   }
 
-  private processExchange(request: unknown, response: unknown, at: Date): void {
+  private processExchange(request: unknown, response: unknown, at: Date, failed?: string): void {
     if (this.closed) return;
     const s = this.sessionFor(this.defaultSessionId, 'default', at);
     const req = isRecord(request) ? request : undefined;
@@ -1075,7 +1075,12 @@ class RecorderImpl implements Recorder {
       request: this.withoutImageBytes(this.redactor.redact(request ?? null)),
       response: this.withoutImageBytes(this.redactor.redact(response ?? null)),
     }));
-    s.addEvent('exchange', { method, request: stored.request, response: stored.response }, null, at);
+    const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
+    if (failed !== undefined) {
+      detail.error = this.redactor.scrubText(failed);
+      s.hasContent = true;
+    }
+    s.addEvent('exchange', detail, null, at);
     this.dirty.add(s);
   }
 
@@ -1265,30 +1270,13 @@ class RecorderImpl implements Recorder {
       complete: (response, m) => {
         if (settled) return;
         settled = true;
-        this.push(
-          {
-            k: 'exchange',
-            request,
-            response,
-            at: m?.endedAt ?? new Date(),
-            transport: meta.transport ?? this.transport,
-          },
-          roughSize(response),
-        );
+        this.push({ k: 'exchange', request, response, at: m?.endedAt ?? new Date() }, roughSize(response));
       },
       fail: (reason) => {
         if (settled) return;
         settled = true;
-        this.push(
-          {
-            k: 'exchange',
-            request,
-            response: { error: { code: null, message: `exchange failed: ${String(reason)}` } },
-            at: new Date(),
-            transport: meta.transport ?? this.transport,
-          },
-          256,
-        );
+        const failed = typeof reason === 'string' ? reason : String(reason);
+        this.push({ k: 'exchange', request, response: null, at: new Date(), failed }, 256);
       },
     };
   }

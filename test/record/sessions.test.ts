@@ -322,3 +322,32 @@ describe('exchanges (the proxies)', () => {
     expect(row!.envelope).not.toContain('tok-7f3a9c2e1d');
   });
 });
+
+describe('back-pressure', () => {
+  it('a flood of calls that never yields to the event loop stays bounded, and every call lands', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const result = { ok: true, result: { found: true, element: { name: 'x'.repeat(200) } } };
+    const dispatch = recorder.wrap(async (_t: string, _a: Record<string, unknown>) => result);
+    const total = 20_000;
+    let midway = -1;
+    for (let n = 0; n < total; n += 1) {
+      // Resolved at once: without back-pressure this loop would never give the recorder a turn.
+      await dispatch('find', { n });
+      if (n === 15_000) {
+        const dir = dirOf(recorder.defaultSessionId);
+        midway = withLog(
+          dir,
+          (db) => (db.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n,
+        );
+      }
+    }
+    // The queue was cut and drained while the loop ran: most calls were already on disk at 15,000.
+    expect(midway).toBeGreaterThan(15_000 - 8192 - 1);
+    await recorder.close();
+    const dir = dirOf(recorder.defaultSessionId);
+    const counts = withLog(dir, (db) =>
+      db.prepare('SELECT status, count(*) AS n FROM calls GROUP BY status').all(),
+    );
+    expect(counts).toEqual([{ status: 'ok', n: total }]);
+  });
+});
