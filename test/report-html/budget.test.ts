@@ -72,11 +72,21 @@ describe('report.html size budget', () => {
     removeDir(root);
   });
 
-  it(`keeps a session with ${CAPTURES} captures under 5 MB with narrower thumbnails, and says so`, async () => {
-    const { html, reportPath } = await writeReport(dir);
+  it('by default makes thumbnails only for the failure, the last good image and the 48 newest', async () => {
+    const { html } = await writeReport(dir);
+    expect(Buffer.byteLength(html)).toBeLessThanOrEqual(FIVE_MB);
+    expect(html).toContain(
+      'Thumbnails omitted for 151 of 201 images (only the failing call, the last good observation and the 48 most recent images get one)',
+    );
+    expect(rowsWithThumbnails(html)).toEqual(Array.from({ length: 50 }, (_, i) => failingSeq - 49 + i));
+  });
+
+  it(`keeps all ${CAPTURES} thumbnails under 5 MB by making them narrower, and says so`, async () => {
+    const { html, reportPath } = await writeReport(dir, { maxThumbnails: Number.POSITIVE_INFINITY });
     expect(Buffer.byteLength(html)).toBeLessThanOrEqual(FIVE_MB);
     // Full-width thumbnails of this much noise would not fit: the page narrows them and tells the reader.
-    expect(html).toMatch(/Thumbnails are (160|80) px wide|Thumbnails omitted for \d+ of 201 images/);
+    expect(html).toMatch(/Thumbnails are (160|80) px wide \(instead of 320 px\)/);
+    expect(html).not.toContain('Thumbnails omitted');
     const withThumbs = rowsWithThumbnails(html);
     expect(withThumbs).toContain(failingSeq);
     expect(withThumbs).toContain(lastGoodSeq);
@@ -103,9 +113,9 @@ describe('report.html size budget', () => {
 
   it('under a tight budget keeps thumbnails only for the failure, the last good image and the newest ones', async () => {
     const maxBytes = 400_000;
-    const { html } = await writeReport(dir, { maxBytes });
+    const { html } = await writeReport(dir, { maxBytes, maxThumbnails: 1000 });
     expect(Buffer.byteLength(html)).toBeLessThanOrEqual(maxBytes);
-    expect(html).toMatch(/Thumbnails omitted for \d+ of 201 images to keep this page under 391 KB/);
+    expect(html).toMatch(/Thumbnails omitted for \d+ of 201 images \(to keep this page under 400 KB\)/);
     const withThumbs = rowsWithThumbnails(html);
     expect(withThumbs).toContain(failingSeq);
     expect(withThumbs).toContain(lastGoodSeq);
@@ -115,7 +125,7 @@ describe('report.html size budget', () => {
     expect(sorted).toEqual(
       Array.from({ length: sorted.length }, (_, i) => failingSeq - sorted.length + 1 + i),
     );
-    expect(html).toContain('no thumbnail (page size budget)');
+    expect(html).toContain('no thumbnail (see the note at the top)');
     // All 201 rows are still there.
     expect(count(html, '<details class="call')).toBe(CAPTURES + 1);
   });

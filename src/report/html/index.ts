@@ -1,5 +1,6 @@
 /** report.html: the self-contained timeline page of a session. */
 export {
+  DEFAULT_MAX_THUMBNAILS,
   DEFAULT_REPORT_HTML_MAX_BYTES,
   REPORT_HTML_TEMPLATE,
   type ReportHtmlOptions,
