@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
@@ -15,10 +14,11 @@ import type { SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
 import { bundleDb } from './db-snapshot.js';
 import {
+  byPath,
   type DroppedFile,
   environmentJson,
   MANIFEST_VERSION,
-  type ManifestJson,
+  manifestJson,
   sessionJson,
 } from './documents.js';
 import {
@@ -27,7 +27,9 @@ import {
   isPrecompressed,
   listImageFiles,
   protectedImages,
+  type SkippedFile,
 } from './images.js';
+import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { buildToolCallLog, type ToolCallLog } from './tool-call-log.js';
 import { packageVersion } from './version.js';
 import { writeZip, type ZipEntry } from './zip.js';
@@ -64,212 +66,181 @@ export interface BundleResult {
 
 /** zlib level for the log snapshot: it is most of the bytes, and level 6 costs 3x the time for ~10% size. */
 const DB_LEVEL = 3;
-/** Extra bytes assumed per entry beyond its data when estimating a zip's size (headers, descriptor). */
-const ENTRY_OVERHEAD = 30 + 46 + 24 + 16;
-/** End-of-central-directory records (zip64 included) plus slack. */
-const ZIP_OVERHEAD = 22 + 56 + 20 + 256;
 /** Rewrites allowed when the estimated size was not enough to meet --max-bytes. */
 const MAX_SIZE_ROUNDS = 4;
+
+/** Everything read from the log, before anything is written. */
+interface SessionFacts {
+  session: SessionRow;
+  summary: SessionSummary;
+  log: ToolCallLog;
+  images: ImageFile[];
+  skipped: SkippedFile[];
+  /** Images a size cap must keep. */
+  keep: Set<string>;
+}
 
 /** Build the bug bundle of the session in `sessionDir`. */
 export async function buildBundle(sessionDir: string, options: BundleOptions = {}): Promise<BundleResult> {
   const dir = path.resolve(sessionDir);
   if (!fs.existsSync(path.join(dir, LOG_FILE))) throw new Error(`${dir}: not a session dir (no ${LOG_FILE})`);
-  if (options.maxBytes !== undefined && !(Number.isSafeInteger(options.maxBytes) && options.maxBytes > 0)) {
-    throw new Error(`maxBytes must be a positive integer, got ${options.maxBytes}`);
+  const { maxBytes } = options;
+  if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
+    throw new Error(`maxBytes must be a positive integer, got ${maxBytes}`);
   }
   const withImages = options.images !== false;
   const withDb = options.db !== false;
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundle-'));
   try {
-    const reader = SessionReader.open(dir);
-    let summary: SessionSummary;
-    let session: SessionRow;
-    let log: ToolCallLog;
-    let found: ReturnType<typeof listImageFiles>;
-    let keep: Set<string>;
-    let progress: Progress;
-    try {
-      session = reader.session();
-      const calls = reader.callCount();
-      summary = await buildSummary(reader);
-      const rows = reader.artifacts();
-      found = listImageFiles(dir, rows);
-      keep = protectedImages(summary, rows);
-      progress = new Progress(calls + found.images.length + 8, options.onProgress);
-      log = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
-      progress.jumpTo(calls);
-    } finally {
-      reader.close();
-    }
-
+    const progress = new Progress(options.onProgress);
+    const facts = await readSession(dir, progress);
+    const { session, summary, log } = facts;
     const top = topFolderName(dir, session);
-    const canonicalZip = `${top}.zip`;
     const [failureSummary, bugReport] = await Promise.all([
       renderFailureSummary(summary, { templatesDir: options.templatesDir }),
-      renderBugReport(summary, { templatesDir: options.templatesDir, bundleName: canonicalZip }),
+      renderBugReport(summary, { templatesDir: options.templatesDir, bundleName: `${top}.zip` }),
     ]);
     progress.step();
 
+    const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: 'unreadable' as const }));
     let dbFile: string | null = null;
-    const dropped: DroppedFile[] = found.skipped.map((s) => ({
-      path: s.path,
-      bytes: s.bytes,
-      reason: 'unreadable' as const,
-      detail: s.detail,
-    }));
-    if (withDb) {
-      dbFile = bundleDb(dir, session, tmpDir).file;
-    } else {
-      dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
-    }
+    if (withDb) dbFile = bundleDb(dir, session, tmpDir).file;
+    else dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
     progress.step();
-
-    let images = found.images;
     if (!withImages) {
-      for (const img of images) dropped.push({ path: img.path, bytes: img.bytes, reason: 'no-images' });
-      images = [];
+      for (const img of facts.images) dropped.push({ path: img.path, bytes: img.bytes, reason: 'no-images' });
     }
+    const images = withImages ? facts.images : [];
 
-    const texts: Array<{ name: string; data: Buffer }> = [
+    const texts = [
       { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
       { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
       { name: 'tool-calls.jsonl', data: log.data },
-      {
-        name: 'environment.json',
-        data: jsonBuffer(environmentJson(summary, session.recorder_version)),
-      },
+      { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
     ];
-
-    const output = resolveOutput(dir, top, options.output);
-    fs.mkdirSync(path.dirname(output), { recursive: true });
-    const mtime = new Date(summary.startedAt);
-    const warnings: string[] = [];
-
-    // Under --max-bytes: estimate, drop the oldest droppable images, write; rewrite if the estimate was short.
-    let capDrops: ImageFile[] = [];
-    let met: boolean | null = null;
-    let written: { bytes: number; files: number; tmp: string } | null = null;
-    for (let round = 0; ; round++) {
+    /** The zip's entries and manifest when `capDrops` are left out for the size cap. */
+    const layout = (capDrops: readonly ImageFile[], met: boolean | null) => {
       const included = images.filter((img) => !capDrops.includes(img));
       const sessionDoc = sessionJson(summary, {
         artifacts: included.map((img) => img.path),
         toolCallLogTruncated: log.truncated || summary.counts.droppedPayloads > 0,
       });
-      const allDropped: DroppedFile[] = [
-        ...dropped,
-        ...capDrops.map((img) => ({ path: img.path, bytes: img.bytes, reason: 'max-bytes' as const })),
-      ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
       const entries = zipEntries(
         top,
         [...texts, { name: 'session.json', data: jsonBuffer(sessionDoc) }],
         included,
         dbFile,
       );
-
-      if (options.maxBytes !== undefined && round === 0) {
-        const estimate = await estimateZipBytes(entries, images.length + dropped.length);
-        const extra = chooseImagesToDrop(included, keep, estimate, options.maxBytes, (img) =>
-          entryOverhead(`${top}/${img.path}`),
+      const manifest = (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer =>
+        jsonBuffer(
+          manifestJson({
+            manifestVersion: MANIFEST_VERSION,
+            bundle: top,
+            sessionId: summary.sessionId,
+            generator: { name: 'mcec-recorder', version: packageVersion() },
+            files: [...hashes].map(([name, h]) => ({ path: name.slice(top.length + 1), ...h })),
+            dropped: [...dropped, ...capDrops.map((img) => capDropped(img))],
+            options: { images: withImages, db: withDb, maxBytes: maxBytes ?? null },
+            toolCallLog: {
+              lines: log.lines,
+              calls: log.calls,
+              truncated: log.truncated,
+              imagesRedacted: log.imagesRedacted,
+            },
+            limit: maxBytes === undefined ? null : { maxBytes, met: met ?? true },
+          }),
         );
-        if (extra.length > 0) {
-          capDrops = [...capDrops, ...extra];
-          continue;
-        }
-      }
+      return { included, entries, manifest };
+    };
 
-      const manifestBase: Omit<ManifestJson, 'files'> = {
-        manifestVersion: MANIFEST_VERSION,
-        bundle: top,
-        sessionId: summary.sessionId,
-        generator: { name: 'mcec-recorder', version: packageVersion() },
-        dropped: allDropped,
-        options: { images: withImages, db: withDb, maxBytes: options.maxBytes ?? null },
-        toolCallLog: {
-          lines: log.lines,
-          calls: log.calls,
-          truncated: log.truncated,
-          imagesRedacted: log.imagesRedacted,
-        },
-        limit: null,
-      };
-      const tmp = `${output}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-      const finalManifest = (
-        hashes: ReadonlyMap<string, { bytes: number; sha256: string }>,
-        metNow: boolean | null,
-      ) => {
-        const files = [...hashes.entries()]
-          .map(([name, h]) => ({ path: name.slice(top.length + 1), bytes: h.bytes, sha256: h.sha256 }))
-          .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-        const limit =
-          options.maxBytes !== undefined ? { maxBytes: options.maxBytes, met: metNow ?? true } : null;
-        const manifest: ManifestJson = { ...manifestBase, files, limit };
-        return jsonBuffer({
-          manifestVersion: manifest.manifestVersion,
-          bundle: manifest.bundle,
-          sessionId: manifest.sessionId,
-          generator: manifest.generator,
-          files: manifest.files,
-          dropped: manifest.dropped,
-          options: manifest.options,
-          toolCallLog: manifest.toolCallLog,
-          limit: manifest.limit,
-        });
-      };
-      let bytes: number;
-      try {
-        const res = await writeZip(
-          tmp,
-          entries,
-          { name: `${top}/manifest.json`, build: (h) => finalManifest(h, met) },
-          { mtime, onEntry: () => progress.step() },
-        );
-        bytes = res.bytes;
-      } catch (err) {
-        fs.rmSync(tmp, { force: true });
-        throw err;
-      }
-      if (written) fs.rmSync(written.tmp, { force: true });
-      written = { bytes, files: entries.length + 1, tmp };
+    const output = resolveOutput(dir, top, options.output);
+    fs.mkdirSync(path.dirname(output), { recursive: true });
+    const mtime = new Date(summary.startedAt);
+    progress.expect(images.length + texts.length + 3);
+    const warnings: string[] = [];
 
-      if (options.maxBytes === undefined || bytes <= options.maxBytes) break;
-      const remaining = included.filter((img) => !keep.has(img.path));
-      if (remaining.length === 0 || round >= MAX_SIZE_ROUNDS) {
-        if (met === null) {
-          // Say so in the manifest: write once more with limit.met = false (same entries, same size).
-          met = false;
-          continue;
-        }
-        warnings.push(
-          `the bundle is ${bytes} bytes, over --max-bytes ${options.maxBytes}: ` +
-            'only images that must stay (the last observation, the failing call) and the text files are left',
-        );
-        break;
-      }
-      const extra = chooseImagesToDrop(remaining, new Set(), bytes, options.maxBytes, (img) =>
+    // Under --max-bytes: estimate, drop the oldest droppable images, write; drop more and rewrite if short.
+    let capDrops: ImageFile[] = [];
+    if (maxBytes !== undefined) {
+      const { included, entries } = layout([], null);
+      const estimate = await estimateZipBytes(entries, images.length + dropped.length + 1);
+      capDrops = chooseImagesToDrop(included, facts.keep, estimate, maxBytes, (img) =>
         entryOverhead(`${top}/${img.path}`),
       );
-      capDrops = [...capDrops, ...(extra.length > 0 ? extra : remaining.slice(0, 1))];
     }
-
-    fs.renameSync(written.tmp, output);
-    progress.finish();
-    const allDropped = [
-      ...dropped,
-      ...capDrops.map((img) => ({ path: img.path, bytes: img.bytes, reason: 'max-bytes' as const })),
-    ].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-    return {
-      bundle: output,
-      bytes: written.bytes,
-      files: written.files,
-      dropped: allDropped,
-      verdict: summary.verdict,
-      sessionId: summary.sessionId,
-      warnings,
-    };
+    let met: boolean | null = null;
+    let tmp: string | null = null;
+    try {
+      for (let round = 0; ; round++) {
+        const { included, entries, manifest } = layout(capDrops, met);
+        if (tmp) fs.rmSync(tmp, { force: true });
+        tmp = `${output}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+        const { bytes } = await writeZip(
+          tmp,
+          entries,
+          { name: `${top}/manifest.json`, build: manifest },
+          { mtime, onEntry: () => progress.step() },
+        );
+        if (maxBytes !== undefined && bytes > maxBytes) {
+          const droppable = included.filter((img) => !facts.keep.has(img.path));
+          if (droppable.length > 0 && round < MAX_SIZE_ROUNDS) {
+            const more = chooseImagesToDrop(droppable, new Set(), bytes, maxBytes, (img) =>
+              entryOverhead(`${top}/${img.path}`),
+            );
+            capDrops = [...capDrops, ...(more.length > 0 ? more : droppable.slice(0, 1))];
+            continue;
+          }
+          if (met === null) {
+            met = false; // write it once more, with the manifest saying the cap was not met
+            continue;
+          }
+          warnings.push(
+            `the bundle is ${bytes} bytes, over --max-bytes ${maxBytes}: ` +
+              (droppable.length === 0
+                ? 'only the images that must stay (the last observation, the failing call) and the text files are left'
+                : `still over after dropping ${capDrops.length} images`),
+          );
+        }
+        fs.renameSync(tmp, output);
+        tmp = null;
+        progress.finish();
+        return {
+          bundle: output,
+          bytes,
+          files: entries.length + 1,
+          dropped: [...dropped, ...capDrops.map((img) => capDropped(img))].sort(byPath),
+          verdict: summary.verdict,
+          sessionId: summary.sessionId,
+          warnings,
+        };
+      }
+    } finally {
+      if (tmp) fs.rmSync(tmp, { force: true });
+    }
   } finally {
     fs.rmSync(tmpDir, { recursive: true, force: true });
   }
+}
+
+/** Read what the bundle needs from the log in one go (the connection is closed before writing). */
+async function readSession(dir: string, progress: Progress): Promise<SessionFacts> {
+  const reader = SessionReader.open(dir);
+  try {
+    const session = reader.session();
+    progress.expect(reader.callCount() + 2);
+    const summary = await buildSummary(reader);
+    const rows = reader.artifacts();
+    const { images, skipped } = listImageFiles(dir, rows);
+    const keep = protectedImages(summary, rows);
+    const log = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
+    return { session, summary, log, images, skipped, keep };
+  } finally {
+    reader.close();
+  }
+}
+
+function capDropped(img: ImageFile): DroppedFile {
+  return { path: img.path, bytes: img.bytes, reason: 'max-bytes' };
 }
 
 /** `<yyyyMMdd-HHmmss>-<sessionId>`: the session dir's own name when it has that form. */
@@ -322,66 +293,35 @@ function zipEntries(
   return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-function entryOverhead(name: string): number {
-  return ENTRY_OVERHEAD + 2 * Buffer.byteLength(name);
-}
-
-/** An upper-bound estimate of the zip's size: exact deflate sizes of the text, stored sizes of images. */
-async function estimateZipBytes(entries: readonly ZipEntry[], manifestFiles: number): Promise<number> {
-  let total = ZIP_OVERHEAD + entryOverhead('x'.repeat(120)) + 200 * (manifestFiles + entries.length) + 1024;
-  for (const entry of entries) {
-    total += entryOverhead(entry.name);
-    if (!entry.compress) {
-      total += 'buffer' in entry.source ? entry.source.buffer.length : entry.source.size;
-    } else if ('buffer' in entry.source) {
-      total += zlib.deflateRawSync(entry.source.buffer, { level: entry.level ?? 6 }).length;
-    } else {
-      total += await deflatedFileSize(entry.source.file, entry.level ?? 6);
-    }
-  }
-  return total;
-}
-
-function deflatedFileSize(file: string, level: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    let size = 0;
-    const deflate = zlib.createDeflateRaw({ level });
-    deflate.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-    });
-    deflate.on('end', () => resolve(size));
-    deflate.on('error', reject);
-    const input = fs.createReadStream(file);
-    input.on('error', reject);
-    input.pipe(deflate);
-  });
-}
-
-/** Progress in work units, reported at most every 1% so a callback cannot slow the build down. */
+/**
+ * Progress in work units (calls, then zip entries), reported at most every 1% so a callback cannot slow the
+ * build down. The total grows as the work becomes known.
+ */
 class Progress {
   private done = 0;
+  private total = 0;
   private lastReported = -1;
 
-  constructor(
-    private readonly total: number,
-    private readonly report: ((done: number, total: number) => void) | undefined,
-  ) {}
+  constructor(private readonly report: ((done: number, total: number) => void) | undefined) {}
 
-  step(): void {
-    this.jumpTo(this.done + 1);
+  /** More units of work are coming. */
+  expect(units: number): void {
+    this.total += units;
   }
 
-  jumpTo(done: number): void {
-    this.done = Math.min(this.total, Math.max(this.done, done));
+  step(): void {
+    this.done = Math.min(this.total, this.done + 1);
     if (!this.report) return;
-    const step = Math.max(1, Math.floor(this.total / 100));
-    if (this.done === this.total || this.done - this.lastReported >= step) {
+    const every = Math.max(1, Math.floor(this.total / 100));
+    if (this.done - this.lastReported >= every) {
       this.lastReported = this.done;
       this.report(this.done, this.total);
     }
   }
 
   finish(): void {
-    this.jumpTo(this.total);
+    this.done = this.total;
+    if (this.lastReported !== this.done) this.report?.(this.done, this.total);
+    this.lastReported = this.done;
   }
 }

@@ -137,6 +137,26 @@ export interface ManifestJson {
   limit: { maxBytes: number; met: boolean } | null;
 }
 
+/** The manifest with its keys in their documented order (JSON key order is part of the bytes). */
+export function manifestJson(m: ManifestJson): ManifestJson {
+  return {
+    manifestVersion: m.manifestVersion,
+    bundle: m.bundle,
+    sessionId: m.sessionId,
+    generator: m.generator,
+    files: [...m.files].sort(byPath),
+    dropped: [...m.dropped].sort(byPath),
+    options: m.options,
+    toolCallLog: m.toolCallLog,
+    limit: m.limit,
+  };
+}
+
+/** Order by path, by code unit (the same in every locale). */
+export function byPath(a: { path: string }, b: { path: string }): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

@@ -395,7 +395,7 @@ describe('logs in any state', () => {
     const sessionsDir = path.join(root, 'live');
     const recorder = createRecorder({ sessionsDir, scenario: 'still running', stderr: () => {} });
     const sid = 'a11ve0000001';
-    const dispatch = recorder.wrap(async (tool: string) => ({
+    const dispatch = recorder.wrap(async (tool: string, _args: Record<string, unknown>) => ({
       content: [{ type: 'text', text: JSON.stringify({ ok: true, sessionId: sid, result: { tool } }) }],
       isError: false,
     }));
