@@ -7,6 +7,7 @@ import {
   calls,
   events,
   expectCleanLog,
+  expectEventsValid,
   makePng,
   NOTEPAD,
   sessionDirs,
@@ -161,6 +162,7 @@ describe('artifacts', () => {
     const limit = events(dir, 'artifact-limit');
     expect(limit).toHaveLength(1);
     expect(limit[0]!.data).toEqual({ omittedImages: 2, omittedBytes: b.length + c.length });
+    expectEventsValid(dir);
     expectCleanLog(
       dir,
       images.map((i) => i.toString('base64')),
@@ -208,5 +210,6 @@ describe('maxLogBytes', () => {
     expect(truncation[0]!.data.omittedCalls).toBe(dropped.length);
     expect(truncation[0]!.data.omittedBytes).toBeGreaterThan(dropped.length * 300);
     expect(recorder.session(SID)?.counts.droppedPayloads).toBe(dropped.length);
+    expectEventsValid(dir);
   });
 });

@@ -6,7 +6,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRecorder, type RecordStage } from '../../src/record/index.js';
 import { LOG_FILE } from '../../src/store/layout.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { calls, callToolResult, events, expectCleanLog, makePng, NOTEPAD, tempDir } from './helpers.js';
+import {
+  calls,
+  callToolResult,
+  events,
+  expectCleanLog,
+  expectEventsValid,
+  makePng,
+  NOTEPAD,
+  tempDir,
+} from './helpers.js';
 
 let root: string;
 beforeEach(() => {
@@ -79,6 +88,7 @@ describe('recording never breaks a call', () => {
       { stage: 'store', message: expect.stringContaining('vanished'), lost: 2 },
     ]);
     expect(recorder.session(SID)!.counts).toMatchObject({ recordFailures: 1, lostCalls: 2 });
+    expectEventsValid(dir);
     const reader = SessionReader.open(dir);
     expect(reader.session()).toMatchObject({ session_id: SID, status: 'ended' });
     expect(reader.stats()).toMatchObject({ recordFailures: 1, lostCalls: 2 });
@@ -226,6 +236,7 @@ describe('recording never breaks a call', () => {
       ['redact', 'injected redact bug'],
     ]);
     expect(recorder.session(SID)!.counts).toMatchObject({ recordFailures: 4, pending: 0, calls: 4 });
+    expectEventsValid(dir);
     expect(lines.map((l) => /\((\w+)\)/.exec(l)![1])).toEqual(['compact', 'parse', 'redact']);
     expectCleanLog(dir, [png.toString('base64')]);
   });

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { expect } from 'vitest';
@@ -149,4 +150,24 @@ export function expectCleanLog(dir: string, base64s: string[], secrets: string[]
     for (const b of base64s) expect(raw.includes(b.slice(0, 40)), `raw base64 head in ${f}`).toBe(false);
     for (const s of secrets) expect(raw.includes(s), `secret ${s} in ${f}`).toBe(false);
   }
+}
+
+let eventValidator: ReturnType<Ajv2020['compile']> | undefined;
+
+/** Asserts every event row of a session log matches schema/session-log-event.schema.json; returns how many. */
+export function expectEventsValid(dir: string): number {
+  if (!eventValidator) {
+    const file = new URL('../../schema/session-log-event.schema.json', import.meta.url);
+    eventValidator = new Ajv2020({ allErrors: true, strict: false }).compile(
+      JSON.parse(fs.readFileSync(file, 'utf8')),
+    );
+  }
+  const rows = events(dir);
+  for (const row of rows) {
+    const value = { at: row.at, kind: row.kind, call_seq: row.call_seq, detail: row.data };
+    expect(eventValidator(value), `${row.kind} ${row.detail}: ${JSON.stringify(eventValidator.errors)}`).toBe(
+      true,
+    );
+  }
+  return rows.length;
 }

@@ -12,6 +12,7 @@ import {
   envelopeIn,
   events,
   expectCleanLog,
+  expectEventsValid,
   makePng,
   NOTEPAD,
   sessionDirs,
@@ -271,6 +272,7 @@ describe('an MCEC-shaped session through wrap', () => {
       ['session-end', 'session-end'],
     ]);
     expect(events(dir, 'emergency-stop')[0]).toMatchObject({ call_seq: 11 });
+    expect(expectEventsValid(dir)).toBe(3);
   });
 
   it('writes each distinct image once, with rows for every place it was found, bytes equal to the input', () => {

@@ -3,7 +3,15 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { safeDerivedId } from '../../src/store/layout.js';
-import { calls, callToolResult, events, sessionDirs, tempDir, withLog } from './helpers.js';
+import {
+  calls,
+  callToolResult,
+  events,
+  expectEventsValid,
+  sessionDirs,
+  tempDir,
+  withLog,
+} from './helpers.js';
 
 let root: string;
 beforeEach(() => {
@@ -103,6 +111,7 @@ describe('sessions', () => {
       expect.objectContaining({ message: expect.stringContaining(`recorded as ${derived}`) }),
     ]);
     expect(recorder.session(hostile)?.id).toBe(derived);
+    expectEventsValid(dir);
     // Nothing was written outside the sessions root.
     expect(fs.readdirSync(path.dirname(root)).filter((f) => f === 'etc')).toEqual([]);
   });
@@ -299,6 +308,8 @@ describe('exchanges (the proxies)', () => {
     expect(events(def, 'protocol-fault').map((e) => e.data)).toEqual([
       { code: -32700, message: 'Parse error', id: null, method: null },
     ]);
+    expect(expectEventsValid(def)).toBeGreaterThan(5);
+    expect(expectEventsValid(dir)).toBeGreaterThan(1);
   });
 
   it('takes events and secrets from a proxy: a remembered token is scrubbed everywhere', async () => {
