@@ -115,15 +115,27 @@ export async function writeZip(
   const base = { mtime, mode: FILE_MODE, forceDosTimestamp: true };
 
   const out = fs.createWriteStream(outFile, { flags: 'wx' });
+  let fail: (err: Error) => void = () => {};
   const finished = new Promise<void>((resolve, reject) => {
-    out.on('close', resolve);
-    out.on('error', reject);
-    zip.on('error', (err: Error) => {
+    let settled = false;
+    fail = (err: Error) => {
+      if (settled) return;
+      settled = true;
+      // An input that cannot be read stops the zip: yazl would wait for it forever.
+      zip.outputStream.unpipe(out);
       out.destroy();
       reject(err);
+    };
+    out.on('close', () => {
+      if (!settled) {
+        settled = true;
+        resolve();
+      }
     });
+    out.on('error', fail);
+    zip.on('error', fail);
   });
-  zip.outputStream.on('error', (err: Error) => out.destroy(err));
+  zip.outputStream.on('error', (err: Error) => fail(err));
   zip.outputStream.pipe(out);
 
   for (const entry of entries) {
@@ -145,8 +157,9 @@ export async function writeZip(
       hasher.on('end', () => {
         if (hasher.digest) hashes.set(name, { bytes: hasher.bytes, sha256: hasher.digest });
       });
+      hasher.on('error', fail);
       const input = fs.createReadStream(file);
-      input.on('error', (err) => hasher.destroy(err));
+      input.on('error', fail);
       cb(null, input.pipe(hasher));
     });
   }

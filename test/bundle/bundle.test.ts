@@ -325,6 +325,30 @@ describe('bundle options', () => {
     expect(fs.readdirSync(root).filter((f) => f.includes('.partial'))).toEqual([]);
   });
 
+  it('an image that vanishes while the zip is written fails the build and leaves nothing behind', async () => {
+    const copy = path.join(root, 'vanish', rec.dirName);
+    fs.cpSync(rec.dir, copy, { recursive: true });
+    const last = fs.readdirSync(path.join(copy, 'artifacts')).sort().at(-1)!;
+    const out = path.join(root, 'vanish', 'out.zip');
+    let removed = false;
+    const build = buildBundle(copy, {
+      output: out,
+      onProgress: () => {
+        // Once the zip is being written (its .partial exists), take a later entry's file away.
+        const writing = fs.readdirSync(path.dirname(out)).some((f) => f.endsWith('.partial'));
+        if (!removed && writing) {
+          fs.rmSync(path.join(copy, 'artifacts', last));
+          removed = true;
+        }
+      },
+    });
+    await expect(build).rejects.toThrow(/ENOENT/);
+    expect(removed).toBe(true);
+    expect(
+      fs.readdirSync(path.dirname(out)).filter((f) => f.endsWith('.zip') || f.endsWith('.partial')),
+    ).toEqual([]);
+  });
+
   it('refuses a dir that is not a session and a bad maxBytes', async () => {
     await expect(buildBundle(root)).rejects.toThrow(/not a session dir/);
     await expect(buildBundle(rec.dir, { maxBytes: -5 })).rejects.toThrow(/maxBytes/);
