@@ -135,6 +135,11 @@ function roughSize(v: unknown): number {
   return n;
 }
 
+/** The date when it is a valid Date, else undefined (a proxy's meta is not trusted blindly). */
+function validDate(d: unknown): Date | undefined {
+  return d instanceof Date && !Number.isNaN(d.getTime()) ? d : undefined;
+}
+
 /** An id as stored when it is not path-safe: JSON-escaped, clipped to 200 characters. */
 function escapeId(id: string): string {
   return JSON.stringify(id).slice(1, -1).slice(0, 200);
@@ -223,12 +228,10 @@ class RecorderImpl implements Recorder {
   private roomWaiters: Array<() => void> = [];
   private closed = false;
   private closing: Promise<void> | undefined;
-  /** Failures outside any session (a bug before routing): counted here, shown in no session. */
-  private unroutedFailures = 0;
 
   constructor(options: RecorderOptions) {
     this.options = options;
-    this.sessionsDir = path.resolve(options.sessionsDir ?? process.env.MCEC_SESSIONS_DIR ?? './sessions');
+    this.sessionsDir = path.resolve(options.sessionsDir || process.env.MCEC_SESSIONS_DIR || './sessions');
     this.defaultSessionId = randomBytes(6).toString('hex');
     this.redactor = createRedactor(options.redact ?? {});
     this.maxLogBytes = options.limits?.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
@@ -355,13 +358,20 @@ class RecorderImpl implements Recorder {
 
   private readonly tick = (): void => {
     this.scheduled = false;
-    void this.run(true);
+    this.run(true).catch(this.runFailed);
   };
 
   /** A caller waits for this job (a failure): process the queue now, and leave the commit to the next tick. */
   private runUrgently(): void {
-    if (!this.running) void this.run(false);
+    if (!this.running) this.run(false).catch(this.runFailed);
   }
+
+  /** A bug in the queue machinery itself: never an unhandled rejection in the agent's process. */
+  private readonly runFailed = (err: unknown): void => {
+    this.running = false;
+    this.noteFailure(undefined, 'store', thrownMessage(err), 0);
+    this.releaseRoom(true);
+  };
 
   // ---------------------------------------------------------------- the queue, off the critical path
 
@@ -579,10 +589,7 @@ class RecorderImpl implements Recorder {
         // a broken stderr must not break the call either
       }
     }
-    if (!s) {
-      this.unroutedFailures += 1;
-      return;
-    }
+    if (!s) return; // outside any session (a bug before routing): stderr is all there is
     s.counts.recordFailures += 1;
     s.counts.lostCalls += lost;
     s.hasContent = true;
@@ -1226,7 +1233,7 @@ class RecorderImpl implements Recorder {
   // ---------------------------------------------------------------- the rest of the API
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
-    const startedAt = meta.startedAt ?? new Date();
+    const startedAt = validDate(meta.startedAt) ?? new Date();
     if (this.closed) return { complete() {}, fail() {} };
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'tools/call') {
@@ -1244,8 +1251,8 @@ class RecorderImpl implements Recorder {
       );
       let settled = false;
       const endOf = (m?: ExchangeMeta): void => {
-        call.endedAt = m?.endedAt ?? new Date();
-        call.durationMs = call.endedAt.getTime() - (m?.startedAt ?? startedAt).getTime();
+        call.endedAt = validDate(m?.endedAt) ?? new Date();
+        call.durationMs = call.endedAt.getTime() - (validDate(m?.startedAt) ?? startedAt).getTime();
       };
       return {
         complete: (response, m) => {
@@ -1270,7 +1277,10 @@ class RecorderImpl implements Recorder {
       complete: (response, m) => {
         if (settled) return;
         settled = true;
-        this.push({ k: 'exchange', request, response, at: m?.endedAt ?? new Date() }, roughSize(response));
+        this.push(
+          { k: 'exchange', request, response, at: validDate(m?.endedAt) ?? new Date() },
+          roughSize(response),
+        );
       },
       fail: (reason) => {
         if (settled) return;
@@ -1302,12 +1312,13 @@ class RecorderImpl implements Recorder {
 
   async end(sessionId: string, verdict: { passed?: boolean; reason?: string } = {}): Promise<void> {
     if (this.closed) return;
-    this.push({ k: 'end', sessionId, verdict, at: new Date() }, 256);
+    this.push({ k: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: new Date() }, 256);
     await this.flush();
   }
 
   session(sessionId: string): SessionInfo | undefined {
-    const id = isSafeSessionId(sessionId) ? sessionId : safeDerivedId(String(sessionId));
+    const raw = String(sessionId);
+    const id = isSafeSessionId(raw) ? raw : safeDerivedId(raw);
     const s = this.sessions.get(id);
     if (!s) return undefined;
     return {
