@@ -1303,7 +1303,16 @@ class RecorderImpl implements Recorder {
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
     if (this.closed) return;
-    this.push({ k: 'event', sessionId: sessionId || undefined, kind, detail, at: new Date() }, 256);
+    this.push(
+      {
+        k: 'event',
+        sessionId: typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined,
+        kind,
+        detail,
+        at: new Date(),
+      },
+      256,
+    );
   }
 
   rememberSecret(secret: string): void {
