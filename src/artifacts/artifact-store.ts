@@ -59,6 +59,9 @@ function failed(error: string): SavedImage {
   return { sha256: '', bytes: 0, error, deduplicated: false };
 }
 
+/** Bytes per write call: big enough to keep syscalls few, small enough to interleave with hashing. */
+const WRITE_CHUNK = 1024 * 1024;
+
 /** sha256 (hex) of the bytes. */
 function sha256Hex(buf: Buffer): string {
   return createHash('sha256').update(buf).digest('hex');
@@ -254,9 +257,20 @@ export class ArtifactStore {
   }
 
   private async firstSave(buf: Buffer, options: SaveOptions, knownSha?: string): Promise<SavedImage> {
+    // The hash is fed chunk by chunk while the same chunks are written (see write), or all at once.
     let sha256 = knownSha;
+    const hasher = knownSha ? undefined : createHash('sha256');
+    let hashed = 0;
+    const hashUpTo = (end: number): void => {
+      if (!hasher || end <= hashed) return;
+      hasher.update(buf.subarray(hashed, end));
+      hashed = end;
+    };
     const hash = (): string => {
-      sha256 ??= sha256Hex(buf);
+      if (sha256 === undefined) {
+        hashUpTo(buf.length);
+        sha256 = hasher!.digest('hex');
+      }
       return sha256;
     };
     const format = sniffImageFormat(buf);
@@ -288,7 +302,7 @@ export class ArtifactStore {
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
     const [d, written, blankCheck] = await Promise.all([
       dims,
-      this.write(buf, format, hash),
+      this.write(buf, format, hashUpTo),
       !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined,
     ]);
     base.sha256 = hash();
@@ -313,70 +327,61 @@ export class ArtifactStore {
   }
 
   /**
-   * Write the bytes to a fresh `capture-<UTC stamp>-<n>.<ext>` (exclusive create, never overwriting), with
-   * one write of the whole buffer; `meanwhile` runs on this thread while the pool writes. Creates
-   * `artifacts/` once (never the session dir itself). A failed write leaves no partial file.
+   * Write the bytes to a fresh `capture-<UTC stamp>-<n>.<ext>` (exclusive create, never overwriting), in
+   * 1 MiB chunks (one huge write is several times slower here than chunks); `meanwhile(end)` runs on this
+   * thread for each chunk while the pool writes it (the sha256 is fed that way). Creates `artifacts/` when
+   * missing (never the session dir itself). A failed write leaves no partial file.
    */
   private async write(
     buf: Buffer,
     format: ImageFormat,
-    meanwhile: () => unknown,
+    meanwhile: (end: number) => void,
   ): Promise<{ path: string } | { error: string }> {
-    let ran = false;
-    const runMeanwhile = () => {
-      if (!ran) {
-        ran = true;
-        meanwhile();
-      }
-    };
     let madeDir = false;
-    try {
-      let n = ++this.counter;
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
-        const file = path.join(this.artifactsDir, name);
-        let handle: FileHandle;
-        try {
-          handle = await fsp.open(file, 'wx');
-        } catch (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          if (code === 'EEXIST') {
-            n = ++this.counter; // a name left by an earlier writer of this session: next number
-            continue;
-          }
-          if (code === 'ENOENT' && !madeDir) {
-            // artifacts/ not there yet (or vanished): create it, never the session dir itself.
-            madeDir = true;
-            const made = await fsp.mkdir(this.artifactsDir).then(
-              () => undefined,
-              (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
-            );
-            if (made) return { error: `disk error: ${errorText(made)}` };
-            continue;
-          }
-          return { error: `disk error: ${errorText(err)}` };
+    let n = ++this.counter;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
+      const file = path.join(this.artifactsDir, name);
+      let handle: FileHandle;
+      try {
+        handle = await fsp.open(file, 'wx');
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') {
+          n = ++this.counter; // a name left by an earlier writer of this session: next number
+          continue;
         }
-        try {
-          const writing = handle.write(buf, 0, buf.length, 0);
-          runMeanwhile();
-          let { bytesWritten } = await writing;
-          while (bytesWritten < buf.length) {
-            const more = await handle.write(buf, bytesWritten, buf.length - bytesWritten, bytesWritten);
-            if (more.bytesWritten <= 0) throw new Error('short write');
-            bytesWritten += more.bytesWritten;
-          }
-          await handle.close();
-        } catch (err) {
-          await handle.close().catch(() => undefined);
-          await fsp.unlink(file).catch(() => undefined);
-          return { error: `disk error: ${errorText(err)}` };
+        if (code === 'ENOENT' && !madeDir) {
+          // artifacts/ not there yet (or vanished): create it, never the session dir itself.
+          madeDir = true;
+          const made = await fsp.mkdir(this.artifactsDir).then(
+            () => undefined,
+            (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
+          );
+          if (made) return { error: `disk error: ${errorText(made)}` };
+          continue;
         }
-        this.written++;
-        return { path: `${ARTIFACTS_DIR}/${name}` };
+        return { error: `disk error: ${errorText(err)}` };
       }
-      return { error: 'disk error: could not find a free artifact name' };
-    } finally {
-      runMeanwhile();
+      try {
+        let offset = 0;
+        while (offset < buf.length) {
+          const end = Math.min(buf.length, offset + WRITE_CHUNK);
+          const writing = handle.write(buf, offset, end - offset, offset);
+          meanwhile(end);
+          const { bytesWritten } = await writing;
+          if (bytesWritten <= 0) throw new Error('short write');
+          offset += bytesWritten;
+        }
+        await handle.close();
+      } catch (err) {
+        await handle.close().catch(() => undefined);
+        await fsp.unlink(file).catch(() => undefined);
+        return { error: `disk error: ${errorText(err)}` };
+      }
+      this.written++;
+      return { path: `${ARTIFACTS_DIR}/${name}` };
     }
+    return { error: 'disk error: could not find a free artifact name' };
   }
 }
