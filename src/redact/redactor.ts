@@ -42,6 +42,19 @@ const MAX_SECRETS = 1000;
 const MAX_SECRET_DEPTH = 20;
 const DEFAULT_MAX_DEPTH = 200;
 
+/** JSON string text as the MCEC server writes it: `+ < > & '` and non-ASCII as `\uXXXX` (mcec-wire §4). */
+function serverEscaped(json: string): string {
+  let out = '';
+  for (let i = 0; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    out +=
+      c > 0x7e || c === 43 || c === 60 || c === 62 || c === 38 || c === 39
+        ? `\\u${c.toString(16).toUpperCase().padStart(4, '0')}`
+        : json[i];
+  }
+  return out;
+}
+
 function setKey(obj: Record<string, unknown>, key: string, value: unknown): void {
   // `__proto__` from JSON.parse is an own data property; plain assignment would change the prototype.
   if (key === '__proto__')
@@ -83,7 +96,8 @@ class SecretRedactor implements Redactor {
       // The same value as it appears inside JSON text: standard escapes, and the server's `\u002B` for `+`.
       const json = JSON.stringify(s).slice(1, -1);
       if (json !== s) variants.push(json);
-      if (json.includes('+')) variants.push(json.split('+').join('\\u002B'));
+      const server = serverEscaped(json);
+      if (server !== json) variants.push(server);
     }
     let added = false;
     for (const s of variants) {

@@ -104,6 +104,14 @@ describe('remembered secrets', () => {
     expect(r.scrubText(JSON.stringify(env))).not.toContain('s3cr3t');
   });
 
+  it("a secret with & < > ' and non-ASCII is found in the server-escaped JSON text too", () => {
+    const r = createRedactor();
+    r.rememberSecret("pä&s<s>'w+rd");
+    const text = mcecStringify({ detail: "bad password pä&s<s>'w+rd here" });
+    expect(text).toContain('p\\u00E4\\u0026s');
+    expect(r.scrubText(text)).toBe(mcecStringify({ detail: `bad password ${REDACTED} here` }));
+  });
+
   it('rememberSecret: an Authorization header and its bare token', () => {
     const r = createRedactor();
     r.rememberSecret('Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig');
