@@ -36,6 +36,8 @@ export interface Redactor {
 
 /** Secrets shorter than this are redacted under their key but not searched for in other strings. */
 export const MIN_SCRUBBED_SECRET = 4;
+/** Longer values (a blob under a `cookie` key, say) are redacted under their key but not searched for. */
+const MAX_SCRUBBED_SECRET = 16 * 1024;
 /** Distinct secrets remembered at most; the oldest is forgotten first (a rotating token stays bounded). */
 const MAX_SECRETS = 1000;
 /** Depth of a secret-keyed value searched for secret strings to remember. */
@@ -87,13 +89,13 @@ class SecretRedactor implements Redactor {
   rememberSecret(value: string): void {
     if (typeof value !== 'string') return;
     const v = value.trim();
-    if (v.length < MIN_SCRUBBED_SECRET) return;
+    if (v.length < MIN_SCRUBBED_SECRET || v.length > MAX_SCRUBBED_SECRET) return;
     const variants = [v];
     // `Bearer abc`, `Basic abc`: the credential alone shows up too (logs, other headers).
     const scheme = /^(bearer|basic|token|digest)\s+(\S+)$/i.exec(v.slice(0, 4096));
     if (scheme && scheme[2]!.length >= MIN_SCRUBBED_SECRET) variants.push(scheme[2]!);
     for (const s of [...variants]) {
-      // The same value as it appears inside JSON text: standard escapes, and the server's `\u002B` for `+`.
+      // The same value as it appears inside JSON text: standard escapes, and the server's `\uXXXX` ones.
       const json = JSON.stringify(s).slice(1, -1);
       if (json !== s) variants.push(json);
       const server = serverEscaped(json);
