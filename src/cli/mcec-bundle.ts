@@ -173,6 +173,7 @@ async function pruneCommand(
 function buildProgram(): Command {
   const program = new Command('mcec-bundle');
   program
+    .usage('<sessionId> [options]  |  <command> [options]')
     .description('Bug bundles and failure summaries from sessions recorded by mcec-recorder.')
     .exitOverride()
     .showHelpAfterError('(run mcec-bundle --help for usage)')
@@ -203,7 +204,11 @@ Exit codes: 0 done, 1 the work failed (unknown session, bad zip, I/O error), 2 b
       .option('--json', 'print {"bundle", "bytes", "files", "verdict", "dropped"} as JSON')
       .option('--no-images', 'leave the images out')
       .option('--no-db', 'leave session.sqlite out')
-      .option('--max-bytes <size>', 'drop the oldest images until the zip fits (e.g. 10MB, 500KB)', sizeArg)
+      .option(
+        '--max-bytes <size>',
+        'drop the oldest images until the zip fits (10MB, 500KB; K/M/G = 1024-based)',
+        sizeArg,
+      )
       .option('--templates <dir>', 'templates that override the built-in ones by file name'),
   )
     .addHelpText(
