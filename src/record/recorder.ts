@@ -25,7 +25,9 @@ import { type CommitOutcome, SessionLog } from '../store/session-log.js';
 import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
 import {
   envelopeBlockIndex,
+  envelopeText,
   isCommandLevelFailure,
+  mayHoldImageBytes,
   type OutputShape,
   quickOutcome,
   thrownFailure,
@@ -714,7 +716,8 @@ class RecorderImpl implements Recorder {
       });
     }
     const response = out ? responseShape(call.output, out) : undefined;
-    const envLocations = env ? findImageBytes(env) : [];
+    const text = out && !out.synthesized ? envelopeText(call.output, out.kind) : undefined;
+    const envLocations = env && (text === undefined || mayHoldImageBytes(text)) ? findImageBytes(env) : [];
     const respLocations =
       response !== undefined && !isPlainResponse(response) ? findImageBytes(response) : [];
     const ctx: CompleteContext = { call, s, out, env, response, violations };
