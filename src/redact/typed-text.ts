@@ -4,8 +4,9 @@
  * keeps only its length unless the user opts in. The choice, by tool (names compared lower case without
  * `-`/`_`):
  * - clipboard: `text`, `value`, `content`, `data` (the text set; a read has none of them);
- * - invoke: `value` when `action` is a typing action (value, setvalue, settext, type, typetext, sendkeys,
- *   keys, input, fill, append) or absent; other actions (click, toggle, select...) keep their value;
+ * - invoke: `text` and `keys`; `value` only when `action` is a typing action (value, setvalue, settext, type,
+ *   typetext, sendkeys, keys, input, fill, append) and no `by` is given: with `by`, `value` is the element
+ *   selector (MCEC's `{by, value}`), which the log must keep to be useful;
  * - send_command: the command line (`command`, `line`, `cmd`, `text`) when its verb types text (type,
  *   typetext, sendkeys, keys, sendtext, settext, setvalue, paste, setclipboard, `clipboard set`): the verb
  *   stays, the rest becomes its length;
@@ -88,11 +89,7 @@ export function typedTextReplacements(tool: string, args: Record<string, unknown
   else if (name === 'invoke') {
     keys.push('text', 'keys');
     const action = args.action;
-    if (
-      action === undefined ||
-      action === null ||
-      (typeof action === 'string' && TYPING_ACTIONS.has(normalizeKey(action)))
-    )
+    if (args.by === undefined && typeof action === 'string' && TYPING_ACTIONS.has(normalizeKey(action)))
       keys.push('value');
   } else if (ACTUATION.has(name) || TYPING_NAME.test(name)) keys.push('text', 'keys');
   for (const k of keys) {

@@ -189,6 +189,14 @@ describe('typed text', () => {
     ['invoke', { action: 'type', value: 'hi' }, { action: 'type', value: '[typed text: 2 chars]' }],
     ['invoke', { action: 'select', value: 'Option 2' }, { action: 'select', value: 'Option 2' }],
     ['invoke', { action: 'click' }, { action: 'click' }],
+    // MCEC selects the element with {by, value}: that value is a selector, not typed text.
+    ['invoke', { by: 'automationid', value: '1' }, { by: 'automationid', value: '1' }],
+    ['invoke', { value: 'Save' }, { value: 'Save' }],
+    [
+      'invoke',
+      { by: 'name', value: 'Search', action: 'setvalue', text: 'my query' },
+      { by: 'name', value: 'Search', action: 'setvalue', text: '[typed text: 8 chars]' },
+    ],
     ['send_command', { command: 'type Hello world' }, { command: 'type [typed text: 11 chars]' }],
     ['send_command', { command: 'SendKeys ^a{DEL}' }, { command: 'SendKeys [typed text: 7 chars]' }],
     [
