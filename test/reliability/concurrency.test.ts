@@ -16,6 +16,7 @@ import {
   PNG_BASE64_PREFIX,
   realPng,
   removeRoot,
+  reportFigure,
   scanLogs,
   sessionDirOf,
   tempRoot,
@@ -149,5 +150,10 @@ describe('concurrency', () => {
       expect(recorder.session(s)!.counts).toMatchObject({ pending: 0, lostCalls: 0, recordFailures: 0 });
     }
     expect(scanLogs(sessionsDir, [PNG_BASE64_PREFIX])).toEqual([]);
+    reportFigure('concurrency', {
+      calls: [...next.values()].reduce((a, b) => a + b, 0),
+      callsWhileCliRan,
+      snapshotCalls: snapCalls,
+    });
   });
 });

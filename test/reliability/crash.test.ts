@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { bundleCli, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
+import { bundleCli, removeRoot, reportFigure, sessionDirOf, tempRoot } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/crash-child.mjs', import.meta.url));
 const WINDOW_MS = 50;
@@ -92,6 +92,14 @@ describe('crash: SIGKILL while recording', () => {
       .filter((d) => !okByN.has(d.n))
       .map((d) => `#${d.n} (${killAt - d.at} ms before)`);
     expect(missing).toEqual([]);
+    const inWindow = done.filter((d) => d.at >= killAt - WINDOW_MS);
+    reportFigure('crash', {
+      completedBeforeKill: done.length,
+      checkedOlderThan50ms: mustBeThere.length,
+      inWindowNotChecked: inWindow.length,
+      inWindowFound: inWindow.filter((d) => okByN.has(d.n)).length,
+      youngestFoundMsBeforeKill: Math.min(...done.filter((d) => okByN.has(d.n)).map((d) => killAt - d.at)),
+    });
     // The call in flight all along is there, pending.
     const waitFor = rows.filter((r) => r.tool === 'wait-for');
     expect(waitFor).toHaveLength(1);

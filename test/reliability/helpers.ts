@@ -223,3 +223,10 @@ export function findResult(value = 'Save'): {
   };
   return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: false };
 }
+
+/** With MCEC_RELIABILITY_FIGURES=<file>, suites append the figures RELIABILITY.md quotes (one JSON per line). */
+export function reportFigure(suite: string, figures: Record<string, unknown>): void {
+  const file = process.env.MCEC_RELIABILITY_FIGURES;
+  if (!file) return;
+  fs.appendFileSync(file, `${JSON.stringify({ suite, at: new Date().toISOString(), ...figures })}\n`);
+}
