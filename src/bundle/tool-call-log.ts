@@ -64,30 +64,28 @@ export function buildToolCallLog(
   const cap = options.capBytes ?? TOOL_CALL_LOG_CAP;
   const truncationSize = Buffer.byteLength(TRUNCATION_LINE) + 1;
   const sessionIdJson = JSON.stringify(sessionId);
-  const chunks: string[] = [];
+  // Lines go straight into bytes: holding them as strings would keep every row's text alive until the end.
+  const out = new GrowingBuffer(cap);
   const sizes: number[] = [];
   const isCallRequest: boolean[] = [];
-  let bytes = 0;
   let truncated = false;
   const json = new JsonCleaner();
 
   const push = (line: Line): boolean => {
     const text = lineText(line, sessionIdJson);
     const size = Buffer.byteLength(text) + 1;
-    if (bytes + size > cap) {
+    if (out.length + size > cap) {
       // Over the cap: take lines back until the truncation line fits, so the whole file stays within it.
       truncated = true;
-      while (chunks.length > 0 && bytes + truncationSize > cap) {
-        chunks.pop();
+      while (sizes.length > 0 && out.length + truncationSize > cap) {
         isCallRequest.pop();
-        bytes -= sizes.pop()!;
+        out.truncate(out.length - sizes.pop()!);
       }
       return false;
     }
-    chunks.push(text);
+    out.writeLine(text, size);
     sizes.push(size);
     isCallRequest.push(line.method === 'tools/call' && line.direction === 'request');
-    bytes += size;
     return true;
   };
 
@@ -109,15 +107,50 @@ export function buildToolCallLog(
     options.onCall?.();
   }
   if (!truncated) flushEventsUntil(null);
-  if (truncated && bytes + truncationSize <= cap) chunks.push(TRUNCATION_LINE);
-  const text = chunks.length > 0 ? `${chunks.join('\n')}\n` : '';
+  if (truncated && out.length + truncationSize <= cap) {
+    out.writeLine(TRUNCATION_LINE, truncationSize);
+    sizes.push(truncationSize);
+  }
   return {
-    data: Buffer.from(text, 'utf8'),
-    lines: chunks.length,
+    data: out.toBuffer(),
+    lines: sizes.length,
     calls: isCallRequest.filter(Boolean).length,
     truncated,
     imagesRedacted: json.redacted,
   };
+}
+
+/** A byte buffer that doubles up to a limit, for text written line by line. */
+class GrowingBuffer {
+  private buf: Buffer;
+  length = 0;
+
+  constructor(private readonly limit: number) {
+    this.buf = Buffer.allocUnsafe(Math.min(limit, 64 * 1024));
+  }
+
+  /** Append `text` and a newline; `size` is its UTF-8 length plus one. */
+  writeLine(text: string, size: number): void {
+    const need = this.length + size;
+    if (need > this.buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(need, Math.min(this.limit, this.buf.length * 2)));
+      this.buf.copy(grown, 0, 0, this.length);
+      this.buf = grown;
+    }
+    this.length += this.buf.write(text, this.length, 'utf8');
+    this.buf[this.length] = 10;
+    this.length += 1;
+  }
+
+  /** Drop everything past `length` bytes. */
+  truncate(length: number): void {
+    this.length = length;
+  }
+
+  /** The bytes written (a view: the buffer is at most twice their size). */
+  toBuffer(): Buffer {
+    return this.buf.subarray(0, this.length);
+  }
 }
 
 /** A run of base64 alphabet this long (or an escaped `+`, `/`, `=`, or a data: URI) sends text to the full check. */
