@@ -86,8 +86,8 @@ describe.skipIf(!hasChromium)('report.html in headless Chromium (file://)', () =
       expect(await page.getAttribute(`#c${sc.failingSeq}`, 'open')).toBeNull();
       await page.click('#failing h2 a');
       expect(await page.getAttribute(`#c${sc.failingSeq}`, 'open')).toBe('');
-      expect(await page.isVisible(`#c${sc.failingSeq} .body pre`)).toBe(true);
-      expect(await page.textContent(`#c${sc.failingSeq} .body`)).toContain('"partialResult"');
+      expect(await page.isVisible(`#c${sc.failingSeq} > div pre`)).toBe(true);
+      expect(await page.textContent(`#c${sc.failingSeq} > div`)).toContain('"partialResult"');
 
       fs.mkdirSync(path.dirname(SCREENSHOT), { recursive: true });
       await page.evaluate('window.scrollTo(0, 0)');
@@ -113,9 +113,9 @@ describe.skipIf(!hasChromium)('report.html in headless Chromium (file://)', () =
       expect(await page.isVisible('#filters')).toBe(false);
       expect(await page.isVisible('#nojs')).toBe(true);
       expect(await page.isVisible('#failing')).toBe(true);
-      expect(await page.isVisible(`#c${sc.failingSeq} .body pre`)).toBe(false);
+      expect(await page.isVisible(`#c${sc.failingSeq} > div pre`)).toBe(false);
       await page.click(`#c${sc.failingSeq} > summary`);
-      expect(await page.isVisible(`#c${sc.failingSeq} .body pre`)).toBe(true);
+      expect(await page.isVisible(`#c${sc.failingSeq} > div pre`)).toBe(true);
       for (const img of await images(page)) expect(img.naturalWidth).toBeGreaterThan(0);
       expect(log.errors).toEqual([]);
       expect(externalRequests(log)).toEqual([]);

@@ -2,8 +2,8 @@
 export {
   DEFAULT_MAX_THUMBNAILS,
   DEFAULT_REPORT_HTML_MAX_BYTES,
-  REPORT_HTML_TEMPLATE,
   type ReportHtmlOptions,
   renderReportHtml,
 } from './render-html.js';
+export { REPORT_HTML_TEMPLATE } from './template.js';
 export { planThumbnails, type Thumbnail, type ThumbnailPlan, type ThumbnailRequest } from './thumbnails.js';

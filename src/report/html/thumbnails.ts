@@ -148,45 +148,48 @@ export async function planThumbnails(
   }
   const sharp = await loadSharp();
 
-  // Sample the first few (the ones kept longest) at every width to estimate the size per image.
-  const samples = new Map<string, Map<number, Thumbnail>>();
+  // Sample the first few (the ones kept longest) to estimate the size per image; narrower only when needed.
+  const samples = new Map<string, Map<number, Thumbnail & { data: Buffer }>>();
   await mapPool(ranked.slice(0, sampleSize), concurrency, async (req) => {
     try {
       const widest = await encode(sharp, await readImage(req.file), widths[0]!);
-      const perWidth = new Map<number, Thumbnail>([[widths[0]!, toThumb(req.key, widest)]]);
-      for (const w of widths.slice(1)) perWidth.set(w, toThumb(req.key, await encode(sharp, widest.data, w)));
-      samples.set(req.key, perWidth);
+      samples.set(req.key, new Map([[widths[0]!, { ...toThumb(req.key, widest), data: widest.data }]]));
     } catch (err) {
       plan.failed.set(req.key, reasonOf(err));
     }
   });
   const candidates = ranked.filter((r) => !plan.failed.has(r.key));
-  const average = (w: number): number => {
+  const average = async (w: number): Promise<number> => {
     let sum = 0;
-    let n = 0;
-    for (const perWidth of samples.values()) {
-      sum += perWidth.get(w)!.src.length;
-      n += 1;
+    for (const [key, perWidth] of samples) {
+      let t = perWidth.get(w);
+      if (!t) {
+        // From the widest sample (a small WebP), not from the source: cheap.
+        const out = await encode(sharp, perWidth.get(widths[0]!)!.data, w);
+        t = { ...toThumb(key, out), data: out.data };
+        perWidth.set(w, t);
+      }
+      sum += t.src.length;
     }
-    return n === 0 ? 0 : sum / n;
+    return samples.size === 0 ? 0 : sum / samples.size;
   };
   // The widest width at which every image is expected to fit; else the narrowest, and only as many as fit.
   let width = widths.at(-1)!;
   for (const w of widths) {
     // 10% headroom: the sample's average is only an estimate of the rest.
-    if (average(w) * candidates.length <= budgetBytes * 0.9) {
+    if ((await average(w)) * candidates.length <= budgetBytes * 0.9) {
       width = w;
       break;
     }
   }
-  const avg = average(width);
+  const avg = await average(width);
   const expected = avg > 0 ? Math.floor((budgetBytes * 0.9) / avg) : candidates.length;
   const keepPriority = candidates.filter((r) => r.priority).length;
   const chosen = candidates.slice(0, Math.max(keepPriority, Math.min(candidates.length, expected)));
 
   const made = await mapPool(chosen, concurrency, async (req): Promise<Thumbnail | null> => {
     const sampled = samples.get(req.key)?.get(width);
-    if (sampled) return sampled;
+    if (sampled) return { key: sampled.key, src: sampled.src, width: sampled.width, height: sampled.height };
     try {
       return toThumb(req.key, await encode(sharp, await readImage(req.file), width));
     } catch (err) {

@@ -1,0 +1,245 @@
+/** The page around the timeline: verdict, counts, the failing call, the last good observation, the two images. */
+import { clip, formatBytes, oneLine } from '../text.js';
+import { formatDurationMs } from '../time.js';
+import type { ImageDigest, SessionSummary } from '../types.js';
+import { CSP_SCRIPT_MARK, CSP_STYLE_MARK } from './csp.js';
+import { imageRef } from './image-ref.js';
+import { prettyJson } from './pretty-json.js';
+import { type HandlebarsApi, textHtml } from './template.js';
+import type { ThumbnailPlan } from './thumbnails.js';
+
+function stepClass(status: string): string {
+  const s = status.toLowerCase();
+  if (['passed', 'pass', 'ok', 'done', 'success', 'succeeded'].includes(s)) return 'ok';
+  if (['failed', 'fail', 'error', 'aborted'].includes(s)) return 'failed';
+  return 'pending';
+}
+
+function serverName(value: unknown): string | null {
+  if (!value || typeof value !== 'object') return null;
+  const server = value as Record<string, unknown>;
+  const parts = [server.name, server.version].filter((x): x is string => typeof x === 'string' && x !== '');
+  if (typeof server.protocolVersion === 'string') parts.push(`(protocol ${server.protocolVersion})`);
+  return parts.join(' ');
+}
+
+function environmentEntries(env: Record<string, unknown>): Array<{ key: string; value: string }> {
+  return Object.entries(env)
+    .filter(([, value]) => value !== null && value !== undefined && value !== '')
+    .slice(0, 40)
+    .map(([key, value]) => {
+      const text =
+        (key === 'server' ? serverName(value) : null) ??
+        (typeof value === 'string' ? value : JSON.stringify(value));
+      return { key: oneLine(key, 60), value: oneLine(text, 300) };
+    });
+}
+
+/** One line for the header: the server's name and version and the display, when known. */
+function environmentLine(env: Record<string, unknown>): string {
+  const server =
+    env.server && typeof env.server === 'object' ? (env.server as Record<string, unknown>) : null;
+  const parts = [
+    server && typeof server.name === 'string'
+      ? `${server.name}${typeof server.version === 'string' ? ` ${server.version}` : ''}`
+      : '',
+    typeof env.display === 'string' ? env.display : '',
+  ].filter((x) => x !== '');
+  return oneLine(parts.join(' · '), 120);
+}
+
+/** The image the last good observation showed (or the last image before the failure). */
+export function lastGoodImageOf(summary: SessionSummary): ImageDigest | null {
+  return summary.lastGoodObservation?.image ?? summary.lastImage;
+}
+
+/** Inputs of the page besides the summary. */
+export interface PageInputs {
+  hb: HandlebarsApi;
+  dir: string;
+  artifactBase: string;
+  plan: ThumbnailPlan;
+  totalCalls: number;
+  imageCount: number;
+  recorderVersion: string;
+}
+
+/** The template context of the page, without the rows and what is only known after them. */
+export function pageContext(summary: SessionSummary, inputs: PageInputs): Record<string, unknown> {
+  const { hb, plan } = inputs;
+  const figure = (image: ImageDigest | null, title: string, cls: string, missing: string) => {
+    const ref = image ? imageRef(inputs.dir, image.artifact, inputs.artifactBase) : null;
+    const thumb = ref ? plan.thumbs.get(ref.key) : undefined;
+    const caption = image
+      ? `call #${image.seq} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
+      : '';
+    const note = !ref ? missing : (plan.failed.get(ref.key) ?? `open ${ref.name}`);
+    return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };
+  };
+  const lastGoodImage = lastGoodImageOf(summary);
+  const figures: unknown[] = [];
+  if (lastGoodImage || summary.suspectImage) {
+    if (lastGoodImage) figures.push(figure(lastGoodImage, 'Last good', 'good', ''));
+    if (summary.failingCall) {
+      const missing = 'The failing call kept no image (no partialResult capture).';
+      figures.push(figure(summary.suspectImage, 'Suspect', 'suspect', missing));
+    }
+  }
+  const failing = summary.failingCall
+    ? {
+        ...summary.failingCall,
+        at: summary.failingCall.startedAt,
+        duration: formatDurationMs(summary.failingCall.durationMs),
+      }
+    : null;
+  const observed = summary.lastGoodObservation;
+  const observedValue =
+    observed && observed.value !== undefined && observed.value !== null
+      ? prettyJson(JSON.stringify(observed.value), 6000)
+      : null;
+  const lastGood = observed
+    ? {
+        seq: observed.seq,
+        tool: observed.tool,
+        oneLine: observed.oneLine,
+        value: observedValue ? textHtml(hb, observedValue.text) : null,
+      }
+    : null;
+  const c = summary.counts;
+  const countsList = [
+    { label: 'calls', value: c.calls, cls: '' },
+    {
+      label: c.recovered ? `failures (${c.recovered} recovered)` : 'failures',
+      value: c.failures,
+      cls: c.failures - c.recovered > 0 ? 'bad' : '',
+    },
+    { label: 'warnings', value: c.warnings, cls: c.warnings ? 'warn' : '' },
+    { label: 'images', value: c.artifacts, cls: '' },
+    ...(c.pending ? [{ label: 'pending', value: c.pending, cls: 'bad' }] : []),
+    ...(c.violations ? [{ label: 'contract violations', value: c.violations, cls: 'warn' }] : []),
+    ...(c.droppedPayloads ? [{ label: 'payloads dropped', value: c.droppedPayloads, cls: 'warn' }] : []),
+    ...(c.lostCalls ? [{ label: 'calls lost', value: c.lostCalls, cls: 'bad' }] : []),
+    ...(c.recordFailures ? [{ label: 'record failures', value: c.recordFailures, cls: 'bad' }] : []),
+  ];
+  const failures = summary.failures
+    .slice(0, 12)
+    .map((f) => ({ ...f, detail: f.detail ? clip(f.detail, 200) : '' }));
+  const steps = summary.steps.slice(-40).map((s) => ({
+    name: oneLine(s.name, 120),
+    status: oneLine(s.status, 20),
+    detail: s.detail ? oneLine(s.detail, 300) : '',
+    cls: stepClass(s.status),
+  }));
+  const environment = environmentEntries(summary.environment);
+  return {
+    rowOnly: false,
+    title: oneLine(summary.scenario ?? `session ${summary.sessionId}`, 200),
+    sessionId: summary.sessionId,
+    originalId: summary.originalId,
+    dirName: summary.dirName,
+    status: summary.status,
+    verdict: summary.verdict,
+    verdictClass: summary.verdict === 'PASS' ? 'pass' : 'fail',
+    verdictReason: oneLine(summary.verdictReason, 600),
+    startedAt: summary.startedAt,
+    endedAt: summary.endedAt,
+    duration: summary.duration,
+    environmentLine: environmentLine(summary.environment),
+    counts: c,
+    countsList,
+    failing,
+    lastGood,
+    figures,
+    failures,
+    failuresOmitted: summary.failuresOmitted + (summary.failures.length - failures.length),
+    warningsByCode: summary.warningsByCode.slice(0, 60),
+    steps,
+    environment,
+    hasDetails:
+      failures.length > 0 || summary.warningsByCode.length > 0 || steps.length > 0 || environment.length > 0,
+    totalCalls: inputs.totalCalls,
+    imageCount: inputs.imageCount,
+    recorderVersion: inputs.recorderVersion,
+    cspStyle: CSP_STYLE_MARK,
+    cspScript: CSP_SCRIPT_MARK,
+  };
+}
+
+/** What the page had to leave out or shorten, for the notices at the top. */
+export interface Shortfalls {
+  limit: string;
+  maxThumbnails: number;
+  thumbCandidates: number;
+  plan: ThumbnailPlan;
+  clipped: number;
+  bodiesOmitted: number;
+  skipped: { count: number; first: number; last: number };
+}
+
+/** Notices at the top of the page: the session's own caveats, then everything the page left out. */
+export function notices(summary: SessionSummary, s: Shortfalls): string[] {
+  const out: string[] = [];
+  const c = summary.counts;
+  if (summary.status === 'open') {
+    out.push('This session is still being recorded; the page shows it as it was when written.');
+  }
+  if (summary.status === 'aborted') {
+    out.push('The recorder stopped without ending this session (the process crashed or was killed).');
+  }
+  if (summary.events.emergencyStop) {
+    out.push(
+      "An operator's emergency stop was latched during this session: calls after it fail with emergency-stopped.",
+    );
+  }
+  const t = summary.events.truncation;
+  if (t) {
+    out.push(
+      `The recorder dropped the arguments/envelopes of ${t.omittedCalls} calls (${formatBytes(t.omittedBytes)}) past its log size limit.`,
+    );
+  }
+  const a = summary.events.artifactLimit;
+  if (a) {
+    out.push(
+      `${a.omittedImages} images (${formatBytes(a.omittedBytes)}) were not kept: over the recorder's artifact budget.`,
+    );
+  }
+  if (c.lostCalls || c.recordFailures) {
+    out.push(
+      `Recording failed ${c.recordFailures} time(s); ${c.lostCalls} call(s) are missing from the log.`,
+    );
+  }
+  const { plan, limit } = s;
+  if (plan.omitted > 0) {
+    const why =
+      plan.omitted === plan.capped
+        ? `only the failing call, the last good observation and the ${s.maxThumbnails} most recent images get one`
+        : `to keep this page under ${limit}`;
+    out.push(
+      `Thumbnails omitted for ${plan.omitted} of ${s.thumbCandidates} images (${why}); every image is still linked to its file in artifacts/.`,
+    );
+  }
+  if (plan.thumbs.size > 0 && plan.width < 320) {
+    out.push(`Thumbnails are ${plan.width} px wide (instead of 320 px) to keep this page under ${limit}.`);
+  }
+  if (plan.failed.size > 0) {
+    out.push(
+      `${plan.failed.size} image file(s) could not be read or decoded; they are marked in the timeline.`,
+    );
+  }
+  if (s.clipped > 0) {
+    out.push(
+      `The arguments/envelopes of ${s.clipped} call(s) are clipped to keep this page under ${limit}; the full text is in session.sqlite and tool-calls.jsonl.`,
+    );
+  }
+  if (s.bodiesOmitted > 0) {
+    out.push(
+      `The arguments/envelopes of ${s.bodiesOmitted} call(s) are left out to keep this page under ${limit}.`,
+    );
+  }
+  if (s.skipped.count > 0) {
+    out.push(
+      `The ${s.skipped.count} oldest successful calls without warnings or images (#${s.skipped.first} to #${s.skipped.last}) are left out of the timeline to keep this page under ${limit}; they are in session.sqlite and tool-calls.jsonl.`,
+    );
+  }
+  return out;
+}
