@@ -27,9 +27,8 @@ export const REQUIRED_FILES = [
   'manifest.json',
 ] as const;
 
-/** A text or binary file holding a base64 run this long is carrying bytes it should not. */
-const TEXT_RUN_LIMIT = 256;
-const BINARY_RUN_LIMIT = 1024;
+/** In a text file, any base64 run this long is suspect even when it does not start like an image. */
+const TEXT_PLAIN_RUN_LIMIT = 100_000;
 /** JSON and JSONL files larger than this are scanned for base64 runs but not parsed. */
 const MAX_PARSED_BYTES = 64 * 1024 * 1024;
 /** Stop listing after this many problems (a hostile zip could have millions of entries). */
@@ -172,14 +171,13 @@ export function unsafeName(name: string): string | null {
   return null;
 }
 
-function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'image' | 'binary' {
+function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'opaque' | 'binary' {
   const ext = path.extname(name).toLowerCase();
   if (ext === '.json') return 'json';
   if (ext === '.jsonl') return 'jsonl';
   if (ext === '.md' || ext === '.txt' || ext === '.csv' || ext === '.log') return 'text';
-  if (['.png', '.jpg', '.jpeg', '.gif', '.bmp', '.webp'].includes(ext)) return 'image';
-  // .html may embed thumbnails as data URIs by design; other files are scanned as binary.
-  if (ext === '.html') return 'image';
+  // Images are images; report.html embeds thumbnails as data URIs by design.
+  if (['.png', '.jpg', '.jpeg', '.gif', '.bmp', '.webp', '.html'].includes(ext)) return 'opaque';
   return 'binary';
 }
 
@@ -189,8 +187,13 @@ async function readFacts(zip: ZipFile, entry: Entry, name: string): Promise<File
   const hash = createHash('sha256');
   let crc = 0;
   let bytes = 0;
+  // JSON is checked by parsing it (precise); other files by a byte scan for image signatures.
   const scanner =
-    kind === 'image' ? null : new Base64RunScanner(kind === 'binary' ? BINARY_RUN_LIMIT : TEXT_RUN_LIMIT);
+    kind === 'text'
+      ? new Base64RunScanner({ text: true, maxPlainRun: TEXT_PLAIN_RUN_LIMIT })
+      : kind === 'binary'
+        ? new Base64RunScanner()
+        : null;
   const keep = (kind === 'json' || kind === 'jsonl') && entry.uncompressedSize <= MAX_PARSED_BYTES;
   const chunks: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -223,10 +226,7 @@ async function readFacts(zip: ZipFile, entry: Entry, name: string): Promise<File
   } else if (kind === 'json' || kind === 'jsonl') {
     facts.imageProblems.push('too large to check for image bytes');
   }
-  // The structured check names JSON problems precisely; the run scan catches bytes in any other form.
-  if (scanner?.hit && facts.imageProblems.length === 0) {
-    facts.imageProblems.push(`holds a ${scanner.longest}-character base64 run (image bytes?)`);
-  }
+  if (scanner?.finding) facts.imageProblems.push(scanner.finding);
   return facts;
 }
 

@@ -287,9 +287,9 @@ describe('scanners', () => {
         fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 5 }),
         (parts, cuts) => {
           const text = parts.join('');
-          const whole = new Base64RunScanner(10);
+          const whole = new Base64RunScanner();
           whole.feed(text);
-          const chunked = new Base64RunScanner(10);
+          const chunked = new Base64RunScanner();
           const bytes = Buffer.from(text);
           let at = 0;
           let i = 0;
@@ -299,12 +299,38 @@ describe('scanners', () => {
             at += n;
           }
           expect(chunked.longest).toBe(whole.longest);
+          expect(chunked.finding).toBe(whole.finding);
         },
       ),
       { numRuns: 300 },
     );
     expect(longestBase64Run('ab\\u002Bcd')).toBe(5);
     expect(longestBase64Run('ab\\\\u002Fcd')).toBe(5);
+  });
+
+  it('Base64RunScanner finds image bytes, not merely long words, across chunk boundaries', () => {
+    const png = Buffer.from(PNG, 'base64');
+    const scan = (parts: Array<string | Buffer>, options = {}) => {
+      const s = new Base64RunScanner(options);
+      for (const p of parts) s.feed(p);
+      return s.finding;
+    };
+    const long = PNG.repeat(3);
+    expect(scan([`text ${long} text`])).toMatch(/base64 image bytes/);
+    expect(scan([`x "${long.slice(0, 30)}`, `${long.slice(30)}"`])).toMatch(/base64 image bytes/);
+    // The server's JSON escaping of '+' and '/' inside a nested string does not break the run.
+    expect(scan([JSON.stringify(long).split('+').join('\\u002B')])).toMatch(/base64 image bytes/);
+    expect(scan([`![x](data:image/png;base64,${long})`])).toMatch(/base64 image bytes/);
+    // Raw PNG bytes, even cut in two between chunks.
+    expect(scan([Buffer.concat([Buffer.from('abc'), png.subarray(0, 3)]), png.subarray(3)])).toMatch(
+      /raw image/,
+    );
+    // Long words, hashes and ids are not images.
+    expect(scan(['A'.repeat(5000), ` ${'ab'.repeat(32)} `, 'x'.repeat(3000)])).toBeNull();
+    expect(scan(['A'.repeat(100_000)], { maxPlainRun: 100_000 })).toMatch(/100000-character base64 run/);
+    // JPEG's short marker counts only in text.
+    expect(scan([Buffer.from('ffd8ffe0', 'hex')])).toBeNull();
+    expect(scan([Buffer.from('ffd8ffe0', 'hex')], { text: true })).toMatch(/raw image/);
   });
 
   it('scrubImageBytes leaves values without images alone and counts what it replaced', () => {

@@ -153,7 +153,24 @@ describe('verifyBundle', () => {
         true,
       ),
     );
-    expect(inMd.problems.join('\n')).toMatch(/failure-summary\.md: holds a \d+-character base64 run/);
+    expect(inMd.problems.join('\n')).toMatch(/failure-summary\.md: holds base64 image bytes/);
+  });
+
+  it('does not mistake long words, ids or hashes for image bytes', async () => {
+    const res = await verifyBundle(
+      variant(
+        'words.zip',
+        (l) =>
+          edit(
+            'failure-summary.md',
+            (t) => `${t}\n${'A'.repeat(4000)} ${'ab'.repeat(32)}\n`,
+          )(
+            edit('tool-calls.jsonl', (t) => `${t}{"ts":"x","payload":{"note":"${'x'.repeat(20_000)}"}}\n`)(l),
+          ),
+        true,
+      ),
+    );
+    expect(res).toMatchObject({ ok: true, problems: [] });
   });
 
   it('reports a CRC that does not match the data', async () => {
