@@ -1,9 +1,8 @@
 /** The session the report.html tests look at: a Notepad save that ends in a blank capture of the Save As dialog. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { renderReportHtml } from '../../src/report/html/index.js';
-import { buildSummary } from '../../src/report/summary.js';
-import { SessionReader } from '../../src/store/session-reader.js';
+import { expect } from 'vitest';
+import { writeReportHtml } from '../../src/report/html/index.js';
 import { FixtureSession, NOTEPAD, SAVE_AS } from '../helpers/fixture-session.js';
 import { blankPng, windowPng, writeImage } from './images.js';
 
@@ -22,21 +21,15 @@ export interface Scenario {
   truncatedSeq: number;
 }
 
-/** Render report.html for the session in `dir` and write it there. */
+/** Render report.html for the session in `dir` with writeReportHtml and read it back. */
 export async function writeReport(
   dir: string,
-  options: Parameters<typeof renderReportHtml>[2] = {},
+  options: Parameters<typeof writeReportHtml>[1] = {},
 ): Promise<{ html: string; reportPath: string }> {
-  const reader = SessionReader.open(dir);
-  try {
-    const summary = await buildSummary(reader);
-    const html = await renderReportHtml(reader, summary, options);
-    const reportPath = path.join(dir, 'report.html');
-    fs.writeFileSync(reportPath, html);
-    return { html, reportPath };
-  } finally {
-    reader.close();
-  }
+  const reportPath = await writeReportHtml(dir, options);
+  expect(reportPath).toBe(path.join(dir, 'report.html'));
+  expect(fs.readdirSync(dir).filter((f) => f.endsWith('.partial'))).toEqual([]);
+  return { html: fs.readFileSync(reportPath, 'utf8'), reportPath };
 }
 
 /** Record the scenario under `root`, render report.html into the session dir and return what the tests need. */

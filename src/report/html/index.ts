@@ -7,3 +7,4 @@ export {
 } from './render-html.js';
 export { REPORT_HTML_TEMPLATE } from './template.js';
 export { planThumbnails, type Thumbnail, type ThumbnailPlan, type ThumbnailRequest } from './thumbnails.js';
+export { REPORT_HTML_FILE, writeReportHtml } from './write-report.js';
