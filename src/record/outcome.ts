@@ -175,17 +175,22 @@ export function isCommandLevelFailure(tool: string, error: ToolError): boolean {
  * (what the agent gets; the log keeps paths relative to the session dir).
  */
 export function withAbsoluteArtifacts<T>(value: T, dir: string): T {
-  const walk = (v: unknown): unknown => {
-    if (Array.isArray(v)) return v.map(walk);
+  const walk = (v: unknown, depth: number): unknown => {
+    // Capture summaries sit near the top; below this the value is shared, not copied (and no stack overflow).
+    if (depth > MAX_SUMMARY_DEPTH) return v;
+    if (Array.isArray(v)) return v.map((c) => walk(c, depth + 1));
     if (!isRecord(v)) return v;
     const out: Record<string, unknown> = {};
-    for (const [k, child] of Object.entries(v)) out[k] = walk(child);
+    for (const [k, child] of Object.entries(v)) out[k] = walk(child, depth + 1);
     if (v.kind === 'capture-summary' && typeof v.artifact === 'string' && !path.isAbsolute(v.artifact))
       out.artifact = path.join(dir, v.artifact);
     return out;
   };
-  return walk(value) as T;
+  return walk(value, 0) as T;
 }
+
+/** How deep withAbsoluteArtifacts looks for capture summaries. */
+const MAX_SUMMARY_DEPTH = 64;
 
 /**
  * Substrings without which a JSON text cannot hold what findImageBytes finds: a `base64` key, an `image` block

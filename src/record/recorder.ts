@@ -22,6 +22,7 @@ import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
 import { type CommitOutcome, SessionLog } from '../store/session-log.js';
+import { clipForLog } from './clip.js';
 import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
 import {
   envelopeBlockIndex,
@@ -68,6 +69,8 @@ const SLICE_MS = 8;
 /** How long a failing log waits before the next commit attempt, and a log that would not open. */
 const COMMIT_RETRY_MS = 100;
 const OPEN_RETRY_MS = 1000;
+/** The stored last good observation is clipped to this (the agent still gets it whole). */
+const MAX_OBSERVATION_CHARS = 256 * 1024;
 /** How long a commit waits for another writer's lock (commits run on the event loop: keep it short). */
 const BUSY_TIMEOUT_MS = 20;
 
@@ -215,6 +218,7 @@ class RecorderImpl implements Recorder {
   private readonly observationTools: ReadonlySet<string>;
   private readonly transport: Transport;
   private readonly commitIntervalMs: number;
+  private readonly maxObservationChars: number;
   private readonly stderr: (line: string) => void;
   private readonly sessions = new Map<string, RecordedSession>();
   private readonly dirty = new Set<RecordedSession>();
@@ -242,6 +246,7 @@ class RecorderImpl implements Recorder {
     this.observationTools = new Set(options.observationTools ?? OBSERVATION_TOOLS);
     this.transport = options.transport ?? 'wrap';
     this.commitIntervalMs = options.commitIntervalMs ?? 4;
+    this.maxObservationChars = Math.min(MAX_OBSERVATION_CHARS, this.maxLogBytes);
     this.stderr = options.stderr ?? ((line) => process.stderr.write(`${line}\n`));
     // The envelope schema compiles on first use (~250 ms): pay it now, not inside the first call's recording.
     setTimeout(() => readToolOutput({ ok: true, result: {} }), 0).unref();
@@ -392,6 +397,11 @@ class RecorderImpl implements Recorder {
         this.releaseRoom();
         if (performance.now() - sliceStart > SLICE_MS) {
           this.commitAll(false);
+          // A run can last as long as the load does: drop the processed slots so the array stays bounded.
+          if (this.head > 4096) {
+            this.jobs = this.jobs.slice(this.head);
+            this.head = 0;
+          }
           await new Promise<void>((resolve) => setImmediate(resolve));
           sliceStart = performance.now();
         }
@@ -436,6 +446,13 @@ class RecorderImpl implements Recorder {
       this.noteFailure(undefined, stage, message, 0);
       if (job.k === 'barrier') job.done();
     }
+  }
+
+  /** Hand the waiting caller its value (once). */
+  private settle(call: CallState, value: unknown): void {
+    const settle = call.settle;
+    call.settle = undefined;
+    settle?.(value);
   }
 
   private settleRaw(call: CallState): void {
@@ -562,7 +579,7 @@ class RecorderImpl implements Recorder {
     if (s.openError !== null || s.lostWhileClosed > 0 || dropped > 0) {
       s.addEvent('record-failure', {
         stage: 'open',
-        message: s.openError ?? 'events dropped while the log was closed',
+        message: this.redactor.scrubText(s.openError ?? 'events dropped while the log was closed'),
         lost: s.lostWhileClosed,
       });
       s.openError = null;
@@ -579,18 +596,7 @@ class RecorderImpl implements Recorder {
     message: string,
     lost: number,
   ): void {
-    const where = s ? ` in session ${s.id}` : '';
-    if (!this.reportedStages.has(stage)) {
-      this.reportedStages.add(stage);
-      try {
-        this.stderr(
-          `mcec-recorder: recording failed (${stage})${where}: ${message.slice(0, 300)}; calls still return, ` +
-            'and further failures are counted in the session log',
-        );
-      } catch {
-        // a broken stderr must not break the call either
-      }
-    }
+    this.reportOnce(stage, s, message);
     if (!s) return; // outside any session (a bug before routing): stderr is all there is
     s.counts.recordFailures += 1;
     s.counts.lostCalls += lost;
@@ -599,7 +605,7 @@ class RecorderImpl implements Recorder {
       s.lostWhileClosed += lost;
       return; // written with the open event once the log opens
     }
-    s.addEvent('record-failure', { stage, message: message.slice(0, 1000), lost });
+    s.addEvent('record-failure', { stage, message: this.redactor.scrubText(message.slice(0, 1000)), lost });
     this.dirty.add(s);
   }
 
@@ -818,15 +824,12 @@ class RecorderImpl implements Recorder {
       const sid = call.hintVia === 'argument' ? call.hintId : undefined;
       storedEnv = thrownFailure(call.tool, call.thrown.message, sid, lo, call.thrown.shape).envelope;
       if (call.settle) {
+        // Computed before the caller is settled: if this throws, jobFailed still hands back a value.
         const abs = lo ? withAbsoluteArtifacts(lo, s.dir) : undefined;
-        const settle = call.settle;
-        call.settle = undefined;
-        settle(thrownFailure(call.tool, call.thrown.message, sid, abs, call.thrown.shape).output);
+        this.settle(call, thrownFailure(call.tool, call.thrown.message, sid, abs, call.thrown.shape).output);
       }
     } else if (call.settle) {
-      const settle = call.settle;
-      call.settle = undefined;
-      settle(this.agentValue(call, s, out!, compactEnv, images));
+      this.settle(call, this.agentValue(call, s, out!, compactEnv, images));
     }
 
     // The last good observation: only a successful observation call sets it.
@@ -1161,7 +1164,9 @@ class RecorderImpl implements Recorder {
       if (s.lastObservationDirty) {
         s.lastObservationDirty = false;
         try {
-          log.setSessionFields({ last_observation: jsonOrNull(this.redactor.redact(s.lastObservation)) });
+          const clipped = clipForLog(this.redactor.redact(s.lastObservation), this.maxObservationChars);
+          s.storedObservation = clipped.value;
+          log.setSessionFields({ last_observation: clipped.json });
         } catch (err) {
           this.noteFailure(s, 'redact', thrownMessage(err), 0);
         }
@@ -1200,7 +1205,8 @@ class RecorderImpl implements Recorder {
       more = true;
     }
     if (s.pendingFailure) {
-      s.addEvent('record-failure', s.pendingFailure);
+      const { stage, message, lost } = s.pendingFailure;
+      s.addEvent('record-failure', { stage, message: this.redactor.scrubText(message), lost });
       s.pendingFailure = null;
       more = true;
     }
@@ -1211,16 +1217,18 @@ class RecorderImpl implements Recorder {
     return true;
   }
 
-  private reportOnce(stage: RecordStage, s: RecordedSession, message: string): void {
+  /** One line on stderr per stage for the recorder's life: the first failure says what happened and where. */
+  private reportOnce(stage: RecordStage, s: RecordedSession | undefined, message: string): void {
     if (this.reportedStages.has(stage)) return;
     this.reportedStages.add(stage);
+    const where = s ? ` in session ${s.id}` : '';
     try {
       this.stderr(
-        `mcec-recorder: recording failed (${stage}) in session ${s.id}: ${message.slice(0, 300)}; calls still ` +
-          'return, and further failures are counted in the session log',
+        `mcec-recorder: recording failed (${stage})${where}: ${message.slice(0, 300)}; calls still return, ` +
+          'and further failures are counted in the session log',
       );
     } catch {
-      // as in noteFailure
+      // a broken stderr must not break the call either
     }
   }
 
@@ -1362,6 +1370,9 @@ class RecorderImpl implements Recorder {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     for (const s of this.sessions.values()) {
+      // After close, session() reports the observation as stored: the agent's objects are let go.
+      if (s.lastObservation)
+        s.lastObservation = (s.storedObservation as Record<string, unknown> | null) ?? null;
       const log = s.log;
       if (!log) continue;
       const outcome = log.close();

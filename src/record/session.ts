@@ -53,6 +53,8 @@ export class RecordedSession {
   /** Compact, unredacted, artifact paths relative to `dir`; the agent gets absolute copies. */
   lastObservation: Record<string, unknown> | null = null;
   lastObservationDirty = false;
+  /** The last observation as written to the log: redacted, clipped. */
+  storedObservation: unknown = null;
   /** Why the log could not be opened (null once it is open), and when to try again. */
   openError: string | null = null;
   nextOpenAt = 0;

@@ -362,3 +362,47 @@ describe('back-pressure', () => {
     expect(counts).toEqual([{ status: 'ok', n: total }]);
   });
 });
+
+describe('the last good observation', () => {
+  it('is stored clipped (long strings, big values) while the agent still gets it whole', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    const text = 'word '.repeat(400_000); // 2 MB of OCR text
+    const dispatch = recorder.wrap(async (tool: string, _a: Record<string, unknown>) =>
+      tool === 'get-text'
+        ? { ok: true, result: { text, lineCount: 1 } }
+        : { ok: false, error: { code: 'element-not-found', category: 'no-target', detail: 'gone' } },
+    );
+    await dispatch('get-text', {});
+    const failure = (await dispatch('find', {})) as { error: { lastObservation: { text: string } } };
+    expect(failure.error.lastObservation.text).toBe(text);
+    await recorder.close();
+    const stored = withLog(dirOf(recorder.defaultSessionId), (db) =>
+      JSON.parse(
+        (db.prepare('SELECT last_observation FROM session').get() as { last_observation: string })
+          .last_observation,
+      ),
+    );
+    expect(stored.lineCount).toBe(1);
+    expect(stored.text).toMatch(/^(word ){51}w\.\.\. \[2000000 chars\]$/);
+    // After close the recorder keeps only the stored form.
+    expect(recorder.session(recorder.defaultSessionId)?.lastObservation).toEqual(stored);
+  });
+
+  it('a failure after a 10,000-deep observation still returns, with the observation attached', async () => {
+    const recorder = createRecorder({ sessionsDir: root });
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 10_000; i += 1) deep = i % 2 === 0 ? [deep] : { a: deep };
+    const dispatch = recorder.wrap(async (tool: string, _a: Record<string, unknown>) =>
+      tool === 'query'
+        ? { ok: true, result: { tree: deep } }
+        : { ok: false, error: { code: 'uia-faulted', category: 'internal', detail: 'x' } },
+    );
+    await dispatch('query', {});
+    const failure = (await dispatch('invoke', {})) as { error: { lastObservation: { tree: unknown } } };
+    let node: unknown = failure.error.lastObservation.tree;
+    for (let i = 0; i < 10_000; i += 1) node = Array.isArray(node) ? node[0] : (node as { a: unknown }).a;
+    expect(node).toBe('bottom');
+    await recorder.close();
+    expect(calls(dirOf(recorder.defaultSessionId)).map((r) => r.status)).toEqual(['ok', 'failed']);
+  });
+});
