@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,25 @@ function run(
     timeout: 60_000,
   });
   return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/** run() without blocking, so independent error cases can run side by side. */
+function runAsync(args: string[]): Promise<Run> {
+  const env: Record<string, string | undefined> = { ...process.env };
+  delete env.MCEC_SESSIONS_DIR;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env, cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 const DAY = 86_400_000;
@@ -171,7 +190,7 @@ describe('mcec-bundle', () => {
       expect(res.stderr).toContain(path.join(root, 'nope'));
     });
 
-    it('refuses a hostile id (exit 2) and writes nothing anywhere', () => {
+    it('refuses a hostile id (exit 2) and writes nothing anywhere', async () => {
       const before = fs.readdirSync(root).sort();
       const beforeSessions = fs.readdirSync(sessions).sort();
       const attempts = [
@@ -180,17 +199,17 @@ describe('mcec-bundle', () => {
         ['summary', '../x'],
         ['issue-body', '../x'],
       ];
-      for (const args of attempts) {
-        const res = run([...args, '-s', sessions]);
-        expect(res.code, `${args.join(' ')}`).toBe(2);
+      const results = await Promise.all(attempts.map((args) => runAsync([...args, '-s', sessions])));
+      results.forEach((res, i) => {
+        expect(res.code, attempts[i]!.join(' ')).toBe(2);
         expect(res.stderr).toMatch(/invalid session id/);
-      }
+      });
       expect(fs.readdirSync(root).sort()).toEqual(before);
       expect(fs.readdirSync(sessions).sort()).toEqual(beforeSessions);
     });
 
-    it('bad usage exits 2: unknown option, missing id, bad size, too many arguments', () => {
-      for (const args of [
+    it('bad usage exits 2: unknown option, missing id, bad size, too many arguments', async () => {
+      const cases = [
         ['--bogus'],
         [],
         [FAIL_ID, '--max-bytes', 'lots', '-s', sessions],
@@ -198,11 +217,14 @@ describe('mcec-bundle', () => {
         [FAIL_ID, 'extra', '-s', sessions],
         ['list', '--bogus'],
         ['verify'],
-      ]) {
-        const res = run(args);
-        expect(res.code, args.join(' ')).toBe(2);
+        ['prune', '-s', sessions],
+        ['prune', '--older-than', 'soon', '-s', sessions],
+      ];
+      const results = await Promise.all(cases.map((args) => runAsync(args)));
+      results.forEach((res, i) => {
+        expect(res.code, cases[i]!.join(' ')).toBe(2);
         expect(res.stderr).toMatch(/error|invalid/);
-      }
+      });
     });
 
     it('a template that fails fails the work (exit 1) and leaves no zip', () => {
@@ -282,11 +304,6 @@ describe('mcec-bundle', () => {
   });
 
   describe('prune', () => {
-    it('needs --older-than with a valid duration (exit 2)', () => {
-      expect(run(['prune', '-s', sessions]).code).toBe(2);
-      expect(run(['prune', '--older-than', 'soon', '-s', sessions]).code).toBe(2);
-    });
-
     it('--dry-run lists, --keep-failed keeps FAIL, and a real run deletes dirs and their zips', () => {
       const copy = path.join(root, 'prune');
       fs.cpSync(sessions, copy, { recursive: true });
