@@ -373,7 +373,9 @@ describe('the last good observation', () => {
         : { ok: false, error: { code: 'element-not-found', category: 'no-target', detail: 'gone' } },
     );
     await dispatch('get-text', {});
-    const failure = (await dispatch('find', {})) as { error: { lastObservation: { text: string } } };
+    const failure = (await dispatch('find', {})) as unknown as {
+      error: { lastObservation: { text: string } };
+    };
     expect(failure.error.lastObservation.text).toBe(text);
     await recorder.close();
     const stored = withLog(dirOf(recorder.defaultSessionId), (db) =>
@@ -398,7 +400,9 @@ describe('the last good observation', () => {
         : { ok: false, error: { code: 'uia-faulted', category: 'internal', detail: 'x' } },
     );
     await dispatch('query', {});
-    const failure = (await dispatch('invoke', {})) as { error: { lastObservation: { tree: unknown } } };
+    const failure = (await dispatch('invoke', {})) as unknown as {
+      error: { lastObservation: { tree: unknown } };
+    };
     let node: unknown = failure.error.lastObservation.tree;
     for (let i = 0; i < 10_000; i += 1) node = Array.isArray(node) ? node[0] : (node as { a: unknown }).a;
     expect(node).toBe('bottom');
