@@ -1,4 +1,5 @@
 /** Bounding what the log keeps of a value that is not a per-call payload (the last good observation). */
+import { jsonOrNull } from './values.js';
 
 /** Strings longer than this are clipped to their head and their length. */
 const MAX_STRING = 4096;
@@ -27,12 +28,7 @@ export function clipForLog(value: unknown, maxChars: number): { value: unknown; 
       } else if (child !== null && typeof child === 'object') stack.push(child);
     }
   }
-  let json: string | null;
-  try {
-    json = JSON.stringify(value) ?? null;
-  } catch (err) {
-    json = JSON.stringify(`[unserializable: ${(err as Error).name}]`);
-  }
+  const json = jsonOrNull(value);
   if (json === null || json.length <= maxChars) return { value, json };
   const stand = {
     omitted: `the last observation is ${json.length} chars as JSON, more than the ${maxChars} kept`,

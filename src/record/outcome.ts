@@ -4,12 +4,13 @@
  * get the last good observation (mcec-wire §3).
  */
 import path from 'node:path';
-import type { Envelope, ToolError, ToolOutputKind } from '../contract/types.js';
+import type { Envelope, ToolError, ToolOutput, ToolOutputKind } from '../contract/types.js';
 
 /** The transport shape a dispatch returns; a thrown dispatch's failure is given back in the same shape. */
 export type OutputShape = 'envelope' | 'call-tool-result' | 'json-rpc' | 'legacy' | 'other';
 
-function isRecord(v: unknown): v is Record<string, unknown> {
+/** True for a plain object (not null, not an array). */
+export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
@@ -216,4 +217,76 @@ export function envelopeText(raw: unknown, kind: ToolOutputKind): string | undef
   if (i < 0) return undefined;
   const text = (result.content as Array<Record<string, unknown>>)[i]!.text;
   return typeof text === 'string' ? text : undefined;
+}
+
+/** A rough byte size of an output, for the queue bound: the big strings of the usual shapes. */
+export function roughSize(v: unknown): number {
+  let n = 256;
+  if (!isRecord(v)) return typeof v === 'string' ? n + v.length : n;
+  const content = Array.isArray(v.content) ? v.content : isRecord(v.result) ? v.result.content : undefined;
+  if (Array.isArray(content)) {
+    for (const b of content) {
+      if (!isRecord(b)) continue;
+      if (typeof b.text === 'string') n += b.text.length;
+      if (typeof b.data === 'string') n += b.data.length;
+    }
+  } else if (isRecord(v.result) && typeof v.result.base64 === 'string') n += v.result.base64.length;
+  return n;
+}
+
+/** The `response` of the usual CallToolResult (one envelope block), prebuilt: nothing in it to scan or redact. */
+const PLAIN_RESPONSES = new Map<boolean, { value: unknown; json: string }>(
+  [false, true].map((isError) => {
+    const value = { content: [{ type: 'text', text: '[envelope]' }], isError };
+    return [isError, { value, json: JSON.stringify(value) }];
+  }),
+);
+
+/** True for `{content: [{type: 'text', text}], isError}` and nothing else. */
+function isPlainCallToolResult(r: Record<string, unknown>): boolean {
+  const content = r.content as unknown[];
+  if (content.length !== 1 || typeof r.isError !== 'boolean') return false;
+  let keys = 0;
+  for (const _ in r) keys += 1;
+  if (keys !== 2) return false;
+  const block = content[0];
+  if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') return false;
+  keys = 0;
+  for (const _ in block) keys += 1;
+  return keys === 2;
+}
+
+export function isPlainResponse(v: unknown): boolean {
+  return v === PLAIN_RESPONSES.get(false)!.value || v === PLAIN_RESPONSES.get(true)!.value;
+}
+
+export function plainResponseJson(v: unknown): string {
+  return PLAIN_RESPONSES.get(v === PLAIN_RESPONSES.get(true)!.value)!.json;
+}
+
+/** The raw output's shape for the `response` column: the envelope's text block as "[envelope]". */
+export function responseShape(raw: unknown, out: ToolOutput): unknown {
+  const mask = (r: unknown): unknown => {
+    if (!isRecord(r) || out.synthesized) return r;
+    if (isPlainCallToolResult(r)) return PLAIN_RESPONSES.get(r.isError as boolean)!.value;
+    const i = envelopeBlockIndex(r);
+    if (i < 0) return r;
+    const content = (r.content as unknown[]).slice();
+    content[i] = { ...(content[i] as Record<string, unknown>), text: '[envelope]' };
+    return { ...r, content };
+  };
+  switch (out.kind) {
+    case 'envelope':
+      return undefined;
+    case 'call-tool-result':
+      return mask(raw);
+    case 'json-rpc-result':
+      return isRecord(raw) && isRecord(raw.result) && Array.isArray(raw.result.content)
+        ? { ...raw, result: mask(raw.result) }
+        : raw;
+    case 'legacy-command-result':
+      return isRecord(raw) && raw.data !== undefined ? { ...raw, data: '[envelope]' } : raw;
+    default:
+      return raw;
+  }
 }

@@ -25,12 +25,16 @@ import { type CommitOutcome, SessionLog } from '../store/session-log.js';
 import { clipForLog } from './clip.js';
 import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
 import {
-  envelopeBlockIndex,
   envelopeText,
   isCommandLevelFailure,
+  isPlainResponse,
+  isRecord,
   mayHoldImageBytes,
   type OutputShape,
+  plainResponseJson,
   quickOutcome,
+  responseShape,
+  roughSize,
   thrownFailure,
   thrownMessage,
   withAbsoluteArtifacts,
@@ -48,6 +52,7 @@ import type {
   SessionInfo,
   Transport,
 } from './types.js';
+import { escapeId, jsonOrNull, validDate } from './values.js';
 
 const MiB = 1024 * 1024;
 /** Default stored payload per session. */
@@ -110,102 +115,6 @@ type Job =
   | { k: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
   | { k: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
   | { k: 'barrier'; done: () => void };
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** JSON text of a value, or null; never throws (BigInt and cycles become a marker). */
-function jsonOrNull(v: unknown): string | null {
-  if (v === undefined) return null;
-  try {
-    return JSON.stringify(v) ?? null;
-  } catch (err) {
-    return JSON.stringify(`[unserializable: ${(err as Error).name}]`);
-  }
-}
-
-/** A rough byte size of an output, for the queue bound: the big strings of the usual shapes. */
-function roughSize(v: unknown): number {
-  let n = 256;
-  if (!isRecord(v)) return typeof v === 'string' ? n + v.length : n;
-  const content = Array.isArray(v.content) ? v.content : isRecord(v.result) ? v.result.content : undefined;
-  if (Array.isArray(content)) {
-    for (const b of content) {
-      if (!isRecord(b)) continue;
-      if (typeof b.text === 'string') n += b.text.length;
-      if (typeof b.data === 'string') n += b.data.length;
-    }
-  } else if (isRecord(v.result) && typeof v.result.base64 === 'string') n += v.result.base64.length;
-  return n;
-}
-
-/** The date when it is a valid Date, else undefined (a proxy's meta is not trusted blindly). */
-function validDate(d: unknown): Date | undefined {
-  return d instanceof Date && !Number.isNaN(d.getTime()) ? d : undefined;
-}
-
-/** An id as stored when it is not path-safe: JSON-escaped, clipped to 200 characters. */
-function escapeId(id: string): string {
-  return JSON.stringify(id).slice(1, -1).slice(0, 200);
-}
-
-/** The `response` of the usual CallToolResult (one envelope block), prebuilt: nothing in it to scan or redact. */
-const PLAIN_RESPONSES = new Map<boolean, { value: unknown; json: string }>(
-  [false, true].map((isError) => {
-    const value = { content: [{ type: 'text', text: '[envelope]' }], isError };
-    return [isError, { value, json: JSON.stringify(value) }];
-  }),
-);
-
-/** True for `{content: [{type: 'text', text}], isError}` and nothing else. */
-function isPlainCallToolResult(r: Record<string, unknown>): boolean {
-  const content = r.content as unknown[];
-  if (content.length !== 1 || typeof r.isError !== 'boolean') return false;
-  let keys = 0;
-  for (const _ in r) keys += 1;
-  if (keys !== 2) return false;
-  const block = content[0];
-  if (!isRecord(block) || block.type !== 'text' || typeof block.text !== 'string') return false;
-  keys = 0;
-  for (const _ in block) keys += 1;
-  return keys === 2;
-}
-
-function isPlainResponse(v: unknown): boolean {
-  return v === PLAIN_RESPONSES.get(false)!.value || v === PLAIN_RESPONSES.get(true)!.value;
-}
-
-function plainResponseJson(v: unknown): string {
-  return PLAIN_RESPONSES.get(v === PLAIN_RESPONSES.get(true)!.value)!.json;
-}
-
-/** The raw output's shape for the `response` column: the envelope's text block as "[envelope]". */
-function responseShape(raw: unknown, out: ToolOutput): unknown {
-  const mask = (r: unknown): unknown => {
-    if (!isRecord(r) || out.synthesized) return r;
-    if (isPlainCallToolResult(r)) return PLAIN_RESPONSES.get(r.isError as boolean)!.value;
-    const i = envelopeBlockIndex(r);
-    if (i < 0) return r;
-    const content = (r.content as unknown[]).slice();
-    content[i] = { ...(content[i] as Record<string, unknown>), text: '[envelope]' };
-    return { ...r, content };
-  };
-  switch (out.kind) {
-    case 'envelope':
-      return undefined;
-    case 'call-tool-result':
-      return mask(raw);
-    case 'json-rpc-result':
-      return isRecord(raw) && isRecord(raw.result) && Array.isArray(raw.result.content)
-        ? { ...raw, result: mask(raw.result) }
-        : raw;
-    case 'legacy-command-result':
-      return isRecord(raw) && raw.data !== undefined ? { ...raw, data: '[envelope]' } : raw;
-    default:
-      return raw;
-  }
-}
 
 class RecorderImpl implements Recorder {
   readonly sessionsDir: string;
