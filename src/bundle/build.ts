@@ -6,6 +6,8 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { renderReportHtml } from '../report/html/render-html.js';
+import { REPORT_HTML_FILE } from '../report/html/write-report.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
@@ -78,6 +80,8 @@ interface SessionFacts {
   skipped: SkippedFile[];
   /** Images a size cap must keep. */
   keep: Set<string>;
+  /** report.html, rendered while the log is open (it streams the calls). */
+  reportHtml: string;
 }
 
 /** Build the bug bundle of the session in `sessionDir`. */
@@ -93,7 +97,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundle-'));
   try {
     const progress = new Progress(options.onProgress);
-    const facts = await readSession(dir, progress);
+    const facts = await readSession(dir, progress, options.templatesDir);
     const { session, summary, log } = facts;
     const top = topFolderName(dir, session);
     const [failureSummary, bugReport] = await Promise.all([
@@ -116,6 +120,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
       { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
       { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
       { name: 'tool-calls.jsonl', data: log.data },
+      { name: REPORT_HTML_FILE, data: Buffer.from(facts.reportHtml, 'utf8') },
       { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
     ];
     /** The zip's entries and manifest when `capDrops` are left out for the size cap. */
@@ -223,7 +228,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
 }
 
 /** Read what the bundle needs from the log in one go (the connection is closed before writing). */
-async function readSession(dir: string, progress: Progress): Promise<SessionFacts> {
+async function readSession(dir: string, progress: Progress, templatesDir?: string): Promise<SessionFacts> {
   const reader = SessionReader.open(dir);
   try {
     const session = reader.session();
@@ -233,7 +238,8 @@ async function readSession(dir: string, progress: Progress): Promise<SessionFact
     const { images, skipped } = listImageFiles(dir, rows);
     const keep = protectedImages(summary, rows);
     const log = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
-    return { session, summary, log, images, skipped, keep };
+    const reportHtml = await renderReportHtml(reader, summary, { templatesDir });
+    return { session, summary, log, images, skipped, keep, reportHtml };
   } finally {
     reader.close();
   }

@@ -188,6 +188,7 @@ Examples:
   mcec-bundle list --failed                   sessions whose verdict is FAIL
   mcec-bundle show 5f19c9                     the failure summary in the terminal
   mcec-bundle summary 5f19c9                  write failure-summary.md into the session dir
+  mcec-bundle report 5f19c9                   write report.html (the timeline page) into the session dir
   mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" --body-file -
   mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip
   mcec-bundle prune --older-than 7d --keep-failed --dry-run
@@ -251,6 +252,19 @@ Examples:
       const session = await locate(id, opts);
       const { writeFailureSummary } = await import('../bundle/sessions.js');
       print(await writeFailureSummary(session.dir, { templatesDir: opts.templates }));
+    });
+
+  withSessions(
+    program
+      .command('report <sessionId>')
+      .description('write report.html (the timeline page) into the session dir and print its path'),
+  )
+    .option('--templates <dir>', 'templates that override the built-in ones by file name')
+    .addHelpText('after', '\nExample:\n  xdg-open "$(mcec-bundle report 5f19c9)"')
+    .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
+      const session = await locate(id, opts);
+      const { writeReportHtml } = await import('../report/html/write-report.js');
+      print(await writeReportHtml(session.dir, { templatesDir: opts.templates }));
     });
 
   withSessions(
