@@ -410,3 +410,29 @@ describe('the last good observation', () => {
     expect(calls(dirOf(recorder.defaultSessionId)).map((r) => r.status)).toEqual(['ok', 'failed']);
   });
 });
+
+describe('redaction options', () => {
+  it('adds user keys and patterns to the defaults, and can keep typed text', async () => {
+    const recorder = createRecorder({
+      sessionsDir: root,
+      redact: { keys: ['pin', /^x-account/i], patterns: [/ACCT-\d{4,8}/g], keepTypedText: true },
+    });
+    const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
+      ok: true,
+      result: { echo: `typed into ACCT-12345678 with pin ${args.pin}`, 'X-Account-Id': 'acc-998877' },
+    }));
+    await dispatch('invoke', { action: 'type', value: 'hello world', pin: '8642', apiKey: 'k-1234567890' });
+    await recorder.close();
+    const [row] = calls(dirOf(recorder.defaultSessionId));
+    expect(JSON.parse(row!.args!)).toEqual({
+      action: 'type',
+      value: 'hello world',
+      pin: '[redacted]',
+      apiKey: '[redacted]',
+    });
+    expect(JSON.parse(row!.envelope!).result).toEqual({
+      echo: 'typed into [redacted] with pin [redacted]',
+      'X-Account-Id': '[redacted]',
+    });
+  });
+});
