@@ -59,23 +59,15 @@ function sessionDirs(sessionsDir: string): string[] {
   return dirs.map((d) => path.join(sessionsDir, d));
 }
 
-/**
- * Bundle every session: each zip verifies, and its text files hold none of the needles. `longRunsOk`: the
- * session holds a legitimate 10 KB run of base64-alphabet characters (an id of 10,240 'x'), which `verify`
- * flags as possible image bytes although it is not one (its rule is any run of 256+ such characters); only
- * that kind of complaint is accepted then, and the needles still prove no image bytes are there.
- */
-async function bundleAll(sessionsDir: string, needles: string[], longRunsOk = false): Promise<number> {
+/** Bundle every session: each zip verifies, and its text files hold none of the needles. */
+async function bundleAll(sessionsDir: string, needles: string[]): Promise<number> {
   let n = 0;
   for (const dir of sessionDirs(sessionsDir)) {
     if (!fs.existsSync(path.join(dir, 'session.sqlite'))) continue;
     const result = await buildBundle(dir);
     expect(path.dirname(result.bundle)).toBe(sessionsDir);
     const verified = await verifyBundle(result.bundle);
-    const problems = longRunsOk
-      ? verified.problems.filter((p) => !/character base64 run/.test(p))
-      : verified.problems;
-    expect(problems, dir).toEqual([]);
+    expect(verified.problems, dir).toEqual([]);
     expect(scanBundleTexts(result.bundle, needles), dir).toEqual([]);
     // Every text file is valid UTF-8, and every JSON line parses.
     for (const [name, data] of zipFiles(result.bundle)) {
@@ -345,7 +337,7 @@ describe('hostile input through wrap and the bundle', () => {
 
     expect(notices.filter((n) => !n.includes('recording failed'))).toEqual([]);
     expect(scanLogs(w.sessionsDir, needles)).toEqual([]);
-    const bundled = await bundleAll(w.sessionsDir, needles, true);
+    const bundled = await bundleAll(w.sessionsDir, needles);
     expect(bundled).toBeGreaterThanOrEqual(3);
     w.assertNothingOutside();
     // Nothing of the 10,000 outputs is kept once the recorder is closed.
@@ -562,7 +554,7 @@ describe('hostile input through wrap and the bundle', () => {
       if (t.where === 'session.original_id') expect(t.text.length).toBeLessThanOrEqual(200);
       expect(t.text.includes('\u0000')).toBe(false);
     }
-    expect(await bundleAll(w.sessionsDir, [], true)).toBe(dirs.length);
+    expect(await bundleAll(w.sessionsDir, [])).toBe(dirs.length);
     // The CLI refuses the hostile ids themselves (usage error) and writes nothing.
     for (const id of ['../escape', 'a/b', '..', 'x'.repeat(10 * 1024)]) {
       const r = bundleCli([id, '--sessions', w.sessionsDir]);
