@@ -3,6 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { registerHelpers } from './helpers.js';
+import { MARKDOWN_COMPILE_OPTIONS, type PrecompiledTemplate, templateDigest } from './precompile.js';
+import { PRECOMPILED_TEMPLATES } from './precompiled-templates.js';
 import { clip, oneLine } from './text.js';
 import {
   type BugReportOptions,
@@ -21,18 +23,35 @@ export const BUG_REPORT_TEMPLATE = 'bug-report.md.hbs';
 /** The folder of the built-in templates (the package's `templates/`, from src/report or dist/report). */
 export const BUILTIN_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
-let instance: Promise<HandlebarsApi> | null = null;
+/** The runtime-only instance (runs precompiled templates) and the full one (compiles overrides). */
+let runtimeInstance: Promise<HandlebarsApi> | null = null;
+let compilerInstance: Promise<HandlebarsApi> | null = null;
 const compiled = new Map<string, { stamp: string; fn: TemplateFn }>();
 
-/** The one Handlebars instance, created on first use with the helpers registered once. */
-function handlebars(): Promise<HandlebarsApi> {
-  instance ??= import('handlebars').then((mod) => {
-    const api = ((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi;
-    const hb = api.create();
-    registerHelpers(hb);
-    return hb;
-  });
-  return instance;
+/** A fresh instance of the module's Handlebars with the helpers registered once. */
+function withHelpers(mod: unknown): HandlebarsApi {
+  const api = ((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi;
+  const hb = api.create();
+  registerHelpers(hb);
+  return hb;
+}
+
+/** handlebars/runtime, created on first use: enough for precompiled templates, and lighter to load. */
+function handlebarsRuntime(): Promise<HandlebarsApi> {
+  runtimeInstance ??= import('handlebars/runtime.js').then(withHelpers);
+  return runtimeInstance;
+}
+
+/** The full Handlebars (with its compiler), created on first use. */
+function handlebarsCompiler(): Promise<HandlebarsApi> {
+  compilerInstance ??= import('handlebars').then(withHelpers);
+  return compilerInstance;
+}
+
+/** The precompiled spec of a built-in template whose source is exactly `source`, if there is one. */
+function precompiledFor(source: string): PrecompiledTemplate | undefined {
+  const digest = templateDigest(source);
+  return Object.values(PRECOMPILED_TEMPLATES).find((t) => t.sha256 === digest);
 }
 
 /** Where a template comes from: the override folder when it holds a file of that name, else the built-in one. */
@@ -55,15 +74,25 @@ export function resolveTemplate(name: string, templatesDir?: string): string {
   return path.join(BUILTIN_TEMPLATES_DIR, name);
 }
 
+/** The template function for a file: compiled once per process (by path, mtime and size), precompiled when built in. */
 async function loadTemplate(file: string): Promise<TemplateFn> {
   const stat = fs.statSync(file);
   const stamp = `${stat.mtimeMs}:${stat.size}`;
   const hit = compiled.get(file);
   if (hit && hit.stamp === stamp) return hit.fn;
-  const hb = await handlebars();
   const source = fs.readFileSync(file, 'utf8');
-  // strict: a field the template names but the model lacks is an error, not an empty string.
-  const fn = hb.compile(source, { strict: true, noEscape: true }) as TemplateFn;
+  const pre = precompiledFor(source);
+  let fn: TemplateFn;
+  if (pre) {
+    const hb = await handlebarsRuntime();
+    // The spec is Handlebars' own generated JavaScript for this exact source (see precompile.ts).
+    const spec = new Function(`return ${pre.spec};`)() as Parameters<HandlebarsApi['template']>[0];
+    fn = hb.template(spec) as TemplateFn;
+  } else {
+    const hb = await handlebarsCompiler();
+    // strict: a field the template names but the model lacks is an error, not an empty string.
+    fn = hb.compile(source, { ...MARKDOWN_COMPILE_OPTIONS }) as TemplateFn;
+  }
   compiled.set(file, { stamp, fn });
   return fn;
 }
