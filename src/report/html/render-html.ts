@@ -1,4 +1,5 @@
 /** Render report.html: a self-contained timeline page (inline CSS, script and thumbnails; no network). */
+import { randomBytes } from 'node:crypto';
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { summarizeCall } from '../summarize-call.js';
@@ -38,8 +39,10 @@ const MAX_BODY_CHARS = 24_000;
 const SPECIAL_BODY_CHARS = 64_000;
 /** When not every call can have its bodies, the newest get at least this much each until the room runs out. */
 const TIGHT_BODY_CHARS = 1_200;
+/** ... and at most this many of them. */
+const TIGHT_ROWS = 300;
 /** Calls rendered up front to learn what a bare row weighs. */
-const ROW_SAMPLE = 200;
+const ROW_SAMPLE = 50;
 /** Rows rendered between two turns of the event loop (so sharp's callbacks run). */
 const YIELD_EVERY = 250;
 /** The page around the rows before it is measured (CSS, script, header). */
@@ -286,6 +289,7 @@ export async function renderReportHtml(
   const order = [...kept.filter((e) => e.special), ...kept.filter((e) => !e.special).reverse()];
   let others = order.length - specials;
   let reserved = specials * special;
+  let tightRows = 0;
   for (const e of order) {
     const thumbs = thumbsBySeq.get(e.seq) ?? [];
     const rowThumbBytes = thumbs.reduce((n, t) => n + t.src.length, 0);
@@ -296,9 +300,15 @@ export async function renderReportHtml(
     } else {
       const share = others > 0 ? (free - reserved) / others : 0;
       others -= 1;
-      allowance = Math.floor(
-        Math.min(MAX_BODY_CHARS, Math.max(share, Math.min(TIGHT_BODY_CHARS, free - reserved))),
-      );
+      // Not enough for everyone: the newest few get a useful slice; the rest stay bare (and cost no re-render).
+      const tight = share < TIGHT_BODY_CHARS;
+      if (tight && tightRows >= TIGHT_ROWS) allowance = 0;
+      else {
+        allowance = Math.floor(
+          Math.min(MAX_BODY_CHARS, Math.max(share, Math.min(TIGHT_BODY_CHARS, free - reserved))),
+        );
+        if (tight) tightRows += 1;
+      }
     }
     if (!e.hasBodies || allowance < MIN_BODY_CHARS) allowance = 0;
     if (allowance === 0 && thumbs.length === 0 && !e.ownsImage) {
@@ -335,12 +345,16 @@ export async function renderReportHtml(
     bodiesOmitted: counts.omitted,
     skipped,
   });
-  const html = tpl.render({
-    ...page,
-    rowsHtml: new hb.SafeString(kept.map((e) => e.html).join('\n')),
-    notices: notes,
-    tools: toolList,
-    shownCalls: kept.length,
-  });
-  return applyCsp(html.trimStart());
+  // The page is rendered around a marker and the rows joined into it once: one copy of a 5 MB string, not four.
+  // The marker is random so no recorded text can imitate it.
+  const rowsMark = `\u0000rows-${randomBytes(8).toString('hex')}\u0000`;
+  const shell = applyCsp(
+    tpl
+      .render({ ...page, rowsHtml: rowsMark, notices: notes, tools: toolList, shownCalls: kept.length })
+      .trimStart(),
+  );
+  const at = shell.indexOf(rowsMark);
+  const parts = kept.map((e) => e.html);
+  if (at === -1) return shell; // a custom template without the rows
+  return [shell.slice(0, at), ...parts, shell.slice(at + rowsMark.length)].join('\n');
 }

@@ -1,6 +1,8 @@
-/** The report.html template: its own Handlebars instance (HTML escaping on), loaded lazily. */
+/** The report.html template: its own Handlebars instance (HTML escaping on), loaded lazily, precompiled when built in. */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { resolveTemplate } from '../render.js';
+import { PRECOMPILED_REPORT_HTML } from './precompiled-html.js';
 import { escapeTextNode } from './pretty-json.js';
 
 export type HandlebarsApi = typeof import('handlebars');
@@ -8,16 +10,33 @@ export type TemplateFn = (context: unknown) => string;
 
 /** The template's file name in `templates/`. */
 export const REPORT_HTML_TEMPLATE = 'report.html.hbs';
+/** How report.html templates are compiled: HTML escaping on, missing fields render empty. */
+export const HTML_COMPILE_OPTIONS = Object.freeze({ noEscape: false, strict: false });
 
-let instance: Promise<HandlebarsApi> | null = null;
+/** Precompiled specs of the built-in template: the page and its `call` row partial (see precompile-html.ts). */
+export interface PrecompiledReportHtml {
+  sha256: string;
+  page: string;
+  row: string | null;
+}
 
-/** A Handlebars instance of our own, created on first use (the Markdown renderers turn escaping off). */
-export function handlebars(): Promise<HandlebarsApi> {
-  instance ??= import('handlebars').then((mod) => {
-    const api = ((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi;
-    return api.create();
-  });
-  return instance;
+let runtime: Promise<HandlebarsApi> | null = null;
+let compiler: Promise<HandlebarsApi> | null = null;
+
+function ownInstance(mod: unknown): HandlebarsApi {
+  return (((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi).create();
+}
+
+/** Our own instance of handlebars/runtime (enough for precompiled specs, lighter to load), on first use. */
+function handlebarsRuntime(): Promise<HandlebarsApi> {
+  runtime ??= import('handlebars/runtime.js').then(ownInstance);
+  return runtime;
+}
+
+/** Our own instance of the full Handlebars (for templates that override the built-in one), on first use. */
+function handlebarsCompiler(): Promise<HandlebarsApi> {
+  compiler ??= import('handlebars').then(ownInstance);
+  return compiler;
 }
 
 /** A compiled report.html template: the override in `templatesDir` when there is one, else the built-in. */
@@ -34,7 +53,7 @@ const ROW_PARTIAL_OPEN = '{{#*inline "call"}}';
 const INLINE_CLOSE = '{{/inline}}';
 
 /** The source of the `call` inline partial, compiled on its own so 10,000 rows skip the page's setup. */
-function rowPartialSource(source: string): string | null {
+export function rowPartialSource(source: string): string | null {
   const start = source.indexOf(ROW_PARTIAL_OPEN);
   if (start === -1) return null;
   const body = start + ROW_PARTIAL_OPEN.length;
@@ -44,15 +63,42 @@ function rowPartialSource(source: string): string | null {
   return inner === null || inner.includes('{{#*inline') || inner.includes('{{>') ? null : inner;
 }
 
-/** Load and compile the report.html template. */
-export async function loadReportTemplate(templatesDir?: string): Promise<ReportTemplate> {
+/** The sha256 (hex) of a template source. */
+export function templateSha256(source: string): string {
+  return createHash('sha256').update(source, 'utf8').digest('hex');
+}
+
+function fromSpec(hb: HandlebarsApi, spec: string): TemplateFn {
+  // The spec is Handlebars' own generated JavaScript for this exact source (precompile-html.ts wrote it).
+  return hb.template(
+    new Function(`return ${spec};`)() as Parameters<HandlebarsApi['template']>[0],
+  ) as TemplateFn;
+}
+
+/** Load the report.html template: precompiled when it is the built-in source, else compiled. */
+export async function loadReportTemplate(
+  templatesDir?: string,
+  options: { precompiled?: boolean } = {},
+): Promise<ReportTemplate> {
   const file = resolveTemplate(REPORT_HTML_TEMPLATE, templatesDir);
-  const hb = await handlebars();
   const source = fs.readFileSync(file, 'utf8');
-  const options = { noEscape: false, strict: false };
-  const fn = hb.compile(source, options) as TemplateFn;
-  const rowSource = rowPartialSource(source);
-  const rowFn = rowSource === null ? null : (hb.compile(rowSource, options) as TemplateFn);
+  const pre =
+    options.precompiled !== false && PRECOMPILED_REPORT_HTML.sha256 === templateSha256(source)
+      ? PRECOMPILED_REPORT_HTML
+      : null;
+  let hb: HandlebarsApi;
+  let fn: TemplateFn;
+  let rowFn: TemplateFn | null;
+  if (pre) {
+    hb = await handlebarsRuntime();
+    fn = fromSpec(hb, pre.page);
+    rowFn = pre.row === null ? null : fromSpec(hb, pre.row);
+  } else {
+    hb = await handlebarsCompiler();
+    fn = hb.compile(source, { ...HTML_COMPILE_OPTIONS }) as TemplateFn;
+    const rowSource = rowPartialSource(source);
+    rowFn = rowSource === null ? null : (hb.compile(rowSource, { ...HTML_COMPILE_OPTIONS }) as TemplateFn);
+  }
   const run = (f: TemplateFn, context: unknown) => {
     try {
       return f(context);

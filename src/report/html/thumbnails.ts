@@ -40,7 +40,7 @@ export interface ThumbnailPlan {
 export interface ThumbnailOptions {
   /** Widths tried in order, widest first (default 320, 160, 80). */
   widths?: number[];
-  /** Images decoded at once (default 4). */
+  /** Images decoded at once (default 2: each libvips worker costs memory, and the machine may have 2 cores). */
   concurrency?: number;
   /** Images sampled to estimate the size per width before making the rest (default 6). */
   sampleSize?: number;
@@ -115,7 +115,7 @@ export async function planThumbnails(
   options: ThumbnailOptions = {},
 ): Promise<ThumbnailPlan> {
   const widths = (options.widths ?? DEFAULT_WIDTHS).filter((w) => w > 0).sort((a, b) => b - a);
-  const concurrency = Math.max(1, options.concurrency ?? 4);
+  const concurrency = Math.max(1, options.concurrency ?? 2);
   const sampleSize = Math.max(1, options.sampleSize ?? 6);
   const maxCount = Math.max(0, options.maxCount ?? Number.POSITIVE_INFINITY);
   const plan: ThumbnailPlan = {
