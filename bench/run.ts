@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDist } from './lib/dist.js';
@@ -134,6 +135,7 @@ async function main(): Promise<void> {
     process.exit(0); // servers or timers a figure left behind must not keep the child alive
   }
   const started = performance.now();
+  const machine = machineInfo(ROOT); // date and load as the run starts
   ensureDist(ROOT, log);
   const selected = FIGURES.filter((f) => !args.only || args.only.includes(f.id));
   const figures: FigureResult[] = [];
@@ -151,7 +153,7 @@ async function main(): Promise<void> {
   }
   const results = {
     quick: args.quick,
-    machine: machineInfo(ROOT),
+    machine: { ...machine, loadAverageAtEnd1m: Math.round(os.loadavg()[0]! * 100) / 100 },
     durationMs: Math.round(performance.now() - started),
     figures,
   };

@@ -11,7 +11,7 @@ export const END_MARKER = '<!-- results:end -->';
 
 export interface Results {
   quick: boolean;
-  machine: MachineInfo;
+  machine: MachineInfo & { loadAverageAtEnd1m?: number };
   durationMs: number;
   figures: FigureResult[];
 }
@@ -25,9 +25,9 @@ export function renderResults(results: Results): string {
   const m = results.machine;
   const lines: string[] = [];
   lines.push(
-    `Measured ${m.date.slice(0, 16).replace('T', ' ')} UTC on ${m.cpus} x ${m.cpuModel}, ${m.memoryGB} GB RAM, ` +
+    `Run started ${m.date.slice(0, 16).replace('T', ' ')} UTC on ${m.cpus} x ${m.cpuModel}, ${m.memoryGB} GB RAM, ` +
       `${m.platform} (kernel ${m.kernel}), Node ${m.node}, commit ${m.gitCommit ?? 'unknown'}, ` +
-      `load average ${m.loadAverage1m} at the start (${m.cpus} cores); ` +
+      `load average ${m.loadAverage1m} at the start and ${m.loadAverageAtEnd1m ?? '?'} at the end (${m.cpus} cores); ` +
       `the whole run took ${(results.durationMs / 1000).toFixed(0)} s${results.quick ? ' (quick mode)' : ''}.`,
   );
   lines.push('');
