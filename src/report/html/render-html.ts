@@ -41,6 +41,8 @@ const SPECIAL_BODY_CHARS = 64_000;
 const TIGHT_BODY_CHARS = 1_200;
 /** ... and at most this many of them. */
 const TIGHT_ROWS = 300;
+/** Calls read from the log at a time in the first pass. */
+const CALL_PAGE = 64;
 /** Calls rendered up front to learn what a bare row weighs. */
 const ROW_SAMPLE = 50;
 /** Rows rendered between two turns of the event loop (so sharp's callbacks run). */
@@ -62,6 +64,23 @@ function decimalSize(bytes: number): string {
 
 function byteLength(text: string): number {
   return Buffer.byteLength(text, 'utf8');
+}
+
+/**
+ * Every call in seq order, fetched a few dozen at a time: a page of rows is alive while it is rendered, and
+ * small pages keep those envelopes from being promoted into (and growing) the old heap.
+ */
+function* callsInSmallPages(reader: SessionReader): Generator<CallRow> {
+  let from = 0;
+  for (;;) {
+    let last = -1;
+    for (const row of reader.calls({ fromSeq: from, limit: CALL_PAGE })) {
+      last = row.seq;
+      yield row;
+    }
+    if (last === -1) return;
+    from = last + 1;
+  }
 }
 
 /** A timeline row as first rendered (no bodies, no thumbnails) and what the budget needs to know about it. */
@@ -218,7 +237,7 @@ export async function renderReportHtml(
   const entries: Entry[] = [];
   const tools = new Map<string, number>();
   let bareBytes = 0;
-  for (const row of reader.calls()) {
+  for (const row of callsInSmallPages(reader)) {
     const line = summarizeCall(row);
     const html = renderRow(row, line, 0, [], { clipped: 0, omitted: 0, bodyChars: 0 });
     const bytes = byteLength(html) + 1;
