@@ -11,6 +11,8 @@ type Obj = Record<string, unknown>;
 const ELEMENT_KEYS = ['name', 'automationId', 'controlType', 'text'];
 /** Window target keys (MCEC's `window` is a title substring). */
 const WINDOW_KEYS = ['window', 'title', 'handle', 'process', 'processName', 'processId', 'className', 'path'];
+/** Both, in the order a selector line names them. */
+const SELECTOR_KEYS = [...ELEMENT_KEYS, ...WINDOW_KEYS];
 
 const SKIP_KEYS = new Set(['sessionId']);
 
@@ -45,7 +47,7 @@ function describeSelector(args: Obj | undefined): string {
   ) {
     parts.push(`${oneLine(str(source.by) ?? 'name', 20)}=${describeValue(source.value)}`);
   }
-  for (const key of [...ELEMENT_KEYS, ...WINDOW_KEYS]) {
+  for (const key of SELECTOR_KEYS) {
     if (parts.length >= 3) break;
     if (key in source && source[key] !== undefined && source[key] !== null) {
       parts.push(`${key}=${describeValue(source[key])}`);

@@ -41,12 +41,32 @@ export function oneLine(value: unknown, max = 120): string {
   // Work on a bounded prefix so a huge value costs nothing more than its first few KB.
   const truncated = text.length > max * 4 + 16;
   if (truncated) text = text.slice(0, max * 4 + 16);
-  let out = '';
+  const out = collapseSpaces(text).trim();
+  return truncated && out.length <= max ? clip(`${out}…`, max) : clip(out, max);
+}
+
+function isSpaceLike(c: number): boolean {
+  return c < 32 || c === 127 || c === 0x2028 || c === 0x2029 || c === 32;
+}
+
+/** Each run of control characters, line breaks and spaces as one space; the text itself when it has none to change. */
+function collapseSpaces(text: string): string {
+  // Most values are clean: scan for the first character that changes the text before building anything.
+  let i = 0;
   let lastSpace = false;
-  for (let i = 0; i < text.length; i++) {
+  for (; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    const isSpace = c < 32 || c === 127 || c === 0x2028 || c === 0x2029 || c === 32;
-    if (isSpace) {
+    if (c === 32) {
+      if (lastSpace) break;
+      lastSpace = true;
+    } else if (isSpaceLike(c)) break;
+    else lastSpace = false;
+  }
+  if (i === text.length) return text;
+  let out = text.slice(0, i);
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (isSpaceLike(c)) {
       if (!lastSpace) out += ' ';
       lastSpace = true;
     } else {
@@ -54,8 +74,7 @@ export function oneLine(value: unknown, max = 120): string {
       lastSpace = false;
     }
   }
-  out = out.trim();
-  return truncated && out.length <= max ? clip(`${out}…`, max) : clip(out, max);
+  return out;
 }
 
 /** Quote a short value for a summary line: `'Save'`, clipped. */

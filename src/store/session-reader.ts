@@ -1,6 +1,7 @@
 /** Read-only access to one session log; safe to use while the recorder is still writing it (WAL). */
 import fs from 'node:fs';
 import path from 'node:path';
+import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from './layout.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow } from './schema.js';
@@ -143,6 +144,33 @@ const CALL_COLUMNS = `seq, tool, args, rpc_id, transport, started_at, ended_at, 
   error_category, error_detail, output_kind, envelope, response, violations, payload_dropped`;
 
 /**
+ * A CallRow from a raw row in CALL_COLUMNS order. Built here, all rows share one object shape; rows built by
+ * the driver cost about 15% more to read, and reading is most of streaming 10,000 calls.
+ */
+function callRowOf(v: unknown[]): CallRow {
+  return {
+    seq: v[0],
+    tool: v[1],
+    args: v[2],
+    rpc_id: v[3],
+    transport: v[4],
+    started_at: v[5],
+    ended_at: v[6],
+    duration_ms: v[7],
+    status: v[8],
+    ok: v[9],
+    error_code: v[10],
+    error_category: v[11],
+    error_detail: v[12],
+    output_kind: v[13],
+    envelope: v[14],
+    response: v[15],
+    violations: v[16],
+    payload_dropped: v[17],
+  } as CallRow;
+}
+
+/**
  * Columns for lists (timelines, failure lists): args and detail clipped in SQL, the envelope only for
  * successful calls (the per-tool summarizer needs no more), so long lists never pull megabytes into JS.
  */
@@ -156,17 +184,40 @@ function lightColumns(t = ''): string {
 }
 const LIGHT_CALL_COLUMNS = lightColumns();
 
-/** The newest successful seq per tool: a failure is recovered when its tool's newest success came later. */
-const LAST_OK = `last_ok AS (SELECT tool, max(seq) AS seq FROM calls WHERE status = 'ok' GROUP BY tool)`;
+/**
+ * The newest successful seq per tool: a failure is recovered when its tool's newest success came later.
+ * Per tool, walked back on the (tool, seq) index (`+status` keeps SQLite off the status index, which would
+ * visit every success to find a rare tool's); tools without a success are left out. Materialized so the
+ * walk runs once, not once per joined failure.
+ */
+const LAST_OK = `last_ok AS MATERIALIZED (SELECT tool, seq FROM (SELECT t.tool AS tool,
+    (SELECT c.seq FROM calls c WHERE c.tool = t.tool AND +c.status = 'ok' ORDER BY c.seq DESC LIMIT 1) AS seq
+    FROM (SELECT DISTINCT tool FROM calls) t) WHERE seq IS NOT NULL)`;
+
+type Statement = Database.Statement<unknown[], unknown>;
 
 /** Read-only view of one session log. */
 export class SessionReader {
   readonly dir: string;
   private readonly db: SessionDb;
+  /** Prepared statements by SQL text: preparing costs more than running most of these queries. */
+  private readonly statements = new Map<string, Statement>();
 
   private constructor(dir: string, db: SessionDb) {
     this.dir = dir;
     this.db = db;
+  }
+
+  /** The prepared statement for `sql` (returning arrays when `raw`), prepared once per reader. */
+  private stmt(sql: string, raw = false): Statement {
+    const key = raw ? `raw:${sql}` : sql;
+    let statement = this.statements.get(key);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      if (raw) statement.raw(true);
+      this.statements.set(key, statement);
+    }
+    return statement;
   }
 
   /** Open the log in `dir` (a session dir) read-only. */
@@ -189,12 +240,10 @@ export class SessionReader {
 
   /** The session row as stored, except an 'open' session whose writer process is gone reads as 'aborted'. */
   session(): SessionRow {
-    const row = this.db
-      .prepare(
-        `SELECT session_id, original_id, scenario, started_at, ended_at, status, passed, end_reason,
+    const row = this.stmt(
+      `SELECT session_id, original_id, scenario, started_at, ended_at, status, passed, end_reason,
           recorder_version, writer_pid, environment, last_observation FROM session WHERE id = 1`,
-      )
-      .get() as SessionRow | undefined;
+    ).get() as SessionRow | undefined;
     if (!row)
       throw new Error(`${this.dir}: the log has no session row (the writer stopped before starting it)`);
     if (row.status === 'open' && row.writer_pid != null && !isProcessAlive(row.writer_pid)) {
@@ -205,7 +254,7 @@ export class SessionReader {
 
   /** Number of calls recorded (pending ones included). */
   callCount(): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
+    return (this.stmt('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
   }
 
   /** Calls in seq order from `fromSeq` (default 1), at most `limit`, streamed one row at a time. */
@@ -216,28 +265,33 @@ export class SessionReader {
     const PAGE = 500;
     let next = from;
     let left = limit < 0 ? Number.POSITIVE_INFINITY : limit;
-    const stmt = this.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq >= ? ORDER BY seq LIMIT ?`);
+    const stmt = this.stmt(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq >= ? ORDER BY seq LIMIT ?`, true);
     while (left > 0) {
-      const page = stmt.all(next, Math.min(PAGE, left)) as CallRow[];
+      const page = stmt.all(next, Math.min(PAGE, left)) as unknown[][];
       if (page.length === 0) return;
-      for (const row of page) yield row;
+      let last = 0;
+      for (const values of page) {
+        const row = callRowOf(values);
+        last = row.seq;
+        yield row;
+      }
       left -= page.length;
-      next = page[page.length - 1]!.seq + 1;
+      next = last + 1;
       if (page.length < PAGE) return;
     }
   }
 
   /** One call by seq. */
   call(seq: number): CallRow | undefined {
-    return this.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq = ?`).get(seq) as CallRow | undefined;
+    return this.stmt(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq = ?`).get(seq) as CallRow | undefined;
   }
 
   /** The last `n` calls in seq order (the tail, without reading the rest); light rows (see LIGHT_CALL_COLUMNS). */
   tailCalls(n: number): CallRow[] {
     if (n <= 0) return [];
-    const rows = this.db
-      .prepare(`SELECT ${LIGHT_CALL_COLUMNS} FROM calls ORDER BY seq DESC LIMIT ?`)
-      .all(n) as CallRow[];
+    const rows = this.stmt(`SELECT ${LIGHT_CALL_COLUMNS} FROM calls ORDER BY seq DESC LIMIT ?`).all(
+      n,
+    ) as CallRow[];
     return rows.reverse();
   }
 
@@ -247,60 +301,66 @@ export class SessionReader {
     tools?: readonly string[];
     beforeSeq?: number;
   }): CallRow | undefined {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.statuses?.length) {
-      where.push(`status IN (${filter.statuses.map(() => '?').join(',')})`);
-      params.push(...filter.statuses);
-    }
-    if (filter.tools?.length) {
-      where.push(`tool IN (${filter.tools.map(() => '?').join(',')})`);
-      params.push(...filter.tools);
-    }
-    if (filter.beforeSeq != null) {
-      where.push('seq < ?');
-      params.push(filter.beforeSeq);
-    }
-    const sql = `SELECT ${CALL_COLUMNS} FROM calls ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+    const statuses = filter.statuses?.length ? filter.statuses : null;
+    const before = filter.beforeSeq != null ? filter.beforeSeq : null;
+    if (!filter.tools?.length) {
+      const where: string[] = [];
+      const params: unknown[] = [];
+      if (statuses) {
+        where.push(`status IN (${statuses.map(() => '?').join(',')})`);
+        params.push(...statuses);
+      }
+      if (before !== null) {
+        where.push('seq < ?');
+        params.push(before);
+      }
+      const sql = `SELECT ${CALL_COLUMNS} FROM calls ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY seq DESC LIMIT 1`;
-    return this.db.prepare(sql).get(...params) as CallRow | undefined;
+      return this.stmt(sql).get(...params) as CallRow | undefined;
+    }
+    // With tools: walk each tool's calls back on the (tool, seq) index and keep the newest hit. The status
+    // index would visit every call of those statuses to find a rare tool's (`+status` keeps SQLite off it).
+    const sql = `SELECT seq FROM calls WHERE tool = ?${statuses ? ` AND +status IN (${statuses.map(() => '?').join(',')})` : ''}${before !== null ? ' AND seq < ?' : ''}
+      ORDER BY seq DESC LIMIT 1`;
+    const stmt = this.stmt(sql);
+    let newest: number | undefined;
+    for (const tool of new Set(filter.tools)) {
+      const hit = stmt.get(tool, ...(statuses ?? []), ...(before !== null ? [before] : [])) as
+        | { seq: number }
+        | undefined;
+      if (hit && (newest === undefined || hit.seq > newest)) newest = hit.seq;
+    }
+    return newest === undefined ? undefined : this.call(newest);
   }
 
   /** Counts and sums over the whole log, in SQL. */
   stats(): SessionStats {
-    const byStatus = this.db
-      .prepare('SELECT status, count(*) AS n FROM calls GROUP BY status')
-      .all() as Array<{
+    const byStatus = this.stmt('SELECT status, count(*) AS n FROM calls GROUP BY status').all() as Array<{
       status: string;
       n: number;
     }>;
     const count = (s: string) => byStatus.find((r) => r.status === s)?.n ?? 0;
-    const sums = this.db
-      .prepare(
-        `SELECT count(*) AS calls, max(seq) AS lastSeq, coalesce(sum(payload_dropped), 0) AS dropped,
+    const sums = this.stmt(
+      `SELECT count(*) AS calls, max(seq) AS lastSeq, coalesce(sum(payload_dropped), 0) AS dropped,
           coalesce(sum(CASE WHEN violations IS NOT NULL AND json_valid(violations)
             AND json_type(violations) = 'array' THEN json_array_length(violations) ELSE 0 END), 0) AS violations,
           max(coalesce(ended_at, started_at)) AS lastCallAt
          FROM calls`,
-      )
-      .get() as {
+    ).get() as {
       calls: number;
       lastSeq: number | null;
       dropped: number;
       violations: number;
       lastCallAt: string | null;
     };
-    const warnings = (this.db.prepare('SELECT count(*) AS n FROM warnings').get() as { n: number }).n;
-    const artifacts = (this.db.prepare('SELECT count(*) AS n FROM artifacts').get() as { n: number }).n;
-    const rf = this.db
-      .prepare(
-        `SELECT count(*) AS n, coalesce(sum(CASE WHEN json_valid(detail)
+    const warnings = (this.stmt('SELECT count(*) AS n FROM warnings').get() as { n: number }).n;
+    const artifacts = (this.stmt('SELECT count(*) AS n FROM artifacts').get() as { n: number }).n;
+    const rf = this.stmt(
+      `SELECT count(*) AS n, coalesce(sum(CASE WHEN json_valid(detail)
             THEN coalesce(json_extract(detail, '$.lost'), 0) ELSE 0 END), 0) AS lost
          FROM events WHERE kind = 'record-failure'`,
-      )
-      .get() as { n: number; lost: number };
-    const lastEventAt = (this.db.prepare('SELECT max(at) AS at FROM events').get() as { at: string | null })
-      .at;
+    ).get() as { n: number; lost: number };
+    const lastEventAt = (this.stmt('SELECT max(at) AS at FROM events').get() as { at: string | null }).at;
     // ISO UTC strings of equal shape order like the times they name.
     const lastActivityAt =
       [sums.lastCallAt, lastEventAt]
@@ -335,56 +395,46 @@ export class SessionReader {
       FROM calls c LEFT JOIN last_ok l ON l.tool = c.tool
       WHERE c.status IN ('failed', 'fault') ${options.unrecoveredOnly ? 'AND (l.seq IS NULL OR l.seq < c.seq)' : ''}
       ORDER BY c.seq DESC LIMIT ?`;
-    return this.db.prepare(sql).all(options.limit ?? -1) as FailureRow[];
+    return this.stmt(sql).all(options.limit ?? -1) as FailureRow[];
   }
 
   /** How many failures were recovered (a later call of the same tool succeeded). */
   recoveredCount(): number {
     return (
-      this.db
-        .prepare(
-          `WITH ${LAST_OK} SELECT count(*) AS n FROM calls c JOIN last_ok l ON l.tool = c.tool
+      this.stmt(
+        `WITH ${LAST_OK} SELECT count(*) AS n FROM calls c JOIN last_ok l ON l.tool = c.tool
            WHERE c.status IN ('failed', 'fault') AND l.seq > c.seq`,
-        )
-        .get() as { n: number }
+      ).get() as { n: number }
     ).n;
   }
 
   /** Number of calls that failed with this error code. */
   callCountWithCode(code: string): number {
-    return (
-      this.db.prepare('SELECT count(*) AS n FROM calls WHERE error_code = ?').get(code) as { n: number }
-    ).n;
+    return (this.stmt('SELECT count(*) AS n FROM calls WHERE error_code = ?').get(code) as { n: number }).n;
   }
 
   /** Warnings grouped by code: count and the first detail seen, most frequent first. */
   warningsByCode(): Array<{ code: string; count: number; example: string | null }> {
-    return this.db
-      .prepare(
-        `SELECT code, count(*) AS count,
+    return this.stmt(
+      `SELECT code, count(*) AS count,
           (SELECT w2.detail FROM warnings w2 WHERE w2.code = w.code ORDER BY w2.id LIMIT 1) AS example
          FROM warnings w GROUP BY code ORDER BY count DESC, code`,
-      )
-      .all() as Array<{ code: string; count: number; example: string | null }>;
+    ).all() as Array<{ code: string; count: number; example: string | null }>;
   }
 
   /** All warnings in order. */
   warnings(): WarningRow[] {
-    return this.db
-      .prepare('SELECT id, call_seq, code, detail FROM warnings ORDER BY id')
-      .all() as WarningRow[];
+    return this.stmt('SELECT id, call_seq, code, detail FROM warnings ORDER BY id').all() as WarningRow[];
   }
 
   /** All artifact rows in order. */
   artifacts(): ArtifactRow[] {
-    return this.db.prepare('SELECT * FROM artifacts ORDER BY id').all() as ArtifactRow[];
+    return this.stmt('SELECT * FROM artifacts ORDER BY id').all() as ArtifactRow[];
   }
 
   /** Artifact rows of one call. */
   artifactsOfCall(seq: number): ArtifactRow[] {
-    return this.db
-      .prepare('SELECT * FROM artifacts WHERE call_seq = ? ORDER BY id')
-      .all(seq) as ArtifactRow[];
+    return this.stmt('SELECT * FROM artifacts WHERE call_seq = ? ORDER BY id').all(seq) as ArtifactRow[];
   }
 
   /** The newest artifact with a file, from a call before `beforeSeq` (any call when omitted), optionally excluding roles. */
@@ -399,52 +449,48 @@ export class SessionReader {
       where.push(`role NOT IN (${options.excludeRoles.map(() => '?').join(',')})`);
       params.push(...options.excludeRoles);
     }
-    return this.db
-      .prepare(`SELECT * FROM artifacts WHERE ${where.join(' AND ')} ORDER BY call_seq DESC, id DESC LIMIT 1`)
-      .get(...params) as ArtifactRow | undefined;
+    return this.stmt(
+      `SELECT * FROM artifacts WHERE ${where.join(' AND ')} ORDER BY call_seq DESC, id DESC LIMIT 1`,
+    ).get(...params) as ArtifactRow | undefined;
   }
 
   /** Events in order, optionally of one kind. */
   events(kind?: string): EventRow[] {
     if (kind === undefined) {
-      return this.db
-        .prepare('SELECT id, at, kind, call_seq, detail FROM events ORDER BY id')
-        .all() as EventRow[];
+      return this.stmt('SELECT id, at, kind, call_seq, detail FROM events ORDER BY id').all() as EventRow[];
     }
-    return this.db
-      .prepare('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id')
-      .all(kind) as EventRow[];
+    return this.stmt('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id').all(
+      kind,
+    ) as EventRow[];
   }
 
   /** The newest `n` events of a kind, in order. */
   eventsTail(kind: string, n: number): EventRow[] {
     if (n <= 0) return [];
-    const rows = this.db
-      .prepare('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?')
-      .all(kind, n) as EventRow[];
+    const rows = this.stmt(
+      'SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT ?',
+    ).all(kind, n) as EventRow[];
     return rows.reverse();
   }
 
   /** The newest `exchange` event (a non-tool JSON-RPC message a proxy saw) for one method, e.g. initialize. */
   lastExchange(method: string): EventRow | undefined {
-    return this.db
-      .prepare(
-        `SELECT id, at, kind, call_seq, detail FROM events WHERE kind = 'exchange' AND json_valid(detail)
+    return this.stmt(
+      `SELECT id, at, kind, call_seq, detail FROM events WHERE kind = 'exchange' AND json_valid(detail)
          AND json_extract(detail, '$.method') = ? ORDER BY id DESC LIMIT 1`,
-      )
-      .get(method) as EventRow | undefined;
+    ).get(method) as EventRow | undefined;
   }
 
   /** The newest event of a kind. */
   lastEvent(kind: string): EventRow | undefined {
-    return this.db
-      .prepare('SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1')
-      .get(kind) as EventRow | undefined;
+    return this.stmt(
+      'SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1',
+    ).get(kind) as EventRow | undefined;
   }
 
   /** Number of events of a kind. */
   eventCount(kind: string): number {
-    return (this.db.prepare('SELECT count(*) AS n FROM events WHERE kind = ?').get(kind) as { n: number }).n;
+    return (this.stmt('SELECT count(*) AS n FROM events WHERE kind = ?').get(kind) as { n: number }).n;
   }
 
   /** Close the connection. */
