@@ -252,4 +252,121 @@ describe('SessionReader', () => {
       reader.close();
     }
   });
+  it('reads every column of every call as the driver returns it, across pages', () => {
+    const f = FixtureSession.create(root, { sessionId: 'columns00001' });
+    f.manyCalls(1100, (i) =>
+      i % 5 === 0
+        ? { ...calls.ambiguousFind(), violations: [{ path: '/x', message: `v${i}` }] }
+        : i % 7 === 0
+          ? { tool: 'invoke', status: 'pending' }
+          : { ...calls.findSave(), payloadDropped: i % 11 === 0, durationMs: i + 0.123456789 },
+    );
+    f.close();
+    const reader = SessionReader.open(f.dir);
+    const db = openSessionDb(path.join(f.dir, 'session.sqlite'), { readonly: true });
+    try {
+      const expected = db.prepare('SELECT * FROM calls ORDER BY seq').all();
+      const streamed = [...reader.calls()];
+      // Same values and the same key order (JSON text of a row is part of some outputs).
+      expect(JSON.stringify(streamed)).toBe(JSON.stringify(expected));
+      expect(reader.call(550)).toEqual(expected[549]);
+      expect(streamed[9]!.duration_ms).toBe(9.123456789);
+    } finally {
+      db.close();
+      reader.close();
+    }
+  });
+
+  it('finds the newest call by tools, statuses and seq bound like a scan of every call would', () => {
+    const f = FixtureSession.create(root, { sessionId: 'lastwhere001' });
+    // A common tool, a rare one, one that never succeeds and one whose calls are all pending.
+    f.manyCalls(900, (i) =>
+      i % 150 === 149
+        ? { tool: 'displays', args: {}, result: { count: 1 } }
+        : i % 40 === 7
+          ? calls.waitForTimeout()
+          : i % 97 === 3
+            ? { tool: 'launch', status: 'pending' }
+            : i % 9 === 0
+              ? calls.ambiguousFind()
+              : calls.findSave(),
+    );
+    f.close();
+    const reader = SessionReader.open(f.dir);
+    try {
+      const all = [...reader.calls()];
+      const filters = [
+        { statuses: ['ok'], tools: ['find', 'query', 'capture'] },
+        { statuses: ['ok'], tools: ['displays'] },
+        { statuses: ['ok'], tools: ['displays'], beforeSeq: 300 },
+        { statuses: ['ok'], tools: ['displays'], beforeSeq: 150 },
+        { statuses: ['ok'], tools: ['wait-for'] },
+        { statuses: ['failed', 'fault'], tools: ['wait-for', 'find'], beforeSeq: 500 },
+        { tools: ['launch', 'displays', 'displays'] },
+        { statuses: ['pending'] },
+        { statuses: ['ok'], tools: ['no-such-tool'] },
+        { beforeSeq: 2 },
+        {},
+      ];
+      for (const filter of filters) {
+        const expected = all
+          .filter(
+            (r) =>
+              (!filter.statuses || filter.statuses.includes(r.status)) &&
+              (!filter.tools || filter.tools.includes(r.tool)) &&
+              (filter.beforeSeq === undefined || r.seq < filter.beforeSeq),
+          )
+          .at(-1);
+        expect(reader.lastCallWhere(filter), JSON.stringify(filter)).toEqual(expected);
+      }
+      expect(reader.lastCallWhere({ statuses: ['ok'], tools: ['displays'] })?.seq).toBe(900);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('marks failures recovered exactly when a later call of the same tool succeeded', () => {
+    const f = FixtureSession.create(root, { sessionId: 'recovery0001' });
+    // wait-for never succeeds; click succeeds only before its failures; find recovers now and then.
+    f.call({ tool: 'click', args: { x: 1 }, result: { clicked: true } });
+    f.manyCalls(600, (i) =>
+      i % 50 === 10
+        ? calls.waitForTimeout()
+        : i % 45 === 20
+          ? { tool: 'click', error: { code: 'x', category: 'input', detail: 'd' } }
+          : i % 30 === 5
+            ? calls.ambiguousFind()
+            : i % 70 === 0
+              ? calls.findSave()
+              : i % 200 === 199
+                ? {
+                    tool: 'capture',
+                    status: 'fault',
+                    error: { code: 'y', category: 'internal', detail: 'e' },
+                  }
+                : calls.query(),
+    );
+    f.call(calls.ambiguousFind());
+    f.close();
+    const reader = SessionReader.open(f.dir);
+    try {
+      const all = [...reader.calls()];
+      const lastOk = new Map<string, number>();
+      for (const r of all) if (r.status === 'ok') lastOk.set(r.tool, r.seq);
+      const failed = all.filter((r) => r.status === 'failed' || r.status === 'fault').reverse();
+      const isRecovered = (r: (typeof all)[number]) => (lastOk.get(r.tool) ?? 0) > r.seq;
+      expect(reader.failures().map((r) => [r.seq, r.recovered])).toEqual(
+        failed.map((r) => [r.seq, isRecovered(r) ? 1 : 0]),
+      );
+      expect(reader.failures({ limit: 5 }).map((r) => r.seq)).toEqual(failed.slice(0, 5).map((r) => r.seq));
+      expect(reader.failures({ unrecoveredOnly: true }).map((r) => r.seq)).toEqual(
+        failed.filter((r) => !isRecovered(r)).map((r) => r.seq),
+      );
+      expect(reader.recoveredCount()).toBe(failed.filter(isRecovered).length);
+      expect(reader.recoveredCount()).toBeGreaterThan(0);
+      expect(failed.some((r) => r.tool === 'wait-for' && !isRecovered(r))).toBe(true);
+    } finally {
+      reader.close();
+    }
+  });
 });
