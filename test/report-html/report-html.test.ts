@@ -71,6 +71,8 @@ describe('renderReportHtml', () => {
     for (let seq = 1; seq <= 11; seq++) expect(sc.html).toContain(`id="c${seq}"`);
     const rows = sc.html.split('<details class="call').length - 1;
     expect(rows).toBe(11);
+    // A short timeline is laid out whole (screenshots and printing show every row).
+    expect(sc.html).toContain('<div id="timeline">');
     const failing = sc.html.slice(sc.html.indexOf(`id="c${sc.failingSeq}"`));
     expect(failing.slice(0, 2000)).toContain('failing call');
     expect(failing).toContain('frame-all-black');
