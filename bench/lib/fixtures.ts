@@ -105,11 +105,6 @@ export async function screenshotPng(width: number, height: number, variant: numb
     .toBuffer();
 }
 
-/** A small screenshot-like PNG for sessions with many captures (cheap to make, still MB-scale in total). */
-export async function windowPng(width: number, height: number, variant: number): Promise<Buffer> {
-  return screenshotPng(width, height, variant);
-}
-
 /** The window of the captures, as MCEC describes it. */
 export const NOTEPAD_WINDOW = {
   handle: 65552,
