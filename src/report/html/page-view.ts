@@ -79,7 +79,9 @@ export function pageContext(summary: SessionSummary, inputs: PageInputs): Record
   const lastGoodImage = lastGoodImageOf(summary);
   const figures: unknown[] = [];
   if (lastGoodImage || summary.suspectImage) {
-    if (lastGoodImage) figures.push(figure(lastGoodImage, 'Last good', 'good', ''));
+    // The last good observation's own image, or else the last image seen before the failure.
+    const title = summary.lastGoodObservation?.image ? 'Last good' : 'Last image before';
+    if (lastGoodImage) figures.push(figure(lastGoodImage, title, 'good', ''));
     if (summary.failingCall) {
       const missing = 'The failing call kept no image (no partialResult capture).';
       figures.push(figure(summary.suspectImage, 'Suspect', 'suspect', missing));
