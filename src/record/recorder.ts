@@ -62,6 +62,9 @@ export const DEFAULT_MAX_ARTIFACT_BYTES = 512 * MiB;
 /** What stands in a stored value for image bytes that could not become an artifact (args, events). */
 export const IMAGE_BYTES_OMITTED = '[image bytes omitted]';
 
+/** failureValueNow's answer when the value depends on work still queued. */
+const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
+
 /** The output kinds whose failures can carry a rewritten `lastObservation`. */
 const REWRITABLE_KINDS: readonly ToolOutputKind[] = ['envelope', 'call-tool-result', 'json-rpc-result'];
 
@@ -106,6 +109,10 @@ interface CallState {
   /** Set when the caller waits for the value to hand back (failures: it may get a last observation). */
   settle?: (value: unknown) => void;
   size: number;
+  /** An observation call's completion queued and not yet processed: it may change a last observation. */
+  observing?: boolean;
+  /** The output as read on the critical path (a failure's fast value), so the queue does not read it again. */
+  read?: ToolOutput;
 }
 
 type Job =
@@ -143,6 +150,10 @@ class RecorderImpl implements Recorder {
   private roomWaiters: Array<() => void> = [];
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
+  private observationsInFlight = 0;
+  /** Some session has held a last good observation (a failure may need one attached). */
+  private anyObservation = false;
 
   constructor(options: RecorderOptions) {
     this.options = options;
@@ -217,9 +228,10 @@ class RecorderImpl implements Recorder {
     call.durationMs = performance.now() - call.t0;
     call.output = output;
     call.size = roughSize(output);
-    if (ok) {
+    const fast = ok ? output : this.failureValueNow(call, output);
+    if (fast !== WAIT_FOR_QUEUE) {
       this.push({ k: 'complete', call }, call.size);
-      return this.overloaded() ? this.waitForRoom().then(() => output) : output;
+      return this.overloaded() ? this.waitForRoom().then(() => fast) : fast;
     }
     return new Promise((resolve) => {
       call.settle = resolve;
@@ -232,6 +244,16 @@ class RecorderImpl implements Recorder {
     call.endedAt = new Date();
     call.durationMs = performance.now() - call.t0;
     call.thrown = { message: thrownMessage(err), shape };
+    if (this.lastObservationSettled()) {
+      // The same value the queue would build (finishComplete), from the same last observation.
+      const s = this.knownSession(call.hintId);
+      const lo = s?.lastObservation ?? undefined;
+      const sid = call.hintVia === 'argument' ? call.hintId : undefined;
+      const abs = s && lo ? withAbsoluteArtifacts(lo, s.dir) : undefined;
+      const value = thrownFailure(call.tool, call.thrown.message, sid, abs, shape).output;
+      this.push({ k: 'complete', call }, call.size);
+      return this.overloaded() ? this.waitForRoom().then(() => value) : Promise.resolve(value);
+    }
     return new Promise((resolve) => {
       call.settle = resolve;
       this.push({ k: 'complete', call }, call.size);
@@ -239,7 +261,55 @@ class RecorderImpl implements Recorder {
     });
   }
 
+  /** True when every queued job that could change a session's last observation has been processed. */
+  private lastObservationSettled(): boolean {
+    return !this.closed && this.observationsInFlight === 0;
+  }
+
+  /** An existing session by the id a call names (no session is created on the critical path). */
+  private knownSession(raw: string): RecordedSession | undefined {
+    const seen = this.sessions.get(raw);
+    if (seen) return seen;
+    return this.sessions.get(isSafeSessionId(raw) ? raw : safeDerivedId(raw));
+  }
+
+  /**
+   * A failure's value for the agent, built now when it cannot depend on queued work: no image bytes in its
+   * envelope text (nothing to compact into a summary) and no observation call still queued. Otherwise
+   * WAIT_FOR_QUEUE. Same decisions as agentValue, which the queue would run.
+   */
+  private failureValueNow(call: CallState, output: unknown): unknown {
+    if (!this.lastObservationSettled() || !isRecord(output)) return WAIT_FOR_QUEUE;
+    const q = quickOutcome(output);
+    if (q.ok !== false) return WAIT_FOR_QUEUE;
+    // Only the shapes whose reading (classify) agrees with quickOutcome's.
+    if (q.shape === 'call-tool-result') {
+      if ('ok' in output || 'jsonrpc' in output || 'id' in output) return WAIT_FOR_QUEUE;
+      const text = envelopeText(output, 'call-tool-result');
+      if (text === undefined || mayHoldImageBytes(text)) return WAIT_FOR_QUEUE;
+    } else if (q.shape === 'json-rpc') {
+      const text = envelopeText(output, 'json-rpc-result');
+      if (text === undefined || mayHoldImageBytes(text)) return WAIT_FOR_QUEUE;
+    } else if (q.shape === 'envelope') {
+      if ('jsonrpc' in output || findImageBytes(output).length > 0) return WAIT_FOR_QUEUE;
+    } else return WAIT_FOR_QUEUE;
+    // No image bytes: only a filled-in last observation could change the value, and none exists yet.
+    if (!this.fill || !this.anyObservation) return output;
+    const out = readToolOutput(output);
+    call.read = out;
+    const env = out.envelope;
+    if (!env || env.ok || out.synthesized) return output;
+    const routed = typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : call.hintId;
+    const s = this.knownSession(routed);
+    if (!s) return output;
+    return this.agentValue(call, s, out, env, []);
+  }
+
   private push(job: Job, size: number): void {
+    if (job.k === 'complete' && this.observationTools.has(job.call.tool)) {
+      job.call.observing = true;
+      this.observationsInFlight += 1;
+    }
     this.jobs.push(job);
     this.queuedBytes += size;
     this.schedule();
@@ -303,6 +373,10 @@ class RecorderImpl implements Recorder {
         this.queuedBytes -= job.k === 'complete' ? job.call.size : 256;
         const pending = this.processSafely(job);
         if (pending) await pending;
+        if (job.k === 'complete' && job.call.observing) {
+          job.call.observing = false;
+          this.observationsInFlight -= 1;
+        }
         this.releaseRoom();
         if (performance.now() - sliceStart > SLICE_MS) {
           this.commitAll(false);
@@ -618,7 +692,7 @@ class RecorderImpl implements Recorder {
     }
     const out: ToolOutput | undefined = call.thrown
       ? undefined
-      : this.stage('parse', () => readToolOutput(call.output));
+      : this.stage('parse', () => call.read ?? readToolOutput(call.output));
     const env: Envelope | undefined = out ? out.envelope : undefined;
     const s = this.stage('route', () => this.route(call, source, env));
     const violations: Violation[] = out ? [...out.violations] : [];
@@ -751,6 +825,7 @@ class RecorderImpl implements Recorder {
     ) {
       s.lastObservation = compactEnv.result;
       s.lastObservationDirty = true;
+      this.anyObservation = true;
     }
 
     // What is stored: redacted, no image bytes, within the payload budget.
