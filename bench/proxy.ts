@@ -168,13 +168,15 @@ export const figure: Figure = {
       const p99 = { direct: [] as number[], proxied: [] as number[] };
       await alternate(rounds, {
         direct: async () => {
-          const t = await httpCalls(agent, direct, calls, (id += calls));
+          id += calls;
+          const t = await httpCalls(agent, direct, calls, id);
           p50.direct.push(median(t));
           p99.direct.push(percentile(t, 99));
           return 0;
         },
         proxied: async () => {
-          const t = await httpCalls(agent, through, calls, (id += calls));
+          id += calls;
+          const t = await httpCalls(agent, through, calls, id);
           p50.proxied.push(median(t));
           p99.proxied.push(percentile(t, 99));
           return 0;
@@ -255,11 +257,13 @@ export const figure: Figure = {
       let sid = 1000;
       await alternate(rounds, {
         direct: async () => {
-          s50.direct.push(median(await a.times(calls, (sid += calls))));
+          sid += calls;
+          s50.direct.push(median(await a.times(calls, sid)));
           return 0;
         },
         proxied: async () => {
-          s50.proxied.push(median(await b.times(calls, (sid += calls))));
+          sid += calls;
+          s50.proxied.push(median(await b.times(calls, sid)));
           return 0;
         },
       });
