@@ -47,6 +47,20 @@ describe('durations and times', () => {
     expect(formatDurationMs(ms)).toBe(expected);
   });
 
+  it('reads a span across a DST change the same in every zone', async () => {
+    const saved = process.env.TZ;
+    const span = 120 * 86_400_000 + 5 * 3_600_000; // 120 d 5 h: crosses a DST change from 1970-01-01
+    try {
+      for (const tz of ['UTC', 'America/New_York', 'Europe/Berlin']) {
+        process.env.TZ = tz;
+        const time = await loadTimeFormat();
+        expect(time.duration(span), tz).toBe('120 d 5 h');
+      }
+    } finally {
+      process.env.TZ = saved;
+    }
+  });
+
   it('formats instants in UTC whatever TZ says, and keeps a non-time as given', async () => {
     const saved = process.env.TZ;
     try {
