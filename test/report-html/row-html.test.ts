@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { BUILT_IN_ROW_PARTIAL_SHA256, renderBuiltInRow } from '../../src/report/html/row-html.js';
+import { loadReportTemplate, rowPartialSource, templateSha256 } from '../../src/report/html/template.js';
+
+const TEMPLATE = fileURLToPath(new URL('../../templates/report.html.hbs', import.meta.url));
+
+describe('the built-in row partial as a plain function', () => {
+  it('mirrors the partial as it is now (update row-html.ts with the template)', () => {
+    const row = rowPartialSource(fs.readFileSync(TEMPLATE, 'utf8'));
+    expect(templateSha256(row!)).toBe(BUILT_IN_ROW_PARTIAL_SHA256);
+  });
+
+  it('renders the same bytes as Handlebars for rows with every part, and escapes like it', async () => {
+    const compiled = await loadReportTemplate(undefined, { precompiled: false });
+    const hb = compiled.hb;
+    const full = {
+      seq: 12,
+      tool: 'click "ok"=`x`',
+      status: 'failed',
+      recovered: true,
+      isFailing: true,
+      isLastGood: true,
+      at: '2026-12-02T10:15:00.000Z',
+      time: '10:15:00.000',
+      duration: '12 ms',
+      line: new hb.SafeString('find &lt;b&gt; "q"'),
+      code: 'element-not-found',
+      category: 'target',
+      detail: "it's <gone> & more",
+      recovery: 'Re-run find & retry',
+      warnings: [
+        { code: 'tree-truncated', detail: '"clipped" & <b>' },
+        { code: 'slow', detail: '' },
+      ],
+      warnCodes: 'tree-truncated slow',
+      violationCount: 3,
+      thumbs: [
+        {
+          src: 'data:image/png;base64,AAA=',
+          width: 160,
+          height: 120,
+          href: 'artifacts/a.png',
+          label: 'a.png',
+        },
+      ],
+      images: [
+        { href: 'artifacts/a.png', label: 'screen: a.png (800x600 1 KB)', note: '' },
+        { href: null, label: 'screen image not kept', note: 'no file <x>' },
+      ],
+      blocks: [
+        { title: 'Arguments', html: new hb.SafeString('{ &amp; }'), note: null },
+        { title: 'Envelope <e>', html: new hb.SafeString('{}'), note: 'Clipped: 10 more' },
+      ],
+      bodyNote: 'dropped',
+      transport: 'wrap',
+      rpcId: 'id-7',
+      hidden: 'envelope not shown',
+    };
+    const bare = {
+      ...full,
+      recovered: false,
+      isFailing: false,
+      isLastGood: false,
+      code: '',
+      category: '',
+      detail: '',
+      recovery: null,
+      warnings: [],
+      warnCodes: '',
+      violationCount: 0,
+      thumbs: [],
+      images: [],
+      blocks: [],
+      bodyNote: null,
+      rpcId: '',
+      hidden: '',
+      duration: undefined,
+    };
+    const partly = { ...bare, code: 'x', detail: 'd', recovery: 'r', status: 'ok', seq: 0 };
+    for (const ctx of [full, bare, partly]) {
+      const expected = compiled.renderRow(ctx).trim();
+      expect(renderBuiltInRow(ctx).trim()).toBe(expected);
+      expect(renderBuiltInRow(ctx)).toBe(compiled.renderRow(ctx));
+    }
+    const out = renderBuiltInRow(full);
+    expect(out).toContain('click &quot;ok&quot;&#x3D;&#x60;x&#x60;');
+    expect(out).toContain('find &lt;b&gt; "q"');
+    expect(out).toContain('base64,AAA&#x3D;');
+  });
+});
