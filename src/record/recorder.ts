@@ -62,6 +62,16 @@ export const DEFAULT_MAX_ARTIFACT_BYTES = 512 * MiB;
 /** What stands in a stored value for image bytes that could not become an artifact (args, events). */
 export const IMAGE_BYTES_OMITTED = '[image bytes omitted]';
 
+/** The `ok` of an envelope's JSON text, or undefined when it is not JSON or has no boolean ok. */
+function parsedOk(text: string): boolean | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return isRecord(v) && typeof v.ok === 'boolean' ? v.ok : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** failureValueNow's answer when the value depends on work still queued. */
 const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
 
@@ -79,6 +89,8 @@ const COMMIT_RETRY_MS = 100;
 const OPEN_RETRY_MS = 1000;
 /** The stored last good observation is clipped to this (the agent still gets it whole). */
 const MAX_OBSERVATION_CHARS = 256 * 1024;
+/** A pending row younger than this waits one commit: a call completing by then is written as one row. */
+const HOLD_PENDING_MS = 10;
 /** How long a commit waits for another writer's lock (commits run on the event loop: keep it short). */
 const BUSY_TIMEOUT_MS = 20;
 
@@ -111,6 +123,8 @@ interface CallState {
   size: number;
   /** An observation call's completion queued and not yet processed: it may change a last observation. */
   observing?: boolean;
+  /** Its envelope is known to be a failure (ok: false), so it cannot set a last observation. */
+  failed?: boolean;
   /** The output as read on the critical path (a failure's fast value), so the queue does not read it again. */
   read?: ToolOutput;
 }
@@ -149,6 +163,8 @@ class RecorderImpl implements Recorder {
   private retryTimer: NodeJS.Timeout | undefined;
   private roomWaiters: Array<() => void> = [];
   private closed = false;
+  /** A commit kept young pending rows back: commit again at the next interval. */
+  private commitAgain = false;
   private closing: Promise<void> | undefined;
   /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
   private observationsInFlight = 0;
@@ -283,15 +299,16 @@ class RecorderImpl implements Recorder {
     const q = quickOutcome(output);
     if (q.ok !== false) return WAIT_FOR_QUEUE;
     // Only the shapes whose reading (classify) agrees with quickOutcome's.
-    if (q.shape === 'call-tool-result') {
-      if ('ok' in output || 'jsonrpc' in output || 'id' in output) return WAIT_FOR_QUEUE;
-      const text = envelopeText(output, 'call-tool-result');
+    if (q.shape === 'call-tool-result' || q.shape === 'json-rpc') {
+      if (q.shape === 'call-tool-result' && ('ok' in output || 'jsonrpc' in output || 'id' in output))
+        return WAIT_FOR_QUEUE;
+      const text = envelopeText(output, q.shape === 'json-rpc' ? 'json-rpc-result' : 'call-tool-result');
       if (text === undefined || mayHoldImageBytes(text)) return WAIT_FOR_QUEUE;
-    } else if (q.shape === 'json-rpc') {
-      const text = envelopeText(output, 'json-rpc-result');
-      if (text === undefined || mayHoldImageBytes(text)) return WAIT_FOR_QUEUE;
+      // The envelope read from this text keeps its boolean ok (valid, coerced or synthesized: never true).
+      call.failed = parsedOk(text) === false;
     } else if (q.shape === 'envelope') {
       if ('jsonrpc' in output || findImageBytes(output).length > 0) return WAIT_FOR_QUEUE;
+      call.failed = true;
     } else return WAIT_FOR_QUEUE;
     // No image bytes: only a filled-in last observation could change the value, and none exists yet.
     if (!this.fill || !this.anyObservation) return output;
@@ -306,7 +323,12 @@ class RecorderImpl implements Recorder {
   }
 
   private push(job: Job, size: number): void {
-    if (job.k === 'complete' && this.observationTools.has(job.call.tool)) {
+    if (
+      job.k === 'complete' &&
+      !job.call.thrown &&
+      !job.call.failed &&
+      this.observationTools.has(job.call.tool)
+    ) {
       job.call.observing = true;
       this.observationsInFlight += 1;
     }
@@ -397,7 +419,7 @@ class RecorderImpl implements Recorder {
     } finally {
       this.running = false;
     }
-    if (this.head < this.jobs.length || !commit) this.schedule();
+    if (this.head < this.jobs.length || !commit || this.commitAgain) this.schedule();
   }
 
   private processSafely(job: Job): Promise<void> | undefined {
@@ -612,7 +634,8 @@ class RecorderImpl implements Recorder {
     }
     const log = this.ensureLog(s);
     if (!log) return;
-    this.stage('begin', () => log.beginCall(this.callRow(call)));
+    // A call that has already returned gets its completed row soon (its job is queued): one row, not two.
+    this.stage('begin', () => log.beginCall(this.callRow(call), call.endedAt !== undefined));
     call.begun = true;
     this.dirty.add(s);
   }
@@ -1131,6 +1154,7 @@ class RecorderImpl implements Recorder {
 
   /** One transaction per dirty session log. `force` ignores the back-off of a failing log. */
   private commitAll(force: boolean): void {
+    this.commitAgain = false;
     if (this.dirty.size === 0) return;
     const now = performance.now();
     this.lastCommitAt = now;
@@ -1155,9 +1179,10 @@ class RecorderImpl implements Recorder {
           this.noteFailure(s, 'redact', thrownMessage(err), 0);
         }
       }
-      const outcome = log.commit();
-      if (this.handleCommit(s, outcome)) this.dirty.delete(s);
-      else retry = true;
+      const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
+      if (!this.handleCommit(s, outcome)) retry = true;
+      else if (outcome.held) this.commitAgain = true;
+      else this.dirty.delete(s);
     }
     if (retry) this.scheduleRetry();
   }

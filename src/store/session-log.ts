@@ -52,10 +52,28 @@ export interface CommitOutcome {
   recovered?: { reason: string; lostCalls: number };
   /** Queued operations dropped because the database stayed unwritable. */
   dropped?: { ops: number; calls: number };
+  /** Young pending rows kept queued for the next commit (see CommitOptions); the log is still dirty. */
+  held?: number;
+}
+
+export interface CommitOptions {
+  /**
+   * Keep a call's pending row queued (once) when it was queued less than this many ms ago: a call that
+   * completes before the next commit is then written as one row instead of an insert and an update.
+   */
+  holdYoungPendingMs?: number;
 }
 
 type Op =
-  | { k: 'call'; row: CallRecord; first: boolean }
+  | {
+      k: 'call';
+      row: CallRecord;
+      first: boolean;
+      queuedAt?: number;
+      held?: boolean;
+      /** The caller knows the call has already returned: its completed row follows shortly. */
+      completing?: boolean;
+    }
   | { k: 'delete'; seq: number }
   | { k: 'warning'; w: WarningRecord }
   | { k: 'artifact'; a: ArtifactRecord }
@@ -123,6 +141,9 @@ function upsertSql(table: string, columns: readonly string[], key: string, extra
     .join(', ');
   return `INSERT INTO ${table} (${cols.join(', ')}) VALUES (${values}) ON CONFLICT(${key}) DO UPDATE SET ${updates}`;
 }
+
+/** How long a pending row whose call has already returned may wait for its completed row. */
+const MAX_COMPLETING_HOLD_MS = 1000;
 
 /** SQLite error codes that mean "this file is not (or no longer) a usable database": replace it. */
 const CORRUPT_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
@@ -211,9 +232,18 @@ export class SessionLog {
     this.sessionDirty = true;
   }
 
-  /** Insert a call's first row (usually pending). */
-  beginCall(row: CallRecord): void {
-    const op: Extract<Op, { k: 'call' }> = { k: 'call', row, first: true };
+  /**
+   * Insert a call's first row (usually pending). `completing`: the call has already returned, so a commit
+   * that holds young pending rows keeps this one back (up to a second) for its completed row.
+   */
+  beginCall(row: CallRecord, completing = false): void {
+    const op: Extract<Op, { k: 'call' }> = {
+      k: 'call',
+      row,
+      first: true,
+      queuedAt: performance.now(),
+      completing,
+    };
     this.ops.push(op);
     this.queuedCalls.set(row.seq, op);
   }
@@ -269,16 +299,24 @@ export class SessionLog {
   }
 
   /** Apply everything queued in one transaction. Never throws: failures are in the outcome. */
-  commit(): CommitOutcome {
+  commit(options: CommitOptions = {}): CommitOutcome {
     if (this.closed) return { committed: 0, error: new Error('session log is closed') };
     const outcome: CommitOutcome = { committed: 0 };
+    const all = this.ops;
+    const held = options.holdYoungPendingMs ? this.holdYoungPending(options.holdYoungPendingMs) : [];
     try {
       if (this.dirty) {
         this.checkIdentity();
         this.applyQueueRecovering();
         outcome.committed = this.afterCommit();
       }
+      if (held.length > 0) {
+        this.ops = held;
+        for (const op of held) this.queuedCalls.set(op.row.seq, op);
+        outcome.held = held.length;
+      }
     } catch (err) {
+      this.ops = all; // nothing was applied: everything stays queued, in order
       outcome.error = asError(err);
       const dropped = this.trimQueue();
       if (dropped) outcome.dropped = dropped;
@@ -289,6 +327,29 @@ export class SessionLog {
       this.recovery = null;
     }
     return outcome;
+  }
+
+  /** Take young, never-held pending call rows out of the queue (marked held); returns them. */
+  private holdYoungPending(ms: number): Array<Extract<Op, { k: 'call' }>> {
+    const now = performance.now();
+    const held: Array<Extract<Op, { k: 'call' }>> = [];
+    let rest: Op[] | undefined;
+    for (let i = 0; i < this.ops.length; i++) {
+      const op = this.ops[i]!;
+      const age = op.k === 'call' && op.queuedAt !== undefined ? now - op.queuedAt : Infinity;
+      const hold =
+        op.k === 'call' &&
+        op.first &&
+        op.row.status === 'pending' &&
+        ((!op.held && age < ms) || (op.completing === true && age < MAX_COMPLETING_HOLD_MS));
+      if (hold) {
+        op.held = true;
+        held.push(op);
+        rest ??= this.ops.slice(0, i);
+      } else rest?.push(op);
+    }
+    if (rest) this.ops = rest;
+    return held;
   }
 
   /** Commit what is queued and close the file. Returns the last commit's outcome. */
