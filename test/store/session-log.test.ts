@@ -102,6 +102,38 @@ describe('SessionLog', () => {
     log.close();
   });
 
+  it('holds a young pending row one commit (a completing one up to a second), then writes it; a plain commit writes all', () => {
+    const dir = path.join(root, 's');
+    const file = path.join(dir, LOG_FILE);
+    const log = SessionLog.open({ dir, session: sessionRow() });
+    const seqs = () => read<CallRow>(file, 'SELECT seq, status FROM calls ORDER BY seq');
+    log.beginCall(callRow(1));
+    log.beginCall(callRow(2), true); // already returned: its completed row follows
+    log.addEvent({ at: 'a', kind: 'step', callSeq: null, detail: '{}' });
+    const first = log.commit({ holdYoungPendingMs: 1000 });
+    expect(first).toMatchObject({ held: 2, committed: 2 }); // session row and the event
+    expect(seqs()).toEqual([]);
+    expect(log.dirty).toBe(true);
+    // Held rows are still queued: a completion replaces the pending row (one row written, never two).
+    log.completeCall(callRow(1, { status: 'ok', ok: 1 }));
+    const second = log.commit({ holdYoungPendingMs: 1000 });
+    expect(second.held).toBe(1); // call 2 waits for its completion; call 1 is written completed
+    expect(seqs()).toEqual([{ seq: 1, status: 'ok' }]);
+    // A plain commit (flush, close) holds nothing back.
+    expect(log.commit().held).toBeUndefined();
+    expect(seqs()).toEqual([
+      { seq: 1, status: 'ok' },
+      { seq: 2, status: 'pending' },
+    ]);
+    expect(log.dirty).toBe(false);
+    // A pending row held once is written at the next holding commit even if still young.
+    log.beginCall(callRow(3));
+    expect(log.commit({ holdYoungPendingMs: 1000 }).held).toBe(1);
+    expect(log.commit({ holdYoungPendingMs: 1000 }).held).toBeUndefined();
+    expect(seqs()).toHaveLength(3);
+    log.close();
+  });
+
   it('deletes a committed call and keeps the latest event of a kind as one row', () => {
     const dir = path.join(root, 's');
     const log = SessionLog.open({ dir, session: sessionRow() });
