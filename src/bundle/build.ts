@@ -80,8 +80,10 @@ interface SessionFacts {
   skipped: SkippedFile[];
   /** Images a size cap must keep. */
   keep: Set<string>;
-  /** report.html, rendered while the log is open (it streams the calls). */
-  reportHtml: string;
+  /** report.html, still rendering (it streams the calls) while the zip's earlier entries are written. */
+  reportHtml: Promise<Buffer>;
+  /** Settles once the render is over and the log is closed. */
+  closed: Promise<void>;
 }
 
 /** Build the bug bundle of the session in `sessionDir`. */
@@ -95,9 +97,11 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   const withImages = options.images !== false;
   const withDb = options.db !== false;
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundle-'));
+  let opened: SessionFacts | null = null;
   try {
     const progress = new Progress(options.onProgress);
     const facts = await readSession(dir, progress, options.templatesDir);
+    opened = facts;
     const { session, summary, log } = facts;
     const top = topFolderName(dir, session);
     const [failureSummary, bugReport] = await Promise.all([
@@ -120,7 +124,8 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
       { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
       { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
       { name: 'tool-calls.jsonl', data: log.data },
-      { name: REPORT_HTML_FILE, data: Buffer.from(facts.reportHtml, 'utf8') },
+      // The size cap estimates every entry first, so it needs the page; otherwise it renders meanwhile.
+      { name: REPORT_HTML_FILE, data: maxBytes === undefined ? facts.reportHtml : await facts.reportHtml },
       { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
     ];
     /** The zip's entries and manifest when `capDrops` are left out for the size cap. */
@@ -223,13 +228,15 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
       if (tmp) fs.rmSync(tmp, { force: true });
     }
   } finally {
+    await opened?.closed;
     fs.rmSync(tmpDir, { recursive: true, force: true });
   }
 }
 
-/** Read what the bundle needs from the log in one go (the connection is closed before writing). */
+/** Read what the bundle needs from the log; the connection stays open until report.html is rendered. */
 async function readSession(dir: string, progress: Progress, templatesDir?: string): Promise<SessionFacts> {
   const reader = SessionReader.open(dir);
+  let rendering = false;
   try {
     const session = reader.session();
     progress.expect(reader.callCount() + 2);
@@ -238,10 +245,17 @@ async function readSession(dir: string, progress: Progress, templatesDir?: strin
     const { images, skipped } = listImageFiles(dir, rows);
     const keep = protectedImages(summary, rows);
     const log = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
-    const reportHtml = await renderReportHtml(reader, summary, { templatesDir });
-    return { session, summary, log, images, skipped, keep, reportHtml };
+    const reportHtml = renderReportHtml(reader, summary, { templatesDir }).then((html) =>
+      Buffer.from(html, 'utf8'),
+    );
+    rendering = true;
+    const closed = reportHtml.then(
+      () => reader.close(),
+      () => reader.close(),
+    );
+    return { session, summary, log, images, skipped, keep, reportHtml, closed };
   } finally {
-    reader.close();
+    if (!rendering) reader.close();
   }
 }
 
@@ -276,12 +290,16 @@ function jsonBuffer(value: unknown): Buffer {
 /** Zip entries in sorted path order (the manifest is appended last by writeZip). */
 function zipEntries(
   top: string,
-  texts: Array<{ name: string; data: Buffer }>,
+  texts: Array<{ name: string; data: Buffer | Promise<Buffer> }>,
   images: readonly ImageFile[],
   dbFile: string | null,
 ): ZipEntry[] {
   const entries: ZipEntry[] = [
-    ...texts.map((t) => ({ name: `${top}/${t.name}`, source: { buffer: t.data }, compress: true })),
+    ...texts.map((t) => ({
+      name: `${top}/${t.name}`,
+      source: Buffer.isBuffer(t.data) ? { buffer: t.data } : { pending: t.data },
+      compress: true,
+    })),
     ...images.map((img) => ({
       name: `${top}/${img.path}`,
       source: { file: img.file, size: img.bytes },

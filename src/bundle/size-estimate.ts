@@ -24,8 +24,8 @@ export async function estimateZipBytes(entries: readonly ZipEntry[], listed: num
   for (const entry of entries) {
     total += entryOverhead(entry.name);
     const level = entry.level ?? 6;
-    if ('buffer' in entry.source) {
-      const data = entry.source.buffer;
+    if ('buffer' in entry.source || 'pending' in entry.source) {
+      const data = 'buffer' in entry.source ? entry.source.buffer : await entry.source.pending;
       total += entry.compress ? zlib.deflateRawSync(data, { level }).length : data.length;
     } else {
       total += entry.compress ? await deflatedFileSize(entry.source.file, level) : entry.source.size;

@@ -9,7 +9,7 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 
 /** Where an entry's bytes come from. */
-export type ZipSource = { buffer: Buffer } | { file: string; size: number };
+export type ZipSource = { buffer: Buffer } | { file: string; size: number } | { pending: Promise<Buffer> };
 
 /** One file of the zip. */
 export interface ZipEntry {
@@ -152,8 +152,23 @@ export async function writeZip(
       options.onEntry?.(entry.name);
       continue;
     }
-    const { file, size } = entry.source;
     const name = entry.name;
+    if ('pending' in entry.source) {
+      // Still being made (report.html): yazl asks for it once the entries before it are written.
+      const pending = entry.source.pending;
+      zip.addReadStreamLazy(name, opts, (cb) => {
+        pending.then(
+          (data) => {
+            hashes.set(name, { bytes: data.length, sha256: sha256(data) });
+            options.onEntry?.(name);
+            cb(null, Readable.from([data]));
+          },
+          (err: unknown) => fail(err instanceof Error ? err : new Error(String(err))),
+        );
+      });
+      continue;
+    }
+    const { file, size } = entry.source;
     zip.addReadStreamLazy(name, { ...opts, size }, (cb) => {
       const hasher = new HashingPassThrough();
       hasher.on('finish', () => options.onEntry?.(name));

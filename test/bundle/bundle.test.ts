@@ -329,6 +329,19 @@ describe('bundle options', () => {
     expect(fs.readdirSync(root).filter((f) => f.includes('.partial'))).toEqual([]);
   });
 
+  it('report.html failing while the earlier entries are written fails the build and leaves nothing', async () => {
+    // report.html renders while artifacts/ are written; a template that throws mid-render must stop the zip.
+    const custom = path.join(root, 'broken-templates');
+    fs.mkdirSync(custom, { recursive: true });
+    fs.writeFileSync(path.join(custom, 'report.html.hbs'), '<p>{{noSuchHelper title}}</p>');
+    const out = path.join(root, 'broken.zip');
+    await expect(buildBundle(rec.dir, { output: out, templatesDir: custom })).rejects.toThrow(
+      /report\.html\.hbs.*noSuchHelper/,
+    );
+    expect(fs.existsSync(out)).toBe(false);
+    expect(fs.readdirSync(root).filter((f) => f.includes('.partial'))).toEqual([]);
+  });
+
   it('an image that vanishes while the zip is written fails the build and leaves nothing behind', async () => {
     const copy = path.join(root, 'vanish', rec.dirName);
     fs.cpSync(rec.dir, copy, { recursive: true });
