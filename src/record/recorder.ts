@@ -662,8 +662,17 @@ class RecorderImpl implements Recorder {
     }
     s.omittedBytes += bytes;
     s.hasContent = true;
-    s.log?.setLatestEvent({
-      at: isoTime(new Date()),
+    // Written once per commit (commitAll), not once per omitted call: past the budget that is every call.
+    if (s.log) s.truncationAt = new Date();
+  }
+
+  /** The running `truncation` event, as of the last omission, queued before a commit. */
+  private queueTruncation(s: RecordedSession, log: SessionLog): void {
+    const at = s.truncationAt;
+    if (!at) return;
+    s.truncationAt = null;
+    log.setLatestEvent({
+      at: isoTime(at),
       kind: 'truncation',
       callSeq: null,
       detail: JSON.stringify({ omittedCalls: s.omittedCalls, omittedBytes: s.omittedBytes }),
@@ -1179,6 +1188,7 @@ class RecorderImpl implements Recorder {
           this.noteFailure(s, 'redact', thrownMessage(err), 0);
         }
       }
+      this.queueTruncation(s, log);
       const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
       if (!this.handleCommit(s, outcome)) retry = true;
       else if (outcome.held) this.commitAgain = true;

@@ -48,6 +48,8 @@ export class RecordedSession {
   storedBytes = 0;
   omittedCalls = 0;
   omittedBytes = 0;
+  /** When a payload was last omitted, while its `truncation` event is not yet queued. */
+  truncationAt: Date | null = null;
   /** Artifact images omitted for the budget, as last written in an `artifact-limit` event. */
   reportedOmittedImages = 0;
   /** Compact, unredacted, artifact paths relative to `dir`; the agent gets absolute copies. */
