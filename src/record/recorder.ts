@@ -624,7 +624,7 @@ class RecorderImpl implements Recorder {
     s.counts.calls += 1;
     s.counts.pending += 1;
     s.hasContent = s.hasContent || s.via !== 'default';
-    const argsJson = this.stage('redact', () => jsonOrNull(this.storedArgs(call.tool, call.args)));
+    const argsJson = this.stage('redact', () => this.storedArgsJson(call.tool, call.args));
     if (argsJson !== null && s.storedBytes + argsJson.length > this.maxLogBytes) {
       call.argsDropped = true;
       this.countOmitted(s, argsJson.length, true);
@@ -640,9 +640,13 @@ class RecorderImpl implements Recorder {
     this.dirty.add(s);
   }
 
-  /** Redacted arguments, with any image bytes replaced by a marker (args never make artifacts). */
-  private storedArgs(tool: string, args: unknown): unknown {
-    return this.withoutImageBytes(this.redactor.redactArgs(tool, args));
+  /** Redacted arguments as JSON, any image bytes replaced by a marker (args never make artifacts). */
+  private storedArgsJson(tool: string, args: unknown): string | null {
+    const redacted = this.redactor.redactArgs(tool, args);
+    const json = jsonOrNull(redacted);
+    // Text without an image hint cannot hold what findImageBytes finds: skip the walk and a second stringify.
+    if (json === null || !mayHoldImageBytes(json)) return json;
+    return jsonOrNull(this.withoutImageBytes(redacted));
   }
 
   /** A redacted copy's image bytes replaced in place by a marker. */
