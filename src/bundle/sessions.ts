@@ -1,10 +1,10 @@
 /** Operations over a sessions dir that the CLI offers: list, write a summary, prune. */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
+import { writeFileAtomic } from '../report/write-atomic.js';
 import { listSessions, type SessionLocation, SessionReader } from '../store/session-reader.js';
 
 /** One line of `mcec-bundle list`. */
@@ -90,14 +90,7 @@ export async function writeFailureSummary(
   const summary = await summarizeSession(dir);
   const text = await renderFailureSummary(summary, options);
   const file = path.join(dir, 'failure-summary.md');
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-  try {
-    fs.writeFileSync(tmp, text, { flag: 'wx' });
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
+  writeFileAtomic(file, text);
   return file;
 }
 

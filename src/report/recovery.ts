@@ -32,3 +32,14 @@ export function recoveryFor(category: string | null | undefined, code?: string |
 /** The recovery step for a call that never returned (the recorder saw no response). */
 export const PENDING_RECOVERY =
   'the call never returned: check whether the server or the agent process died (a crash or kill mid-call), then rerun';
+
+/** The recovery step for one recorded call: none for a success, the pending step for a call in flight. */
+export function recoveryForCall(row: {
+  status: string;
+  error_category: string | null;
+  error_code: string | null;
+}): string | null {
+  if (row.status === 'pending') return PENDING_RECOVERY;
+  if (row.status !== 'failed' && row.status !== 'fault') return null;
+  return recoveryFor(row.error_category, row.error_code);
+}

@@ -2,7 +2,7 @@
 import { OBSERVATION_TOOLS } from '../contract/types.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
-import { PENDING_RECOVERY, recoveryFor } from './recovery.js';
+import { recoveryForCall } from './recovery.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
 import { loadTimeFormat, type TimeFormat } from './time.js';
@@ -69,7 +69,6 @@ function envelopeOf(row: CallRow): Record<string, unknown> | undefined {
 }
 
 function digest(row: CallRow, time: TimeFormat): CallDigest {
-  const failed = row.status === 'failed' || row.status === 'fault';
   return {
     seq: row.seq,
     tool: oneLine(row.tool, 60),
@@ -79,12 +78,7 @@ function digest(row: CallRow, time: TimeFormat): CallDigest {
     code: row.error_code ? oneLine(row.error_code, 120) : null,
     category: row.error_category ? oneLine(row.error_category, 60) : null,
     detail: row.error_detail ? clip(row.error_detail, MAX_DETAIL) : null,
-    recovery:
-      row.status === 'pending'
-        ? PENDING_RECOVERY
-        : failed
-          ? recoveryFor(row.error_category, row.error_code)
-          : null,
+    recovery: recoveryForCall(row),
     line: summarizeCall(row),
   };
 }

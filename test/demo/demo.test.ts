@@ -281,9 +281,11 @@ describe('the demo CLI', () => {
     try {
       const deadline = Date.now() + 60_000;
       let url: string | undefined;
-      while (!url && Date.now() < deadline) {
+      // Wait for the whole serving notice, not just its first line: stderr arrives in chunks.
+      const ready = () => url !== undefined && stderr.includes(`--target ${url}`);
+      while (!ready() && Date.now() < deadline) {
         url = /Simulator listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)?.[1];
-        if (!url) await new Promise((r) => setTimeout(r, 100));
+        if (!ready()) await new Promise((r) => setTimeout(r, 100));
       }
       expect(url, stderr).toBeDefined();
       // --quiet: stdout holds the three paths only; the serving instructions went to stderr.

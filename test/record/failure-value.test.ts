@@ -25,7 +25,7 @@ function setup(outputs: Record<string, () => unknown | Promise<unknown>>) {
   const dir = tempDir();
   dirs.push(dir);
   const recorder = createRecorder({ sessionsDir: dir, stderr: () => {} });
-  const call = recorder.wrap(async (tool: string) => {
+  const call = recorder.wrap(async (tool: string, _args: Record<string, unknown>) => {
     const make = outputs[tool];
     if (!make) throw new Error(`dispatch failed for ${tool}`);
     return make();

@@ -1,6 +1,6 @@
 /** One timeline row's template context: the call's summary line, its warnings and images, and clipped bodies. */
 import type { CallRow } from '../../store/schema.js';
-import { PENDING_RECOVERY, recoveryFor } from '../recovery.js';
+import { recoveryForCall } from '../recovery.js';
 import { clip, oneLine } from '../text.js';
 import { formatDurationMs } from '../time.js';
 import { prettyJson } from './pretty-json.js';
@@ -93,7 +93,6 @@ export function rowContext(
     }
     if (clippedHere) counters.clipped += 1;
   }
-  const failed = row.status === 'failed' || row.status === 'fault';
   return {
     seq: row.seq,
     tool: oneLine(row.tool, 80),
@@ -108,12 +107,7 @@ export function rowContext(
     code: row.error_code ? oneLine(row.error_code, 120) : '',
     category: row.error_category ? oneLine(row.error_category, 60) : '',
     detail: row.error_detail ? clip(row.error_detail, 2000) : '',
-    recovery:
-      row.status === 'pending'
-        ? PENDING_RECOVERY
-        : failed
-          ? recoveryFor(row.error_category, row.error_code)
-          : null,
+    recovery: recoveryForCall(row),
     warnings: input.warnings,
     warnCodes: input.warnings.map((w) => w.code).join(' '),
     violationCount: violationCount(row.violations),

@@ -1,9 +1,8 @@
 /** Write report.html into a session dir (beside artifacts/, so its image links work there too). */
-import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { SessionReader } from '../../store/session-reader.js';
 import { buildSummary } from '../summary.js';
+import { writeFileAtomic } from '../write-atomic.js';
 import { type ReportHtmlOptions, renderReportHtml } from './render-html.js';
 
 /** The page's file name, in a session dir and in a bundle's top folder. */
@@ -19,13 +18,6 @@ export async function writeReportHtml(dir: string, options: ReportHtmlOptions = 
     reader.close();
   }
   const file = path.join(dir, REPORT_HTML_FILE);
-  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-  try {
-    fs.writeFileSync(tmp, html, { flag: 'wx' });
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
+  writeFileAtomic(file, html);
   return file;
 }
