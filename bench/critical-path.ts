@@ -176,8 +176,8 @@ export const figure: Figure = {
         'p50',
         failed,
         [
-          'A failure resolves only after the recorder has processed it (it may get the last good observation),',
-          'so its latency includes the wait for the queue (commit interval) and the queue work itself.',
+          'A failure may get the last good observation attached; it is built on the spot from memory, and waits',
+          'for the queue only while an earlier observation or image bytes of its own are still being processed.',
           'The design budgets every non-image call, so the budget is applied here too.',
         ],
         true,
