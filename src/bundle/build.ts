@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { renderReportHtml } from '../report/html/render-html.js';
+import { renderReportHtmlBuffer } from '../report/html/render-html.js';
 import { REPORT_HTML_FILE } from '../report/html/write-report.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
@@ -245,9 +245,7 @@ async function readSession(dir: string, progress: Progress, templatesDir?: strin
     const { images, skipped } = listImageFiles(dir, rows);
     const keep = protectedImages(summary, rows);
     const log = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
-    const reportHtml = renderReportHtml(reader, summary, { templatesDir }).then((html) =>
-      Buffer.from(html, 'utf8'),
-    );
+    const reportHtml = renderReportHtmlBuffer(reader, summary, { templatesDir });
     rendering = true;
     const closed = reportHtml.then(
       () => reader.close(),

@@ -106,6 +106,36 @@ export async function renderReportHtml(
   summary: SessionSummary,
   options: ReportHtmlOptions = {},
 ): Promise<string> {
+  return (await renderReportHtmlParts(reader, summary, options)).join('\n');
+}
+
+/**
+ * renderReportHtml's page as UTF-8 bytes, written part by part into one buffer: the page as one string would be
+ * twice its size (any non-Latin-1 character in a recorded value makes it two bytes a character) on top of these.
+ */
+export async function renderReportHtmlBuffer(
+  reader: SessionReader,
+  summary: SessionSummary,
+  options: ReportHtmlOptions = {},
+): Promise<Buffer> {
+  const parts = await renderReportHtmlParts(reader, summary, options);
+  let total = Math.max(0, parts.length - 1);
+  for (const part of parts) total += byteLength(part);
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  parts.forEach((part, i) => {
+    if (i > 0) at += out.write('\n', at, 'utf8');
+    at += out.write(part, at, 'utf8');
+  });
+  return at === total ? out : out.subarray(0, at);
+}
+
+/** The page in pieces that, joined with line breaks, are report.html. */
+async function renderReportHtmlParts(
+  reader: SessionReader,
+  summary: SessionSummary,
+  options: ReportHtmlOptions,
+): Promise<string[]> {
   const maxBytes = Math.max(100_000, Math.floor(options.maxBytes ?? DEFAULT_REPORT_HTML_MAX_BYTES));
   const artifactBase = options.artifactBase ?? 'artifacts/';
   const maxThumbnails = Math.max(0, options.maxThumbnails ?? DEFAULT_MAX_THUMBNAILS);
@@ -383,7 +413,9 @@ export async function renderReportHtml(
       .trimStart(),
   );
   const at = shell.indexOf(rowsMark);
-  const parts = kept.map((e) => e.html);
-  if (at === -1) return shell; // a custom template without the rows
-  return [shell.slice(0, at), ...parts, shell.slice(at + rowsMark.length)].join('\n');
+  if (at === -1) return [shell]; // a custom template without the rows
+  const parts = [shell.slice(0, at)];
+  for (const e of kept) parts.push(e.html);
+  parts.push(shell.slice(at + rowsMark.length));
+  return parts;
 }

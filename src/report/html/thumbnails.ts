@@ -58,7 +58,10 @@ const DATA_PREFIX = 'data:image/webp;base64,';
 type Sharp = typeof import('sharp')['default'];
 
 async function loadSharp(): Promise<Sharp> {
-  return (await import('sharp')).default;
+  const sharp = (await import('sharp')).default;
+  // Each image is decoded once: libvips' operation cache (up to 50 MB by default) would only hold dead pixels.
+  sharp.cache(false);
+  return sharp;
 }
 
 async function encode(
