@@ -75,7 +75,9 @@ const MAX_SIZE_ROUNDS = 4;
 interface SessionFacts {
   session: SessionRow;
   summary: SessionSummary;
-  log: ToolCallLog;
+  /** tool-calls.jsonl's facts; its bytes are in `logFile` (8 MB held until the zip is written otherwise). */
+  log: Omit<ToolCallLog, 'data'>;
+  logFile: { file: string; size: number };
   images: ImageFile[];
   skipped: SkippedFile[];
   /** Images a size cap must keep. */
@@ -100,7 +102,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   let opened: SessionFacts | null = null;
   try {
     const progress = new Progress(options.onProgress);
-    const facts = await readSession(dir, progress, options.templatesDir);
+    const facts = await readSession(dir, tmpDir, progress, options.templatesDir);
     opened = facts;
     const { session, summary, log } = facts;
     const top = topFolderName(dir, session);
@@ -123,7 +125,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     const texts = [
       { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
       { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
-      { name: 'tool-calls.jsonl', data: log.data },
+      { name: 'tool-calls.jsonl', data: facts.logFile },
       // The size cap estimates every entry first, so it needs the page; otherwise it renders meanwhile.
       { name: REPORT_HTML_FILE, data: maxBytes === undefined ? facts.reportHtml : await facts.reportHtml },
       { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
@@ -234,7 +236,12 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
 }
 
 /** Read what the bundle needs from the log; the connection stays open until report.html is rendered. */
-async function readSession(dir: string, progress: Progress, templatesDir?: string): Promise<SessionFacts> {
+async function readSession(
+  dir: string,
+  tmpDir: string,
+  progress: Progress,
+  templatesDir?: string,
+): Promise<SessionFacts> {
   const reader = SessionReader.open(dir);
   let rendering = false;
   try {
@@ -244,14 +251,16 @@ async function readSession(dir: string, progress: Progress, templatesDir?: strin
     const rows = reader.artifacts();
     const { images, skipped } = listImageFiles(dir, rows);
     const keep = protectedImages(summary, rows);
-    const log = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
+    const { data, ...log } = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
+    const logFile = { file: path.join(tmpDir, 'tool-calls.jsonl'), size: data.length };
+    fs.writeFileSync(logFile.file, data);
     const reportHtml = renderReportHtmlBuffer(reader, summary, { templatesDir });
     rendering = true;
     const closed = reportHtml.then(
       () => reader.close(),
       () => reader.close(),
     );
-    return { session, summary, log, images, skipped, keep, reportHtml, closed };
+    return { session, summary, log, logFile, images, skipped, keep, reportHtml, closed };
   } finally {
     if (!rendering) reader.close();
   }
@@ -288,14 +297,18 @@ function jsonBuffer(value: unknown): Buffer {
 /** Zip entries in sorted path order (the manifest is appended last by writeZip). */
 function zipEntries(
   top: string,
-  texts: Array<{ name: string; data: Buffer | Promise<Buffer> }>,
+  texts: Array<{ name: string; data: Buffer | Promise<Buffer> | { file: string; size: number } }>,
   images: readonly ImageFile[],
   dbFile: string | null,
 ): ZipEntry[] {
   const entries: ZipEntry[] = [
     ...texts.map((t) => ({
       name: `${top}/${t.name}`,
-      source: Buffer.isBuffer(t.data) ? { buffer: t.data } : { pending: t.data },
+      source: Buffer.isBuffer(t.data)
+        ? { buffer: t.data }
+        : t.data instanceof Promise
+          ? { pending: t.data }
+          : { file: t.data.file, size: t.data.size },
       compress: true,
     })),
     ...images.map((img) => ({
