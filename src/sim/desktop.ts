@@ -144,6 +144,16 @@ function el(
   };
 }
 
+/** A standard title bar with its three caption buttons. */
+function titleBar(o: { x: number; y: number }, title: string, width: number): SimElement {
+  return el(
+    o,
+    { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
+    [0, 0, width, 32],
+    captionButtons(o, width),
+  );
+}
+
 function captionButtons(
   o: { x: number; y: number },
   width: number,
@@ -204,12 +214,7 @@ function notepad(): SimWindow {
     ),
   ];
   const tree = windowRoot(base, [
-    el(
-      o,
-      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
-      [0, 0, 800, 32],
-      captionButtons(o, 800),
-    ),
+    titleBar(o, base.title, 800),
     el(
       o,
       { controlType: 'MenuBar', name: 'Application', automationId: 'MenuBar' },
@@ -371,12 +376,7 @@ function commandPrompt(): SimWindow {
   };
   const o = base;
   const tree = windowRoot(base, [
-    el(
-      o,
-      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
-      [0, 0, 720, 32],
-      captionButtons(o, 720),
-    ),
+    titleBar(o, base.title, 720),
     el(
       o,
       {
@@ -415,12 +415,7 @@ function videoPlayer(): SimWindow {
   };
   const o = base;
   const tree = windowRoot(base, [
-    el(
-      o,
-      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
-      [0, 0, 800, 32],
-      captionButtons(o, 800),
-    ),
+    titleBar(o, base.title, 800),
     el(o, { controlType: 'Pane', name: 'Video', automationId: 'VideoSurface' }, [0, 32, 800, 362]),
     el(o, { controlType: 'Button', name: 'Play', automationId: 'PlayPauseButton' }, [16, 402, 40, 32]),
     el(
