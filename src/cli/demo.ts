@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import type { DemoResult } from '../demo/run-demo.js';
+import { recorderVersion } from '../record/environment.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
 const EXIT_BROKEN = 1;
@@ -240,6 +241,7 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
 /** Build the demo program; `onExit` receives the exit code of the action. */
 function buildProgram(onExit: (code: number) => void): Command {
   return new Command('demo')
+    .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
     .description(
       "mcec-recorder's demo: record a scripted agent's session against a simulated MCEC, then summarize, bundle and verify it.",
     )

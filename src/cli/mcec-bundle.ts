@@ -7,6 +7,7 @@
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { parseByteSize, parseDuration } from '../bundle/units.js';
+import { recorderVersion } from '../record/environment.js';
 
 /** Exit codes: 0 done, 1 the work failed, 2 bad usage. */
 const EXIT_FAILED = 1;
@@ -173,6 +174,7 @@ async function pruneCommand(
 function buildProgram(): Command {
   const program = new Command('mcec-bundle');
   program
+    .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
     .usage('<sessionId> [options]  |  <command> [options]')
     .description('Bug bundles and failure summaries from sessions recorded by mcec-recorder.')
     .exitOverride()

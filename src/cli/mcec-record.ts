@@ -3,6 +3,7 @@
 
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
+import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 
 const EXIT_USAGE = 2;
@@ -120,6 +121,7 @@ function buildProgram(): Command {
   const program = new Command();
   program
     .name('mcec-record')
+    .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
     .description(
       'Record MCEC tool calls on the wire, without changing the agent: a proxy for HTTP (/mcp) or stdio.\n' +
         'Each session lands in <sessions>/<yyyyMMdd-HHmmss>-<sessionId>/session.sqlite; bundle it with mcec-bundle.',

@@ -2,6 +2,7 @@
 /** mcec-sim: a simulated MCEC server (fake desktop, real wire) over stdio or HTTP. */
 
 import { Command, CommanderError } from 'commander';
+import { recorderVersion } from '../record/environment.js';
 
 const EXIT_USAGE = 2;
 
@@ -61,6 +62,7 @@ Simulator controls (through send_command; they bypass every gate):
 /** Build the mcec-sim program (exported for tests). */
 export function buildProgram(): Command {
   const program = new Command('mcec-sim')
+    .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
     .description('A simulated MCEC server: a deterministic fake desktop behind the real MCEC wire.')
     .option('--stdio', 'serve newline-delimited JSON-RPC on stdin/stdout')
     .option(
