@@ -13,8 +13,8 @@ import type {
   SessionSummary,
   SummaryOptions,
   TimelineLine,
-  Verdict,
 } from './types.js';
+import { decideVerdict, readVerdictFacts } from './verdict.js';
 
 /** Longest error detail kept in the model; renderers clip further when a document gets too long. */
 const MAX_DETAIL = 4000;
@@ -180,63 +180,22 @@ export async function buildSummary(
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();
-    const recovered = reader.recoveredCount();
-    const failuresTotal = stats.failed + stats.fault;
+    const facts = readVerdictFacts(reader, { session, stats });
+    const decision = decideVerdict(facts);
+    const { verdict } = decision;
+    const recovered = facts.recovered;
+    const failuresTotal = facts.failures;
 
+    // The call to look at: the newest unrecovered failure, fault or pending call. None on a PASS, so a page
+    // never shows PASS beside a "failing call" (a declared PASS still lists its unrecovered failures).
     const lastUnrecovered = reader.failures({ limit: 1, unrecoveredOnly: true })[0];
-    const lastPending = reader.lastCallWhere({ statuses: ['pending'] });
-    const failingSeq = Math.max(lastUnrecovered?.seq ?? 0, lastPending?.seq ?? 0);
+    const failingSeq =
+      verdict === 'FAIL' ? Math.max(lastUnrecovered?.seq ?? 0, facts.pending.newest?.seq ?? 0) : 0;
     // The full row: list rows leave out a failure's envelope (lastObservation, partialResult live there).
     const failingRow = failingSeq > 0 ? reader.call(failingSeq) : undefined;
-    const lastCall = stats.lastCallSeq != null ? reader.call(stats.lastCallSeq) : undefined;
-
-    const emergencyStop =
-      reader.eventCount('emergency-stop') > 0 || reader.callCountWithCode('emergency-stopped') > 0;
-
-    // Verdict: an explicit one from end() wins; otherwise any sign of an unfinished or failed run is FAIL.
-    let verdict: Verdict;
-    let verdictReason: string;
-    const passedExplicit = session.passed == null ? null : session.passed !== 0;
-    const unrecovered = failuresTotal - recovered;
-    if (passedExplicit !== null) {
-      verdict = passedExplicit ? 'PASS' : 'FAIL';
-      verdictReason = `explicit verdict from end()${session.end_reason ? `: ${oneLine(session.end_reason, 500)}` : ''}`;
-    } else {
-      const reasons: string[] = [];
-      if (lastCall && (lastCall.status === 'failed' || lastCall.status === 'fault')) {
-        reasons.push(
-          `the last call #${lastCall.seq} ${oneLine(lastCall.tool, 40)} failed${lastCall.error_code ? ` (${oneLine(lastCall.error_code, 60)})` : ''}`,
-        );
-      }
-      if (lastPending) {
-        const more = stats.pending > 1 ? ` (and ${stats.pending - 1} more pending)` : '';
-        reasons.push(`call #${lastPending.seq} ${oneLine(lastPending.tool, 40)} is still pending${more}`);
-      }
-      if (session.status === 'aborted') {
-        reasons.push(
-          `the session was aborted: it never ended${session.writer_pid != null ? ` and its writer process (pid ${session.writer_pid}) is gone` : ''}`,
-        );
-      }
-      if (emergencyStop) reasons.push('an emergency stop happened');
-      if (reasons.length > 0) {
-        verdict = 'FAIL';
-        verdictReason = reasons.join('; ');
-      } else {
-        verdict = 'PASS';
-        const parts = [
-          stats.calls === 0
-            ? 'no calls recorded'
-            : failuresTotal === 0
-              ? `all ${stats.calls} calls succeeded`
-              : `${recovered} of ${failuresTotal} failure${failuresTotal === 1 ? '' : 's'} recovered`,
-        ];
-        if (unrecovered > 0 && failuresTotal > 0) {
-          parts.push(`${unrecovered} not recovered but not the last call`);
-        }
-        if (session.status === 'open') parts.push('the session is still running');
-        verdictReason = parts.join('; ');
-      }
-    }
+    const emergencyStop = facts.emergencyStop;
+    const verdictReason = decision.reason;
+    const passedExplicit = facts.declared ? facts.declared.passed : null;
 
     const failures = reader
       .failures({ limit: maxFailures })
@@ -297,6 +256,7 @@ export async function buildSummary(
       status: session.status,
       verdict,
       verdictReason,
+      verdictReasons: decision.reasons,
       passedExplicit,
       startedAt,
       endedAt,

@@ -85,7 +85,10 @@ export interface SessionSummary {
   dirName: string;
   status: 'open' | 'ended' | 'aborted';
   verdict: Verdict;
+  /** Every reason in plain words; `verdictReason` joins them (see src/report/verdict.ts). */
   verdictReason: string;
+  verdictReasons: string[];
+  /** The newest declared verdict (end(), recorder.verdict(), mcec-bundle verdict, a proxy notification). */
   passedExplicit: boolean | null;
   /** ISO UTC. */
   startedAt: string;
@@ -95,7 +98,7 @@ export interface SessionSummary {
   /** Formatted `durationMs`, e.g. "1 min 4 s"; "" when unknown. */
   duration: string;
   counts: SummaryCounts;
-  /** The last unrecovered failure or the pending call, whichever came later. */
+  /** On a FAIL: the last unrecovered failure or the pending call, whichever came later; null on a PASS. */
   failingCall: CallDigest | null;
   /** Newest first; at most `maxFailures`, the rest counted in `failuresOmitted`. */
   failures: Array<CallDigest & { recovered: boolean }>;

@@ -42,8 +42,10 @@ export interface SessionStats {
   lastActivityAt: string | null;
 }
 
-/** A failed or faulted call with whether a later call of the same tool succeeded. */
+/** A failed or faulted call with its target and whether a later call of the same tool on it succeeded. */
 export interface FailureRow extends CallRow {
+  /** What the call addressed, e.g. `window=save as`, `handle=131234`, `foreground`; '' for no target. */
+  target: string;
   recovered: number;
 }
 
@@ -185,14 +187,38 @@ function lightColumns(t = ''): string {
 const LIGHT_CALL_COLUMNS = lightColumns();
 
 /**
- * The newest successful seq per tool: a failure is recovered when its tool's newest success came later.
- * Per tool, walked back on the (tool, seq) index (`+status` keeps SQLite off the status index, which would
- * visit every success to find a rare tool's); tools without a success are left out. Materialized so the
- * walk runs once, not once per joined failure.
+ * The target of a call as MCEC resolves it (WindowResolver: handle > foreground > the title / process /
+ * className filters together), as SQL over the stored `args` JSON of table alias `t`. Title and process
+ * compare case-insensitively in MCEC, so they are lower-cased; a call with none of these (send_command, a
+ * region capture, session-*), or whose args were dropped, has the empty target ''.
  */
-const LAST_OK = `last_ok AS MATERIALIZED (SELECT tool, seq FROM (SELECT t.tool AS tool,
-    (SELECT c.seq FROM calls c WHERE c.tool = t.tool AND +c.status = 'ok' ORDER BY c.seq DESC LIMIT 1) AS seq
-    FROM (SELECT DISTINCT tool FROM calls) t) WHERE seq IS NOT NULL)`;
+function targetSql(t: string): string {
+  const a = `${t}.args`;
+  const text = (key: string, label: string, lower: boolean) =>
+    `coalesce(CASE WHEN json_type(${a}, '$.${key}') = 'text' AND json_extract(${a}, '$.${key}') != ''
+      THEN ' ${label}=' || ${lower ? `lower(json_extract(${a}, '$.${key}'))` : `json_extract(${a}, '$.${key}')`} END, '')`;
+  return `(CASE WHEN ${a} IS NULL OR NOT json_valid(${a}) THEN ''
+    WHEN json_type(${a}, '$.handle') = 'integer' AND json_extract(${a}, '$.handle') > 0
+      THEN 'handle=' || json_extract(${a}, '$.handle')
+    WHEN json_type(${a}, '$.foreground') = 'true' THEN 'foreground'
+    ELSE ltrim(${text('window', 'window', true)} || ${text('process', 'process', true)} || ${text('className', 'class', false)}) END)`;
+}
+
+/**
+ * The newest successful seq per (tool, target), only for tools that have a failed call: a failed call is
+ * recovered when a later call of the same tool on the same target succeeded. Walks those tools' calls on
+ * the (tool, seq) index (`+status` keeps SQLite off the status index); materialized so it runs once.
+ */
+const LAST_OK = `last_ok AS MATERIALIZED (SELECT c.tool AS tool, ${targetSql('c')} AS target, max(c.seq) AS seq
+    FROM calls c WHERE c.tool IN (SELECT tool FROM calls WHERE status = 'failed') AND +c.status = 'ok'
+    GROUP BY 1, 2)`;
+
+/** Failed and faulted calls with their target; a fault (protocol error, proxy error) is never recovered. */
+const FAILS = `fails AS MATERIALIZED (SELECT f.seq AS seq, f.tool AS tool, f.status AS status,
+    ${targetSql('f')} AS target FROM calls f WHERE f.status IN ('failed', 'fault'))`;
+
+/** Joins `fails` (alias x) to `last_ok` (alias l): true when a later success of the same tool and target exists. */
+const RECOVERED = `(x.status = 'failed' AND l.seq IS NOT NULL AND l.seq > x.seq)`;
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -385,25 +411,33 @@ export class SessionReader {
   }
 
   /**
-   * Failed and faulted calls, newest first, each marked recovered when a later call of the same tool
-   * succeeded; light rows (see LIGHT_CALL_COLUMNS).
+   * Failed and faulted calls, newest first, each with its target and marked recovered when it failed
+   * (not faulted) and a later call of the same tool on the same target succeeded; light rows (see
+   * LIGHT_CALL_COLUMNS).
    */
-  failures(options: { limit?: number; unrecoveredOnly?: boolean } = {}): FailureRow[] {
-    const sql = `WITH ${LAST_OK}
-      SELECT ${lightColumns('c.')},
-        (l.seq IS NOT NULL AND l.seq > c.seq) AS recovered
-      FROM calls c LEFT JOIN last_ok l ON l.tool = c.tool
-      WHERE c.status IN ('failed', 'fault') ${options.unrecoveredOnly ? 'AND (l.seq IS NULL OR l.seq < c.seq)' : ''}
-      ORDER BY c.seq DESC LIMIT ?`;
-    return this.stmt(sql).all(options.limit ?? -1) as FailureRow[];
+  failures(
+    options: { limit?: number; unrecoveredOnly?: boolean; status?: 'failed' | 'fault' } = {},
+  ): FailureRow[] {
+    const where = [
+      ...(options.unrecoveredOnly ? [`NOT ${RECOVERED}`] : []),
+      ...(options.status ? ['x.status = ?'] : []),
+    ];
+    const sql = `WITH ${LAST_OK}, ${FAILS}
+      SELECT ${lightColumns('c.')}, x.target AS target, ${RECOVERED} AS recovered
+      FROM fails x JOIN calls c ON c.seq = x.seq
+        LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target
+      ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY x.seq DESC LIMIT ?`;
+    const params: unknown[] = options.status ? [options.status] : [];
+    return this.stmt(sql).all(...params, options.limit ?? -1) as FailureRow[];
   }
 
-  /** How many failures were recovered (a later call of the same tool succeeded). */
+  /** How many failures were recovered (a later call of the same tool on the same target succeeded). */
   recoveredCount(): number {
     return (
       this.stmt(
-        `WITH ${LAST_OK} SELECT count(*) AS n FROM calls c JOIN last_ok l ON l.tool = c.tool
-           WHERE c.status IN ('failed', 'fault') AND l.seq > c.seq`,
+        `WITH ${LAST_OK}, ${FAILS} SELECT count(*) AS n FROM fails x
+           JOIN last_ok l ON l.tool = x.tool AND l.target = x.target WHERE ${RECOVERED}`,
       ).get() as { n: number }
     ).n;
   }
@@ -486,6 +520,17 @@ export class SessionReader {
     return this.stmt(
       'SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1',
     ).get(kind) as EventRow | undefined;
+  }
+
+  /**
+   * The verdict declared last: a `verdict` event (mcec-bundle verdict, recorder.verdict(), a proxy
+   * notification) or a `session-end` event that carries `passed` (end()), whichever is newer.
+   */
+  lastDeclaredVerdict(): { kind: string; at: string; detail: string } | undefined {
+    return this.stmt(
+      `SELECT kind, at, detail FROM events WHERE kind IN ('verdict', 'session-end') AND json_valid(detail)
+         AND json_type(detail, '$.passed') IN ('true', 'false') ORDER BY id DESC LIMIT 1`,
+    ).get() as { kind: string; at: string; detail: string } | undefined;
   }
 
   /** Number of events of a kind. */

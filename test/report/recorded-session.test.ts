@@ -148,7 +148,7 @@ describe('summaries of sessions recorded by the recorder', () => {
     expect(text).toContain('- Recovery: restore or foreground the window and capture again');
   });
 
-  it('takes an explicit verdict from end() and reads a still-running session', async () => {
+  it('takes a declared verdict from end() and reads a still-running session', async () => {
     const { recorder, call, sessionId } = await recordedSession();
     await call('find', { window: 'Save As', value: 'Save' });
     await recorder.flush();
@@ -165,7 +165,7 @@ describe('summaries of sessions recorded by the recorder', () => {
       status: 'ended',
       verdict: 'PASS',
       passedExplicit: true,
-      verdictReason: 'explicit verdict from end(): retried with automationid',
+      verdictReason: 'declared passed by the runner: retried with automationid',
     });
     expect(summary.counts).toMatchObject({ failures: 1, recovered: 1 });
     expect(summary.endedAt).toMatch(/Z$/);

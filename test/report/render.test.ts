@@ -126,7 +126,7 @@ describe('failure-summary.md', () => {
     const crashedText = await renderFailureSummary(summary);
     expect(crashedText).toContain('- Status: aborted;');
     expect(crashedText).toMatch(
-      /- Verdict: \*\*FAIL\*\*: call #2 invoke is still pending; the session was aborted/,
+      /- Verdict: \*\*FAIL\*\*: call #2 invoke is still pending: it never got an answer; the session was aborted/,
     );
     const report = await renderBugReport(summary);
     expect(report).toContain('call #2 `invoke` never returned.');

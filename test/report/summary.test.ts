@@ -29,14 +29,20 @@ async function summarize(f: FixtureSession, options?: SummaryOptions): Promise<S
 }
 
 describe('verdict', () => {
-  it('takes an explicit verdict from end() over everything else', async () => {
+  it('takes a declared verdict from end() over everything else, still saying what it overrides', async () => {
     const pass = FixtureSession.create(root);
     pass.call(calls.waitForTimeout());
     pass.end({ passed: true, reason: 'timeout expected in this scenario' });
     const s = await summarize(pass);
     expect(s.verdict).toBe('PASS');
     expect(s.passedExplicit).toBe(true);
-    expect(s.verdictReason).toBe('explicit verdict from end(): timeout expected in this scenario');
+    expect(s.verdictReasons).toEqual([
+      'declared passed by the runner: timeout expected in this scenario',
+      'overriding: call #1 wait-for failed (wait-condition-timeout) and no later wait-for call on that target succeeded',
+    ]);
+    // A PASS never names a failing call, even when a failure is left unrecovered.
+    expect(s.failingCall).toBeNull();
+    expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([[1, false]]);
 
     const fail = FixtureSession.create(root);
     fail.call(calls.findSave());
@@ -44,18 +50,51 @@ describe('verdict', () => {
     const t = await summarize(fail);
     expect(t.verdict).toBe('FAIL');
     expect(t.passedExplicit).toBe(false);
-    expect(t.verdictReason).toBe('explicit verdict from end()');
+    expect(t.verdictReason).toBe('declared failed by the runner (no reason given)');
   });
 
-  it('is FAIL when the last call failed', async () => {
+  it('is FAIL when a failure was not recovered, even when later calls (session-end) succeeded', async () => {
     const f = FixtureSession.create(root);
     f.call(calls.findSave());
     f.call(calls.waitForTimeout());
+    f.call({ tool: 'session-end', args: {}, result: { ended: true } });
     f.end();
     const s = await summarize(f);
     expect(s.verdict).toBe('FAIL');
     expect(s.passedExplicit).toBeNull();
-    expect(s.verdictReason).toContain('the last call #2 wait-for failed (wait-condition-timeout)');
+    expect(s.verdictReason).toBe(
+      'call #2 wait-for failed (wait-condition-timeout) and no later wait-for call on that target succeeded',
+    );
+    expect(s.failingCall?.seq).toBe(2);
+  });
+
+  it('lets the newest declared verdict win: a verdict event after end(), and end() after one', async () => {
+    const a = FixtureSession.create(root);
+    a.call(calls.findSave());
+    a.end({ passed: true });
+    a.event('verdict', { passed: false, reason: 'the invoice was not saved', via: 'cli' });
+    const s = await summarize(a);
+    expect(s.verdict).toBe('FAIL');
+    expect(s.passedExplicit).toBe(false);
+    expect(s.verdictReason).toBe('declared failed with mcec-bundle verdict: the invoice was not saved');
+
+    const b = FixtureSession.create(root);
+    b.call(calls.waitForTimeout());
+    b.event('verdict', { passed: false, via: 'notification' });
+    b.end({ passed: true, reason: 'rerun passed' });
+    const t = await summarize(b);
+    expect(t.verdict).toBe('PASS');
+    expect(t.verdictReasons[0]).toBe('declared passed by the runner: rerun passed');
+
+    const c = FixtureSession.create(root);
+    c.call(calls.findSave());
+    c.event('verdict', { passed: false, reason: 'wrong text typed', via: 'notification' });
+    c.end(); // an end() without a verdict declares nothing
+    const u = await summarize(c);
+    expect(u.verdict).toBe('FAIL');
+    expect(u.verdictReason).toBe('declared failed by the client: wrong text typed');
+    // No failing call to show: the page's card says so beside the FAIL.
+    expect(u.failingCall).toBeNull();
   });
 
   it('is FAIL while a call is pending, naming the pending call as the failing one', async () => {
@@ -127,7 +166,9 @@ describe('verdict', () => {
     f.end();
     const s = await summarize(f);
     expect(s.verdict).toBe('PASS');
-    expect(s.verdictReason).toBe('2 of 2 failures recovered');
+    expect(s.verdictReason).toBe(
+      '2 of 2 failures were recovered by a later success of the same tool on the same target',
+    );
     expect(s.counts).toMatchObject({ calls: 4, failures: 2, recovered: 2, pending: 0 });
     expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([
       [1, true],
@@ -148,7 +189,7 @@ describe('verdict', () => {
 });
 
 describe('failures and the failing call', () => {
-  it('marks a failure recovered only when a later call of the same tool succeeded', async () => {
+  it('marks a failure recovered only when a later call of the same tool (same target) succeeded', async () => {
     const f = FixtureSession.create(root);
     f.call(calls.ambiguousFind()); // 1: find fails
     f.call(calls.query()); // 2: a different tool succeeds: not a recovery
@@ -170,8 +211,96 @@ describe('failures and the failing call', () => {
       category: 'ambiguous-selector',
     });
     expect(s.failingCall?.recovery).toMatch(/narrow the selector/);
-    expect(s.verdict).toBe('PASS');
-    expect(s.verdictReason).toBe('1 of 3 failures recovered; 2 not recovered but not the last call');
+    expect(s.verdict).toBe('FAIL');
+    expect(s.verdictReason).toBe(
+      '2 failures were not recovered by a later success of the same tool on the same target; the last: call #5 find (selector-matched-3)',
+    );
+  });
+
+  it('recovers a failure only on the same target: the window MCEC would resolve', async () => {
+    const blank = { code: 'frame-all-black', category: 'capture-blank', detail: 'black' };
+    const elevated = { code: 'target-elevated', category: 'elevation', detail: 'elevated' };
+    const ambiguous = { code: 'selector-matched-3', category: 'ambiguous-selector', detail: '3 matches' };
+    const f = FixtureSession.create(root);
+    // 1: a black capture of the player; 2: Notepad captures fine: another target, no recovery.
+    f.call({ tool: 'capture', args: { window: 'Video Player' }, error: blank });
+    f.call({ tool: 'capture', args: { window: 'Untitled - Notepad' }, result: { width: 800 } });
+    // 3: the demo's ambiguous find, 4: narrowed to an automation id on the same window: recovered.
+    f.call({ tool: 'find', args: { window: 'Save As', value: 'Save' }, error: ambiguous });
+    f.call({ tool: 'find', args: { window: 'save as', by: 'automationid', value: '1' }, result: {} });
+    // 5: by handle; 6: the same title by name is another target (MCEC does not know they are one window).
+    f.call({ tool: 'invoke', args: { handle: 131300, value: 'Close' }, error: elevated });
+    f.call({ tool: 'invoke', args: { window: 'Save As', value: 'Close' }, result: { invoked: true } });
+    // 7: the handle wins over a title (WindowResolver's order), so 8 recovers 7.
+    f.call({ tool: 'click', args: { handle: 42, window: 'A' }, error: elevated });
+    f.call({ tool: 'click', args: { handle: 42, window: 'B' }, result: { clicked: true } });
+    // 9: no target (send_command): any later send_command success recovers it; 10 does.
+    f.call({ tool: 'send_command', args: { command: 'mouse:1,1' }, error: blank });
+    f.call({ tool: 'send_command', args: { command: 'mouse:2,2' }, result: { output: '' } });
+    // 11: the same window by process and class; 12 differs in class only.
+    f.call({ tool: 'focus', args: { process: 'Notepad', className: 'Notepad' }, error: elevated });
+    f.call({ tool: 'focus', args: { process: 'notepad', className: 'Edit' }, result: { focused: true } });
+    f.call({ tool: 'session-end', args: {}, result: { ended: true } });
+    f.end();
+    const s = await summarize(f);
+    expect(s.failures.map((x) => [x.seq, x.tool, x.recovered])).toEqual([
+      [1, 'capture', false],
+      [3, 'find', true],
+      [5, 'invoke', false],
+      [7, 'click', true],
+      [9, 'send_command', true],
+      [11, 'focus', false],
+    ]);
+    expect(s.counts).toMatchObject({ failures: 6, recovered: 3 });
+    expect(s.verdict).toBe('FAIL');
+    expect(s.verdictReason).toBe(
+      '3 failures were not recovered by a later success of the same tool on the same target; the last: ' +
+        'call #11 focus (target-elevated) on process=notepad class=Notepad',
+    );
+    expect(s.failingCall?.seq).toBe(11);
+
+    // The reader names each failure's target the way the reason does.
+    const reader = SessionReader.open(f.dir);
+    try {
+      expect(reader.failures().map((x) => x.target)).toEqual([
+        'process=notepad class=Notepad',
+        '',
+        'handle=42',
+        'handle=131300',
+        'window=save as',
+        'window=video player',
+      ]);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('is FAIL when a protocol or proxy error hit a tools/call, even when a retry succeeded', async () => {
+    const a = FixtureSession.create(root);
+    a.call({
+      tool: 'capture',
+      args: { window: 'Notepad' },
+      status: 'fault',
+      error: { code: 'proxy-error', category: 'internal', detail: 'proxy-error 504: target did not answer' },
+    });
+    a.call({ tool: 'capture', args: { window: 'Notepad' }, result: { width: 800 } });
+    a.end();
+    const s = await summarize(a);
+    expect(s.verdict).toBe('FAIL');
+    expect(s.verdictReason).toBe('call #1 capture hit a proxy error: proxy-error 504: target did not answer');
+    expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([[1, false]]);
+    expect(s.failingCall?.seq).toBe(1);
+
+    const b = FixtureSession.create(root);
+    b.call({ tool: 'find', status: 'fault', error: { code: '-32602', category: 'internal', detail: 'bad' } });
+    b.call({ tool: 'find', status: 'fault', error: { code: '-32603', category: 'internal', detail: 'x' } });
+    b.call(calls.findSave());
+    b.end();
+    const t = await summarize(b);
+    expect(t.verdict).toBe('FAIL');
+    expect(t.verdictReason).toBe(
+      'call #2 find got a protocol error (-32603) instead of an answer (2 calls in all)',
+    );
   });
 
   it('picks whichever came later of the last unrecovered failure and the pending call', async () => {
@@ -180,7 +309,7 @@ describe('failures and the failing call', () => {
     f.call(calls.waitForTimeout());
     const s = await summarize(f);
     expect(s.failingCall?.seq).toBe(2);
-    expect(s.verdictReason).toContain('the last call #2 wait-for failed');
+    expect(s.verdictReason).toContain('call #2 wait-for failed');
     expect(s.verdictReason).toContain('call #1 invoke is still pending');
   });
 

@@ -325,36 +325,61 @@ describe('SessionReader', () => {
     }
   });
 
-  it('marks failures recovered exactly when a later call of the same tool succeeded', () => {
+  it('marks failures recovered exactly when a later call of the same tool on the same target succeeded', () => {
     const f = FixtureSession.create(root, { sessionId: 'recovery0001' });
-    // wait-for never succeeds; click succeeds only before its failures; find recovers now and then.
+    // wait-for never succeeds; click succeeds only before its failures; find recovers now and then, on
+    // one of three targets (by title in two spellings, by handle, by process); faults never recover.
+    const targets = [
+      { window: 'Save As' },
+      { window: 'SAVE AS', process: 'notepad' },
+      { handle: 131300, window: 'ignored' },
+      { process: 'Notepad' },
+      {},
+    ];
     f.call({ tool: 'click', args: { x: 1 }, result: { clicked: true } });
-    f.manyCalls(600, (i) =>
-      i % 50 === 10
+    f.manyCalls(600, (i) => {
+      const target = targets[Math.floor(i / 30) % targets.length]!;
+      const okTarget = targets[Math.floor(i / 70) % targets.length]!;
+      return i % 50 === 10
         ? calls.waitForTimeout()
         : i % 45 === 20
           ? { tool: 'click', error: { code: 'x', category: 'input', detail: 'd' } }
           : i % 30 === 5
-            ? calls.ambiguousFind()
+            ? { ...calls.ambiguousFind(), args: { ...target, value: 'Save' } }
             : i % 70 === 0
-              ? calls.findSave()
+              ? { ...calls.findSave(), args: { ...okTarget, by: 'automationid', value: '1' } }
               : i % 200 === 199
                 ? {
                     tool: 'capture',
                     status: 'fault',
                     error: { code: 'y', category: 'internal', detail: 'e' },
                   }
-                : calls.query(),
-    );
+                : i % 200 === 198
+                  ? { tool: 'capture', args: { window: 'x' }, result: {} }
+                  : calls.query();
+    });
     f.call(calls.ambiguousFind());
     f.close();
     const reader = SessionReader.open(f.dir);
     try {
       const all = [...reader.calls()];
+      // The rule, written out in JS: MCEC resolves handle > foreground > title / process / className.
+      const targetOf = (json: string | null): string => {
+        const a = (json ? JSON.parse(json) : {}) as Record<string, unknown>;
+        if (typeof a.handle === 'number' && a.handle > 0) return `handle=${a.handle}`;
+        if (a.foreground === true) return 'foreground';
+        const parts: string[] = [];
+        if (typeof a.window === 'string' && a.window) parts.push(`window=${a.window.toLowerCase()}`);
+        if (typeof a.process === 'string' && a.process) parts.push(`process=${a.process.toLowerCase()}`);
+        if (typeof a.className === 'string' && a.className) parts.push(`class=${a.className}`);
+        return parts.join(' ');
+      };
       const lastOk = new Map<string, number>();
-      for (const r of all) if (r.status === 'ok') lastOk.set(r.tool, r.seq);
+      for (const r of all) if (r.status === 'ok') lastOk.set(`${r.tool}\n${targetOf(r.args)}`, r.seq);
       const failed = all.filter((r) => r.status === 'failed' || r.status === 'fault').reverse();
-      const isRecovered = (r: (typeof all)[number]) => (lastOk.get(r.tool) ?? 0) > r.seq;
+      const isRecovered = (r: (typeof all)[number]) =>
+        r.status === 'failed' && (lastOk.get(`${r.tool}\n${targetOf(r.args)}`) ?? 0) > r.seq;
+      expect(reader.failures().map((r) => r.target)).toEqual(failed.map((r) => targetOf(r.args)));
       expect(reader.failures().map((r) => [r.seq, r.recovered])).toEqual(
         failed.map((r) => [r.seq, isRecovered(r) ? 1 : 0]),
       );
@@ -365,6 +390,14 @@ describe('SessionReader', () => {
       expect(reader.recoveredCount()).toBe(failed.filter(isRecovered).length);
       expect(reader.recoveredCount()).toBeGreaterThan(0);
       expect(failed.some((r) => r.tool === 'wait-for' && !isRecovered(r))).toBe(true);
+      // Each find target has unrecovered failures (another target's success does not count) and recovered ones.
+      const finds = failed.filter((r) => r.tool === 'find' && r.seq < all.length);
+      expect(finds.some(isRecovered) && finds.some((r) => !isRecovered(r))).toBe(true);
+      expect(new Set(finds.filter(isRecovered).map((r) => targetOf(r.args))).size).toBeGreaterThan(2);
+      expect(failed.some((r) => r.status === 'fault' && (lastOk.get(`capture\nwindow=x`) ?? 0) > r.seq)).toBe(
+        true,
+      );
+      expect(reader.failures({ status: 'fault' }).every((r) => r.recovered === 0)).toBe(true);
     } finally {
       reader.close();
     }

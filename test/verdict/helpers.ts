@@ -1,0 +1,161 @@
+/** Shared parts of the verdict suites: the built CLI, a simulator with a recording HTTP proxy, the issue's run. */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import { createRecorder } from '../../src/record/index.js';
+import { createSimulator } from '../../src/sim/index.js';
+import { readZip } from '../bundle/helpers.js';
+import { post } from '../proxy/helpers.js';
+import { FIXED_NOW, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BUNDLE_CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the built `mcec-bundle` with `--sessions` appended where a command takes it. */
+export function runBundle(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
+  if (!env.MCEC_SESSIONS_DIR) delete childEnv.MCEC_SESSIONS_DIR;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BUNDLE_CLI, ...args], { env: childEnv, cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A fresh temp dir. */
+export function tempRoot(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-verdict-'));
+}
+
+/** Every JSON-RPC body the simulator received, so a test can check what was (not) forwarded. */
+export interface SimWithProxy {
+  url: string;
+  simUrl: string;
+  sessionsDir: string;
+  received: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The simulator on HTTP behind a recording HTTP proxy, with a tap in front of the simulator that keeps
+ * every body it gets (a small forwarding server: the simulator itself stays unmodified).
+ */
+export async function simBehindHttpProxy(root: string): Promise<SimWithProxy> {
+  const sim = createSimulator({
+    seed: SIM_SEED,
+    now: () => new Date(FIXED_NOW),
+    sessionsRoot: path.join(root, 'sim-sessions'),
+  });
+  const listener = await sim.listenHttp({ port: 0 });
+  const received: string[] = [];
+  const http = await import('node:http');
+  const tap = http.createServer((req, res) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(parts);
+      received.push(body.toString('utf8'));
+      const answer = await post(listener.url, body);
+      res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' });
+      res.end(answer.body);
+    });
+  });
+  await new Promise<void>((resolve) => tap.listen(0, '127.0.0.1', resolve));
+  const tapPort = (tap.address() as { port: number }).port;
+  const sessionsDir = path.join(root, 'recorded');
+  const recorder = createRecorder({ sessionsDir, transport: 'http' });
+  const proxy = await startHttpProxy({
+    listen: { host: '127.0.0.1', port: 0 },
+    target: `http://127.0.0.1:${tapPort}/mcp`,
+    recorder,
+  });
+  return {
+    url: proxy.url,
+    simUrl: listener.url,
+    sessionsDir,
+    received,
+    async close() {
+      await proxy.close();
+      await recorder.close();
+      await new Promise<void>((resolve) => tap.close(() => resolve()));
+      await listener.close();
+    },
+  };
+}
+
+const rpc = (id: number, method: string, params?: unknown) =>
+  JSON.stringify(
+    params === undefined ? { jsonrpc: '2.0', id, method } : { jsonrpc: '2.0', id, method, params },
+  );
+export const toolCall = (id: number, name: string, args: Record<string, unknown>) =>
+  rpc(id, 'tools/call', { name, arguments: args });
+
+/** POST one JSON-RPC body and return the answer's text. */
+export async function send(url: string, body: string): Promise<{ status: number; text: string }> {
+  const answer = await post(url, body);
+  return { status: answer.status, text: answer.body.toString('utf8') };
+}
+
+/**
+ * The run of issue 11: session-start, windows, capture, a find failing selector-matched-3, an invoke
+ * failing target-elevated, a capture failing frame-all-black, an unknown tool, then session-end.
+ * Returns the MCEC session id.
+ */
+export async function playIssueRun(url: string): Promise<string> {
+  await send(
+    url,
+    rpc(1, 'initialize', {
+      protocolVersion: '2025-06-18',
+      capabilities: {},
+      clientInfo: { name: 'verdict-test', version: '1' },
+    }),
+  );
+  await send(url, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
+  const started = await send(url, toolCall(2, 'session-start', {}));
+  const sid = sessionIdFrom(started.text);
+  const expectCode = async (id: number, tool: string, args: Record<string, unknown>, code: string | null) => {
+    const { text } = await send(url, toolCall(id, tool, { ...args, sessionId: sid }));
+    const content = (JSON.parse(text) as { result: { content: Array<{ text?: string }> } }).result.content;
+    const envelope = JSON.parse(content[content.length - 1]!.text!) as {
+      ok: boolean;
+      error?: { code: string };
+    };
+    const got = envelope.ok ? null : (envelope.error?.code ?? '?');
+    if (got !== code) throw new Error(`${tool}: expected ${code ?? 'ok'}, the simulator said ${got ?? 'ok'}`);
+  };
+  await expectCode(3, 'windows', {}, null);
+  await expectCode(4, 'capture', { window: 'Notepad' }, null);
+  await expectCode(5, 'find', { window: 'Save As', value: 'Save' }, 'selector-matched-3');
+  await expectCode(6, 'invoke', { window: 'Administrator', value: 'Close' }, 'target-elevated');
+  await expectCode(7, 'capture', { window: 'Video Player' }, 'frame-all-black');
+  await expectCode(8, 'no-such-tool', {}, 'unknown-tool');
+  await expectCode(9, 'session-end', {}, null);
+  return sid;
+}
+
+/** The text entries of a bundle zip by their path below the top folder. */
+export async function bundleTexts(zip: string): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  for (const entry of await readZip(zip)) {
+    const rel = entry.name.split('/').slice(1).join('/');
+    if (/\.(json|jsonl|md|html)$/.test(rel)) out.set(rel, entry.data.toString('utf8'));
+  }
+  return out;
+}
