@@ -5,16 +5,9 @@ import path from 'node:path';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { Desktop } from './desktop.js';
 import { mulberry32, sessionIdSource } from './prng.js';
+import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
 import { SessionStore, type SimSession } from './sessions.js';
-import {
-  badArguments,
-  checkArguments,
-  type ToolContext,
-  ToolFailure,
-  type ToolSuccess,
-  toolByName,
-  toolListings,
-} from './tools.js';
+import { type ToolContext, ToolFailure, type ToolSuccess, toolByName, toolListings } from './tools.js';
 import { serializeWire } from './wire.js';
 
 /** The version the simulator reports in serverInfo. */
@@ -36,6 +29,10 @@ export interface SimulatorOptions {
   modalGraceMs?: number;
   /** Poll interval of wait-for / windows waits (default 50 ms). */
   pollMs?: number;
+  /** The server's temp directory, where a record GIF goes without `file` (default `os.tmpdir()`). */
+  tempDir?: string;
+  /** The operator's recording limits (default {@link DEFAULT_RECORD_LIMITS}). */
+  recordLimits?: Partial<RecordLimits>;
 }
 
 /** An MCP content block. */
@@ -93,6 +90,8 @@ export class SimulatorCore {
   private readonly now: () => Date;
   private readonly modalGraceMs: number;
   private readonly pollMs: number;
+  private readonly recorder: SimRecorder;
+  private readonly tempDir: string;
   private stopped = false;
 
   constructor(options: SimulatorOptions = {}) {
@@ -100,6 +99,8 @@ export class SimulatorCore {
     this.token = options.token;
     this.modalGraceMs = options.modalGraceMs ?? 750;
     this.pollMs = options.pollMs ?? 50;
+    this.recorder = new SimRecorder({ ...DEFAULT_RECORD_LIMITS, ...options.recordLimits });
+    this.tempDir = path.resolve(options.tempDir ?? os.tmpdir());
     this.sessionsRoot = path.resolve(options.sessionsRoot ?? path.join(os.tmpdir(), 'mcec-sim-sessions'));
     const seed = options.seed ?? randomInt(0, 2 ** 31);
     this.sessions = new SessionStore(this.sessionsRoot, this.now, sessionIdSource(mulberry32(seed)));
@@ -179,12 +180,12 @@ export class SimulatorCore {
 
   /** Run one tool call and shape its CallToolResult exactly as the real server does. */
   async callTool(name: string, rawArgs?: unknown): Promise<CallToolResult> {
-    const args =
-      rawArgs === undefined || rawArgs === null ? {} : isPlainObject(rawArgs) ? { ...rawArgs } : null;
-    const argSession = args && typeof args.sessionId === 'string' ? args.sessionId : null;
+    // Like the server, arguments that are not an object read as none.
+    const args: Record<string, unknown> = isPlainObject(rawArgs) ? { ...rawArgs } : {};
+    const argSession = typeof args.sessionId === 'string' ? args.sessionId : null;
     const refuse = (f: ToolFailure, sessionId = argSession) => this.failure(sessionId, f, undefined);
 
-    if (name === 'send_command' && args && typeof args.command === 'string') {
+    if (name === 'send_command' && typeof args.command === 'string') {
       const control = args.command.trim();
       if (control.toLowerCase().startsWith('sim:')) return this.simControl(control, argSession);
     }
@@ -200,10 +201,6 @@ export class SimulatorCore {
       );
     const tool = toolByName(name);
     if (!tool) return refuse(new ToolFailure('unknown-tool', 'internal', `Unknown tool: ${name}`, 'refusal'));
-    if (!args) return refuse(badArguments('arguments must be a JSON object.'));
-    for (const key of Object.keys(args)) if (args[key] === null) delete args[key];
-    const problem = checkArguments(tool, args);
-    if (problem) return refuse(badArguments(problem));
 
     let session = this.sessions.defaultSession;
     let envSessionId: string | null = tool.routed ? null : argSession;
@@ -231,6 +228,8 @@ export class SimulatorCore {
       now: this.now,
       modalGraceMs: this.modalGraceMs,
       pollMs: this.pollMs,
+      recorder: this.recorder,
+      tempDir: this.tempDir,
     };
     let success: ToolSuccess;
     try {
@@ -280,7 +279,8 @@ export class SimulatorCore {
     // The real server keeps the whole error object, partialResult base64 included (a known leak, mcec-wire §5).
     if (session) session.lastError = structuredClone(error);
     const envelope: Record<string, unknown> = { ok: false, sessionId };
-    if (warnings.length > 0) envelope.warnings = warnings;
+    const allWarnings = [...warnings, ...f.warnings];
+    if (allWarnings.length > 0) envelope.warnings = allWarnings;
     envelope.error = error;
     return { content: [{ type: 'text', text: serializeWire(envelope) }], isError: true };
   }

@@ -50,6 +50,8 @@ const SUMMARY_KEYS = [
 export class SessionStore {
   readonly defaultSession: SimSession;
   private readonly byId = new Map<string, SimSession>();
+  /** Path-only captures count across sessions (CaptureContent's static counter), apart from compaction's. */
+  private pathOnlyCounter = 0;
 
   constructor(
     private readonly root: string,
@@ -109,6 +111,18 @@ export class SessionStore {
     s.artifactCounter += 1;
     const file = path.join(s.artifactDir, `capture-${utcStampMillis(this.now())}-${s.artifactCounter}.png`);
     await writeFile(file, png);
+    return file;
+  }
+
+  /** A path-only capture's file: `capture-<UTC ms stamp>-<n>.<ext>` in the session's artifact dir (created on demand). */
+  async writePathOnlyArtifact(s: SimSession, bytes: Buffer, extension: string): Promise<string> {
+    await mkdir(s.artifactDir, { recursive: true });
+    this.pathOnlyCounter += 1;
+    const file = path.join(
+      s.artifactDir,
+      `capture-${utcStampMillis(this.now())}-${this.pathOnlyCounter}.${extension}`,
+    );
+    await writeFile(file, bytes);
     return file;
   }
 

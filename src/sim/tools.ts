@@ -1,14 +1,11 @@
 /** The simulated MCEC tools: their tools/list entries, argument checks, and behaviour on the fake desktop. */
-import { writeFile } from 'node:fs/promises';
-import type { ErrorCategory, Warning } from '../contract/types.js';
+import type { Warning } from '../contract/types.js';
+import { runCapture, windowCaptureData } from './capture.js';
 import {
-  type Desktop,
   DISPLAYS,
   descendants,
   describeTarget,
-  MATCH_BY,
   type MatchBy,
-  type Rect,
   type SimElement,
   type SimWindow,
   toUiaElement,
@@ -18,51 +15,30 @@ import {
   type WindowTarget,
   windowInfo,
 } from './desktop.js';
-import { blankCheck, encodePng, type Raster } from './raster.js';
-import type { SessionStore, SimSession } from './sessions.js';
+import { blankCheck, encodePng } from './raster.js';
+import { runRecord } from './record.js';
+import type { SimSession } from './sessions.js';
+import {
+  ambiguous,
+  badArguments,
+  hasTarget,
+  int,
+  matchBy,
+  refuseElevated,
+  requireTarget,
+  resolveWindow,
+  sleep,
+  str,
+  type ToolContext,
+  ToolFailure,
+  type ToolSuccess,
+  target,
+  timeoutArg,
+} from './tool-kit.js';
 import { serializeWire } from './wire.js';
 
-/**
- * A tool call that did not succeed. `refusal` is raised before the tool ran (bad arguments, unknown
- * session, gates) and never carries lastObservation; `command` is a command-level failure that does.
- */
-export class ToolFailure extends Error {
-  constructor(
-    readonly code: string,
-    readonly category: ErrorCategory,
-    readonly detail: string,
-    readonly kind: 'refusal' | 'command',
-    readonly partialResult?: Record<string, unknown>,
-  ) {
-    super(detail);
-  }
-}
-
-/** A refusal with code bad-arguments (category invalid-argument). */
-export function badArguments(detail: string): ToolFailure {
-  return new ToolFailure('bad-arguments', 'invalid-argument', detail, 'refusal');
-}
-
-/** What a tool returns when it succeeds. */
-export interface ToolSuccess {
-  result: Record<string, unknown>;
-  warnings?: Warning[];
-  /** Base64 PNG to put in an image block before the envelope (successful inline capture only). */
-  image?: string;
-}
-
-/** What a running tool can reach. */
-export interface ToolContext {
-  args: Record<string, unknown>;
-  desktop: Desktop;
-  sessions: SessionStore;
-  session: SimSession;
-  now: () => Date;
-  /** How long invoke waits before answering modalPending (the real server: 750 ms). */
-  modalGraceMs: number;
-  /** Poll interval of waits. */
-  pollMs: number;
-}
+export type { ToolContext, ToolSuccess } from './tool-kit.js';
+export { badArguments, ToolFailure } from './tool-kit.js';
 
 interface PropSchema {
   type: 'string' | 'integer' | 'boolean' | 'object' | 'number';
@@ -128,193 +104,11 @@ function endpointProp(description: string): PropSchema {
 }
 
 // ---------------------------------------------------------------------------------------------
-// argument helpers
-// ---------------------------------------------------------------------------------------------
-
-function str(args: Record<string, unknown>, key: string): string | undefined {
-  const v = args[key];
-  return typeof v === 'string' ? v : undefined;
-}
-
-function int(args: Record<string, unknown>, key: string): number | undefined {
-  const v = args[key];
-  return typeof v === 'number' && Number.isInteger(v) ? v : undefined;
-}
-
-function target(args: Record<string, unknown>): WindowTarget {
-  const t: WindowTarget = {};
-  const window = str(args, 'window');
-  const handle = int(args, 'handle');
-  const process = str(args, 'process');
-  const className = str(args, 'className');
-  if (window !== undefined) t.window = window;
-  if (handle !== undefined) t.handle = handle;
-  if (process !== undefined) t.process = process;
-  if (className !== undefined) t.className = className;
-  if (args.foreground === true) t.foreground = true;
-  return t;
-}
-
-function hasTarget(t: WindowTarget): boolean {
-  return (
-    t.window !== undefined ||
-    t.handle !== undefined ||
-    t.process !== undefined ||
-    t.className !== undefined ||
-    t.foreground === true
-  );
-}
-
-function requireTarget(tool: string, args: Record<string, unknown>): WindowTarget {
-  const t = target(args);
-  if (!hasTarget(t))
-    throw badArguments(`${tool} needs a window target: window, handle, process, className or foreground.`);
-  return t;
-}
-
-function resolveWindow(desktop: Desktop, t: WindowTarget): SimWindow {
-  const r = desktop.resolve(t);
-  if ('miss' in r) throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail, 'command');
-  return r.window;
-}
-
-function matchBy(args: Record<string, unknown>): MatchBy {
-  const by = (str(args, 'by') ?? 'name').toLowerCase();
-  if (!(MATCH_BY as readonly string[]).includes(by))
-    throw badArguments(`'by' must be one of ${MATCH_BY.join(', ')}; got '${str(args, 'by')}'.`);
-  return by as MatchBy;
-}
-
-function timeoutArg(args: Record<string, unknown>, fallback: number): number {
-  const t = int(args, 'timeout') ?? int(args, 'timeoutMs');
-  if (t === undefined) return fallback;
-  if (t < 0) throw badArguments('timeout must be 0 or more milliseconds.');
-  return Math.min(t, 120_000);
-}
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/** Throw an ambiguous-selector failure when a selector matched more than one element. */
-function ambiguous(n: number, by: MatchBy, value: string, w: SimWindow): ToolFailure {
-  return new ToolFailure(
-    `selector-matched-${n}`,
-    'ambiguous-selector',
-    `Selector ${by}='${value}' matched ${n} elements in '${w.title}'; narrow it with automationid or classname.`,
-    'command',
-  );
-}
-
-// ---------------------------------------------------------------------------------------------
 // capture and get-text
 // ---------------------------------------------------------------------------------------------
 
-interface Frame {
-  raster: Raster;
-  png: Buffer;
-  window?: SimWindow;
-}
-
-/** The capture payload: exactly the real key order (handle, width, height, encoding, bytes, base64, window, blankCheck). */
-function captureResult(frame: Frame, inline: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (frame.window) out.handle = frame.window.handle;
-  out.width = frame.raster.width;
-  out.height = frame.raster.height;
-  out.encoding = 'png';
-  out.bytes = frame.png.length;
-  if (inline) out.base64 = frame.png.toString('base64');
-  if (frame.window) out.window = windowInfo(frame.window);
-  out.blankCheck = blankCheck(frame.raster);
-  return out;
-}
-
-function regionArg(args: Record<string, unknown>): Rect | undefined {
-  const keys = ['x', 'y', 'width', 'height'] as const;
-  const given = keys.filter((k) => args[k] !== undefined);
-  if (given.length === 0) return undefined;
-  if (given.length !== 4) throw badArguments('A region capture needs all of x, y, width and height.');
-  const [x, y, width, height] = keys.map((k) => int(args, k)!) as [number, number, number, number];
-  if (width <= 0 || height <= 0) throw badArguments('Region width and height must be positive.');
-  return { x, y, width, height };
-}
-
-async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
-  const { args, desktop } = ctx;
-  const t = target(args);
-  const region = regionArg(args);
-  if (region && hasTarget(t))
-    throw badArguments('Give either a window target or a region (x, y, width, height), not both.');
-  if (!region && !hasTarget(t))
-    throw badArguments(
-      'capture needs a window target (window, handle, process, className, foreground) or a region.',
-    );
-  const pathOnly = args.pathOnly === true;
-  const warnings: Warning[] = [];
-  let frame: Frame;
-  if (region) {
-    if (region.width > 16_384 || region.height > 16_384 || region.width * region.height > 64_000_000)
-      throw new ToolFailure(
-        'region-too-large',
-        'invalid-argument',
-        `Region ${region.width}x${region.height} is over the limit (16384 per side, 64000000 px in all).`,
-        'command',
-      );
-    const inside =
-      region.x >= VIRTUAL_BOUNDS.x &&
-      region.y >= VIRTUAL_BOUNDS.y &&
-      region.x + region.width <= VIRTUAL_BOUNDS.x + VIRTUAL_BOUNDS.width &&
-      region.y + region.height <= VIRTUAL_BOUNDS.y + VIRTUAL_BOUNDS.height;
-    if (!inside)
-      throw new ToolFailure(
-        'region-out-of-bounds',
-        'invalid-argument',
-        `Region (${region.x},${region.y} ${region.width}x${region.height}) is outside the virtual screen ${VIRTUAL_BOUNDS.width}x${VIRTUAL_BOUNDS.height}.`,
-        'command',
-      );
-    const raster = desktop.renderRegion(region);
-    frame = { raster, png: await encodePng(raster) };
-  } else {
-    const w = resolveWindow(desktop, t);
-    const raster = desktop.renderWindow(w);
-    frame = { raster, png: await encodePng(raster), window: w };
-  }
-  const check = blankCheck(frame.raster);
-  if (check.blank) {
-    const code = check.dominantIsDark ? 'frame-all-black' : 'frame-uniform';
-    const detail = `Captured frame is ${check.dominantIsDark ? 'all black' : 'a single colour'} (dominant colour ${Math.round(check.dominantFraction * 100)}% of samples).`;
-    if (frame.window)
-      throw new ToolFailure(
-        code,
-        'capture-blank',
-        `${detail} The window may be minimized, occluded or a protected surface; restore or foreground it and capture again.`,
-        'command',
-        captureResult(frame, true),
-      );
-    warnings.push({ code: 'capture-blank', detail: `${detail} A region capture still succeeds.` });
-  }
-  const result = captureResult(frame, !pathOnly);
-  const file = str(args, 'file');
-  if (file !== undefined) {
-    try {
-      await writeFile(file, frame.png);
-      result.file = file;
-    } catch (e) {
-      result.fileError = `Could not save the PNG to '${file}': ${(e as Error).message}`;
-    }
-  }
-  if (pathOnly) {
-    try {
-      result.artifact = await ctx.sessions.writeArtifact(ctx.session, frame.png);
-    } catch (e) {
-      result.artifactError = `Could not write the artifact: ${(e as Error).message}`;
-    }
-    return { result, warnings };
-  }
-  return { result, warnings, image: result.base64 as string };
-}
-
 async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
-  const w = resolveWindow(ctx.desktop, requireTarget('get-text', ctx.args));
+  const w = resolveWindow(ctx.desktop, requireTarget(ctx.args));
   const raster = ctx.desktop.renderWindow(w);
   const check = blankCheck(raster);
   const text = ctx.desktop.textOf(w);
@@ -378,7 +172,7 @@ function clipTree(
 }
 
 async function runQuery(ctx: ToolContext): Promise<ToolSuccess> {
-  const w = resolveWindow(ctx.desktop, requireTarget('query', ctx.args));
+  const w = resolveWindow(ctx.desktop, requireTarget(ctx.args));
   const maxNodesArg = int(ctx.args, 'maxNodes');
   const maxDepthArg = int(ctx.args, 'maxDepth');
   const maxNodes = maxNodesArg && maxNodesArg > 0 ? maxNodesArg : 1000;
@@ -410,14 +204,14 @@ function lookOnce(
     throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail, 'command');
   }
   const found = ctx.desktop.findElements(r.window, by, value);
-  if (found.length > 1) throw ambiguous(found.length, by, value, r.window);
+  if (found.length > 1) throw ambiguous(found.length, by, value);
   return found.length === 1 ? { window: r.window, element: found[0]! } : { window: r.window };
 }
 
-async function search(ctx: ToolContext, tool: string, timeoutMs: number) {
-  const t = requireTarget(tool, ctx.args);
+async function search(ctx: ToolContext, timeoutMs: number) {
+  const t = requireTarget(ctx.args);
   const by = matchBy(ctx.args);
-  const value = str(ctx.args, 'value')!;
+  const value = str(ctx.args, 'value') ?? '';
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const look = lookOnce(ctx, t, by, value, timeoutMs > 0);
@@ -435,14 +229,14 @@ function findResult(look: { window?: SimWindow; element?: SimElement }): Record<
 }
 
 async function runFind(ctx: ToolContext): Promise<ToolSuccess> {
-  const look = await search(ctx, 'find', timeoutArg(ctx.args, 0));
+  const look = await search(ctx, timeoutArg(ctx.args, 0));
   if (!look.window) resolveWindow(ctx.desktop, look.t); // a wait that never saw the window: report it missing
   return { result: findResult(look) };
 }
 
 async function runWaitFor(ctx: ToolContext): Promise<ToolSuccess> {
   const timeoutMs = timeoutArg(ctx.args, 5000);
-  const look = await search(ctx, 'wait-for', timeoutMs);
+  const look = await search(ctx, timeoutMs);
   if (!look.element)
     throw new ToolFailure(
       'wait-condition-timeout',
@@ -469,16 +263,6 @@ const PATTERNS: Record<string, ReadonlySet<string> | 'any'> = {
   select: new Set(['ListItem', 'TreeItem', 'TabItem', 'RadioButton']),
 };
 
-function refuseElevated(w: SimWindow): void {
-  if (w.elevated)
-    throw new ToolFailure(
-      'target-elevated',
-      'elevation',
-      `'${w.title}' runs elevated (as administrator); MCEC cannot drive it from a normal-integrity process.`,
-      'command',
-    );
-}
-
 /** Apply what driving an element does; true when it opened a modal dialog. */
 function applyEffect(ctx: ToolContext, w: SimWindow, e: SimElement): boolean {
   if (e.effect === 'close-window') ctx.desktop.close(w.handle);
@@ -491,9 +275,9 @@ function applyEffect(ctx: ToolContext, w: SimWindow, e: SimElement): boolean {
 
 async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
   const { args } = ctx;
-  const t = requireTarget('invoke', args);
+  const t = requireTarget(args);
   const by = matchBy(args);
-  const value = str(args, 'value')!;
+  const value = str(args, 'value') ?? '';
   const action = (str(args, 'action') ?? 'invoke').toLowerCase();
   const w = resolveWindow(ctx.desktop, t);
   refuseElevated(w);
@@ -512,7 +296,7 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
       `Invoke failed: no element with ${by}='${value}' in '${w.title}'.`,
       'command',
     );
-  if (found.length > 1) throw ambiguous(found.length, by, value, w);
+  if (found.length > 1) throw ambiguous(found.length, by, value);
   const e = found[0]!;
   const pattern = PATTERNS[action]!;
   if (pattern !== 'any' && !pattern.has(e.controlType))
@@ -591,7 +375,7 @@ async function runClick(ctx: ToolContext): Promise<ToolSuccess> {
           `No element with ${at.by}='${at.value}' in '${w.title}'.`,
           'command',
         );
-      if (found.length > 1) throw ambiguous(found.length, at.by, at.value, w);
+      if (found.length > 1) throw ambiguous(found.length, at.by, at.value);
       const e = found[0]!;
       point = [e.x + Math.floor(e.width / 2), e.y + Math.floor(e.height / 2)];
       hit = { window: w, element: e };
@@ -696,8 +480,7 @@ async function legacyCapture(ctx: ToolContext, title: string): Promise<string> {
       errorCategory: r.miss.category,
     });
   const raster = ctx.desktop.renderWindow(r.window);
-  const frame: Frame = { raster, png: await encodePng(raster), window: r.window };
-  const data = captureResult(frame, true);
+  const data = windowCaptureData({ raster, png: await encodePng(raster), window: r.window });
   const check = data.blankCheck as { blank: boolean };
   if (check.blank)
     return serializeWire({
@@ -814,11 +597,17 @@ export const TOOLS: readonly ToolDef[] = [
       y: prop('integer', 'Region top'),
       width: prop('integer', 'Region width (max 16384/side, 64000000 px total)'),
       height: prop('integer', 'Region height (same limits as width)'),
-      file: prop('string', 'Optional path to also save the PNG to'),
+      maxWidth: prop('integer', 'Optionally downscale output so width fits this (no upscaling)'),
+      scale: prop('number', 'Optionally downscale output by this factor (0 < scale <= 1; no upscaling)'),
+      returnImage: prop(
+        'boolean',
+        'When false, omit inline base64 from the result and do not emit an MCP image content block',
+      ),
       pathOnly: prop(
         'boolean',
-        'Write the PNG to the session artifact directory and return its path, not base64',
+        'Alias for returnImage:false; write the PNG to the session artifact directory and return metadata + path only',
       ),
+      file: prop('string', 'Optional path to also save the PNG to'),
     },
     [],
     runCapture,
@@ -888,6 +677,28 @@ export const TOOLS: readonly ToolDef[] = [
     },
     ['at'],
     runClick,
+  ),
+  def(
+    'record',
+    'action',
+    'Record a window or region to an animated GIF over time (start/stop or a bounded one-shot). Use only to show CHANGE over time; for a single state check use capture.',
+    {
+      ...targetProps(),
+      x: prop('integer', 'Region left (use with width/height instead of a window)'),
+      y: prop('integer', 'Region top'),
+      width: prop(
+        'integer',
+        'Region width (max 16384/side, 64000000 px total; oversized fails with region-too-large)',
+      ),
+      height: prop('integer', 'Region height (same limits as width)'),
+      action: prop('string', 'start | stop | oneshot (default: oneshot if durationMs given, else start)'),
+      fps: prop('integer', 'Frames per second (default 5, clamped to the operator limit)'),
+      durationMs: prop('integer', 'For a one-shot: how long to record (clamped to the operator limit)'),
+      maxWidth: prop('integer', 'Downscale frames so width fits this (default 1280)'),
+      file: prop('string', 'Output .gif path (a temp path is generated if omitted)'),
+    },
+    [],
+    runRecord,
   ),
   def(
     'windows',
@@ -962,25 +773,4 @@ export function toolListings(): ToolListing[] {
     description,
     inputSchema: structuredClone(inputSchema),
   }));
-}
-
-/** Check argument types against a tool's inputSchema; returns the problem, or null. Nulls count as absent. */
-export function checkArguments(tool: ToolListing, args: Record<string, unknown>): string | null {
-  const props = tool.inputSchema.properties;
-  for (const [key, value] of Object.entries(args)) {
-    const p = props[key];
-    if (!p || value === null || value === undefined) continue;
-    const ok =
-      p.type === 'integer'
-        ? typeof value === 'number' && Number.isInteger(value)
-        : p.type === 'number'
-          ? typeof value === 'number' && Number.isFinite(value)
-          : p.type === 'object'
-            ? typeof value === 'object' && !Array.isArray(value)
-            : typeof value === p.type;
-    if (!ok) return `'${key}' must be ${p.type === 'integer' ? 'an integer' : `a ${p.type}`}.`;
-  }
-  for (const key of tool.inputSchema.required)
-    if (args[key] === undefined || args[key] === null) return `'${key}' is required.`;
-  return null;
 }

@@ -67,7 +67,7 @@ describe('mcec-sim --stdio (a real child process)', () => {
 
   it('answers overlapping calls out of order: a quick ping overtakes a slow wait-for', async () => {
     const start = Date.now();
-    proc.send(toolsCall(1, 'wait-for', { window: 'Notepad', value: 'Never', timeoutMs: 700 }));
+    proc.send(toolsCall(1, 'wait-for', { window: 'Notepad', value: 'Never', timeout: 700 }));
     proc.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }));
     const [first, second] = await proc.waitForLines(2);
     const a = JSON.parse(first!);
