@@ -866,13 +866,15 @@ class RecorderImpl implements Recorder {
 
     // What is stored: redacted, no image bytes, within the payload budget.
     const plain = isPlainResponse(ctx.response);
+    // The call's own typed text is scrubbed from its output's echoes of it (error details, send_command output).
+    const typing = { tool: call.tool, args: call.args };
     const stored = this.stage('redact', () => ({
-      env: storedEnv ? (this.redactor.redact(storedEnv) as Envelope) : undefined,
+      env: storedEnv ? (this.redactor.redact(storedEnv, typing) as Envelope) : undefined,
       response: respC
-        ? this.redactor.redact(respC.value)
+        ? this.redactor.redact(respC.value, typing)
         : ctx.response === undefined || plain
           ? undefined
-          : this.redactor.redact(ctx.response),
+          : this.redactor.redact(ctx.response, typing),
     }));
     let envJson = ctx.dropPayload ? null : jsonOrNull(stored.env);
     let respJson = ctx.dropPayload
@@ -899,7 +901,7 @@ class RecorderImpl implements Recorder {
     const row = this.endedRow(call, status);
     if (fault) {
       row.error_code = String(fault.code);
-      row.error_detail = this.redactor.scrubText(fault.message);
+      row.error_detail = this.redactor.scrubText(fault.message, typing);
     } else if (env) {
       row.ok = env.ok ? 1 : 0;
       if (!env.ok) {
@@ -972,7 +974,7 @@ class RecorderImpl implements Recorder {
         'protocol-fault',
         {
           code: out.fault.code,
-          message: this.redactor.scrubText(out.fault.message),
+          message: this.redactor.scrubText(out.fault.message, { tool: call.tool, args: call.args }),
           id: out.fault.id,
           method: call.method ?? 'tools/call',
         },
@@ -1037,7 +1039,7 @@ class RecorderImpl implements Recorder {
     s.hasContent = true;
     const row = this.endedRow(call, 'fault');
     row.error_code = 'proxy-error';
-    row.error_detail = this.redactor.scrubText(call.failReason ?? '');
+    row.error_detail = this.redactor.scrubText(call.failReason ?? '', { tool: call.tool, args: call.args });
     const log = this.ensureLog(s);
     if (!log) {
       s.lostWhileClosed += 1;

@@ -24,8 +24,16 @@ export interface RecorderOptions {
   sessionsDir?: string;
   /** Stored in each session row. */
   scenario?: string;
-  /** Added to the default secret keys; patterns are scrubbed from every stored string. */
-  redact?: { keys?: Array<string | RegExp>; patterns?: RegExp[]; keepTypedText?: boolean };
+  /**
+   * Added to the default secret keys; patterns are scrubbed from every stored string; `secrets` are known
+   * values (configuration) scrubbed with their encoded forms from everything stored.
+   */
+  redact?: {
+    keys?: Array<string | RegExp>;
+    patterns?: RegExp[];
+    secrets?: string[];
+    keepTypedText?: boolean;
+  };
   /** Per session: stored payload (default 8 MiB) and artifact bytes (default 512 MiB). */
   limits?: { maxLogBytes?: number; maxArtifactBytes?: number };
   /** Attach the last good observation to command-level failures that lack one (default true). */

@@ -1,6 +1,22 @@
 /** Secrets, typed text and stray image bytes out of what a session stores. Pure: no I/O. */
+export { Automaton } from './automaton.js';
+export { base64Cores, echoForms, jsonForms, serverEscaped, urlForms } from './echoes.js';
 export { scrubImageText } from './image-text.js';
 export { scrubInlineSecrets } from './inline-secrets.js';
 export * from './redactor.js';
-export { DEFAULT_SECRET_KEYS, normalizeKey, secretKeyMatcher } from './secret-keys.js';
-export { redactCommandLine, typedTextMarker, typedTextReplacements } from './typed-text.js';
+export {
+  DEFAULT_SECRET_KEYS,
+  isDefaultSecretKey,
+  keyWords,
+  normalizeKey,
+  SECRET_WORDS,
+  secretKeyMatcher,
+} from './secret-keys.js';
+export { SecretStore } from './secret-store.js';
+export {
+  redactCommandLine,
+  scrubTypedCommands,
+  typedTextEchoes,
+  typedTextMarker,
+  typedTextReplacements,
+} from './typed-text.js';

@@ -1,43 +1,326 @@
 /**
- * Secrets written inline in text: `password=hunter2`, `token: abc`, `--api-key abc`,
- * `Authorization: Bearer abc`. Command lines and error details carry them without any JSON key to match.
- * Only `=`/`:` assignments and `-`/`--`/`/` flags count (prose like "the token expired" is left alone), and
- * only for the default secret words. Strings are bounded before any regex runs.
+ * Secrets written inline in text, found without any remembered value:
+ * - assignments `password=hunter2`, `token: abc`, `--api-key abc`, `Authorization: Bearer abc`, and the
+ *   same in JSON text at any escape level (`"password":"x"`, `{\"passwordValue\":\"x\"}`,
+ *   `\u0022otp\u0022:\u00221234\u0022`), for every key the secret-key matcher accepts;
+ * - the password of URL userinfo (`https://user:pw@host`, also with JSON-escaped slashes);
+ * - credentials in the formats GitHub secret scanning knows (GitHub, GitLab, Slack, Stripe, AWS, Google,
+ *   npm and OpenAI tokens, JWTs, PEM private key blocks).
+ * Only `=`/`:` assignments and `-`/`--` flags count (prose like "the token expired" is left alone). A value
+ * that is a protected word (a tool name, an error code or category) is never redacted by an assignment.
+ * No regex with large counted repeats or nested quantifiers runs; the assignment scan reads at most 1 MiB.
  */
 
-/** Longer strings are not scanned for inline assignments (they are payloads, not command lines). */
-const MAX_SCAN = 64 * 1024;
-const QUICK = /pass|pwd|secret|token|key|auth|cred|cookie|bearer/i;
-const KEY =
-  'password|passwd|pwd|passphrase|secret|client[-_]?secret|token|access[-_]?token|refresh[-_]?token|' +
-  'session[-_]?token|api[-_]?key|apikey|access[-_]?key|secret[-_]?key|private[-_]?key|authorization|auth|' +
-  'credentials?|cookie|bearer';
-const VALUE = `(?:(?:bearer|basic|token|digest)\\s+)?(?:"[^"\\n]*"|'[^'\\n]*'|[^\\s"'&;,]+)`;
-// key=value / key: value (key not glued to a longer word), or a flag followed by its value.
-const ASSIGNMENT = new RegExp(
-  `(?<![\\w-])((?:--?|/)?(?:${KEY}))(\\s*[=:]\\s*)(${VALUE})|(?<![\\w-])(--?(?:${KEY}))(\\s+)(${VALUE})`,
-  'gi',
-);
+/** Longer strings are not scanned for assignments (they are payloads, not command lines). */
+const MAX_SCAN = 1024 * 1024;
+/** A quoted value is read this far at most; an unclosed one (a cut excerpt) is redacted to here. */
+const MAX_VALUE = 4096;
+const QUICK = /pass|pwd|secret|token|key|auth|cred|cookie|bearer|jwt|otp|csrf|xsrf|sess|cvv|cvc|card|conn/i;
+/** A key: a word of up to 64 chars, optionally after `-`, `--` or `/`. */
+const IDENT = /(?<![A-Za-z0-9_])(--?|\/)?([A-Za-z][A-Za-z0-9_.-]{0,63})/g;
+const SCHEME = /^(?:bearer|basic|token|digest)[ \t]+/i;
 
-/** `text` with inline secret values replaced by `replacement`; `found` gets each value (for remembering). */
-export function scrubInlineSecrets(
-  text: string,
-  replacement: string,
-  found?: (value: string) => void,
-): string {
-  if (text.length > MAX_SCAN || !QUICK.test(text)) return text;
-  ASSIGNMENT.lastIndex = 0;
-  return text.replace(
-    ASSIGNMENT,
-    (match: string, k1: string | undefined, s1: string, v1: string, k2: string, s2: string, v2: string) => {
-      const key = k1 ?? k2;
-      const sep = k1 !== undefined ? s1 : s2;
-      const value = k1 !== undefined ? v1 : v2;
-      if (value === replacement || value.length === 0) return match;
-      const unquoted = value.replace(/^(?:(?:bearer|basic|token|digest)\s+)?(["']?)(.*)\1$/is, '$2');
-      if (unquoted.length === 0) return match;
-      found?.(unquoted);
-      return `${key}${sep}${replacement}`;
-    },
+export interface InlineOptions {
+  /** Which keys hold secrets. */
+  isSecretKey: (key: string) => boolean;
+  /** Values an assignment must not redact (tool names, error codes, categories). */
+  isProtected?: (value: string) => boolean;
+  /** Called with each value found (for remembering). */
+  found?: (value: string) => void;
+}
+
+interface Quote {
+  /** The quote token as written (`"`, `\"`, `\\\"`, `\u0022`, `'`). */
+  token: string;
+  /** Backslashes before the quote char. */
+  slashes: number;
+  /** `"`-like (JSON) or `'`. */
+  kind: 'dq' | 'u' | 'sq';
+}
+
+/** The quote token at `i`, if any. */
+function quoteAt(s: string, i: number): Quote | undefined {
+  const c = s.charCodeAt(i);
+  if (c === 34) return { token: '"', slashes: 0, kind: 'dq' };
+  if (c === 39) return { token: "'", slashes: 0, kind: 'sq' };
+  if (c !== 92) return undefined;
+  let j = i;
+  while (j < s.length && j - i < 16 && s.charCodeAt(j) === 92) j++;
+  const slashes = j - i;
+  if (s.charCodeAt(j) === 34) return { token: s.slice(i, j + 1), slashes, kind: 'dq' };
+  if (s.startsWith('u0022', j)) return { token: s.slice(i, j + 5), slashes, kind: 'u' };
+  return undefined;
+}
+
+/** Where the value opened by `q` (starting at `from`) closes, or -1 within MAX_VALUE. */
+function closingAt(s: string, from: number, q: Quote): number {
+  const limit = Math.min(s.length, from + MAX_VALUE);
+  if (q.kind === 'sq') {
+    const end = s.indexOf("'", from);
+    return end !== -1 && end < limit ? end : -1;
+  }
+  const needle = q.kind === 'dq' ? '"' : 'u0022';
+  let i = from;
+  for (;;) {
+    const at = s.indexOf(needle, i);
+    if (at === -1 || at >= limit) return -1;
+    let k = at;
+    while (k > from && s.charCodeAt(k - 1) === 92) k--;
+    // The closing quote has exactly the opening's backslashes; more means a quote inside the value.
+    if (at - k === q.slashes) return k;
+    i = at + needle.length;
+  }
+}
+
+function isStop(c: number, escapedKey: boolean): boolean {
+  return (
+    c === 32 ||
+    c === 9 ||
+    c === 10 ||
+    c === 13 ||
+    c === 34 ||
+    c === 39 ||
+    c === 38 || // &
+    c === 59 || // ;
+    c === 44 || // ,
+    c === 125 || // }
+    c === 93 || // ]
+    c === 41 || // )
+    c === 60 || // <
+    c === 62 || // >
+    (escapedKey && c === 92)
   );
+}
+
+interface Edit {
+  start: number;
+  end: number;
+}
+
+function skipBlanks(s: string, i: number): number {
+  let j = i;
+  while (j < s.length && j - i < 16 && (s.charCodeAt(j) === 32 || s.charCodeAt(j) === 9)) j++;
+  return j;
+}
+
+/** Unescape a JSON-escaped value as far as it goes (for remembering the secret itself). */
+function unescapeJson(v: string): string {
+  let cur = v;
+  for (let level = 0; level < 4 && cur.includes('\\'); level++) {
+    try {
+      cur = JSON.parse(`"${cur}"`) as string;
+    } catch {
+      break;
+    }
+  }
+  return cur;
+}
+
+/** The assignments' value ranges to redact. */
+function assignments(text: string, replacement: string, options: InlineOptions, edits: Edit[]): void {
+  if (text.length > MAX_SCAN || !QUICK.test(text)) return;
+  IDENT.lastIndex = 0;
+  for (let m = IDENT.exec(text); m !== null; m = IDENT.exec(text)) {
+    const flag = m[1];
+    let key = m[2]!;
+    // A key right after a JSON escape (`\npassword=`, `\u0022otp\u0022`): the escape is not part of it.
+    if (!flag && m.index > 0 && text.charCodeAt(m.index - 1) === 92)
+      key = /^u[0-9a-fA-F]{4}/.test(key) ? key.slice(5) : key.slice(1);
+    if (key.length === 0 || !options.isSecretKey(key)) continue;
+    let i = m.index + m[0].length;
+    const keyQuote = flag ? undefined : quoteAt(text, i);
+    if (keyQuote) i += keyQuote.token.length;
+    const afterKey = i;
+    i = skipBlanks(text, i);
+    const sep = text.charCodeAt(i);
+    if (sep === 61 || sep === 58) {
+      i = skipBlanks(text, i + 1);
+    } else if ((flag === '-' || flag === '--') && i > afterKey && i < text.length) {
+      // `--password hunter2`: a flag and its value.
+    } else continue;
+    if (i >= text.length) continue;
+    const q = quoteAt(text, i);
+    let start: number;
+    let end: number;
+    let valueStart: number;
+    let valueEnd: number;
+    if (q && (q.kind === 'sq' || !keyQuote || q.slashes === keyQuote.slashes)) {
+      valueStart = i + q.token.length;
+      const close = closingAt(text, valueStart, q);
+      valueEnd = close === -1 ? Math.min(text.length, valueStart + MAX_VALUE) : close;
+      // Outside JSON the quotes go with the value (`PASSWORD="two words"` -> `PASSWORD=[redacted]`).
+      start = keyQuote ? valueStart : i;
+      end = keyQuote || close === -1 ? valueEnd : valueEnd + q.token.length;
+    } else {
+      const scheme = SCHEME.exec(text.slice(i, i + 16));
+      valueStart = i + (scheme ? scheme[0].length : 0);
+      let j = valueStart;
+      const escapedKey = keyQuote !== undefined && keyQuote.slashes > 0;
+      while (j < text.length && j - valueStart < MAX_VALUE && !isStop(text.charCodeAt(j), escapedKey)) j++;
+      valueEnd = j;
+      start = i;
+      end = j;
+    }
+    const value = text.slice(valueStart, valueEnd);
+    if (value.length === 0 || options.isProtected?.(value)) continue;
+    // Already redacted here (a second pass, or typed text): nothing to do.
+    if (text.startsWith(replacement, valueStart) || text.startsWith('[typed text: ', valueStart)) continue;
+    edits.push({ start, end });
+    options.found?.(keyQuote ? unescapeJson(value) : value);
+    IDENT.lastIndex = Math.max(IDENT.lastIndex, end);
+  }
+}
+
+/** The password of every URL userinfo (`scheme://user:pw@host`). */
+function userinfo(text: string, options: InlineOptions, edits: Edit[]): void {
+  for (const marker of ['://', ':\\/\\/']) {
+    let from = 0;
+    for (;;) {
+      const at = text.indexOf(marker, from);
+      if (at === -1) break;
+      from = at + marker.length;
+      const start = from;
+      let end = start;
+      let lastAt = -1;
+      while (end < text.length && end - start < 512) {
+        const c = text.charCodeAt(end);
+        if (c === 47 || c === 63 || c === 35 || c <= 32 || c === 34 || c === 39 || c === 60 || c === 62)
+          break;
+        if (c === 92 && text.charCodeAt(end + 1) === 47) break; // `\/`
+        if (c === 64) lastAt = end;
+        end++;
+      }
+      if (lastAt === -1) continue;
+      const colon = text.indexOf(':', start);
+      if (colon === -1 || colon >= lastAt - 1) continue;
+      const pw = text.slice(colon + 1, lastAt);
+      if (pw === '[redacted]' || pw.startsWith('[typed text: ')) continue;
+      edits.push({ start: colon + 1, end: lastAt });
+      let decoded = pw;
+      try {
+        decoded = decodeURIComponent(pw);
+      } catch {
+        // keep it as written
+      }
+      options.found?.(decoded);
+    }
+  }
+}
+
+interface TokenFormat {
+  prefix: string;
+  /** Chars that continue the token. */
+  chars: (c: number) => boolean;
+  /** Chars after the prefix it needs to count. */
+  min: number;
+}
+
+const alnum = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
+const alnumUnderscore = (c: number): boolean => alnum(c) || c === 95;
+const alnumDash = (c: number): boolean => alnum(c) || c === 45;
+const base64url = (c: number): boolean => alnum(c) || c === 45 || c === 95;
+const upperDigit = (c: number): boolean => (c >= 48 && c <= 57) || (c >= 65 && c <= 90);
+
+/** Token formats from GitHub secret scanning's partner patterns (the common ones an agent may hold). */
+const TOKEN_FORMATS: TokenFormat[] = [
+  ...['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'].map((prefix) => ({ prefix, chars: alnum, min: 30 })),
+  { prefix: 'github_pat_', chars: alnumUnderscore, min: 40 },
+  { prefix: 'glpat-', chars: base64url, min: 20 },
+  ...['xoxb-', 'xoxp-', 'xoxa-', 'xoxr-', 'xoxs-', 'xapp-'].map((prefix) => ({
+    prefix,
+    chars: alnumDash,
+    min: 10,
+  })),
+  ...['sk_live_', 'rk_live_', 'sk_test_', 'rk_test_', 'whsec_'].map((prefix) => ({
+    prefix,
+    chars: alnum,
+    min: 16,
+  })),
+  { prefix: 'AKIA', chars: upperDigit, min: 16 },
+  { prefix: 'ASIA', chars: upperDigit, min: 16 },
+  { prefix: 'AIza', chars: base64url, min: 35 },
+  { prefix: 'npm_', chars: alnum, min: 36 },
+  { prefix: 'sk-', chars: base64url, min: 32 },
+];
+
+/** Known credential formats: provider tokens, JWTs, PEM private keys. */
+function tokens(text: string, edits: Edit[]): void {
+  for (const f of TOKEN_FORMATS) {
+    let from = 0;
+    for (;;) {
+      const at = text.indexOf(f.prefix, from);
+      if (at === -1) break;
+      from = at + f.prefix.length;
+      if (at > 0 && alnumUnderscore(text.charCodeAt(at - 1))) continue;
+      let j = from;
+      while (j < text.length && f.chars(text.charCodeAt(j))) j++;
+      if (j - from >= f.min) {
+        edits.push({ start: at, end: j });
+        from = j;
+      }
+    }
+  }
+  // JWT: three base64url segments, the first two JSON objects (`eyJ`).
+  let from = 0;
+  for (;;) {
+    const at = text.indexOf('eyJ', from);
+    if (at === -1) break;
+    from = at + 3;
+    if (at > 0 && base64url(text.charCodeAt(at - 1))) continue;
+    let j = at;
+    let dots = 0;
+    for (;;) {
+      const segStart = j;
+      while (j < text.length && base64url(text.charCodeAt(j))) j++;
+      if (j - segStart < (dots < 2 ? 8 : 0)) break;
+      if (dots === 2 || text.charCodeAt(j) !== 46) break;
+      dots++;
+      j++;
+    }
+    if (dots === 2) {
+      edits.push({ start: at, end: j });
+      from = j;
+    }
+  }
+  // PEM private keys: `-----BEGIN ... PRIVATE KEY-----` to the matching END line (or the end of a cut text).
+  from = 0;
+  for (;;) {
+    const at = text.indexOf('-----BEGIN ', from);
+    if (at === -1) break;
+    const head = text.indexOf('-----', at + 11);
+    from = at + 11;
+    if (head === -1 || head - at > 80 || !text.slice(at, head).endsWith('PRIVATE KEY')) continue;
+    const endAt = text.indexOf('-----END ', head + 5);
+    const close = endAt === -1 ? -1 : text.indexOf('-----', endAt + 9);
+    const end = close === -1 ? text.length : close + 5;
+    edits.push({ start: at, end });
+    from = end;
+  }
+}
+
+/**
+ * `text` with inline secrets replaced by `replacement`: assignments' values, URL userinfo passwords and
+ * known credential formats. `found` gets each assignment and userinfo value (for remembering).
+ */
+export function scrubInlineSecrets(text: string, replacement: string, options: InlineOptions): string {
+  if (text.length < 6) return text;
+  const edits: Edit[] = [];
+  assignments(text, replacement, options, edits);
+  userinfo(text, options, edits);
+  tokens(text, edits);
+  if (edits.length === 0) return text;
+  edits.sort((a, b) => a.start - b.start);
+  const merged: Edit[] = [];
+  for (const e of edits) {
+    const prev = merged[merged.length - 1];
+    if (prev && e.start <= prev.end) prev.end = Math.max(prev.end, e.end);
+    else merged.push({ ...e });
+  }
+  let out = '';
+  let last = 0;
+  for (const e of merged) {
+    out += text.slice(last, e.start) + replacement;
+    last = e.end;
+  }
+  return out + text.slice(last);
 }

@@ -1,7 +1,17 @@
+import { ERROR_CATEGORIES } from '../contract/types.js';
+import { jsonForms } from './echoes.js';
 import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
 import { scrubInlineSecrets } from './inline-secrets.js';
 import { secretKeyMatcher } from './secret-keys.js';
-import { typedTextReplacements } from './typed-text.js';
+import { type SecretSource, SecretStore } from './secret-store.js';
+import { scrubTypedCommands, typedTextEchoes, typedTextReplacements } from './typed-text.js';
+
+export {
+  MAX_SCRUBBED_SECRET,
+  MIN_SCRUBBED_SECRET,
+  SECRET_BUDGET,
+  type SecretSource,
+} from './secret-store.js';
 
 /** What replaces a secret. */
 export const REDACTED = '[redacted]';
@@ -15,6 +25,8 @@ export interface RedactOptions {
   keys?: Array<string | RegExp>;
   /** Patterns scrubbed out of every stored string (replaced by `[redacted]`). */
   patterns?: RegExp[];
+  /** Secrets known up front (configuration): scrubbed, with their encoded forms, from everything stored. */
+  secrets?: string[];
   /** Store text typed into windows / set on the clipboard as is instead of its length. */
   keepTypedText?: boolean;
   /** Values nested deeper than this become `[too deep]` (default 200). */
@@ -23,38 +35,103 @@ export interface RedactOptions {
   inlineSecrets?: boolean;
 }
 
+/** The call a stored value belongs to: its typed text is scrubbed from the value's echoes of it. */
+export interface RedactContext {
+  tool: string;
+  args: unknown;
+}
+
 export interface Redactor {
   /** Deep copy of a call's arguments: secret keys redacted (values remembered), typed text as its length. */
   redactArgs(tool: string, args: unknown): unknown;
-  /** Deep copy with secret-key values redacted and remembered secrets, patterns and image bytes scrubbed. */
-  redact(value: unknown): unknown;
-  /** One string with remembered secrets, user patterns and base64 image runs scrubbed out. */
-  scrubText(text: string): string;
+  /**
+   * Deep copy of server output (or any other stored value) with secret-key values redacted and remembered
+   * secrets, patterns, inline secrets and image bytes scrubbed; with `call`, that call's typed text too.
+   */
+  redact(value: unknown, call?: RedactContext): unknown;
+  /** One string with remembered secrets, user patterns, inline secrets and base64 image runs scrubbed out. */
+  scrubText(text: string, call?: RedactContext): string;
   /** Scrub this value wherever it appears from now on (e.g. an Authorization header seen by a proxy). */
   rememberSecret(value: string): void;
 }
 
-/** Secrets shorter than this are redacted under their key but not searched for in other strings. */
-export const MIN_SCRUBBED_SECRET = 4;
-/** Longer values (a blob under a `cookie` key, say) are redacted under their key but not searched for. */
-const MAX_SCRUBBED_SECRET = 16 * 1024;
-/** Distinct secrets remembered at most; the oldest is forgotten first (a rotating token stays bounded). */
-const MAX_SECRETS = 1000;
 /** Depth of a secret-keyed value searched for secret strings to remember. */
 const MAX_SECRET_DEPTH = 20;
 const DEFAULT_MAX_DEPTH = 200;
+/** Learned error codes kept as protected words at most. */
+const MAX_VOCABULARY = 2000;
 
-/** JSON string text as the MCEC server writes it: `+ < > & '` and non-ASCII as `\uXXXX` (mcec-wire §4). */
-function serverEscaped(json: string): string {
-  let out = '';
-  for (let i = 0; i < json.length; i++) {
-    const c = json.charCodeAt(i);
-    out +=
-      c > 0x7e || c === 43 || c === 60 || c === 62 || c === 38 || c === 39
-        ? `\\u${c.toString(16).toUpperCase().padStart(4, '0')}`
-        : json[i];
+/**
+ * MCEC's tools (mcec-wire §1, §8): an inline assignment never redacts one of these, nor an error category
+ * or an error code seen in an envelope.
+ */
+const TOOL_NAMES = [
+  'session-start',
+  'session-end',
+  'session-status',
+  'windows',
+  'displays',
+  'capture',
+  'query',
+  'find',
+  'wait-for',
+  'get-text',
+  'invoke',
+  'click',
+  'send_command',
+  'window',
+  'drag',
+  'focus',
+  'clipboard',
+  'record',
+  'launch',
+  'request-command-access',
+  'provision-session',
+  'end-session',
+];
+
+/** Keys whose short identifier values are codes, categories or tool names: evidence, never blanked by
+ * server-taught secrets or inline patterns (only by secrets from arguments and configuration). */
+const PROTECTED_FIELDS = new Set(['code', 'category', 'errorCode', 'errorCategory', 'tool', 'method']);
+/** What a protected field's value looks like when it is an identifier. */
+function isIdentifier(v: string): boolean {
+  if (v.length === 0 || v.length > 128) return false;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    const ok =
+      (c >= 48 && c <= 57) ||
+      (c >= 65 && c <= 90) ||
+      (c >= 97 && c <= 122) ||
+      c === 45 ||
+      c === 95 ||
+      c === 46 ||
+      c === 47 ||
+      c === 58;
+    if (!ok) return false;
   }
-  return out;
+  return true;
+}
+
+/**
+ * A value from server output worth remembering as a secret: no whitespace, 8+ chars, and a digit or a
+ * symbol (other than `-_.`), or 20+ chars mixing cases. `Notepad` or `Untitled-Notepad` taught by hostile
+ * text (`secret=Notepad`) are redacted where they stand but not remembered, so evidence elsewhere stays.
+ */
+export function looksLikeCredential(v: string): boolean {
+  if (v.length < 8) return false;
+  let digit = false;
+  let symbol = false;
+  let upper = false;
+  let lower = false;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c <= 32) return false;
+    if (c >= 48 && c <= 57) digit = true;
+    else if (c >= 65 && c <= 90) upper = true;
+    else if (c >= 97 && c <= 122) lower = true;
+    else if (c !== 45 && c !== 95 && c !== 46) symbol = true;
+  }
+  return digit || symbol || (v.length >= 20 && upper && lower);
 }
 
 function setKey(obj: Record<string, unknown>, key: string, value: unknown): void {
@@ -64,17 +141,41 @@ function setKey(obj: Record<string, unknown>, key: string, value: unknown): void
   else obj[key] = value;
 }
 
+/** Replacement pairs in every JSON form, longest original first (a line before the text inside it). */
+function echoPairs(pairs: Array<[string, string]>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  const seen = new Set<string>();
+  for (const [orig, repl] of pairs) {
+    const origForms = [orig, ...jsonForms(orig)];
+    const replForms = [repl, ...jsonForms(repl)];
+    for (let i = 0; i < origForms.length; i++) {
+      if (seen.has(origForms[i]!)) continue;
+      seen.add(origForms[i]!);
+      out.push([origForms[i]!, replForms[i]!]);
+    }
+  }
+  return out.sort((a, b) => b[0].length - a[0].length);
+}
+
 class SecretRedactor implements Redactor {
   private readonly isSecretKey: (key: string) => boolean;
   private readonly patterns: RegExp[];
   private readonly keepTypedText: boolean;
   private readonly maxDepth: number;
   private readonly inlineSecrets: boolean;
-  private readonly remember = (value: string): void => this.rememberSecret(value);
-  private readonly secrets = new Set<string>();
-  /** `secrets` longest first, so a secret containing another is replaced whole. */
-  private ordered: string[] = [];
-  private version = 0;
+  private readonly store = new SecretStore();
+  /** Tool names, categories and error codes seen: inline assignments never redact them. */
+  private readonly vocabulary = new Set<string>([...TOOL_NAMES, ...ERROR_CATEGORIES]);
+  private readonly learnedCodes = new Set<string>();
+  /** Where values found during the current walk come from. */
+  private source: SecretSource = 'output';
+  /** The current call's typed-text echoes (original, replacement), longest first. */
+  private echoes: Array<[string, string]> = [];
+  private readonly inline = {
+    isSecretKey: (key: string) => this.isSecretKey(key),
+    isProtected: (value: string) => this.vocabulary.has(value),
+    found: (value: string) => this.learn(value, this.source),
+  };
 
   constructor(options: RedactOptions) {
     this.isSecretKey = secretKeyMatcher(options.keys);
@@ -84,55 +185,76 @@ class SecretRedactor implements Redactor {
     this.keepTypedText = options.keepTypedText === true;
     this.maxDepth = options.maxDepth ?? DEFAULT_MAX_DEPTH;
     this.inlineSecrets = options.inlineSecrets !== false;
+    for (const secret of options.secrets ?? []) this.learn(secret, 'config');
   }
 
   rememberSecret(value: string): void {
-    if (typeof value !== 'string') return;
-    const v = value.trim();
-    if (v.length < MIN_SCRUBBED_SECRET || v.length > MAX_SCRUBBED_SECRET) return;
-    const variants = [v];
-    // `Bearer abc`, `Basic abc`: the credential alone shows up too (logs, other headers).
-    const scheme = /^(bearer|basic|token|digest)\s+(\S+)$/i.exec(v.slice(0, 4096));
-    if (scheme && scheme[2]!.length >= MIN_SCRUBBED_SECRET) variants.push(scheme[2]!);
-    for (const s of [...variants]) {
-      // The same value as it appears inside JSON text: standard escapes, and the server's `\uXXXX` ones.
-      const json = JSON.stringify(s).slice(1, -1);
-      if (json !== s) variants.push(json);
-      const server = serverEscaped(json);
-      if (server !== json) variants.push(server);
-    }
-    let added = false;
-    for (const s of variants) {
-      if (this.secrets.has(s)) continue;
-      this.secrets.add(s);
-      added = true;
-      if (this.secrets.size > MAX_SECRETS) this.secrets.delete(this.secrets.values().next().value!);
-    }
-    if (!added) return;
-    this.ordered = [...this.secrets].sort((a, b) => b.length - a.length);
-    this.version++;
+    this.learn(value, 'config');
   }
 
-  scrubText(text: string): string {
-    if (typeof text !== 'string' || text.length < MIN_SCRUBBED_SECRET) {
-      // Too short for a remembered secret, an inline assignment or image bytes; only user patterns apply.
-      if (typeof text !== 'string' || this.patterns.length === 0) return text;
+  /** Remember a secret from `source` (and, for `Bearer abc`, the bare credential). */
+  private learn(value: unknown, source: SecretSource): void {
+    if (typeof value !== 'string') return;
+    const v = value.trim();
+    if (source === 'output' && (!looksLikeCredential(v) || this.vocabulary.has(v))) return;
+    this.store.add(v, source);
+    // `Bearer abc`, `Basic abc`: the credential alone shows up too (logs, other headers).
+    const scheme = /^(bearer|basic|token|digest)\s+(\S+)$/i.exec(v.slice(0, 4096));
+    if (scheme) this.learn(scheme[2]!, source);
+  }
+
+  /** Note an error code seen in an envelope as a protected word. */
+  private learnCode(code: string): void {
+    if (this.vocabulary.has(code) || !isIdentifier(code)) return;
+    if (this.learnedCodes.size >= MAX_VOCABULARY) {
+      const oldest = this.learnedCodes.values().next().value!;
+      this.learnedCodes.delete(oldest);
+      this.vocabulary.delete(oldest);
     }
+    this.learnedCodes.add(code);
+    this.vocabulary.add(code);
+  }
+
+  scrubText(text: string, call?: RedactContext): string {
+    if (typeof text !== 'string') return text;
+    if (call === undefined) return this.scrub(text, false);
+    const saved = this.echoes;
+    this.echoes = this.echoesOf(call);
+    try {
+      return this.scrub(text, false);
+    } finally {
+      this.echoes = saved;
+    }
+  }
+
+  /** The scrubbing pipeline for one string; `protectedField` keeps codes safe from server-taught values. */
+  private scrub(text: string, protectedField: boolean): string {
     let out = text;
-    for (const s of this.ordered) {
-      if (out.length < s.length) continue;
-      if (out.includes(s)) out = out.split(s).join(REDACTED);
-    }
+    for (const [orig, repl] of this.echoes) if (out.includes(orig)) out = out.split(orig).join(repl);
+    if (!this.keepTypedText) out = scrubTypedCommands(out);
+    if (out.length >= 4 && !this.store.empty) out = this.store.scrub(out, REDACTED, protectedField);
     for (const re of this.patterns) {
       re.lastIndex = 0;
       out = out.replace(re, REDACTED);
     }
-    if (this.inlineSecrets && out.length > 5) out = scrubInlineSecrets(out, REDACTED, this.remember);
+    if (protectedField) return out;
+    if (this.inlineSecrets && out.length > 5) out = scrubInlineSecrets(out, REDACTED, this.inline);
     return out.length >= MIN_IMAGE_TEXT ? scrubImageText(out) : out;
   }
 
-  redact(value: unknown): unknown {
-    return this.walkRoot(value, undefined);
+  private echoesOf(call: RedactContext): Array<[string, string]> {
+    if (this.keepTypedText) return [];
+    const args = call.args;
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) return [];
+    try {
+      return echoPairs(typedTextEchoes(String(call.tool), args as Record<string, unknown>));
+    } catch {
+      return [];
+    }
+  }
+
+  redact(value: unknown, call?: RedactContext): unknown {
+    return this.walkRoot(value, undefined, 'output', call);
   }
 
   redactArgs(tool: string, args: unknown): unknown {
@@ -141,19 +263,31 @@ class SecretRedactor implements Redactor {
       plain && !this.keepTypedText
         ? typedTextReplacements(String(tool), args as Record<string, unknown>)
         : undefined;
-    return this.walkRoot(args, typed && typed.size > 0 ? typed : undefined);
+    return this.walkRoot(args, typed && typed.size > 0 ? typed : undefined, 'args', undefined);
   }
 
-  private walkRoot(value: unknown, topLevel: Map<string, string> | undefined): unknown {
-    const version = this.version;
+  private walkRoot(
+    value: unknown,
+    topLevel: Map<string, string> | undefined,
+    source: SecretSource,
+    call: RedactContext | undefined,
+  ): unknown {
+    const savedSource = this.source;
+    const savedEchoes = this.echoes;
+    this.source = source;
     try {
+      this.echoes = call ? this.echoesOf(call) : [];
+      const version = this.store.version;
       const out = this.copy(value, 0, new Set(), topLevel);
-      if (this.version === version) return out;
+      if (this.store.version === version) return out;
       // A secret met late in the walk may sit in strings copied before it (rare): copy again, knowing it.
       return this.copy(value, 0, new Set(), topLevel);
     } catch {
       // Only a pathological input (a throwing getter, a hostile proxy object) gets here: store nothing of it.
       return REDACTED;
+    } finally {
+      this.source = savedSource;
+      this.echoes = savedEchoes;
     }
   }
 
@@ -165,7 +299,7 @@ class SecretRedactor implements Redactor {
   ): unknown {
     switch (typeof value) {
       case 'string':
-        return this.scrubText(value);
+        return this.scrub(value, false);
       case 'number':
       case 'boolean':
       case 'undefined':
@@ -184,7 +318,7 @@ class SecretRedactor implements Redactor {
     if (obj instanceof ArrayBuffer) return `[binary: ${obj.byteLength} bytes]`;
     if (obj instanceof Date) return Number.isNaN(obj.getTime()) ? null : obj.toISOString();
     if (obj instanceof Error) {
-      return { name: obj.name, message: this.scrubText(obj.message) };
+      return { name: obj.name, message: this.scrub(obj.message, false) };
     }
     ancestors.add(obj);
     try {
@@ -192,7 +326,7 @@ class SecretRedactor implements Redactor {
         const out = new Array(obj.length);
         for (let i = 0; i < obj.length; i++) {
           const v = obj[i];
-          out[i] = typeof v === 'string' ? this.scrubText(v) : this.copy(v, depth + 1, ancestors);
+          out[i] = typeof v === 'string' ? this.scrub(v, false) : this.copy(v, depth + 1, ancestors);
         }
         return out;
       }
@@ -201,7 +335,14 @@ class SecretRedactor implements Redactor {
       const src = obj as Record<string, unknown>;
       if (typeof src.toJSON === 'function') return this.copy(src.toJSON(), depth + 1, ancestors);
       const out: Record<string, unknown> = {};
-      for (const key of Object.keys(src)) {
+      const keys = Object.keys(src);
+      // Codes first: a detail next to its code must not be able to teach that code away.
+      for (const key of keys) {
+        if (key !== 'code' && key !== 'errorCode' && key !== 'category' && key !== 'errorCategory') continue;
+        const v = src[key];
+        if (typeof v === 'string' && isIdentifier(v)) this.learnCode(v);
+      }
+      for (const key of keys) {
         const v = src[key];
         if (this.isSecretKey(key)) {
           setKey(out, key, this.secretValue(v));
@@ -212,7 +353,11 @@ class SecretRedactor implements Redactor {
           setKey(out, key, typed);
           continue;
         }
-        setKey(out, key, typeof v === 'string' ? this.scrubText(v) : this.copy(v, depth + 1, ancestors));
+        if (typeof v === 'string') {
+          setKey(out, key, this.scrub(v, PROTECTED_FIELDS.has(key) && isIdentifier(v)));
+          continue;
+        }
+        setKey(out, key, this.copy(v, depth + 1, ancestors));
       }
       return out;
     } finally {
@@ -228,8 +373,8 @@ class SecretRedactor implements Redactor {
   }
 
   private collectSecrets(v: unknown, depth: number): void {
-    if (typeof v === 'string') this.rememberSecret(v);
-    else if (typeof v === 'number' || typeof v === 'bigint') this.rememberSecret(String(v));
+    if (typeof v === 'string') this.learn(v, this.source);
+    else if (typeof v === 'number' || typeof v === 'bigint') this.learn(String(v), this.source);
     else if (typeof v === 'object' && v !== null && depth < MAX_SECRET_DEPTH && !ArrayBuffer.isView(v)) {
       for (const child of Object.values(v)) this.collectSecrets(child, depth + 1);
     }

@@ -7,9 +7,12 @@
  * - invoke: `text` and `keys`; `value` only when `action` is a typing action (value, setvalue, settext, type,
  *   typetext, sendkeys, keys, input, fill, append) and no `by` is given: with `by`, `value` is the element
  *   selector (MCEC's `{by, value}`), which the log must keep to be useful;
- * - send_command: the command line (`command`, `line`, `cmd`, `text`) when its verb types text (type,
- *   typetext, sendkeys, keys, sendtext, settext, setvalue, paste, setclipboard, `clipboard set`): the verb
- *   stays, the rest becomes its length;
+ * - send_command: the command line (`command`, `line`, `cmd`, `text`) when it types text: MCEC's raw
+ *   `chars:<text>` (found anywhere in the line, any case, as MCEC's unanchored `(\w+:)(.+)` parse finds it;
+ *   everything after the first `chars:` becomes its length), a single character (MCEC presses that key:
+ *   one typed char), or a line whose first word is a typing verb of other servers (type, typetext,
+ *   sendkeys, keys, sendtext, settext, setvalue, paste, setclipboard, `clipboard set`): the verb stays,
+ *   the rest becomes its length;
  * - every other actuation tool (window, drag, click, focus, launch, record, and any tool whose name says it
  *   types: type, key, text, input, fill, write, paste; observation tools excluded): `text` and `keys`.
  * Only string values at the top level of the arguments are replaced; selectors and nested objects are not
@@ -51,8 +54,35 @@ const TYPING_VERBS = new Set([
 ]);
 const COMMAND_KEYS = ['command', 'line', 'cmd', 'text'];
 
+/** Where the text typed by the first `chars:` (any case) at or after `from` starts, or -1. */
+function charsArgsAt(line: string, from = 0): number {
+  // Every `:` is checked for a `chars` before it: no lower-cased copy of a possibly huge string.
+  for (let at = line.indexOf(':', from + 5); at !== -1; at = line.indexOf(':', at + 1)) {
+    if (at - 5 < from) continue;
+    if (
+      (line.charCodeAt(at - 5) | 32) === 99 && // c
+      (line.charCodeAt(at - 4) | 32) === 104 && // h
+      (line.charCodeAt(at - 3) | 32) === 97 && // a
+      (line.charCodeAt(at - 2) | 32) === 114 && // r
+      (line.charCodeAt(at - 1) | 32) === 115 // s
+    )
+      return at + 1;
+  }
+  return -1;
+}
+
 /** A command line with the typed part replaced by its length, or undefined when it types nothing. */
 export function redactCommandLine(line: string): string | undefined {
+  const typed = typedPart(line);
+  return typed === undefined ? undefined : `${line.slice(0, typed)}${typedTextMarker(line.slice(typed))}`;
+}
+
+/** Where the typed text of a command line starts, or undefined when the line types nothing. */
+function typedPart(line: string): number | undefined {
+  const chars = charsArgsAt(line);
+  if (chars !== -1) return chars < line.length ? chars : undefined;
+  // MCEC presses the key of a one-character command: a character typed.
+  if (line.trim().length === 1) return line.indexOf(line.trim());
   const m = /^(\s*)(\S+)(\s+)/.exec(line.slice(0, 200));
   if (!m) return undefined;
   const verb = normalizeKey(m[2]!);
@@ -64,7 +94,33 @@ export function redactCommandLine(line: string): string | undefined {
   } else if (!TYPING_VERBS.has(verb)) {
     return undefined;
   }
-  return `${head}${typedTextMarker(line.slice(head.length))}`;
+  return head.length;
+}
+
+/** Typed text shorter than this is not searched for in the call's output (it would hit ordinary words). */
+export const MIN_ECHOED_TYPED_TEXT = 4;
+
+/**
+ * What a call's output may echo of its typed text, each with what replaces it: the whole command line (its
+ * redacted form) and the typed text alone (its length) when at least 4 chars. Empty when nothing is typed.
+ */
+export function typedTextEchoes(tool: string, args: Record<string, unknown>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  const name = normalizeKey(tool);
+  const command = name === 'sendcommand' || name === 'command';
+  for (const [key, replacement] of typedTextReplacements(tool, args)) {
+    const original = args[key];
+    if (typeof original !== 'string') continue;
+    const at = command ? typedPart(original) : 0;
+    if (at === undefined) continue;
+    const typed = original.slice(at);
+    // MCEC quotes the line in its errors (`Unknown command: 'chars:pw'`): found whatever its length.
+    if (command) out.push([`'${original}'`, `'${replacement}'`]);
+    if (command && original.trim() !== typed && original.trim().length >= MIN_ECHOED_TYPED_TEXT)
+      out.push([original.trim(), replacement.trim()]);
+    if (typed.length >= MIN_ECHOED_TYPED_TEXT) out.push([typed, typedTextMarker(typed)]);
+  }
+  return out;
 }
 
 /**
@@ -97,4 +153,90 @@ export function typedTextReplacements(tool: string, args: Record<string, unknown
     if (typeof v === 'string' && Object.hasOwn(args, k)) out.set(k, typedTextMarker(v));
   }
   return out;
+}
+
+/**
+ * Where the `chars:` text starting at `from` ends. `open` is where the command word starts: when a quote
+ * stands right before it, the text ends at the matching close (a JSON quote with the same backslashes,
+ * `\u0022` likewise, or the line's last `'`); otherwise at the first quote of any level or the line's end.
+ */
+function typedEnd(text: string, from: number, open: number): number {
+  let lineEnd = from;
+  while (lineEnd < text.length && text.charCodeAt(lineEnd) !== 10 && text.charCodeAt(lineEnd) !== 13)
+    lineEnd++;
+  const before = open > 0 ? text.charCodeAt(open - 1) : 0;
+  if (before === 39) {
+    const last = text.lastIndexOf("'", lineEnd - 1);
+    return last >= from ? last : lineEnd;
+  }
+  const u = open >= 6 && text.startsWith('u0022', open - 5);
+  if (before === 34 || u) {
+    const quote = u ? 'u0022' : '"';
+    const q = open - quote.length;
+    let slashes = 0;
+    while (q - 1 - slashes >= 0 && text.charCodeAt(q - 1 - slashes) === 92) slashes++;
+    if (u && slashes === 0) return firstQuote(text, from, lineEnd);
+    for (let at = text.indexOf(quote, from); at !== -1 && at < lineEnd; at = text.indexOf(quote, at + 1)) {
+      let k = at;
+      while (k > from && text.charCodeAt(k - 1) === 92) k--;
+      if (at - k === slashes) return k;
+    }
+    return lineEnd;
+  }
+  return firstQuote(text, from, lineEnd);
+}
+
+/** The first `"`, `\"` or `\u0022` at or after `from`, or `end`. */
+function firstQuote(text: string, from: number, end: number): number {
+  for (let i = from; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34) return i;
+    if (c === 92) {
+      let j = i;
+      while (j < end && text.charCodeAt(j) === 92) j++;
+      if (text.charCodeAt(j) === 34 || text.startsWith('u0022', j)) return i;
+      i = j - 1;
+    }
+  }
+  return end;
+}
+
+/**
+ * `text` with the text of every `chars:` command in it (any case) replaced by its length: for command
+ * lines met outside a call's own arguments (a malformed request's excerpt, an echo in another call's
+ * output). The typed text ends at a closing JSON quote, at the last `'` when the command was quoted with
+ * `'` (MCEC's `Unknown command: 'chars:...'`), or at the end of the line.
+ */
+export function scrubTypedCommands(text: string): string {
+  if (text.length < 7 || text.indexOf(':') === -1) return text;
+  let out = '';
+  let last = 0;
+  let from = 0;
+  for (;;) {
+    const start = charsArgsAt(text, from);
+    if (start === -1 || start >= text.length) break;
+    if (text.startsWith('[typed text: ', start)) {
+      from = start;
+      continue;
+    }
+    let k = start - 6;
+    while (k > 0 && /\w/.test(text[k - 1]!)) k--;
+    const end = typedEnd(text, start, k);
+    if (end > start) {
+      out += text.slice(last, start) + typedTextMarker(unescapedLength(text.slice(start, end)));
+      last = end;
+    }
+    from = Math.max(end, start);
+  }
+  return last === 0 ? text : out + text.slice(last);
+}
+
+/** The typed text as typed: JSON escapes count as the one char they stand for. */
+function unescapedLength(s: string): string {
+  if (!s.includes('\\')) return s;
+  try {
+    return JSON.parse(`"${s}"`) as string;
+  } catch {
+    return s;
+  }
 }

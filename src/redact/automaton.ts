@@ -1,0 +1,157 @@
+/**
+ * A case-folding Aho-Corasick automaton: every pattern is found in one pass over the text, so the cost of a
+ * scan does not grow with the number of patterns. Built once per set of patterns (rebuilt on change by the
+ * caller); pure, no regex. Folding is per UTF-16 unit (`toLowerCase` of that unit when it stays one unit),
+ * so a match keeps its length and positions map back to the original text.
+ */
+
+/** One UTF-16 unit folded to lower case (ASCII fast path). */
+export function foldUnit(c: number): number {
+  if (c < 128) return c >= 65 && c <= 90 ? c + 32 : c;
+  const lower = String.fromCharCode(c).toLowerCase();
+  return lower.length === 1 ? lower.charCodeAt(0) : c;
+}
+
+/** A half-open range `[start, end)` of the scanned text. */
+export interface Span {
+  start: number;
+  end: number;
+}
+
+export class Automaton {
+  /** Number of patterns it was built from (distinct after folding). */
+  readonly size: number;
+  /** Root transitions, dense: the first unit of a match is one array read. */
+  private readonly root = new Int32Array(65536);
+  /** Per node: first child, next sibling, and the unit on the edge into it (sibling lists: few children). */
+  private readonly child: Int32Array;
+  private readonly sibling: Int32Array;
+  private readonly label: Uint16Array;
+  private readonly fail: Int32Array;
+  /** Length of the longest pattern that ends at this node (itself or through failure links), 0 if none. */
+  private readonly out: Int32Array;
+
+  constructor(patterns: Iterable<string>) {
+    const list = [...new Set([...patterns].filter((p) => p.length > 0).map(foldString))];
+    this.size = list.length;
+    let total = 1;
+    for (const p of list) total += p.length;
+    this.child = new Int32Array(total).fill(-1);
+    this.sibling = new Int32Array(total).fill(-1);
+    this.label = new Uint16Array(total);
+    this.fail = new Int32Array(total);
+    this.out = new Int32Array(total);
+    const depth = new Int32Array(total);
+    this.root.fill(0);
+    let nodes = 1;
+    for (const p of list) {
+      let node = 0;
+      for (let i = 0; i < p.length; i++) {
+        const c = p.charCodeAt(i);
+        let next = node === 0 ? this.root[c]! || -1 : this.findChild(node, c);
+        if (next === -1) {
+          next = nodes++;
+          this.label[next] = c;
+          depth[next] = depth[node]! + 1;
+          if (node === 0) this.root[c] = next;
+          else {
+            this.sibling[next] = this.child[node]!;
+            this.child[node] = next;
+          }
+        }
+        node = next;
+      }
+      this.out[node] = p.length;
+    }
+    // Breadth first: failure links and inherited outputs.
+    const queue = new Int32Array(nodes);
+    let head = 0;
+    let tail = 0;
+    for (let c = 0; c < 65536; c++) {
+      const n = this.root[c]!;
+      if (n !== 0) {
+        this.fail[n] = 0;
+        queue[tail++] = n;
+      }
+    }
+    while (head < tail) {
+      const node = queue[head++]!;
+      for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!) {
+        const c = this.label[ch]!;
+        this.fail[ch] = this.step(this.fail[node]!, c);
+        const inherited = this.out[this.fail[ch]!]!;
+        if (inherited > this.out[ch]!) this.out[ch] = inherited;
+        queue[tail++] = ch;
+      }
+    }
+  }
+
+  private findChild(node: number, c: number): number {
+    for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!) if (this.label[ch] === c) return ch;
+    return -1;
+  }
+
+  /** The state after reading folded unit `c` in `state`. */
+  private step(state: number, c: number): number {
+    let s = state;
+    for (;;) {
+      if (s === 0) return this.root[c]!;
+      const next = this.findChild(s, c);
+      if (next !== -1) return next;
+      s = this.fail[s]!;
+    }
+  }
+
+  /**
+   * Every range of `text` covered by a match, overlapping matches merged, in order. Empty when the
+   * automaton has no patterns or nothing matches.
+   */
+  find(text: string): Span[] {
+    const spans: Span[] = [];
+    if (this.size === 0) return spans;
+    let state = 0;
+    for (let i = 0; i < text.length; i++) {
+      let c = text.charCodeAt(i);
+      if (c < 128) {
+        if (c >= 65 && c <= 90) c += 32;
+      } else c = foldUnit(c);
+      state = state === 0 ? this.root[c]! : this.step(state, c);
+      const len = this.out[state]!;
+      if (len === 0) continue;
+      let start = i + 1 - len;
+      // A longer match can reach back over earlier spans: absorb every span it touches.
+      while (spans.length > 0 && start <= spans[spans.length - 1]!.end) {
+        const prev = spans.pop()!;
+        if (prev.start < start) start = prev.start;
+      }
+      spans.push({ start, end: i + 1 });
+    }
+    return spans;
+  }
+}
+
+/** A string folded unit by unit, as the automaton compares. */
+export function foldString(s: string): string {
+  let plain = true;
+  for (let i = 0; i < s.length && plain; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 65 && c <= 90) plain = false;
+    else if (c >= 128) plain = false;
+  }
+  if (plain) return s;
+  let out = '';
+  for (let i = 0; i < s.length; i++) out += String.fromCharCode(foldUnit(s.charCodeAt(i)));
+  return out;
+}
+
+/** `text` with every span replaced by `replacement` (spans sorted and disjoint, as `find` returns them). */
+export function replaceSpans(text: string, spans: readonly Span[], replacement: string): string {
+  if (spans.length === 0) return text;
+  let out = '';
+  let last = 0;
+  for (const s of spans) {
+    out += text.slice(last, s.start) + replacement;
+    last = s.end;
+  }
+  return out + text.slice(last);
+}
