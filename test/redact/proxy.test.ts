@@ -1,0 +1,74 @@
+/** Redaction through the HTTP proxy: a malformed body's excerpt and a typed command, every recorded file read back. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import { createRecorder } from '../../src/record/index.js';
+import { createSimulator } from '../../src/sim/index.js';
+import { leakedForm } from '../helpers/secret-forms.js';
+import { post } from '../proxy/helpers.js';
+import { allText, readSessions } from '../proxy/sim-script.js';
+
+const TOKEN = 'tok-5e1d2c3b4a596877';
+const PASSWORD = 'Malformed-Pw-91';
+const TYPED = 'Typed-In-Bad-92';
+
+let tmp: string;
+const cleanups: Array<() => Promise<void>> = [];
+beforeEach(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+});
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => {});
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('redaction through the HTTP proxy', () => {
+  it("a malformed body's excerpt keeps neither its password nor its typed text; nor does a typed call", async () => {
+    const sim = createSimulator({ seed: 7, sessionsRoot: path.join(tmp, 'sim'), token: TOKEN });
+    const listener = await sim.listenHttp({ port: 0 });
+    cleanups.push(() => listener.close());
+    const sessionsDir = path.join(tmp, 'recorded');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: listener.url,
+      recorder,
+    });
+    cleanups.push(async () => {
+      await proxy.close();
+      await recorder.close();
+    });
+    const auth = { Authorization: `Bearer ${TOKEN}` };
+    const call = (id: number, name: string, args: Record<string, unknown>) =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+
+    const start = await post(proxy.url, call(1, 'session-start', {}), auth);
+    const sessionId = /\\"sessionId\\":\\"([0-9a-f]{12})\\"/.exec(start.body.toString('utf8'))![1]!;
+    await post(proxy.url, call(2, 'send_command', { sessionId, command: `chars:${TYPED}` }), auth);
+    // Cut bodies: not JSON, so only an excerpt of them is recorded.
+    const bad1 = await post(
+      proxy.url,
+      `{"jsonrpc":"2.0","id":3,"params":{"arguments":{"password":"${PASSWORD}"`,
+      auth,
+    );
+    const bad2 = await post(proxy.url, `{"id":4,"params":{"arguments":{"command":"chars:${TYPED}`, auth);
+    expect(bad1.status).toBeGreaterThanOrEqual(200);
+    expect(bad2.status).toBeGreaterThanOrEqual(200);
+    await post(proxy.url, call(5, 'session-end', { sessionId }), auth);
+    await proxy.close();
+    await recorder.close();
+
+    const sessions = readSessions(sessionsDir);
+    const recorded = JSON.stringify(sessions);
+    // The malformed bodies were recorded (as excerpts), just without what they must not keep.
+    expect(recorded).toContain('[redacted]');
+    expect(recorded).toContain('[typed text: ');
+    const files = allText(sessionsDir);
+    for (const secret of [PASSWORD, TYPED, TOKEN]) {
+      expect(leakedForm(recorded, secret), `${secret} in the logs' rows`).toBeUndefined();
+      expect(leakedForm(files, secret), `${secret} in the recorded files`).toBeUndefined();
+    }
+  });
+});
