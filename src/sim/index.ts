@@ -22,6 +22,12 @@ export interface SimulatorControl {
   emergencyStop(on: boolean, source?: string): void;
   /** True while the emergency stop is latched. */
   readonly emergencyStopped: boolean;
+  /** Open (true) or answer (false) an operator consent prompt: only observation tools are served meanwhile. */
+  consentPending(on: boolean): void;
+  /** Serve only the provisioning bootstrap (provision-session, end-session); others fail `bootstrap-only`. */
+  bootstrapOnly(on: boolean): void;
+  /** The AgentCommandsEnabled opt-in (default on); off refuses the tools with `agent-commands-disabled`. */
+  agentCommands(on: boolean): void;
 }
 
 /** A simulated MCEC server. */
@@ -56,6 +62,15 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       emergencyStop: (on, source) => core.emergencyStop(on, source),
       get emergencyStopped() {
         return core.emergencyStopped;
+      },
+      consentPending: (on) => {
+        core.gates.consentPending = on;
+      },
+      bootstrapOnly: (on) => {
+        core.gates.bootstrapOnly = on;
+      },
+      agentCommands: (on) => {
+        core.gates.agentCommands = on;
       },
     },
     listenHttp: (httpOptions = {}) =>

@@ -7,7 +7,14 @@ import { Desktop } from './desktop.js';
 import { mulberry32, sessionIdSource } from './prng.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
 import { SessionStore, type SimSession } from './sessions.js';
-import { type ToolContext, ToolFailure, type ToolSuccess, toolByName, toolListings } from './tools.js';
+import {
+  badArguments,
+  type ToolContext,
+  ToolFailure,
+  type ToolSuccess,
+  toolByName,
+  toolListings,
+} from './tools.js';
 import { serializeWire } from './wire.js';
 
 /** The version the simulator reports in serverInfo. */
@@ -54,6 +61,39 @@ export interface JsonRpcResponse {
   error?: { code: number; message: string };
 }
 
+/** Operator states of the real server that refuse calls (mcec-wire §8); all off (agent commands on) by default. */
+export interface SimulatorGates {
+  /** A request-command-access prompt is open: only the observation tools are served (`consent-pending`). */
+  consentPending: boolean;
+  /** The installed copy serving only provision-session / end-session (`bootstrap-only`). */
+  bootstrapOnly: boolean;
+  /** The AgentCommandsEnabled opt-in; off refuses the tools with `agent-commands-disabled`. */
+  agentCommands: boolean;
+}
+
+/** Tools the real server still serves while a consent prompt is open (its ServedDuringConsent flag). */
+const SERVED_DURING_CONSENT = new Set([
+  'capture',
+  'get-text',
+  'query',
+  'displays',
+  'windows',
+  'find',
+  'wait-for',
+  'record',
+]);
+/** The only tools of the provisioning bootstrap. */
+const BOOTSTRAP_TOOLS = new Set(['provision-session', 'end-session']);
+
+function agentCommandsDisabled(): ToolFailure {
+  return new ToolFailure(
+    'agent-commands-disabled',
+    'internal',
+    'Agent commands are disabled. Set AgentCommandsEnabled=true to opt in.',
+    'refusal',
+  );
+}
+
 /** Raised by the `sim:throw` control: escapes the tool layer like a real handler fault (-32603 / HTTP 500). */
 export class SimulatorFault extends Error {}
 
@@ -93,6 +133,8 @@ export class SimulatorCore {
   private readonly recorder: SimRecorder;
   private readonly tempDir: string;
   private stopped = false;
+  /** The other operator states that refuse calls before routing, and the agent-commands opt-in. */
+  readonly gates: SimulatorGates = { consentPending: false, bootstrapOnly: false, agentCommands: true };
 
   constructor(options: SimulatorOptions = {}) {
     this.now = options.now ?? (() => new Date());
@@ -121,11 +163,15 @@ export class SimulatorCore {
   /** One JSON-RPC message in, its response out (null for a notification). Throws on a handler fault. */
   async dispatch(msg: unknown): Promise<JsonRpcResponse | null> {
     if (!isPlainObject(msg)) return rpcError(null, -32600, 'Invalid Request');
-    const hasId = 'id' in msg;
     const id = msg.id;
-    if (hasId && !(id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))))
+    if (
+      id !== undefined &&
+      !(id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)))
+    )
       return rpcError(null, -32600, 'Invalid Request: id must be a string, a number or null');
-    const rid = hasId ? (id as string | number | null) : null;
+    // As the real server: an absent id and `"id": null` are the same; the four methods below are still
+    // answered (with id null: an id-less tools/call runs), anything else without an id is a notification.
+    const rid = id === undefined ? null : (id as string | number | null);
     if (msg.jsonrpc !== '2.0' || typeof msg.method !== 'string')
       return rpcError(rid, -32600, 'Invalid Request: needs jsonrpc "2.0" and a method');
     const method = msg.method;
@@ -137,6 +183,7 @@ export class SimulatorCore {
           capabilities: { tools: {} },
           serverInfo: { name: 'MCEC', version: SIM_VERSION },
           instructions: INSTRUCTIONS,
+          commandAccess: { agentCommands: this.gates.agentCommands ? 'enabled' : 'disabled', granted: [] },
         };
         break;
       case 'ping':
@@ -152,10 +199,10 @@ export class SimulatorCore {
         break;
       }
       default:
-        if (!hasId || method.startsWith('notifications/')) return null;
+        if (rid === null) return null;
         return rpcError(rid, -32601, `Method not found: ${method}`);
     }
-    return hasId ? rpcResult(rid, result) : null;
+    return rpcResult(rid, result);
   }
 
   /** Like dispatch, but a handler fault becomes a -32603 response (as on stdio). */
@@ -178,20 +225,26 @@ export class SimulatorCore {
     return this.handle(msg);
   }
 
-  /** Run one tool call and shape its CallToolResult exactly as the real server does. */
+  /**
+   * Run one tool call and shape its CallToolResult exactly as the real server does, gates and routing in
+   * its order (mcec-wire §8): the refusals checked before routing (emergency stop, bootstrap-only, consent
+   * pending, and for the session-* tools agent-commands-disabled and session-end's bad-arguments) carry
+   * the default session's id; an unknown `sessionId` is refused with that id echoed; everything else carries
+   * the id of the session it ran in, the default one when the call named none.
+   */
   async callTool(name: string, rawArgs?: unknown): Promise<CallToolResult> {
     // Like the server, arguments that are not an object read as none.
     const args: Record<string, unknown> = isPlainObject(rawArgs) ? { ...rawArgs } : {};
     const argSession = typeof args.sessionId === 'string' ? args.sessionId : null;
-    const refuse = (f: ToolFailure, sessionId = argSession) => this.failure(sessionId, f, undefined);
+    const refuseDefault = (f: ToolFailure) => this.failure(this.sessions.defaultSession.id, f, undefined);
 
     if (name === 'send_command' && typeof args.command === 'string') {
       const control = args.command.trim();
-      if (control.toLowerCase().startsWith('sim:')) return this.simControl(control, argSession);
+      if (control.toLowerCase().startsWith('sim:')) return this.simControl(control);
     }
     // The operator's emergency stop latches before anything else, like the real server's gate.
     if (this.stopped)
-      return refuse(
+      return refuseDefault(
         new ToolFailure(
           'emergency-stopped',
           'internal',
@@ -199,25 +252,57 @@ export class SimulatorCore {
           'refusal',
         ),
       );
+    if (this.gates.bootstrapOnly && !BOOTSTRAP_TOOLS.has(name))
+      return refuseDefault(
+        new ToolFailure(
+          'bootstrap-only',
+          'internal',
+          "This is MCEC's installed copy serving the provisioning bootstrap: only provision-session and end-session are available here. Call provision-session to get a fresh, disposable, isolated MCEC instance.",
+          'refusal',
+        ),
+      );
+    if (this.gates.consentPending && !SERVED_DURING_CONSENT.has(name))
+      return refuseDefault(
+        new ToolFailure(
+          'consent-pending',
+          'internal',
+          `An operator consent prompt (request-command-access) is open; actuation is paused until the operator answers. Only observation tools (${[...SERVED_DURING_CONSENT].join('/')}) are served right now. Wait for the pending request-command-access call to return, then retry.`,
+          'refusal',
+        ),
+      );
     const tool = toolByName(name);
-    if (!tool) return refuse(new ToolFailure('unknown-tool', 'internal', `Unknown tool: ${name}`, 'refusal'));
+    if (tool?.kind === 'lifecycle') {
+      if (!this.gates.agentCommands) return refuseDefault(agentCommandsDisabled());
+      if (name === 'session-end' && (argSession ?? '').trim() === '')
+        return refuseDefault(
+          badArguments("session-end requires a non-empty 'sessionId' argument (the session to end)."),
+        );
+    }
 
     let session = this.sessions.defaultSession;
-    let envSessionId: string | null = tool.routed ? null : argSession;
-    if (tool.routed && argSession !== null) {
-      const s = this.sessions.get(argSession);
+    // Lifecycle tools read sessionId as their target, and the other unrouted tools (provisioning) as the
+    // id of an install: both answer in the default session. Only routed tools route by it.
+    if (tool?.routed !== false && argSession !== null && argSession !== '') {
+      const s = this.sessions.get(argSession.trim());
+      // The rejected id is echoed as sent, blank ones included.
       if (!s || s.ended)
-        return refuse(
+        return this.failure(
+          argSession,
           new ToolFailure(
             'unknown-session',
             'invalid-argument',
-            s ? `Session '${argSession}' has ended.` : `No session has id '${argSession}'.`,
+            `Unknown sessionId '${argSession}'. It was never started or has ended. Call session-start to get a fresh sessionId, or omit sessionId to use the default session.`,
             'refusal',
           ),
+          undefined,
         );
       session = s;
-      envSessionId = argSession;
     }
+    const refuse = (f: ToolFailure) => this.failure(session.id, f, undefined);
+    if (!tool) return refuse(new ToolFailure('unknown-tool', 'internal', `Unknown tool: ${name}`, 'refusal'));
+    if (!this.gates.agentCommands && tool.kind !== 'meta' && tool.routed)
+      return refuse(agentCommandsDisabled());
+
     // Snapshot the last good observation before this call can replace it.
     const prior = session.lastObservation ? structuredClone(session.lastObservation) : undefined;
     const ctx: ToolContext = {
@@ -240,20 +325,28 @@ export class SimulatorCore {
         e instanceof ToolFailure
           ? e
           : new ToolFailure('unhandled', 'internal', `Unhandled error: ${(e as Error).message}`, 'command');
-      if (failure.kind === 'refusal') return this.failure(envSessionId, failure, undefined);
+      // A lifecycle refusal names the session it was about (session-status's unknown id is echoed).
+      const stamp =
+        tool.kind === 'lifecycle' && failure.code === 'unknown-session' && argSession !== null
+          ? argSession
+          : session.id;
+      if (failure.kind === 'refusal') return this.failure(stamp, failure, undefined);
       if (tool.routed) session.lastAction = name;
       // send_command failures never carry an observation, and are not kept as the session's last error.
-      if (tool.kind === 'meta') return this.failure(envSessionId, failure, undefined);
-      const env = this.failure(envSessionId, failure, prior, session);
-      return env;
+      if (tool.kind === 'meta') return this.failure(stamp, failure, undefined);
+      return this.failure(stamp, failure, prior, session);
     }
     if (tool.routed) session.lastAction = name;
     if (tool.kind === 'observation') await this.sessions.recordObservation(session, success.result);
-    if (name === 'session-start') envSessionId = String(success.result.sessionId);
-    return this.success(envSessionId, success);
+    // session-start, -status and -end are stamped with the session they started, inspected or ended.
+    const stamp =
+      tool.kind === 'lifecycle' && typeof success.result.sessionId === 'string'
+        ? success.result.sessionId
+        : session.id;
+    return this.success(stamp, success);
   }
 
-  private success(sessionId: string | null, s: ToolSuccess): CallToolResult {
+  private success(sessionId: string, s: ToolSuccess): CallToolResult {
     const envelope: Record<string, unknown> = { ok: true, sessionId, result: s.result };
     if (s.warnings && s.warnings.length > 0) envelope.warnings = s.warnings;
     const content: ContentBlock[] = [];
@@ -263,7 +356,7 @@ export class SimulatorCore {
   }
 
   private failure(
-    sessionId: string | null,
+    sessionId: string,
     f: ToolFailure,
     lastObservation: Record<string, unknown> | undefined,
     session?: SimSession,
@@ -285,22 +378,39 @@ export class SimulatorCore {
     return { content: [{ type: 'text', text: serializeWire(envelope) }], isError: true };
   }
 
-  /** Hidden controls over send_command: `sim:emergency-stop on|off` and `sim:throw`. They bypass every gate. */
-  private simControl(command: string, sessionId: string | null): CallToolResult {
+  /**
+   * Hidden controls over send_command (they bypass every gate and answer in the default session):
+   * `sim:emergency-stop on|off`, `sim:consent-pending on|off`, `sim:bootstrap-only on|off`,
+   * `sim:agent-commands on|off` and `sim:throw`.
+   */
+  private simControl(command: string): CallToolResult {
     const [verb, arg] = command.toLowerCase().split(/\s+/);
+    const stamp = this.sessions.defaultSession.id;
     if (verb === 'sim:throw') throw new SimulatorFault('simulated handler fault (sim:throw)');
-    if (verb === 'sim:emergency-stop' && (arg === 'on' || arg === 'off')) {
-      this.emergencyStop(arg === 'on', 'sim-control');
-      return this.success(sessionId, {
-        result: { output: arg === 'on' ? 'emergency stop engaged' : 'emergency stop released' },
-      });
+    if (arg === 'on' || arg === 'off') {
+      const on = arg === 'on';
+      let output: string | undefined;
+      if (verb === 'sim:emergency-stop') {
+        this.emergencyStop(on, 'sim-control');
+        output = on ? 'emergency stop engaged' : 'emergency stop released';
+      } else if (verb === 'sim:consent-pending') {
+        this.gates.consentPending = on;
+        output = on ? 'consent prompt open' : 'consent prompt answered';
+      } else if (verb === 'sim:bootstrap-only') {
+        this.gates.bootstrapOnly = on;
+        output = on ? 'bootstrap-only on' : 'bootstrap-only off';
+      } else if (verb === 'sim:agent-commands') {
+        this.gates.agentCommands = on;
+        output = on ? 'agent commands enabled' : 'agent commands disabled';
+      }
+      if (output !== undefined) return this.success(stamp, { result: { output } });
     }
     return this.failure(
-      sessionId,
+      stamp,
       new ToolFailure(
         'unknown-command',
         'internal',
-        `Unknown simulator control '${command}'; use 'sim:emergency-stop on|off' or 'sim:throw'.`,
+        `Unknown simulator control '${command}'; use 'sim:emergency-stop|consent-pending|bootstrap-only|agent-commands on|off' or 'sim:throw'.`,
         'command',
       ),
       undefined,

@@ -9,7 +9,7 @@ export interface SimSession {
   id: string;
   startedAt: Date;
   artifactDir: string;
-  /** True for the implicit default session (the envelope's sessionId is null for it). */
+  /** True for the implicit default session (created on first use; its id is on every envelope of its calls). */
   isDefault: boolean;
   ended: boolean;
   activeTarget?: WindowInfo;
@@ -48,7 +48,7 @@ const SUMMARY_KEYS = [
 
 /** The registry of sessions: the implicit default one plus those started with session-start. */
 export class SessionStore {
-  readonly defaultSession: SimSession;
+  private current: SimSession | undefined;
   private readonly byId = new Map<string, SimSession>();
   /** Path-only captures count across sessions (CaptureContent's static counter), apart from compaction's. */
   private pathOnlyCounter = 0;
@@ -57,8 +57,12 @@ export class SessionStore {
     private readonly root: string,
     private readonly now: () => Date,
     private readonly nextId: () => string,
-  ) {
-    this.defaultSession = this.create(true);
+  ) {}
+
+  /** The implicit default session, created with a real 12-hex id on first use (again after it is ended). */
+  get defaultSession(): SimSession {
+    this.current ??= this.create(true);
+    return this.current;
   }
 
   private create(isDefault: boolean): SimSession {
@@ -86,6 +90,17 @@ export class SessionStore {
   /** A session by id (ended ones included), or undefined. */
   get(id: string): SimSession | undefined {
     return this.byId.get(id);
+  }
+
+  /**
+   * End a session; true when it was live. Ending the default session drops it, so the next call without a
+   * sessionId gets a fresh default session (as the real server does).
+   */
+  end(s: SimSession): boolean {
+    if (s.ended) return false;
+    s.ended = true;
+    if (this.current === s) this.current = undefined;
+    return true;
   }
 
   /** The status object the wire carries (a deep copy, so later changes do not leak into old replies). */

@@ -534,31 +534,42 @@ async function runSessionStart(ctx: ToolContext): Promise<ToolSuccess> {
   return { result: { ...ctx.sessions.status(s) } };
 }
 
-function sessionTarget(ctx: ToolContext, required: boolean): SimSession {
-  const id = str(ctx.args, 'sessionId');
-  if (id === undefined) {
-    if (required) throw badArguments("session-end requires a 'sessionId' argument.");
-    return ctx.sessions.defaultSession;
-  }
-  const s = ctx.sessions.get(id);
-  if (!s)
-    throw new ToolFailure('unknown-session', 'invalid-argument', `No session has id '${id}'.`, 'refusal');
+/** The live session a lifecycle tool's `sessionId` names (trimmed, as the server does); absent or empty: the default. */
+function sessionTarget(ctx: ToolContext): SimSession {
+  const raw = str(ctx.args, 'sessionId');
+  if (raw === undefined || raw === '') return ctx.sessions.defaultSession;
+  const s = ctx.sessions.get(raw.trim());
+  if (!s || s.ended)
+    throw new ToolFailure(
+      'unknown-session',
+      'invalid-argument',
+      `Unknown sessionId '${raw}'. It was never started or has ended. Call session-start, or omit sessionId for the default session.`,
+      'refusal',
+    );
   return s;
 }
 
 async function runSessionStatus(ctx: ToolContext): Promise<ToolSuccess> {
-  return { result: { ...ctx.sessions.status(sessionTarget(ctx, false)) } };
+  return { result: { ...ctx.sessions.status(sessionTarget(ctx)) } };
 }
 
+/** Idempotent, as the real server: an unknown or ended id gives `ended: false`; the default session can end too. */
 async function runSessionEnd(ctx: ToolContext): Promise<ToolSuccess> {
-  const s = sessionTarget(ctx, true);
-  if (s.isDefault)
+  const raw = str(ctx.args, 'sessionId') ?? '';
+  if (raw.trim() === '')
+    throw badArguments("session-end requires a non-empty 'sessionId' argument (the session to end).");
+  const id = raw.trim();
+  const s = ctx.sessions.get(id);
+  const ended = s !== undefined && ctx.sessions.end(s);
+  if (!ended)
     return {
-      result: { sessionId: s.id, ended: false, note: 'The implicit default session cannot be ended.' },
+      result: {
+        sessionId: id,
+        ended: false,
+        note: 'No live session had that id (already ended or never started); nothing to do.',
+      },
     };
-  if (s.ended) return { result: { sessionId: s.id, ended: false, note: 'The session had already ended.' } };
-  s.ended = true;
-  return { result: { sessionId: s.id, ended: true } };
+  return { result: { sessionId: id, ended: true } };
 }
 
 // ---------------------------------------------------------------------------------------------
