@@ -36,6 +36,10 @@ export interface ServerInfo {
   name: string;
   version: string;
   protocolVersion?: string;
+  /** MCEC's non-standard connect-time map of enabled and gated commands. */
+  commandAccess?: unknown;
+  /** sha256 (hex) of the `instructions` text (about 26 KB on MCEC): which guidance the agent was given. */
+  instructionsSha256?: string;
 }
 
 /** A session's `environment` column: `{os, node, recorder, server?}`. */

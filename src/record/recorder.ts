@@ -4,7 +4,7 @@
  * images into artifacts, redact, then group-commit into each session's SQLite log. Recording never breaks a
  * call: failures are counted, reported once on stderr and written as `record-failure` events.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ArtifactStore } from '../artifacts/artifact-store.js';
@@ -40,6 +40,7 @@ import {
   withAbsoluteArtifacts,
   withLastObservation,
 } from './outcome.js';
+import { answersInDefaultSession, isPreRoutingRefusal, routingArgument } from './routing.js';
 import { RecordedSession, type SessionVia } from './session.js';
 import { isoTime } from './time.js';
 import type {
@@ -72,6 +73,12 @@ function parsedOk(text: string): boolean | undefined {
   }
 }
 
+/** One line of untrusted text, at most `max` characters. */
+function clipText(text: string, max: number): string {
+  const line = text.slice(0, max + 1).replace(/[\u0000-\u001f\u007f]+/g, ' ');
+  return line.length > max ? `${line.slice(0, max)}...` : line;
+}
+
 /** failureValueNow's answer when the value depends on work still queued. */
 const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
 
@@ -93,6 +100,15 @@ const MAX_OBSERVATION_CHARS = 256 * 1024;
 const HOLD_PENDING_MS = 10;
 /** How long a commit waits for another writer's lock (commits run on the event loop: keep it short). */
 const BUSY_TIMEOUT_MS = 20;
+/** Handshake events kept while no session has been seen; past this many the rest are counted. */
+const MAX_PREAMBLE_EVENTS = 1000;
+
+/** An event of the connection (handshake, protocol fault) waiting for the first session to land in. */
+interface PreambleEvent {
+  kind: string;
+  detail: unknown;
+  at: Date;
+}
 
 interface CallState {
   tool: string;
@@ -103,7 +119,9 @@ interface CallState {
   transport: Transport;
   startedAt: Date;
   t0: number;
-  /** The session known when the call started: its `sessionId` argument, else the default. */
+  /** The session the call names by its `sessionId` argument (trimmed; not for provision/end-session). */
+  routeArg: string | undefined;
+  /** The session known when the call started: `routeArg`, else the server's default session, else ours. */
   hintId: string;
   hintVia: SessionVia;
   session?: RecordedSession;
@@ -170,6 +188,13 @@ class RecorderImpl implements Recorder {
   private observationsInFlight = 0;
   /** Some session has held a last good observation (a failure may need one attached). */
   private anyObservation = false;
+  /** The server's default session, as it last stamped a call that named no session (mcec-wire §8). */
+  private ambientId: string | undefined;
+  /** Where the connection's last tool call landed: events without a session go there. */
+  private current: RecordedSession | undefined;
+  /** Handshake and protocol faults seen before any session: written into the first one a call lands in. */
+  private preamble: PreambleEvent[] = [];
+  private preambleDropped = 0;
 
   constructor(options: RecorderOptions) {
     this.options = options;
@@ -216,18 +241,19 @@ class RecorderImpl implements Recorder {
     transport: Transport,
     startedAt: Date,
   ): CallState {
-    const argId = isRecord(args) ? args.sessionId : undefined;
-    const hasArgId = typeof argId === 'string' && argId !== '';
+    const name = typeof tool === 'string' ? tool : String(tool);
+    const routeArg = routingArgument(name, args);
     const call: CallState = {
-      tool: typeof tool === 'string' ? tool : String(tool),
+      tool: name,
       args,
       rpcId,
       method,
       transport,
       startedAt,
       t0: performance.now(),
-      hintId: hasArgId ? argId : this.defaultSessionId,
-      hintVia: hasArgId ? 'argument' : 'default',
+      routeArg,
+      hintId: routeArg ?? this.ambientId ?? this.defaultSessionId,
+      hintVia: routeArg !== undefined ? 'argument' : this.ambientId !== undefined ? 'envelope' : 'default',
       seq: 0,
       argsJson: null,
       argsDropped: false,
@@ -539,14 +565,17 @@ class RecorderImpl implements Recorder {
       s.hasContent = true;
       s.addEvent('unsafe-session-id', { originalId: s.originalId, derivedId: id }, null, startedAt);
     }
-    this.ensureLog(s);
+    // The log (and the dir) is opened by the session's first tool call: a session without one is not written.
     return s;
   }
 
-  /** The session's log, opened on first use; null while it cannot be opened (retried every second). */
+  /**
+   * The session's log, opened on first use by a tool call; null while it cannot be opened (retried every
+   * second) and for a session that holds no call (nothing is written for it).
+   */
   private ensureLog(s: RecordedSession): SessionLog | null {
     if (s.log) return s.log;
-    if (this.closed || performance.now() < s.nextOpenAt) return null;
+    if (this.closed || s.counts.calls === 0 || performance.now() < s.nextOpenAt) return null;
     try {
       this.options.faults?.beforeStage?.('open');
       const row: SessionRow = {
@@ -562,7 +591,9 @@ class RecorderImpl implements Recorder {
         writer_pid: process.pid,
         environment: JSON.stringify(environmentOf(this.server)),
         last_observation: null,
+        ...s.fields,
       };
+      const existed = fs.existsSync(s.dir);
       const log = SessionLog.open({
         dir: s.dir,
         session: row,
@@ -570,6 +601,7 @@ class RecorderImpl implements Recorder {
         pragmas: this.options.faults?.sqlitePragmas ?? [],
       });
       s.log = log;
+      s.createdDir ||= !existed;
       s.artifacts = new ArtifactStore({ sessionDir: s.dir, maxArtifactBytes: this.maxArtifactBytes });
       s.seq = Math.max(s.seq, log.existingMaxSeq);
     } catch (err) {
@@ -730,13 +762,11 @@ class RecorderImpl implements Recorder {
       ? undefined
       : this.stage('parse', () => call.read ?? readToolOutput(call.output));
     const env: Envelope | undefined = out ? out.envelope : undefined;
-    const s = this.stage('route', () => this.route(call, source, env));
+    const { s, unsafeFrom } = this.stage('route', () => this.route(call, source, env));
     const violations: Violation[] = out ? [...out.violations] : [];
-    const routedFrom =
-      env && typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : call.hintId;
-    if (!isSafeSessionId(routedFrom)) {
+    if (unsafeFrom !== undefined) {
       violations.push({
-        path: routedFrom === call.hintId ? '/arguments/sessionId' : '/sessionId',
+        path: env?.sessionId === unsafeFrom ? '/sessionId' : '/arguments/sessionId',
         message: `session id is not path-safe; recorded as ${s.id}`,
       });
     }
@@ -785,31 +815,72 @@ class RecorderImpl implements Recorder {
     this.finishComplete(ctx, envC, respC);
   }
 
-  /** The session a completed call belongs to; moves its pending row when the envelope names another one. */
-  private route(call: CallState, source: RecordedSession, env: Envelope | undefined): RecordedSession {
-    let raw = call.hintId;
-    let via: SessionVia = call.hintVia;
-    let startedAt = call.startedAt;
+  /**
+   * The session a completed call belongs to, as MCEC means its ids (mcec-wire §8); moves the call's pending
+   * row there when it started elsewhere. `unsafeFrom` is set when the id it came from was not path-safe.
+   */
+  private route(
+    call: CallState,
+    source: RecordedSession,
+    env: Envelope | undefined,
+  ): { s: RecordedSession; unsafeFrom?: string } {
+    const routed = this.routeTarget(call, env);
+    let target: RecordedSession;
+    let unsafeFrom: string | undefined;
+    if ('session' in routed) target = routed.session;
+    else {
+      target = this.sessionFor(routed.raw, routed.via, routed.startedAt);
+      if (!isSafeSessionId(routed.raw)) unsafeFrom = routed.raw;
+    }
+    if (target !== source) this.moveCall(call, source, target);
+    return { s: target, unsafeFrom };
+  }
+
+  /** Where a completed call goes: a session already known, or the id (and how it was learned) to record it under. */
+  private routeTarget(
+    call: CallState,
+    env: Envelope | undefined,
+  ): { session: RecordedSession } | { raw: string; via: SessionVia; startedAt: Date } {
+    const envId =
+      env && typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : undefined;
+    const code = env && !env.ok ? env.error.code : undefined;
     const result = env?.ok && isRecord(env.result) ? env.result : undefined;
-    if (env && typeof env.sessionId === 'string' && env.sessionId !== '') {
-      raw = env.sessionId;
-      via = 'envelope';
-    } else if (
-      call.tool === 'session-start' &&
-      result &&
-      typeof result.sessionId === 'string' &&
-      result.sessionId
-    ) {
-      raw = result.sessionId;
-    }
     if (call.tool === 'session-start' && result) {
-      via = 'session-start';
+      const started = typeof result.sessionId === 'string' && result.sessionId ? result.sessionId : envId;
       const serverStart = typeof result.startedAt === 'string' ? new Date(result.startedAt) : undefined;
-      if (serverStart && !Number.isNaN(serverStart.getTime())) startedAt = serverStart;
+      const startedAt = serverStart && !Number.isNaN(serverStart.getTime()) ? serverStart : call.startedAt;
+      return { raw: started ?? call.hintId, via: 'session-start', startedAt };
     }
-    const target = this.sessionFor(raw, via, startedAt);
-    if (target === source) return target;
-    // The call started in one session and its envelope names another: move it.
+    // The envelope echoes an id that names no session: the call stays where the connection is.
+    if (code === 'unknown-session') return { session: this.connectionSession(call) };
+    // The server's default id, learned from calls that run (or are refused) there whatever they named.
+    if (
+      envId !== undefined &&
+      (call.routeArg === undefined ||
+        answersInDefaultSession(call.tool) ||
+        (code !== undefined && isPreRoutingRefusal(call.tool, code))) &&
+      call.tool !== 'session-end'
+    )
+      this.ambientId = envId;
+    // A refusal stamped with the default id belongs to the session the call named.
+    if (code !== undefined && call.routeArg !== undefined && isPreRoutingRefusal(call.tool, code))
+      return { raw: call.routeArg, via: 'argument', startedAt: call.startedAt };
+    if (envId !== undefined) {
+      // Ending an id nobody started (ended: false) does not make it a session.
+      if (call.tool === 'session-end' && result?.ended === false && !this.knownSession(envId))
+        return { session: this.connectionSession(call) };
+      return { raw: envId, via: 'envelope', startedAt: call.startedAt };
+    }
+    return { raw: call.hintId, via: call.hintVia, startedAt: call.startedAt };
+  }
+
+  /** The connection's current session (where its last call landed), else our default session. */
+  private connectionSession(call: CallState): RecordedSession {
+    return this.current ?? this.sessionFor(this.defaultSessionId, 'default', call.startedAt);
+  }
+
+  /** Move a call (and its pending row) from the session it started in to the one it belongs to. */
+  private moveCall(call: CallState, source: RecordedSession, target: RecordedSession): void {
     if (call.begun) source.log?.deleteCall(call.seq);
     source.counts.calls -= 1;
     source.counts.pending -= 1;
@@ -822,7 +893,77 @@ class RecorderImpl implements Recorder {
     target.counts.pending += 1;
     target.hasContent = true;
     if (call.argsJson) target.storedBytes += call.argsJson.length;
-    return target;
+    this.dropIfEmpty(source);
+  }
+
+  /**
+   * A session this recorder created that no longer holds any call (its only calls moved out: a placeholder,
+   * or an id the server rejected) leaves nothing behind: its log is closed and its dir removed.
+   */
+  private dropIfEmpty(s: RecordedSession): void {
+    if (s.counts.calls !== 0 || s === this.current || this.closed) return;
+    this.sessions.delete(s.id);
+    this.dirty.delete(s);
+    this.noteUnwritten(s);
+    const log = s.log;
+    s.log = null;
+    s.artifacts = null;
+    if (!log) return;
+    log.discardQueue();
+    log.close();
+    if (s.createdDir) {
+      try {
+        fs.rmSync(s.dir, { recursive: true, force: true });
+      } catch {
+        // left behind (e.g. a reader holds it open on Windows): list hides sessions without calls
+      }
+    }
+  }
+
+  /** Tell stderr about what was declared for a session that is not written (it never held a tool call). */
+  private noteUnwritten(s: RecordedSession): void {
+    if (s.declared === 0) return;
+    try {
+      this.stderr(
+        `mcec-recorder: session ${s.id} holds no tool call; its ${s.declared} step/verdict/event record(s) ` +
+          'were not written',
+      );
+    } catch {
+      // a broken stderr must not break recording
+    }
+  }
+
+  /**
+   * The connection's current session is now `s`: the handshake and faults seen before any session, if any
+   * are waiting, are written into it.
+   */
+  private attach(s: RecordedSession): void {
+    this.current = s;
+    if (this.preamble.length === 0 && this.preambleDropped === 0) return;
+    for (const e of this.preamble) s.addEvent(e.kind, e.detail, null, e.at);
+    if (this.preambleDropped > 0) {
+      s.addEvent('record-failure', {
+        stage: 'event',
+        message: `${this.preambleDropped} handshake events before the first call were not kept`,
+        lost: 0,
+      });
+    }
+    this.preamble = [];
+    this.preambleDropped = 0;
+    this.dirty.add(s);
+  }
+
+  /** An event of the connection: into its current session, or kept for the first session a call lands in. */
+  private connectionEvent(kind: string, detail: unknown, at: Date): void {
+    const s = this.current;
+    if (s) {
+      s.addEvent(kind, detail, null, at);
+      s.hasContent = true;
+      this.dirty.add(s);
+      return;
+    }
+    if (this.preamble.length < MAX_PREAMBLE_EVENTS) this.preamble.push({ kind, detail, at });
+    else this.preambleDropped += 1;
   }
 
   private finishComplete(
@@ -831,6 +972,7 @@ class RecorderImpl implements Recorder {
     respC: Awaited<ReturnType<typeof compactImages>> | undefined,
   ): void {
     const { call, s, out } = ctx;
+    this.attach(s);
     if (envC) ctx.violations.push(...envC.violations);
     if (respC) ctx.violations.push(...respC.violations);
     const compactEnv = (envC ? envC.value : ctx.env) as Envelope | undefined;
@@ -1033,6 +1175,7 @@ class RecorderImpl implements Recorder {
 
   /** A call whose exchange failed at the transport (a proxy's target down, a client gone). */
   private completeFault(call: CallState, s: RecordedSession): void {
+    this.attach(s);
     s.counts.pending -= 1;
     call.counted = true;
     s.counts.failures += 1;
@@ -1075,25 +1218,39 @@ class RecorderImpl implements Recorder {
 
   // ---------------------------------------------------------------- events, exchanges, ends
 
+  /** A declared event: into the session it names, else the connection's current session (or the preamble). */
   private processEvent(sessionId: string | undefined, kind: string, detail: unknown, at: Date): void {
     if (this.closed) return;
-    const s = this.sessionFor(sessionId ?? this.defaultSessionId, sessionId ? 'argument' : 'default', at);
     const stored = this.stage('redact', () => this.withoutImageBytes(this.redactor.redact(detail)));
+    const id = sessionId?.trim();
+    if (!id) {
+      this.connectionEvent(kind, stored, at);
+      return;
+    }
+    const s = this.sessionFor(id, 'argument', at);
     s.addEvent(kind, stored, null, at);
     s.hasContent = true;
+    s.declared += 1;
     this.dirty.add(s);
   }
 
+  /**
+   * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications, protocol
+   * faults): an event of the connection. `initialize` starts a new connection: what follows it waits for
+   * the first session a call lands in.
+   */
   private processExchange(request: unknown, response: unknown, at: Date, failed?: string): void {
     if (this.closed) return;
-    const s = this.sessionFor(this.defaultSessionId, 'default', at);
     const req = isRecord(request) ? request : undefined;
     const method = typeof req?.method === 'string' ? req.method : null;
     const res = isRecord(response) ? response : undefined;
-    if (method === 'initialize' && res && isRecord(res.result)) this.learnServer(res.result);
+    if (method === 'initialize') {
+      this.current = undefined;
+      if (res && isRecord(res.result)) this.learnServer(res.result);
+    }
     if (res && isRecord(res.error)) {
       const e = res.error;
-      s.addEvent(
+      this.connectionEvent(
         'protocol-fault',
         {
           code: typeof e.code === 'number' ? e.code : null,
@@ -1101,25 +1258,22 @@ class RecorderImpl implements Recorder {
           id: res.id ?? null,
           method,
         },
-        null,
         at,
       );
-      s.hasContent = true;
     }
     const stored = this.stage('redact', () => ({
       request: this.withoutImageBytes(this.redactor.redact(request ?? null)),
       response: this.withoutImageBytes(this.redactor.redact(response ?? null)),
     }));
     const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
-    if (failed !== undefined) {
-      detail.error = this.redactor.scrubText(failed);
-      s.hasContent = true;
-    }
-    s.addEvent('exchange', detail, null, at);
-    this.dirty.add(s);
+    if (failed !== undefined) detail.error = this.redactor.scrubText(failed);
+    this.connectionEvent('exchange', detail, at);
   }
 
-  /** Server name and version from `initialize` go into every session's environment. */
+  /**
+   * The server's environment from `initialize` (name, version, protocol, MCEC's `commandAccess`, a sha256
+   * of its `instructions`) goes into every session's environment.
+   */
   private learnServer(result: Record<string, unknown>): void {
     const info = isRecord(result.serverInfo) ? result.serverInfo : {};
     const server: ServerInfo = {
@@ -1127,6 +1281,13 @@ class RecorderImpl implements Recorder {
       version: typeof info.version === 'string' ? info.version : '',
     };
     if (typeof result.protocolVersion === 'string') server.protocolVersion = result.protocolVersion;
+    if (result.commandAccess !== undefined) {
+      const access = jsonOrNull(this.redactor.redact(result.commandAccess));
+      // A map of tool names: a few hundred bytes on MCEC; anything huge is not kept.
+      if (access !== null && access.length <= 64 * 1024) server.commandAccess = JSON.parse(access);
+    }
+    if (typeof result.instructions === 'string')
+      server.instructionsSha256 = createHash('sha256').update(result.instructions, 'utf8').digest('hex');
     this.server = server;
     const environment = JSON.stringify(environmentOf(server));
     for (const s of this.sessions.values()) {
@@ -1140,6 +1301,7 @@ class RecorderImpl implements Recorder {
     if (this.closed) return;
     const s = this.sessionFor(sessionId, 'argument', at);
     s.hasContent = true;
+    s.declared += 1;
     this.endSession(s, { via: 'end', ...verdict }, at);
   }
 
@@ -1161,7 +1323,8 @@ class RecorderImpl implements Recorder {
     }
     s.addEvent('session-end', detail, null, at);
     const log = this.ensureLog(s);
-    log?.setSessionFields(fields);
+    if (log) log.setSessionFields(fields);
+    else Object.assign(s.fields, fields);
     this.dirty.add(s);
   }
 
@@ -1175,6 +1338,10 @@ class RecorderImpl implements Recorder {
     this.lastCommitAt = now;
     let retry = false;
     for (const s of [...this.dirty]) {
+      if (!s.log && s.counts.calls === 0) {
+        this.dirty.delete(s); // holds no tool call: nothing is written for it (its events wait in memory)
+        continue;
+      }
       const log = s.log ?? this.ensureLog(s);
       if (!log) {
         retry = true;
@@ -1406,16 +1573,47 @@ class RecorderImpl implements Recorder {
         s.counts.lostCalls += lost;
         this.reportOnce('commit', s, thrownMessage(outcome.error));
       }
-      // A default session that only ever held calls moved elsewhere leaves no empty dir behind.
-      if (s.via === 'default' && !s.hasContent && s.counts.calls === 0) {
+      // A session that holds no call (they all moved elsewhere) leaves no dir behind.
+      if (s.counts.calls === 0 && s.createdDir) {
         try {
           fs.rmSync(s.dir, { recursive: true, force: true });
         } catch {
-          // leaving an empty session behind is harmless
+          // left behind (a reader holds it open on Windows): list hides sessions without calls
         }
       }
     }
+    for (const s of this.sessions.values()) if (s.counts.calls === 0) this.noteUnwritten(s);
+    this.notePreamble();
     this.releaseRoom(true);
+  }
+
+  /** A handshake no tool call ever followed is written to no session: stderr says what it held. */
+  private notePreamble(): void {
+    const events = this.preamble;
+    if (events.length === 0 && this.preambleDropped === 0) return;
+    this.preamble = [];
+    const methods = new Map<string, number>();
+    const faults: string[] = [];
+    for (const e of events) {
+      const d = isRecord(e.detail) ? e.detail : {};
+      if (e.kind === 'exchange') {
+        const m = typeof d.method === 'string' ? d.method : '(not a request)';
+        methods.set(m, (methods.get(m) ?? 0) + 1);
+      } else if (e.kind === 'protocol-fault') {
+        faults.push(`${String(d.code)} ${clipText(String(d.message ?? ''), 80)}`);
+      } else methods.set(e.kind, (methods.get(e.kind) ?? 0) + 1);
+    }
+    const seen = [...methods].map(([m, n]) => (n > 1 ? `${m} x${n}` : m)).join(', ');
+    const dropped = this.preambleDropped > 0 ? ` (+${this.preambleDropped} not kept)` : '';
+    const faultText = faults.length > 0 ? `; protocol faults: ${faults.slice(0, 5).join(' | ')}` : '';
+    this.preambleDropped = 0;
+    try {
+      this.stderr(
+        `mcec-recorder: no tool call followed the handshake, so no session was written for it: ${seen || 'nothing'}${dropped}${faultText}`,
+      );
+    } catch {
+      // a broken stderr must not break close
+    }
   }
 }
 

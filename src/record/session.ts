@@ -1,5 +1,6 @@
 /** One recorded session's state: its log and artifact store (opened lazily), counts and last good observation. */
 import type { ArtifactStore } from '../artifacts/artifact-store.js';
+import type { SessionRow } from '../store/schema.js';
 import type { EventRecord, SessionLog } from '../store/session-log.js';
 import type { SessionCounts } from './types.js';
 
@@ -67,6 +68,12 @@ export class RecordedSession {
   nextCommitAt = 0;
   /** True once something worth keeping happened here (a call, a step, a verdict, a fault). */
   hasContent = false;
+  /** Steps, verdicts and events declared for this session (kept only if it ever holds a tool call). */
+  declared = 0;
+  /** This recorder created the session's dir (so it may remove it again when the session holds no call). */
+  createdDir = false;
+  /** Session fields set before the log was open (an end before any call), applied when it opens. */
+  fields: Partial<SessionRow> = {};
   private buffered: EventRecord[] = [];
   private bufferedDropped = 0;
 

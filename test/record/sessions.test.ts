@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -77,14 +78,16 @@ describe('sessions', () => {
     gate.resolve();
     await pending;
     await recorder.flush();
-    expect(calls(dirOf('ffff00000006'))).toEqual([]);
+    // The session the argument named holds no call any more: it leaves nothing behind, at once.
+    expect(sessionDirs(root).filter((d) => d.endsWith('-ffff00000006'))).toEqual([]);
     expect(calls(dirOf('eeee00000005')).map((r) => [r.seq, r.tool, r.status])).toEqual([[1, 'find', 'ok']]);
     expect(events(dirOf('eeee00000005'), 'session-start')[0]!.data).toEqual({
       sessionId: 'eeee00000005',
       via: 'envelope',
     });
-    expect(recorder.session('ffff00000006')?.counts.calls).toBe(0);
+    expect(recorder.session('ffff00000006')).toBeUndefined();
     await recorder.close();
+    expect(sessionDirs(root)).toEqual([expect.stringMatching(/-eeee00000005$/)]);
   });
 
   it('never uses an unsafe id in a path: a derived name, an event and a violation', async () => {
@@ -187,7 +190,7 @@ describe('sessions', () => {
 });
 
 describe('exchanges (the proxies)', () => {
-  it('records initialize into the environment, tools/call as calls, and the rest as exchange events', async () => {
+  it('records initialize into the environment, tools/call as calls, and the rest as exchange events in the first session', async () => {
     const recorder = createRecorder({ sessionsDir: root, transport: 'stdio' });
     recorder.recordExchange(
       { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18' } },
@@ -198,6 +201,8 @@ describe('exchanges (the proxies)', () => {
           protocolVersion: '2025-06-18',
           serverInfo: { name: 'MCEC', version: '3.1.0' },
           capabilities: {},
+          instructions: 'Observe, then act.',
+          commandAccess: { enabled: ['capture'], gated: ['launch'] },
         },
       },
     );
@@ -279,37 +284,32 @@ describe('exchanges (the proxies)', () => {
     });
     expect(JSON.parse(rows[0]!.response!).result.content).toEqual([{ type: 'text', text: '[envelope]' }]);
     expect(rows[2]!.error_detail).toBe('target down: ECONNREFUSED');
-    expect(events(dir, 'protocol-fault').map((e) => [e.call_seq, e.data])).toEqual([
-      [2, { code: -32601, message: 'Method not found', id: 13, method: 'tools/call' }],
-    ]);
-
-    const def = dirOf(recorder.defaultSessionId);
+    // The handshake and the protocol faults went into the session of the first call: no other session.
+    expect(sessionDirs(root)).toEqual([path.basename(dir)]);
     const env = JSON.parse(
-      withLog(
-        def,
-        (db) => (db.prepare('SELECT environment FROM session').get() as { environment: string }).environment,
-      ),
-    );
-    expect(env.server).toEqual({ name: 'MCEC', version: '3.1.0', protocolVersion: '2025-06-18' });
-    // Sessions opened before or after initialize carry the server too.
-    const env2 = JSON.parse(
       withLog(
         dir,
         (db) => (db.prepare('SELECT environment FROM session').get() as { environment: string }).environment,
       ),
     );
-    expect(env2.server).toMatchObject({ name: 'MCEC' });
-    expect(events(def, 'exchange').map((e) => e.data.method)).toEqual([
+    expect(env.server).toEqual({
+      name: 'MCEC',
+      version: '3.1.0',
+      protocolVersion: '2025-06-18',
+      commandAccess: { enabled: ['capture'], gated: ['launch'] },
+      instructionsSha256: createHash('sha256').update('Observe, then act.').digest('hex'),
+    });
+    expect(events(dir, 'exchange').map((e) => e.data.method)).toEqual([
       'initialize',
       'notifications/initialized',
       'tools/list',
       null,
     ]);
-    expect(events(def, 'protocol-fault').map((e) => e.data)).toEqual([
-      { code: -32700, message: 'Parse error', id: null, method: null },
+    expect(events(dir, 'protocol-fault').map((e) => [e.call_seq, e.data])).toEqual([
+      [2, { code: -32601, message: 'Method not found', id: 13, method: 'tools/call' }],
+      [null, { code: -32700, message: 'Parse error', id: null, method: null }],
     ]);
-    expect(expectEventsValid(def)).toBeGreaterThan(5);
-    expect(expectEventsValid(dir)).toBeGreaterThan(1);
+    expect(expectEventsValid(dir)).toBeGreaterThan(5);
   });
 
   it('takes events and secrets from a proxy: a remembered token is scrubbed everywhere', async () => {
