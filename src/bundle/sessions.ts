@@ -34,7 +34,10 @@ export async function summarizeSession(dir: string): Promise<SessionSummary> {
   }
 }
 
-/** Every session under `sessionsDir`, oldest first, with its verdict; `failedOnly` keeps FAIL ones. */
+/**
+ * Every session under `sessionsDir` that holds a tool call (or cannot be read), oldest first, with its
+ * verdict; `failedOnly` keeps FAIL ones.
+ */
 export async function listSessionSummaries(
   sessionsDir: string,
   options: { failedOnly?: boolean } = {},
@@ -42,6 +45,8 @@ export async function listSessionSummaries(
   const out: SessionListing[] = [];
   for (const loc of listSessions(sessionsDir)) {
     const row = await listing(loc);
+    // A session without a tool call is not a run (the recorder writes none; older versions did).
+    if (row.error === undefined && row.calls === 0) continue;
     if (options.failedOnly && row.verdict !== 'FAIL') continue;
     out.push(row);
   }

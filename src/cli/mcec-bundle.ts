@@ -227,7 +227,9 @@ Examples:
   withSessions(
     program
       .command('list')
-      .description('list sessions: id, start, duration, calls, failures, verdict (oldest first)')
+      .description(
+        'list sessions that hold tool calls: id, start, duration, calls, failures, verdict (oldest first)',
+      )
       .option('--failed', 'only sessions whose verdict is FAIL')
       .option('--json', 'print the list as JSON'),
   )

@@ -1,8 +1,19 @@
 /** Reading JSON-RPC messages seen on the wire, only to decide how to record them (never to re-send). */
 
-/** One wire message, classified for recording. */
+/**
+ * Methods MCEC answers even without an id (absent or null): with `"id": null`, and an id-less tools/call
+ * runs (mcec-wire §8). Any other method without an id is a notification.
+ */
+export const ANSWERED_WITHOUT_ID: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'tools/call',
+]);
+
+/** One wire message, classified for recording. A request's id is null when it had none (or null). */
 export type WireMessage =
-  | { kind: 'request'; id: string | number; method: string; message: Record<string, unknown> }
+  | { kind: 'request'; id: string | number | null; method: string; message: Record<string, unknown> }
   | { kind: 'notification'; method: string; message: Record<string, unknown> }
   | { kind: 'response'; id: string | number | null; message: Record<string, unknown> }
   | { kind: 'invalid'; reason: string; message: unknown };
@@ -32,14 +43,30 @@ export function classifyParsed(parsed: unknown): WireMessage {
   const method = message.method;
   const idOk = typeof id === 'string' || typeof id === 'number';
   if (typeof method === 'string') {
-    if (id === undefined) return { kind: 'notification', method, message };
     if (idOk) return { kind: 'request', id, method, message };
-    return { kind: 'invalid', reason: 'request id is not a string or number', message };
+    if (id === undefined || id === null) {
+      if (ANSWERED_WITHOUT_ID.has(method)) return { kind: 'request', id: null, method, message };
+      return { kind: 'notification', method, message };
+    }
+    return { kind: 'invalid', reason: 'request id is not a string, a number or null', message };
   }
   if ('result' in message || 'error' in message) {
     if (idOk || id === null) return { kind: 'response', id, message };
   }
   return { kind: 'invalid', reason: 'not a JSON-RPC request or response', message };
+}
+
+/**
+ * Which answered-without-id method a result answers, read from its shape (an id-null answer names no
+ * request): content blocks for tools/call, tools for tools/list, protocolVersion for initialize, else ping.
+ */
+export function methodOfResult(result: unknown): string {
+  if (result === null || typeof result !== 'object' || Array.isArray(result)) return 'ping';
+  const r = result as Record<string, unknown>;
+  if (Array.isArray(r.content)) return 'tools/call';
+  if (Array.isArray(r.tools)) return 'tools/list';
+  if ('protocolVersion' in r || 'serverInfo' in r) return 'initialize';
+  return 'ping';
 }
 
 /** Map key for a JSON-RPC id that keeps 1 and "1" apart. */

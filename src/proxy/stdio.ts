@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
-import { classifyMessage, idKey } from './jsonrpc.js';
+import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
 import { isBlankLine, LineSplitter } from './lines.js';
 import type { ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
 import { WireRecording } from './wire-recording.js';
@@ -43,6 +43,8 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   const recorder = options.recorder;
   const wire = new WireRecording(recorder, 'stdio');
   const inFlight = new Map<string, ProxyPendingExchange[]>();
+  // Requests without an id (or with id null) that MCEC still answers, with "id":null: oldest first.
+  const idless: Array<{ method: string; pending: ProxyPendingExchange }> = [];
 
   const child = spawn(options.command, options.args ?? [], {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -87,9 +89,13 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     const now = new Date();
     switch (message.kind) {
       case 'request': {
+        const pending = wire.begin(message.message, now);
+        if (message.id === null) {
+          idless.push({ method: message.method, pending });
+          return;
+        }
         const key = idKey(message.id);
         const queue = inFlight.get(key);
-        const pending = wire.begin(message.message, now);
         if (queue) queue.push(pending);
         else inFlight.set(key, [pending]);
         return;
@@ -111,20 +117,50 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     const message = classifyMessage(text);
     const now = new Date();
     if (message.kind === 'response') {
+      if (message.id === null) {
+        nullAnswer(message.message, now);
+        return;
+      }
       const key = idKey(message.id);
-      const queue = message.id === null ? undefined : inFlight.get(key);
+      const queue = inFlight.get(key);
       const pending = queue?.shift();
       if (queue && queue.length === 0) inFlight.delete(key);
       if (pending) pending.complete(message.message);
-      else if (message.id === null && awaitingFault.length > 0) {
-        const bad = awaitingFault.shift()!;
-        clearTimeout(bad.timer);
-        wire.invalid(bad.reason, bad.text, bad.parsed, bad.at, message.message);
-      } else wire.orphanResponse(message.message, now);
+      else wire.orphanResponse(message.message, now);
     } else if (message.kind === 'invalid') {
       wire.fault('response', message.reason, text);
     }
     // Requests and notifications from the server go to the client untouched and are not tool exchanges.
+  }
+
+  /**
+   * An answer with "id":null: to an unparsable line (-32700, or -32600 while one waits) or to an id-less
+   * request, in order. A result goes to the oldest id-less request of the method its shape answers.
+   */
+  function nullAnswer(message: Record<string, unknown>, now: Date): void {
+    const error = message.error as { code?: unknown } | undefined;
+    const code = error && typeof error === 'object' ? error.code : undefined;
+    const toBadLine = code === -32700 || (code === -32600 && awaitingFault.length > 0);
+    if ((toBadLine || idless.length === 0) && awaitingFault.length > 0) {
+      const bad = awaitingFault.shift()!;
+      clearTimeout(bad.timer);
+      wire.invalid(bad.reason, bad.text, bad.parsed, bad.at, message);
+      return;
+    }
+    if (idless.length === 0 || code === -32700) {
+      wire.orphanResponse(message, now);
+      return;
+    }
+    let i = 0;
+    if ('result' in message) {
+      const method = methodOfResult(message.result);
+      i = Math.max(
+        0,
+        idless.findIndex((r) => r.method === method),
+      );
+    }
+    const [request] = idless.splice(i, 1);
+    request!.pending.complete(message);
   }
 
   // Client -> child: the same bytes, chunk by chunk; recording reads lines on the side.
@@ -202,6 +238,7 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   stdin.off('end', onStdinEnd);
   stdin.pause();
   for (const queue of inFlight.values()) for (const pending of queue) pending.fail('server exited');
+  for (const request of idless.splice(0)) request.pending.fail('server exited');
   for (const bad of awaitingFault.splice(0)) {
     clearTimeout(bad.timer);
     wire.fault('request', bad.reason, bad.text);

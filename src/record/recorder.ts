@@ -755,7 +755,7 @@ class RecorderImpl implements Recorder {
       return undefined;
     }
     if (call.failReason !== undefined) {
-      this.completeFault(call, source);
+      this.completeFault(call, this.stage('route', () => this.route(call, source, undefined)).s);
       return undefined;
     }
     const out: ToolOutput | undefined = call.thrown
@@ -870,6 +870,13 @@ class RecorderImpl implements Recorder {
       if (call.tool === 'session-end' && result?.ended === false && !this.knownSession(envId))
         return { session: this.connectionSession(call) };
       return { raw: envId, via: 'envelope', startedAt: call.startedAt };
+    }
+    // No envelope says where (a protocol fault, a proxy failure, a throw) and the call named no session:
+    // it ran in the server's default session, else it stays where the connection is.
+    if (env === undefined && call.routeArg === undefined) {
+      if (this.ambientId !== undefined)
+        return { raw: this.ambientId, via: 'envelope', startedAt: call.startedAt };
+      if (this.current) return { session: this.current };
     }
     return { raw: call.hintId, via: call.hintVia, startedAt: call.startedAt };
   }

@@ -36,13 +36,18 @@ async function startSim(token: string | undefined = TOKEN) {
 }
 
 async function startProxy(target: string, extra: { timeoutMs?: number } = {}) {
-  const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'http' });
+  const notices: string[] = [];
+  const recorder = createRecorder({
+    sessionsDir: path.join(tmp, 'recorded'),
+    transport: 'http',
+    stderr: (line) => notices.push(line),
+  });
   const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder, ...extra });
   cleanups.push(async () => {
     await proxy.close();
     await recorder.close();
   });
-  return { recorder, proxy };
+  return { recorder, proxy, notices };
 }
 
 /** Play SCRIPT against `url`, one request at a time, and keep every answer's bytes. */
@@ -154,14 +159,41 @@ describe('HTTP proxy in front of the simulator', () => {
     const { listener } = await startSim();
     const url = listener.url;
     await listener.close();
-    const { recorder, proxy } = await startProxy(url);
+    const { recorder, proxy, notices } = await startProxy(url);
     const answer = await post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
     expect(answer.status).toBe(502);
     expect(answer.contentType).toMatch(/application\/json/);
     expect(JSON.parse(answer.body.toString())).toEqual({ error: expect.stringMatching(/ECONNREFUSED/) });
+    // a tool call after it lands in a session, and the error with it
+    const call = await post(
+      proxy.url,
+      '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"windows","arguments":{}}}',
+    );
+    expect(call.status).toBe(502);
     await recorder.close();
-    const events = readSessions(recorder.sessionsDir).flatMap((s) => s.events);
-    expect(events.find((e) => e.kind === 'proxy-error')?.detail).toMatchObject({ status: 502 });
+    const sessions = readSessions(recorder.sessionsDir);
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0]!.calls.map((c) => [c.tool, c.status, c.error_code])).toEqual([
+      ['windows', 'fault', 'proxy-error'],
+    ]);
+    const events = sessions[0]!.events;
+    expect(events.filter((e) => e.kind === 'proxy-error').map((e) => e.detail.status)).toEqual([502, 502]);
+    expect(events.find((e) => e.kind === 'exchange')?.detail).toMatchObject({ method: 'tools/list' });
+    expect(notices.join('\n')).not.toMatch(/no tool call followed/);
+  });
+
+  it('writes no session for a run without tool calls: what it saw goes to stderr', async () => {
+    const { listener } = await startSim();
+    const url = listener.url;
+    await listener.close();
+    const { recorder, proxy, notices } = await startProxy(url);
+    expect((await post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}')).status).toBe(502);
+    await recorder.close();
+    expect(fs.existsSync(recorder.sessionsDir) ? fs.readdirSync(recorder.sessionsDir) : []).toEqual([]);
+    const notice = notices.join('\n');
+    expect(notice).toMatch(/no tool call followed the handshake/);
+    expect(notice).toContain('tools/list');
+    expect(notice).toContain('proxy-error');
   });
 
   it('answers 504 when the simulator is slower than the timeout', async () => {
@@ -187,7 +219,7 @@ describe('HTTP proxy in front of the simulator', () => {
 
   it('answers 413 for a body over 1 MiB without forwarding it, like the simulator would', async () => {
     const { listener } = await startSim();
-    const { recorder, proxy } = await startProxy(listener.url);
+    const { recorder, proxy, notices } = await startProxy(listener.url);
     const big = JSON.stringify({
       jsonrpc: '2.0',
       id: 1,
@@ -205,9 +237,10 @@ describe('HTTP proxy in front of the simulator', () => {
     });
     expect(next.status).toBe(200);
     await recorder.close();
-    const events = readSessions(recorder.sessionsDir).flatMap((s) => s.events);
-    expect(events.filter((e) => e.kind === 'proxy-error').map((e) => e.detail.status)).toEqual([413]);
-    expect(readSessions(recorder.sessionsDir).flatMap((s) => s.calls)).toEqual([]);
+    // no tool call reached the server: no session; the 413 and the ping are on stderr
+    expect(readSessions(recorder.sessionsDir)).toEqual([]);
+    expect(notices.join('\n')).toMatch(/proxy-error.*|ping/);
+    expect(notices.join('\n')).toContain('ping');
   });
 
   it('survives a client that disconnects mid-call: the call is recorded and the next one works', async () => {
@@ -236,15 +269,17 @@ describe('HTTP proxy in front of the simulator', () => {
       },
     );
     expect(next.status).toBe(200);
+    // both ran in the simulator's default session; the wait-for's answer still comes (300 ms)
     await waitFor(() => {
-      const s = recorder.session(recorder.defaultSessionId);
-      return s !== undefined && s.counts.calls === 2 && s.counts.pending === 0;
+      const calls = readSessions(recorder.sessionsDir).flatMap((s) => s.calls);
+      return calls.length === 2 && calls.every((c) => c.status !== 'pending');
     });
     await recorder.close();
     const calls = readSessions(recorder.sessionsDir).flatMap((s) => s.calls);
+    // the first calls land in the simulator's default session in the order they completed
     expect(calls.map((c) => [c.tool, c.status, c.error_code])).toEqual([
-      ['wait-for', 'failed', 'wait-condition-timeout'],
       ['windows', 'ok', null],
+      ['wait-for', 'failed', 'wait-condition-timeout'],
     ]);
   });
 
