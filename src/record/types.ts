@@ -94,7 +94,7 @@ export interface PendingExchange {
 
 export interface Recorder {
   readonly sessionsDir: string;
-  /** A fresh 12-hex id; its session is created lazily on first use. */
+  /** A fresh 12-hex id for calls no session is known for yet; its session is written only if a call stays there. */
   readonly defaultSessionId: string;
   /** The dispatch, recorded: same signature, same results (see the README for the three exceptions). */
   wrap<D extends Dispatch>(dispatch: D): D;
@@ -104,7 +104,10 @@ export interface Recorder {
   recordExchange(request: unknown, response: unknown, meta?: ExchangeMeta): void;
   /** A step declared by a runner (`step` event). */
   step(sessionId: string | undefined, name: string, status: string, detail?: string): void;
-  /** A free-form event in a session (default session when undefined); its detail is redacted. */
+  /**
+   * A free-form event in a session; without one, in the connection's current session (kept for the first
+   * session a call lands in while there is none). Its detail is redacted.
+   */
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
   /** Scrub this value from everything stored from now on (an Authorization header seen by a proxy). */
   rememberSecret(secret: string): void;
