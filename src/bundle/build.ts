@@ -64,6 +64,8 @@ export interface BundleResult {
   sessionId: string;
   /** Things the caller should tell the user (e.g. a size cap that could not be met). */
   warnings: string[];
+  /** Whether the zip fits `maxBytes`; null when no limit was asked for. */
+  limitMet: boolean | null;
 }
 
 /** zlib level for the log snapshot: it is most of the bytes, and level 6 costs 3x the time for ~10% size. */
@@ -224,6 +226,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
           verdict: summary.verdict,
           sessionId: summary.sessionId,
           warnings,
+          limitMet: maxBytes === undefined ? null : bytes <= maxBytes,
         };
       }
     } finally {

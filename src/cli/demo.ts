@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError } from 'commander';
 import type { DemoResult } from '../demo/run-demo.js';
+import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { recorderVersion } from '../record/environment.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
@@ -110,7 +111,7 @@ function printReport(result: DemoResult, sessionsDir: string): void {
 
 /** ` --sessions DIR` unless DIR is what mcec-bundle would use by default. */
 function sessionsArgument(sessionsDir: string): string {
-  const fallback = path.resolve(process.env.MCEC_SESSIONS_DIR ?? './sessions');
+  const fallback = resolveSessionsDir();
   return sessionsDir === fallback ? '' : ` --sessions ${quoteArg(sessionsDir)}`;
 }
 

@@ -4,9 +4,12 @@
  * parse the arguments, call the library, print. Heavy modules load only inside the command that needs them,
  * so `--help` starts fast.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { parseByteSize, parseDuration } from '../bundle/units.js';
+import { describeFsError } from '../paths/disk-errors.js';
+import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { recorderVersion } from '../record/environment.js';
 
 /** Exit codes: 0 done, 1 the work failed, 2 bad usage. */
@@ -20,8 +23,44 @@ interface SessionsOption {
   sessions?: string;
 }
 
+/** The sessions dir to read; a missing one is an error (a typo must not read as "no sessions"). */
 function sessionsDir(opts: SessionsOption): string {
-  return path.resolve(opts.sessions ?? process.env.MCEC_SESSIONS_DIR ?? './sessions');
+  const dir = resolveSessionsDir(opts.sessions);
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const from = opts.sessions
+    ? '--sessions'
+    : process.env.MCEC_SESSIONS_DIR?.trim()
+      ? '$MCEC_SESSIONS_DIR'
+      : 'the default';
+  if (!stat) throw new Error(`the sessions dir ${dir} (${from}) does not exist`);
+  if (!stat.isDirectory()) throw new Error(`the sessions dir ${dir} (${from}) is not a directory`);
+  return dir;
+}
+
+/** `--templates DIR` must name a directory: a typo would silently fall back to the built-in templates. */
+function templatesDir(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  const abs = path.resolve(dir);
+  if (!fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new UsageError(`--templates ${abs} is not a directory`);
+  }
+  return abs;
+}
+
+/** `-o FILE` must go into an existing directory (or be one): a typo must not create a tree somewhere. */
+function outputPath(output: string | undefined): string | undefined {
+  if (output === undefined) return undefined;
+  const abs = path.resolve(output);
+  if (fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory()) return abs;
+  if (!fs.statSync(path.dirname(abs), { throwIfNoEntry: false })?.isDirectory()) {
+    throw new UsageError(`-o ${abs}: the directory ${path.dirname(abs)} does not exist`);
+  }
+  return abs;
 }
 
 /** Find a session by id, unique prefix or dir name; a hostile id is a usage error, a missing one a failure. */
@@ -90,20 +129,22 @@ async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> 
   let result: Awaited<ReturnType<typeof buildBundle>>;
   try {
     result = await buildBundle(session.dir, {
-      output: opts.output,
+      output: outputPath(opts.output),
       images: opts.images,
       db: opts.db,
       maxBytes: opts.maxBytes,
-      templatesDir: opts.templates,
+      templatesDir: templatesDir(opts.templates),
       onProgress: progress.onProgress,
     });
   } finally {
     progress.stop();
   }
   for (const w of result.warnings) process.stderr.write(`mcec-bundle: warning: ${w}\n`);
+  // The zip is written either way (it is still the evidence), but a cap that was not met is a failed job.
+  if (result.limitMet === false) process.exitCode = EXIT_FAILED;
   if (opts.json) {
-    const { bundle, bytes, files, verdict, dropped } = result;
-    print(JSON.stringify({ bundle, bytes, files, verdict, dropped }));
+    const { bundle, bytes, files, verdict, dropped, limitMet } = result;
+    print(JSON.stringify({ bundle, bytes, files, verdict, dropped, limitMet }));
     return;
   }
   print(result.bundle);
@@ -196,7 +237,8 @@ Examples:
   mcec-bundle prune --older-than 7d --keep-failed --dry-run
 
 Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions.
-Exit codes: 0 done, 1 the work failed (unknown session, bad zip, I/O error), 2 bad usage.`,
+Exit codes: 0 done, 1 the work failed, 2 bad usage. The work fails on an unknown session, a missing
+sessions dir, a bad zip, an I/O error, or a --max-bytes that could not be met (the zip is still written).`,
     );
 
   withSessions(
@@ -204,7 +246,7 @@ Exit codes: 0 done, 1 the work failed (unknown session, bad zip, I/O error), 2 b
       .command('bundle <sessionId>', { isDefault: true })
       .description('write the bug bundle (a zip) of a session and print its path (the default command)')
       .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
-      .option('--json', 'print {"bundle", "bytes", "files", "verdict", "dropped"} as JSON')
+      .option('--json', 'print {"bundle", "bytes", "files", "verdict", "dropped", "limitMet"} as JSON')
       .option('--no-images', 'leave the images out')
       .option('--no-db', 'leave session.sqlite out')
       .option(
@@ -241,7 +283,7 @@ Examples:
     .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
       const session = await locate(id, opts);
       const { failureSummaryText } = await import('../bundle/sessions.js');
-      print(await failureSummaryText(session.dir, { templatesDir: opts.templates }));
+      print(await failureSummaryText(session.dir, { templatesDir: templatesDir(opts.templates) }));
     })
     .option('--templates <dir>', 'templates that override the built-in ones by file name');
 
@@ -255,7 +297,7 @@ Examples:
     .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
       const session = await locate(id, opts);
       const { writeFailureSummary } = await import('../bundle/sessions.js');
-      print(await writeFailureSummary(session.dir, { templatesDir: opts.templates }));
+      print(await writeFailureSummary(session.dir, { templatesDir: templatesDir(opts.templates) }));
     });
 
   withSessions(
@@ -268,7 +310,7 @@ Examples:
     .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
       const session = await locate(id, opts);
       const { writeReportHtml } = await import('../report/html/write-report.js');
-      print(await writeReportHtml(session.dir, { templatesDir: opts.templates }));
+      print(await writeReportHtml(session.dir, { templatesDir: templatesDir(opts.templates) }));
     });
 
   withSessions(
@@ -284,7 +326,7 @@ Examples:
     .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
       const session = await locate(id, opts);
       const { bugReportText } = await import('../bundle/sessions.js');
-      print(await bugReportText(session.dir, { templatesDir: opts.templates }));
+      print(await bugReportText(session.dir, { templatesDir: templatesDir(opts.templates) }));
     });
 
   program
@@ -328,8 +370,7 @@ async function main(argv: string[]): Promise<number> {
       // --help and --version end with exit code 0; everything else commander rejects is bad usage.
       return err.exitCode === 0 ? 0 : EXIT_USAGE;
     }
-    const message = err instanceof Error ? err.message : String(err);
-    process.stderr.write(`mcec-bundle: ${message}\n`);
+    process.stderr.write(`mcec-bundle: ${describeFsError(err)}\n`);
     return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
   }
 }

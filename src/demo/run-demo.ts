@@ -8,6 +8,8 @@ import path from 'node:path';
 import { buildBundle } from '../bundle/build.js';
 import { writeFailureSummary } from '../bundle/sessions.js';
 import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
+import { makeDirectory } from '../paths/disk-errors.js';
+import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRecorder } from '../record/recorder.js';
 import type { SessionCounts } from '../record/types.js';
 import type { Verdict } from '../report/types.js';
@@ -51,17 +53,13 @@ export interface DemoResult {
 
 /** The default sessions root, as the recorder and mcec-bundle resolve it. */
 export function defaultSessionsDir(): string {
-  return path.resolve(process.env.MCEC_SESSIONS_DIR ?? './sessions');
+  return resolveSessionsDir();
 }
 
 /** Run the scripted session through the recorder, write failure-summary.md, build and verify the bundle. */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const sessionsDir = path.resolve(options.sessionsDir ?? defaultSessionsDir());
-  try {
-    fs.mkdirSync(sessionsDir, { recursive: true });
-  } catch (err) {
-    throw new Error(`cannot use ${sessionsDir} as the sessions dir: ${(err as Error).message}`);
-  }
+  makeDirectory(sessionsDir); // its error names the cause (read-only, permission, a file in the way)
   const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
   try {
     const sim = options.simulator ?? createSimulator({ sessionsRoot: ownSimDir! });

@@ -18,6 +18,7 @@ import {
   type ToolOutputKind,
   type Violation,
 } from '../contract/types.js';
+import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
@@ -198,7 +199,7 @@ class RecorderImpl implements Recorder {
 
   constructor(options: RecorderOptions) {
     this.options = options;
-    this.sessionsDir = path.resolve(options.sessionsDir || process.env.MCEC_SESSIONS_DIR || './sessions');
+    this.sessionsDir = resolveSessionsDir(options.sessionsDir);
     this.defaultSessionId = randomBytes(6).toString('hex');
     this.redactor = createRedactor(options.redact ?? {});
     this.maxLogBytes = options.limits?.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;

@@ -20,7 +20,7 @@ export type RecordStage =
   | 'event';
 
 export interface RecorderOptions {
-  /** Root of the session dirs; default `process.env.MCEC_SESSIONS_DIR ?? './sessions'`. */
+  /** Root of the session dirs; default `$MCEC_SESSIONS_DIR` when set and not empty, else `./sessions`. */
   sessionsDir?: string;
   /** Stored in each session row. */
   scenario?: string;

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from './layout.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
@@ -546,7 +547,7 @@ export class SessionLog {
 
   private reopen(): void {
     this.closeDb();
-    fs.mkdirSync(this.dir, { recursive: true });
+    makeDirectory(this.dir);
     const db = openSessionDb(this.file);
     try {
       db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);

@@ -133,7 +133,9 @@ export function resolveSession(sessionsDir: string, idOrPrefix: string): Session
   const known =
     all.length === 0
       ? `no sessions are recorded there`
-      : `the ${hints.length === all.length ? '' : `${hints.length} most recent of `}${all.length} sessions there:\n${describeCandidates(hints)}`;
+      : all.length === 1
+        ? `the one session there:\n${describeCandidates(hints)}`
+        : `the ${hints.length === all.length ? '' : `${hints.length} most recent of `}${all.length} sessions there:\n${describeCandidates(hints)}`;
   return {
     ok: false,
     reason: 'not-found',

@@ -149,12 +149,13 @@ describe('mcec-bundle', () => {
 
     it('--json prints the result; -o writes where asked; MCEC_SESSIONS_DIR is honoured', () => {
       const out = path.join(root, 'elsewhere', 'bug.zip');
+      fs.mkdirSync(path.dirname(out)); // -o into a missing directory is refused (test/cli/answers.test.ts)
       const res = run([PASS_ID, '-o', out, '--json', '--no-db', '--max-bytes', '10MB'], {
         env: { MCEC_SESSIONS_DIR: sessions },
       });
       expect(res.code).toBe(0);
       const json = JSON.parse(res.stdout);
-      expect(Object.keys(json)).toEqual(['bundle', 'bytes', 'files', 'verdict', 'dropped']);
+      expect(Object.keys(json)).toEqual(['bundle', 'bytes', 'files', 'verdict', 'dropped', 'limitMet']);
       expect(json).toMatchObject({ bundle: out, verdict: 'PASS', bytes: fs.statSync(out).size });
       expect(json.dropped).toEqual([expect.objectContaining({ path: 'session.sqlite', reason: 'no-db' })]);
     });

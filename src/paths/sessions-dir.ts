@@ -1,0 +1,11 @@
+/** Where recordings live: one rule for the recorder, the demo and every CLI. */
+import path from 'node:path';
+
+/**
+ * The sessions root every program uses: an explicit dir, else `$MCEC_SESSIONS_DIR` when set and not empty,
+ * else `./sessions`; absolute.
+ */
+export function resolveSessionsDir(explicit?: string | null): string {
+  const fromEnv = process.env.MCEC_SESSIONS_DIR;
+  return path.resolve(explicit || (fromEnv && fromEnv.trim() !== '' ? fromEnv : './sessions'));
+}
