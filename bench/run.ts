@@ -27,6 +27,7 @@ const FIGURES: Array<{ id: string; module: string }> = [
   { id: 'bundle', module: './bundle.js' },
   { id: 'startup', module: './startup.js' },
   { id: 'proxy', module: './proxy.js' },
+  { id: 'redaction', module: './redaction.js' },
 ];
 
 interface Args {
@@ -47,7 +48,7 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--result-file') args.resultFile = argv[++i] ?? null;
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy]\n',
+        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction]\n',
       );
       process.exit(0);
     } else {

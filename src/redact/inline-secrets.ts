@@ -173,6 +173,7 @@ function assignments(text: string, replacement: string, options: InlineOptions, 
 
 /** The password of every URL userinfo (`scheme://user:pw@host`). */
 function userinfo(text: string, options: InlineOptions, edits: Edit[]): void {
+  if (text.indexOf('@') === -1) return;
   for (const marker of ['://', ':\\/\\/']) {
     let from = 0;
     for (;;) {
@@ -243,8 +244,13 @@ const TOKEN_FORMATS: TokenFormat[] = [
   { prefix: 'sk-', chars: base64url, min: 32 },
 ];
 
+/** Any of the formats' prefixes: one linear pass decides whether the per-prefix scans run at all. */
+const TOKEN_HINT =
+  /gh[pousr]_|github_pat_|glpat-|xox[bpars]-|xapp-|_live_|_test_|whsec_|A[KS]IA|AIza|npm_|sk-|eyJ|-----BEGIN /;
+
 /** Known credential formats: provider tokens, JWTs, PEM private keys. */
 function tokens(text: string, edits: Edit[]): void {
+  if (text.length < 16 || !TOKEN_HINT.test(text)) return;
   for (const f of TOKEN_FORMATS) {
     let from = 0;
     for (;;) {

@@ -278,16 +278,27 @@ class SecretRedactor implements Redactor {
     try {
       this.echoes = call ? this.echoesOf(call) : [];
       const version = this.store.version;
-      const out = this.copy(value, 0, new Set(), topLevel);
+      const out = this.frozenCopy(value, topLevel);
       if (this.store.version === version) return out;
       // A secret met late in the walk may sit in strings copied before it (rare): copy again, knowing it.
-      return this.copy(value, 0, new Set(), topLevel);
+      // Still frozen: values it re-learns (ones a flood evicted) are redacted where they stand anyway.
+      return this.frozenCopy(value, topLevel);
     } catch {
       // Only a pathological input (a throwing getter, a hostile proxy object) gets here: store nothing of it.
       return REDACTED;
     } finally {
       this.source = savedSource;
       this.echoes = savedEchoes;
+    }
+  }
+
+  /** One copy with the automata kept as they are; what it learned applies from the next scan on. */
+  private frozenCopy(value: unknown, topLevel: Map<string, string> | undefined): unknown {
+    this.store.freeze();
+    try {
+      return this.copy(value, 0, new Set(), topLevel);
+    } finally {
+      this.store.thaw();
     }
   }
 

@@ -61,6 +61,9 @@ export class SecretStore {
   };
   private trusted: Automaton | undefined;
   private untrusted: Automaton | undefined;
+  private trustedStale = false;
+  private untrustedStale = false;
+  private frozen = 0;
   /** Bumped on every change (callers re-scrub what they copied before a secret was learned). */
   version = 0;
 
@@ -72,10 +75,29 @@ export class SecretStore {
     if (source === 'output' && (this.pools.args.values.has(v) || this.pools.config.values.has(v)))
       return false;
     if (!this.pools[source].add(v)) return false;
-    if (source === 'output') this.untrusted = undefined;
-    else this.trusted = undefined;
+    if (source === 'output') this.untrustedStale = true;
+    else this.trustedStale = true;
+    if (this.frozen === 0) this.thaw();
     this.version++;
     return true;
+  }
+
+  /**
+   * Keep scanning with the current automata while a value is walked (a flood of new values in one
+   * envelope then costs one rebuild, not one per string); the caller copies again after `thaw`.
+   */
+  freeze(): void {
+    this.frozen++;
+  }
+
+  /** Apply what was learned while frozen: the changed automata are rebuilt on next use. */
+  thaw(): void {
+    if (this.frozen > 0) this.frozen--;
+    if (this.frozen > 0) return;
+    if (this.trustedStale) this.trusted = undefined;
+    if (this.untrustedStale) this.untrusted = undefined;
+    this.trustedStale = false;
+    this.untrustedStale = false;
   }
 
   /** How many secrets each source holds. */
