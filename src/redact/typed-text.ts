@@ -155,27 +155,42 @@ export function typedTextReplacements(tool: string, args: Record<string, unknown
   return out;
 }
 
+/** Just after the quote (`'`, `"`, `` ` ``, `\u0022`) that opens the text holding the command at `open`, or -1. */
+function openingQuote(text: string, open: number): number {
+  for (let i = open - 1; i >= 0 && open - i <= 256; i--) {
+    const c = text.charCodeAt(i);
+    if (c === 10 || c === 13) return -1;
+    if (c === 39 || c === 34 || c === 96) return i + 1;
+    if (c === 50 && i >= 5 && text.startsWith('\\u0022', i - 5)) return i + 1;
+  }
+  return -1;
+}
+
 /**
- * Where the `chars:` text starting at `from` ends. `open` is where the command word starts: when a quote
- * stands right before it, the text ends at the matching close (a JSON quote with the same backslashes,
- * `\u0022` likewise, or the line's last `'`); otherwise at the first quote of any level or the line's end.
+ * Where the `chars:` text starting at `from` ends. `open` is where the command word starts; the nearest
+ * quote before it on its line (at most 256 chars back) decides: a JSON quote ends at the quote with the same
+ * backslashes (`\u0022` likewise), `'` at the line's last `'`, a backtick at the next one. Without a quote:
+ * the first quote of any level, or the line's end.
  */
 function typedEnd(text: string, from: number, open: number): number {
   let lineEnd = from;
   while (lineEnd < text.length && text.charCodeAt(lineEnd) !== 10 && text.charCodeAt(lineEnd) !== 13)
     lineEnd++;
-  const before = open > 0 ? text.charCodeAt(open - 1) : 0;
+  const o = openingQuote(text, open);
+  const before = o > 0 ? text.charCodeAt(o - 1) : 0;
   if (before === 39) {
     const last = text.lastIndexOf("'", lineEnd - 1);
     return last >= from ? last : lineEnd;
   }
-  const u = open >= 6 && text.startsWith('u0022', open - 5);
-  if (before === 34 || u) {
-    const quote = u ? 'u0022' : '"';
-    const q = open - quote.length;
+  if (before === 96) {
+    const next = text.indexOf('`', from);
+    return next !== -1 && next < lineEnd ? next : lineEnd;
+  }
+  if (before === 34 || before === 50) {
+    const quote = before === 50 ? 'u0022' : '"';
+    const q = o - quote.length;
     let slashes = 0;
     while (q - 1 - slashes >= 0 && text.charCodeAt(q - 1 - slashes) === 92) slashes++;
-    if (u && slashes === 0) return firstQuote(text, from, lineEnd);
     for (let at = text.indexOf(quote, from); at !== -1 && at < lineEnd; at = text.indexOf(quote, at + 1)) {
       let k = at;
       while (k > from && text.charCodeAt(k - 1) === 92) k--;
@@ -186,11 +201,11 @@ function typedEnd(text: string, from: number, open: number): number {
   return firstQuote(text, from, lineEnd);
 }
 
-/** The first `"`, `\"` or `\u0022` at or after `from`, or `end`. */
+/** The first `"`, `` ` ``, `\"` or `\u0022` at or after `from`, or `end`. */
 function firstQuote(text: string, from: number, end: number): number {
   for (let i = from; i < end; i++) {
     const c = text.charCodeAt(i);
-    if (c === 34) return i;
+    if (c === 34 || c === 96) return i;
     if (c === 92) {
       let j = i;
       while (j < end && text.charCodeAt(j) === 92) j++;

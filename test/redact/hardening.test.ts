@@ -332,3 +332,17 @@ describe('evidence is not redacted by hostile text', () => {
     });
   });
 });
+
+describe('chars: in documentation-like text', () => {
+  it('ends at the quote that opened the command, so the rest of the line stays', () => {
+    const text =
+      'or `send_command chars:<path>` (chars: types the path LITERALLY; `C:\\x`, no doubling). Click the field';
+    expect(scrubTypedCommands(text)).toBe(
+      'or `send_command chars:[typed text: 6 chars]` (chars:[typed text: 27 chars]`C:\\x`, no doubling). Click the field',
+    );
+    const json = '{"instructions":"Type with send_command chars:<text>, then press enter."}';
+    expect(scrubTypedCommands(json)).toBe(
+      '{"instructions":"Type with send_command chars:[typed text: 25 chars]"}',
+    );
+  });
+});
