@@ -122,11 +122,16 @@ function assignments(text: string, replacement: string, options: InlineOptions, 
   IDENT.lastIndex = 0;
   for (let m = IDENT.exec(text); m !== null; m = IDENT.exec(text)) {
     const flag = m[1];
-    let key = m[2]!;
-    // A key right after a JSON escape (`\npassword=`, `\u0022otp\u0022`): the escape is not part of it.
-    if (!flag && m.index > 0 && text.charCodeAt(m.index - 1) === 92)
-      key = /^u[0-9a-fA-F]{4}/.test(key) ? key.slice(5) : key.slice(1);
-    if (key.length === 0 || !options.isSecretKey(key)) continue;
+    const key = m[2]!;
+    // A key right after a JSON escape (`\npassword=`, `\u0022otp\u0022`): the escape is not part of it
+    // (or it is: `C:\token=`); either reading makes it a key.
+    const escaped =
+      !flag && m.index > 0 && text.charCodeAt(m.index - 1) === 92
+        ? /^u[0-9a-fA-F]{4}/.test(key)
+          ? key.slice(5)
+          : key.slice(1)
+        : undefined;
+    if (!options.isSecretKey(key) && !(escaped && options.isSecretKey(escaped))) continue;
     let i = m.index + m[0].length;
     const keyQuote = flag ? undefined : quoteAt(text, i);
     if (keyQuote) i += keyQuote.token.length;

@@ -346,3 +346,11 @@ describe('chars: in documentation-like text', () => {
     );
   });
 });
+
+describe('keys after a backslash', () => {
+  it('a JSON escape before the key, or a Windows path separator', () => {
+    const r = createRedactor();
+    expect(r.scrubText('line one\\npass=abcd1234 end')).toBe(`line one\\npass=${REDACTED} end`);
+    expect(r.scrubText('C:\\token=abcd1234')).toBe(`C:\\token=${REDACTED}`);
+  });
+});
