@@ -116,7 +116,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
 
     const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: 'unreadable' as const }));
     let dbFile: string | null = null;
-    if (withDb) dbFile = bundleDb(dir, session, tmpDir).file;
+    if (withDb) dbFile = bundleDb(dir, tmpDir).file;
     else dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
     progress.step();
     if (!withImages) {

@@ -3,8 +3,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../store/layout.js';
 import { openSessionDb } from '../store/open.js';
-import type { SessionRow } from '../store/schema.js';
-import { isProcessAlive } from '../store/session-reader.js';
 
 /**
  * Copy `<sessionDir>/session.sqlite` to `destFile` with `VACUUM INTO` from a read-only connection: one read
@@ -22,32 +20,18 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
   return { bytes: fs.statSync(destFile).size };
 }
 
-/** The log file a bundle should carry: the log itself when nothing can change it, else a snapshot. */
+/** The log file a bundle carries: always a snapshot in `tmpDir` (a temp file to delete). */
 export interface BundleDb {
   file: string;
   bytes: number;
-  /** True when `file` is a snapshot made for the bundle (a temp file to delete). */
-  snapshot: boolean;
 }
 
 /**
- * A finished log (not open, its writer gone, its WAL empty or absent) is complete and stable in its main
- * file, so it is streamed as is; anything else is snapshotted into `tmpDir` first.
+ * Always a `VACUUM INTO` snapshot, never the log file as it lies: the file's pages depend on its history
+ * (free pages, WAL checkpoints), so streaming it would make a bundle taken after the writer ended differ from
+ * one taken while it was alive. The snapshot depends only on the rows, so the same session gives the same zip.
  */
-export function bundleDb(sessionDir: string, session: SessionRow, tmpDir: string): BundleDb {
-  const file = path.join(sessionDir, LOG_FILE);
-  const writerGone = session.writer_pid == null || !isProcessAlive(session.writer_pid);
-  if (session.status !== 'open' && writerGone && walIsEmpty(file)) {
-    return { file, bytes: fs.statSync(file).size, snapshot: false };
-  }
+export function bundleDb(sessionDir: string, tmpDir: string): BundleDb {
   const dest = path.join(tmpDir, LOG_FILE);
-  return { file: dest, bytes: snapshotSessionDb(sessionDir, dest).bytes, snapshot: true };
-}
-
-function walIsEmpty(file: string): boolean {
-  try {
-    return fs.statSync(`${file}-wal`).size === 0;
-  } catch {
-    return true;
-  }
+  return { file: dest, bytes: snapshotSessionDb(sessionDir, dest).bytes };
 }
