@@ -868,7 +868,7 @@ class RecorderImpl implements Recorder {
       return { raw: call.routeArg, via: 'argument', startedAt: call.startedAt };
     if (envId !== undefined) {
       // Ending an id nobody started (ended: false) does not make it a session.
-      if (call.tool === 'session-end' && result?.ended === false && !this.knownSession(envId))
+      if (call.tool === 'session-end' && result?.ended === false && !this.holdsOtherCalls(envId, call))
         return { session: this.connectionSession(call) };
       return { raw: envId, via: 'envelope', startedAt: call.startedAt };
     }
@@ -880,6 +880,12 @@ class RecorderImpl implements Recorder {
       if (this.current) return { session: this.current };
     }
     return { raw: call.hintId, via: call.hintVia, startedAt: call.startedAt };
+  }
+
+  /** True when the session `id` names holds a call besides `call` (its pending row may be the only one). */
+  private holdsOtherCalls(id: string, call: CallState): boolean {
+    const s = this.knownSession(id);
+    return s !== undefined && s.counts.calls > (s === call.session ? 1 : 0);
   }
 
   /** The connection's current session (where its last call landed), else our default session. */

@@ -82,7 +82,7 @@ const SERVED_DURING_CONSENT = new Set([
   'wait-for',
   'record',
 ]);
-/** The only tools of the provisioning bootstrap. */
+/** The only tools of the provisioning bootstrap; their `sessionId` names an install, never a session. */
 const BOOTSTRAP_TOOLS = new Set(['provision-session', 'end-session']);
 
 function agentCommandsDisabled(): ToolFailure {
@@ -240,7 +240,7 @@ export class SimulatorCore {
 
     if (name === 'send_command' && typeof args.command === 'string') {
       const control = args.command.trim();
-      if (control.toLowerCase().startsWith('sim:')) return this.simControl(control);
+      if (control.toLowerCase().startsWith('sim:')) return this.simControl(control, argSession);
     }
     // The operator's emergency stop latches before anything else, like the real server's gate.
     if (this.stopped)
@@ -280,9 +280,9 @@ export class SimulatorCore {
     }
 
     let session = this.sessions.defaultSession;
-    // Lifecycle tools read sessionId as their target, and the other unrouted tools (provisioning) as the
-    // id of an install: both answer in the default session. Only routed tools route by it.
-    if (tool?.routed !== false && argSession !== null && argSession !== '') {
+    // Lifecycle tools read sessionId as their target, and the provisioning tools as the id of an install:
+    // both answer in the default session. Only routed tools route by it.
+    if (tool?.routed !== false && !BOOTSTRAP_TOOLS.has(name) && argSession !== null && argSession !== '') {
       const s = this.sessions.get(argSession.trim());
       // The rejected id is echoed as sent, blank ones included.
       if (!s || s.ended)
@@ -379,13 +379,15 @@ export class SimulatorCore {
   }
 
   /**
-   * Hidden controls over send_command (they bypass every gate and answer in the default session):
+   * Hidden controls over send_command (they bypass every gate and answer in the session they name when it
+   * is live, else in the default one):
    * `sim:emergency-stop on|off`, `sim:consent-pending on|off`, `sim:bootstrap-only on|off`,
    * `sim:agent-commands on|off` and `sim:throw`.
    */
-  private simControl(command: string): CallToolResult {
+  private simControl(command: string, sessionId: string | null): CallToolResult {
     const [verb, arg] = command.toLowerCase().split(/\s+/);
-    const stamp = this.sessions.defaultSession.id;
+    const named = sessionId ? this.sessions.get(sessionId.trim()) : undefined;
+    const stamp = named && !named.ended ? named.id : this.sessions.defaultSession.id;
     if (verb === 'sim:throw') throw new SimulatorFault('simulated handler fault (sim:throw)');
     if (arg === 'on' || arg === 'off') {
       const on = arg === 'on';
