@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
@@ -327,61 +327,98 @@ export class ArtifactStore {
   }
 
   /**
-   * Write the bytes to a fresh `capture-<UTC stamp>-<n>.<ext>` (exclusive create, never overwriting), in
-   * 1 MiB chunks (one huge write is several times slower here than chunks); `meanwhile(end)` runs on this
-   * thread for each chunk while the pool writes it (the sha256 is fed that way). Creates `artifacts/` when
-   * missing (never the session dir itself). A failed write leaves no partial file.
+   * Write the bytes to a fresh `capture-<UTC stamp>-<n>.<ext>`, through a temp file: the bytes go to
+   * `.capture-<pid>-<n>-<random>.partial` (exclusive create) in 1 MiB chunks (one huge write is several times
+   * slower here than chunks), then the complete file gets its name by a hard link, which never replaces a file,
+   * so a kill -9 mid-write leaves only a `.partial` (never bundled), never a short image under an artifact's
+   * name. `meanwhile(end)` runs on this thread for each chunk while the pool writes it (the sha256 is fed that
+   * way). Creates `artifacts/` when missing (never the session dir itself). A failed write leaves no file.
    */
   private async write(
     buf: Buffer,
     format: ImageFormat,
     meanwhile: (end: number) => void,
   ): Promise<{ path: string } | { error: string }> {
-    let madeDir = false;
     let n = ++this.counter;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
-      const file = path.join(this.artifactsDir, name);
-      let handle: FileHandle;
+    const tmp = path.join(
+      this.artifactsDir,
+      `.capture-${process.pid}-${n}-${randomBytes(4).toString('hex')}.partial`,
+    );
+    let handle: FileHandle;
+    try {
+      handle = await fsp.open(tmp, 'wx');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return { error: `disk error: ${errorText(err)}` };
+      // artifacts/ not there yet (or vanished): create it, never the session dir itself.
+      const made = await fsp.mkdir(this.artifactsDir).then(
+        () => undefined,
+        (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
+      );
+      if (made) return { error: `disk error: ${errorText(made)}` };
       try {
-        handle = await fsp.open(file, 'wx');
-      } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST') {
+        handle = await fsp.open(tmp, 'wx');
+      } catch (again) {
+        return { error: `disk error: ${errorText(again)}` };
+      }
+    }
+    try {
+      let offset = 0;
+      while (offset < buf.length) {
+        const end = Math.min(buf.length, offset + WRITE_CHUNK);
+        const writing = handle.write(buf, offset, end - offset, offset);
+        meanwhile(end);
+        const { bytesWritten } = await writing;
+        if (bytesWritten <= 0) throw new Error('short write');
+        offset += bytesWritten;
+      }
+      await handle.close();
+    } catch (err) {
+      await handle.close().catch(() => undefined);
+      await fsp.unlink(tmp).catch(() => undefined);
+      return { error: `disk error: ${errorText(err)}` };
+    }
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
+        const placed = await this.place(tmp, path.join(this.artifactsDir, name));
+        if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number
           continue;
         }
-        if (code === 'ENOENT' && !madeDir) {
-          // artifacts/ not there yet (or vanished): create it, never the session dir itself.
-          madeDir = true;
-          const made = await fsp.mkdir(this.artifactsDir).then(
-            () => undefined,
-            (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
-          );
-          if (made) return { error: `disk error: ${errorText(made)}` };
-          continue;
-        }
-        return { error: `disk error: ${errorText(err)}` };
+        if (placed !== 'ok') return { error: `disk error: ${errorText(placed)}` };
+        this.written++;
+        return { path: `${ARTIFACTS_DIR}/${name}` };
       }
-      try {
-        let offset = 0;
-        while (offset < buf.length) {
-          const end = Math.min(buf.length, offset + WRITE_CHUNK);
-          const writing = handle.write(buf, offset, end - offset, offset);
-          meanwhile(end);
-          const { bytesWritten } = await writing;
-          if (bytesWritten <= 0) throw new Error('short write');
-          offset += bytesWritten;
-        }
-        await handle.close();
-      } catch (err) {
-        await handle.close().catch(() => undefined);
-        await fsp.unlink(file).catch(() => undefined);
-        return { error: `disk error: ${errorText(err)}` };
-      }
-      this.written++;
-      return { path: `${ARTIFACTS_DIR}/${name}` };
+      return { error: 'disk error: could not find a free artifact name' };
+    } finally {
+      await fsp.unlink(tmp).catch(() => undefined);
     }
-    return { error: 'disk error: could not find a free artifact name' };
+  }
+
+  /**
+   * Give the complete temp file its final name without replacing anything: a hard link (then the temp is
+   * removed); where links are not supported (FAT, some shares), a rename to a name checked to be free.
+   */
+  private async place(tmp: string, file: string): Promise<'ok' | 'taken' | unknown> {
+    try {
+      await fsp.link(tmp, file);
+      return 'ok';
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return 'taken';
+      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') return err;
+    }
+    try {
+      await fsp.lstat(file);
+      return 'taken';
+    } catch {
+      // free: rename the temp onto it (nothing is replaced, so no open file is renamed over on Windows)
+    }
+    try {
+      await fsp.rename(tmp, file);
+      return 'ok';
+    } catch (err) {
+      return err;
+    }
   }
 }

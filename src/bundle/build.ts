@@ -98,6 +98,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
     throw new Error(`maxBytes must be a positive integer, got ${maxBytes}`);
   }
+  if (options.output !== undefined) refuseOutputInSession(dir, options.output);
   const withImages = options.images !== false;
   const withDb = options.db !== false;
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundle-'));
@@ -114,7 +115,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     ]);
     progress.step();
 
-    const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: 'unreadable' as const }));
+    const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: s.reason ?? 'unreadable' }));
     let dbFile: string | null = null;
     if (withDb) dbFile = bundleDb(dir, tmpDir).file;
     else dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
@@ -278,6 +279,42 @@ function topFolderName(dir: string, session: SessionRow): string {
   const base = path.basename(dir);
   if (parseSessionDirName(base)) return base;
   return sessionDirName(new Date(session.started_at), session.session_id);
+}
+
+/** Thrown when the zip would be written inside a session dir (a usage error: `mcec-bundle` exits 2). */
+export class OutputInSessionError extends Error {
+  readonly code = 'ERR_OUTPUT_IN_SESSION';
+}
+
+/**
+ * Refuse an output inside this session's dir or any other session dir (one holding a session.sqlite): the
+ * zip could overwrite a log or an artifact, or end up in the next bundle. Symlinks are resolved.
+ */
+function refuseOutputInSession(sessionDir: string, output: string): void {
+  const real = (p: string) => {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      return path.resolve(p);
+    }
+  };
+  const same = (a: string, b: string) =>
+    process.platform === 'win32' ? a.toLowerCase() === b.toLowerCase() : a === b;
+  const own = real(sessionDir);
+  for (let at = path.resolve(output); ; ) {
+    const here = real(at);
+    const isSession =
+      same(here, own) ||
+      (parseSessionDirName(path.basename(here)) !== null && fs.existsSync(path.join(here, LOG_FILE)));
+    if (isSession) {
+      throw new OutputInSessionError(
+        `the output ${output} is inside the session dir ${here}: it could overwrite the session's log; write the bundle elsewhere`,
+      );
+    }
+    const up = path.dirname(at);
+    if (up === at) return;
+    at = up;
+  }
 }
 
 function resolveOutput(dir: string, top: string, output: string | undefined): string {

@@ -120,7 +120,7 @@ export interface ManifestFile {
 export interface DroppedFile {
   path: string;
   bytes: number;
-  reason: 'no-images' | 'no-db' | 'max-bytes' | 'unreadable';
+  reason: 'no-images' | 'no-db' | 'max-bytes' | 'unreadable' | 'no-row';
   detail?: string;
 }
 

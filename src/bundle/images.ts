@@ -16,11 +16,13 @@ export interface ImageFile {
   firstSeen: string;
 }
 
-/** A file skipped because its name or type is unsafe to put in a zip. */
+/** A file skipped: its name or type is unsafe to put in a zip, or no artifact row names it. */
 export interface SkippedFile {
   path: string;
   bytes: number;
   detail: string;
+  /** `no-row` for a file the log does not know (an interrupted or unrecorded write); else `unreadable`. */
+  reason?: 'no-row';
 }
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
@@ -31,7 +33,7 @@ export function isPrecompressed(name: string): boolean {
   return STORED_EXTENSIONS.has(path.extname(name).toLowerCase());
 }
 
-/** Regular files of the session's artifacts dir (symlinks and odd names skipped), oldest first. */
+/** Regular files of the session's artifacts dir that an artifact row names (the rest skipped), oldest first. */
 export function listImageFiles(
   sessionDir: string,
   rows: readonly ArtifactRow[],
@@ -66,7 +68,13 @@ export function listImageFiles(
       skipped.push({ path: rel, bytes, detail: 'file name not safe in a zip' });
       continue;
     }
-    images.push({ path: rel, file, bytes, firstSeen: firstSeen.get(rel) ?? '' });
+    const seen = firstSeen.get(rel);
+    if (seen === undefined) {
+      // Not in the log: a write cut short (kill -9) or one whose row was never committed; it proves nothing.
+      skipped.push({ path: rel, bytes, detail: 'no artifact row names it', reason: 'no-row' });
+      continue;
+    }
+    images.push({ path: rel, file, bytes, firstSeen: seen });
   }
   images.sort(oldestFirst);
   return { images, skipped };

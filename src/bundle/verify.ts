@@ -1,13 +1,18 @@
 /**
- * Checking a bundle without extracting it: entry names, layout, every manifest hash and size, CRCs, and that
- * no JSON or text file carries image bytes.
+ * Checking a bundle without extracting it: entry names, layout, every manifest hash and size, CRCs, that no
+ * JSON or text file carries image bytes and that report.html runs only its own scripts. Bounded in time and
+ * memory whatever the zip (see VerifyOptions).
  */
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Entry, ZipFile } from 'yauzl';
+import { escapeFormatChars } from '../report/text.js';
 import { parseSessionDirName } from '../store/layout.js';
-import { Base64RunScanner, leftoverImageBytes } from './scrub.js';
+import { Base64RunScanner } from './scrub.js';
+import { checkReportHtml } from './verify-html.js';
+import { checkJsonFile, checkJsonLines } from './verify-json.js';
 
 /** What verifyBundle found. */
 export interface VerifyResult {
@@ -16,6 +21,38 @@ export interface VerifyResult {
   /** Entries in the zip (directories included). */
   entries: number;
 }
+
+/** Bounds on the work verifyBundle does: whatever the zip, it reads and parses no more than these. */
+export interface VerifyOptions {
+  /** Most entries read from the central directory (default 100,000). */
+  maxEntries?: number;
+  /** Most inflated bytes of one entry (default 1 GiB). */
+  maxEntryBytes?: number;
+  /** Most inflated bytes of all entries together (default 2 GiB). */
+  maxTotalBytes?: number;
+  /** Largest `.json` / `.jsonl` file parsed to look for image bytes (default 16 MiB); larger ones fail. */
+  maxJsonBytes?: number;
+  /** Deepest JSON nesting parsed (default 10,000; see verify-json.ts). */
+  maxJsonDepth?: number;
+  /** Most objects and arrays in one `.json` file or `.jsonl` line (default 500,000). */
+  maxJsonContainers?: number;
+  /** Largest `.html` page checked (default 64 MiB); larger ones fail. */
+  maxHtmlBytes?: number;
+  /** A templates dir the bundle was built with: its report.html's own scripts are allowed too. */
+  templatesDir?: string;
+}
+
+const MiB = 1024 * 1024;
+/** The defaults of VerifyOptions. */
+export const VERIFY_DEFAULTS: Readonly<Required<Omit<VerifyOptions, 'templatesDir'>>> = Object.freeze({
+  maxEntries: 100_000,
+  maxEntryBytes: 1024 * MiB,
+  maxTotalBytes: 2048 * MiB,
+  maxJsonBytes: 16 * MiB,
+  maxJsonDepth: 10_000,
+  maxJsonContainers: 500_000,
+  maxHtmlBytes: 64 * MiB,
+});
 
 /** Files every bundle has at the top of its folder. */
 export const REQUIRED_FILES = [
@@ -29,17 +66,36 @@ export const REQUIRED_FILES = [
 
 /** In a text file, any base64 run this long is suspect even when it does not start like an image. */
 const TEXT_PLAIN_RUN_LIMIT = 100_000;
-/** JSON and JSONL files larger than this are scanned for base64 runs but not parsed. */
-const MAX_PARSED_BYTES = 64 * 1024 * 1024;
 /** Stop listing after this many problems (a hostile zip could have millions of entries). */
 const MAX_PROBLEMS = 200;
+/** Overlapping entries named one by one before the rest are only counted. */
+const MAX_OVERLAPS_LISTED = 5;
 
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 const S_IFDIR = 0o040000;
 
-/** Check a bundle zip; never extracts anything and never throws for a bad zip (it becomes a problem). */
-export async function verifyBundle(zipPath: string): Promise<VerifyResult> {
+const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
+const PNG_IEND = Buffer.from('0000000049454e44ae426082', 'hex');
+
+/** One central-directory record, as read before any data is touched. */
+interface Listed {
+  entry: Entry;
+  name: string;
+  isDir: boolean;
+  /** Bytes of the zip it occupies: its local header through the end of its compressed data. */
+  start: number;
+  end: number;
+}
+
+/**
+ * Check a bundle zip; never extracts anything and never throws for a bad zip (it becomes a problem). Bounded:
+ * the central directory is read first and a zip with overlapping or duplicate entries, too many entries or
+ * too many inflated bytes is refused before anything is inflated; JSON is parsed within size, depth and
+ * count caps.
+ */
+export async function verifyBundle(zipPath: string, options: VerifyOptions = {}): Promise<VerifyResult> {
+  const caps = { ...VERIFY_DEFAULTS, ...definedOnly(options) };
   const problems: string[] = [];
   const add = (p: string) => {
     if (problems.length < MAX_PROBLEMS) problems.push(p);
@@ -55,63 +111,177 @@ export async function verifyBundle(zipPath: string): Promise<VerifyResult> {
       autoClose: false,
     });
   } catch (err) {
-    return { ok: false, problems: [`not a readable zip: ${(err as Error).message}`], entries: 0 };
+    return { ok: false, problems: [`not a readable zip: ${quoteText((err as Error).message)}`], entries: 0 };
   }
   let entries = 0;
   const files = new Map<string, FileFacts>();
-  const names = new Set<string>();
   const tops = new Set<string>();
   try {
-    for await (const entry of iterateEntries(zip)) {
-      entries += 1;
-      const name = decodeName(entry);
-      const nameProblem = unsafeName(name);
-      const shown = JSON.stringify(name.length > 200 ? `${name.slice(0, 200)}...` : name);
-      if (nameProblem) {
-        add(`entry ${shown}: ${nameProblem}; refused`);
-        continue;
-      }
-      const mode = (entry.externalFileAttributes >>> 16) & S_IFMT;
-      const unixHost = entry.versionMadeBy >> 8 === 3 || entry.versionMadeBy >> 8 === 19;
-      if (unixHost && mode === S_IFLNK) {
-        add(`entry ${shown}: is a symbolic link; refused`);
-        continue;
-      }
-      if (names.has(name)) {
-        add(`entry ${shown}: appears more than once`);
-        continue;
-      }
-      names.add(name);
-      tops.add(name.split('/')[0]!);
-      const isDir = name.endsWith('/') || (unixHost && mode === S_IFDIR);
-      if (isDir) {
-        if (entry.uncompressedSize !== 0) add(`entry ${shown}: a directory with data`);
-        continue;
-      }
-      if (entry.isEncrypted()) {
-        add(`entry ${shown}: encrypted`);
-        continue;
-      }
-      try {
-        files.set(name, await readFacts(zip, entry, name));
-      } catch (err) {
-        add(`entry ${shown}: cannot be read: ${(err as Error).message}`);
+    const listing = await listEntries(zip, caps, add);
+    entries = listing.entries;
+    for (const l of listing.listed) tops.add(l.name.split('/')[0]!);
+    if (!listing.refused) {
+      const ownScripts = await ownScriptSources(options.templatesDir);
+      for (const l of listing.listed) {
+        if (l.isDir) continue;
+        try {
+          files.set(l.name, await readFacts(zip, l.entry, l.name, caps, ownScripts));
+        } catch (err) {
+          add(`entry ${shownName(l.name)}: cannot be read: ${quoteText((err as Error).message)}`);
+        }
       }
     }
   } catch (err) {
-    add(`zip structure: ${(err as Error).message}`);
+    add(`zip structure: ${quoteText((err as Error).message)}`);
   } finally {
     zip.close();
   }
-
+  if (problems.length > 0 && files.size === 0 && tops.size === 0) return { ok: false, problems, entries };
   checkLayout(tops, files, add);
   const top = tops.size === 1 ? [...tops][0]! : null;
   if (top !== null) checkManifest(top, files, add);
   for (const [name, facts] of files) {
-    if (facts.crcMismatch) add(`${name}: CRC-32 does not match the data`);
-    for (const p of facts.imageProblems) add(`${name}: ${p}`);
+    if (facts.crcMismatch) add(`${printable(name)}: CRC-32 does not match the data`);
+    for (const p of facts.imageProblems) add(`${printable(name)}: ${p}`);
   }
   return { ok: problems.length === 0, problems, entries };
+}
+
+function definedOnly(options: VerifyOptions): Partial<typeof VERIFY_DEFAULTS> {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(VERIFY_DEFAULTS) as Array<keyof typeof VERIFY_DEFAULTS>) {
+    const v = options[key];
+    if (typeof v === 'number' && Number.isFinite(v) && v >= 0) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Read the central directory and each local header (never any file data): names, kinds, declared sizes
+ * against the caps, and where each entry lies in the zip. `refused` means nothing may be inflated.
+ */
+async function listEntries(
+  zip: ZipFile,
+  caps: typeof VERIFY_DEFAULTS,
+  add: (p: string) => void,
+): Promise<{ listed: Listed[]; entries: number; refused: boolean }> {
+  const listed: Listed[] = [];
+  const names = new Set<string>();
+  const folded = new Map<string, string>();
+  let entries = 0;
+  let refused = false;
+  let total = 0;
+  for await (const entry of iterateEntries(zip)) {
+    entries += 1;
+    if (entries > caps.maxEntries) {
+      add(
+        `more than ${caps.maxEntries} entries (a bundle has one per file; maxEntries raises the cap); refused`,
+      );
+      refused = true;
+      break;
+    }
+    const name = decodeName(entry);
+    const shown = shownName(name);
+    const nameProblem = unsafeName(name);
+    if (nameProblem) {
+      add(`entry ${shown}: ${nameProblem}; refused`);
+      continue;
+    }
+    const mode = (entry.externalFileAttributes >>> 16) & S_IFMT;
+    const unixHost = entry.versionMadeBy >> 8 === 3 || entry.versionMadeBy >> 8 === 19;
+    if (unixHost && mode === S_IFLNK) {
+      add(`entry ${shown}: is a symbolic link; refused`);
+      continue;
+    }
+    if (names.has(name)) {
+      add(`entry ${shown}: appears more than once; refused`);
+      refused = true;
+      continue;
+    }
+    // Windows (where bundles are opened) has one file for names that differ only in case.
+    const key = name.toLowerCase();
+    const twin = folded.get(key);
+    if (twin !== undefined) {
+      add(`entry ${shown}: same name as ${shownName(twin)} on Windows (they differ only in case); refused`);
+      refused = true;
+      continue;
+    }
+    names.add(name);
+    folded.set(key, name);
+    const isDir = name.endsWith('/') || (unixHost && mode === S_IFDIR);
+    if (isDir && entry.uncompressedSize !== 0) add(`entry ${shown}: a directory with data`);
+    if (!isDir && entry.isEncrypted()) {
+      add(`entry ${shown}: encrypted`);
+      continue;
+    }
+    if (!isDir && entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
+      add(`entry ${shown}: unsupported compression method ${entry.compressionMethod}`);
+      continue;
+    }
+    if (entry.uncompressedSize > caps.maxEntryBytes) {
+      add(
+        `entry ${shown}: ${entry.uncompressedSize} bytes once inflated, over the cap of ${caps.maxEntryBytes} per entry (--max-entry-bytes); refused`,
+      );
+      refused = true;
+    }
+    total += entry.uncompressedSize;
+    let dataStart: number;
+    try {
+      dataStart = (await zip.readLocalFileHeaderPromise(entry, { minimal: true })).fileDataStart;
+    } catch (err) {
+      add(`entry ${shown}: bad local header: ${quoteText((err as Error).message)}; refused`);
+      refused = true;
+      continue;
+    }
+    const start = entry.relativeOffsetOfLocalHeader;
+    listed.push({ entry, name, isDir, start, end: dataStart + entry.compressedSize });
+  }
+  if (total > caps.maxTotalBytes) {
+    add(
+      `${total} bytes once inflated, over the cap of ${caps.maxTotalBytes} for the whole zip (--max-total-bytes); refused`,
+    );
+    refused = true;
+  }
+  if (findOverlaps(listed, add) > 0) refused = true;
+  return { listed, entries, refused };
+}
+
+/** Entries whose bytes overlap (one compressed stream read as many files: a zip bomb); returns how many. */
+function findOverlaps(listed: readonly Listed[], add: (p: string) => void): number {
+  const byStart = [...listed].sort((a, b) => a.start - b.start || a.end - b.end);
+  let overlaps = 0;
+  let reach: Listed | null = null;
+  for (const l of byStart) {
+    if (reach && l.start < reach.end) {
+      overlaps += 1;
+      if (overlaps <= MAX_OVERLAPS_LISTED) {
+        add(
+          `entries ${shownName(reach.name)} and ${shownName(l.name)} overlap in the zip (the same bytes read as two files); refused`,
+        );
+      }
+    }
+    if (!reach || l.end > reach.end) reach = l;
+  }
+  if (overlaps > MAX_OVERLAPS_LISTED) add(`... ${overlaps - MAX_OVERLAPS_LISTED} more overlapping entries`);
+  return overlaps;
+}
+
+/** The CSP sources of report.html's own scripts: the built-in template's, and the override's when given. */
+async function ownScriptSources(templatesDir?: string): Promise<Set<string>> {
+  const { BUILTIN_TEMPLATES_DIR } = await import('../report/render.js');
+  const { templateScriptHashes } = await import('../report/html/csp.js');
+  const { REPORT_HTML_TEMPLATE } = await import('../report/html/template.js');
+  const out = new Set<string>();
+  const dirs = templatesDir === undefined ? [BUILTIN_TEMPLATES_DIR] : [BUILTIN_TEMPLATES_DIR, templatesDir];
+  for (const dir of dirs) {
+    try {
+      const source = fs.readFileSync(path.join(dir, REPORT_HTML_TEMPLATE), 'utf8');
+      for (const h of templateScriptHashes(source)) out.add(h);
+    } catch {
+      // no report.html template there: nothing more is allowed
+    }
+  }
+  return out;
 }
 
 interface FileFacts {
@@ -159,6 +329,22 @@ function decodeName(entry: Entry): string {
   return (entry.generalPurposeBitFlag & 0x800) !== 0 ? raw.toString('utf8') : raw.toString('latin1');
 }
 
+/** A name from the zip as it may be printed: quoted, clipped, every control and bidi character escaped. */
+function shownName(name: string): string {
+  return quoteText(name.length > 200 ? `${name.slice(0, 200)}...` : name);
+}
+
+/** A value from the zip in a message, unquoted: clipped, control and bidi characters escaped. */
+function printable(value: unknown): string {
+  const text = typeof value === 'string' ? value : String(JSON.stringify(value));
+  return escapeFormatChars(text.length > 200 ? `${text.slice(0, 200)}...` : text);
+}
+
+/** Text from the zip, quoted for a terminal: JSON escapes plus C1 controls and bidi overrides as \u escapes. */
+function quoteText(text: string): string {
+  return escapeFormatChars(JSON.stringify(text));
+}
+
 /** Why a name must not be extracted, or null when it is fine. */
 export function unsafeName(name: string): string | null {
   if (name.length === 0) return 'empty name';
@@ -171,17 +357,25 @@ export function unsafeName(name: string): string | null {
   return null;
 }
 
-function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'opaque' | 'binary' {
+function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'html' | 'png' | 'opaque' | 'binary' {
   const ext = path.extname(name).toLowerCase();
   if (ext === '.json') return 'json';
   if (ext === '.jsonl') return 'jsonl';
   if (ext === '.md' || ext === '.txt' || ext === '.csv' || ext === '.log') return 'text';
-  // Images are images; report.html embeds thumbnails as data URIs by design.
-  if (['.png', '.jpg', '.jpeg', '.gif', '.bmp', '.webp', '.html'].includes(ext)) return 'opaque';
+  // report.html embeds WebP thumbnails as data URIs by design: checked as a page (verify-html.ts).
+  if (ext === '.html') return 'html';
+  if (ext === '.png') return 'png';
+  if (['.jpg', '.jpeg', '.gif', '.bmp', '.webp'].includes(ext)) return 'opaque';
   return 'binary';
 }
 
-async function readFacts(zip: ZipFile, entry: Entry, name: string): Promise<FileFacts> {
+async function readFacts(
+  zip: ZipFile,
+  entry: Entry,
+  name: string,
+  caps: typeof VERIFY_DEFAULTS,
+  ownScripts: ReadonlySet<string>,
+): Promise<FileFacts> {
   const kind = kindOf(name);
   const stream = await zip.openReadStreamPromise(entry);
   const hash = createHash('sha256');
@@ -194,14 +388,23 @@ async function readFacts(zip: ZipFile, entry: Entry, name: string): Promise<File
       : kind === 'binary'
         ? new Base64RunScanner()
         : null;
-  const keep = (kind === 'json' || kind === 'jsonl') && entry.uncompressedSize <= MAX_PARSED_BYTES;
+  const parsed = kind === 'json' || kind === 'jsonl';
+  const limit = parsed ? caps.maxJsonBytes : kind === 'html' ? caps.maxHtmlBytes : 0;
+  // yauzl ends the stream with an error past the declared size, so the declared size bounds what is kept.
+  const keep = limit > 0 && entry.uncompressedSize <= limit;
   const chunks: Buffer[] = [];
+  let head = Buffer.alloc(0);
+  let tail = Buffer.alloc(0);
   for await (const chunk of stream as AsyncIterable<Buffer>) {
     hash.update(chunk);
     crc = zlib.crc32(chunk, crc);
     bytes += chunk.length;
     scanner?.feed(chunk);
     if (keep) chunks.push(chunk);
+    if (kind === 'png') {
+      if (head.length < PNG_SIGNATURE.length) head = Buffer.concat([head, chunk]).subarray(0, 8);
+      tail = Buffer.concat([tail, chunk]).subarray(-PNG_IEND.length);
+    }
   }
   const facts: FileFacts = {
     bytes,
@@ -209,45 +412,33 @@ async function readFacts(zip: ZipFile, entry: Entry, name: string): Promise<File
     crcMismatch: crc >>> 0 !== entry.crc32 >>> 0,
     imageProblems: [],
   };
+  const jsonCaps = { maxDepth: caps.maxJsonDepth, maxContainers: caps.maxJsonContainers };
   if (keep) {
-    const text = Buffer.concat(chunks).toString('utf8');
+    const data = Buffer.concat(chunks);
+    chunks.length = 0;
     if (kind === 'json') {
-      try {
-        const value = JSON.parse(text);
-        const n = leftoverImageBytes(value);
-        if (n > 0) facts.imageProblems.push(`holds inline image bytes (${n} place${n === 1 ? '' : 's'})`);
-        if (path.basename(name) === 'manifest.json') facts.json = value;
-      } catch {
-        facts.imageProblems.push('is not valid JSON');
-      }
+      const res = checkJsonFile(data, jsonCaps, facts.imageProblems);
+      if (path.basename(name) === 'manifest.json' && res.value !== undefined) facts.json = res.value;
+    } else if (kind === 'jsonl') {
+      checkJsonLines(data, jsonCaps, facts.imageProblems);
     } else {
-      checkJsonLines(text, facts.imageProblems);
+      facts.imageProblems.push(...checkReportHtml(data, ownScripts));
     }
-  } else if (kind === 'json' || kind === 'jsonl') {
-    facts.imageProblems.push('too large to check for image bytes');
+  } else if (limit > 0) {
+    const option = parsed ? 'maxJsonBytes' : 'maxHtmlBytes';
+    facts.imageProblems.push(
+      `too large to check for image bytes (${entry.uncompressedSize} bytes, over the cap of ${limit}: ${option})`,
+    );
+  }
+  if (kind === 'png' && !(head.equals(PNG_SIGNATURE) && tail.equals(PNG_IEND))) {
+    facts.imageProblems.push(
+      bytes === 0
+        ? 'an empty PNG (0 bytes)'
+        : `not a whole PNG (${bytes} bytes; no PNG signature or IEND end)`,
+    );
   }
   if (scanner?.finding) facts.imageProblems.push(scanner.finding);
   return facts;
-}
-
-function checkJsonLines(text: string, problems: string[]): void {
-  let start = 0;
-  let lineNo = 0;
-  let images = 0;
-  while (start < text.length) {
-    let end = text.indexOf('\n', start);
-    if (end === -1) end = text.length;
-    lineNo += 1;
-    const line = text.slice(start, end);
-    start = end + 1;
-    if (line.trim() === '') continue;
-    try {
-      const n = leftoverImageBytes(JSON.parse(line));
-      if (n > 0 && images++ < 5) problems.push(`line ${lineNo} holds inline image bytes`);
-    } catch {
-      if (problems.length < 5) problems.push(`line ${lineNo} is not valid JSON`);
-    }
-  }
 }
 
 function checkLayout(tops: Set<string>, files: Map<string, FileFacts>, add: (p: string) => void): void {
@@ -256,13 +447,14 @@ function checkLayout(tops: Set<string>, files: Map<string, FileFacts>, add: (p: 
     return;
   }
   if (tops.size > 1) {
-    add(`expected one top folder, found ${tops.size}: ${[...tops].slice(0, 5).join(', ')}`);
+    add(`expected one top folder, found ${tops.size}: ${[...tops].slice(0, 5).map(shownName).join(', ')}`);
     return;
   }
   const top = [...tops][0]!;
-  if (!parseSessionDirName(top)) add(`top folder "${top}" is not named <yyyyMMdd-HHmmss>-<sessionId>`);
+  if (!parseSessionDirName(top))
+    add(`top folder ${shownName(top)} is not named <yyyyMMdd-HHmmss>-<sessionId>`);
   for (const name of files.keys()) {
-    if (!name.startsWith(`${top}/`)) add(`"${name}" is not inside the top folder`);
+    if (!name.startsWith(`${top}/`)) add(`${shownName(name)} is not inside the top folder`);
   }
   for (const req of REQUIRED_FILES) {
     if (!files.has(`${top}/${req}`)) add(`missing ${req}`);
@@ -287,16 +479,18 @@ function checkManifest(top: string, files: Map<string, FileFacts>, add: (p: stri
     const full = `${top}/${item.path}`;
     seen.add(full);
     const facts = files.get(full);
+    const shown = printable(item.path);
     if (!facts) {
-      add(`manifest lists ${item.path}, which is not in the zip`);
+      add(`manifest lists ${shown}, which is not in the zip`);
       continue;
     }
     if (item.bytes !== facts.bytes)
-      add(`${item.path}: size ${facts.bytes} but the manifest says ${item.bytes}`);
-    if (item.sha256 !== facts.sha256) add(`${item.path}: sha256 does not match the manifest (tampered?)`);
+      add(`${shown}: size ${facts.bytes} but the manifest says ${printable(item.bytes)}`);
+    if (item.sha256 !== facts.sha256) add(`${shown}: sha256 does not match the manifest (tampered?)`);
   }
   for (const name of files.keys()) {
-    if (name !== manifestName && !seen.has(name)) add(`${name.slice(top.length + 1)} is not in the manifest`);
+    if (name !== manifestName && !seen.has(name))
+      add(`${printable(name.slice(top.length + 1))} is not in the manifest`);
   }
 }
 

@@ -11,6 +11,7 @@ import { parseByteSize, parseDuration } from '../bundle/units.js';
 import { describeFsError } from '../paths/disk-errors.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { recorderVersion } from '../record/environment.js';
+import { escapeFormatChars } from '../report/text.js';
 
 /** Exit codes: 0 done, 1 the work failed, 2 bad usage. */
 const EXIT_FAILED = 1;
@@ -84,8 +85,15 @@ function durationArg(value: string): number {
   return ms;
 }
 
+/** Write a line to stdout; control and bidi characters from recorded text are shown as `\\uXXXX`, never obeyed. */
 function print(text: string): void {
-  process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const safe = escapeFormatChars(text);
+  process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
+}
+
+/** Write a line to stderr, neutralized like print. */
+function printErr(text: string): void {
+  process.stderr.write(`${escapeFormatChars(text)}\n`);
 }
 
 /** Progress on stderr, only for a terminal and only once the work has taken a while. */
@@ -122,6 +130,13 @@ interface BundleCliOptions extends SessionsOption {
   templates?: string;
 }
 
+interface VerifyCliOptions {
+  maxEntryBytes?: number;
+  maxTotalBytes?: number;
+  maxJsonBytes?: number;
+  templates?: string;
+}
+
 async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> {
   const session = await locate(id, opts);
   const { buildBundle } = await import('../bundle/build.js');
@@ -136,10 +151,14 @@ async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> 
       templatesDir: templatesDir(opts.templates),
       onProgress: progress.onProgress,
     });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_OUTPUT_IN_SESSION')
+      throw new UsageError((err as Error).message);
+    throw err;
   } finally {
     progress.stop();
   }
-  for (const w of result.warnings) process.stderr.write(`mcec-bundle: warning: ${w}\n`);
+  for (const w of result.warnings) printErr(`mcec-bundle: warning: ${w}`);
   // The zip is written either way (it is still the evidence), but a cap that was not met is a failed job.
   if (result.limitMet === false) process.exitCode = EXIT_FAILED;
   if (opts.json) {
@@ -332,16 +351,33 @@ Examples:
   program
     .command('verify <zip>')
     .description('check a bundle: manifest hashes, layout, no image bytes in text, no unsafe entries')
+    .option(
+      '--max-entry-bytes <size>',
+      'refuse an entry larger than this once inflated (default 1G)',
+      sizeArg,
+    )
+    .option('--max-total-bytes <size>', 'refuse a zip larger than this once inflated (default 2G)', sizeArg)
+    .option(
+      '--max-json-bytes <size>',
+      'largest .json/.jsonl file checked (default 16M; larger ones fail)',
+      sizeArg,
+    )
+    .option('--templates <dir>', "the templates the bundle was built with (report.html's own scripts)")
     .addHelpText('after', '\nExample:\n  mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip')
-    .action(async (zip: string) => {
+    .action(async (zip: string, opts: VerifyCliOptions) => {
       const { verifyBundle } = await import('../bundle/verify.js');
-      const res = await verifyBundle(zip);
+      const res = await verifyBundle(zip, {
+        maxEntryBytes: opts.maxEntryBytes,
+        maxTotalBytes: opts.maxTotalBytes,
+        maxJsonBytes: opts.maxJsonBytes,
+        templatesDir: opts.templates,
+      });
       if (res.ok) {
         print(`ok: ${zip} (${res.entries} entries)`);
         return;
       }
-      process.stderr.write(`${zip}: ${res.problems.length} problem(s):\n`);
-      for (const p of res.problems) process.stderr.write(`  - ${p}\n`);
+      printErr(`${zip}: ${res.problems.length} problem(s):`);
+      for (const p of res.problems) printErr(`  - ${p}`);
       process.exitCode = EXIT_FAILED;
     });
 
@@ -370,7 +406,7 @@ async function main(argv: string[]): Promise<number> {
       // --help and --version end with exit code 0; everything else commander rejects is bad usage.
       return err.exitCode === 0 ? 0 : EXIT_USAGE;
     }
-    process.stderr.write(`mcec-bundle: ${describeFsError(err)}\n`);
+    printErr(`mcec-bundle: ${describeFsError(err)}`);
     return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
   }
 }
@@ -386,7 +422,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`mcec-bundle: ${(err as Error).message}\n`);
+    printErr(`mcec-bundle: ${(err as Error).message}`);
     process.exitCode = EXIT_FAILED;
   },
 );

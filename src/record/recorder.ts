@@ -43,7 +43,7 @@ import {
 } from './outcome.js';
 import { answersInDefaultSession, isPreRoutingRefusal, routingArgument } from './routing.js';
 import { RecordedSession, type SessionVia } from './session.js';
-import { isoTime } from './time.js';
+import { isoTime, saneServerTime } from './time.js';
 import type {
   Dispatch,
   ExchangeMeta,
@@ -61,6 +61,8 @@ const MiB = 1024 * 1024;
 export const DEFAULT_MAX_LOG_BYTES = 8 * MiB;
 /** Default artifact bytes per session. */
 export const DEFAULT_MAX_ARTIFACT_BYTES = 512 * MiB;
+/** What the log stores for a dispatch result that throws when read (a getter, a Proxy trap). */
+export const UNREADABLE_RESULT = '[result not recorded: reading it threw]';
 /** What stands in a stored value for image bytes that could not become an artifact (args, events). */
 export const IMAGE_BYTES_OMITTED = '[image bytes omitted]';
 
@@ -227,9 +229,15 @@ class RecorderImpl implements Recorder {
       } catch (err) {
         return this.finishThrown(call, err, lastShape ?? this.options.thrownShape ?? 'call-tool-result');
       }
-      const quick = quickOutcome(output);
-      if (quick.shape !== 'other') lastShape = quick.shape;
-      return this.finishReturned(call, output, quick.ok === true);
+      try {
+        const quick = quickOutcome(output);
+        if (quick.shape !== 'other') lastShape = quick.shape;
+        return this.finishReturned(call, output, quick.ok === true);
+      } catch {
+        // Reading the result threw (a getter, a Proxy): the agent gets it as returned, the log a stand-in.
+        const recorded = this.finishReturned(call, UNREADABLE_RESULT, true);
+        return recorded instanceof Promise ? recorded.then(() => output) : output;
+      }
     };
     return wrapped as unknown as D;
   }
@@ -848,8 +856,7 @@ class RecorderImpl implements Recorder {
     const result = env?.ok && isRecord(env.result) ? env.result : undefined;
     if (call.tool === 'session-start' && result) {
       const started = typeof result.sessionId === 'string' && result.sessionId ? result.sessionId : envId;
-      const serverStart = typeof result.startedAt === 'string' ? new Date(result.startedAt) : undefined;
-      const startedAt = serverStart && !Number.isNaN(serverStart.getTime()) ? serverStart : call.startedAt;
+      const startedAt = saneServerTime(result.startedAt, call.startedAt);
       return { raw: started ?? call.hintId, via: 'session-start', startedAt };
     }
     // The envelope echoes an id that names no session: the call stays where the connection is.

@@ -17,3 +17,17 @@ export function isoTime(date: Date): string {
   const milli = ms - second * 1000;
   return `${cachedPrefix}.${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
 }
+
+/** How far a server's clock may be from ours before its times are not used to name or order anything. */
+export const MAX_SERVER_CLOCK_SKEW_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * A time the server reported (an ISO string), when it is within MAX_SERVER_CLOCK_SKEW_MS of `local` (our clock
+ * at the same moment); else `local`. A year 1970 or +275760 would name a session dir nothing can find and show
+ * decades of duration; the server's raw value stays in the stored envelope.
+ */
+export function saneServerTime(raw: unknown, local: Date): Date {
+  if (typeof raw !== 'string') return local;
+  const t = new Date(raw).getTime();
+  return Math.abs(t - local.getTime()) <= MAX_SERVER_CLOCK_SKEW_MS ? new Date(t) : local;
+}

@@ -33,7 +33,10 @@ export function looksLikeImageBytes(text: string): boolean {
   return upper && lower && digit;
 }
 
-/** One line of at most `max` characters: control characters and line breaks become spaces, image bytes a marker. */
+/**
+ * One line of at most `max` characters: control characters (C0, DEL, C1), bidi controls and line breaks become
+ * spaces, image bytes a marker.
+ */
 export function oneLine(value: unknown, max = 120): string {
   if (value === null || value === undefined) return '';
   let text = typeof value === 'string' ? value : String(value);
@@ -45,8 +48,34 @@ export function oneLine(value: unknown, max = 120): string {
   return truncated && out.length <= max ? clip(`${out}…`, max) : clip(out, max);
 }
 
+/** Bidi embeddings and overrides (U+202A-U+202E) and isolates (U+2066-U+2069): they reorder text shown after them. */
+function isBidiControl(c: number): boolean {
+  return (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
 function isSpaceLike(c: number): boolean {
-  return c < 32 || c === 127 || c === 0x2028 || c === 0x2029 || c === 32;
+  return c <= 32 || (c >= 127 && c <= 159) || c === 0x2028 || c === 0x2029 || isBidiControl(c);
+}
+
+/**
+ * True for characters that must not reach a terminal or a page as themselves: C0 controls other than tab and
+ * line breaks, DEL, C1 controls (U+0080-U+009F: U+009B is an ANSI escape on some terminals) and bidi controls.
+ */
+export function isUnsafeFormatChar(c: number): boolean {
+  return (c < 32 && c !== 9 && c !== 10 && c !== 13) || (c >= 127 && c <= 159) || isBidiControl(c);
+}
+
+/** `text` with every isUnsafeFormatChar character written as a visible `\uXXXX` (also right inside JSON strings). */
+export function escapeFormatChars(text: string): string {
+  let out = '';
+  let last = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (!isUnsafeFormatChar(c)) continue;
+    out += `${text.slice(last, i)}\\u${c.toString(16).padStart(4, '0')}`;
+    last = i + 1;
+  }
+  return last === 0 ? text : out + text.slice(last);
 }
 
 /** Each run of control characters, line breaks and spaces as one space; the text itself when it has none to change. */

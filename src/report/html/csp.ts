@@ -6,7 +6,7 @@ export const CSP_STYLE_MARK = 'MCEC-CSP-STYLE';
 export const CSP_SCRIPT_MARK = 'MCEC-CSP-SCRIPT';
 
 /** sha256 CSP sources of every inline `<tag>...</tag>` block (user text is escaped, so only ours exist). */
-function blockHashes(html: string, tag: string): string[] {
+export function blockHashes(html: string, tag: 'script' | 'style'): string[] {
   const out: string[] = [];
   const open = `<${tag}`;
   const close = `</${tag}>`;
@@ -17,8 +17,7 @@ function blockHashes(html: string, tag: string): string[] {
     const bodyStart = html.indexOf('>', start);
     const end = bodyStart === -1 ? -1 : html.indexOf(close, bodyStart);
     if (end === -1) break;
-    const body = html.slice(bodyStart + 1, end);
-    out.push(`'sha256-${createHash('sha256').update(body, 'utf8').digest('base64')}'`);
+    out.push(cspHash(html.slice(bodyStart + 1, end)));
     at = end + close.length;
   }
   return out;
@@ -34,4 +33,33 @@ export function applyCsp(html: string): string {
   head = head.replace(CSP_STYLE_MARK, () => (style.length ? style.join(' ') : "'none'"));
   head = head.replace(CSP_SCRIPT_MARK, () => (script.length ? script.join(' ') : "'none'"));
   return head + html.slice(headEnd);
+}
+
+/** The CSP source (`'sha256-...'`) that allows an inline block with this exact body. */
+export function cspHash(body: string): string {
+  return `'sha256-${createHash('sha256').update(body, 'utf8').digest('base64')}'`;
+}
+
+/**
+ * The CSP sources of a template's own scripts: its `<script>` blocks with no Handlebars in them, which render
+ * byte for byte as written (`verifyBundle` allows only these in a report.html).
+ */
+export function templateScriptHashes(templateSource: string): string[] {
+  const out: string[] = [];
+  let at = 0;
+  for (;;) {
+    const start = templateSource.indexOf('<script>', at);
+    if (start === -1) break;
+    const end = templateSource.indexOf('</script>', start);
+    if (end === -1) break;
+    const body = templateSource.slice(start + '<script>'.length, end);
+    // A body with Handlebars in it is not static (or the `<script>` was text in a comment): look further.
+    if (body.includes('{{')) {
+      at = start + 1;
+      continue;
+    }
+    out.push(cspHash(body));
+    at = end + '</script>'.length;
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 /** Stored JSON (already redacted, image bytes already out) pretty-printed and clipped for report.html. */
+import { isUnsafeFormatChar } from '../text.js';
 
 /** A pretty-printed, clipped copy of a stored JSON column. */
 export interface PrettyJson {
@@ -35,13 +36,25 @@ export function prettyJson(stored: string | null | undefined, maxChars: number):
   return { text: text.slice(0, cut), clipped: text.length - cut, raw };
 }
 
-/** Escape text for an HTML text node: `&`, `<`, `>` (quotes are harmless there and would bloat JSON sixfold). */
+/**
+ * Escape text for an HTML text node: `&`, `<`, `>` (quotes are harmless there and would bloat JSON sixfold);
+ * control and bidi characters (isUnsafeFormatChar) shown as `\uXXXX`, so they cannot reorder what follows.
+ */
 export function escapeTextNode(text: string): string {
   let out = '';
   let last = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    const rep = c === 38 ? '&amp;' : c === 60 ? '&lt;' : c === 62 ? '&gt;' : null;
+    const rep =
+      c === 38
+        ? '&amp;'
+        : c === 60
+          ? '&lt;'
+          : c === 62
+            ? '&gt;'
+            : isUnsafeFormatChar(c)
+              ? `\\u${c.toString(16).padStart(4, '0')}`
+              : null;
     if (rep) {
       out += text.slice(last, i) + rep;
       last = i + 1;

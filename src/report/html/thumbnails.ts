@@ -48,9 +48,11 @@ export interface ThumbnailOptions {
   maxCount?: number;
 }
 
-const DEFAULT_WIDTHS = [320, 160, 80];
+/** The widest thumbnail made by default (the width report.html promises, which `verifyBundle` checks). */
+export const MAX_THUMBNAIL_WIDTH = 320;
+const DEFAULT_WIDTHS = [MAX_THUMBNAIL_WIDTH, 160, 80];
 /** A very tall capture is clipped to this height ratio so one thumbnail cannot dominate the page. */
-const MAX_ASPECT = 2;
+export const MAX_ASPECT = 2;
 /** Source images larger than this many pixels are refused rather than decoded (a hostile or corrupt file). */
 const MAX_INPUT_PIXELS = 80_000_000;
 const DATA_PREFIX = 'data:image/webp;base64,';
