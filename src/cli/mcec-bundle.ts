@@ -11,7 +11,6 @@ import { parseByteSize, parseDuration } from '../bundle/units.js';
 import { describeFsError } from '../paths/disk-errors.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { recorderVersion } from '../record/environment.js';
-import { escapeFormatChars } from '../report/text.js';
 
 /** Exit codes: 0 done, 1 the work failed, 2 bad usage. */
 const EXIT_FAILED = 1;
@@ -85,7 +84,10 @@ function durationArg(value: string): number {
   return ms;
 }
 
-/** Write a line to stdout; control and bidi characters from recorded text are shown as `\\uXXXX`, never obeyed. */
+/** Shows control and bidi characters as `\\uXXXX` (report/text.ts, loaded by main unless only help is asked). */
+let escapeFormatChars: (text: string) => string = (text) => text;
+
+/** Write a line to stdout; control and bidi characters from recorded text are shown, never obeyed. */
 function print(text: string): void {
   const safe = escapeFormatChars(text);
   process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
@@ -239,7 +241,10 @@ function buildProgram(): Command {
     .description('Bug bundles and failure summaries from sessions recorded by mcec-recorder.')
     .exitOverride()
     .showHelpAfterError('(run mcec-bundle --help for usage)')
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) })
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(escapeFormatChars(s)),
+      writeOut: (s) => process.stdout.write(s),
+    })
     .addHelpText(
       'after',
       `
@@ -398,6 +403,10 @@ Examples:
 /** Run the program on `argv` and return the exit code. */
 async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  // --help must start fast (no /report/ module); everything else may print recorded text.
+  const helpOnly =
+    argv.length === 0 || argv.some((a) => ['-h', '--help', '-V', '--version', 'help'].includes(a));
+  if (!helpOnly) ({ escapeFormatChars } = await import('../report/text.js'));
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
