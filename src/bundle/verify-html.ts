@@ -40,7 +40,9 @@ export function checkReportHtml(data: Buffer, ownScripts: ReadonlySet<string>): 
   try {
     html = new TextDecoder('utf-8', { fatal: true }).decode(data);
   } catch {
-    return ['is not valid UTF-8'];
+    // Raw image bytes are not UTF-8: say so, and still look at everything else.
+    add('is not valid UTF-8');
+    html = data.toString('utf8');
   }
   checkCsp(html, ownScripts, add);
   checkScripts(html, ownScripts, add);

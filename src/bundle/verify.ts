@@ -119,16 +119,16 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
   try {
     const listing = await listEntries(zip, caps, add);
     entries = listing.entries;
+    // A refused zip is not read at all: its layout and manifest are not worth a word.
+    if (listing.refused) return { ok: false, problems, entries };
     for (const l of listing.listed) tops.add(l.name.split('/')[0]!);
-    if (!listing.refused) {
-      const ownScripts = await ownScriptSources(options.templatesDir);
-      for (const l of listing.listed) {
-        if (l.isDir) continue;
-        try {
-          files.set(l.name, await readFacts(zip, l.entry, l.name, caps, ownScripts));
-        } catch (err) {
-          add(`entry ${shownName(l.name)}: cannot be read: ${quoteText((err as Error).message)}`);
-        }
+    const ownScripts = await ownScriptSources(options.templatesDir);
+    for (const l of listing.listed) {
+      if (l.isDir) continue;
+      try {
+        files.set(l.name, await readFacts(zip, l.entry, l.name, caps, ownScripts));
+      } catch (err) {
+        add(`entry ${shownName(l.name)}: cannot be read: ${quoteText((err as Error).message)}`);
       }
     }
   } catch (err) {
@@ -136,7 +136,6 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
   } finally {
     zip.close();
   }
-  if (problems.length > 0 && files.size === 0 && tops.size === 0) return { ok: false, problems, entries };
   checkLayout(tops, files, add);
   const top = tops.size === 1 ? [...tops][0]! : null;
   if (top !== null) checkManifest(top, files, add);
@@ -236,13 +235,13 @@ async function listEntries(
     const start = entry.relativeOffsetOfLocalHeader;
     listed.push({ entry, name, isDir, start, end: dataStart + entry.compressedSize });
   }
+  if (findOverlaps(listed, add) > 0) refused = true;
   if (total > caps.maxTotalBytes) {
     add(
       `${total} bytes once inflated, over the cap of ${caps.maxTotalBytes} for the whole zip (--max-total-bytes); refused`,
     );
     refused = true;
   }
-  if (findOverlaps(listed, add) > 0) refused = true;
   return { listed, entries, refused };
 }
 

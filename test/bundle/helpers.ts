@@ -190,8 +190,8 @@ export function rawZip(entries: RawEntry[]): Buffer {
   const cd = Buffer.concat(centrals);
   const end = Buffer.alloc(22);
   end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(entries.length, 8);
-  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt16LE(entries.length & 0xffff, 8);
+  end.writeUInt16LE(entries.length & 0xffff, 10);
   end.writeUInt32LE(cd.length, 12);
   end.writeUInt32LE(offset, 16);
   return Buffer.concat([...locals, cd, end]);
