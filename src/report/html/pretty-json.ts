@@ -3,7 +3,6 @@
  * bytes a log should never hold (planted past the recorder) are replaced again here: the page must not carry them.
  */
 import { findImageBytes, setAtPointer } from '../../contract/image-bytes.js';
-import { isUnsafeFormatChar } from '../text.js';
 
 /** A pretty-printed, clipped copy of a stored JSON column. */
 export interface PrettyJson {
@@ -98,25 +97,13 @@ function isBase64Char(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 47 && c <= 57) || c === 43 || c === 61;
 }
 
-/**
- * Escape text for an HTML text node: `&`, `<`, `>` (quotes are harmless there and would bloat JSON sixfold);
- * control and bidi characters (isUnsafeFormatChar) shown as `\uXXXX`, so they cannot reorder what follows.
- */
+/** Escape text for an HTML text node: `&`, `<`, `>` (quotes are harmless there and would bloat JSON sixfold). */
 export function escapeTextNode(text: string): string {
   let out = '';
   let last = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    const rep =
-      c === 38
-        ? '&amp;'
-        : c === 60
-          ? '&lt;'
-          : c === 62
-            ? '&gt;'
-            : isUnsafeFormatChar(c)
-              ? `\\u${c.toString(16).padStart(4, '0')}`
-              : null;
+    const rep = c === 38 ? '&amp;' : c === 60 ? '&lt;' : c === 62 ? '&gt;' : null;
     if (rep) {
       out += text.slice(last, i) + rep;
       last = i + 1;

@@ -4,7 +4,7 @@ import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { summarizeCall } from '../summarize-call.js';
 import { safeRelativePath } from '../summary.js';
-import { formatBytes, oneLine } from '../text.js';
+import { escapeFormatChars, formatBytes, oneLine } from '../text.js';
 import type { SessionSummary } from '../types.js';
 import { applyCsp } from './csp.js';
 import { type ImageRef, imageRef } from './image-ref.js';
@@ -400,9 +400,10 @@ async function renderReportHtmlParts(
   // The page is rendered around a marker and the rows joined into it once: one copy of a 5 MB string, not four.
   // The marker is random so no recorded text can imitate it.
   const rowsMark = `\u0000rows-${randomBytes(8).toString('hex')}\u0000`;
+  // Control and bidi characters in recorded text are shown as \uXXXX (before the CSP hashes are taken).
   const shell = applyCsp(
-    tpl
-      .render({
+    escapeFormatChars(
+      tpl.render({
         ...page,
         rowsHtml: rowsMark,
         notices: notes,
@@ -410,13 +411,14 @@ async function renderReportHtmlParts(
         shownCalls: kept.length,
         // Thousands of rows: let the browser skip laying out those off screen (it loads ~4x faster).
         longTimeline: kept.length > LONG_TIMELINE,
-      })
-      .trimStart(),
+      }),
+    ).trimStart(),
   );
-  const at = shell.indexOf(rowsMark);
+  const mark = escapeFormatChars(rowsMark);
+  const at = shell.indexOf(mark);
   if (at === -1) return [shell]; // a custom template without the rows
   const parts = [shell.slice(0, at)];
-  for (const e of kept) parts.push(e.html);
-  parts.push(shell.slice(at + rowsMark.length));
+  for (const e of kept) parts.push(escapeFormatChars(e.html));
+  parts.push(shell.slice(at + mark.length));
   return parts;
 }
