@@ -1,18 +1,22 @@
-/** Redaction through the HTTP proxy: a malformed body's excerpt and a typed command, every recorded file read back. */
+/** Redaction through both proxies: malformed requests' excerpts and typed commands, every recorded file read back. */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
+import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { leakedForm } from '../helpers/secret-forms.js';
-import { post } from '../proxy/helpers.js';
+import { post, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
 
 const TOKEN = 'tok-5e1d2c3b4a596877';
 const PASSWORD = 'Malformed-Pw-91';
 const TYPED = 'Typed-In-Bad-92';
+const SIM_CHILD = fileURLToPath(new URL('../proxy/fixtures/sim-stdio.mjs', import.meta.url));
 
 let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
@@ -67,6 +71,61 @@ describe('redaction through the HTTP proxy', () => {
     expect(recorded).toContain('[typed text: ');
     const files = allText(sessionsDir);
     for (const secret of [PASSWORD, TYPED, TOKEN]) {
+      expect(leakedForm(recorded, secret), `${secret} in the logs' rows`).toBeUndefined();
+      expect(leakedForm(files, secret), `${secret} in the recorded files`).toBeUndefined();
+    }
+  });
+});
+
+describe('redaction through the stdio proxy', () => {
+  it('an unparsable line and a typed call keep neither the password nor the typed text', async () => {
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const lines: string[] = [];
+    let buffered = '';
+    stdout.on('data', (c: Buffer) => {
+      buffered += c.toString('utf8');
+      const parts = buffered.split('\n');
+      buffered = parts.pop()!;
+      lines.push(...parts.filter(Boolean));
+    });
+    const recorder = createRecorder({
+      sessionsDir: path.join(tmp, 'recorded'),
+      transport: 'stdio',
+      stderr: () => {},
+    });
+    const exit = runStdioProxy({
+      command: process.execPath,
+      args: [SIM_CHILD, path.join(tmp, 'sim')],
+      recorder,
+      stdin,
+      stdout,
+      stderr: new PassThrough(),
+      forwardSignals: false,
+    });
+    const call = (id: number, name: string, args: Record<string, unknown>) =>
+      JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
+    stdin.write(`${call(1, 'session-start', {})}\n`);
+    await waitFor(() => lines.length === 1);
+    const sessionId = /\\"sessionId\\":\\"([0-9a-f]{12})\\"/.exec(lines[0]!)![1]!;
+    stdin.write(`${call(2, 'send_command', { sessionId, command: `chars:${TYPED}` })}\n`);
+    await waitFor(() => lines.length === 2);
+    stdin.write(
+      `{"jsonrpc":"2.0","id":3,"params":{"arguments":{"password":"${PASSWORD}","command":"chars:${TYPED}\n`,
+    );
+    await waitFor(() => lines.length === 3);
+    stdin.write(`${call(4, 'session-end', { sessionId })}\n`);
+    await waitFor(() => lines.length === 4);
+    stdin.end();
+    expect(await exit).toBe(0);
+    await recorder.close();
+
+    const recorded = JSON.stringify(readSessions(recorder.sessionsDir));
+    expect(recorded).toContain(`chars:[typed text: ${TYPED.length} chars]`);
+    // The unparsable line was recorded (its excerpt), without the password.
+    expect(recorded).toContain('\\"password\\":\\"[redacted]');
+    const files = allText(recorder.sessionsDir);
+    for (const secret of [PASSWORD, TYPED]) {
       expect(leakedForm(recorded, secret), `${secret} in the logs' rows`).toBeUndefined();
       expect(leakedForm(files, secret), `${secret} in the recorded files`).toBeUndefined();
     }
