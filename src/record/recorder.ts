@@ -21,6 +21,7 @@ import {
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.js';
+import { LogPool } from '../store/log-pool.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
 import { type CommitOutcome, SessionLog } from '../store/session-log.js';
 import { clipForLog } from './clip.js';
@@ -173,6 +174,8 @@ class RecorderImpl implements Recorder {
   private readonly stderr: (line: string) => void;
   private readonly sessions = new Map<string, RecordedSession>();
   private readonly dirty = new Set<RecordedSession>();
+  /** Caps the session logs open at once (file descriptors): idle ones close and reopen on demand. */
+  private readonly logPool: LogPool;
   private readonly reportedStages = new Set<string>();
   private server: ServerInfo | undefined;
   private jobs: Array<Job | undefined> = [];
@@ -212,6 +215,7 @@ class RecorderImpl implements Recorder {
     this.commitIntervalMs = options.commitIntervalMs ?? 4;
     this.maxObservationChars = Math.min(MAX_OBSERVATION_CHARS, this.maxLogBytes);
     this.stderr = options.stderr ?? ((line) => process.stderr.write(`${line}\n`));
+    this.logPool = new LogPool(options.maxOpenLogs);
     // The envelope schema compiles on first use (~250 ms): pay it now, not inside the first call's recording.
     setTimeout(() => readToolOutput({ ok: true, result: {} }), 0).unref();
   }
@@ -608,6 +612,7 @@ class RecorderImpl implements Recorder {
         session: row,
         busyTimeoutMs: BUSY_TIMEOUT_MS,
         pragmas: this.options.faults?.sqlitePragmas ?? [],
+        pool: this.logPool,
       });
       s.log = log;
       s.createdDir ||= !existed;

@@ -52,6 +52,11 @@ export interface RecorderOptions {
   /** Group-commit interval: at most one transaction per session per this many ms under load (default 4). */
   commitIntervalMs?: number;
   /**
+   * Session logs kept open at once (default 64; each holds three file descriptors). Past it the least
+   * recently used log is closed and reopened on its next write; an ended session's log closes at once.
+   */
+  maxOpenLogs?: number;
+  /**
    * Test seam for fault injection (not for production use): `beforeStage` runs before each recording stage
    * and may throw to simulate a bug there; `sqlitePragmas` run on every log opened (e.g. `max_page_count = 8`
    * makes the disk "full" for SQLite).

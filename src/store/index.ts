@@ -1,5 +1,6 @@
 /** The SQLite session log: schema, migrations, on-disk layout and the group-committing writer. */
 export * from './layout.js';
+export * from './log-pool.js';
 export * from './open.js';
 export * from './schema.js';
 export * from './session-log.js';

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from './layout.js';
+import type { LogPool, PooledLog } from './log-pool.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
 
@@ -41,6 +42,8 @@ export interface SessionLogOptions {
   pragmas?: string[];
   /** Queued operations kept while the database cannot be written; past it the oldest are dropped, counted. */
   maxQueuedOps?: number;
+  /** Caps the handles open across logs: past it the least recently used is closed (reopened on demand). */
+  pool?: LogPool;
 }
 
 /** What a commit did. `recovered` and `dropped` describe losses the caller must count and report. */
@@ -174,8 +177,12 @@ interface Statements {
   updateEvent: { run(...p: unknown[]): unknown };
 }
 
-/** The writer of one session's log. Enqueue methods never throw; `commit()` applies the queue. */
-export class SessionLog {
+/**
+ * The writer of one session's log. Enqueue methods never throw; `commit()` applies the queue. The file
+ * handle is closed once the session has ended and its queue is written, or by the pool when idle; the next
+ * commit reopens it (and notices a file that vanished or was replaced meanwhile).
+ */
+export class SessionLog implements PooledLog {
   readonly dir: string;
   readonly file: string;
   /** Highest call seq already in the file when it was opened (a reused session dir); new seqs go above it. */
@@ -327,7 +334,20 @@ export class SessionLog {
       outcome.recovered = { reason: this.recovery.reasons.join('; '), lostCalls: this.recovery.lostCalls };
       this.recovery = null;
     }
+    // An ended session rarely writes again: give its descriptors back now (a late write reopens the file).
+    if (this.sessionRow.status !== 'open' && this.ops.length === 0 && !this.recovery) this.closeHandle();
+    else if (this.db) this.options.pool?.used(this);
     return outcome;
+  }
+
+  /** True while the SQLite handle is open (it closes when the session ended or the pool needs room). */
+  get handleOpen(): boolean {
+    return this.db !== null;
+  }
+
+  /** Close the file handle now; the queue and counts stay, and the next commit reopens the file. */
+  closeHandle(): void {
+    this.closeDb();
   }
 
   /** Take young, never-held pending call rows out of the queue (marked held); returns them. */
@@ -491,7 +511,8 @@ export class SessionLog {
 
   /** Detect a log file that was deleted or replaced under us (its directory removed, say) and recreate it. */
   private checkIdentity(): void {
-    if (!this.db) {
+    // A handle closed on purpose (ended, or the pool's) keeps the identity; one that failed to open has none.
+    if (!this.db && !this.identity) {
       this.openFile(); // an earlier attempt failed: try again
       return;
     }
@@ -501,11 +522,15 @@ export class SessionLog {
     } catch {
       st = undefined;
     }
-    if (st && this.identity && st.ino === this.identity.ino && st.dev === this.identity.dev) return;
+    if (st && this.identity && st.ino === this.identity.ino && st.dev === this.identity.dev) {
+      if (!this.db) this.openFile();
+      return;
+    }
     this.noteRecovery(
       st ? 'the log file was replaced; recreated' : 'the session log vanished; recreated',
       this.lostWithFile(),
     );
+    this.identity = null; // noted once: a failed reopen retries without counting the loss again
     this.closeDb();
     this.openFile();
   }
@@ -513,6 +538,7 @@ export class SessionLog {
   /** Move an unusable file aside (kept as evidence) and start a fresh log. */
   private replaceFile(err: unknown): void {
     this.noteRecovery(`the log was not a usable database (${sqliteCode(err)})`, this.lostWithFile());
+    this.identity = null;
     this.closeDb();
     const aside = `${this.file}.corrupt-${Date.now()}`;
     try {
@@ -548,6 +574,7 @@ export class SessionLog {
   private reopen(): void {
     this.closeDb();
     makeDirectory(this.dir);
+    this.options.pool?.willOpen(this);
     const db = openSessionDb(this.file);
     try {
       db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
@@ -572,6 +599,7 @@ export class SessionLog {
       throw err;
     }
     this.db = db;
+    this.options.pool?.used(this);
     this.sessionDirty = true; // a fresh file needs its session row
   }
 
@@ -591,6 +619,7 @@ export class SessionLog {
     this.stmts = null;
     this.tx = null;
     if (!db) return;
+    this.options.pool?.didClose(this);
     try {
       db.close();
     } catch {

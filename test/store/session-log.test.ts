@@ -4,6 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LOG_FILE } from '../../src/store/layout.js';
+import { LogPool } from '../../src/store/log-pool.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
 
@@ -251,5 +252,45 @@ describe('SessionLog', () => {
     const b = SessionLog.open({ dir, session: sessionRow() });
     expect(b.existingMaxSeq).toBe(7);
     b.close();
+  });
+
+  it('keeps at most the pool cap of handles open, closes an ended log at once, and loses nothing queued', () => {
+    const pool = new LogPool(2);
+    const logs = ['a', 'b', 'c'].map((id) =>
+      SessionLog.open({ dir: path.join(root, id), session: sessionRow(id), pool }),
+    );
+    expect(pool.size).toBe(2);
+    expect(logs[0]!.handleOpen).toBe(false); // the least recently used made room for the third
+    logs[0]!.beginCall(callRow(1)); // queued while its handle is closed
+    logs[0]!.completeCall(callRow(1, { status: 'ok', ok: 1 }));
+    expect(logs[0]!.commit()).toMatchObject({ committed: 2 }); // reopened on demand: session row and call
+    expect(logs[0]!.handleOpen).toBe(true);
+    expect(pool.size).toBe(2);
+    expect(read(path.join(root, 'a', LOG_FILE), 'SELECT seq, status FROM calls')).toEqual([
+      { seq: 1, status: 'ok' },
+    ]);
+
+    // An ended session closes its log as soon as its queue is written; a late write reopens it.
+    logs[1]!.setSessionFields({ status: 'ended', ended_at: '2026-12-02T10:16:00.000Z' });
+    logs[1]!.commit();
+    expect(logs[1]!.handleOpen).toBe(false);
+    logs[1]!.beginCall(callRow(1, { status: 'ok', ok: 1 }));
+    expect(logs[1]!.commit().error).toBeUndefined();
+    expect(logs[1]!.handleOpen).toBe(false);
+    expect(read(path.join(root, 'b', LOG_FILE), 'SELECT status FROM session')).toEqual([{ status: 'ended' }]);
+
+    // A log whose file vanished while its handle was closed is recreated and the loss is counted.
+    logs[2]!.beginCall(callRow(1, { status: 'ok', ok: 1 }));
+    logs[2]!.commit();
+    logs[2]!.closeHandle();
+    fs.rmSync(path.join(root, 'c'), { recursive: true, force: true });
+    logs[2]!.beginCall(callRow(2, { status: 'ok', ok: 1 }));
+    expect(logs[2]!.commit().recovered).toEqual({
+      reason: expect.stringContaining('vanished'),
+      lostCalls: 1,
+    });
+    expect(read(path.join(root, 'c', LOG_FILE), 'SELECT seq FROM calls')).toEqual([{ seq: 2 }]);
+    for (const log of logs) log.close();
+    expect(pool.size).toBe(0);
   });
 });

@@ -1,0 +1,51 @@
+/**
+ * A cap on open SQLite handles across many session logs. A WAL connection holds three file descriptors;
+ * a recorder that serves an agent for a day sees thousands of sessions, so past the cap the least recently
+ * used log's handle is closed (its queue and state stay in memory) and reopened on its next commit.
+ */
+
+/** Default number of session logs a recorder keeps open at once. */
+export const DEFAULT_MAX_OPEN_LOGS = 64;
+
+/** What the pool can close: a log whose handle reopens on demand. */
+export interface PooledLog {
+  /** Close the file handle now; nothing queued is lost and the next commit reopens it. */
+  closeHandle(): void;
+}
+
+/** Open handles in least-recently-used order; `willOpen` makes room before a log opens its file. */
+export class LogPool {
+  readonly maxOpen: number;
+  /** Insertion order is use order: the first entry is the least recently used. */
+  private readonly open = new Set<PooledLog>();
+
+  constructor(maxOpen = DEFAULT_MAX_OPEN_LOGS) {
+    this.maxOpen = Math.max(1, Math.floor(Number.isFinite(maxOpen) ? maxOpen : DEFAULT_MAX_OPEN_LOGS));
+  }
+
+  /** Handles open now. */
+  get size(): number {
+    return this.open.size;
+  }
+
+  /** Close least recently used handles (never `log`'s) until one more fits. */
+  willOpen(log: PooledLog): void {
+    for (const lru of this.open) {
+      if (this.open.size < this.maxOpen) return;
+      if (lru === log) continue;
+      lru.closeHandle(); // calls didClose, which removes it from the set
+      this.open.delete(lru);
+    }
+  }
+
+  /** `log` opened (or used) its handle: it becomes the most recently used. */
+  used(log: PooledLog): void {
+    this.open.delete(log);
+    this.open.add(log);
+  }
+
+  /** `log` closed its handle. */
+  didClose(log: PooledLog): void {
+    this.open.delete(log);
+  }
+}
