@@ -5,6 +5,7 @@ import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
+import { LOG_FILE } from '../store/layout.js';
 import { listSessions, type SessionLocation, SessionReader } from '../store/session-reader.js';
 
 /** One line of `mcec-bundle list`. */
@@ -119,35 +120,60 @@ export interface PrunedSession {
   dir: string;
   /** The bundle beside it, when there is one. */
   zip: string | null;
-  /** When it last did something: its end, else its last call or event, else its start. */
+  /** When it last did something: its newest call, event or end, else its start. */
   lastActivity: string;
   verdict: Verdict | null;
 }
 
+/** Why prune kept a session that its age alone would have removed. */
+export type KeptReason =
+  | { kind: 'live-writer'; detail: string }
+  | { kind: 'recently-written'; writtenAt: string };
+
+/** Default of `PruneOptions.recentMs`: a session whose log was written in the last 10 minutes is kept. */
+export const DEFAULT_PRUNE_RECENT_MS = 10 * 60_000;
+
 export interface PruneOptions {
   olderThanMs: number;
+  /**
+   * Keep any session whose log or its WAL was modified within this many ms, whatever its status says
+   * (default DEFAULT_PRUNE_RECENT_MS; 0 turns the check off).
+   */
+  recentMs?: number;
   keepFailed?: boolean;
   dryRun?: boolean;
   /** Reference time (default now). */
   now?: Date;
+  /** Told about each session that was old enough to remove but kept because it is still being written. */
+  onKept?: (session: SessionLocation, reason: KeptReason) => void;
 }
 
 /**
  * Delete session dirs (and their zips) whose last activity is older than `olderThanMs`. Never touches a
- * session whose writer is still running, anything outside `sessionsDir`, or anything that is a symlink.
+ * session whose writer is still running, whose log was written within `recentMs` (file times of the log
+ * and its WAL), anything outside `sessionsDir`, or anything that is a symlink.
  */
 export async function pruneSessions(sessionsDir: string, options: PruneOptions): Promise<PrunedSession[]> {
-  const cutoff = (options.now ?? new Date()).getTime() - options.olderThanMs;
+  const now = (options.now ?? new Date()).getTime();
+  const cutoff = now - options.olderThanMs;
+  const recentMs = Math.max(0, options.recentMs ?? DEFAULT_PRUNE_RECENT_MS);
   const root = path.resolve(sessionsDir);
   const pruned: PrunedSession[] = [];
   for (const loc of listSessions(root)) {
     let lastActivity: string;
     let verdict: Verdict | null = null;
+    let liveWriter: string | null = null;
     try {
-      const s = await summarizeSession(loc.dir);
-      if (s.status === 'open') continue; // a live writer: never delete under it
-      verdict = s.verdict;
-      lastActivity = s.endedAt ?? lastActivityOf(s);
+      const reader = SessionReader.open(loc.dir);
+      try {
+        const s = await buildSummary(reader);
+        verdict = s.verdict;
+        liveWriter = s.status === 'open' ? 'the session is open and its writer is running' : null;
+        // Calls and events after the end (a writer that kept writing) count as activity too.
+        lastActivity = latestIso([s.startedAt, s.endedAt, reader.stats().lastActivityAt]);
+      } finally {
+        reader.close();
+      }
     } catch {
       // An unreadable log: judge by the dir name's UTC stamp.
       lastActivity = stampToIso(loc.stamp);
@@ -155,6 +181,15 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     const t = Date.parse(lastActivity);
     if (!Number.isFinite(t) || t >= cutoff) continue;
     if (options.keepFailed && verdict !== 'PASS') continue;
+    if (liveWriter) {
+      options.onKept?.(loc, { kind: 'live-writer', detail: liveWriter });
+      continue;
+    }
+    const written = logWrittenAt(loc.dir);
+    if (written !== null && now - written < recentMs) {
+      options.onKept?.(loc, { kind: 'recently-written', writtenAt: new Date(written).toISOString() });
+      continue;
+    }
     const zipPath = path.join(root, `${loc.dirName}.zip`);
     const zip = isRegularFile(zipPath) ? zipPath : null;
     pruned.push({ dirName: loc.dirName, dir: loc.dir, zip, lastActivity, verdict });
@@ -167,9 +202,28 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   return pruned;
 }
 
-function lastActivityOf(s: SessionSummary): string {
-  if (s.durationMs != null) return new Date(Date.parse(s.startedAt) + s.durationMs).toISOString();
-  return s.startedAt;
+/** The newest modification time (ms) of a session's log and its WAL, or null when neither can be read. */
+function logWrittenAt(dir: string): number | null {
+  let newest: number | null = null;
+  for (const name of [LOG_FILE, `${LOG_FILE}-wal`]) {
+    try {
+      const t = fs.lstatSync(path.join(dir, name)).mtimeMs;
+      if (newest === null || t > newest) newest = t;
+    } catch {
+      // no WAL once the writer closed cleanly
+    }
+  }
+  return newest;
+}
+
+/** The latest of some ISO times (UTC strings of one shape order like the times they name). */
+function latestIso(times: Array<string | null | undefined>): string {
+  return (
+    times
+      .filter((t): t is string => typeof t === 'string' && Number.isFinite(Date.parse(t)))
+      .sort((a, b) => Date.parse(a) - Date.parse(b))
+      .at(-1) ?? ''
+  );
 }
 
 function stampToIso(stamp: string): string {

@@ -84,6 +84,11 @@ function durationArg(value: string): number {
   return ms;
 }
 
+/** A duration, or 0 to turn the check off. */
+function durationOrZeroArg(value: string): number {
+  return /^\s*0+\s*[smhdw]?\s*$/i.test(value) ? 0 : durationArg(value);
+}
+
 /** Shows control and bidi characters as `\\uXXXX` (report/text.ts, loaded by main unless only help is asked). */
 let escapeFormatChars: (text: string) => string = (text) => text;
 
@@ -214,14 +219,19 @@ async function listCommand(opts: SessionsOption & { failed?: boolean; json?: boo
 }
 
 async function pruneCommand(
-  opts: SessionsOption & { olderThan: number; keepFailed?: boolean; dryRun?: boolean },
+  opts: SessionsOption & { olderThan: number; keepRecent?: number; keepFailed?: boolean; dryRun?: boolean },
 ): Promise<void> {
   const dir = sessionsDir(opts);
   const { pruneSessions } = await import('../bundle/sessions.js');
   const pruned = await pruneSessions(dir, {
     olderThanMs: opts.olderThan,
+    recentMs: opts.keepRecent, // undefined: DEFAULT_PRUNE_RECENT_MS (10 min)
     keepFailed: opts.keepFailed,
     dryRun: opts.dryRun,
+    onKept: (loc, why) =>
+      printErr(
+        `kept ${loc.dir}: ${why.kind === 'live-writer' ? why.detail : `its log was written at ${why.writtenAt} (within --keep-recent)`}`,
+      ),
   });
   const verb = opts.dryRun ? 'would remove' : 'removed';
   for (const p of pruned) {
@@ -391,6 +401,12 @@ Examples:
       .command('prune')
       .description('delete sessions (and their zips) whose last activity is older than a duration')
       .requiredOption('--older-than <duration>', 'e.g. 7d, 12h, 30m', durationArg)
+      .option(
+        '--keep-recent <duration>',
+        'keep any session whose log was written within this long, whatever its status (default: 10m; 0: off). ' +
+          'A session whose writer is still running is always kept',
+        durationOrZeroArg,
+      )
       .option('--keep-failed', 'keep sessions whose verdict is FAIL')
       .option('--dry-run', 'list what would be deleted, delete nothing'),
   )

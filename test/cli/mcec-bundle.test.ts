@@ -113,6 +113,7 @@ describe('mcec-bundle', () => {
       const prune = run(['prune', '--help']);
       expect(prune.code).toBe(0);
       expect(prune.stdout).toContain('mcec-bundle prune --older-than 7d');
+      expect(prune.stdout).toMatch(/--keep-recent <duration>[\s\S]*default: 10m/);
       expect(run(['help', 'verify']).code).toBe(0);
     });
 
@@ -129,8 +130,8 @@ describe('mcec-bundle', () => {
         'yauzl',
         'date-fns',
         'sharp',
-        '/report/',
-        '/store/',
+        '/dist/report/',
+        '/dist/store/', // not '/store/': a checkout may live in a dir of that name
       ]) {
         expect(loaded, heavy).not.toContain(heavy);
       }
@@ -308,6 +309,19 @@ describe('mcec-bundle', () => {
     it('--dry-run lists, --keep-failed keeps FAIL, and a real run deletes dirs and their zips', () => {
       const copy = path.join(root, 'prune');
       fs.cpSync(sessions, copy, { recursive: true });
+      // Just written (the copy's file times are now): kept, whatever the recorded times say.
+      const fresh = run(['prune', '--older-than', '7d', '--dry-run', '-s', copy]);
+      expect(fresh).toMatchObject({ code: 0, stdout: '' });
+      expect(fresh.stderr).toContain(`kept ${path.join(copy, dirs[OLD_PASS]!)}: its log was written at `);
+      expect(fresh.stderr).toMatch(/nothing to prune/);
+      const off = run(['prune', '--older-than', '7d', '--keep-recent', '0', '--dry-run', '-s', copy]);
+      expect(off.stdout).toContain(`would remove ${path.join(copy, dirs[OLD_PASS]!)}`);
+      // Files last written a month ago, as the sessions' own times say.
+      const monthAgo = new Date(Date.now() - 30 * DAY);
+      for (const dir of Object.values(dirs)) {
+        for (const f of fs.readdirSync(path.join(copy, dir)))
+          fs.utimesSync(path.join(copy, dir, f), monthAgo, monthAgo);
+      }
       // A zip beside the old PASS session goes with it.
       fs.writeFileSync(path.join(copy, `${dirs[OLD_PASS]}.zip`), 'zip');
       const dry = run(['prune', '--older-than', '7d', '--dry-run', '-s', copy]);
