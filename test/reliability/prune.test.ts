@@ -37,7 +37,7 @@ describe('prune while a writer still writes', () => {
     const { root, sessionsDir } = tempRoot();
     roots.push(root);
     const recorder = createRecorder({ sessionsDir, stderr: () => {} });
-    const call = recorder.wrap(async () => findResult());
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => findResult());
     const sessionId = 'be11a0000001';
     for (let n = 1; n <= 10; n++) await call('find', { sessionId, n });
     await recorder.end(sessionId, { passed: true });
