@@ -168,7 +168,13 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
       try {
         const s = await buildSummary(reader);
         verdict = s.verdict;
-        liveWriter = s.status === 'open' ? 'the session is open and its writer is running' : null;
+        const live = reader.liveWriters()[0];
+        liveWriter =
+          s.status === 'open'
+            ? 'the session is open and its writer is running'
+            : live
+              ? `its log is held open by pid ${live.pid} on ${live.host}`
+              : null;
         // Calls and events after the end (a writer that kept writing) count as activity too.
         lastActivity = latestIso([s.startedAt, s.endedAt, reader.stats().lastActivityAt]);
       } finally {

@@ -91,6 +91,17 @@ function finiteOr0(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) ? v : 0;
 }
 
+/** The named numeric fields of several events' JSON details, added up. */
+function sumDetails(rows: EventRow[], keys: string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of keys) out[key] = 0;
+  for (const row of rows) {
+    const d = parseDetail(row);
+    for (const key of keys) out[key]! += finiteOr0(d[key]);
+  }
+  return out;
+}
+
 /** The observation the agent last saw successfully before `beforeSeq`, with its image when it had one. */
 function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined): ObservationDigest | null {
   const row = reader.lastCallWhere({
@@ -223,10 +234,15 @@ export async function buildSummary(
       };
     });
 
-    const truncation = reader.lastEvent('truncation');
-    const artifactLimit = reader.lastEvent('artifact-limit');
-    const truncationDetail = parseDetail(truncation);
-    const artifactLimitDetail = parseDetail(artifactLimit);
+    // Running totals are kept per writer: add up each writer's latest.
+    const truncationRows = reader.latestEventPerWriter('truncation');
+    const artifactLimitRows = reader.latestEventPerWriter('artifact-limit');
+    const truncation = truncationRows[0];
+    const artifactLimit = artifactLimitRows[0];
+    const truncationDetail = sumDetails(truncationRows, ['omittedCalls', 'omittedBytes']);
+    const artifactLimitDetail = sumDetails(artifactLimitRows, ['omittedImages', 'omittedBytes']);
+    const writers = reader.writers().map((w) => ({ pid: w.pid, host: w.host, calls: w.calls }));
+    const together = reader.eventCount('concurrent-writer') > 0;
 
     const startedAt = time.iso(session.started_at) ?? session.started_at;
     const endedAt = time.iso(session.ended_at);
@@ -290,6 +306,13 @@ export async function buildSummary(
       stepsOmitted: stepCount - steps.length,
       lastFailedStep: [...steps].reverse().find((s) => FAILED_STEP.has(s.status.toLowerCase())) ?? null,
       environment: environmentOf(reader, session),
+      writers,
+      writersNote:
+        writers.length > 1
+          ? `Written by ${writers.length} processes ${together ? 'at the same time' : 'one after another'}: ` +
+            `${writers.map((w) => `pid ${w.pid} (${w.calls} calls)`).join(', ')}; every call of each is kept, ` +
+            'numbered in the order written'
+          : null,
       events: {
         emergencyStop,
         truncation: truncation

@@ -115,6 +115,10 @@ export interface SessionSummary {
   lastFailedStep: StepDigest | null;
   /** os, node, recorder, server {name, version, protocolVersion?}, display 'WxH', dpi. */
   environment: Record<string, unknown>;
+  /** The processes that wrote the log, in the order they first wrote ([] for a log of schema version 1). */
+  writers: Array<{ pid: number; host: string; calls: number }>;
+  /** When more than one process wrote the log: who, how many calls each, and whether at the same time. */
+  writersNote: string | null;
   events: {
     emergencyStop: boolean;
     truncation: { omittedCalls: number; omittedBytes: number } | null;

@@ -84,6 +84,29 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX events_kind ON events (kind);
   `,
+  `
+  -- Every process that has written this log (two recorders can share one MCEC session's dir).
+  CREATE TABLE writers (
+    id        INTEGER PRIMARY KEY,     -- order of first write; calls.writer and events.writer point here
+    token     TEXT NOT NULL UNIQUE,    -- random, one per writer object
+    pid       INTEGER NOT NULL,
+    host      TEXT NOT NULL,           -- os.hostname(): a pid can only be checked on its own machine
+    opened_at TEXT NOT NULL,
+    closed_at TEXT                     -- NULL while the writer holds the log open
+  );
+
+  -- The next call seq, read and advanced inside each write transaction (BEGIN IMMEDIATE), so seqs from
+  -- several writers never collide and follow the order the calls were first written.
+  CREATE TABLE log_state (
+    id       INTEGER PRIMARY KEY CHECK (id = 1),
+    next_seq INTEGER NOT NULL
+  );
+  INSERT INTO log_state (id, next_seq) SELECT 1, coalesce(max(seq), 0) + 1 FROM calls;
+
+  ALTER TABLE calls ADD COLUMN writer INTEGER;   -- writers.id; NULL in rows from schema version 1
+  ALTER TABLE events ADD COLUMN writer INTEGER;
+  CREATE INDEX events_kind_writer ON events (kind, writer);
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -150,6 +173,16 @@ export interface EventRow {
   kind: string;
   call_seq: number | null;
   detail: string | null;
+}
+
+/** Row of `writers` as stored, with the calls it recorded. */
+export interface WriterRow {
+  id: number;
+  pid: number;
+  host: string;
+  opened_at: string;
+  closed_at: string | null;
+  calls: number;
 }
 
 /** Row of `warnings` as stored. */

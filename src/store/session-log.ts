@@ -4,15 +4,22 @@
  * Knows SQLite and files, nothing about MCP. Survives a vanished directory and a file that is not a database
  * by recreating the log and saying so in the commit outcome; never loses queued work silently.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import type Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from './layout.js';
 import type { LogPool, PooledLog } from './log-pool.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
+import { isProcessAlive } from './session-reader.js';
 
-/** A `calls` row as written (pending or completed). */
+/**
+ * A `calls` row as written (pending or completed). Its `seq` is the writer's own key for the call: the seq
+ * stored is allocated at commit, under SQLite's write lock, so writers in other processes never collide.
+ */
 export type CallRecord = CallRow;
 /** An `artifacts` row as written (the id is assigned by SQLite). */
 export type ArtifactRecord = Omit<ArtifactRow, 'id'>;
@@ -58,6 +65,8 @@ export interface CommitOutcome {
   dropped?: { ops: number; calls: number };
   /** Young pending rows kept queued for the next commit (see CommitOptions); the log is still dirty. */
   held?: number;
+  /** Other processes found writing this log for the first time (each also written as a `concurrent-writer` event). */
+  concurrentWriters?: Array<{ pid: number; host: string }>;
 }
 
 export interface CommitOptions {
@@ -166,8 +175,16 @@ function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err));
 }
 
+/** This machine's name, stored with each writer so a reader can tell whether it can check the pid. */
+const HOST = os.hostname();
+
 interface Statements {
   session: { run(...p: unknown[]): unknown };
+  register: { get(...p: unknown[]): unknown };
+  unregister: { run(...p: unknown[]): unknown };
+  otherWriters: { all(...p: unknown[]): unknown[] };
+  nextSeq: { get(...p: unknown[]): unknown };
+  setNextSeq: { run(...p: unknown[]): unknown };
   call: { run(...p: unknown[]): unknown };
   del: { run(...p: unknown[]): unknown };
   warning: { run(...p: unknown[]): unknown };
@@ -175,6 +192,14 @@ interface Statements {
   event: { run(...p: unknown[]): unknown };
   latestEvent: { get(...p: unknown[]): unknown };
   updateEvent: { run(...p: unknown[]): unknown };
+}
+
+/** What one write transaction did: seqs it allocated, this writer's id in the file, other writers seen. */
+interface TxResult {
+  seqs: Map<number, number>;
+  writerId: number;
+  tokens: string[];
+  others: Array<{ pid: number; host: string }>;
 }
 
 /**
@@ -189,12 +214,28 @@ export class SessionLog implements PooledLog {
   readonly existingMaxSeq: number;
   private db: SessionDb | null = null;
   private stmts: Statements | null = null;
-  private tx: ((ops: Op[], writeSession: boolean) => void) | null = null;
+  private tx: Database.Transaction<(ops: Op[], writeSession: boolean) => TxResult> | null = null;
+  private readonly sessionUpdates = new Map<string, Database.Statement>();
   private ops: Op[] = [];
   private queuedCalls = new Map<number, Extract<Op, { k: 'call' }>>();
   private queuedLatest = new Map<string, Extract<Op, { k: 'latest-event' }>>();
   private sessionRow: SessionRow;
   private sessionDirty = true;
+  /** Session fields changed since the row was last written: only these are updated in a shared row. */
+  private dirtyFields = new Set<keyof SessionRow>();
+  /** The whole session row must be written (a new writer of this file, or a recreated file). */
+  private fullRowNeeded = true;
+  /** Stored seq of each call key written (or referenced) so far; allocated in the write transaction. */
+  private readonly seqOf = new Map<number, number>();
+  /** Highest seq this writer was given: a recreated file must not hand it out again. */
+  private highestSeq = 0;
+  /** Identifies this writer in the `writers` table; its row id there once registered in the open file. */
+  private readonly token = randomBytes(8).toString('hex');
+  private writerId: number | null = null;
+  /** Other writers already reported (their tokens). */
+  private readonly seenWriters = new Set<string>();
+  /** Pending rows held back by the running commit: they get their seqs in its transaction too. */
+  private heldForTx: Op[] = [];
   private identity: { dev: number; ino: number } | null = null;
   private committedCalls = 0;
   /** Seqs whose committed row is still pending: a recreated log gets them back when they complete. */
@@ -237,7 +278,13 @@ export class SessionLog implements PooledLog {
   /** Change session fields; the whole row is rewritten at the next commit. */
   setSessionFields(fields: Partial<SessionRow>): void {
     Object.assign(this.sessionRow, fields);
+    for (const key of Object.keys(fields) as Array<keyof SessionRow>) this.dirtyFields.add(key);
     this.sessionDirty = true;
+  }
+
+  /** The seq a call key was stored under, once committed. */
+  storedSeq(key: number): number | undefined {
+    return this.seqOf.get(key);
   }
 
   /**
@@ -315,8 +362,10 @@ export class SessionLog implements PooledLog {
     try {
       if (this.dirty) {
         this.checkIdentity();
-        this.applyQueueRecovering();
-        outcome.committed = this.afterCommit();
+        this.heldForTx = held;
+        const seen = this.applyQueueRecovering();
+        outcome.committed = this.afterCommit(seen);
+        if (seen.others.length > 0) outcome.concurrentWriters = seen.others;
       }
       if (held.length > 0) {
         this.ops = held;
@@ -324,6 +373,7 @@ export class SessionLog implements PooledLog {
         outcome.held = held.length;
       }
     } catch (err) {
+      this.heldForTx = [];
       this.ops = all; // nothing was applied: everything stays queued, in order
       outcome.error = asError(err);
       const dropped = this.trimQueue();
@@ -347,6 +397,14 @@ export class SessionLog implements PooledLog {
 
   /** Close the file handle now; the queue and counts stay, and the next commit reopens the file. */
   closeHandle(): void {
+    if (this.db && this.stmts && this.writerId !== null) {
+      try {
+        // Not holding the log any more: prune may judge it by its file times again.
+        this.stmts.unregister.run(new Date().toISOString(), this.token);
+      } catch {
+        // a locked or broken file: the row stays open and the live pid keeps the session protected
+      }
+    }
     this.closeDb();
   }
 
@@ -376,7 +434,7 @@ export class SessionLog implements PooledLog {
   /** Commit what is queued and close the file. Returns the last commit's outcome. */
   close(): CommitOutcome {
     const outcome = this.commit();
-    this.closeDb();
+    this.closeHandle();
     this.closed = true;
     return outcome;
   }
@@ -392,23 +450,33 @@ export class SessionLog implements PooledLog {
   }
 
   private noteRecovery(reason: string, lostCalls: number): void {
+    this.fullRowNeeded = true; // the fresh file has no session row yet
     this.recovery ??= { reasons: [], lostCalls: 0 };
     this.recovery.reasons.push(reason);
     this.recovery.lostCalls += lostCalls;
   }
 
   /** Apply the queue; a file found corrupt on the way is moved aside and the queue applied to a fresh one. */
-  private applyQueueRecovering(): void {
+  private applyQueueRecovering(): TxResult {
     try {
-      this.applyQueue();
+      return this.applyQueue();
     } catch (err) {
       if (!isCorrupt(err)) throw err;
       this.replaceFile(err);
-      this.applyQueue();
+      return this.applyQueue();
     }
   }
 
-  private afterCommit(): number {
+  private afterCommit(tx: TxResult): number {
+    for (const [key, seq] of tx.seqs) {
+      this.seqOf.set(key, seq);
+      if (seq > this.highestSeq) this.highestSeq = seq;
+    }
+    this.writerId = tx.writerId;
+    for (const t of tx.tokens) this.seenWriters.add(t);
+    this.heldForTx = [];
+    this.dirtyFields.clear();
+    if (this.sessionDirty) this.fullRowNeeded = false;
     let committed = 0;
     for (const op of this.ops) {
       if (op.k === 'none') continue;
@@ -430,23 +498,106 @@ export class SessionLog implements PooledLog {
     return committed;
   }
 
-  private applyQueue(): void {
-    this.tx!(this.ops, this.sessionDirty);
+  private applyQueue(): TxResult {
+    // IMMEDIATE: the write lock is taken before the seq counter is read, so no other writer can take it.
+    return this.tx!.immediate(this.ops, this.sessionDirty);
+  }
+
+  /**
+   * Seqs for every call key the queue (and the held rows) refers to that has none yet, from the file's
+   * counter, in key order (the order the calls started in this writer), never below the key. Runs inside
+   * the write transaction.
+   */
+  private allocateSeqs(s: Statements, ops: Op[]): Map<number, number> {
+    const fresh = new Map<number, number>();
+    const keys: number[] = [];
+    const want = (key: number | null | undefined) => {
+      if (key == null || this.seqOf.has(key) || fresh.has(key)) return;
+      fresh.set(key, 0);
+      keys.push(key);
+    };
+    for (const list of [ops, this.heldForTx]) {
+      for (const op of list) {
+        if (op.k === 'call') want(op.row.seq);
+        else if (op.k === 'warning') want(op.w.callSeq);
+        else if (op.k === 'artifact') want(op.a.call_seq);
+        else if (op.k === 'event' || op.k === 'latest-event') want(op.e.callSeq);
+      }
+    }
+    if (keys.length === 0) return fresh;
+    keys.sort((a, b) => a - b);
+    const row = s.nextSeq.get() as { next_seq: number } | undefined;
+    let next = Math.max(row?.next_seq ?? 1, this.highestSeq + 1);
+    // Never below the key: a single writer's seqs are its keys (gaps left by calls it lost stay visible).
+    for (const key of keys) {
+      next = Math.max(next, key);
+      fresh.set(key, next++);
+    }
+    s.setNextSeq.run(next);
+    return fresh;
+  }
+
+  /** The stored seq of a call key inside the running transaction. */
+  private seqIn(fresh: Map<number, number>, key: number | null | undefined): number | null {
+    if (key == null) return null;
+    return fresh.get(key) ?? this.seqOf.get(key) ?? null;
+  }
+
+  /** Register this writer in the file (again after a reopen) and find other writers holding it open. */
+  private registerWriter(s: Statements): {
+    writerId: number;
+    others: Array<{ token: string; id: number; pid: number; host: string; opened_at: string }>;
+  } {
+    const writerId =
+      this.writerId ??
+      (s.register.get(this.token, process.pid, HOST, new Date().toISOString()) as { id: number }).id;
+    const rows = s.otherWriters.all(this.token) as Array<{
+      token: string;
+      id: number;
+      pid: number;
+      host: string;
+      opened_at: string;
+    }>;
+    // A row left open by a writer that died (kill -9) on this machine is not another writer.
+    const others = rows.filter(
+      (w) => !this.seenWriters.has(w.token) && (w.host !== HOST || isProcessAlive(w.pid)),
+    );
+    return { writerId, others };
   }
 
   /** One transaction applying `ops` (and the session row when it changed), prepared once per open file. */
-  private transactionOf(db: SessionDb, s: Statements): (ops: Op[], writeSession: boolean) => void {
-    return db.transaction((ops: Op[], writeSession: boolean) => {
+  private transactionOf(
+    db: SessionDb,
+    s: Statements,
+  ): Database.Transaction<(ops: Op[], writeSession: boolean) => TxResult> {
+    return db.transaction((ops: Op[], writeSession: boolean): TxResult => {
+      const { writerId, others } = this.registerWriter(s);
+      const at = new Date().toISOString();
+      for (const w of others) {
+        const detail = {
+          writer: writerId,
+          pid: process.pid,
+          host: HOST,
+          other: { writer: w.id, pid: w.pid, host: w.host, since: w.opened_at },
+        };
+        s.event.run(at, 'concurrent-writer', null, JSON.stringify(detail), writerId);
+      }
+      const fresh = this.allocateSeqs(s, ops);
       if (writeSession) {
         const row = this.sessionRow;
-        s.session.run(...SESSION_COLUMNS.map((c) => row[c]));
+        if (this.fullRowNeeded) s.session.run(...SESSION_COLUMNS.map((c) => row[c]));
+        else if (this.dirtyFields.size > 0) {
+          // A row shared with other writers: write only what this writer changed.
+          const fields = SESSION_COLUMNS.filter((c) => this.dirtyFields.has(c));
+          this.sessionUpdate(db, fields).run(...fields.map((c) => row[c]));
+        }
       }
       for (const op of ops) {
         switch (op.k) {
           case 'call': {
             const r = op.row;
             s.call.run(
-              r.seq,
+              this.seqIn(fresh, r.seq),
               r.tool,
               r.args,
               r.rpc_id,
@@ -464,32 +615,56 @@ export class SessionLog implements PooledLog {
               r.response,
               r.violations,
               r.payload_dropped,
+              writerId,
             );
             break;
           }
-          case 'delete':
-            s.del.run(op.seq);
+          case 'delete': {
+            const seq = this.seqIn(fresh, op.seq);
+            if (seq !== null) s.del.run(seq);
             break;
+          }
           case 'warning':
-            s.warning.run(op.w.callSeq, op.w.code, op.w.detail);
+            s.warning.run(this.seqIn(fresh, op.w.callSeq), op.w.code, op.w.detail);
             break;
           case 'artifact':
-            s.artifact.run(...ARTIFACT_COLUMNS.map((c) => op.a[c]));
+            s.artifact.run(
+              ...ARTIFACT_COLUMNS.map((c) => (c === 'call_seq' ? this.seqIn(fresh, op.a.call_seq) : op.a[c])),
+            );
             break;
           case 'event':
-            s.event.run(op.e.at, op.e.kind, op.e.callSeq ?? null, op.e.detail ?? null);
+            s.event.run(op.e.at, op.e.kind, this.seqIn(fresh, op.e.callSeq), op.e.detail ?? null, writerId);
             break;
           case 'latest-event': {
-            const latest = s.latestEvent.get(op.e.kind) as { id: number } | undefined;
-            if (latest) s.updateEvent.run(op.e.at, op.e.callSeq ?? null, op.e.detail ?? null, latest.id);
-            else s.event.run(op.e.at, op.e.kind, op.e.callSeq ?? null, op.e.detail ?? null);
+            // Running totals are this writer's own: another writer keeps its own row of the kind.
+            const latest = s.latestEvent.get(op.e.kind, writerId) as { id: number } | undefined;
+            const seq = this.seqIn(fresh, op.e.callSeq);
+            if (latest) s.updateEvent.run(op.e.at, seq, op.e.detail ?? null, latest.id);
+            else s.event.run(op.e.at, op.e.kind, seq, op.e.detail ?? null, writerId);
             break;
           }
           case 'none':
             break;
         }
       }
+      return {
+        seqs: fresh,
+        writerId,
+        tokens: others.map((w) => w.token),
+        others: others.map((w) => ({ pid: w.pid, host: w.host })),
+      };
     });
+  }
+
+  /** `UPDATE session SET <fields>`, prepared once per field set and file. */
+  private sessionUpdate(db: SessionDb, fields: readonly string[]): Database.Statement {
+    const key = fields.join(',');
+    let stmt = this.sessionUpdates.get(key);
+    if (!stmt) {
+      stmt = db.prepare(`UPDATE session SET ${fields.map((f) => `${f} = ?`).join(', ')} WHERE id = 1`);
+      this.sessionUpdates.set(key, stmt);
+    }
+    return stmt;
   }
 
   /** Drop the oldest queued operations past the bound, counting the calls whose rows go with them. */
@@ -581,14 +756,28 @@ export class SessionLog implements PooledLog {
       for (const p of this.options.pragmas ?? []) db.pragma(p);
       this.stmts = {
         session: db.prepare(upsertSql('session', SESSION_COLUMNS, 'id', ['id'])),
-        call: db.prepare(upsertSql('calls', CALL_COLUMNS, 'seq')),
+        register: db.prepare(
+          `INSERT INTO writers (token, pid, host, opened_at) VALUES (?, ?, ?, ?)
+             ON CONFLICT(token) DO UPDATE SET closed_at = NULL RETURNING id`,
+        ),
+        unregister: db.prepare('UPDATE writers SET closed_at = ? WHERE token = ?'),
+        otherWriters: db.prepare(
+          'SELECT token, id, pid, host, opened_at FROM writers WHERE closed_at IS NULL AND token != ?',
+        ),
+        nextSeq: db.prepare('SELECT next_seq FROM log_state WHERE id = 1'),
+        setNextSeq: db.prepare(
+          'INSERT INTO log_state (id, next_seq) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET next_seq = excluded.next_seq',
+        ),
+        call: db.prepare(upsertSql('calls', [...CALL_COLUMNS, 'writer'], 'seq')),
         del: db.prepare('DELETE FROM calls WHERE seq = ?'),
         warning: db.prepare('INSERT INTO warnings (call_seq, code, detail) VALUES (?, ?, ?)'),
         artifact: db.prepare(
           `INSERT INTO artifacts (${ARTIFACT_COLUMNS.join(', ')}) VALUES (${ARTIFACT_COLUMNS.map(() => '?').join(', ')})`,
         ),
-        event: db.prepare('INSERT INTO events (at, kind, call_seq, detail) VALUES (?, ?, ?, ?)'),
-        latestEvent: db.prepare('SELECT id FROM events WHERE kind = ? ORDER BY id DESC LIMIT 1'),
+        event: db.prepare('INSERT INTO events (at, kind, call_seq, detail, writer) VALUES (?, ?, ?, ?, ?)'),
+        latestEvent: db.prepare(
+          'SELECT id FROM events WHERE kind = ? AND writer IS ? ORDER BY id DESC LIMIT 1',
+        ),
         updateEvent: db.prepare('UPDATE events SET at = ?, call_seq = ?, detail = ? WHERE id = ?'),
       };
       this.tx = this.transactionOf(db, this.stmts);
@@ -600,7 +789,7 @@ export class SessionLog implements PooledLog {
     }
     this.db = db;
     this.options.pool?.used(this);
-    this.sessionDirty = true; // a fresh file needs its session row
+    this.sessionDirty = true; // registers the writer again (and writes the row to a fresh file)
   }
 
   private readMaxSeq(): number {
@@ -618,6 +807,8 @@ export class SessionLog implements PooledLog {
     this.db = null;
     this.stmts = null;
     this.tx = null;
+    this.writerId = null;
+    this.sessionUpdates.clear();
     if (!db) return;
     this.options.pool?.didClose(this);
     try {

@@ -1,10 +1,11 @@
 /** Read-only access to one session log; safe to use while the recorder is still writing it (WAL). */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from './layout.js';
 import { openSessionDb, type SessionDb } from './open.js';
-import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow } from './schema.js';
+import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow, WriterRow } from './schema.js';
 
 /** Where a session lives on disk. */
 export interface SessionLocation {
@@ -231,9 +232,13 @@ export class SessionReader {
   /** Prepared statements by SQL text: preparing costs more than running most of these queries. */
   private readonly statements = new Map<string, Statement>();
 
+  /** The log's schema version: version 1 logs have no writers table and no writer columns. */
+  private readonly version: number;
+
   private constructor(dir: string, db: SessionDb) {
     this.dir = dir;
     this.db = db;
+    this.version = db.pragma('user_version', { simple: true }) as number;
   }
 
   /** The prepared statement for `sql` (returning arrays when `raw`), prepared once per reader. */
@@ -274,10 +279,39 @@ export class SessionReader {
     ).get() as SessionRow | undefined;
     if (!row)
       throw new Error(`${this.dir}: the log has no session row (the writer stopped before starting it)`);
-    if (row.status === 'open' && row.writer_pid != null && !isProcessAlive(row.writer_pid)) {
-      return { ...row, status: 'aborted' };
-    }
+    if (row.status === 'open' && !this.writerRunning(row)) return { ...row, status: 'aborted' };
     return row;
+  }
+
+  /**
+   * Whether a process that wrote this open session may still be running: any registered writer's pid alive
+   * on this machine (a log closed while idle still has its writer), or one on another machine that has not
+   * closed it (its pid cannot be checked here); for a version 1 log, `writer_pid` alive or unknown.
+   */
+  private writerRunning(row: SessionRow): boolean {
+    const writers = this.writers();
+    if (writers.length === 0) return row.writer_pid == null || isProcessAlive(row.writer_pid);
+    const host = os.hostname();
+    return writers.some((w) => (w.host === host ? isProcessAlive(w.pid) : w.closed_at === null));
+  }
+
+  /** Every process that wrote this log, in the order they first wrote, with the calls each recorded. */
+  writers(): WriterRow[] {
+    if (this.version < 2) return [];
+    return this.stmt(
+      `SELECT w.id, w.pid, w.host, w.opened_at, w.closed_at,
+          (SELECT count(*) FROM calls c WHERE c.writer = w.id) AS calls
+         FROM writers w ORDER BY w.id`,
+    ).all() as WriterRow[];
+  }
+
+  /**
+   * Writers holding the log open now: not closed, and alive when on this machine (one on another machine
+   * cannot be checked and counts as live). prune never removes a session with one.
+   */
+  liveWriters(): WriterRow[] {
+    const host = os.hostname();
+    return this.writers().filter((w) => w.closed_at === null && (w.host !== host || isProcessAlive(w.pid)));
   }
 
   /** Number of calls recorded (pending ones included). */
@@ -515,6 +549,18 @@ export class SessionReader {
       `SELECT id, at, kind, call_seq, detail FROM events WHERE kind = 'exchange' AND json_valid(detail)
          AND json_extract(detail, '$.method') = ? ORDER BY id DESC LIMIT 1`,
     ).get(method) as EventRow | undefined;
+  }
+
+  /** The newest event of a kind from each writer (running totals such as `truncation` are kept per writer). */
+  latestEventPerWriter(kind: string): EventRow[] {
+    if (this.version < 2) {
+      const last = this.lastEvent(kind);
+      return last ? [last] : [];
+    }
+    return this.stmt(
+      `SELECT id, at, kind, call_seq, detail FROM events WHERE id IN
+         (SELECT max(id) FROM events WHERE kind = ? GROUP BY writer) ORDER BY id`,
+    ).all(kind) as EventRow[];
   }
 
   /** The newest event of a kind. */

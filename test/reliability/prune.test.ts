@@ -4,11 +4,13 @@
  * real sessions dir, and the rules that keep it: recent file times of the log and its WAL, a live writer.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pruneSessions } from '../../src/bundle/sessions.js';
 import { createRecorder } from '../../src/record/index.js';
+import { SessionLog } from '../../src/store/session-log.js';
 import { findResult, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
 
 const roots: string[] = [];
@@ -72,5 +74,52 @@ describe('prune while a writer still writes', () => {
     });
     expect(gone.map((p) => p.dirName)).toEqual([path.basename(dir)]);
     expect(fs.existsSync(dir)).toBe(false);
+  });
+
+  it('never removes a session another writer holds open, even with --keep-recent 0', async () => {
+    const { root, sessionsDir } = tempRoot();
+    roots.push(root);
+    const recorder = createRecorder({ sessionsDir, stderr: () => {} });
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => findResult());
+    const sessionId = 'be11a0000002';
+    for (let n = 1; n <= 3; n++) await call('find', { sessionId, n });
+    await recorder.flush();
+    const dir = sessionDirOf(sessionsDir, sessionId);
+    // A second writer of the same session (another recorder sharing the MCEC session) opens the log...
+    const other = SessionLog.open({
+      dir,
+      session: {
+        session_id: sessionId,
+        original_id: null,
+        scenario: null,
+        started_at: new Date().toISOString(),
+        ended_at: null,
+        status: 'open',
+        passed: null,
+        end_reason: null,
+        recorder_version: 'test',
+        writer_pid: process.pid,
+        environment: '{}',
+        last_observation: null,
+      },
+    });
+    other.commit();
+    // ...and the first one ends it: the row says ended, the log is still held.
+    await recorder.end(sessionId, { passed: true });
+    await recorder.close();
+    const later = new Date(Date.now() + 60 * MINUTE);
+    const kept: string[] = [];
+    const options = { olderThanMs: 30_000, recentMs: 0, now: later };
+    expect(
+      await pruneSessions(sessionsDir, { ...options, onKept: (_l, why) => kept.push(JSON.stringify(why)) }),
+    ).toEqual([]);
+    expect(kept).toEqual([
+      JSON.stringify({
+        kind: 'live-writer',
+        detail: `its log is held open by pid ${process.pid} on ${os.hostname()}`,
+      }),
+    ]);
+    other.close();
+    expect((await pruneSessions(sessionsDir, options)).map((p) => p.dirName)).toEqual([path.basename(dir)]);
   });
 });
