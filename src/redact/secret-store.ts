@@ -23,6 +23,8 @@ export const SECRET_BUDGET: Readonly<Record<SecretSource, number>> = {
   config: 1000,
   output: 256,
 };
+/** Server-output values searched with indexOf before their automaton is rebuilt. */
+const PENDING_MAX = 32;
 /** Characters of secret text kept per source (bounds the automaton's size whatever the lengths). */
 const CHAR_BUDGET: Readonly<Record<SecretSource, number>> = {
   args: 256 * 1024,
@@ -64,6 +66,9 @@ export class SecretStore {
   private trustedStale = false;
   private untrustedStale = false;
   private frozen = 0;
+  /** Forms of server-output values learned since the untrusted automaton was built (matched exactly). */
+  private pending: string[] = [];
+  private pendingValues = 0;
   /** Bumped on every change (callers re-scrub what they copied before a secret was learned). */
   version = 0;
 
@@ -75,8 +80,12 @@ export class SecretStore {
     if (source === 'output' && (this.pools.args.values.has(v) || this.pools.config.values.has(v)))
       return false;
     if (!this.pools[source].add(v)) return false;
-    if (source === 'output') this.untrustedStale = true;
-    else this.trustedStale = true;
+    if (source !== 'output') this.trustedStale = true;
+    else if (this.untrusted && this.pendingValues < PENDING_MAX) {
+      // Searched with indexOf until PENDING_MAX accumulate: a new value per call does not rebuild per call.
+      this.pending.push(...echoForms(v));
+      if (++this.pendingValues >= PENDING_MAX) this.untrustedStale = true;
+    } else this.untrustedStale = true;
     if (this.frozen === 0) this.thaw();
     this.version++;
     return true;
@@ -95,7 +104,7 @@ export class SecretStore {
     if (this.frozen > 0) this.frozen--;
     if (this.frozen > 0) return;
     if (this.trustedStale) this.trusted = undefined;
-    if (this.untrustedStale) this.untrusted = undefined;
+    if (this.untrustedStale) this.dropUntrusted();
     this.trustedStale = false;
     this.untrustedStale = false;
   }
@@ -128,9 +137,19 @@ export class SecretStore {
     let spans = this.trustedAutomaton().find(text);
     if (!trustedOnly && this.pools.output.values.size > 0) {
       const more = this.untrustedAutomaton().find(text);
-      if (more.length > 0) spans = spans.length === 0 ? more : mergeSpans(spans, more);
+      for (const form of this.pending) {
+        for (let at = text.indexOf(form); at !== -1; at = text.indexOf(form, at + 1))
+          more.push({ start: at, end: at + form.length });
+      }
+      if (more.length > 0) spans = spans.length === 0 ? mergeSpans([], more) : mergeSpans(spans, more);
     }
     return replaceSpans(text, spans, replacement);
+  }
+
+  private dropUntrusted(): void {
+    this.untrusted = undefined;
+    this.pending = [];
+    this.pendingValues = 0;
   }
 
   private trustedAutomaton(): Automaton {
@@ -139,7 +158,10 @@ export class SecretStore {
   }
 
   private untrustedAutomaton(): Automaton {
-    if (!this.untrusted) this.untrusted = build([this.pools.output]);
+    if (!this.untrusted) {
+      this.dropUntrusted();
+      this.untrusted = build([this.pools.output]);
+    }
     return this.untrusted;
   }
 }

@@ -354,3 +354,15 @@ describe('keys after a backslash', () => {
     expect(r.scrubText('C:\\token=abcd1234')).toBe(`C:\\token=${REDACTED}`);
   });
 });
+
+describe('values taught by server output, call after call', () => {
+  it('each is redacted from the next call on; every form, any case, once 32 accumulate', () => {
+    const r = createRedactor();
+    for (let i = 0; i < 40; i++) {
+      r.redact({ detail: `token=Taught-${i}-9xyz` });
+      expect(r.scrubText(`again Taught-${i}-9xyz`)).toBe(`again ${REDACTED}`);
+    }
+    expect(r.scrubText('TAUGHT-1-9XYZ and taught-39-9xyz')).toContain(`${REDACTED} and`);
+    expect(r.scrubText(encodeURIComponent('Taught-5-9xyz'))).toBe(REDACTED);
+  });
+});
