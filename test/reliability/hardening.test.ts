@@ -14,7 +14,7 @@ import { verifyBundle } from '../../src/bundle/verify.js';
 import { createRecorder } from '../../src/record/index.js';
 import { UNREADABLE_RESULT } from '../../src/record/recorder.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { bundleCli, realPng, removeRoot, sessionDirOf, tempRoot, zipFiles } from './helpers.js';
+import { bundleCli, realPng, removeRoot, reportFigure, sessionDirOf, tempRoot, zipFiles } from './helpers.js';
 
 const CAPTURE_CHILD = fileURLToPath(new URL('./fixtures/capture-child.mjs', import.meta.url));
 const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
@@ -165,12 +165,16 @@ describe('kill -9 during a capture write', () => {
   }
 
   it('never leaves a short image under an artifact name, and a bundle takes only files the log names', async () => {
-    for (const afterMs of [150, 320, 470, 610, 830]) {
+    // Eight kills: about half land mid-write, where the old writer left a short PNG under its final name.
+    for (const afterMs of [150, 240, 320, 410, 470, 550, 610, 830]) {
       const { sessionsDir } = root();
       const bytes = await captureAndKill(sessionsDir, afterMs);
       const [dir] = fs.readdirSync(sessionsDir).map((d) => path.join(sessionsDir, d));
       const artifacts = path.join(dir!, 'artifacts');
       const named = fs.readdirSync(artifacts).filter((f) => /^capture-.*\.png$/.test(f));
+      // A `.partial` left behind means the kill landed mid-write (where a short named PNG used to be left).
+      const partial = fs.readdirSync(artifacts).filter((f) => f.endsWith('.partial')).length;
+      reportFigure('capture-kill', { afterMs, whole: named.length, partial });
       expect(named.length).toBeGreaterThan(0);
       for (const f of named) {
         const data = fs.readFileSync(path.join(artifacts, f));
@@ -180,7 +184,7 @@ describe('kill -9 during a capture write', () => {
       const res = await buildBundle(dir!);
       expect((await verifyBundle(res.bundle)).problems).toEqual([]);
     }
-  }, 120_000);
+  }, 240_000);
 
   it('leaves out of the bundle a file no artifact row names (a cut-off write), saying so', async () => {
     const { sessionsDir } = root();

@@ -10,8 +10,9 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { VERIFY_DEFAULTS, verifyBundle } from '../../src/bundle/verify.js';
+import { type RawEntry, rawZip, readZip, sha256, tempDir } from '../bundle/helpers.js';
 import { calls, FixtureSession } from '../helpers/fixture-session.js';
-import { type RawEntry, rawZip, readZip, sha256, tempDir } from './helpers.js';
+import { reportFigure } from './helpers.js';
 
 const MiB = 1024 * 1024;
 const BUNDLE_CLI = path.join(import.meta.dirname, '..', '..', 'dist', 'cli', 'mcec-bundle.js');
@@ -139,7 +140,12 @@ describe('verifyBundle is bounded whatever the zip', () => {
     const names = Array.from({ length: 1000 }, (_, i) => `${top}/artifacts/capture-${i}.png`);
     const file = write('overlap.zip', overlappingZip(names, bomb.data, bomb.size, bomb.crc));
     expect(fs.statSync(file).size).toBeLessThan(2 * MiB);
+    const t0 = performance.now();
     const res = await verifyBundle(file);
+    reportFigure('verify-overlap', {
+      zipBytes: fs.statSync(file).size,
+      ms: Math.round(performance.now() - t0),
+    });
     expect(res.ok).toBe(false);
     expect(res.entries).toBe(1000);
     expect(res.problems.slice(0, 5)).toEqual(
@@ -225,8 +231,23 @@ describe('verifyBundle is bounded whatever the zip', () => {
     expect(res.problems).toEqual([
       `${top}/session.json: too large to check for image bytes (${2 * n} bytes, over the cap of ${16 * MiB}: maxJsonBytes)`,
     ]);
-    const cli = spawnSync(process.execPath, ['--max-old-space-size=256', BUNDLE_CLI, 'verify', file], {
-      encoding: 'utf8',
+    // Peak RSS from /usr/bin/time when the machine has it (a figure, not an assertion).
+    const timed = fs.existsSync('/usr/bin/time');
+    const cli = spawnSync(
+      timed ? '/usr/bin/time' : process.execPath,
+      [
+        ...(timed ? ['-f', 'peak-rss-kb %M', process.execPath] : []),
+        '--max-old-space-size=256',
+        BUNDLE_CLI,
+        'verify',
+        file,
+      ],
+      { encoding: 'utf8' },
+    );
+    const rss = /peak-rss-kb (\d+)/.exec(cli.stderr);
+    reportFigure('verify-nested-json', {
+      zipBytes: fs.statSync(file).size,
+      cliPeakRssKb: rss ? Number(rss[1]) : null,
     });
     expect(cli.status).toBe(1);
     expect(cli.stderr).toContain('session.json: too large to check for image bytes');
