@@ -165,7 +165,7 @@ describe('kill -9 during a capture write', () => {
   }
 
   it('never leaves a short image under an artifact name, and a bundle takes only files the log names', async () => {
-    // Eight kills: about half land mid-write, where the old writer left a short PNG under its final name.
+    // Eight kills, so some land mid-write (a `.partial` is left): the old writer left a short PNG there.
     for (const afterMs of [150, 240, 320, 410, 470, 550, 610, 830]) {
       const { sessionsDir } = root();
       const bytes = await captureAndKill(sessionsDir, afterMs);
