@@ -17,7 +17,7 @@ export interface SavedImage {
   format?: ImageFormat;
   width?: number;
   height?: number;
-  /** Relative to the session dir: `artifacts/capture-<UTC yyyyMMdd-HHmmssfff>-<n>.<ext>`. */
+  /** Relative to the session dir: `artifacts/capture-<UTC yyyyMMdd-HHmmssfff>-<n>.<ext>` (`recording-` for GIFs of `record`). */
   path?: string;
   /** Why no file was written: bad base64, not an image, truncated, too many pixels, over budget, disk error. */
   error?: string;
@@ -42,6 +42,8 @@ export interface SaveOptions {
   blankCheck?: boolean;
   /** A blankCheck declared next to the bytes (the envelope's); remembered for later copies of the same bytes. */
   knownBlankCheck?: BlankCheck;
+  /** File name prefix of a new file (default `capture`; a `record` GIF is a `recording`). */
+  namePrefix?: 'capture' | 'recording';
 }
 
 /** Default pixel limit: 100 megapixels (a 4K frame is 8.3). */
@@ -302,7 +304,7 @@ export class ArtifactStore {
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
     const [d, written, blankCheck] = await Promise.all([
       dims,
-      this.write(buf, format, hashUpTo),
+      this.write(buf, format, hashUpTo, options.namePrefix ?? 'capture'),
       !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined,
     ]);
     base.sha256 = hash();
@@ -327,7 +329,7 @@ export class ArtifactStore {
   }
 
   /**
-   * Write the bytes to a fresh `capture-<UTC stamp>-<n>.<ext>`, through a temp file: the bytes go to
+   * Write the bytes to a fresh `<prefix>-<UTC stamp>-<n>.<ext>`, through a temp file: the bytes go to
    * `.capture-<pid>-<n>-<random>.partial` (exclusive create) in 1 MiB chunks (one huge write is several times
    * slower here than chunks), then the complete file gets its name by a hard link, which never replaces a file,
    * so a kill -9 mid-write leaves only a `.partial` (never bundled), never a short image under an artifact's
@@ -338,6 +340,7 @@ export class ArtifactStore {
     buf: Buffer,
     format: ImageFormat,
     meanwhile: (end: number) => void,
+    prefix: string,
   ): Promise<{ path: string } | { error: string }> {
     let n = ++this.counter;
     const tmp = path.join(
@@ -379,7 +382,7 @@ export class ArtifactStore {
     }
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const name = `capture-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
+        const name = `${prefix}-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
         const placed = await this.place(tmp, path.join(this.artifactsDir, name));
         if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number

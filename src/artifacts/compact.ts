@@ -1,17 +1,26 @@
 import { formatPointer, parseImageDataUri } from '../contract/image-bytes.js';
 import type { BlankCheck, CaptureSummary, ImageBytesLocation, Violation } from '../contract/types.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
+import type { HostFileRole } from './host-files.js';
 import { decodeBase64Fast, MIME_TYPE } from './image-file.js';
 import { cloneJson, getAt, JSON_MARKER, pointerLevels, setAt } from './json-pointer.js';
 
-/** Where an image was found, for the `artifacts` table. */
-export type ImageRole = 'result' | 'partialResult' | 'lastObservation' | 'image-block' | 'nested';
+/** Where an image was found, for the `artifacts` table (host-* roles: a file named by a path on the MCEC host). */
+export type ImageRole =
+  | 'result'
+  | 'partialResult'
+  | 'lastObservation'
+  | 'image-block'
+  | 'nested'
+  | HostFileRole;
 
 /** One image taken out of a value. */
 export interface CompactedImage extends SavedImage {
   role: ImageRole;
-  /** JSON pointer (with `#json` markers) of the string that held the bytes. */
+  /** JSON pointer (with `#json` markers) of the string that held the bytes (or, for a host file, its path). */
   jsonPath: string;
+  /** For a host file: its path on the MCEC host, as the envelope gave it. */
+  hostPath?: string;
 }
 
 export interface CompactResult {

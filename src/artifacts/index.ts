@@ -2,3 +2,4 @@
 export * from './artifact-store.js';
 export * from './blank-check.js';
 export * from './compact.js';
+export * from './host-files.js';

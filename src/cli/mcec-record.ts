@@ -36,12 +36,48 @@ function parsePositiveInt(name: string, value: string): number {
 interface CommonOptions {
   sessions?: string;
   scenario?: string;
+  hostPathMap?: Array<{ from: string; to: string }>;
+  hostFiles?: boolean;
+  maxHostFileBytes?: string;
+}
+
+/** `--host-path-map FROM=TO` (repeatable): FROM as the MCEC host writes it, TO where it is readable here. */
+function collectMapping(
+  value: string,
+  previous: Array<{ from: string; to: string }> = [],
+): Array<{ from: string; to: string }> {
+  const at = value.indexOf('=');
+  const from = at > 0 ? value.slice(0, at).trim() : '';
+  const to = at > 0 ? value.slice(at + 1).trim() : '';
+  if (!from || !to) throw new UsageError(`--host-path-map must be FROM=TO, got ${JSON.stringify(value)}`);
+  return [...previous, { from, to: path.resolve(to) }];
+}
+
+/** The options every mode shares: where sessions go and how host-side evidence files are copied. */
+function addCommonOptions(command: Command): Command {
+  return command
+    .option('--sessions <dir>', 'sessions root (default $MCEC_SESSIONS_DIR or ./sessions)')
+    .option('--scenario <name>', 'scenario name stored with each session')
+    .option(
+      '--host-path-map <from=to>',
+      'where a folder of the MCEC host is readable here, e.g. C:\\mcec\\sessions=/mnt/mcec (repeatable)',
+      collectMapping,
+    )
+    .option(
+      '--no-host-files',
+      'do not copy the evidence files MCEC writes on its host (path-only captures, GIFs)',
+    )
+    .option('--max-host-file-bytes <bytes>', 'largest host file copied', String(64 * 1024 * 1024));
 }
 
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
+  const maxHostFileBytes = parsePositiveInt('--max-host-file-bytes', options.maxHostFileBytes ?? '67108864');
   const { createRecorder } = await import('../record/index.js');
   return createRecorder({
     transport,
+    copyHostFiles: options.hostFiles !== false,
+    hostPathMap: options.hostPathMap ?? [],
+    limits: { maxHostFileBytes },
     ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
     ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
     stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
@@ -143,13 +179,17 @@ Examples:
 Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+signal when killed).`,
     );
 
-  program
-    .command('http')
-    .description('listen for MCP-over-HTTP requests, forward them to MCEC unchanged and record them')
-    .option('--listen <host:port>', 'where to listen (loopback only unless --allow-remote)', '127.0.0.1:5152')
-    .option('--target <url>', 'the MCEC endpoint', 'http://127.0.0.1:5151/mcp')
-    .option('--sessions <dir>', 'sessions root (default $MCEC_SESSIONS_DIR or ./sessions)')
-    .option('--scenario <name>', 'scenario name stored with each session')
+  addCommonOptions(
+    program
+      .command('http')
+      .description('listen for MCP-over-HTTP requests, forward them to MCEC unchanged and record them')
+      .option(
+        '--listen <host:port>',
+        'where to listen (loopback only unless --allow-remote)',
+        '127.0.0.1:5152',
+      )
+      .option('--target <url>', 'the MCEC endpoint', 'http://127.0.0.1:5151/mcp'),
+  )
     .option('--allow-remote', 'allow a non-loopback --listen host (no loopback Host check then)')
     .addOption(new Option('--max-body <bytes>', 'largest request body forwarded').default('1048576'))
     .addOption(
@@ -168,14 +208,14 @@ Example:
     )
     .action(async (options: HttpCommandOptions) => runHttp(options));
 
-  program
-    .command('stdio')
-    .description('run the MCP server as a child, relay its stdio unchanged and record every exchange')
-    .usage('[options] -- <command> [args...]')
-    .argument('<command>', 'the real server program')
-    .argument('[args...]', 'its arguments')
-    .option('--sessions <dir>', 'sessions root (default $MCEC_SESSIONS_DIR or ./sessions)')
-    .option('--scenario <name>', 'scenario name stored with each session')
+  addCommonOptions(
+    program
+      .command('stdio')
+      .description('run the MCP server as a child, relay its stdio unchanged and record every exchange')
+      .usage('[options] -- <command> [args...]')
+      .argument('<command>', 'the real server program')
+      .argument('[args...]', 'its arguments'),
+  )
     .passThroughOptions()
     .addHelpText(
       'after',

@@ -171,9 +171,12 @@ export function isCommandLevelFailure(tool: string, error: ToolError): boolean {
   return !REFUSAL_CODES.has(error.code);
 }
 
+/** Keys under which the recorder references its copy of a file named by a host path. */
+const COPY_KEYS = ['artifactCopy', 'fileCopy'] as const;
+
 /**
- * A deep copy of `value` where every capture summary's relative `artifact` is made absolute under `dir`
- * (what the agent gets; the log keeps paths relative to the session dir).
+ * A deep copy of `value` where every capture summary's relative `artifact` (and every `artifactCopy` /
+ * `fileCopy`) is made absolute under `dir` (what the agent gets; the log keeps paths relative to the session dir).
  */
 export function withAbsoluteArtifacts<T>(value: T, dir: string): T {
   const walk = (v: unknown, depth: number): unknown => {
@@ -185,6 +188,11 @@ export function withAbsoluteArtifacts<T>(value: T, dir: string): T {
     for (const [k, child] of Object.entries(v)) out[k] = walk(child, depth + 1);
     if (v.kind === 'capture-summary' && typeof v.artifact === 'string' && !path.isAbsolute(v.artifact))
       out.artifact = path.join(dir, v.artifact);
+    // The recorder's copies of host files (artifactCopy, fileCopy) are relative to the session dir too.
+    for (const k of COPY_KEYS) {
+      const c = v[k];
+      if (typeof c === 'string' && c.startsWith('artifacts/')) out[k] = path.join(dir, c);
+    }
     return out;
   };
   return walk(value, 0) as T;

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ArtifactStore } from '../artifacts/artifact-store.js';
 import { type CompactedImage, compactImages } from '../artifacts/compact.js';
+import { HostFileCollector, type HostFileRef } from '../artifacts/host-files.js';
 import { findImageBytes, setAtPointer } from '../contract/image-bytes.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
 import {
@@ -172,6 +173,7 @@ class RecorderImpl implements Recorder {
   private readonly commitIntervalMs: number;
   private readonly maxObservationChars: number;
   private readonly stderr: (line: string) => void;
+  private readonly hostFiles: HostFileCollector;
   private readonly sessions = new Map<string, RecordedSession>();
   private readonly dirty = new Set<RecordedSession>();
   /** Caps the session logs open at once (file descriptors): idle ones close and reopen on demand. */
@@ -216,6 +218,11 @@ class RecorderImpl implements Recorder {
     this.maxObservationChars = Math.min(MAX_OBSERVATION_CHARS, this.maxLogBytes);
     this.stderr = options.stderr ?? ((line) => process.stderr.write(`${line}\n`));
     this.logPool = new LogPool(options.maxOpenLogs);
+    this.hostFiles = new HostFileCollector({
+      enabled: options.copyHostFiles !== false,
+      pathMap: options.hostPathMap ?? [],
+      ...(options.limits?.maxHostFileBytes ? { maxFileBytes: options.limits.maxHostFileBytes } : {}),
+    });
     // The envelope schema compiles on first use (~250 ms): pay it now, not inside the first call's recording.
     setTimeout(() => readToolOutput({ ok: true, result: {} }), 0).unref();
   }
@@ -789,8 +796,9 @@ class RecorderImpl implements Recorder {
     const envLocations = env && (text === undefined || mayHoldImageBytes(text)) ? findImageBytes(env) : [];
     const respLocations =
       response !== undefined && !isPlainResponse(response) ? findImageBytes(response) : [];
-    const ctx: CompleteContext = { call, s, out, env, response, violations };
-    if (envLocations.length === 0 && respLocations.length === 0) {
+    const hostRefs = env ? this.hostFiles.find(env, call.tool) : [];
+    const ctx: CompleteContext = { call, s, out, env, response, violations, hostRefs };
+    if (envLocations.length === 0 && respLocations.length === 0 && hostRefs.length === 0) {
       this.finishComplete(ctx, undefined, undefined);
       return undefined;
     }
@@ -812,12 +820,23 @@ class RecorderImpl implements Recorder {
       return;
     }
     if (!fs.existsSync(s.dir)) fs.mkdirSync(s.dir, { recursive: true }); // a vanished dir: artifacts need it
-    const [envC, respC] = await this.stageAsync('compact', () =>
+    let [envC, respC] = await this.stageAsync('compact', () =>
       Promise.all([
         envLocations.length > 0 ? compactImages(ctx.env, envLocations, store) : undefined,
         respLocations.length > 0 ? compactImages(ctx.response, respLocations, store) : undefined,
       ]),
     );
+    if (ctx.hostRefs.length > 0) {
+      // The agent's value never depends on host files: it goes back before they are read and copied.
+      if (ctx.call.settle && ctx.out) {
+        const images = [...(envC?.images ?? []), ...(respC?.images ?? [])];
+        this.settle(
+          ctx.call,
+          this.agentValue(ctx.call, s, ctx.out, (envC?.value ?? ctx.env) as Envelope, images),
+        );
+      }
+      envC = await this.hostFiles.addTo(envC, ctx.env, ctx.hostRefs, store);
+    }
     // Last check: whatever compaction could not take out is not stored.
     if (
       (envC && findImageBytes(envC.value).length > 0) ||
@@ -1118,6 +1137,7 @@ class RecorderImpl implements Recorder {
           blank_check: img.blankCheck ? JSON.stringify(img.blankCheck) : null,
           error: img.error ?? null,
           created_at: now,
+          host_path: img.hostPath ?? null,
         });
         s.counts.artifacts += 1;
       }
@@ -1650,6 +1670,8 @@ interface CompleteContext {
   env: Envelope | undefined;
   response: unknown;
   violations: Violation[];
+  /** Paths of evidence files on the MCEC host that the envelope names (copied while compacting). */
+  hostRefs: HostFileRef[];
   /** Why the payload is not stored at all (metadata only). */
   dropPayload?: string;
 }

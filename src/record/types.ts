@@ -34,8 +34,22 @@ export interface RecorderOptions {
     secrets?: string[];
     keepTypedText?: boolean;
   };
-  /** Per session: stored payload (default 8 MiB) and artifact bytes (default 512 MiB). */
-  limits?: { maxLogBytes?: number; maxArtifactBytes?: number };
+  /**
+   * Per session: stored payload (default 8 MiB) and artifact bytes (default 512 MiB); per host file copied
+   * (default 64 MiB).
+   */
+  limits?: { maxLogBytes?: number; maxArtifactBytes?: number; maxHostFileBytes?: number };
+  /**
+   * Copy the evidence files envelopes name on the MCEC host (path-only captures, capture `file`, `record`
+   * GIFs, the server's capture-summary `artifact`) into the session when readable from here (default true).
+   */
+  copyHostFiles?: boolean;
+  /**
+   * Where the MCEC host's folders are readable from this machine, e.g.
+   * `[{ from: 'C:\\mcec\\sessions', to: '/mnt/mcec' }]`; the longest matching `from` wins. Without an entry a
+   * path is read as is only when it is a native absolute path here (a Windows path on a Windows recorder).
+   */
+  hostPathMap?: Array<{ from: string; to: string }>;
   /** Attach the last good observation to command-level failures that lack one (default true). */
   fillLastObservation?: boolean;
   /** Tools whose success updates the last good observation (default query, capture, get-text, find, wait-for). */

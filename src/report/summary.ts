@@ -2,6 +2,7 @@
 import { OBSERVATION_TOOLS } from '../contract/types.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
+import { hostFilesOf, hostPathOfCall } from './host-files.js';
 import { recoveryForCall } from './recovery.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
@@ -20,6 +21,8 @@ import { decideVerdict, readVerdictFacts } from './verdict.js';
 const MAX_DETAIL = 4000;
 const MAX_STEPS = 500;
 const FAILED_STEP = new Set(['failed', 'fail', 'error', 'aborted']);
+/** Roles of an observation's own image (not the server's echo of an earlier one, not a failure's suspect). */
+const OWN_IMAGE_ROLES = new Set(['result', 'image-block', 'nested', 'host-capture', 'host-capture-file']);
 
 /** A relative path that stays inside the session dir, with `/` separators; null otherwise. */
 export function safeRelativePath(value: unknown): string | null {
@@ -111,17 +114,14 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
   });
   if (row) {
     const result = envelopeOf(row)?.result;
-    const image =
-      imageFromArtifact(
-        reader
-          .artifactsOfCall(row.seq)
-          .find((a) => a.path && a.role !== 'partialResult' && a.role !== 'lastObservation'),
-      ) ?? imageFromSummary(result, row.seq, 'result');
+    const own = reader.artifactsOfCall(row.seq).filter((a) => OWN_IMAGE_ROLES.has(a.role));
+    const image = imageFromArtifact(own.find((a) => a.path)) ?? imageFromSummary(result, row.seq, 'result');
     return {
       seq: row.seq,
       tool: oneLine(row.tool, 60),
       oneLine: summarizeCall(row),
       image,
+      hostPath: image ? null : hostPathOfCall(own),
       value: compactValue(result),
     };
   }
@@ -137,7 +137,14 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
         seq: failing.seq,
         tool: 'lastObservation',
         oneLine: `server's lastObservation (${oneLine(kind, 30)})${typeof title === 'string' ? ` of '${oneLine(title, 50)}'` : ''}`,
-        image,
+        image:
+          image ??
+          imageFromArtifact(
+            reader.artifactsOfCall(failing.seq).find((a) => a.path && a.role === 'host-observation'),
+          ),
+        hostPath: image
+          ? null
+          : hostPathOfCall(reader.artifactsOfCall(failing.seq), (r) => r === 'host-observation'),
         value: compactValue(observed),
       };
     }
@@ -251,7 +258,13 @@ export async function buildSummary(
     const failingCall = failingRow ? digest(failingRow, time) : null;
     const suspectImage = failingRow
       ? (imageFromArtifact(
-          reader.artifactsOfCall(failingRow.seq).find((a) => a.role === 'partialResult' && a.path),
+          reader
+            .artifactsOfCall(failingRow.seq)
+            .find(
+              (a) =>
+                a.path &&
+                (a.role === 'partialResult' || (a.json_path ?? '').startsWith('/error/partialResult/')),
+            ),
         ) ??
         imageFromSummary(
           asRecord(envelopeOf(failingRow)?.error)?.partialResult,
@@ -261,7 +274,10 @@ export async function buildSummary(
       : null;
     const lastImage =
       imageFromArtifact(
-        reader.lastImageArtifact({ beforeSeq: failingRow?.seq, excludeRoles: ['lastObservation'] }),
+        reader.lastImageArtifact({
+          beforeSeq: failingRow?.seq,
+          excludeRoles: ['lastObservation', 'host-observation'],
+        }),
       ) ?? imageFromArtifact(reader.lastImageArtifact({ beforeSeq: failingRow?.seq }));
 
     const summary: SessionSummary = {
@@ -301,6 +317,7 @@ export async function buildSummary(
       lastGoodObservation: lastGoodObservation(reader, failingRow),
       lastImage,
       suspectImage,
+      hostFiles: hostFilesOf(reader.artifacts()),
       timeline: { omitted: stats.calls - timeline.length, lines: timeline },
       steps,
       stepsOmitted: stepCount - steps.length,

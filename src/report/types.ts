@@ -32,12 +32,34 @@ export interface ImageDigest {
   role: string;
 }
 
+/** A file the server wrote on its own host that the recorder could not copy: where it lies, and why not. */
+export interface HostFileDigest {
+  seq: number;
+  /** host-capture, host-capture-file, host-recording or host-observation. */
+  role: string;
+  /** The path as the MCEC host wrote it, e.g. `C:\\mcec\\sessions\\...\\capture-....png`. */
+  hostPath: string;
+  reason: string;
+}
+
+/** Evidence files named by paths on the MCEC host, counted by distinct path. */
+export interface HostFilesSummary {
+  total: number;
+  /** Copied into the session's artifacts/. */
+  copied: number;
+  /** Not copied, newest first (at most 20; the rest in `omitted`). */
+  notCopied: HostFileDigest[];
+  omitted: number;
+}
+
 /** The last good observation: what the agent last saw successfully. */
 export interface ObservationDigest {
   seq: number;
   tool: string;
   oneLine: string;
   image: ImageDigest | null;
+  /** Where its image lies on the MCEC host when it has no copy here (a path-only capture not readable here). */
+  hostPath: string | null;
   /** A compact, clipped copy of the observation (never image bytes, never a whole UIA tree). */
   value: unknown;
 }
@@ -107,6 +129,8 @@ export interface SessionSummary {
   lastGoodObservation: ObservationDigest | null;
   lastImage: ImageDigest | null;
   suspectImage: ImageDigest | null;
+  /** Files the server wrote on its host (path-only captures, capture file, record GIFs, its observations). */
+  hostFiles: HostFilesSummary;
   timeline: { omitted: number; lines: TimelineLine[] };
   /** Steps declared by a runner (newest 500), and how many older ones were left out. */
   steps: StepDigest[];

@@ -59,6 +59,7 @@ export const MIGRATIONS: readonly string[] = [
     id          INTEGER PRIMARY KEY,
     call_seq    INTEGER,
     role        TEXT NOT NULL,   -- 'result' | 'partialResult' | 'lastObservation' | 'image-block' | 'nested'
+                                 -- (version 3 adds 'host-capture' | 'host-capture-file' | 'host-recording' | 'host-observation')
     json_path   TEXT,            -- where in the output the bytes were
     path        TEXT,            -- relative to the session dir; NULL when not written
     sha256      TEXT,
@@ -106,6 +107,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE calls ADD COLUMN writer INTEGER;   -- writers.id; NULL in rows from schema version 1
   ALTER TABLE events ADD COLUMN writer INTEGER;
   CREATE INDEX events_kind_writer ON events (kind, writer);
+  `,
+  `
+  -- Evidence files named by paths on the MCEC host (path-only captures, capture file, record GIFs, the
+  -- server's capture-summary artifact): the path as the host wrote it. The copy, when one was made, is path.
+  ALTER TABLE artifacts ADD COLUMN host_path TEXT;
   `,
 ];
 
@@ -164,6 +170,8 @@ export interface ArtifactRow {
   blank_check: string | null;
   error: string | null;
   created_at: string;
+  /** The file's path on the MCEC host, for host-* roles (version 3; undefined in an older log). */
+  host_path?: string | null;
 }
 
 /** Row of `events` as stored. */

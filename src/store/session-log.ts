@@ -143,6 +143,7 @@ const ARTIFACT_COLUMNS = [
   'blank_check',
   'error',
   'created_at',
+  'host_path',
 ] as const;
 
 function upsertSql(table: string, columns: readonly string[], key: string, extra: string[] = []): string {
@@ -629,7 +630,9 @@ export class SessionLog implements PooledLog {
             break;
           case 'artifact':
             s.artifact.run(
-              ...ARTIFACT_COLUMNS.map((c) => (c === 'call_seq' ? this.seqIn(fresh, op.a.call_seq) : op.a[c])),
+              ...ARTIFACT_COLUMNS.map((c) =>
+                c === 'call_seq' ? this.seqIn(fresh, op.a.call_seq) : (op.a[c] ?? null),
+              ),
             );
             break;
           case 'event':

@@ -205,6 +205,13 @@ export function notices(summary: SessionSummary, s: Shortfalls): string[] {
       `${a.omittedImages} images (${formatBytes(a.omittedBytes)}) were not kept: over the recorder's artifact budget.`,
     );
   }
+  const h = summary.hostFiles;
+  if (h.total > h.copied) {
+    const first = h.notCopied[0];
+    out.push(
+      `${h.total - h.copied} of ${h.total} files the server wrote on the MCEC host could not be copied here${first ? ` (the newest is on the MCEC host at ${first.hostPath}: ${first.reason})` : ''}; the timeline says where each lies.`,
+    );
+  }
   if (c.lostCalls || c.recordFailures) {
     out.push(
       `Recording failed ${c.recordFailures} time(s); ${c.lostCalls} call(s) are missing from the log.`,

@@ -130,6 +130,11 @@ export async function renderReportHtmlBuffer(
   return at === total ? out : out.subarray(0, at);
 }
 
+/** GIFs (`record` recordings) are linked, not thumbnailed: a still of one frame would pass for a capture. */
+function isRecording(key: string): boolean {
+  return key.toLowerCase().endsWith('.gif');
+}
+
 /** The page in pieces that, joined with line breaks, are report.html. */
 async function renderReportHtmlParts(
   reader: SessionReader,
@@ -186,7 +191,10 @@ async function renderReportHtmlParts(
       if (!ref) {
         list.push({
           href: null,
-          label: `${a.role} image not kept`,
+          // A file the server wrote on its host and that could not be copied: say where it lies.
+          label: a.host_path
+            ? `${a.role}: on the MCEC host at ${oneLine(a.host_path, 300)}`
+            : `${a.role} image not kept`,
           note: oneLine(a.error ?? 'no file', 200),
         });
         continue;
@@ -198,8 +206,10 @@ async function renderReportHtmlParts(
       const note =
         first !== seq
           ? `same image as call #${first}`
-          : (failedThumbs.get(ref.key) ??
-            (thumbsKept.has(ref.key) ? '' : 'no thumbnail (see the note at the top)'));
+          : isRecording(ref.key)
+            ? 'a GIF recording: open it to play'
+            : (failedThumbs.get(ref.key) ??
+              (thumbsKept.has(ref.key) ? '' : 'no thumbnail (see the note at the top)'));
       list.push({ href: ref.href, label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`, note });
     }
     return list;
@@ -251,10 +261,11 @@ async function renderReportHtmlParts(
   );
   const requests: ThumbnailRequest[] = [];
   for (const [key, seq] of firstSeqOfImage) {
+    if (isRecording(key)) continue;
     requests.push({ key, file: refs.get(key)!.file, priority: priorityKeys.has(key), order: seq });
   }
   for (const key of priorityKeys) {
-    const ref = firstSeqOfImage.has(key) ? null : imageRef(reader.dir, key, artifactBase);
+    const ref = firstSeqOfImage.has(key) || isRecording(key) ? null : imageRef(reader.dir, key, artifactBase);
     if (ref) requests.push({ key, file: ref.file, priority: true, order: Number.MAX_SAFE_INTEGER });
   }
   const room = maxBytes - SHELL_GUESS_BYTES - SHELL_MARGIN_BYTES - bareEstimate - 2 * special;
