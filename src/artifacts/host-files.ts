@@ -127,10 +127,10 @@ export function findHostFiles(envelope: unknown, tool: string): HostFileRef[] {
 function refusedAsWritten(hostPath: string): string | undefined {
   if (hostPath.includes('\0')) return 'refused: the path holds a NUL character';
   const win = WIN32_ABSOLUTE.test(hostPath);
+  if (win && /^[\\/]{2}[.?][\\/]/.test(hostPath)) return 'refused: a Windows device path';
   const parts = hostPath.split(win ? /[\\/]+/ : /\/+/);
   if (parts.some((p) => p === '..' || p === '.')) return 'refused: the path has a ".." or "." segment';
   if (win) {
-    if (/^[\\/]{2}[.?][\\/]/.test(hostPath)) return 'refused: a Windows device path';
     // A colon past the drive letter names an alternate data stream.
     if (hostPath.indexOf(':', 2) !== -1)
       return 'refused: a colon past the drive letter (an alternate data stream)';

@@ -1,0 +1,336 @@
+/**
+ * Evidence that exists only as files on the MCEC host, end to end: path-only captures made by the simulator
+ * (which writes real files) recorded through `wrap` and through the HTTP proxy, copied into the session,
+ * summarized, put into report.html and the bundle (read back, `unzip -t`); win32 host paths through a
+ * `hostPathMap`, and where a file lies when it cannot be copied.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildBundle, failureSummaryText, summarizeSession, verifyBundle } from '../../src/bundle/index.js';
+import { validateCaptureSummary } from '../../src/contract/validate.js';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import { createRecorder } from '../../src/record/index.js';
+import { createSimulator, envelopeOf } from '../../src/sim/index.js';
+import type { ArtifactRow } from '../../src/store/schema.js';
+import { SessionReader } from '../../src/store/session-reader.js';
+import { readZip, unzipTest } from '../bundle/helpers.js';
+import { post } from '../proxy/helpers.js';
+import { calls, callToolResult, makePng, sessionDirs, tempDir } from './helpers.js';
+
+let root: string;
+let simRoot: string;
+beforeEach(() => {
+  root = tempDir();
+  simRoot = tempDir();
+});
+afterEach(() => {
+  fs.rmSync(root, { recursive: true, force: true });
+  fs.rmSync(simRoot, { recursive: true, force: true });
+});
+
+function artifactRows(dir: string): ArtifactRow[] {
+  const reader = SessionReader.open(dir);
+  try {
+    return reader.artifacts();
+  } finally {
+    reader.close();
+  }
+}
+
+function sessionDir(id: string): string {
+  return path.join(root, sessionDirs(root).find((d) => d.endsWith(id))!);
+}
+
+/** Bundle a session, verify it, `unzip -t` it and read every entry back. */
+async function bundleAndRead(dir: string) {
+  const res = await buildBundle(dir);
+  const check = await verifyBundle(res.bundle);
+  expect(check.problems).toEqual([]);
+  expect(unzipTest(res.bundle)).toContain('No errors detected');
+  const entries = await readZip(res.bundle);
+  return { res, entries, byName: (suffix: string) => entries.find((e) => e.name.endsWith(suffix)) };
+}
+
+describe('path-only captures made by the simulator, through wrap', () => {
+  it('are copied into the session, referenced, summarized and bundled as images', async () => {
+    const sim = createSimulator({ seed: 7, sessionsRoot: simRoot });
+    const recorder = createRecorder({ sessionsDir: root, stderr: () => {} });
+    const outputs: unknown[] = [];
+    const call = recorder.wrap(async (tool: string, args: Record<string, unknown>) => {
+      const out = await sim.callTool(tool, args);
+      outputs.push(structuredClone(out));
+      return out;
+    });
+    const sessionId = envelopeOf((await call('session-start', {})) as never).sessionId!;
+    const s = { sessionId };
+    const shot = (await call('capture', { ...s, window: 'Untitled - Notepad', pathOnly: true })) as never;
+    const hostPath = envelopeOf(shot).result.artifact as string;
+    const saved = path.join(simRoot, 'also-saved.png');
+    await call('capture', { ...s, window: 'Administrator: Command Prompt', pathOnly: true, file: saved });
+    // Fails with the server's own observation naming the same files again.
+    await call('find', { ...s, window: 'Save As', value: 'Save' });
+    // An inline capture also saved to a file: one image, two rows.
+    await call('capture', { ...s, window: 'Untitled - Notepad', file: path.join(simRoot, 'inline.png') });
+    await recorder.close();
+
+    // The agent got exactly what the server sent: copying happens in the queue, never in the answer.
+    expect(JSON.stringify(shot)).toBe(JSON.stringify(outputs[1]));
+    expect(JSON.stringify(shot)).not.toContain('artifactCopy');
+
+    const dir = sessionDir(sessionId);
+    const rows = artifactRows(dir);
+    expect(rows.map((r) => [r.call_seq, r.role, r.json_path, r.error])).toEqual([
+      [2, 'host-capture', '/result/artifact', null],
+      [3, 'host-capture', '/result/artifact', null],
+      [3, 'host-capture-file', '/result/file', null],
+      [4, 'host-observation', '/error/lastObservation/artifact', null],
+      [4, 'host-observation', '/error/lastObservation/file', null],
+      [5, 'result', '/result/base64', null],
+      [5, 'host-capture-file', '/result/file', null],
+      [5, 'image-block', '/content/0/data', null],
+    ]);
+    expect(new Set(rows.slice(5).map((r) => r.path))).toEqual(new Set([rows[0]!.path]));
+    expect(rows[0]!.host_path).toBe(hostPath);
+    expect(rows[2]!.host_path).toBe(saved);
+    // One file per distinct image: the path-only copy and the `file` copy of the second capture are one.
+    expect(fs.readdirSync(path.join(dir, 'artifacts')).sort()).toEqual(
+      [rows[0]!.path!, rows[1]!.path!].map((p) => path.basename(p)).sort(),
+    );
+    expect(rows[2]!.path).toBe(rows[1]!.path);
+    expect(rows[4]!.path).toBe(rows[1]!.path);
+    const copy = fs.readFileSync(path.join(dir, rows[0]!.path!));
+    expect(copy).toEqual(fs.readFileSync(hostPath));
+    const meta = await sharp(copy).metadata();
+    expect([rows[0]!.width, rows[0]!.height, rows[0]!.format]).toEqual([meta.width, meta.height, 'png']);
+    // The server declared a blankCheck: it is the one kept.
+    expect(JSON.parse(rows[0]!.blank_check!)).toEqual(envelopeOf(shot).result.blankCheck);
+
+    // The stored envelope keeps the host path and points at the copy.
+    const stored = calls(dir).map((c) => JSON.parse(c.envelope!));
+    expect(stored[1].result).toMatchObject({ artifact: hostPath, artifactCopy: rows[0]!.path });
+    // The server keeps a path-only observation as is (no kind): both of its paths point at the one copy.
+    expect(stored[3].error.lastObservation).toMatchObject({
+      artifactCopy: rows[1]!.path,
+      fileCopy: rows[1]!.path,
+    });
+    // The recorder's own capture summary with a host `file` keeps the schema's shape.
+    expect(stored[4].result).toMatchObject({
+      kind: 'capture-summary',
+      artifact: rows[0]!.path,
+      fileCopy: rows[0]!.path,
+    });
+    expect(validateCaptureSummary(stored[4].result).violations).toEqual([]);
+
+    const summary = await summarizeSession(dir);
+    expect(summary.hostFiles).toEqual({ total: 4, copied: 4, notCopied: [], omitted: 0 });
+    expect(summary.lastGoodObservation?.image?.artifact).toBe(rows[1]!.path); // before the failing find
+
+    // Done when: a path-only capture made by the simulator lands in the bundle as an image.
+    const { entries, byName } = await bundleAndRead(dir);
+    const inZip = byName(`/${rows[0]!.path}`)!;
+    expect(inZip.data).toEqual(fs.readFileSync(hostPath));
+    expect((await sharp(inZip.data).metadata()).format).toBe('png');
+    const html = byName('/report.html')!.data.toString('utf8');
+    expect(html).toContain(`href="artifacts/${path.basename(rows[0]!.path!)}"`);
+    expect(html).toContain('data:image/webp;base64,');
+    const session = JSON.parse(byName('/session.json')!.data.toString('utf8'));
+    expect(session.artifacts).toEqual(expect.arrayContaining([rows[0]!.path, rows[1]!.path]));
+    expect(entries.filter((e) => e.name.includes('/artifacts/'))).toHaveLength(2);
+  });
+
+  it('with copying off, keeps the paths and says where the files lie', async () => {
+    const sim = createSimulator({ seed: 7, sessionsRoot: simRoot });
+    const recorder = createRecorder({ sessionsDir: root, stderr: () => {}, copyHostFiles: false });
+    const call = recorder.wrap((tool, args) => sim.callTool(tool, args));
+    const sessionId = envelopeOf((await call('session-start', {})) as never).sessionId!;
+    await call('capture', { sessionId, window: 'Untitled - Notepad', pathOnly: true });
+    await recorder.close();
+    const dir = sessionDir(sessionId);
+    expect(artifactRows(dir)).toEqual([]);
+    expect(fs.existsSync(path.join(dir, 'artifacts'))).toBe(false);
+  });
+});
+
+describe('win32 host paths', () => {
+  /** Real files where the MCEC host's `C:\mcec\sessions\<dir>` is readable from here. */
+  async function hostTree() {
+    const mount = path.join(simRoot, 'mnt-mcec');
+    const sub = '20261202-101500-5f19c9c01a3f';
+    fs.mkdirSync(path.join(mount, sub), { recursive: true });
+    const png = await makePng(96, 64, [20, 120, 200]);
+    const gif = await sharp({ create: { width: 48, height: 32, channels: 3, background: '#c02020' } })
+      .gif()
+      .toBuffer();
+    fs.writeFileSync(path.join(mount, sub, 'capture-20261202-101501123-1.png'), png);
+    fs.writeFileSync(path.join(mount, sub, 'rec-1.gif'), gif);
+    const win = `C:\\mcec\\sessions\\${sub}`;
+    return {
+      mount,
+      png,
+      gif,
+      capture: `${win}\\capture-20261202-101501123-1.png`,
+      recording: `${win}\\rec-1.gif`,
+    };
+  }
+
+  /** A dispatch answering like MCEC with host paths: a path-only capture, a record stop, a failing capture. */
+  function mcecLike(t: Awaited<ReturnType<typeof hostTree>>) {
+    return async (tool: string): Promise<unknown> => {
+      const sessionId = '5f19c9c01a3f';
+      if (tool === 'capture')
+        return callToolResult({
+          ok: true,
+          sessionId,
+          result: {
+            handle: 1,
+            width: 96,
+            height: 64,
+            encoding: 'png',
+            bytes: t.png.length,
+            artifact: t.capture,
+          },
+        });
+      if (tool === 'record')
+        return callToolResult({
+          ok: true,
+          sessionId,
+          result: {
+            frames: 1,
+            durationMs: 100,
+            fps: 10,
+            width: 48,
+            height: 32,
+            bytes: t.gif.length,
+            file: t.recording,
+          },
+        });
+      return callToolResult({
+        ok: false,
+        sessionId,
+        error: {
+          code: 'window-not-found',
+          category: 'no-target',
+          detail: 'no window',
+          lastObservation: {
+            kind: 'capture-summary',
+            width: 96,
+            height: 64,
+            encoding: 'png',
+            bytes: 1,
+            artifact: t.capture,
+          },
+        },
+      });
+    };
+  }
+
+  it('are copied through --host-path-map; the GIF stays a GIF and is linked from report.html', async () => {
+    const t = await hostTree();
+    const recorder = createRecorder({
+      sessionsDir: root,
+      stderr: () => {},
+      hostPathMap: [{ from: 'c:/MCEC/sessions', to: t.mount }],
+    });
+    const call = recorder.wrap(mcecLike(t));
+    await call('capture', {});
+    await call('record', { action: 'stop' });
+    await call('click', {});
+    await recorder.close();
+    const dir = sessionDir('5f19c9c01a3f');
+    const rows = artifactRows(dir);
+    expect(rows.map((r) => [r.role, r.format, r.error, r.host_path])).toEqual([
+      ['host-capture', 'png', null, t.capture],
+      ['host-recording', 'gif', null, t.recording],
+      ['host-observation', 'png', null, t.capture],
+    ]);
+    expect(rows[1]!.path).toMatch(/^artifacts\/recording-.*\.gif$/);
+    expect(rows[1]!.blank_check).toBeNull();
+    expect(rows[0]!.blank_check).not.toBeNull(); // none declared: computed
+
+    const { byName } = await bundleAndRead(dir);
+    expect(byName(`/${rows[1]!.path}`)!.data).toEqual(t.gif);
+    expect(byName(`/${rows[0]!.path}`)!.data).toEqual(t.png);
+    const html = byName('/report.html')!.data.toString('utf8');
+    const gifName = path.basename(rows[1]!.path!);
+    expect(html).toContain(`href="artifacts/${gifName}"`);
+    expect(html).toContain('a GIF recording: open it to play');
+    expect(html).not.toMatch(/data:image\/gif/);
+  });
+
+  it('not readable here: the summary, the bug bundle and report.html say where each lies on the MCEC host', async () => {
+    const t = await hostTree();
+    const recorder = createRecorder({ sessionsDir: root, stderr: () => {} });
+    const call = recorder.wrap(mcecLike(t));
+    await call('capture', {});
+    await call('record', { action: 'stop' });
+    await call('click', {});
+    await recorder.close();
+    const dir = sessionDir('5f19c9c01a3f');
+    const rows = artifactRows(dir);
+    expect(rows.every((r) => r.path === null && r.error?.startsWith('not readable from this machine'))).toBe(
+      true,
+    );
+    const text = await failureSummaryText(dir);
+    expect(text).toContain('## Evidence on the MCEC host');
+    expect(text).toContain('0 of 2 files the server wrote on its host');
+    expect(text).toContain(`on the MCEC host at \`${t.capture}\``);
+    expect(text).toContain(`on the MCEC host at \`${t.recording}\``);
+    expect(text).toContain(`Its image is on the MCEC host at \`${t.capture}\` (not copied here).`);
+    const { byName } = await bundleAndRead(dir);
+    expect(byName('/failure-summary.md')!.data.toString('utf8')).toContain(
+      `on the MCEC host at \`${t.capture}\``,
+    );
+    const html = byName('/report.html')!.data.toString('utf8');
+    expect(html).toContain('host-recording: on the MCEC host at C:\\mcec\\sessions\\');
+    expect(html).toContain('2 of 2 files the server wrote on the MCEC host could not be copied here');
+  });
+});
+
+describe('through the HTTP proxy', () => {
+  it('a path-only capture lands in the bundle as an image', async () => {
+    const sim = createSimulator({ seed: 7, sessionsRoot: simRoot });
+    const listener = await sim.listenHttp({ port: 0 });
+    const recorder = createRecorder({ sessionsDir: root, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: listener.url,
+      recorder,
+    });
+    try {
+      const rpc = async (id: number, name: string, args: Record<string, unknown>) => {
+        const answer = await post(
+          proxy.url,
+          JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+          { accept: 'application/json, text/event-stream' },
+        );
+        expect(answer.status).toBe(200);
+        return envelopeOf(JSON.parse(answer.body.toString('utf8')).result);
+      };
+      const sessionId = (await rpc(1, 'session-start', {})).sessionId!;
+      const env = await rpc(2, 'capture', { sessionId, window: 'Untitled - Notepad', pathOnly: true });
+      const hostPath = env.result.artifact as string;
+      await rpc(3, 'session-end', { sessionId });
+      await proxy.close();
+      await recorder.close();
+      const dir = sessionDir(sessionId);
+      const rows = artifactRows(dir);
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({
+        role: 'host-capture',
+        host_path: hostPath,
+        format: 'png',
+        error: null,
+      });
+      const { byName } = await bundleAndRead(dir);
+      const image = byName(`/${rows[0]!.path}`)!.data;
+      expect(image).toEqual(fs.readFileSync(hostPath));
+      expect((await sharp(image).metadata()).width).toBe(rows[0]!.width);
+    } finally {
+      await proxy.close().catch(() => {});
+      await recorder.close().catch(() => {});
+      await listener.close();
+    }
+  });
+});
