@@ -4,8 +4,10 @@
  * summarized, put into report.html and the bundle (read back, `unzip -t`); win32 host paths through a
  * `hostPathMap`, and where a file lies when it cannot be copied.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, failureSummaryText, summarizeSession, verifyBundle } from '../../src/bundle/index.js';
@@ -16,7 +18,7 @@ import { createSimulator, envelopeOf } from '../../src/sim/index.js';
 import type { ArtifactRow } from '../../src/store/schema.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readZip, unzipTest } from '../bundle/helpers.js';
-import { post } from '../proxy/helpers.js';
+import { post, waitFor } from '../proxy/helpers.js';
 import { calls, callToolResult, makePng, sessionDirs, tempDir } from './helpers.js';
 
 let root: string;
@@ -332,5 +334,72 @@ describe('through the HTTP proxy', () => {
       await recorder.close().catch(() => {});
       await listener.close();
     }
+  });
+});
+
+describe('mcec-record flags (the built CLI, stdio mode, the simulator as the server)', () => {
+  const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+  const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
+  const SIM_CHILD = fileURLToPath(new URL('../proxy/fixtures/sim-stdio.mjs', import.meta.url));
+
+  /** Run session-start and a path-only capture through `mcec-record stdio <flags>`; the session's artifact rows. */
+  async function recordThroughCli(
+    flags: string[],
+  ): Promise<{ code: number | null; rows: ArtifactRow[]; err: string }> {
+    const rec = path.join(root, 'rec');
+    const child = spawn(
+      process.execPath,
+      [RECORD_CLI, 'stdio', '--sessions', rec, ...flags, '--', process.execPath, SIM_CHILD, simRoot],
+      { cwd: root },
+    );
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString('utf8');
+    });
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString('utf8');
+    });
+    const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const send = async (id: number, name: string, args: Record<string, unknown>) => {
+      child.stdin.write(
+        `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } })}\n`,
+      );
+      await waitFor(() => out.split('\n').filter(Boolean).length >= id, 15_000);
+      return envelopeOf(JSON.parse(out.split('\n').filter(Boolean)[id - 1]!).result);
+    };
+    if (!flags.includes('bad')) {
+      const sessionId = (await send(1, 'session-start', {})).sessionId!;
+      await send(2, 'capture', { sessionId, window: 'Untitled - Notepad', pathOnly: true });
+    }
+    child.stdin.end();
+    const code = await closed;
+    const dirs = fs.existsSync(rec) ? sessionDirs(rec) : [];
+    const rows = dirs.flatMap((d) => artifactRows(path.join(rec, d)));
+    return { code, rows, err };
+  }
+
+  it('--host-path-map is used before a direct read; --no-host-files copies nothing; a bad map is exit 2', async () => {
+    // Mapped to an empty folder: the sim's file is looked for there (and not found), proving the map applies.
+    const empty = path.join(root, 'empty');
+    fs.mkdirSync(empty);
+    const mapped = await recordThroughCli(['--host-path-map', `${simRoot}=${empty}`]);
+    expect(mapped.code).toBe(0);
+    expect(mapped.rows.map((r) => [r.role, r.path, r.error])).toEqual([
+      ['host-capture', null, 'not found from this machine'],
+    ]);
+    fs.rmSync(path.join(root, 'rec'), { recursive: true });
+
+    const off = await recordThroughCli(['--no-host-files']);
+    expect(off.code).toBe(0);
+    expect(off.rows).toEqual([]);
+    fs.rmSync(path.join(root, 'rec'), { recursive: true });
+
+    const plain = await recordThroughCli([]);
+    expect(plain.rows.map((r) => [r.role, r.format, r.error])).toEqual([['host-capture', 'png', null]]);
+
+    const bad = await recordThroughCli(['--host-path-map', 'bad']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--host-path-map must be FROM=TO, got "bad"');
   });
 });
