@@ -68,7 +68,7 @@ describe('path-only captures made by the simulator, through wrap', () => {
     const sessionId = envelopeOf((await call('session-start', {})) as never).sessionId!;
     const s = { sessionId };
     const shot = (await call('capture', { ...s, window: 'Untitled - Notepad', pathOnly: true })) as never;
-    const hostPath = envelopeOf(shot).result.artifact as string;
+    const hostPath = envelopeOf(shot).result!.artifact as string;
     const saved = path.join(simRoot, 'also-saved.png');
     await call('capture', { ...s, window: 'Administrator: Command Prompt', pathOnly: true, file: saved });
     // Fails with the server's own observation naming the same files again.
@@ -107,7 +107,7 @@ describe('path-only captures made by the simulator, through wrap', () => {
     const meta = await sharp(copy).metadata();
     expect([rows[0]!.width, rows[0]!.height, rows[0]!.format]).toEqual([meta.width, meta.height, 'png']);
     // The server declared a blankCheck: it is the one kept.
-    expect(JSON.parse(rows[0]!.blank_check!)).toEqual(envelopeOf(shot).result.blankCheck);
+    expect(JSON.parse(rows[0]!.blank_check!)).toEqual(envelopeOf(shot).result!.blankCheck);
 
     // The stored envelope keeps the host path and points at the copy.
     const stored = calls(dir).map((c) => JSON.parse(c.envelope!));
@@ -179,7 +179,7 @@ describe('win32 host paths', () => {
 
   /** A dispatch answering like MCEC with host paths: a path-only capture, a record stop, a failing capture. */
   function mcecLike(t: Awaited<ReturnType<typeof hostTree>>) {
-    return async (tool: string): Promise<unknown> => {
+    return async (tool: string, _args: Record<string, unknown>): Promise<unknown> => {
       const sessionId = '5f19c9c01a3f';
       if (tool === 'capture')
         return callToolResult({
@@ -312,7 +312,7 @@ describe('through the HTTP proxy', () => {
       };
       const sessionId = (await rpc(1, 'session-start', {})).sessionId!;
       const env = await rpc(2, 'capture', { sessionId, window: 'Untitled - Notepad', pathOnly: true });
-      const hostPath = env.result.artifact as string;
+      const hostPath = env.result!.artifact as string;
       await rpc(3, 'session-end', { sessionId });
       await proxy.close();
       await recorder.close();
