@@ -142,6 +142,47 @@ describe('path-only captures made by the simulator, through wrap', () => {
     expect(entries.filter((e) => e.name.includes('/artifacts/'))).toHaveLength(2);
   });
 
+  it('a record GIF stays a GIF, and a blank path-only capture is the suspect image', async () => {
+    const sim = createSimulator({ seed: 7, sessionsRoot: simRoot });
+    const recorder = createRecorder({ sessionsDir: root, stderr: () => {} });
+    const call = recorder.wrap((tool, args) => sim.callTool(tool, args));
+    const sessionId = envelopeOf((await call('session-start', {})) as never).sessionId!;
+    const gifPath = path.join(simRoot, 'run.gif');
+    const rec = envelopeOf(
+      (await call('record', {
+        sessionId,
+        action: 'oneshot',
+        window: 'Untitled - Notepad',
+        durationMs: 300,
+        fps: 10,
+        file: gifPath,
+      })) as never,
+    );
+    expect(rec.ok).toBe(true);
+    const blank = envelopeOf(
+      (await call('capture', { sessionId, window: 'Video Player', pathOnly: true })) as never,
+    );
+    expect(blank.ok).toBe(false);
+    await recorder.close();
+
+    const dir = sessionDir(sessionId);
+    const rows = artifactRows(dir);
+    const gifRow = rows.find((r) => r.role === 'host-recording')!;
+    expect(gifRow).toMatchObject({ format: 'gif', host_path: gifPath, error: null, blank_check: null });
+    expect(gifRow.path).toMatch(/^artifacts\/recording-.*\.gif$/);
+    expect(fs.readFileSync(path.join(dir, gifRow.path!))).toEqual(fs.readFileSync(gifPath));
+    const suspectRow = rows.find((r) => r.json_path === '/error/partialResult/artifact')!;
+    expect(suspectRow).toMatchObject({ role: 'host-capture', format: 'png', error: null });
+
+    const summary = await summarizeSession(dir);
+    expect(summary.suspectImage?.artifact).toBe(suspectRow.path);
+    const { byName } = await bundleAndRead(dir);
+    expect(byName(`/${gifRow.path}`)!.data).toEqual(fs.readFileSync(gifPath));
+    const html = byName('/report.html')!.data.toString('utf8');
+    expect(html).toContain(`href="artifacts/${path.basename(gifRow.path!)}"`);
+    expect(html).toContain('a GIF recording: open it to play');
+  });
+
   it('with copying off, keeps the paths and says where the files lie', async () => {
     const sim = createSimulator({ seed: 7, sessionsRoot: simRoot });
     const recorder = createRecorder({ sessionsDir: root, stderr: () => {}, copyHostFiles: false });
