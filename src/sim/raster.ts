@@ -1,4 +1,5 @@
 /** Raw RGB drawing for the fake desktop, the server's blank-frame check, and PNG encoding with sharp. */
+import { blankCheckFromRaw } from '../artifacts/blank-check.js';
 import type { BlankCheck } from '../contract/types.js';
 
 export type Rgb = readonly [number, number, number];
@@ -55,44 +56,9 @@ export function blit(dst: Raster, src: Raster, dx: number, dy: number): void {
   }
 }
 
-/** Samples per axis of the bounded blank-check grid. */
-const GRID = 64;
-
-/**
- * The server's blank-frame verdict: quantize RGB to 5 bits per channel on a bounded grid; blank when one
- * colour holds at least 0.99 of the samples; dark when that colour's luminance is low.
- */
+/** The server's blank-frame verdict of a raster (ScreenCapture.AnalyzeBlank; the same code the recorder recomputes with). */
 export function blankCheck(r: Raster): BlankCheck {
-  const gx = Math.min(GRID, r.width);
-  const gy = Math.min(GRID, r.height);
-  const counts = new Map<number, number>();
-  let best = 0;
-  let bestKey = 0;
-  for (let j = 0; j < gy; j++) {
-    const y = Math.floor(((j + 0.5) * r.height) / gy);
-    for (let i = 0; i < gx; i++) {
-      const x = Math.floor(((i + 0.5) * r.width) / gx);
-      const o = (y * r.width + x) * 3;
-      const key = ((r.data[o]! >> 3) << 10) | ((r.data[o + 1]! >> 3) << 5) | (r.data[o + 2]! >> 3);
-      const n = (counts.get(key) ?? 0) + 1;
-      counts.set(key, n);
-      if (n > best) {
-        best = n;
-        bestKey = key;
-      }
-    }
-  }
-  const total = gx * gy;
-  const fraction = total === 0 ? 1 : best / total;
-  const red = ((bestKey >> 10) & 31) << 3;
-  const green = ((bestKey >> 5) & 31) << 3;
-  const blue = (bestKey & 31) << 3;
-  const luminance = 0.299 * red + 0.587 * green + 0.114 * blue;
-  return {
-    blank: fraction >= 0.99,
-    dominantFraction: Math.round(fraction * 10_000) / 10_000,
-    dominantIsDark: luminance < 40,
-  };
+  return blankCheckFromRaw(r.data, r.width, r.height, 3);
 }
 
 /** Encode a raster as PNG (sharp is imported lazily: it is heavy and CLIs load this module at start). */

@@ -1,6 +1,10 @@
 import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
-import { blankCheckFromRaw, computeBlankCheck } from '../../src/artifacts/index.js';
+import {
+  blankCheckFromRaw,
+  computeBlankCheck,
+  EXACT_SAMPLING_MAX_PIXELS,
+} from '../../src/artifacts/index.js';
 import { Desktop } from '../../src/sim/desktop.js';
 import { encodePng, blankCheck as simBlankCheck } from '../../src/sim/raster.js';
 import { noiseRaw, noisyPng, rawToPng, solidBmp, solidPng } from './images.js';
@@ -56,20 +60,19 @@ describe('blankCheck (server algorithm)', () => {
     expect(b).toEqual({ blank: false, dominantFraction: 0.9875, dominantIsDark: false });
   });
 
-  it('samples at most 64 x 64 points, evenly spread', () => {
-    // A 640-wide frame whose only non-black pixels are off the sample columns stays 100% black.
+  it('samples every floor(w/64)-th column from 0: pixels between the sample columns do not count', () => {
+    // 640 wide: step 10, samples at x = 0, 10, 20 ... Only those columns are white; the rest is black.
     const w = 640;
     const h = 64;
     const raw = Buffer.alloc(w * h * 3);
     for (let y = 0; y < h; y++)
-      for (let x = 0; x < w; x++) if (x % 10 !== 5) raw.fill(255, (y * w + x) * 3, (y * w + x) * 3 + 3);
+      for (let x = 0; x < w; x += 10) raw.fill(255, (y * w + x) * 3, (y * w + x) * 3 + 3);
     expect(blankCheckFromRaw(raw, w, h, 3)).toEqual({
       blank: true,
       dominantFraction: 1,
-      dominantIsDark: true,
+      dominantIsDark: false,
     });
   });
-
   it('handles grey and alpha channels', () => {
     expect(blankCheckFromRaw(Buffer.alloc(10 * 10, 255), 10, 10, 1).dominantIsDark).toBe(false);
     const rgba = Buffer.alloc(10 * 10 * 4);
@@ -81,13 +84,17 @@ describe('blankCheck (server algorithm)', () => {
     });
   });
 
-  it('a too-short raw buffer or zero size gives a not-blank verdict instead of throwing', () => {
+  it('a too-short raw buffer gives a not-blank verdict instead of throwing; no pixels is blank and dark, as on the server', () => {
     expect(blankCheckFromRaw(Buffer.alloc(5), 10, 10, 3)).toEqual({
       blank: false,
       dominantFraction: 0,
       dominantIsDark: false,
     });
-    expect(blankCheckFromRaw(Buffer.alloc(0), 0, 0, 3).blank).toBe(false);
+    expect(blankCheckFromRaw(Buffer.alloc(0), 0, 0, 3)).toEqual({
+      blank: true,
+      dominantFraction: 1,
+      dominantIsDark: true,
+    });
   });
 
   it('decodes uncompressed BMP itself (sharp has no BMP loader)', async () => {
@@ -132,5 +139,155 @@ describe('blankCheck (server algorithm)', () => {
     const check = await computeBlankCheck(jpeg);
     expect(check.blank).toBe(true);
     expect(check.dominantIsDark).toBe(false);
+  });
+});
+
+/**
+ * ScreenCapture.AnalyzeBlank (MCEC ScreenCapture.cs 203-244) transcribed line by line, as the oracle: the
+ * recorder's blankCheck must give the same blank, 4-decimal dominantFraction and dominantIsDark.
+ */
+function serverAnalyzeBlank(raw: Buffer, w: number, h: number, ch: number) {
+  if (w <= 0 || h <= 0) return { blank: true, dominantFraction: 1, dominantIsDark: true };
+  const stepX = Math.max(1, Math.trunc(w / 64));
+  const stepY = Math.max(1, Math.trunc(h / 64));
+  const counts = new Map<number, number>();
+  let total = 0;
+  let bestKey = 0;
+  let bestCount = 0;
+  for (let y = 0; y < h; y += stepY) {
+    for (let x = 0; x < w; x += stepX) {
+      const o = (y * w + x) * ch;
+      const [r, g, b] = ch < 3 ? [raw[o]!, raw[o]!, raw[o]!] : [raw[o]!, raw[o + 1]!, raw[o + 2]!];
+      const key = ((r >> 3) << 10) | ((g >> 3) << 5) | (b >> 3);
+      const n = (counts.get(key) ?? 0) + 1;
+      counts.set(key, n);
+      if (n > bestCount) {
+        bestCount = n;
+        bestKey = key;
+      }
+      total++;
+    }
+  }
+  const dominantFraction = total === 0 ? 1 : bestCount / total;
+  const r = (((bestKey >> 10) & 0x1f) << 3) | 0x04;
+  const g = (((bestKey >> 5) & 0x1f) << 3) | 0x04;
+  const b = ((bestKey & 0x1f) << 3) | 0x04;
+  const luminance = 0.299 * r + 0.587 * g + 0.114 * b;
+  // Math.Round(x, 4): MidpointRounding.ToEven on x * 10^4.
+  const v = dominantFraction * 10_000;
+  const f = Math.floor(v);
+  const rounded = v - f > 0.5 ? f + 1 : v - f < 0.5 ? f : f % 2 === 0 ? f : f + 1;
+  return {
+    blank: dominantFraction >= 0.99,
+    dominantFraction: rounded / 10_000,
+    dominantIsDark: luminance < 24,
+  };
+}
+
+/** Raw RGB with large flat areas plus noise, so the dominant share varies with the size. */
+function mixedRaw(w: number, h: number, seed: number): Buffer {
+  const raw = noiseRaw(w, h, seed);
+  const flat = Math.floor((w * h * (seed % 100)) / 100) * 3;
+  raw.fill(40, 0, flat);
+  return raw;
+}
+
+describe('blankCheck agrees with the server on real PNGs', () => {
+  it('matches the transcribed AnalyzeBlank on odd sizes, narrow images (w < 64) and steps that do not divide', async () => {
+    const sizes: Array<[number, number]> = [
+      [1, 1],
+      [3, 2],
+      [63, 5],
+      [64, 64],
+      [65, 130],
+      [127, 129],
+      [128, 1],
+      [191, 97],
+      [1000, 701],
+      [4097, 3],
+    ];
+    let seed = 11;
+    for (const [w, h] of sizes) {
+      seed += 17;
+      const raw = mixedRaw(w, h, seed);
+      const expected = serverAnalyzeBlank(raw, w, h, 3);
+      expect(await computeBlankCheck(await rawToPng(raw, w, h)), `${w}x${h}`).toEqual(expected);
+    }
+  });
+
+  it('rounds dominantFraction half to even like .NET: 4002 of 8000 samples is 0.5002, not 0.5003', async () => {
+    // 80 x 100: steps are 1, so all 8000 pixels are samples; 4002 of them grey 200, the rest white.
+    const w = 80;
+    const h = 100;
+    const raw = Buffer.alloc(w * h * 3, 255);
+    raw.fill(200, 0, 4002 * 3);
+    const check = await computeBlankCheck(await rawToPng(raw, w, h));
+    expect(check).toEqual({ blank: false, dominantFraction: 0.5002, dominantIsDark: false });
+    // 17 of 32: 0.53125 rounds to 0.5312
+    const small = Buffer.alloc(32 * 3, 255);
+    small.fill(0, 0, 17 * 3);
+    expect((await computeBlankCheck(await rawToPng(small, 32, 1))).dominantFraction).toBe(0.5312);
+  });
+
+  it('judges darkness on the mid-value of the 5-bit bucket against 24', async () => {
+    const dark = async (rgb: [number, number, number]) =>
+      (await computeBlankCheck(await solidPng(70, 70, rgb))).dominantIsDark;
+    expect(await dark([23, 23, 23])).toBe(true); // bucket 2, mid 20
+    expect(await dark([24, 24, 24])).toBe(false); // bucket 3, mid 28 (the old rule, < 40 unshifted, said dark)
+    expect(await dark([31, 31, 31])).toBe(false);
+    // Every channel counts at its mid-value (0 becomes 4): 0.299*4 + 0.587*4 + 0.114*172 = 23.15, * 180 = 24.06.
+    expect(await dark([0, 0, 168])).toBe(true);
+    expect(await dark([0, 0, 176])).toBe(false);
+    expect(await dark([64, 0, 0])).toBe(true); // 0.299*68 + 0.587*4 + 0.114*4 = 23.14
+    expect(await dark([72, 0, 0])).toBe(false); // 25.53
+  });
+
+  it('on a tie, the colour that reached the count first (row by row) is dominant', async () => {
+    const bw = Buffer.from([0, 0, 0, 255, 255, 255]);
+    expect(await computeBlankCheck(await rawToPng(bw, 2, 1))).toEqual({
+      blank: false,
+      dominantFraction: 0.5,
+      dominantIsDark: true,
+    });
+    const wb = Buffer.from([255, 255, 255, 0, 0, 0]);
+    expect((await computeBlankCheck(await rawToPng(wb, 2, 1))).dominantIsDark).toBe(false);
+  });
+
+  it('reads the colour of fully transparent pixels (GetPixel ignores alpha; PrintWindow often leaves it 0)', async () => {
+    const w = 50;
+    const h = 40;
+    const rgba = Buffer.alloc(w * h * 4);
+    for (let i = 0; i < rgba.length; i += 4) rgba.fill(200, i, i + 3); // alpha stays 0
+    const png = await sharp(rgba, { raw: { width: w, height: h, channels: 4 } })
+      .png()
+      .toBuffer();
+    expect(await computeBlankCheck(png)).toEqual({ blank: true, dominantFraction: 1, dominantIsDark: false });
+  });
+
+  it('a 16-bit PNG is judged on its 8-bit values', async () => {
+    const png = await sharp({
+      create: { width: 40, height: 30, channels: 3, background: { r: 24, g: 24, b: 24 } },
+    })
+      .toColourspace('rgb16')
+      .png()
+      .toBuffer();
+    expect((await sharp(png).metadata()).depth).toBe('ushort');
+    expect(await computeBlankCheck(png)).toEqual({ blank: true, dominantFraction: 1, dominantIsDark: false });
+  });
+
+  it('an image over the exact-decode limit is streamed and sampled at the same pixels', async () => {
+    // 4104 x 4096 = 16.8 M pixels, just over EXACT_SAMPLING_MAX_PIXELS: steps 64 x 64.
+    const w = 4104;
+    const h = 4096;
+    expect(w * h).toBeGreaterThan(EXACT_SAMPLING_MAX_PIXELS);
+    const raw = Buffer.alloc(w * h, 255); // grey
+    // Dark exactly on the sampled rows and columns of the top half: the sampled verdict differs from the image's.
+    for (let y = 0; y < h / 2; y += 64) for (let x = 0; x < w; x += 64) raw[y * w + x] = 0;
+    const png = await sharp(raw, { raw: { width: w, height: h, channels: 1 } })
+      .png({ compressionLevel: 1 })
+      .toBuffer();
+    const expected = serverAnalyzeBlank(raw, w, h, 1);
+    expect(expected.dominantFraction).toBeLessThan(0.99);
+    expect(await computeBlankCheck(png)).toEqual(expected);
   });
 });
