@@ -6,7 +6,7 @@ import type { ErrorCategory, Warning } from '../contract/types.js';
 import { Desktop } from './desktop.js';
 import { mulberry32, sessionIdSource } from './prng.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
-import { SessionStore, type SimSession } from './sessions.js';
+import { roundTripUtc, SessionStore, type SimSession } from './sessions.js';
 import {
   badArguments,
   type ToolContext,
@@ -30,6 +30,11 @@ export interface SimulatorOptions {
   seed?: number;
   /** Clock for startedAt, artifact names and emergency-stop times. */
   now?: () => Date;
+  /**
+   * The 100 ns ticks (0..9999) below the millisecond that startedAt's 7 fractional digits carry. Default: from
+   * the real clock, or 0 when `now` is given.
+   */
+  subMillisecondTicks?: () => number;
   /** Where session artifact directories go (default: `<os.tmpdir()>/mcec-sim-sessions`). */
   sessionsRoot?: string;
   /** How long invoke waits before answering modalPending (default 750 ms, as the real server). */
@@ -145,7 +150,11 @@ export class SimulatorCore {
     this.tempDir = path.resolve(options.tempDir ?? os.tmpdir());
     this.sessionsRoot = path.resolve(options.sessionsRoot ?? path.join(os.tmpdir(), 'mcec-sim-sessions'));
     const seed = options.seed ?? randomInt(0, 2 ** 31);
-    this.sessions = new SessionStore(this.sessionsRoot, this.now, sessionIdSource(mulberry32(seed)));
+    // Sub-millisecond digits come from the real clock only; an injected clock gives exact, repeatable times.
+    const ticks =
+      options.subMillisecondTicks ??
+      (options.now ? () => 0 : () => Math.floor(((performance.timeOrigin + performance.now()) % 1) * 10_000));
+    this.sessions = new SessionStore(this.sessionsRoot, this.now, sessionIdSource(mulberry32(seed)), ticks);
   }
 
   /** True while the emergency stop is latched. */
@@ -156,7 +165,7 @@ export class SimulatorCore {
   /** Latch or release the operator's emergency stop; the stop is recorded in the default session's status. */
   emergencyStop(on: boolean, source = 'operator'): void {
     if (on && !this.stopped)
-      this.sessions.defaultSession.emergencyStop = { at: this.now().toISOString(), source };
+      this.sessions.defaultSession.emergencyStop = { at: roundTripUtc(this.now()), source };
     this.stopped = on;
   }
 

@@ -8,6 +8,8 @@ import { utcStamp, utcStampMillis } from '../store/layout.js';
 export interface SimSession {
   id: string;
   startedAt: Date;
+  /** The 100 ns ticks below the millisecond of startedAt (0..9999): .NET keeps 7 fractional digits. */
+  startedAtTicks: number;
   artifactDir: string;
   /** True for the implicit default session (created on first use; its id is on every envelope of its calls). */
   isDefault: boolean;
@@ -34,6 +36,15 @@ export interface SessionStatus {
   ended?: boolean;
 }
 
+/**
+ * A UTC time as .NET's round-trip format writes a DateTime of kind Utc (`ToString("o")`): 7 fractional
+ * digits, e.g. `2026-07-01T23:30:05.1234567Z`. `ticks` are the 100 ns units below the millisecond.
+ */
+export function roundTripUtc(date: Date, ticks = 0): string {
+  const t = Math.max(0, Math.min(9999, Math.floor(ticks)));
+  return `${date.toISOString().slice(0, 23)}${String(t).padStart(4, '0')}Z`;
+}
+
 /** The compact stand-in kept when the last good observation is an inline capture. */
 const SUMMARY_KEYS = [
   'window',
@@ -57,6 +68,8 @@ export class SessionStore {
     private readonly root: string,
     private readonly now: () => Date,
     private readonly nextId: () => string,
+    /** The 100 ns ticks below the millisecond of "now" (0 with an injected clock, so tests stay exact). */
+    private readonly subMillisecondTicks: () => number = () => 0,
   ) {}
 
   /** The implicit default session, created with a real 12-hex id on first use (again after it is ended). */
@@ -71,6 +84,7 @@ export class SessionStore {
     const session: SimSession = {
       id,
       startedAt,
+      startedAtTicks: this.subMillisecondTicks(),
       artifactDir: path.join(this.root, `${utcStamp(startedAt)}-${id}`),
       isDefault,
       ended: false,
@@ -107,7 +121,7 @@ export class SessionStore {
   status(s: SimSession): SessionStatus {
     const out: SessionStatus = {
       sessionId: s.id,
-      startedAt: s.startedAt.toISOString(),
+      startedAt: roundTripUtc(s.startedAt, s.startedAtTicks),
       artifactDir: s.artifactDir,
       commandAccess: { agentCommands: 'enabled', granted: [] },
     };

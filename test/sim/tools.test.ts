@@ -390,7 +390,7 @@ describe('sessions', () => {
     const r = started.env.result!;
     expect(r.sessionId).toMatch(/^[0-9a-f]{12}$/);
     expect(started.env.sessionId).toBe(r.sessionId);
-    expect(r.startedAt).toBe('2026-07-01T23:30:05.123Z');
+    expect(r.startedAt).toBe('2026-07-01T23:30:05.1230000Z');
     expect(r.artifactDir).toBe(path.join(s.sessionsRoot, `20260701-233005-${r.sessionId}`));
     expect(fs.statSync(r.artifactDir).isDirectory()).toBe(true);
     const end1 = await call(s, 'session-end', { sessionId: r.sessionId });
@@ -488,7 +488,7 @@ describe('sessions', () => {
     }
     s.control.emergencyStop(false);
     const status = (await call(s, 'session-status')).env.result!;
-    expect(status.emergencyStop).toEqual({ at: '2026-07-01T23:30:05.123Z', source: 'operator' });
+    expect(status.emergencyStop).toEqual({ at: '2026-07-01T23:30:05.1230000Z', source: 'operator' });
     expect((await call(s, 'send_command', { command: 'sim:emergency-stop on' })).env.ok).toBe(true);
     expect((await call(s, 'displays')).env.error?.code).toBe('emergency-stopped');
     expect((await call(s, 'send_command', { command: 'sim:emergency-stop off' })).env.ok).toBe(true);
