@@ -49,7 +49,9 @@ describe('redaction through the HTTP proxy', () => {
       JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
     const start = await post(proxy.url, call(1, 'session-start', {}), auth);
-    const sessionId = /\\"sessionId\\":\\"([0-9a-f]{12})\\"/.exec(start.body.toString('utf8'))![1]!;
+    // MCEC writes the envelope's quotes as \u0022: read the id after JSON.parse, never from the raw text.
+    const startEnv = JSON.parse(JSON.parse(start.body.toString('utf8')).result.content[0].text);
+    const sessionId: string = startEnv.sessionId;
     await post(proxy.url, call(2, 'send_command', { sessionId, command: `chars:${TYPED}` }), auth);
     // Cut bodies: not JSON, so only an excerpt of them is recorded.
     const bad1 = await post(
