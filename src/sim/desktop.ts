@@ -34,6 +34,10 @@ export interface SimWindow extends WindowInfo {
   elevated: boolean;
   /** Captures come back all black (a protected video surface). */
   blankCapture: boolean;
+  /** Minimized: parked at -32000,-32000 as a 160x28 caption, and captured black (PrintWindow has nothing to draw). */
+  minimized?: boolean;
+  /** Bounds to go back to on restore (set by minimize and maximize). */
+  restoreBounds?: Rect;
   /** Drawing style. */
   titleBar: Rgb;
   client: Rgb;
@@ -496,7 +500,14 @@ const rasterCache = new Map<string, Raster>();
 const RASTER_CACHE_MAX = 32;
 
 function cacheKey(w: SimWindow): string {
-  return JSON.stringify([w.title, w.width, w.height, w.blankCapture, w.x, w.y, w.tree]);
+  return JSON.stringify([w.title, w.width, w.height, w.blankCapture, w.minimized === true, w.x, w.y, w.tree]);
+}
+
+/** Shift an element tree by (dx, dy): element bounds are absolute screen pixels. */
+function shiftTree(e: SimElement, dx: number, dy: number): void {
+  e.x += dx;
+  e.y += dy;
+  for (const c of e.children) shiftTree(c, dx, dy);
 }
 
 /** A deterministic fake desktop; each simulator owns one (its windows change as tools act on them). */
@@ -505,6 +516,9 @@ export class Desktop {
   private open: SimWindow[];
   private readonly closed = new Set<number>();
   private nextHandle = 327_682;
+  private nextPid = 11_000;
+  /** The system text clipboard (the clipboard tool reads and writes it). */
+  clipboard = '';
 
   constructor() {
     this.open = [saveAs(HANDLES.saveAs), notepad(), commandPrompt(), videoPlayer()];
@@ -595,6 +609,64 @@ export class Desktop {
       hit = next;
     }
     return { window: w, element: hit };
+  }
+
+  /** A fresh process id for a launched process. */
+  nextProcessId(): number {
+    this.nextPid += 4;
+    return this.nextPid;
+  }
+
+  /** Put a window on top of the z-order (the foreground). */
+  bringToFront(w: SimWindow): void {
+    this.open = [w, ...this.open.filter((x) => x !== w)];
+  }
+
+  /** Move a window's top-left to (x, y), its elements with it. */
+  moveWindow(w: SimWindow, x: number, y: number): void {
+    shiftTree(w.tree, x - w.x, y - w.y);
+    w.x = x;
+    w.y = y;
+    w.tree.x = x;
+    w.tree.y = y;
+  }
+
+  /** Resize a window (at least 1x1); its elements keep their places. */
+  resizeWindow(w: SimWindow, width: number, height: number): void {
+    w.width = Math.max(1, width);
+    w.height = Math.max(1, height);
+    w.tree.width = w.width;
+    w.tree.height = w.height;
+  }
+
+  /** Minimize: the window reports Windows' parked rect and captures black until restored. */
+  minimize(w: SimWindow): void {
+    if (w.minimized) return;
+    w.restoreBounds ??= { x: w.x, y: w.y, width: w.width, height: w.height };
+    w.minimized = true;
+    this.moveWindow(w, -32_000, -32_000);
+    this.resizeWindow(w, 160, 28);
+  }
+
+  /** Maximize to the working area of the monitor the window is on. */
+  maximize(w: SimWindow): void {
+    const bounds = w.restoreBounds ?? { x: w.x, y: w.y, width: w.width, height: w.height };
+    const display =
+      DISPLAYS.find((d) => bounds.x >= d.bounds.x && bounds.x < d.bounds.x + d.bounds.width) ?? DISPLAYS[0]!;
+    w.restoreBounds = bounds;
+    w.minimized = false;
+    this.moveWindow(w, display.workingArea.x, display.workingArea.y);
+    this.resizeWindow(w, display.workingArea.width, display.workingArea.height);
+  }
+
+  /** Restore the bounds from before minimize or maximize. */
+  restore(w: SimWindow): void {
+    const b = w.restoreBounds;
+    w.minimized = false;
+    w.restoreBounds = undefined;
+    if (!b) return;
+    this.moveWindow(w, b.x, b.y);
+    this.resizeWindow(w, b.width, b.height);
   }
 
   /** Close a window; its handle stays known as closed (later use is window-closed). */
@@ -752,8 +824,8 @@ function luminance(c: Rgb): number {
 }
 
 function drawWindow(w: SimWindow): Raster {
-  // A protected video surface: PrintWindow hands back an all-black frame.
-  if (w.blankCapture) return createRaster(w.width, w.height, [0, 0, 0]);
+  // A protected video surface (or a minimized window): PrintWindow hands back an all-black frame.
+  if (w.blankCapture || w.minimized) return createRaster(w.width, w.height, [0, 0, 0]);
   const r = createRaster(w.width, w.height, w.client);
   for (const c of w.tree.children) drawElement(r, w, c);
   strokeRect(r, 0, 0, w.width, w.height, [90, 90, 90]);

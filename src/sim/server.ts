@@ -4,11 +4,14 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { Desktop } from './desktop.js';
+import { CommandTable, type ConsentAnswer } from './meta-tools.js';
 import { mulberry32, sessionIdSource } from './prng.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
 import { roundTripUtc, SessionStore, type SimSession } from './sessions.js';
 import {
   badArguments,
+  CATALOG_TOOLS,
+  GATED_BY_DEFAULT,
   type ToolContext,
   ToolFailure,
   type ToolSuccess,
@@ -45,7 +48,27 @@ export interface SimulatorOptions {
   tempDir?: string;
   /** The operator's recording limits (default {@link DEFAULT_RECORD_LIMITS}). */
   recordLimits?: Partial<RecordLimits>;
+  /** How the operator answers request-command-access prompts (default 'allow'; `sim:consent` changes it). */
+  consent?: ConsentAnswer;
+  /** How long the operator takes to answer a prompt, in ms (default 50; the server waits up to 120 s). */
+  consentDelayMs?: number;
+  /** The operator's AllowSessionProvisioning opt-in (default false: provision-session is refused). */
+  allowProvisioning?: boolean;
 }
+
+/** The raw send_command built-ins the simulated operator has enabled (the sim's legacy command table). */
+export const SIM_RAW_COMMANDS: readonly string[] = [
+  'chars:',
+  'key:',
+  'keydown:',
+  'keyup:',
+  'mouse:',
+  'shiftdown:',
+  'shiftup:',
+  'VK_ESCAPE',
+  'VK_RETURN',
+  'VK_TAB',
+];
 
 /** An MCP content block. */
 export type ContentBlock =
@@ -137,6 +160,9 @@ export class SimulatorCore {
   private readonly pollMs: number;
   private readonly recorder: SimRecorder;
   private readonly tempDir: string;
+  private readonly allowProvisioning: boolean;
+  /** The loaded command table and the operator's consent (request-command-access). */
+  readonly commands: CommandTable;
   private stopped = false;
   /** The other operator states that refuse calls before routing, and the agent-commands opt-in. */
   readonly gates: SimulatorGates = { consentPending: false, bootstrapOnly: false, agentCommands: true };
@@ -148,6 +174,15 @@ export class SimulatorCore {
     this.pollMs = options.pollMs ?? 50;
     this.recorder = new SimRecorder({ ...DEFAULT_RECORD_LIMITS, ...options.recordLimits });
     this.tempDir = path.resolve(options.tempDir ?? os.tmpdir());
+    this.allowProvisioning = options.allowProvisioning === true;
+    this.commands = new CommandTable(
+      CATALOG_TOOLS,
+      GATED_BY_DEFAULT,
+      SIM_RAW_COMMANDS,
+      SIM_RAW_COMMANDS,
+      options.consent ?? 'allow',
+      options.consentDelayMs ?? 50,
+    );
     this.sessionsRoot = path.resolve(options.sessionsRoot ?? path.join(os.tmpdir(), 'mcec-sim-sessions'));
     const seed = options.seed ?? randomInt(0, 2 ** 31);
     // Sub-millisecond digits come from the real clock only; an injected clock gives exact, repeatable times.
@@ -192,7 +227,7 @@ export class SimulatorCore {
           capabilities: { tools: {} },
           serverInfo: { name: 'MCEC', version: SIM_VERSION },
           instructions: INSTRUCTIONS,
-          commandAccess: { agentCommands: this.gates.agentCommands ? 'enabled' : 'disabled', granted: [] },
+          commandAccess: this.commands.defaults(GATED_BY_DEFAULT),
         };
         break;
       case 'ping':
@@ -270,7 +305,8 @@ export class SimulatorCore {
           'refusal',
         ),
       );
-    if (this.gates.consentPending && !SERVED_DURING_CONSENT.has(name))
+    // A prompt is open: set by request-command-access while the operator decides, or by the control.
+    if ((this.gates.consentPending || this.commands.pending) && !SERVED_DURING_CONSENT.has(name))
       return refuseDefault(
         new ToolFailure(
           'consent-pending',
@@ -324,6 +360,8 @@ export class SimulatorCore {
       pollMs: this.pollMs,
       recorder: this.recorder,
       tempDir: this.tempDir,
+      commands: this.commands,
+      allowProvisioning: this.allowProvisioning,
     };
     let success: ToolSuccess;
     try {
@@ -398,6 +436,11 @@ export class SimulatorCore {
     const named = sessionId ? this.sessions.get(sessionId.trim()) : undefined;
     const stamp = named && !named.ended ? named.id : this.sessions.defaultSession.id;
     if (verb === 'sim:throw') throw new SimulatorFault('simulated handler fault (sim:throw)');
+    const answers = ['allow', 'allow-any', 'deny', 'timeout', 'unavailable'];
+    if (verb === 'sim:consent' && arg !== undefined && answers.includes(arg)) {
+      this.commands.answer = arg as ConsentAnswer;
+      return this.success(stamp, { result: { output: `the operator will answer ${arg}` } });
+    }
     if (arg === 'on' || arg === 'off') {
       const on = arg === 'on';
       let output: string | undefined;
@@ -421,7 +464,7 @@ export class SimulatorCore {
       new ToolFailure(
         'unknown-command',
         'internal',
-        `Unknown simulator control '${command}'; use 'sim:emergency-stop|consent-pending|bootstrap-only|agent-commands on|off' or 'sim:throw'.`,
+        `Unknown simulator control '${command}'; use 'sim:emergency-stop|consent-pending|bootstrap-only|agent-commands on|off', 'sim:consent allow|allow-any|deny|timeout|unavailable' or 'sim:throw'.`,
         'command',
       ),
       undefined,

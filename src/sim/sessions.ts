@@ -32,7 +32,7 @@ export interface SessionStatus {
   lastObservation?: Record<string, unknown>;
   lastError?: Record<string, unknown>;
   emergencyStop?: { at: string; source: string };
-  commandAccess: { agentCommands: 'enabled'; granted: string[] };
+  commandAccess: Record<string, unknown>;
   ended?: boolean;
 }
 
@@ -118,12 +118,12 @@ export class SessionStore {
   }
 
   /** The status object the wire carries (a deep copy, so later changes do not leak into old replies). */
-  status(s: SimSession): SessionStatus {
+  status(s: SimSession, commandAccess: Record<string, unknown> = {}): SessionStatus {
     const out: SessionStatus = {
       sessionId: s.id,
       startedAt: roundTripUtc(s.startedAt, s.startedAtTicks),
       artifactDir: s.artifactDir,
-      commandAccess: { agentCommands: 'enabled', granted: [] },
+      commandAccess,
     };
     if (s.activeTarget) out.activeTarget = s.activeTarget;
     if (s.lastAction) out.lastAction = s.lastAction;
@@ -131,7 +131,8 @@ export class SessionStore {
     if (s.lastError) out.lastError = s.lastError;
     if (s.emergencyStop) out.emergencyStop = s.emergencyStop;
     if (s.ended) out.ended = true;
-    return structuredClone(out);
+    const { commandAccess: access, ...rest } = out;
+    return structuredClone({ ...rest, commandAccess: access });
   }
 
   /** Write image bytes into the session's artifact dir as `capture-<UTC ms stamp>-<n>.png`; returns the path. */

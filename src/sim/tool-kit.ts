@@ -2,6 +2,7 @@
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import type { Desktop, MatchBy, SimWindow, WindowTarget } from './desktop.js';
 import { MATCH_BY } from './desktop.js';
+import type { CommandTable } from './meta-tools.js';
 import type { SimRecorder } from './record.js';
 import type { SessionStore, SimSession } from './sessions.js';
 
@@ -50,6 +51,10 @@ export interface ToolContext {
   recorder: SimRecorder;
   /** The server's temp directory (`Path.GetTempPath()`): where a record GIF goes without `file`. */
   tempDir: string;
+  /** The loaded command table: which tools and raw commands are enabled, and the operator's consent. */
+  commands: CommandTable;
+  /** The operator's AllowSessionProvisioning opt-in. */
+  allowProvisioning: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 /** The simulated MCEC tools: their tools/list entries, argument checks, and behaviour on the fake desktop. */
 import type { Warning } from '../contract/types.js';
+import { clickArgsError, runClipboard, runDrag, runFocus, runLaunch, runWindow } from './actions.js';
 import { runCapture, windowCaptureData } from './capture.js';
 import {
   DISPLAYS,
@@ -15,8 +16,10 @@ import {
   type WindowTarget,
   windowInfo,
 } from './desktop.js';
+import { runEndSession, runProvisionSession, runRequestCommandAccess } from './meta-tools.js';
 import { blankCheck, encodePng } from './raster.js';
 import { runRecord } from './record.js';
+import { TOOL_LISTINGS, type ToolListing } from './schemas.js';
 import type { SimSession } from './sessions.js';
 import {
   ambiguous,
@@ -37,21 +40,9 @@ import {
 } from './tool-kit.js';
 import { serializeWire } from './wire.js';
 
+export type { ToolListing } from './schemas.js';
 export type { ToolContext, ToolSuccess } from './tool-kit.js';
 export { badArguments, ToolFailure } from './tool-kit.js';
-
-interface PropSchema {
-  type: 'string' | 'integer' | 'boolean' | 'object' | 'number';
-  description: string;
-  properties?: Record<string, PropSchema>;
-}
-
-/** A tools/list entry. */
-export interface ToolListing {
-  name: string;
-  description: string;
-  inputSchema: { type: 'object'; properties: Record<string, PropSchema>; required: string[] };
-}
 
 /** How a tool's outcome is kept: observations update the last good observation. */
 export type ToolKind = 'observation' | 'action' | 'read-only' | 'meta' | 'lifecycle';
@@ -61,46 +52,6 @@ export interface ToolDef extends ToolListing {
   /** Routed tools run inside the session named by `sessionId`; lifecycle tools read it as their target. */
   routed: boolean;
   run(ctx: ToolContext): Promise<ToolSuccess>;
-}
-
-const prop = (type: PropSchema['type'], description: string): PropSchema => ({ type, description });
-
-const SESSION_PROP = prop(
-  'string',
-  'Optional session id (from session-start) to run this call in; omit to use the default session.',
-);
-
-function targetProps(): Record<string, PropSchema> {
-  return {
-    window: prop('string', 'Window title substring (case-insensitive) to target'),
-    handle: prop('integer', 'Explicit window handle (HWND) to target'),
-    process: prop('string', 'Process name (without .exe) to target'),
-    className: prop('string', 'Window class name to target'),
-    foreground: prop('boolean', 'Target the current foreground window'),
-  };
-}
-
-function selectorProps(timeoutText: string): Record<string, PropSchema> {
-  return {
-    ...targetProps(),
-    by: prop('string', 'Match by: name | automationid | classname (default name)'),
-    value: prop('string', 'Value to match'),
-    timeout: prop('integer', timeoutText),
-    timeoutMs: prop('integer', 'Alias of timeout'),
-  };
-}
-
-function endpointProp(description: string): PropSchema {
-  return {
-    type: 'object',
-    description,
-    properties: {
-      by: prop('string', 'Match by: name | automationid | classname (default name)'),
-      value: prop('string', 'Element value to match (omit for a pixel endpoint)'),
-      x: prop('integer', 'Endpoint X (omit for an element endpoint)'),
-      y: prop('integer', 'Endpoint Y (omit for an element endpoint)'),
-    },
-  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -338,17 +289,12 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
 }
 
 function endpoint(args: Record<string, unknown>): { by: MatchBy; value: string } | { x: number; y: number } {
-  const at = args.at;
-  if (!at || typeof at !== 'object' || Array.isArray(at))
-    throw badArguments("click 'at' must be an object: an element { by?, value } or a pixel { x, y }.");
-  const a = at as Record<string, unknown>;
+  const problem = clickArgsError(args);
+  if (problem) throw badArguments(problem);
+  const a = args.at as Record<string, unknown>;
   const value = str(a, 'value');
   if (value) return { by: matchBy(a), value };
-  const x = int(a, 'x');
-  const y = int(a, 'y');
-  if (x === undefined || y === undefined)
-    throw badArguments("click 'at' needs an element 'value' or both 'x' and 'y' pixel coordinates.");
-  return { x, y };
+  return { x: int(a, 'x')!, y: int(a, 'y')! };
 }
 
 async function runClick(ctx: ToolContext): Promise<ToolSuccess> {
@@ -531,7 +477,7 @@ async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
 async function runSessionStart(ctx: ToolContext): Promise<ToolSuccess> {
   const s = await ctx.sessions.start();
   ctx.session = s;
-  return { result: { ...ctx.sessions.status(s) } };
+  return { result: { ...ctx.sessions.status(s, ctx.commands.access()) } };
 }
 
 /** The live session a lifecycle tool's `sessionId` names (trimmed, as the server does); absent or empty: the default. */
@@ -550,7 +496,7 @@ function sessionTarget(ctx: ToolContext): SimSession {
 }
 
 async function runSessionStatus(ctx: ToolContext): Promise<ToolSuccess> {
-  return { result: { ...ctx.sessions.status(sessionTarget(ctx)) } };
+  return { result: { ...ctx.sessions.status(sessionTarget(ctx), ctx.commands.access()) } };
 }
 
 /** Idempotent, as the real server: an unknown or ended id gives `ended: false`; the default session can end too. */
@@ -576,199 +522,81 @@ async function runSessionEnd(ctx: ToolContext): Promise<ToolSuccess> {
 // the catalog
 // ---------------------------------------------------------------------------------------------
 
-function def(
-  name: string,
-  kind: ToolKind,
-  description: string,
-  properties: Record<string, PropSchema>,
-  required: string[],
-  run: (ctx: ToolContext) => Promise<ToolSuccess>,
-  routed = true,
-): ToolDef {
-  const props = routed ? { ...properties, sessionId: SESSION_PROP } : properties;
-  return {
-    name,
-    kind,
-    routed,
-    description,
-    inputSchema: { type: 'object', properties: props, required },
-    run,
+/** How each tool runs and is kept, by name; its tools/list entry comes from schemas.ts. */
+const BEHAVIOUR: Record<
+  string,
+  { kind: ToolKind; run: (ctx: ToolContext) => Promise<ToolSuccess>; routing?: 'target' | 'default' }
+> = {
+  capture: { kind: 'observation', run: runCapture },
+  'get-text': { kind: 'observation', run: runGetText },
+  query: { kind: 'observation', run: runQuery },
+  displays: { kind: 'read-only', run: runDisplays },
+  windows: { kind: 'read-only', run: runWindows },
+  window: { kind: 'action', run: runWindow },
+  find: { kind: 'observation', run: runFind },
+  'wait-for': { kind: 'observation', run: runWaitFor },
+  invoke: { kind: 'action', run: runInvoke },
+  drag: { kind: 'action', run: runDrag },
+  click: { kind: 'action', run: runClick },
+  focus: { kind: 'action', run: runFocus },
+  clipboard: { kind: 'action', run: runClipboard },
+  record: { kind: 'action', run: runRecord },
+  launch: { kind: 'action', run: runLaunch },
+  send_command: { kind: 'meta', run: runSendCommand },
+  'session-start': { kind: 'lifecycle', run: runSessionStart, routing: 'target' },
+  'session-status': { kind: 'lifecycle', run: runSessionStatus, routing: 'target' },
+  'session-end': { kind: 'lifecycle', run: runSessionEnd, routing: 'target' },
+  'request-command-access': { kind: 'meta', run: runRequestCommandAccess },
+  'provision-session': { kind: 'meta', run: runProvisionSession, routing: 'default' },
+  'end-session': { kind: 'meta', run: runEndSession, routing: 'default' },
+};
+
+/** The gated agent tools (ToolCatalog.All): they run only while enabled in the command table. */
+export const CATALOG_TOOLS: readonly string[] = [
+  'capture',
+  'get-text',
+  'query',
+  'displays',
+  'windows',
+  'window',
+  'find',
+  'wait-for',
+  'invoke',
+  'drag',
+  'click',
+  'focus',
+  'clipboard',
+  'record',
+  'launch',
+];
+
+/** The catalog tools the operator has to grant first (ProvisionedByDefault false): only launch. */
+export const GATED_BY_DEFAULT: readonly string[] = ['launch'];
+
+/** A catalog tool's run behind the per-command Enabled gate (the executor's command-disabled refusal). */
+function gated(name: string, run: (ctx: ToolContext) => Promise<ToolSuccess>) {
+  return async (ctx: ToolContext): Promise<ToolSuccess> => {
+    if (!ctx.commands.isEnabled(name))
+      throw new ToolFailure(
+        'command-disabled',
+        'internal',
+        `The '${name}' command is disabled. Call request-command-access with the command name and a one-line reason; the operator will be asked on screen. Do not edit mcec.commands or any config file.`,
+        'refusal',
+      );
+    return run(ctx);
   };
 }
 
 /** Every simulated tool, in tools/list order. */
-export const TOOLS: readonly ToolDef[] = [
-  def(
-    'capture',
-    'observation',
-    'Screenshot a window or a screen region; returns PNG. Blank/black frames are reported as a capture-blank error (window) or warning (region). pathOnly writes the PNG to the session artifact directory instead of returning it inline.',
-    {
-      ...targetProps(),
-      x: prop('integer', 'Region left (use with width/height instead of a window)'),
-      y: prop('integer', 'Region top'),
-      width: prop('integer', 'Region width (max 16384/side, 64000000 px total)'),
-      height: prop('integer', 'Region height (same limits as width)'),
-      maxWidth: prop('integer', 'Optionally downscale output so width fits this (no upscaling)'),
-      scale: prop('number', 'Optionally downscale output by this factor (0 < scale <= 1; no upscaling)'),
-      returnImage: prop(
-        'boolean',
-        'When false, omit inline base64 from the result and do not emit an MCP image content block',
-      ),
-      pathOnly: prop(
-        'boolean',
-        'Alias for returnImage:false; write the PNG to the session artifact directory and return metadata + path only',
-      ),
-      file: prop('string', 'Optional path to also save the PNG to'),
-    },
-    [],
-    runCapture,
-  ),
-  def(
-    'get-text',
-    'observation',
-    'OCR the text of a window. A blank frame fails with ocr-blank; no text with ocr-no-text.',
-    targetProps(),
-    [],
-    runGetText,
-  ),
-  def(
-    'query',
-    'observation',
-    'Dump the UI Automation tree of a window: control type, name, automation id, bounds, state. Warns tree-truncated when maxNodes clips it.',
-    {
-      ...targetProps(),
-      maxDepth: prop('integer', 'Max UI Automation tree depth (default 6)'),
-      maxNodes: prop('integer', 'Max UI Automation nodes returned (default 1000)'),
-    },
-    [],
-    runQuery,
-  ),
-  def(
-    'find',
-    'observation',
-    'Find a UI Automation element by name / automation id / class. A miss is ok:true, found:false; more than one match fails with selector-matched-N.',
-    selectorProps('Milliseconds to wait for the element (0 = no wait)'),
-    ['value'],
-    runFind,
-  ),
-  def(
-    'wait-for',
-    'observation',
-    'Wait for a UI Automation element to appear: polls until found or the timeout elapses (default 5000 ms); a miss fails with wait-condition-timeout.',
-    selectorProps('Milliseconds to wait for the element (default 5000)'),
-    ['value'],
-    runWaitFor,
-  ),
-  def(
-    'invoke',
-    'action',
-    'Drive a UI Automation element (invoke | toggle | setvalue | setfocus | expand | collapse | select).',
-    {
-      ...targetProps(),
-      by: prop('string', 'Match by: name | automationid | classname (default name)'),
-      value: prop('string', 'Value to match'),
-      action: prop(
-        'string',
-        'invoke | toggle | setvalue | setfocus | expand | collapse | select (default invoke)',
-      ),
-      text: prop('string', 'Text for the setvalue action'),
-    },
-    ['value'],
-    runInvoke,
-  ),
-  def(
-    'click',
-    'action',
-    'Click an element (by/value, at its centre) or a pixel: window-relative with a window target, absolute without.',
-    {
-      ...targetProps(),
-      at: endpointProp('Where to click: an element { by, value } or a pixel { x, y }.'),
-      button: prop('string', 'left | right | middle (default left)'),
-      count: prop('integer', 'Click count (default 1)'),
-    },
-    ['at'],
-    runClick,
-  ),
-  def(
-    'record',
-    'action',
-    'Record a window or region to an animated GIF over time (start/stop or a bounded one-shot). Use only to show CHANGE over time; for a single state check use capture.',
-    {
-      ...targetProps(),
-      x: prop('integer', 'Region left (use with width/height instead of a window)'),
-      y: prop('integer', 'Region top'),
-      width: prop(
-        'integer',
-        'Region width (max 16384/side, 64000000 px total; oversized fails with region-too-large)',
-      ),
-      height: prop('integer', 'Region height (same limits as width)'),
-      action: prop('string', 'start | stop | oneshot (default: oneshot if durationMs given, else start)'),
-      fps: prop('integer', 'Frames per second (default 5, clamped to the operator limit)'),
-      durationMs: prop('integer', 'For a one-shot: how long to record (clamped to the operator limit)'),
-      maxWidth: prop('integer', 'Downscale frames so width fits this (default 1280)'),
-      file: prop('string', 'Output .gif path (a temp path is generated if omitted)'),
-    },
-    [],
-    runRecord,
-  ),
-  def(
-    'windows',
-    'read-only',
-    'List top-level windows, optionally filtered, and wait for a condition (appears | disappears | foreground) with a timeout.',
-    {
-      window: prop('string', 'Filter by window title substring (case-insensitive)'),
-      process: prop('string', 'Filter by process name (without .exe)'),
-      className: prop('string', 'Filter by window class name (exact)'),
-      condition: prop('string', 'appears (default) | disappears | foreground'),
-      timeout: prop('integer', 'Milliseconds to wait for the condition (0 = check now)'),
-    },
-    [],
-    runWindows,
-  ),
-  def(
-    'displays',
-    'read-only',
-    "Report every monitor's bounds, working area, primary flag and DPI/scale, plus the virtual bounds.",
-    {},
-    [],
-    runDisplays,
-  ),
-  def(
-    'send_command',
-    'meta',
-    'Send a raw legacy MCEC command string (e.g. "capture Notepad", "windows", "chars:hi"). Simulator controls: "sim:emergency-stop on|off", "sim:throw".',
-    { command: prop('string', 'The MCEC command string to run') },
-    ['command'],
-    runSendCommand,
-  ),
-  def(
-    'session-start',
-    'lifecycle',
-    'Start a session: returns its 12-hex sessionId, startedAt and artifactDir. Pass the sessionId to later calls.',
-    {},
-    [],
-    runSessionStart,
-    false,
-  ),
-  def(
-    'session-status',
-    'lifecycle',
-    'Report a session (the default one when sessionId is omitted): active target, last action, last good observation, last error, emergency stop.',
-    { sessionId: prop('string', 'The session to report (omit for the default session)') },
-    [],
-    runSessionStatus,
-    false,
-  ),
-  def(
-    'session-end',
-    'lifecycle',
-    'End a session (idempotent: ending twice gives ended:false). Its artifact directory is kept.',
-    { sessionId: prop('string', 'The session to end') },
-    ['sessionId'],
-    runSessionEnd,
-    false,
-  ),
-];
+export const TOOLS: readonly ToolDef[] = TOOL_LISTINGS.map((listing) => {
+  const b = BEHAVIOUR[listing.name]!;
+  return {
+    ...listing,
+    kind: b.kind,
+    routed: b.routing === undefined,
+    run: CATALOG_TOOLS.includes(listing.name) ? gated(listing.name, b.run) : b.run,
+  };
+});
 
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 

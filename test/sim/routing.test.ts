@@ -180,7 +180,7 @@ describe('id-less tools/call', () => {
     };
     expect(answer.result).toMatchObject({
       serverInfo: { name: 'MCEC' },
-      commandAccess: { agentCommands: 'enabled' },
+      commandAccess: { gatedTools: ['launch'], enabledRawCommands: [] },
       instructions: expect.any(String),
     });
   });
