@@ -714,6 +714,32 @@ export class Desktop {
     return r;
   }
 
+  /**
+   * What OCR reads in a screen rectangle: the text of the visible elements whose centre lies inside it and is
+   * not covered by a window above (only `only`'s elements when given, as a window capture sees them).
+   */
+  textIn(rect: Rect, only?: SimWindow): string[] {
+    const inside = (x: number, y: number) =>
+      x >= rect.x && y >= rect.y && x < rect.x + rect.width && y < rect.y + rect.height;
+    const lines: string[] = [];
+    for (const w of only ? [only] : this.open) {
+      if (w.blankCapture || w.minimized) continue;
+      const bar = w.tree.children.find((c) => c.controlType === 'TitleBar');
+      const [bx, by] = bar
+        ? [bar.x + Math.floor(bar.width / 2), bar.y + Math.floor(bar.height / 2)]
+        : [w.x, w.y];
+      if (inside(bx, by) && (only || this.hitTest(bx, by)?.window === w)) lines.push(w.title);
+      for (const e of descendants(w.tree)) {
+        if (e.isOffscreen || e.width === 0) continue;
+        const cx = e.x + Math.floor(e.width / 2);
+        const cy = e.y + Math.floor(e.height / 2);
+        if (!inside(cx, cy) || (!only && this.hitTest(cx, cy)?.window !== w)) continue;
+        lines.push(...linesOf(e));
+      }
+    }
+    return lines;
+  }
+
   /** What OCR would read from a window: its title, then names and values of the visible elements. */
   textOf(w: SimWindow): string {
     if (w.blankCapture) return '';
@@ -728,6 +754,12 @@ export class Desktop {
 }
 
 const TEXTUAL = new Set(['Text', 'Button', 'MenuItem', 'ListItem', 'TreeItem']);
+
+/** The lines OCR reads from one element: its value's lines, or the name of a textual control. */
+function linesOf(e: SimElement): string[] {
+  if (e.value !== undefined) return e.value.split(/\r?\n/).filter((l) => l.length > 0);
+  return e.name && TEXTUAL.has(e.controlType) ? [e.name] : [];
+}
 
 /** A selector in words, for error details. */
 export function describeTarget(t: WindowTarget): string {

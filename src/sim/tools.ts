@@ -16,8 +16,9 @@ import {
   type WindowTarget,
   windowInfo,
 } from './desktop.js';
+import { runGetText } from './get-text.js';
 import { runEndSession, runProvisionSession, runRequestCommandAccess } from './meta-tools.js';
-import { blankCheck, encodePng } from './raster.js';
+import { encodePng } from './raster.js';
 import { runRecord } from './record.js';
 import { TOOL_LISTINGS, type ToolListing } from './schemas.js';
 import type { SimSession } from './sessions.js';
@@ -57,41 +58,6 @@ export interface ToolDef extends ToolListing {
 // ---------------------------------------------------------------------------------------------
 // capture and get-text
 // ---------------------------------------------------------------------------------------------
-
-async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
-  const w = resolveWindow(ctx.desktop, requireTarget(ctx.args));
-  const raster = ctx.desktop.renderWindow(w);
-  const check = blankCheck(raster);
-  const text = ctx.desktop.textOf(w);
-  const lines = text.length === 0 ? [] : text.split('\n');
-  const result: Record<string, unknown> = {
-    width: raster.width,
-    height: raster.height,
-    blankCheck: check,
-    window: windowInfo(w),
-    text,
-    lineCount: lines.length,
-    wordCount: lines.reduce((n, l) => n + l.split(/\s+/).filter(Boolean).length, 0),
-    language: 'en-US',
-  };
-  if (check.blank)
-    throw new ToolFailure(
-      check.dominantIsDark ? 'frame-all-black' : 'frame-uniform',
-      'ocr-blank',
-      `The window '${w.title}' rendered a blank frame; there is nothing to read.`,
-      'command',
-      result,
-    );
-  if (text.length === 0)
-    throw new ToolFailure(
-      'ocr-no-text',
-      'ocr-no-text',
-      `OCR found no text in '${w.title}'.`,
-      'command',
-      result,
-    );
-  return { result };
-}
 
 // ---------------------------------------------------------------------------------------------
 // query, find, wait-for

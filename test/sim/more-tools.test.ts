@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSimulator, HANDLES, type Simulator } from '../../src/sim/index.js';
+import { createSimulator, HANDLES, NOTEPAD_TEXT, type Simulator } from '../../src/sim/index.js';
 import { call, type Loose, tempDir } from './helpers.js';
 
 const tmp = tempDir();
@@ -350,5 +350,52 @@ describe('provision-session and end-session', () => {
     expect(
       (await call(s, 'end-session', { sessionId: r.sessionId, token: r.token })).env.result!.removed,
     ).toBe(true);
+  });
+});
+
+describe('get-text regions', () => {
+  it('reads a window-relative region of a window, and refuses one outside it', async () => {
+    const s = sim();
+    const editor = await call(s, 'get-text', { window: 'Notepad', x: 0, y: 56, width: 800, height: 520 });
+    const r = editor.env.result!;
+    expect(Object.keys(r)).toEqual([
+      'width',
+      'height',
+      'blankCheck',
+      'region',
+      'window',
+      'text',
+      'lineCount',
+      'wordCount',
+      'language',
+    ]);
+    expect(r.region).toEqual({ x: 0, y: 56, width: 800, height: 520, relativeTo: 'window' });
+    expect([r.width, r.height]).toEqual([800, 520]);
+    expect(r.text).toBe(NOTEPAD_TEXT);
+    const out = await call(s, 'get-text', { window: 'Notepad', x: 700, y: 0, width: 200, height: 10 });
+    expect(out.env.error).toMatchObject({ code: 'region-out-of-bounds', category: 'invalid-argument' });
+    expect(out.env.error!.detail).toBe(
+      'Region (700,0) 200x10 is outside the 800x600 window capture. Re-query for fresh bounds or shrink the region.',
+    );
+  });
+
+  it('reads a screen region without a target; a flat one fails ocr-blank with the data but no text', async () => {
+    const s = sim();
+    const cancel = await call(s, 'get-text', { x: 700, y: 570, width: 200, height: 60 });
+    expect(cancel.env.result).toMatchObject({
+      region: { x: 700, y: 570, width: 200, height: 60, relativeTo: 'screen' },
+      text: 'Cancel',
+      lineCount: 1,
+      wordCount: 1,
+    });
+    expect(cancel.env.result).not.toHaveProperty('window');
+    const wallpaper = await call(s, 'get-text', { x: 1000, y: 950, width: 100, height: 50 });
+    expect(wallpaper.env.error).toMatchObject({ code: 'frame-uniform', category: 'ocr-blank' });
+    expect(wallpaper.env.error!.partialResult).toEqual({
+      width: 100,
+      height: 50,
+      blankCheck: { blank: true, dominantFraction: 1, dominantIsDark: false },
+      region: { x: 1000, y: 950, width: 100, height: 50, relativeTo: 'screen' },
+    });
   });
 });

@@ -120,7 +120,13 @@ describe('capture', () => {
     expect(ok.env.result!.text).toContain(NOTEPAD_TEXT);
     const blank = await call(s, 'get-text', { window: 'Video Player' });
     expect(blank.env.error).toMatchObject({ code: 'frame-all-black', category: 'ocr-blank' });
-    expect(blank.env.error!.partialResult).toMatchObject({ text: '', lineCount: 0, wordCount: 0 });
+    // As GetTextCommand: a blank frame is not read, so the data has no text.
+    expect(blank.env.error!.partialResult).toMatchObject({
+      width: 800,
+      height: 450,
+      window: { title: 'Video Player' },
+    });
+    expect(blank.env.error!.partialResult).not.toHaveProperty('text');
   });
 
   it('a blank region still succeeds, with a capture-blank warning', async () => {
