@@ -212,7 +212,7 @@ for (const [name, start] of [
 
       expect(d.calls.map((c) => [c.tool, c.status, c.rpc_id])).toEqual([
         ['windows', 'ok', '4'],
-        ['provision-session', 'failed', '11'], // the simulator has no provisioning: unknown-tool, in the default session
+        ['provision-session', 'failed', '11'], // provisioning not authorized (the simulator's default), in the default session
         ['windows', 'ok', 'null'],
       ]);
       const fault = name === 'stdio' ? '-32603' : 'proxy-error';
@@ -262,7 +262,12 @@ for (const [name, start] of [
           name: 'MCEC',
           version: '3.0.0-sim',
           protocolVersion: '2025-06-18',
-          commandAccess: { agentCommands: 'enabled', granted: [] },
+          // MCEC's connect-time map (the note is left to the redaction rules)
+          commandAccess: expect.objectContaining({
+            enabledTools: expect.arrayContaining(['capture', 'record']),
+            gatedTools: ['launch'],
+            enabledRawCommands: [],
+          }),
           instructionsSha256: sha,
         });
       }
