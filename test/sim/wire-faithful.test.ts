@@ -5,6 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { utcStamp } from '../../src/store/layout.js';
 import { call, request, tempDir, toolsCall } from './helpers.js';
 
 process.env.TZ = 'America/New_York';
@@ -78,9 +79,12 @@ describe('startedAt in the round-trip format (7 fractional digits)', () => {
   it('the recorder names the session dir from startedAt as MCEC names its artifact dir (truncated, UTC)', async () => {
     const simRoot = path.join(tmp.dir, 'edge-sim');
     const sessionsDir = path.join(tmp.dir, 'edge-rec');
+    // The last tick of a second, near the real clock (the recorder ignores a server time that is far off).
+    const at = new Date();
+    at.setUTCMilliseconds(999);
     const sim = createSimulator({
       seed: 9,
-      now: () => new Date('2026-07-01T23:59:59.999Z'),
+      now: () => at,
       subMillisecondTicks: () => 9999,
       sessionsRoot: simRoot,
     });
@@ -88,11 +92,11 @@ describe('startedAt in the round-trip format (7 fractional digits)', () => {
     const dispatch = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
     const start = envelopeOf((await dispatch('session-start', {})) as never);
     const result = start.result as { sessionId: string; startedAt: string; artifactDir: string };
-    expect(result.startedAt).toBe('2026-07-01T23:59:59.9999999Z');
+    expect(result.startedAt).toBe(`${at.toISOString().slice(0, 23)}9999Z`);
     await dispatch('windows', { sessionId: result.sessionId });
     await recorder.close();
     const mcecDir = path.basename(result.artifactDir);
-    expect(mcecDir).toBe(`20260701-235959-${result.sessionId}`);
+    expect(mcecDir).toBe(`${utcStamp(at)}-${result.sessionId}`);
     expect(fs.readdirSync(sessionsDir)).toContain(mcecDir);
   });
 });
