@@ -109,7 +109,8 @@ describe('redaction through the stdio proxy', () => {
       JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
     stdin.write(`${call(1, 'session-start', {})}\n`);
     await waitFor(() => lines.length === 1);
-    const sessionId = /\\"sessionId\\":\\"([0-9a-f]{12})\\"/.exec(lines[0]!)![1]!;
+    // MCEC writes the envelope's quotes as \u0022: read the id after JSON.parse, never from the raw text.
+    const sessionId: string = JSON.parse(JSON.parse(lines[0]!).result.content[0].text).sessionId;
     stdin.write(`${call(2, 'send_command', { sessionId, command: `chars:${TYPED}` })}\n`);
     await waitFor(() => lines.length === 2);
     stdin.write(
