@@ -15,6 +15,7 @@ const BYTE_UNITS: Record<string, number> = {
 };
 
 const DURATION_UNITS: Record<string, number> = {
+  ms: 1,
   s: 1000,
   m: 60_000,
   h: 3_600_000,
@@ -32,9 +33,9 @@ export function parseByteSize(text: string): number | null {
   return Number.isSafeInteger(bytes) && bytes > 0 ? bytes : null;
 }
 
-/** Parse `7d`, `12h`, `30m`, `45s`, `2w` into milliseconds; null when it is not a positive duration. */
+/** Parse `7d`, `12h`, `30m`, `45s`, `2w`, `500ms` into milliseconds; null when it is not a positive duration. */
 export function parseDuration(text: string): number | null {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$/i.exec(String(text));
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|[smhdw])\s*$/i.exec(String(text));
   if (!m) return null;
   const ms = Math.round(Number(m[1]) * DURATION_UNITS[m[2]!.toLowerCase()]!);
   return Number.isSafeInteger(ms) && ms > 0 ? ms : null;

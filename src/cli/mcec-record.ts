@@ -3,6 +3,7 @@
 
 import path from 'node:path';
 import { Command, CommanderError, Option } from 'commander';
+import { formatBytes, parseByteSize, parseDuration } from '../bundle/units.js';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 
@@ -25,12 +26,60 @@ function parseListen(value: string): { host: string; port: number } {
   return { host, port };
 }
 
-function parsePositiveInt(name: string, value: string): number {
-  const n = Number(value);
-  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n <= 0) {
-    throw new UsageError(`${name} must be a positive integer, got ${JSON.stringify(value)}`);
+/** A size in bytes: `1048576`, `512KB`, `256MiB`. */
+function parseSize(name: string, value: string): number {
+  const bytes = parseByteSize(value);
+  if (bytes === null) {
+    throw new UsageError(
+      `${name} must be a size such as 1048576, 512KB or 256MiB, got ${JSON.stringify(value)}`,
+    );
   }
-  return n;
+  return bytes;
+}
+
+// Mirrors src/proxy/timeouts.ts and bounded.ts, which load lazily with the proxy.
+const DEFAULT_TIMEOUT = '150s';
+const MAX_TIMEOUT_MS = 24 * 3_600_000;
+const DEFAULT_MAX_RECORD = '256MiB';
+
+/** `--timeout` values (repeatable): `DURATION` sets the default, `TOOL=DURATION` one tool's. */
+function parseTimeouts(values: string[]): { defaultMs: number; perTool: Record<string, number> } {
+  let defaultMs: number | undefined;
+  const perTool: Record<string, number> = {};
+  for (const value of values) {
+    const eq = value.indexOf('=');
+    const tool = eq < 0 ? undefined : value.slice(0, eq).trim();
+    const text = eq < 0 ? value : value.slice(eq + 1);
+    if (tool !== undefined && !/^[A-Za-z0-9_./-]+$/.test(tool)) {
+      throw new UsageError(
+        `--timeout ${JSON.stringify(value)}: before "=" goes a tool name such as record or wait-for`,
+      );
+    }
+    const ms = parseDuration(text);
+    if (ms === null) {
+      const bare = /^\s*\d+(\.\d+)?\s*$/.test(text);
+      throw new UsageError(
+        `--timeout ${JSON.stringify(value)}: ${bare ? 'give a unit: ' : ''}expected a duration such as 150s, ` +
+          `2m, 90000ms or 1h${tool === undefined ? ', or TOOL=DURATION such as record=90s' : ''}`,
+      );
+    }
+    if (ms > MAX_TIMEOUT_MS) throw new UsageError(`--timeout ${JSON.stringify(value)}: at most 24h`);
+    if (tool === undefined) defaultMs = ms;
+    else perTool[tool] = ms;
+  }
+  return { defaultMs: defaultMs ?? parseDuration(DEFAULT_TIMEOUT)!, perTool };
+}
+
+function checkRecordLimit(bytes: number, limit: number): void {
+  if (bytes > limit) {
+    throw new UsageError(`--max-record-bytes must be at most ${limit} bytes (one V8 string), got ${bytes}`);
+  }
+}
+
+function describeTimeouts(t: { defaultMs: number; perTool: Record<string, number> }): string {
+  const s = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`);
+  const tools = Object.entries(t.perTool).map(([tool, ms]) => `, ${tool} ${s(ms)}`);
+  return `${s(t.defaultMs)}${tools.join('')}`;
 }
 
 interface CommonOptions {
@@ -39,6 +88,7 @@ interface CommonOptions {
   hostPathMap?: Array<{ from: string; to: string }>;
   hostFiles?: boolean;
   maxHostFileBytes?: string;
+  maxRecordBytes: string;
 }
 
 /** `--host-path-map FROM=TO` (repeatable): FROM as the MCEC host writes it, TO where it is readable here. */
@@ -67,11 +117,11 @@ function addCommonOptions(command: Command): Command {
       '--no-host-files',
       'do not copy the evidence files MCEC writes on its host (path-only captures, GIFs)',
     )
-    .option('--max-host-file-bytes <bytes>', 'largest host file copied', String(64 * 1024 * 1024));
+    .option('--max-host-file-bytes <size>', 'largest host file copied (a size: 67108864, 64MiB)', '64MiB');
 }
 
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
-  const maxHostFileBytes = parsePositiveInt('--max-host-file-bytes', options.maxHostFileBytes ?? '67108864');
+  const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
   const { createRecorder } = await import('../record/index.js');
   return createRecorder({
     transport,
@@ -89,14 +139,22 @@ interface HttpCommandOptions extends CommonOptions {
   target: string;
   allowRemote?: boolean;
   maxBody: string;
-  timeout: string;
+  timeout: string[];
 }
 
 async function runHttp(options: HttpCommandOptions): Promise<void> {
   const listen = parseListen(options.listen);
-  const maxBodyBytes = parsePositiveInt('--max-body', options.maxBody);
-  const timeoutMs = parsePositiveInt('--timeout', options.timeout);
-  const { startHttpProxy, ProxyConfigError } = await import('../proxy/index.js');
+  const maxBodyBytes = parseSize('--max-body', options.maxBody);
+  const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
+  const timeouts = parseTimeouts(options.timeout);
+  const { startHttpProxy, ProxyConfigError, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
+  checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
+  if (maxBodyBytes > maxRecordBytes) {
+    throw new UsageError(
+      `--max-body (${maxBodyBytes} bytes) cannot exceed --max-record-bytes (${maxRecordBytes} bytes): ` +
+        'a request is read whole before it is forwarded',
+    );
+  }
   const recorder = await openRecorder(options, 'http');
   let proxy: Awaited<ReturnType<typeof startHttpProxy>>;
   try {
@@ -105,7 +163,9 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
       target: options.target,
       recorder,
       maxBodyBytes,
-      timeoutMs,
+      maxRecordBytes,
+      timeoutMs: timeouts.defaultMs,
+      toolTimeoutsMs: timeouts.perTool,
       allowNonLoopback: options.allowRemote ?? false,
     });
   } catch (err) {
@@ -118,7 +178,8 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   }
   const sessionsDir = path.resolve(recorder.sessionsDir);
   process.stderr.write(
-    `mcec-record: recording ${proxy.url} -> ${options.target}\nmcec-record: sessions in ${sessionsDir}\n`,
+    `mcec-record: recording ${proxy.url} -> ${options.target}\nmcec-record: sessions in ${sessionsDir}\n` +
+      `mcec-record: timeouts ${describeTimeouts(timeouts)}; answers over ${formatBytes(maxRecordBytes)} pass unrecorded\n`,
   );
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
@@ -140,12 +201,14 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
 }
 
 async function runStdio(command: string, args: string[], options: CommonOptions): Promise<void> {
-  const { runStdioProxy } = await import('../proxy/index.js');
+  const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
+  const { runStdioProxy, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
+  checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
   const recorder = await openRecorder(options, 'stdio');
   const sessionsDir = path.resolve(recorder.sessionsDir);
   // stdout is the protocol: everything of ours goes to stderr.
   process.stderr.write(`mcec-record: recording stdio of ${command}; sessions in ${sessionsDir}\n`);
-  const code = await runStdioProxy({ command, args, recorder });
+  const code = await runStdioProxy({ command, args, recorder, maxRecordBytes });
   // Let the last protocol bytes reach the client before exiting.
   const exit = () => process.exit(code);
   setTimeout(exit, 2000).unref();
@@ -191,20 +254,50 @@ Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+s
       .option('--target <url>', 'the MCEC endpoint', 'http://127.0.0.1:5151/mcp'),
   )
     .option('--allow-remote', 'allow a non-loopback --listen host (no loopback Host check then)')
-    .addOption(new Option('--max-body <bytes>', 'largest request body forwarded').default('1048576'))
+    .addOption(
+      new Option('--max-body <size>', 'largest request body forwarded (413 past it), like MCEC').default(
+        '1MiB',
+      ),
+    )
     .addOption(
       new Option(
-        '--timeout <ms>',
-        'answer 504 when the target takes longer (raise it for long waits)',
-      ).default('60000'),
+        '--timeout <[tool=]duration>',
+        'how long MCEC may take to answer before the client gets 504; repeat it per tool',
+      )
+        .default([], DEFAULT_TIMEOUT)
+        .argParser((value: string, previous: string[]) => [...previous, value]),
+    )
+    .addOption(
+      new Option('--max-record-bytes <size>', 'answers larger than this pass through unrecorded').default(
+        DEFAULT_MAX_RECORD,
+      ),
     )
     .addHelpText(
       'after',
       `
-Example:
+Examples:
   mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp
   # then POST to http://127.0.0.1:5152/mcp with the same Authorization header as before;
-  # Ctrl-C ends the open sessions so mcec-bundle can pack them at once`,
+  # Ctrl-C ends the open sessions so mcec-bundle can pack them at once
+
+  mcec-record http --timeout 150s --timeout record=90s --timeout wait-for=10m
+
+Timeouts: a DURATION is a number with a unit: 500ms, 90s, 2m, 1h (at most 24h). --timeout DURATION sets
+the default (150s: above MCEC's own longest wait, request-command-access, which holds a call up to 120 s
+for the operator); --timeout TOOL=DURATION sets one tool's. A tools/call with its own timeout or timeoutMs
+argument (wait-for, find, windows) and no TOOL= setting waits that long plus 30 s if that is longer.
+Past the timeout the client gets 504 with a JSON {"error"} naming the tool, but MCEC may still run the
+call: the proxy keeps waiting up to 10 min, and a late answer replaces the 504 in the recording (with a
+late-answer event saying the client got 504).
+
+Oversize answers: an answer over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB, at most
+about 512MiB) reaches the client unchanged but is not recorded: its call gets a row without payload
+(status from its isError when readable) and an oversize-message event. Memory use is bounded by this size
+per answer in flight.
+
+Paths: only POST to the target's exact path (query allowed) is forwarded and recorded; any other POST path
+(/./mcp, /%2e/mcp, //mcp, /mcp/) gets MCEC's own 404 from the proxy, since MCEC would normalize some of
+them and run the call unchecked.`,
     )
     .action(async (options: HttpCommandOptions) => runHttp(options));
 
@@ -216,6 +309,12 @@ Example:
       .argument('<command>', 'the real server program')
       .argument('[args...]', 'its arguments'),
   )
+    .addOption(
+      new Option(
+        '--max-record-bytes <size>',
+        'lines longer than this pass through unrecorded (never held whole)',
+      ).default(DEFAULT_MAX_RECORD),
+    )
     .passThroughOptions()
     .addHelpText(
       'after',
@@ -223,7 +322,12 @@ Example:
 Example (an MCP client's server entry):
   { "command": "npx", "args": ["mcec-record", "stdio", "--sessions", "C:/mcec-sessions", "--", "<server>", "<args>"] }
 Give --sessions an absolute path: MCP clients start servers in a working directory of their choosing.
-Everything mcec-record says goes to stderr; stdout carries only the server's bytes.`,
+Everything mcec-record says goes to stderr; stdout carries only the server's bytes.
+
+There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
+up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed
+through unchanged, never held whole, and recorded as oversize: the call it answers (by the id at the line's
+start) gets a row without payload and an oversize-message event.`,
     )
     .action(async (command: string, args: string[], options: CommonOptions) =>
       runStdio(command, args, options),

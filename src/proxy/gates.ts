@@ -62,3 +62,56 @@ export function hostOriginRejection(
   if (host.port !== null && host.port !== listenPort) return 'host port does not match';
   return null;
 }
+
+/**
+ * Why a POST's request-target is not the endpoint, or null when it is: exactly `endpoint`, optionally with a
+ * query. Every other spelling is refused (404, like MCEC) rather than forwarded, because MCEC normalizes
+ * paths (`/./mcp`, `/%2e/mcp`, `/x/../mcp` reach its dispatcher) and what it would run must be gated and
+ * recorded here. Absolute-form targets (`http://host/mcp`) are refused too.
+ */
+export function endpointPathRejection(requestTarget: string | undefined, endpoint: string): string | null {
+  const raw = requestTarget ?? '';
+  const q = raw.indexOf('?');
+  const path = q < 0 ? raw : raw.slice(0, q);
+  if (path === endpoint) return null;
+  return normalizedPath(raw).toLowerCase() === endpoint.toLowerCase()
+    ? `path reads as ${endpoint} once normalized (refused: only the exact path is forwarded, gated and recorded)`
+    : `path is not ${endpoint}`;
+}
+
+/**
+ * A request-target as a normalizing server might read it: authority of an absolute form dropped, query and
+ * fragment cut, percent-escapes decoded once, `\` as `/`, repeated slashes and dot segments removed.
+ * Only used to name a refusal; the decision itself is an exact comparison.
+ */
+export function normalizedPath(requestTarget: string): string {
+  let t = requestTarget;
+  const scheme = /^[a-zA-Z][a-zA-Z0-9+.-]*:\/\/[^/?#]*/.exec(t);
+  if (scheme) t = t.slice(scheme[0].length) || '/';
+  const cut = t.search(/[?#]/);
+  if (cut >= 0) t = t.slice(0, cut);
+  t = percentDecode(t)
+    .replace(/\\/g, '/')
+    .replace(/\/{2,}/g, '/');
+  const out: string[] = [];
+  for (const segment of t.split('/').slice(1)) {
+    if (segment === '.') continue;
+    if (segment === '..') out.pop();
+    else out.push(segment);
+  }
+  const last = t.split('/').pop();
+  return `/${out.join('/')}${(last === '.' || last === '..') && out.length > 0 ? '/' : ''}`;
+}
+
+function percentDecode(text: string): string {
+  if (!text.includes('%')) return text;
+  const bytes: number[] = [];
+  for (let i = 0; i < text.length; i++) {
+    const hex = text.slice(i + 1, i + 3);
+    if (text[i] === '%' && /^[0-9a-fA-F]{2}$/.test(hex)) {
+      bytes.push(Number.parseInt(hex, 16));
+      i += 2;
+    } else bytes.push(...Buffer.from(text[i]!, 'utf8'));
+  }
+  return Buffer.from(bytes).toString('utf8');
+}

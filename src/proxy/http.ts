@@ -2,10 +2,13 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { hostOriginRejection, isLoopbackHost } from './gates.js';
-import { classifyMessage, excerpt } from './jsonrpc.js';
-import { type ProxyPendingExchange, type ProxyRecorder, rememberSecret } from './recorder-port.js';
-import { sessionIdOf, WireRecording } from './wire-recording.js';
+import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
+import { endpointPathRejection, hostOriginRejection, isLoopbackHost } from './gates.js';
+import { type ForwardContext, forwardRequest, pathOnly, sendError } from './http-forward.js';
+import { excerpt } from './jsonrpc.js';
+import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
+import { DEFAULT_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
+import { WireRecording } from './wire-recording.js';
 
 /** Options of {@link startHttpProxy}. */
 export interface HttpProxyOptions {
@@ -16,8 +19,14 @@ export interface HttpProxyOptions {
   recorder: ProxyRecorder;
   /** Largest request body forwarded; larger ones get 413 (default 1 MiB, like the server). */
   maxBodyBytes?: number;
-  /** How long the target may take to answer before the client gets 504 (default 60 s). */
+  /** How long the target may take to begin its answer before the client gets 504 (default 150 s). */
   timeoutMs?: number;
+  /** Per tool (`params.name` of a tools/call), instead of timeoutMs: e.g. `{ record: 90_000 }`. */
+  toolTimeoutsMs?: Record<string, number>;
+  /** After a 504, how long the proxy still waits for the answer, to record it (default 10 min). */
+  lateAnswerMs?: number;
+  /** Largest answer recorded; a larger one reaches the client unchanged and is recorded as oversize (256 MiB). */
+  maxRecordBytes?: number;
   /** Allow a non-loopback listen host (and skip the loopback Host check); default false. */
   allowNonLoopback?: boolean;
 }
@@ -33,23 +42,8 @@ export interface HttpProxy {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
-export const DEFAULT_TIMEOUT_MS = 60_000;
-
-// Per-connection headers that a proxy must not forward (RFC 9110 §7.6.1), plus the ones it rewrites.
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'proxy-authenticate',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'expect',
-  'host',
-  'content-length',
-]);
+export const DEFAULT_LATE_ANSWER_MS = 10 * 60_000;
+export { DEFAULT_TIMEOUT_MS };
 
 /** An error thrown for options that cannot work (bad target, non-loopback listen without permission). */
 export class ProxyConfigError extends Error {
@@ -64,7 +58,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   const listenPort = options.listen?.port ?? 5152;
   const allowNonLoopback = options.allowNonLoopback ?? false;
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
   if (!isLoopbackHost(listenHost) && !allowNonLoopback) {
     throw new ProxyConfigError(
       `refusing to listen on non-loopback host ${listenHost} (pass --allow-remote / allowNonLoopback to allow it)`,
@@ -73,21 +67,53 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   if (!Number.isInteger(listenPort) || listenPort < 0 || listenPort > 65535) {
     throw new ProxyConfigError(`bad listen port: ${listenPort}`);
   }
+  try {
+    checkRecordLimit(maxRecordBytes);
+  } catch (err) {
+    throw new ProxyConfigError((err as Error).message);
+  }
+  // A request body is read whole before it is forwarded: it must fit in what can be recorded.
+  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > maxRecordBytes) {
+    throw new ProxyConfigError(
+      `the request body limit must be 1 to ${maxRecordBytes} bytes (the recording limit), got ${maxBodyBytes}`,
+    );
+  }
+  let timeouts: ReturnType<typeof timeoutPolicy>;
+  try {
+    timeouts = timeoutPolicy(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, options.toolTimeoutsMs);
+  } catch (err) {
+    throw new ProxyConfigError((err as Error).message);
+  }
 
   const recorder = options.recorder;
   const wire = new WireRecording(recorder, 'http');
-  const agent = new http.Agent({ keepAlive: true, maxFreeSockets: 16 });
-  const inFlight = new Set<() => void>();
+  const ctx: ForwardContext = {
+    target,
+    agent: new http.Agent({ keepAlive: true, maxFreeSockets: 16 }),
+    wire,
+    timeouts,
+    lateAnswerMs: options.lateAnswerMs ?? DEFAULT_LATE_ANSWER_MS,
+    maxRecordBytes,
+    inFlight: new Set(),
+  };
   const knownSecrets = new Set<string>();
   let port = listenPort;
 
   const server = http.createServer((req, res) => {
     res.on('error', () => {});
     req.on('error', () => {});
-    // Only POST to the endpoint's path gets the proxy's own gates; the target answers anything else (405/404)
-    // itself, before its Host checks, so those answers stay the same through the proxy.
-    const gated = req.method === 'POST' && pathOf(req.url) === target.pathname;
-    const rejection = !gated
+    // MCEC runs only POSTs to its endpoint; its own order is method, path, Host, Origin, token. Anything but
+    // POST is passed through (MCEC answers 405). A POST to any path but the exact endpoint is refused here
+    // with MCEC's own 404: MCEC normalizes paths, so forwarding it could run a call unchecked, unrecorded.
+    const post = req.method === 'POST';
+    const pathRejection = post ? endpointPathRejection(req.url, target.pathname) : null;
+    if (pathRejection !== null) {
+      sendError(res, 404, `Not found: only POST ${target.pathname} is supported`, 'application/json');
+      wire.proxyError({ status: 404, reason: pathRejection, method: req.method, path: pathOnly(req.url) });
+      req.resume();
+      return;
+    }
+    const rejection = !post
       ? null
       : hostOriginRejection({ host: req.headers.host, origin: req.headers.origin }, port, allowNonLoopback);
     if (rejection !== null) {
@@ -135,119 +161,13 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     });
     req.on('end', () => {
       if (tooLarge) return;
-      forward(req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), gated);
+      forwardRequest(ctx, req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), post);
     });
   });
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();
   });
-
-  function forward(
-    req: http.IncomingMessage,
-    res: http.ServerResponse,
-    body: Buffer,
-    recorded: boolean,
-  ): void {
-    const startedAt = new Date();
-    const upstream = http.request({
-      host: target.hostname,
-      port: target.port,
-      method: req.method,
-      path: req.url,
-      headers: forwardHeaders(req.rawHeaders, target.host, body.length),
-      agent,
-    });
-    let responseStarted = false;
-    let finished = false;
-    let timedOut = false;
-    let pending: ProxyPendingExchange | null = null;
-    let afterAnswer: ((status: number, answer: Buffer) => void) | null = null;
-
-    const clientGone = () => res.destroyed || res.writableEnded;
-    let callSession: string | undefined;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      upstream.destroy(new Error('timeout'));
-    }, timeoutMs);
-    const settle = () => {
-      finished = true;
-      clearTimeout(timer);
-      inFlight.delete(abort);
-    };
-    const abort = () => {
-      if (finished) return;
-      settle();
-      upstream.destroy();
-      pending?.fail('proxy closed');
-      if (!clientGone()) res.destroy();
-    };
-    inFlight.add(abort);
-
-    // The target failed before (502/504 to the client) or while (connection cut) sending its answer.
-    const targetFailed = (reason: string, status: 502 | 504) => {
-      if (finished) return;
-      settle();
-      wire.proxyError({ status, reason, method: req.method, path: req.url, responseStarted }, callSession);
-      pending?.fail(`proxy-error ${status}: ${reason}`);
-      if (clientGone()) return;
-      if (responseStarted) res.destroy();
-      else sendError(res, status, reason);
-    };
-    const timeoutReason = `target did not answer within ${timeoutMs} ms`;
-
-    upstream.on('response', (answer) => {
-      responseStarted = true;
-      if (!clientGone()) {
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, responseHeaders(answer.rawHeaders));
-      }
-      const parts: Buffer[] = [];
-      answer.on('data', (chunk: Buffer) => {
-        parts.push(chunk);
-        if (!clientGone()) res.write(chunk);
-      });
-      answer.on('end', () => {
-        if (finished) return;
-        settle();
-        if (!clientGone()) res.end();
-        afterAnswer?.(answer.statusCode ?? 0, Buffer.concat(parts));
-      });
-      answer.on('error', () => {});
-      answer.on('close', () => {
-        if (!answer.complete)
-          targetFailed(timedOut ? timeoutReason : 'target cut its answer short', timedOut ? 504 : 502);
-      });
-    });
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      targetFailed(
-        timedOut ? timeoutReason : `target unreachable: ${err.code ?? err.message}`,
-        timedOut ? 504 : 502,
-      );
-    });
-    upstream.end(body);
-
-    // Recording happens after the bytes left, off the path of the request; only the endpoint's traffic.
-    if (!recorded) return;
-    const text = body.toString('utf8');
-    const message = classifyMessage(text);
-    if (message.kind === 'request') {
-      callSession = sessionIdOf(message.message);
-      pending = wire.begin(message.message, startedAt);
-      afterAnswer = (status, answer) => {
-        const parsed = parseAnswer(answer);
-        if (status === 200 && parsed !== undefined) pending?.complete(parsed);
-        else pending?.fail(`target answered HTTP ${status}${errorText(parsed, answer)}`);
-      };
-    } else if (message.kind === 'notification') {
-      afterAnswer = (_status, answer) =>
-        wire.notification(message.message, startedAt, parseAnswer(answer) ?? null);
-    } else {
-      const reason = message.kind === 'invalid' ? message.reason : 'a response sent as a request';
-      const parsedRequest = message.message;
-      afterAnswer = (_status, answer) =>
-        wire.invalid(reason, text, parsedRequest, startedAt, parseAnswer(answer));
-    }
-  }
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -268,9 +188,9 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const abort of [...inFlight]) abort();
+        for (const abort of [...ctx.inFlight]) abort();
         server.closeAllConnections();
-        agent.destroy();
+        ctx.agent.destroy();
       });
       return closing;
     },
@@ -287,57 +207,4 @@ function parseTarget(target: string): URL {
   if (url.protocol !== 'http:') throw new ProxyConfigError(`target must be an http:// URL: ${url.protocol}`);
   if (url.username || url.password) throw new ProxyConfigError('target URL must not carry credentials');
   return url;
-}
-
-function forwardHeaders(raw: string[], targetHost: string, length: number): string[] {
-  const out: string[] = ['Host', targetHost];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) out.push(raw[i]!, raw[i + 1]!);
-  }
-  out.push('Content-Length', String(length));
-  return out;
-}
-
-function responseHeaders(raw: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    // content-length is kept: the body is passed through unchanged, so it stays right.
-    if (name === 'content-length' || !HOP_BY_HOP.has(name)) out.push(raw[i]!, raw[i + 1]!);
-  }
-  return out;
-}
-
-function pathOf(url: string | undefined): string {
-  const raw = url ?? '/';
-  const q = raw.indexOf('?');
-  return q < 0 ? raw : raw.slice(0, q);
-}
-
-function sendError(res: http.ServerResponse, status: number, error: string): void {
-  if (res.headersSent || res.destroyed) return;
-  const body = JSON.stringify({ error });
-  res.writeHead(status, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': Buffer.byteLength(body),
-  });
-  res.end(body);
-}
-
-function parseAnswer(answer: Buffer): unknown {
-  if (answer.length === 0) return undefined;
-  try {
-    return JSON.parse(answer.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
-function errorText(parsed: unknown, raw: Buffer): string {
-  if (parsed && typeof parsed === 'object' && typeof (parsed as { error?: unknown }).error === 'string') {
-    return `: ${excerpt((parsed as { error: string }).error)}`;
-  }
-  if (parsed === undefined && raw.length > 0)
-    return ` (not JSON: ${excerpt(raw.subarray(0, 200).toString('utf8'), 80)})`;
-  return '';
 }

@@ -1,6 +1,8 @@
 /** Recording proxies: put mcec-recorder on the wire between an MCP client and MCEC (HTTP or stdio). */
-export { hostOriginRejection, isLoopbackHost } from './gates.js';
+export { DEFAULT_MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT } from './bounded.js';
+export { endpointPathRejection, hostOriginRejection, isLoopbackHost } from './gates.js';
 export {
+  DEFAULT_LATE_ANSWER_MS,
   DEFAULT_MAX_BODY_BYTES,
   DEFAULT_TIMEOUT_MS,
   type HttpProxy,
@@ -8,5 +10,11 @@ export {
   ProxyConfigError,
   startHttpProxy,
 } from './http.js';
-export type { ProxyExchangeMeta, ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
+export type {
+  ProxyExchangeMeta,
+  ProxyOversizeAnswer,
+  ProxyPendingExchange,
+  ProxyRecorder,
+} from './recorder-port.js';
 export { EXIT_CANNOT_START, runStdioProxy, type StdioProxyOptions } from './stdio.js';
+export { MAX_TIMEOUT_MS } from './timeouts.js';

@@ -7,10 +7,28 @@ export interface ProxyExchangeMeta {
   endedAt?: Date;
 }
 
-/** A request the recorder has seen; completed with the response or failed with a reason. */
+/** An answer passed to the client but not recorded (over the proxy's cap); what could be read cheaply. */
+export interface ProxyOversizeAnswer {
+  bytes: number;
+  limit: number;
+  isError?: boolean;
+  rpcError?: boolean;
+}
+
+/**
+ * A request the recorder has seen; completed with the response or failed with a reason. The optional
+ * methods (src/record's recorder has them) say what the client saw first; without them a timeout fails the
+ * exchange and an oversize answer fails it with a reason.
+ */
 export interface ProxyPendingExchange {
   complete(response: unknown, meta?: ProxyExchangeMeta): void;
   fail(reason: string): void;
+  /** The client got a 504; the answer may still come (and then replaces the failure). */
+  timedOut?(reason: string): void;
+  /** The client disconnected before the answer. */
+  clientLeft?(reason: string): void;
+  /** The answer went through unrecorded: over the cap. */
+  tooLarge?(answer: ProxyOversizeAnswer, meta?: ProxyExchangeMeta): void;
 }
 
 /** What a proxy needs from a recorder (src/record's Recorder satisfies it). */

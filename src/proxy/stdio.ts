@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
+import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
 import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
 import { isBlankLine, LineSplitter } from './lines.js';
 import type { ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
@@ -26,6 +27,11 @@ export interface StdioProxyOptions {
   faultAnswerMs?: number;
   /** After the child exits, how long to wait for its stdout to drain before giving up (default 2 s). */
   drainGraceMs?: number;
+  /**
+   * Longest line recorded (default 256 MiB). A longer line is passed through unchanged, never held whole,
+   * and recorded as oversize: the call it answers gets a row without payload and an `oversize-message` event.
+   */
+  maxRecordBytes?: number;
 }
 
 /** Exit code when the server cannot be started (like a shell's "command not found"). */
@@ -41,10 +47,12 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   const stdout = options.stdout ?? process.stdout;
   const stderr = options.stderr ?? process.stderr;
   const recorder = options.recorder;
+  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  checkRecordLimit(maxRecordBytes);
   const wire = new WireRecording(recorder, 'stdio');
-  const inFlight = new Map<string, ProxyPendingExchange[]>();
   // Requests without an id (or with id null) that MCEC still answers, with "id":null: oldest first.
-  const idless: Array<{ method: string; pending: ProxyPendingExchange }> = [];
+  const idless: Array<{ method: string; pending: Required<ProxyPendingExchange> }> = [];
+  const inFlight = new Map<string, Required<ProxyPendingExchange>[]>();
 
   const child = spawn(options.command, options.args ?? [], {
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -79,8 +87,15 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     awaitingFault.push(entry);
   }
 
-  const fromClient = new LineSplitter((line) => onClientLine(line));
-  const fromServer = new LineSplitter((line) => onServerLine(line));
+  const fromClient = new LineSplitter((line) => onClientLine(line), {
+    maxLineBytes: maxRecordBytes,
+    // Its id cannot be read cheaply enough to pair it: its answer will be recorded as an orphan.
+    onOversizeLine: (edges) => wire.oversize('request', edges.bytes, maxRecordBytes),
+  });
+  const fromServer = new LineSplitter((line) => onServerLine(line), {
+    maxLineBytes: maxRecordBytes,
+    onOversizeLine: (edges) => onOversizeServerLine(edges),
+  });
 
   function onClientLine(line: Buffer): void {
     if (isBlankLine(line)) return;
@@ -161,6 +176,29 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     }
     const [request] = idless.splice(i, 1);
     request!.pending.complete(message);
+  }
+
+  /** A server line over the cap: the call it answers (by the id at its start) gets an oversize row. */
+  function onOversizeServerLine(edges: OversizeEdges): void {
+    const peek = peekAnswer(edges);
+    const id = peek.id;
+    const key = typeof id === 'string' || typeof id === 'number' ? idKey(id) : undefined;
+    const queue = key === undefined ? undefined : inFlight.get(key);
+    // "id":null answers the oldest id-less request (its method cannot be read from the edges)
+    const pending = id === null ? idless.shift()?.pending : queue?.shift();
+    if (queue && queue.length === 0 && key !== undefined) inFlight.delete(key);
+    const answer = {
+      bytes: edges.bytes,
+      limit: maxRecordBytes,
+      ...(peek.isError !== undefined ? { isError: peek.isError } : {}),
+      ...(peek.rpcError ? { rpcError: true } : {}),
+    };
+    if (pending) pending.tooLarge(answer);
+    else
+      wire.oversize('answer', edges.bytes, maxRecordBytes, {
+        isError: peek.isError,
+        rpcError: peek.rpcError,
+      });
   }
 
   // Client -> child: the same bytes, chunk by chunk; recording reads lines on the side.

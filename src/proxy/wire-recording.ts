@@ -3,12 +3,19 @@
 import { classifyParsed, excerpt, type WireMessage } from './jsonrpc.js';
 import {
   type ProxyExchangeMeta,
+  type ProxyOversizeAnswer,
   type ProxyPendingExchange,
   type ProxyRecorder,
   recordEvent,
 } from './recorder-port.js';
 
-const NOOP_PENDING: ProxyPendingExchange = { complete() {}, fail() {} };
+const NOOP_PENDING: Required<ProxyPendingExchange> = {
+  complete() {},
+  fail() {},
+  timedOut() {},
+  clientLeft() {},
+  tooLarge() {},
+};
 
 /** Records wire traffic of one proxy into a recorder. */
 export class WireRecording {
@@ -17,8 +24,8 @@ export class WireRecording {
     private readonly transport: 'http' | 'stdio',
   ) {}
 
-  /** A request with an id went to the server: a pending exchange, completed when its response comes. */
-  begin(message: Record<string, unknown>, startedAt: Date): ProxyPendingExchange {
+  /** A request with an id went to the server: a pending exchange, settled when its response comes. */
+  begin(message: Record<string, unknown>, startedAt: Date): Required<ProxyPendingExchange> {
     let pending: ProxyPendingExchange;
     try {
       pending = this.recorder.beginExchange(message, { transport: this.transport, startedAt });
@@ -27,24 +34,41 @@ export class WireRecording {
     }
     const transport = this.transport;
     let settled = false;
+    // Every call is guarded: a recorder that throws is counted by itself, if at all; the wire goes on.
+    const guard = (fn: () => void) => {
+      try {
+        fn();
+      } catch {
+        // recording never breaks the wire
+      }
+    };
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      guard(fn);
+    };
     return {
       complete(response: unknown, meta?: ProxyExchangeMeta) {
-        if (settled) return;
-        settled = true;
-        try {
-          pending.complete(response, { transport, startedAt, endedAt: new Date(), ...meta });
-        } catch {
-          // counted by the recorder, if at all; the wire goes on
-        }
+        settle(() => pending.complete(response, { transport, startedAt, endedAt: new Date(), ...meta }));
       },
       fail(reason: string) {
+        settle(() => pending.fail(reason));
+      },
+      tooLarge(answer: ProxyOversizeAnswer, meta?: ProxyExchangeMeta) {
+        settle(() => {
+          if (pending.tooLarge)
+            pending.tooLarge(answer, { transport, startedAt, endedAt: new Date(), ...meta });
+          else pending.fail(`answer of ${answer.bytes} bytes over the recording limit: not recorded`);
+        });
+      },
+      // Not settling: the answer may still come.
+      timedOut(reason: string) {
         if (settled) return;
-        settled = true;
-        try {
-          pending.fail(reason);
-        } catch {
-          // as above
-        }
+        if (pending.timedOut) guard(() => pending.timedOut!(reason));
+        else settle(() => pending.fail(reason));
+      },
+      clientLeft(reason: string) {
+        if (!settled) guard(() => pending.clientLeft?.(reason));
       },
     };
   }
@@ -82,6 +106,19 @@ export class WireRecording {
   /** A response whose id matches no request in flight. */
   orphanResponse(message: Record<string, unknown>, at: Date): void {
     this.exchange(null, message, at);
+  }
+
+  /** A message over the recording limit that could not be tied to a call: passed through, noted here. */
+  oversize(
+    direction: 'request' | 'answer',
+    bytes: number,
+    limit: number,
+    read: { isError?: boolean | undefined; rpcError?: boolean | undefined } = {},
+  ): void {
+    const detail: Record<string, unknown> = { direction, bytes, limit, transport: this.transport };
+    if (read.isError !== undefined) detail.isError = read.isError;
+    if (read.rpcError) detail.rpcError = true;
+    recordEvent(this.recorder, 'oversize-message', detail);
   }
 
   /** A failure of the proxy itself (target down, too slow, body too large), in the call's session if known. */

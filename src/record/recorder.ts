@@ -49,6 +49,7 @@ import { isoTime, saneServerTime } from './time.js';
 import type {
   Dispatch,
   ExchangeMeta,
+  OversizeAnswer,
   PendingExchange,
   Recorder,
   RecorderOptions,
@@ -82,6 +83,28 @@ function parsedOk(text: string): boolean | undefined {
 function clipText(text: string, max: number): string {
   const line = text.slice(0, max + 1).replace(/[\u0000-\u001f\u007f]+/g, ' ');
   return line.length > max ? `${line.slice(0, max)}...` : line;
+}
+
+/** What a closed recorder hands a proxy: an exchange that records nothing. */
+const NOOP_EXCHANGE: PendingExchange = {
+  complete() {},
+  fail() {},
+  timedOut() {},
+  clientLeft() {},
+  tooLarge() {},
+};
+
+/** The `oversize-message` event's detail for an answer a proxy passed through unrecorded. */
+function oversizeDetail(
+  direction: 'answer' | 'request',
+  o: OversizeAnswer,
+  transport: Transport | undefined,
+): Record<string, unknown> {
+  const detail: Record<string, unknown> = { direction, bytes: o.bytes, limit: o.limit };
+  if (typeof o.isError === 'boolean') detail.isError = o.isError;
+  if (o.rpcError === true) detail.rpcError = true;
+  if (transport) detail.transport = transport;
+  return detail;
 }
 
 /** failureValueNow's answer when the value depends on work still queued. */
@@ -141,6 +164,10 @@ interface CallState {
   output?: unknown;
   thrown?: { message: string; shape: OutputShape };
   failReason?: string;
+  /** An answer a proxy passed through without recording it (over its cap): the row gets no payload. */
+  oversize?: OversizeAnswer;
+  /** What the client saw before the answer came (a proxy timeout, a disconnect): a `late-answer` event. */
+  clientSaw?: ClientSaw;
   /** Set when the caller waits for the value to hand back (failures: it may get a last observation). */
   settle?: (value: unknown) => void;
   size: number;
@@ -152,9 +179,25 @@ interface CallState {
   read?: ToolOutput;
 }
 
+/** What a proxy's client saw before the server's answer arrived. */
+interface ClientSaw {
+  client: 'proxy-timeout' | 'disconnected';
+  reason: string;
+}
+
+/** The real answer to a call whose row was already written as a proxy timeout. */
+interface LateAnswer {
+  output?: unknown;
+  oversize?: OversizeAnswer;
+  endedAt: Date;
+  durationMs: number;
+  size: number;
+}
+
 type Job =
   | { k: 'begin'; call: CallState }
   | { k: 'complete'; call: CallState }
+  | { k: 'late'; call: CallState; late: LateAnswer; saw: ClientSaw }
   | { k: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
   | { k: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
   | { k: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
@@ -521,7 +564,9 @@ class RecorderImpl implements Recorder {
         this.processBegin(job.call);
         return undefined;
       case 'complete':
-        return this.processComplete(job.call);
+        return this.processSettled(job.call);
+      case 'late':
+        return this.processLate(job.call, job.late, job.saw);
       case 'event':
         this.processEvent(job.sessionId, job.kind, job.detail, job.at);
         return undefined;
@@ -777,6 +822,11 @@ class RecorderImpl implements Recorder {
     }
     if (call.failReason !== undefined) {
       this.completeFault(call, this.stage('route', () => this.route(call, source, undefined)).s);
+      return undefined;
+    }
+    if (call.oversize) {
+      const { s } = this.stage('route', () => this.route(call, source, undefined));
+      this.completeOversize(call, s, call.oversize);
       return undefined;
     }
     const out: ToolOutput | undefined = call.thrown
@@ -1239,6 +1289,86 @@ class RecorderImpl implements Recorder {
     this.dirty.add(s);
   }
 
+  /**
+   * A call whose answer a proxy passed through unrecorded (over its cap): status from the answer's `isError`
+   * when the proxy could read it, else a fault; no payload; an `oversize-message` event names the size.
+   */
+  private completeOversize(call: CallState, s: RecordedSession, o: OversizeAnswer): void {
+    this.attach(s);
+    const known = o.rpcError !== true && typeof o.isError === 'boolean';
+    const status: CallRow['status'] = !known ? 'fault' : o.isError ? 'failed' : 'ok';
+    s.counts.pending -= 1;
+    call.counted = true;
+    if (status !== 'ok') s.counts.failures += 1;
+    s.hasContent = true;
+    const row = this.endedRow(call, status);
+    row.ok = known ? (o.isError ? 0 : 1) : null;
+    if (status !== 'ok') {
+      row.error_code = 'answer-not-recorded';
+      row.error_detail =
+        `the answer (${o.bytes} bytes) was over the recording limit of ${o.limit} bytes: passed to the ` +
+        `client unchanged, not recorded; ${o.rpcError ? 'it was a JSON-RPC error' : known ? 'isError: true' : 'outcome unknown'}`;
+    }
+    row.payload_dropped = 1;
+    const log = this.ensureLog(s);
+    if (!log) {
+      s.lostWhileClosed += 1;
+      s.counts.lostCalls += 1;
+      return;
+    }
+    log.completeCall(row);
+    s.addEvent('oversize-message', oversizeDetail('answer', o, call.transport), call.seq);
+    this.dirty.add(s);
+  }
+
+  /** A completed call, then the note of what its client saw meanwhile (if anything). */
+  private processSettled(call: CallState): Promise<void> | undefined {
+    const done = this.processComplete(call);
+    if (!call.clientSaw) return done;
+    const note = () => this.noteClientSaw(call);
+    if (done) return done.then(note);
+    note();
+    return undefined;
+  }
+
+  /** The server answered after the proxy had answered the client with a timeout: the real outcome replaces it. */
+  private processLate(call: CallState, late: LateAnswer, saw: ClientSaw): Promise<void> | undefined {
+    const s = call.session;
+    if (this.closed || !s) return undefined;
+    if (call.counted) {
+      // The timeout's fault was counted; the real outcome is counted instead.
+      s.counts.pending += 1;
+      s.counts.failures -= 1;
+      call.counted = false;
+    }
+    call.failReason = undefined;
+    call.output = late.output;
+    call.oversize = late.oversize;
+    call.endedAt = late.endedAt;
+    call.durationMs = late.durationMs;
+    call.size = late.size;
+    call.clientSaw = saw;
+    return this.processSettled(call);
+  }
+
+  /** A `late-answer` event on the call: its client had got a proxy timeout, or had gone, before the answer. */
+  private noteClientSaw(call: CallState): void {
+    const s = call.session;
+    const saw = call.clientSaw;
+    if (this.closed || !s || !saw) return;
+    s.addEvent(
+      'late-answer',
+      {
+        client: saw.client,
+        reason: this.redactor.scrubText(saw.reason),
+        answeredAfterMs: Math.max(0, Math.round(call.durationMs ?? 0)),
+      },
+      call.seq,
+    );
+    s.hasContent = true;
+    this.dirty.add(s);
+  }
+
   /** Metadata only, for a call whose processing failed part-way (a bug in a stage). */
   private writeMetadataOnly(call: CallState, s: RecordedSession): void {
     const log = s.log;
@@ -1483,7 +1613,7 @@ class RecorderImpl implements Recorder {
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     const startedAt = validDate(meta.startedAt) ?? new Date();
-    if (this.closed) return { complete() {}, fail() {} };
+    if (this.closed) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'tools/call') {
       const params = isRecord(req.params) ? req.params : {};
@@ -1498,44 +1628,93 @@ class RecorderImpl implements Recorder {
         meta.transport ?? this.transport,
         startedAt,
       );
-      let settled = false;
-      const endOf = (m?: ExchangeMeta): void => {
-        call.endedAt = validDate(m?.endedAt) ?? new Date();
-        call.durationMs = call.endedAt.getTime() - (validDate(m?.startedAt) ?? startedAt).getTime();
+      // open -> settled, or open -> timed-out (a fault row now) -> settled (the real outcome replaces it)
+      let state: 'open' | 'timed-out' | 'settled' = 'open';
+      let saw: ClientSaw | undefined;
+      const times = (m?: ExchangeMeta) => {
+        const endedAt = validDate(m?.endedAt) ?? new Date();
+        return { endedAt, durationMs: endedAt.getTime() - (validDate(m?.startedAt) ?? startedAt).getTime() };
+      };
+      const settle = (answer: { output?: unknown; oversize?: OversizeAnswer }, m?: ExchangeMeta) => {
+        const late = state === 'timed-out';
+        state = 'settled';
+        const size = answer.oversize ? 256 : roughSize(answer.output);
+        if (late && saw) {
+          this.push({ k: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
+          return;
+        }
+        Object.assign(call, times(m));
+        call.output = answer.output;
+        call.oversize = answer.oversize;
+        call.clientSaw = saw;
+        call.size = size;
+        this.push({ k: 'complete', call }, size);
       };
       return {
         complete: (response, m) => {
-          if (settled) return;
-          settled = true;
-          endOf(m);
-          call.output = response;
-          call.size = roughSize(response);
-          this.push({ k: 'complete', call }, call.size);
+          if (state !== 'settled') settle({ output: response }, m);
+        },
+        tooLarge: (answer, m) => {
+          if (state !== 'settled') settle({ oversize: { ...answer } }, m);
         },
         fail: (reason) => {
-          if (settled) return;
-          settled = true;
-          endOf();
+          if (state === 'timed-out') state = 'settled'; // the row already names the timeout
+          if (state !== 'open') return;
+          state = 'settled';
+          Object.assign(call, times());
           call.failReason = typeof reason === 'string' ? reason : String(reason);
           this.push({ k: 'complete', call }, 256);
         },
+        timedOut: (reason) => {
+          if (state !== 'open') return;
+          state = 'timed-out';
+          const text = typeof reason === 'string' ? reason : String(reason);
+          saw ??= { client: 'proxy-timeout', reason: text }; // a client already gone saw no 504
+          Object.assign(call, times());
+          call.failReason = text;
+          this.push({ k: 'complete', call }, 256);
+        },
+        clientLeft: (reason) => {
+          if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
+        },
       };
     }
-    let settled = false;
+    let state: 'open' | 'settled' = 'open';
+    let saw: ClientSaw | undefined;
+    const method = typeof req?.method === 'string' ? req.method : null;
+    const noteSaw = () => {
+      if (saw) this.event(undefined, 'late-answer', { client: saw.client, reason: saw.reason, method });
+    };
     return {
       complete: (response, m) => {
-        if (settled) return;
-        settled = true;
+        if (state === 'settled') return;
+        state = 'settled';
         this.push(
           { k: 'exchange', request, response, at: validDate(m?.endedAt) ?? new Date() },
           roughSize(response),
         );
+        noteSaw();
+      },
+      tooLarge: (answer) => {
+        if (state === 'settled') return;
+        state = 'settled';
+        const failed = `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
+        this.push({ k: 'exchange', request, response: null, at: new Date(), failed }, 256);
+        this.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
+        noteSaw();
       },
       fail: (reason) => {
-        if (settled) return;
-        settled = true;
+        if (state === 'settled') return;
+        state = 'settled';
         const failed = typeof reason === 'string' ? reason : String(reason);
         this.push({ k: 'exchange', request, response: null, at: new Date(), failed }, 256);
+      },
+      // The proxy records its own proxy-error event; the exchange is written when it settles.
+      timedOut: (reason) => {
+        if (state === 'open' && !saw) saw = { client: 'proxy-timeout', reason: String(reason) };
+      },
+      clientLeft: (reason) => {
+        if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
       },
     };
   }

@@ -105,10 +105,35 @@ export interface ExchangeMeta {
   endedAt?: Date;
 }
 
-/** A JSON-RPC exchange seen by a proxy: recorded as pending now, completed (or failed) later. */
+/** An answer a proxy passed to its client unchanged but did not record, because it was over its cap. */
+export interface OversizeAnswer {
+  /** Size of the answer in bytes. */
+  bytes: number;
+  /** The proxy's recording cap it passed. */
+  limit: number;
+  /** The CallToolResult's `isError`, when the proxy could read it cheaply from the answer's end. */
+  isError?: boolean;
+  /** The answer was a JSON-RPC error object (read from its start). */
+  rpcError?: boolean;
+}
+
+/**
+ * A JSON-RPC exchange seen by a proxy: recorded as pending now, settled later by one of `complete`, `fail`
+ * or `tooLarge`. `timedOut` and `clientLeft` may come first: they say what the client saw meanwhile.
+ */
 export interface PendingExchange {
   complete(response: unknown, meta?: ExchangeMeta): void;
   fail(reason: string): void;
+  /**
+   * The proxy answered the client with an error (a 504 past its timeout) while the server may still answer:
+   * a tools/call row is a `proxy-error` fault from now on; a later `complete` or `tooLarge` replaces it with
+   * the real outcome and adds a `late-answer` event; a later `fail` keeps the fault.
+   */
+  timedOut(reason: string): void;
+  /** The client disconnected before the answer: the row stays pending; the answer adds a `late-answer` event. */
+  clientLeft(reason: string): void;
+  /** The answer reached the client but was too large to record: a row without payload and an `oversize-message` event. */
+  tooLarge(answer: OversizeAnswer, meta?: ExchangeMeta): void;
 }
 
 export interface Recorder {

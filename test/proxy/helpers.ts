@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type {
   ProxyExchangeMeta,
+  ProxyOversizeAnswer,
   ProxyPendingExchange,
   ProxyRecorder,
 } from '../../src/proxy/recorder-port.js';
@@ -51,6 +52,9 @@ export interface Collected {
   begun: Array<{ request: unknown; meta?: ProxyExchangeMeta }>;
   completed: Array<{ request: unknown; response: unknown }>;
   failed: Array<{ request: unknown; reason: string }>;
+  /** timedOut / clientLeft notes, in order. */
+  notes: Array<{ request: unknown; kind: 'timedOut' | 'clientLeft'; reason: string }>;
+  oversize: Array<{ request: unknown; answer: ProxyOversizeAnswer }>;
   exchanges: Array<{ request: unknown; response: unknown }>;
   events: Array<{ kind: string; detail: Record<string, unknown> }>;
   secrets: string[];
@@ -67,6 +71,8 @@ export function collectingRecorder(): ProxyRecorder & {
     begun: [],
     completed: [],
     failed: [],
+    notes: [],
+    oversize: [],
     exchanges: [],
     events: [],
     secrets: [],
@@ -79,6 +85,9 @@ export function collectingRecorder(): ProxyRecorder & {
       return {
         complete: (response) => collected.completed.push({ request, response }),
         fail: (reason) => collected.failed.push({ request, reason }),
+        timedOut: (reason) => collected.notes.push({ request, kind: 'timedOut', reason }),
+        clientLeft: (reason) => collected.notes.push({ request, kind: 'clientLeft', reason }),
+        tooLarge: (answer) => collected.oversize.push({ request, answer }),
       };
     },
     recordExchange(request, response) {

@@ -1,0 +1,346 @@
+/**
+ * One request through the HTTP proxy: sent to the target, its answer streamed back to the client unchanged,
+ * and the exchange recorded. Owns the request's timers (the wait for the answer, the late-answer window, a
+ * stalled body) and the bounded copy of the answer kept for recording.
+ */
+
+import http from 'node:http';
+import { BoundedMessage, peekAnswer } from './bounded.js';
+import { classifyMessage, excerpt } from './jsonrpc.js';
+import type { ProxyPendingExchange } from './recorder-port.js';
+import { formatDuration, type RequestTimeout, type TimeoutPolicy, timeoutFor } from './timeouts.js';
+import { sessionIdOf, type WireRecording } from './wire-recording.js';
+
+/** What every forwarded request shares with its proxy. */
+export interface ForwardContext {
+  target: URL;
+  agent: http.Agent;
+  wire: WireRecording;
+  timeouts: TimeoutPolicy;
+  /** After a 504, how long the answer is still awaited so it can be recorded. */
+  lateAnswerMs: number;
+  /** Largest answer recorded; a larger one is passed through and recorded as oversize. */
+  maxRecordBytes: number;
+  /** Requests in flight: each registers its abort (for close()) while it runs. */
+  inFlight: Set<() => void>;
+}
+
+// Per-connection headers that a proxy must not forward (RFC 9110 §7.6.1), plus the ones it rewrites.
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+  'host',
+  'content-length',
+]);
+
+/**
+ * Forward one request whose body has been read. `recorded` is false for requests that MCEC never runs
+ * (anything but POST to the endpoint): those are passed through only.
+ */
+export function forwardRequest(
+  ctx: ForwardContext,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  body: Buffer,
+  recorded: boolean,
+): void {
+  new ForwardedRequest(ctx, req, res, body, recorded).start();
+}
+
+/** How the client was answered before the target's answer came. */
+type ClientState = 'waiting' | 'streaming' | 'answered-504' | 'gone';
+
+class ForwardedRequest {
+  private readonly startedAt = new Date();
+  private upstream!: http.ClientRequest;
+  private pending: Required<ProxyPendingExchange> | null = null;
+  /** How the target's answer is recorded once it is complete (null: not recorded). */
+  private recordAnswer: ((status: number, answer: BoundedMessage) => void) | null = null;
+  private callSession: string | undefined;
+  private timeout: RequestTimeout;
+  private client: ClientState = 'waiting';
+  private answerStarted = false;
+  private finished = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly abortFn = () => this.abort();
+
+  constructor(
+    private readonly ctx: ForwardContext,
+    private readonly req: http.IncomingMessage,
+    private readonly res: http.ServerResponse,
+    private readonly body: Buffer,
+    private readonly recorded: boolean,
+  ) {
+    this.timeout = { ms: ctx.timeouts.defaultMs, source: 'default' };
+  }
+
+  start(): void {
+    const { ctx, req, res } = this;
+    this.upstream = http.request({
+      host: ctx.target.hostname,
+      port: ctx.target.port,
+      method: req.method,
+      path: req.url,
+      headers: forwardHeaders(req.rawHeaders, ctx.target.host, this.body.length),
+      agent: ctx.agent,
+    });
+    ctx.inFlight.add(this.abortFn);
+    this.upstream.on('response', (answer) => this.onAnswer(answer));
+    this.upstream.on('error', (err: NodeJS.ErrnoException) => this.onUpstreamError(err));
+    this.upstream.end(this.body);
+    res.on('close', () => this.onClientClose());
+    // Recording starts after the bytes left; the message also decides the timeout (per tool).
+    if (this.recorded) this.beginRecording();
+    this.armTimer(this.timeout.ms, () => this.onTimeout());
+  }
+
+  private beginRecording(): void {
+    const { wire } = this.ctx;
+    const text = this.body.toString('utf8'); // at most maxBodyBytes, which is at most maxRecordBytes
+    const message = classifyMessage(text);
+    const at = this.startedAt;
+    if (message.kind === 'request') {
+      this.timeout = timeoutFor(this.ctx.timeouts, message.message);
+      this.callSession = sessionIdOf(message.message);
+      const pending = wire.begin(message.message, at);
+      this.pending = pending;
+      this.recordAnswer = (status, answer) => {
+        const whole = answer.whole();
+        if (whole === null) {
+          const peek = peekAnswer(answer.edges());
+          if (status === 200) {
+            pending.tooLarge({
+              bytes: answer.bytes,
+              limit: this.ctx.maxRecordBytes,
+              ...(peek.isError !== undefined ? { isError: peek.isError } : {}),
+              ...(peek.rpcError ? { rpcError: true } : {}),
+            });
+          } else pending.fail(`target answered HTTP ${status} (${answer.bytes} bytes, not recorded)`);
+          return;
+        }
+        const parsed = parseAnswer(whole);
+        if (status === 200 && parsed !== undefined) pending.complete(parsed);
+        else pending.fail(`target answered HTTP ${status}${errorText(parsed, whole)}`);
+      };
+    } else if (message.kind === 'notification') {
+      this.recordAnswer = (_status, answer) =>
+        wire.notification(message.message, at, parseBounded(answer) ?? null);
+    } else {
+      const reason = message.kind === 'invalid' ? message.reason : 'a response sent as a request';
+      this.recordAnswer = (_status, answer) =>
+        wire.invalid(reason, text, message.message, at, parseBounded(answer));
+    }
+  }
+
+  private clientGone(): boolean {
+    return this.client === 'gone' || this.res.destroyed || this.res.writableEnded;
+  }
+
+  private armTimer(ms: number, fire: () => void): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(fire, ms);
+  }
+
+  private settle(): void {
+    this.finished = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.ctx.inFlight.delete(this.abortFn);
+  }
+
+  /** The target has not begun its answer in time: the client gets 504; the answer is still awaited. */
+  private onTimeout(): void {
+    if (this.finished || this.answerStarted) return;
+    const { ms, tool, source } = this.timeout;
+    const what = tool ? `tool ${tool}` : (this.req.method ?? 'request');
+    const setting = tool ? `--timeout ${tool}=<duration>` : '--timeout <duration>';
+    const reason =
+      `target did not answer within ${formatDuration(ms)} (${what}${source === 'argument' ? ", from the call's own timeout" : ''}); ` +
+      `it may still run on the server. Raise the limit with ${setting}`;
+    const answered = !this.clientGone();
+    if (answered) {
+      this.client = 'answered-504';
+      sendError(this.res, 504, `mcec-record: ${reason}`);
+    }
+    this.ctx.wire.proxyError(
+      {
+        status: 504,
+        reason,
+        timeoutMs: ms,
+        ...(tool ? { tool } : {}),
+        clientAnswered: answered,
+        method: this.req.method,
+        path: pathOnly(this.req.url),
+      },
+      this.callSession,
+    );
+    this.pending?.timedOut(`proxy-error 504: ${reason}`);
+    this.armTimer(this.ctx.lateAnswerMs, () => {
+      this.give(`no answer within ${formatDuration(this.ctx.lateAnswerMs)} after the timeout`);
+    });
+  }
+
+  /** Stop waiting for the target: the exchange fails (a row already failed by the timeout stays so). */
+  private give(reason: string): void {
+    if (this.finished) return;
+    this.settle();
+    this.upstream.destroy();
+    this.pending?.fail(`proxy-error 504: ${reason}`);
+    if (!this.clientGone() && this.client !== 'answered-504') this.res.destroy();
+  }
+
+  private onClientClose(): void {
+    if (this.res.writableFinished || this.client === 'answered-504') return;
+    this.client = 'gone';
+    if (!this.finished) this.pending?.clientLeft('the client disconnected before the answer');
+    // An answer paused for a slow client is read on, for the recording.
+    this.answerStream?.resume();
+  }
+
+  private answerStream: http.IncomingMessage | undefined;
+
+  private onAnswer(answer: http.IncomingMessage): void {
+    this.answerStarted = true;
+    this.answerStream = answer;
+    const status = answer.statusCode ?? 502;
+    const toClient = this.client === 'waiting' && !this.clientGone();
+    if (toClient) {
+      this.client = 'streaming';
+      this.res.writeHead(status, answer.statusMessage, responseHeaders(answer.rawHeaders));
+    }
+    const copy = new BoundedMessage(this.ctx.maxRecordBytes);
+    // Once the answer has begun, the same limit bounds each silence inside it.
+    const stalled = () =>
+      this.targetFailed(`target stalled for ${formatDuration(this.timeout.ms)} inside its answer`, 502);
+    this.armTimer(this.timeout.ms, stalled);
+    answer.on('data', (chunk: Buffer) => {
+      if (this.recordAnswer) copy.push(chunk);
+      this.timer?.refresh();
+      if (this.client === 'streaming' && !this.clientGone() && !this.res.write(chunk)) {
+        // A slow client: wait for it (its silence is not the target's), reading on if it leaves.
+        answer.pause();
+        if (this.timer) clearTimeout(this.timer);
+        this.res.once('drain', () => {
+          this.timer?.refresh();
+          answer.resume();
+        });
+      }
+    });
+    answer.on('end', () => {
+      if (this.finished) return;
+      this.settle();
+      if (this.client === 'streaming' && !this.clientGone()) this.res.end();
+      try {
+        this.recordAnswer?.(status, copy);
+      } catch {
+        // recording never breaks the wire
+      }
+    });
+    answer.on('error', () => {});
+    answer.on('close', () => {
+      if (!answer.complete) this.targetFailed('target cut its answer short', 502);
+    });
+  }
+
+  private onUpstreamError(err: NodeJS.ErrnoException): void {
+    if (this.client === 'answered-504') {
+      this.give(`the connection to the target failed after the timeout: ${err.code ?? err.message}`);
+      return;
+    }
+    this.targetFailed(`target unreachable: ${err.code ?? err.message}`, 502);
+  }
+
+  /** The target failed before (502 to the client) or while (connection cut) sending its answer. */
+  private targetFailed(reason: string, status: 502): void {
+    if (this.finished) return;
+    this.settle();
+    this.upstream.destroy();
+    const { req } = this;
+    this.ctx.wire.proxyError(
+      { status, reason, method: req.method, path: pathOnly(req.url), responseStarted: this.answerStarted },
+      this.callSession,
+    );
+    this.pending?.fail(`proxy-error ${status}: ${reason}`);
+    if (this.clientGone() || this.client === 'answered-504') return;
+    if (this.client === 'streaming') this.res.destroy();
+    else sendError(this.res, status, reason);
+  }
+
+  /** The proxy is closing. */
+  private abort(): void {
+    if (this.finished) return;
+    this.settle();
+    this.upstream.destroy();
+    this.pending?.fail('proxy closed');
+    if (!this.clientGone()) this.res.destroy();
+  }
+}
+
+function forwardHeaders(raw: string[], targetHost: string, length: number): string[] {
+  const out: string[] = ['Host', targetHost];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (!HOP_BY_HOP.has(raw[i]!.toLowerCase())) out.push(raw[i]!, raw[i + 1]!);
+  }
+  out.push('Content-Length', String(length));
+  return out;
+}
+
+function responseHeaders(raw: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    // content-length is kept: the body is passed through unchanged, so it stays right.
+    if (name === 'content-length' || !HOP_BY_HOP.has(name)) out.push(raw[i]!, raw[i + 1]!);
+  }
+  return out;
+}
+
+/** The path of a request-target without its query (which may carry secrets), for events. */
+export function pathOnly(url: string | undefined): string {
+  const raw = url ?? '/';
+  const q = raw.indexOf('?');
+  return excerpt(q < 0 ? raw : raw.slice(0, q), 200);
+}
+
+/** Answer the client with a small JSON error (the shape MCEC uses for its own non-200 answers). */
+export function sendError(
+  res: http.ServerResponse,
+  status: number,
+  error: string,
+  contentType = 'application/json; charset=utf-8',
+): void {
+  if (res.headersSent || res.destroyed) return;
+  const body = JSON.stringify({ error });
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function parseAnswer(answer: Buffer): unknown {
+  if (answer.length === 0) return undefined;
+  try {
+    return JSON.parse(answer.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+function parseBounded(answer: BoundedMessage): unknown {
+  const whole = answer.whole();
+  return whole === null ? undefined : parseAnswer(whole);
+}
+
+function errorText(parsed: unknown, raw: Buffer): string {
+  if (parsed && typeof parsed === 'object' && typeof (parsed as { error?: unknown }).error === 'string') {
+    return `: ${excerpt((parsed as { error: string }).error)}`;
+  }
+  if (parsed === undefined && raw.length > 0)
+    return ` (not JSON: ${excerpt(raw.subarray(0, 200).toString('utf8'), 80)})`;
+  return '';
+}
