@@ -277,3 +277,70 @@ describe('mcec-record http (CLI)', () => {
     expect(out.bytes().toString()).toMatch(/Examples:[\s\S]*mcec-record stdio/);
   });
 });
+
+describe('mcec-record options for timeouts and the recording limit (CLI)', () => {
+  /** Run the CLI to its end; its exit code and stderr. */
+  async function run(args: string[]) {
+    const child = spawnRecordCli(args);
+    const err = collect(child.stderr);
+    const out = collect(child.stdout);
+    const code = await exitOf(child);
+    return { code, stderr: err.bytes().toString(), stdout: out.bytes().toString() };
+  }
+
+  it('explains bad durations and sizes with exit code 2', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--timeout', '60000'], /--timeout "60000": give a unit: expected a duration such as 150s/],
+      [['--timeout', 'soon'], /--timeout "soon": expected a duration such as 150s, 2m, 90000ms or 1h/],
+      [['--timeout', 'wait for=3s'], /before "=" goes a tool name/],
+      [['--timeout', 'record=later'], /--timeout "record=later": expected a duration/],
+      [['--timeout', '25h'], /at most 24h/],
+      [['--max-record-bytes', 'lots'], /--max-record-bytes must be a size such as/],
+      [['--max-record-bytes', '1GiB'], /--max-record-bytes must be at most \d+ bytes/],
+      [['--max-record-bytes', '512KB'], /--max-body \(1048576 bytes\) cannot exceed --max-record-bytes/],
+    ];
+    const results = await Promise.all(
+      cases.map(([args]) => run(['http', '--listen', '127.0.0.1:0', ...args])),
+    );
+    for (const [i, [args, message]] of cases.entries()) {
+      expect(results[i]!.code, args.join(' ')).toBe(2);
+      expect(results[i]!.stderr, args.join(' ')).toMatch(message);
+    }
+    const stdio = await run(['stdio', '--max-record-bytes', 'huge', '--', process.execPath, '-e', '0']);
+    expect(stdio.code).toBe(2);
+    expect(stdio.stderr).toMatch(/--max-record-bytes must be a size/);
+  });
+
+  it('teaches the options in --help and says the effective timeouts when it starts', async () => {
+    const help = await run(['http', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/--timeout 150s --timeout record=90s --timeout wait-for=10m/);
+    expect(help.stdout).toMatch(/request-command-access/);
+    expect(help.stdout).toMatch(/--max-record-bytes <size>/);
+    expect(help.stdout).toMatch(/\/\.\/mcp, \/%2e\/mcp/);
+    expect((await run(['stdio', '--help'])).stdout).toMatch(/no proxy timeout on stdio/);
+
+    const child = spawnRecordCli([
+      'http',
+      '--listen',
+      '127.0.0.1:0',
+      '--sessions',
+      path.join(tmp, 'r'),
+      '--timeout',
+      '3m',
+      '--timeout',
+      'record=90s',
+      '--timeout',
+      'wait-for=500ms',
+      '--max-record-bytes',
+      '64MiB',
+    ]);
+    const err = collect(child.stderr);
+    await waitFor(() => err.bytes().toString().includes('timeouts'));
+    expect(err.bytes().toString()).toMatch(
+      /timeouts 180 s, record 90 s, wait-for 500 ms; answers over 64\.0 MB pass unrecorded/,
+    );
+    child.kill('SIGINT');
+    expect(await exitOf(child)).toBe(0);
+  });
+});
