@@ -177,10 +177,6 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     );
   }
   const sessionsDir = path.resolve(recorder.sessionsDir);
-  process.stderr.write(
-    `mcec-record: recording ${proxy.url} -> ${options.target}\nmcec-record: sessions in ${sessionsDir}\n` +
-      `mcec-record: timeouts ${describeTimeouts(timeouts)}; answers over ${formatBytes(maxRecordBytes)} pass unrecorded\n`,
-  );
   let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return;
@@ -196,8 +192,13 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     process.stderr.write(`mcec-record: sessions closed in ${sessionsDir}\n`);
     process.exit(0);
   };
+  // Before the notice: whoever reads it may signal at once.
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.stderr.write(
+    `mcec-record: recording ${proxy.url} -> ${options.target}\nmcec-record: sessions in ${sessionsDir}\n` +
+      `mcec-record: timeouts ${describeTimeouts(timeouts)}; answers over ${formatBytes(maxRecordBytes)} pass unrecorded\n`,
+  );
 }
 
 async function runStdio(command: string, args: string[], options: CommonOptions): Promise<void> {
@@ -206,9 +207,11 @@ async function runStdio(command: string, args: string[], options: CommonOptions)
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
   const recorder = await openRecorder(options, 'stdio');
   const sessionsDir = path.resolve(recorder.sessionsDir);
+  // Started before the notice (its signal handlers are set synchronously): whoever reads it may signal.
+  const running = runStdioProxy({ command, args, recorder, maxRecordBytes });
   // stdout is the protocol: everything of ours goes to stderr.
   process.stderr.write(`mcec-record: recording stdio of ${command}; sessions in ${sessionsDir}\n`);
-  const code = await runStdioProxy({ command, args, recorder, maxRecordBytes });
+  const code = await running;
   // Let the last protocol bytes reach the client before exiting.
   const exit = () => process.exit(code);
   setTimeout(exit, 2000).unref();
