@@ -11,8 +11,11 @@ export type {
 export { REDACTED_BASE64, scrubImageBytes } from './scrub.js';
 export {
   bugReportText,
+  type DeclaredVerdictResult,
+  declareVerdict,
   failureSummaryText,
   listSessionSummaries,
+  MAX_VERDICT_REASON,
   type PrunedSession,
   type PruneOptions,
   pruneSessions,

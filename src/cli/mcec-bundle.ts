@@ -266,6 +266,7 @@ Examples:
   mcec-bundle show 5f19c9                     the failure summary in the terminal
   mcec-bundle summary 5f19c9                  write failure-summary.md into the session dir
   mcec-bundle report 5f19c9                   write report.html (the timeline page) into the session dir
+  mcec-bundle verdict 5f19c9 fail -r "why"    declare the verdict (the newest declared one wins)
   mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" --body-file -
   mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip
   mcec-bundle prune --older-than 7d --keep-failed --dry-run
@@ -361,6 +362,43 @@ Examples:
       const session = await locate(id, opts);
       const { bugReportText } = await import('../bundle/sessions.js');
       print(await bugReportText(session.dir, { templatesDir: templatesDir(opts.templates) }));
+    });
+
+  withSessions(
+    program
+      .command('verdict <sessionId> <pass|fail>')
+      .description('declare a session passed or failed (stored in its log; the newest declaration wins)')
+      .option('-r, --reason <text>', 'why, in a sentence (shown beside the verdict everywhere)')
+      .option('--json', 'print {"sessionId", "passed", "reason", "verdict", "verdictReason"} as JSON'),
+  )
+    .addHelpText(
+      'after',
+      `
+The verdict is stored as a 'verdict' event in the session's log, so it works while the recorder is still
+writing the session or any time after. It overrides the recorder's own verdict (unrecovered failures,
+pending calls, ...) in show, list, report.html and bundles; declaring again replaces it.
+
+Examples:
+  mcec-bundle verdict 5f19c9 fail --reason "the invoice total was wrong"
+  mcec-bundle verdict 5f19c9 pass --reason "the elevated console is expected on this machine"
+  # CI around an agent behind mcec-record: judge the run by your own check
+  sid=$(mcec-bundle list --json | jq -r '.[-1].id')
+  ./check-invoice || mcec-bundle verdict "$sid" fail --reason "check-invoice failed"`,
+    )
+    .action(async (id: string, word: string, opts: SessionsOption & { reason?: string; json?: boolean }) => {
+      const lowered = word.toLowerCase();
+      if (lowered !== 'pass' && lowered !== 'fail') {
+        throw new UsageError(`the verdict must be pass or fail, not ${JSON.stringify(word.slice(0, 40))}`);
+      }
+      const session = await locate(id, opts);
+      const { declareVerdict } = await import('../bundle/sessions.js');
+      const res = await declareVerdict(session.dir, { passed: lowered === 'pass', reason: opts.reason });
+      if (opts.json) {
+        const { sessionId, passed, reason, verdict, verdictReason } = res;
+        print(JSON.stringify({ sessionId, passed, reason, verdict, verdictReason }));
+        return;
+      }
+      print(`${res.sessionId}: ${res.verdict}: ${res.verdictReason}`);
     });
 
   program

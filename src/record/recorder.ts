@@ -1747,6 +1747,13 @@ class RecorderImpl implements Recorder {
     this.redactor.rememberSecret(secret);
   }
 
+  verdict(sessionId: string, verdict: { passed: boolean; reason?: string }): Promise<void> {
+    const detail: Record<string, unknown> = { passed: verdict?.passed === true, via: 'recorder' };
+    if (typeof verdict?.reason === 'string') detail.reason = verdict.reason;
+    this.event(String(sessionId), 'verdict', detail);
+    return this.flush();
+  }
+
   async end(sessionId: string, verdict: { passed?: boolean; reason?: string } = {}): Promise<void> {
     if (this.closed) return;
     this.push({ k: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: new Date() }, 256);

@@ -155,6 +155,8 @@ export interface Recorder {
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
   /** Scrub this value from everything stored from now on (an Authorization header seen by a proxy). */
   rememberSecret(secret: string): void;
+  /** Declare a session's verdict (a `verdict` event; the newest declared verdict wins); resolves when on disk. */
+  verdict(sessionId: string, verdict: { passed: boolean; reason?: string }): Promise<void>;
   /** End a session with an optional verdict; resolves when that is on disk. */
   end(sessionId: string, verdict?: { passed?: boolean; reason?: string }): Promise<void>;
   /** What the recorder knows about a session, or undefined when it never saw the id. */

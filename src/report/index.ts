@@ -12,3 +12,12 @@ export { summarizeCall } from './summarize-call.js';
 export { buildSummary, safeRelativePath } from './summary.js';
 export { formatDurationMs, loadTimeFormat, type TimeFormat } from './time.js';
 export * from './types.js';
+export {
+  type CallFact,
+  type DeclaredVerdict,
+  decideVerdict,
+  readVerdictFacts,
+  type VerdictDecision,
+  type VerdictFacts,
+  type VerdictSource,
+} from './verdict.js';

@@ -1,4 +1,5 @@
 /** The SQLite session log: schema, migrations, on-disk layout and the group-committing writer. */
+export * from './append-event.js';
 export * from './layout.js';
 export * from './log-pool.js';
 export * from './open.js';
