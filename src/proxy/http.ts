@@ -3,9 +3,10 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
+import { isRecorderNotification } from './declarations.js';
 import { endpointPathRejection, hostOriginRejection, isLoopbackHost } from './gates.js';
 import { type ForwardContext, forwardRequest, pathOnly, sendError } from './http-forward.js';
-import { excerpt } from './jsonrpc.js';
+import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
@@ -161,13 +162,23 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     });
     req.on('end', () => {
       if (tooLarge) return;
-      forwardRequest(ctx, req, res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size), post);
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // A notification for the recorder itself: recorded, not forwarded, answered as MCP answers notifications.
+      if (post && isRecorderNotification(body)) return acceptDeclaration(res, body);
+      forwardRequest(ctx, req, res, body, post);
     });
   });
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();
   });
+
+  function acceptDeclaration(res: http.ServerResponse, body: Buffer): void {
+    const message = classifyMessage(body.toString('utf8'));
+    if (message.kind === 'notification') wire.notification(message.message, new Date());
+    res.writeHead(202, { 'Content-Length': '0' });
+    res.end();
+  }
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

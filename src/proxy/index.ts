@@ -1,5 +1,13 @@
 /** Recording proxies: put mcec-recorder on the wire between an MCP client and MCEC (HTTP or stdio). */
 export { DEFAULT_MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT } from './bounded.js';
+export {
+  DeclarationFilter,
+  declarationOf,
+  isRecorderNotification,
+  MAX_DECLARATION_BYTES,
+  STEP_NOTIFICATION,
+  VERDICT_NOTIFICATION,
+} from './declarations.js';
 export { endpointPathRejection, hostOriginRejection, isLoopbackHost } from './gates.js';
 export {
   DEFAULT_LATE_ANSWER_MS,

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
+import { DeclarationFilter } from './declarations.js';
 import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
 import { isBlankLine, LineSplitter } from './lines.js';
 import type { ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
@@ -202,9 +203,15 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   }
 
   // Client -> child: the same bytes, chunk by chunk; recording reads lines on the side.
+  // Notifications for the recorder itself (declared steps and verdicts) are kept from the server.
+  const declarations = new DeclarationFilter();
+  const toChild = (parts: Buffer[]) => {
+    if (parts.length === 0) return true;
+    return child.stdin.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+  };
   const onStdinData = (chunk: Buffer) => {
     if (!child.stdin.writable) return;
-    if (!child.stdin.write(chunk)) {
+    if (!toChild(declarations.push(chunk))) {
       stdin.pause();
       child.stdin.once('drain', () => stdin.resume());
     }
@@ -212,7 +219,10 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   };
   const onStdinEnd = () => {
     fromClient.end();
-    if (child.stdin.writable) child.stdin.end();
+    if (child.stdin.writable) {
+      toChild(declarations.end());
+      child.stdin.end();
+    }
   };
   stdin.on('data', onStdinData);
   stdin.on('end', onStdinEnd);

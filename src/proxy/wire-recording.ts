@@ -1,5 +1,6 @@
 /** Maps what a proxy sees on the wire to recorder calls; every call is guarded so recording never breaks the wire. */
 
+import { declarationOf, isRecorderMethod } from './declarations.js';
 import { classifyParsed, excerpt, type WireMessage } from './jsonrpc.js';
 import {
   type ProxyExchangeMeta,
@@ -73,8 +74,17 @@ export class WireRecording {
     };
   }
 
-  /** A notification (no id) and whatever answer it got (none on stdio; an empty 202 on HTTP). */
+  /**
+   * A notification (no id) and whatever answer it got (none on stdio; an empty 202 on HTTP). One addressed
+   * to the recorder (a declared step or verdict, see declarations.ts) becomes that event, not an exchange.
+   */
   notification(message: Record<string, unknown>, startedAt: Date, response: unknown = null): void {
+    if (isRecorderMethod(message.method)) {
+      const d = declarationOf(message);
+      const detail = d.kind === 'protocol-fault' ? { ...d.detail, transport: this.transport } : d.detail;
+      recordEvent(this.recorder, d.kind, detail, d.sessionId);
+      return;
+    }
     this.exchange(message, response, startedAt);
   }
 
