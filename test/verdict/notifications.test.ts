@@ -86,6 +86,27 @@ describe('notifications/mcec-recorder/* through the HTTP proxy', () => {
     expect(summary.verdictReasons[0]).toBe('declared failed by the client: the player stayed black');
     expect(summary.steps.map((s) => [s.name, s.status])).toEqual([['check the player', 'failed']]);
   });
+
+  it("without a sessionId, declares into the connection's current session", async () => {
+    const rig = await simBehindHttpProxy(root);
+    let sid = '';
+    try {
+      sid = sessionIdFrom((await send(rig.url, toolCall(1, 'session-start', {}))).text);
+      await send(rig.url, toolCall(2, 'find', { window: 'Save As', value: 'Save', sessionId: sid }));
+      await send(rig.url, note('step', { name: 'pick Save', status: 'passed' }));
+      await send(rig.url, note('verdict', { passed: true, reason: 'the ambiguity is expected' }));
+      await send(rig.url, toolCall(3, 'session-end', { sessionId: sid }));
+    } finally {
+      await rig.close();
+    }
+    const dir = sessionDir(rig.sessionsDir, sid);
+    const summary = await summarizeSession(dir);
+    expect(summary.verdict).toBe('PASS');
+    expect(summary.verdictReason).toMatch(
+      /^declared passed by the client: the ambiguity is expected; overriding: /,
+    );
+    expect(summary.steps.map((s) => s.name)).toEqual(['pick Save']);
+  });
 });
 
 /** Collects a stream's lines. */
