@@ -206,9 +206,14 @@ export async function buildSummary(
 
     // The call to look at: the newest unrecovered failure, fault or pending call. None on a PASS, so a page
     // never shows PASS beside a "failing call" (a declared PASS still lists its unrecovered failures).
-    const lastUnrecovered = reader.failures({ limit: 1, unrecoveredOnly: true })[0];
     const failingSeq =
-      verdict === 'FAIL' ? Math.max(lastUnrecovered?.seq ?? 0, facts.pending.newest?.seq ?? 0) : 0;
+      verdict === 'FAIL'
+        ? Math.max(
+            facts.unrecovered.newest?.seq ?? 0,
+            facts.faults.newest?.seq ?? 0,
+            facts.pending.newest?.seq ?? 0,
+          )
+        : 0;
     // The full row: list rows leave out a failure's envelope (lastObservation, partialResult live there).
     const failingRow = failingSeq > 0 ? reader.call(failingSeq) : undefined;
     const emergencyStop = facts.emergencyStop;

@@ -177,13 +177,11 @@ export function readVerdictFacts(
 ): VerdictFacts {
   const session = known.session ?? reader.session();
   const stats = known.stats ?? reader.stats();
-  const recovered = reader.recoveredCount();
+  const outcome = reader.failureOutcome();
+  const recovered = outcome.recovered;
   const failures = stats.failed + stats.fault;
-  const fact = (row: { seq: number; tool: string; error_code: string | null } | undefined, target = '') =>
-    row ? { seq: row.seq, tool: row.tool, code: row.error_code, target } : null;
-  const unrecovered = reader.failures({ limit: 1, unrecoveredOnly: true, status: 'failed' })[0];
-  const fault = reader.failures({ limit: 1, status: 'fault' })[0];
-  const pending = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;
+  const pendingRow = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;
+  const pending = pendingRow ? { seq: pendingRow.seq, tool: pendingRow.tool, code: null, target: '' } : null;
   let declared = parseDeclared(reader.lastDeclaredVerdict());
   // A log whose session row has end()'s verdict but no event carrying it (written by hand or truncated).
   if (!declared && session.passed != null) {
@@ -194,15 +192,9 @@ export function readVerdictFacts(
     calls: stats.calls,
     failures,
     recovered,
-    unrecovered: {
-      count: Math.max(0, stats.failed - recovered),
-      newest: fact(unrecovered, unrecovered?.target),
-    },
-    faults: {
-      count: stats.fault,
-      newest: fault ? { ...fact(fault, fault.target)!, detail: fault.error_detail } : null,
-    },
-    pending: { count: stats.pending, newest: fact(pending) },
+    unrecovered: { count: Math.max(0, stats.failed - recovered), newest: outcome.newestUnrecovered },
+    faults: { count: stats.fault, newest: outcome.newestFault },
+    pending: { count: stats.pending, newest: pending },
     status: session.status,
     writerPid: session.writer_pid,
     emergencyStop:

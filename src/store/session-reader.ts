@@ -50,6 +50,16 @@ export interface FailureRow extends CallRow {
   recovered: number;
 }
 
+/** A failed or faulted call as a verdict names it. */
+export interface FailureFact {
+  seq: number;
+  tool: string;
+  code: string | null;
+  /** What the call addressed (see targetSql), '' for none. */
+  target: string;
+  detail: string | null;
+}
+
 /** The sessions this many most recent are offered as hints when an id is not found. */
 const HINT_COUNT = 10;
 
@@ -466,6 +476,40 @@ export class SessionReader {
       ORDER BY x.seq DESC LIMIT ?`;
     const params: unknown[] = options.status ? [options.status] : [];
     return this.stmt(sql).all(...params, options.limit ?? -1) as FailureRow[];
+  }
+
+  /**
+   * Recovery in one pass over the log: how many failures were recovered, and the newest failed call left
+   * unrecovered and the newest fault (which is never recovered), each with its tool, code and target.
+   */
+  failureOutcome(): {
+    recovered: number;
+    newestUnrecovered: FailureFact | null;
+    newestFault: FailureFact | null;
+  } {
+    const rows = this.stmt(
+      `WITH ${LAST_OK}, ${FAILS},
+        judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
+          ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target)
+      SELECT 'recovered' AS what, count(*) AS seq, NULL AS target FROM judged WHERE rec
+      UNION ALL SELECT * FROM (SELECT 'unrecovered', seq, target FROM judged
+        WHERE NOT rec AND status = 'failed' ORDER BY seq DESC LIMIT 1)
+      UNION ALL SELECT * FROM (SELECT 'fault', seq, target FROM judged
+        WHERE status = 'fault' ORDER BY seq DESC LIMIT 1)`,
+    ).all() as Array<{ what: string; seq: number; target: string | null }>;
+    const fact = (what: string): FailureFact | null => {
+      const hit = rows.find((r) => r.what === what);
+      if (!hit) return null;
+      const row = this.stmt(
+        'SELECT seq, tool, error_code AS code, substr(error_detail, 1, 8192) AS detail FROM calls WHERE seq = ?',
+      ).get(hit.seq) as Omit<FailureFact, 'target'> | undefined;
+      return row ? { ...row, target: hit.target ?? '' } : null;
+    };
+    return {
+      recovered: rows.find((r) => r.what === 'recovered')?.seq ?? 0,
+      newestUnrecovered: fact('unrecovered'),
+      newestFault: fact('fault'),
+    };
   }
 
   /** How many failures were recovered (a later call of the same tool on the same target succeeded). */
