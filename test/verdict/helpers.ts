@@ -47,6 +47,10 @@ export function tempRoot(): string {
 /** Every JSON-RPC body the simulator received, so a test can check what was (not) forwarded. */
 export interface SimWithProxy {
   url: string;
+  /** The simulator itself (e.g. to latch its emergency stop). */
+  sim: ReturnType<typeof createSimulator>;
+  /** While true, the tap cuts every request's connection without an answer (the proxy answers 502). */
+  cut: boolean;
   simUrl: string;
   sessionsDir: string;
   received: string[];
@@ -67,6 +71,10 @@ export async function simBehindHttpProxy(root: string): Promise<SimWithProxy> {
   const received: string[] = [];
   const http = await import('node:http');
   const tap = http.createServer((req, res) => {
+    if (rig.cut) {
+      req.socket.destroy();
+      return;
+    }
     const parts: Buffer[] = [];
     req.on('data', (c: Buffer) => parts.push(c));
     req.on('end', async () => {
@@ -86,8 +94,10 @@ export async function simBehindHttpProxy(root: string): Promise<SimWithProxy> {
     target: `http://127.0.0.1:${tapPort}/mcp`,
     recorder,
   });
-  return {
+  const rig: SimWithProxy = {
     url: proxy.url,
+    sim,
+    cut: false,
     simUrl: listener.url,
     sessionsDir,
     received,
@@ -98,6 +108,7 @@ export async function simBehindHttpProxy(root: string): Promise<SimWithProxy> {
       await listener.close();
     },
   };
+  return rig;
 }
 
 const rpc = (id: number, method: string, params?: unknown) =>
