@@ -10,11 +10,13 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/bundle/index.js';
 import { listSessionSummaries, summarizeSession } from '../../src/bundle/sessions.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
+import { bundleValidators, readZip } from '../bundle/helpers.js';
 import { post, waitFor } from './helpers.js';
 import { FIXED_NOW, type RecordedSession, readSessions, SIM_SEED } from './sim-script.js';
 
@@ -271,6 +273,13 @@ for (const [name, start] of [
           instructionsSha256: sha,
         });
       }
+
+      // environment.json of a bundle carries it too, valid against its schema
+      const bundle = await buildBundle(s.dir, { output: path.join(tmp, 's.zip') });
+      const envFile = (await readZip(bundle.bundle)).find((e) => e.name.endsWith('environment.json'))!;
+      const environment = JSON.parse(envFile.data.toString('utf8'));
+      expect(environment.server.instructionsSha256).toBe(sha);
+      expect(bundleValidators().environment(environment)).toEqual([]);
 
       // the summary of the agent's session names the stop and the fault, and fails
       const summary = await summarizeSession(s.dir);

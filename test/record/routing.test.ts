@@ -166,6 +166,23 @@ describe('routing through wrap against the simulator', () => {
     expect(sessionDirs(path.join(root, 'rec'))).toHaveLength(2);
   });
 
+  it('keeps at most 1,000 handshake events before the first call, and says how many it did not keep', async () => {
+    const recorder = createRecorder({ sessionsDir: path.join(root, 'rec'), transport: 'stdio' });
+    for (let id = 1; id <= 1005; id += 1)
+      recorder.recordExchange({ jsonrpc: '2.0', id, method: 'ping' }, { jsonrpc: '2.0', id, result: {} });
+    recorder.recordExchange(
+      { jsonrpc: '2.0', id: 2000, method: 'tools/call', params: { name: 'windows', arguments: {} } },
+      { jsonrpc: '2.0', id: 2000, result: { content: [{ type: 'text', text: '{"ok":true,"result":{}}' }] } },
+    );
+    await recorder.close();
+    const dir = dirOf(recorder.defaultSessionId);
+    expect(events(dir, 'exchange')).toHaveLength(1000);
+    expect(events(dir, 'record-failure').map((e) => e.data)).toEqual([
+      { stage: 'event', message: '5 handshake events before the first call were not kept', lost: 0 },
+    ]);
+    expectEventsValid(dir);
+  });
+
   it('writes no dir for a session without a tool call; steps before any call join the first session', async () => {
     const r = rig();
     r.recorder.step(undefined, 'connect', 'passed');
