@@ -1,5 +1,6 @@
 /** Maps what a proxy sees on the wire to recorder calls; every call is guarded so recording never breaks the wire. */
 
+import { routingArgument } from '../record/routing.js';
 import { declarationOf, isRecorderMethod } from './declarations.js';
 import { classifyParsed, excerpt, type WireMessage } from './jsonrpc.js';
 import {
@@ -149,14 +150,12 @@ export class WireRecording {
   }
 }
 
-/** The `sessionId` argument of a tools/call request, when it has one. */
+/** The session a tools/call request names, as MCEC reads it (src/record/routing.ts), when it names one. */
 export function sessionIdOf(message: Record<string, unknown>): string | undefined {
   const params = message.params;
   if (params === null || typeof params !== 'object') return undefined;
-  const args = (params as { arguments?: unknown }).arguments;
-  if (args === null || typeof args !== 'object') return undefined;
-  const id = (args as { sessionId?: unknown }).sessionId;
-  return typeof id === 'string' && id !== '' ? id : undefined;
+  const { name, arguments: args } = params as { name?: unknown; arguments?: unknown };
+  return routingArgument(typeof name === 'string' ? name : '', args);
 }
 
 export type { WireMessage };
