@@ -82,9 +82,11 @@ describe('two processes write one session', () => {
     roots.push(root);
     const done = await recordTwice(sessionsDir);
     for (const d of done) {
-      // Each recorder counted its own calls (the session-start and the finds), none lost, nothing failed.
-      expect(d.counts).toMatchObject({ calls: CALLS + 1, lostCalls: 0, recordFailures: 0 });
-      expect(d.stderr).toEqual([]);
+      // Each recorder counted its own calls (the session-start and the finds) and lost none. A commit that
+      // waited longer than its 20 ms busy timeout for the other writer's lock (a loaded machine) is retried
+      // and reported as a commit failure, never as a loss.
+      expect(d.counts).toMatchObject({ calls: CALLS + 1, lostCalls: 0 });
+      for (const line of d.stderr) expect(line).toMatch(/recording failed \(commit\)/);
     }
 
     const dir = sessionDirOf(sessionsDir, SESSION_ID);
@@ -111,8 +113,10 @@ describe('two processes write one session', () => {
         calls: 2 * (CALLS + 1),
         ok: 2 * (CALLS + 1),
         lostCalls: 0,
-        recordFailures: 0,
       });
+      for (const e of reader.events('record-failure')) {
+        expect(JSON.parse(e.detail!)).toMatchObject({ stage: 'commit', lost: 0 });
+      }
 
       // Who wrote: both writers, each with its own calls; each noticed the other.
       const writers = reader.writers();
