@@ -41,6 +41,11 @@ export interface VerdictFacts {
   unrecovered: { count: number; newest: CallFact | null };
   /** Calls answered by a protocol error or failed by the proxy (status fault), and the newest. */
   faults: { count: number; newest: CallFact | null };
+  /**
+   * Calls whose client got the proxy's 504 before MCEC answered (a `late-answer` event): the agent saw a
+   * failure whatever the late answer says, so the run did not go as recorded-ok rows suggest.
+   */
+  timedOut?: { count: number; newest: CallFact | null };
   /** Calls still waiting for their answer, and the newest. */
   pending: { count: number; newest: CallFact | null };
   status: 'open' | 'ended' | 'aborted';
@@ -90,6 +95,15 @@ function failReasons(f: VerdictFacts): string[] {
         `${callName(c)} got a protocol error${c.code ? ` (${oneLine(c.code, 40)})` : ''} instead of an answer${more}`,
       );
     }
+  }
+  if (f.timedOut && f.timedOut.count > 0) {
+    const c = f.timedOut.newest;
+    const more = f.timedOut.count > 1 ? ` (${f.timedOut.count} calls in all)` : '';
+    out.push(
+      c
+        ? `${callName(c)} timed out at the proxy: the client got 504 before MCEC answered${more}`
+        : `${f.timedOut.count} calls timed out at the proxy before MCEC answered`,
+    );
   }
   if (f.pending.count > 0) {
     const c = f.pending.newest;
@@ -170,6 +184,28 @@ function parseDeclared(row: { kind: string; detail: string } | undefined): Decla
   }
 }
 
+/** Calls answered only after their client got the proxy's 504 (`late-answer` events with `client: proxy-timeout`). */
+function proxyTimeouts(reader: SessionReader): { count: number; newest: CallFact | null } {
+  if (reader.eventCount('late-answer') === 0) return { count: 0, newest: null };
+  let count = 0;
+  let newest: CallFact | null = null;
+  for (const e of reader.events('late-answer')) {
+    let client: unknown;
+    try {
+      client = (JSON.parse(e.detail ?? '{}') as { client?: unknown }).client;
+    } catch {
+      continue;
+    }
+    if (client !== 'proxy-timeout') continue;
+    count += 1;
+    const row = e.call_seq != null ? reader.call(e.call_seq) : undefined;
+    if (row && (!newest || row.seq > newest.seq)) {
+      newest = { seq: row.seq, tool: row.tool, code: 'proxy-timeout', target: '' };
+    }
+  }
+  return { count, newest };
+}
+
 /** The facts of one session log, in SQL; call inside `reader.snapshot` for one consistent view. */
 export function readVerdictFacts(
   reader: SessionReader,
@@ -194,6 +230,7 @@ export function readVerdictFacts(
     recovered,
     unrecovered: { count: Math.max(0, stats.failed - recovered), newest: outcome.newestUnrecovered },
     faults: { count: stats.fault, newest: outcome.newestFault },
+    timedOut: proxyTimeouts(reader),
     pending: { count: stats.pending, newest: pending },
     status: session.status,
     writerPid: session.writer_pid,

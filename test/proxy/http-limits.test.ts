@@ -7,7 +7,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { type HttpProxyOptions, startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
+import { decideVerdict, readVerdictFacts } from '../../src/report/verdict.js';
 import { createSimulator } from '../../src/sim/index.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { expectEventsValid } from '../record/helpers.js';
 import { collectingRecorder, post, startServer, waitFor } from './helpers.js';
 import { FIXED_NOW, readSessions, SIM_SEED } from './sim-script.js';
@@ -132,6 +134,15 @@ describe('HTTP proxy timeouts', () => {
     expect(late?.detail.reason).toMatch(/504.*100 ms/);
     await recorder.close();
     expectEventsValid(s.dir);
+    // The agent saw a 504 whatever MCEC answered later: the run is FAIL, and says why.
+    const reader = SessionReader.open(s.dir);
+    try {
+      const decision = reader.snapshot(() => decideVerdict(readVerdictFacts(reader)));
+      expect(decision.verdict).toBe('FAIL');
+      expect(decision.reason).toMatch(/call #\d+ record timed out at the proxy: the client got 504/);
+    } finally {
+      reader.close();
+    }
     // the proxy goes on serving
     const next = post(proxy.url, toolCall(4, 'windows', { sessionId: SID }));
     await waitFor(() => target.held.length === 2);
