@@ -162,6 +162,9 @@ function environmentValue(value: unknown): string {
   return oneLine(JSON.stringify(value), 200);
 }
 
+/** Environment keys the bug report shows under Desktop rather than Version Information. */
+const DESKTOP_KEYS = new Set(['os', 'display', 'dpi', 'scale', 'displays']);
+
 /** The template context for one level: the summary (clipped and shortened) plus derived fields and notes. */
 function viewFor(
   summary: SessionSummary,
@@ -188,6 +191,13 @@ function viewFor(
       timeline: {
         omitted: summary.timeline.omitted + (total.lines - keep.lines),
         lines: lastOf(summary.timeline.lines, keep.lines),
+      },
+      reproduce: {
+        omitted:
+          summary.reproduce.omitted +
+          summary.reproduce.lines.length -
+          Math.min(summary.reproduce.lines.length, level.timeline),
+        lines: lastOf(summary.reproduce.lines, level.timeline),
       },
       failures: lastOf(summary.failures, keep.failures),
       failuresOmitted: summary.failuresOmitted + (total.failures - keep.failures),
@@ -237,6 +247,16 @@ function viewFor(
     environmentLines: Object.entries(s.environment)
       .filter(([, value]) => value !== null && value !== undefined)
       .map(([key, value]) => ({ key, value: environmentValue(value) })),
+    // The bug report says the OS and displays under Desktop, so Version Information leaves them out.
+    versionLines: Object.entries(s.environment)
+      .filter(([key, value]) => value !== null && value !== undefined && !DESKTOP_KEYS.has(key))
+      .map(([key, value]) => ({ key, value: environmentValue(value) })),
+    // One image is shown once: the observation's image is not linked again when it is the last image seen.
+    observationImage:
+      s.lastGoodObservation?.image &&
+      !(s.lastImage && s.lastImage.artifact === s.lastGoodObservation.image.artifact)
+        ? s.lastGoodObservation.image
+        : null,
     notes,
     limit: LIMIT_TEXT,
     ...extra,

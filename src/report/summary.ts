@@ -5,6 +5,7 @@ import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
 import { recoveryForCall } from './recovery.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
+import { argsLine, describeTarget, targetOf } from './target.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
 import { loadTimeFormat, type TimeFormat } from './time.js';
 import type {
@@ -47,6 +48,8 @@ function imageFromArtifact(row: ArtifactRow | undefined): ImageDigest | null {
     seq: row.call_seq,
     sha256: row.sha256,
     role: oneLine(row.role, 40),
+    window: null,
+    tool: '',
   };
 }
 
@@ -64,7 +67,50 @@ function imageFromSummary(value: unknown, seq: number, role: string): ImageDiges
     seq,
     sha256: typeof s.sha256 === 'string' ? s.sha256.slice(0, 64) : null,
     role,
+    window: null,
+    tool: '',
   };
+}
+
+/** The image with the window it shows and the tool that made it, from its call's record. */
+function titled(reader: SessionReader, image: ImageDigest | null): ImageDigest | null {
+  if (!image) return null;
+  const row = reader.call(image.seq);
+  if (!row) return image;
+  const envelope = envelopeOf(row);
+  const error = asRecord(envelope?.error);
+  const holder =
+    image.role === 'partialResult'
+      ? error?.partialResult
+      : image.role === 'lastObservation'
+        ? error?.lastObservation
+        : envelope?.result;
+  const summary = findCaptureSummary(holder) ?? asRecord(holder);
+  const args = asRecord(parseJson(row.args, 1024 * 1024));
+  const title =
+    asRecord(summary?.window)?.title ??
+    (image.role === 'lastObservation' ? undefined : (args?.window ?? args?.title));
+  return {
+    ...image,
+    tool:
+      image.role === 'lastObservation'
+        ? `${oneLine(row.tool, 60)} (server's lastObservation)`
+        : oneLine(row.tool, 60),
+    window: typeof title === 'string' && title !== '' ? oneLine(title, 100) : null,
+  };
+}
+
+/** The window a call is aimed at: its handle or lower-cased title (from args, else its result's window). */
+function targetKey(row: CallRow): string | null {
+  const args = asRecord(parseJson(row.args, 1024 * 1024));
+  const envelope = envelopeOf(row);
+  const win =
+    asRecord(asRecord(envelope?.result)?.window) ??
+    asRecord(asRecord(asRecord(envelope?.error)?.partialResult)?.window);
+  const handle = win?.handle ?? args?.handle;
+  if (typeof handle === 'number') return `h:${handle}`;
+  const title = win?.title ?? args?.window;
+  return typeof title === 'string' ? `t:${title.toLowerCase()}` : null;
 }
 
 function envelopeOf(row: CallRow): Record<string, unknown> | undefined {
@@ -107,15 +153,33 @@ function sumDetails(rows: EventRow[], keys: string[]): Record<string, number> {
 
 /** The observation the agent last saw successfully before `beforeSeq`, with its image when it had one. */
 function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined): ObservationDigest | null {
-  const row = reader.lastCallWhere({
+  const newest = reader.lastCallWhere({
     statuses: ['ok'],
     tools: OBSERVATION_TOOLS,
     beforeSeq: failing?.seq,
   });
+  // Prefer the newest observation of the failing call's own window: one of another window says little.
+  let row = newest;
+  const want = failing ? targetKey(failing) : null;
+  if (want && newest && targetKey(newest) !== want) {
+    let before = newest.seq;
+    for (let i = 0; i < 200; i++) {
+      const older = reader.lastCallWhere({ statuses: ['ok'], tools: OBSERVATION_TOOLS, beforeSeq: before });
+      if (!older) break;
+      if (targetKey(older) === want) {
+        row = older;
+        break;
+      }
+      before = older.seq;
+    }
+  }
   if (row) {
     const result = envelopeOf(row)?.result;
     const own = reader.artifactsOfCall(row.seq).filter((a) => OWN_IMAGE_ROLES.has(a.role));
-    const image = imageFromArtifact(own.find((a) => a.path)) ?? imageFromSummary(result, row.seq, 'result');
+    const image = titled(
+      reader,
+      imageFromArtifact(own.find((a) => a.path)) ?? imageFromSummary(result, row.seq, 'result'),
+    );
     return {
       seq: row.seq,
       tool: oneLine(row.tool, 60),
@@ -130,7 +194,7 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
     const error = asRecord(envelopeOf(failing)?.error);
     const observed = asRecord(error?.lastObservation);
     if (observed) {
-      const image = imageFromSummary(observed, failing.seq, 'lastObservation');
+      const image = titled(reader, imageFromSummary(observed, failing.seq, 'lastObservation'));
       const kind = typeof observed.kind === 'string' ? observed.kind : 'observation';
       const title = asRecord(observed.window)?.title ?? observed.title;
       return {
@@ -150,6 +214,23 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
     }
   }
   return null;
+}
+
+/** One line per display of the newest successful `displays` call ("DISPLAY2 (primary): 1920x1080 at x=0 y=0, 96 dpi"). */
+function displayLinesOf(reader: SessionReader): string[] {
+  const row = reader.lastCallWhere({ statuses: ['ok'], tools: ['displays'] });
+  const result = row ? asRecord(envelopeOf(row)?.result) : undefined;
+  const list = Array.isArray(result?.displays) ? result.displays : [];
+  return list.slice(0, 16).map((item, i) => {
+    const d = asRecord(item) ?? {};
+    const b = asRecord(d.bounds) ?? {};
+    const name = typeof d.deviceName === 'string' ? d.deviceName.replace(/^[\\.]+/, '') : `display ${i}`;
+    const dpi = typeof d.dpi === 'number' ? `, ${d.dpi} dpi` : '';
+    return oneLine(
+      `${name}${d.primary === true ? ' (primary)' : ''}: ${b.width}x${b.height} at x=${b.x} y=${b.y}${dpi}`,
+      200,
+    );
+  });
 }
 
 /** Environment from the session row, the initialize exchange and the last successful `displays` call. */
@@ -226,14 +307,17 @@ export async function buildSummary(
       .map((f) => ({ ...digest(f, time), recovered: f.recovered !== 0 }));
 
     const tail = reader.tailCalls(timelineLength);
-    const timeline: TimelineLine[] = tail.map((row) => ({
+    const lineOf = (row: CallRow): TimelineLine => ({
       seq: row.seq,
       at: time.iso(row.started_at) ?? row.started_at,
       tool: oneLine(row.tool, 60),
       status: row.status,
       duration: row.status === 'pending' ? '' : time.duration(row.duration_ms),
       line: summarizeCall(row),
-    }));
+      args: argsLine(row.args),
+      code: row.error_code ? oneLine(row.error_code, 120) : null,
+    });
+    const timeline: TimelineLine[] = tail.map(lineOf);
 
     const stepCount = reader.eventCount('step');
     const steps = reader.eventsTail('step', MAX_STEPS).map((event) => {
@@ -260,30 +344,56 @@ export async function buildSummary(
     const endedAt = time.iso(session.ended_at);
     const durationMs = time.between(session.started_at, session.ended_at ?? stats.lastActivityAt);
 
-    const failingCall = failingRow ? digest(failingRow, time) : null;
-    const suspectImage = failingRow
-      ? (imageFromArtifact(
-          reader
-            .artifactsOfCall(failingRow.seq)
-            .find(
-              (a) =>
-                a.path &&
-                (a.role === 'partialResult' || (a.json_path ?? '').startsWith('/error/partialResult/')),
-            ),
-        ) ??
-        imageFromSummary(
-          asRecord(envelopeOf(failingRow)?.error)?.partialResult,
-          failingRow.seq,
-          'partialResult',
-        ))
+    const target = failingRow ? targetOf(reader, failingRow) : null;
+    const failingCall = failingRow
+      ? {
+          ...digest(failingRow, time),
+          args: argsLine(failingRow.args, 2000),
+          target,
+          targetLine: target ? describeTarget(target) : null,
+        }
       : null;
-    const lastImage =
+    // To Reproduce: the calls up to the failing one (the tail already is that when the failure is newest).
+    const reproduceLines =
+      failingRow && !timeline.some((l) => l.seq === failingRow.seq)
+        ? [
+            ...reader.calls({
+              fromSeq: Math.max(0, failingRow.seq - timelineLength + 1),
+              limit: timelineLength,
+            }),
+          ]
+            .filter((r) => r.seq <= failingRow.seq)
+            .map(lineOf)
+        : timeline.filter((l) => !failingRow || l.seq <= failingRow.seq);
+    const reproduceOmitted = (failingRow ? failingRow.seq : stats.calls) - reproduceLines.length;
+    const suspectImage = failingRow
+      ? titled(
+          reader,
+          imageFromArtifact(
+            reader
+              .artifactsOfCall(failingRow.seq)
+              .find(
+                (a) =>
+                  a.path &&
+                  (a.role === 'partialResult' || (a.json_path ?? '').startsWith('/error/partialResult/')),
+              ),
+          ) ??
+            imageFromSummary(
+              asRecord(envelopeOf(failingRow)?.error)?.partialResult,
+              failingRow.seq,
+              'partialResult',
+            ),
+        )
+      : null;
+    const lastImage = titled(
+      reader,
       imageFromArtifact(
         reader.lastImageArtifact({
           beforeSeq: failingRow?.seq,
           excludeRoles: ['lastObservation', 'host-observation'],
         }),
-      ) ?? imageFromArtifact(reader.lastImageArtifact({ beforeSeq: failingRow?.seq }));
+      ) ?? imageFromArtifact(reader.lastImageArtifact({ beforeSeq: failingRow?.seq })),
+    );
 
     const summary: SessionSummary = {
       sessionId: session.session_id,
@@ -324,10 +434,12 @@ export async function buildSummary(
       suspectImage,
       hostFiles: hostFilesOf(reader.artifacts()),
       timeline: { omitted: stats.calls - timeline.length, lines: timeline },
+      reproduce: { omitted: Math.max(0, reproduceOmitted), lines: reproduceLines },
       steps,
       stepsOmitted: stepCount - steps.length,
       lastFailedStep: [...steps].reverse().find((s) => FAILED_STEP.has(s.status.toLowerCase())) ?? null,
       environment: environmentOf(reader, session),
+      displays: displayLinesOf(reader),
       writers,
       writersNote:
         writers.length > 1

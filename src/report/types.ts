@@ -30,6 +30,32 @@ export interface ImageDigest {
   sha256: string | null;
   /** Where the image was found: result, partialResult, image-block, nested or lastObservation. */
   role: string;
+  /** The window the image is of (its title), or null when the log does not say. */
+  window: string | null;
+  /** The tool of the call that made it. */
+  tool: string;
+}
+
+/** The failing call's target window as the log describes it (its own partialResult or an earlier result). */
+export interface TargetDigest {
+  title: string | null;
+  className: string | null;
+  process: string | null;
+  processId: number | null;
+  handle: number | null;
+  rect: { x: number; y: number; width: number; height: number } | null;
+  /** From the window record when the server said (`elevated`/`isElevated`); null when unknown. */
+  elevated: boolean | null;
+  /** The display holding the window's centre, from the newest `displays` result before the call. */
+  display: {
+    name: string;
+    primary: boolean;
+    dpi: number | null;
+    scale: number | null;
+    bounds: { x: number; y: number; width: number; height: number };
+  } | null;
+  /** Which call's result the facts come from, e.g. "call #11's partialResult". */
+  source: string;
 }
 
 /** A file the server wrote on its own host that the recorder could not copy: where it lies, and why not. */
@@ -74,6 +100,9 @@ export interface TimelineLine {
   /** Formatted duration, e.g. "2.3 s"; "" while pending. */
   duration: string;
   line: string;
+  /** The call's arguments as one line of redacted JSON, without the routing sessionId, clipped. */
+  args: string;
+  code: string | null;
 }
 
 /** A step declared by a runner (`step` event). */
@@ -121,7 +150,9 @@ export interface SessionSummary {
   duration: string;
   counts: SummaryCounts;
   /** On a FAIL: the last unrecovered failure or the pending call, whichever came later; null on a PASS. */
-  failingCall: CallDigest | null;
+  failingCall: (CallDigest & { args: string; target: TargetDigest | null; targetLine: string | null }) | null;
+  /** The calls up to and including the failing call (the newest `timelineLength`; all calls' tail on a PASS). */
+  reproduce: { omitted: number; lines: TimelineLine[] };
   /** Newest first; at most `maxFailures`, the rest counted in `failuresOmitted`. */
   failures: Array<CallDigest & { recovered: boolean }>;
   failuresOmitted: number;
@@ -139,6 +170,8 @@ export interface SessionSummary {
   lastFailedStep: StepDigest | null;
   /** os, node, recorder, server {name, version, protocolVersion?}, display 'WxH', dpi. */
   environment: Record<string, unknown>;
+  /** One line per display of the newest successful `displays` call, [] when there was none. */
+  displays: string[];
   /** The processes that wrote the log, in the order they first wrote ([] for a log of schema version 1). */
   writers: Array<{ pid: number; host: string; calls: number }>;
   /** When more than one process wrote the log: who, how many calls each, and whether at the same time. */

@@ -139,11 +139,8 @@ describe('summaries of sessions recorded by the recorder', () => {
     expect(summary.lastImage?.artifact).not.toBe(summary.suspectImage?.artifact);
     const text = await renderFailureSummary(summary);
     const targets = imageTargets(text);
-    expect(targets).toEqual([
-      summary.lastGoodObservation!.image!.artifact,
-      summary.lastImage!.artifact,
-      summary.suspectImage!.artifact,
-    ]);
+    // The observation's image is the last image: linked once.
+    expect(targets).toEqual([summary.lastImage!.artifact, summary.suspectImage!.artifact]);
     for (const target of targets) expect(fs.existsSync(path.join(dir, target))).toBe(true);
     expect(text).toContain('- Recovery: restore or foreground the window and capture again');
   });

@@ -51,7 +51,10 @@ describe('failure-summary.md', () => {
     expect(lines[0]).toBe('# save a file in Notepad; FAIL');
     expect(text).toContain('- Session: `5f19c9c01a3f` (20261202-101500-5f19c9c01a3f)');
     expect(text).toContain('- Scenario: save a file in Notepad');
-    expect(text).toContain("- Last good observation: query 'Save As': 14 nodes (truncated) (call #5)");
+    // The newest observation of the failing capture's own window, not the later query of another window.
+    expect(text).toMatch(
+      /- Last good observation: capture 800x600 png \d+ KB of 'Untitled - Notepad' \(call #2\)/,
+    );
     expect(text).toContain(
       '- Failing step: **save the file**; call #7 capture: frame-all-black (capture-blank): The captured frame is all black',
     );
@@ -91,10 +94,9 @@ describe('failure-summary.md', () => {
     const text = await renderFailureSummary(await summarize(f));
     expect(text.split('\n')[0]).toBe(`# ${f.sessionId}; FAIL`);
     expect(text).toContain('- Scenario: (none)');
-    expect(imageLinks(text)).toEqual([
-      { alt: 'last good observation', target: shot.image.artifact },
-      { alt: 'last image', target: shot.image.artifact },
-    ]);
+    // One image, linked once: the observation's image is the last image seen.
+    expect(imageLinks(text)).toEqual([{ alt: 'last image', target: shot.image.artifact }]);
+    expect(text).toContain('Its image is the last image seen, below.');
     expect(text).not.toContain('## Suspect image');
   });
 
@@ -197,8 +199,9 @@ describe('bug-report.md', () => {
     ]);
     expect(text).toContain('call #7 `capture` failed with `frame-all-black` (capture-blank).');
     expect(text).toContain('- OS: Windows 11 Pro 10.0.26100 (x64)');
-    expect(text).toContain('- Display: 1920x1080 at 144 dpi');
-    expect(text).toContain(`\`${shot}\` in the attached bundle`);
+    expect(text).toContain('- Display DISPLAY1 (primary): 1920x1080 at x=0 y=0, 144 dpi');
+    expect(text).toContain('- Display DISPLAY2: 2560x1440 at x=1920 y=0, 96 dpi');
+    expect(text).toContain(`800x600: \`${shot}\``);
     expect(text).toContain('`tool-calls.jsonl`');
     expect(text).toContain('`failure-summary.md`');
     expect(text.trimEnd().endsWith('Attach: **20261202-101500-5f19c9c01a3f.zip**')).toBe(true);

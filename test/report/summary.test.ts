@@ -366,14 +366,12 @@ describe('observations and images', () => {
     expect(s.failingCall?.seq).toBe(4);
     expect(s.failingCall).toMatchObject({ code: 'frame-all-black', category: 'capture-blank' });
     expect(s.failingCall?.recovery).toMatch(/suspect image is in partialResult/);
-    expect(s.lastGoodObservation).toMatchObject({
-      seq: 2,
-      tool: 'query',
-      oneLine: "query 'Save As': 14 nodes (truncated)",
-      image: null,
+    // The query (2) is of 'Save As'; the failing capture is of Notepad: its own window's capture (1) wins.
+    expect(s.lastGoodObservation).toMatchObject({ seq: 1, tool: 'capture' });
+    expect(s.lastGoodObservation?.image).toMatchObject({
+      artifact: shot.image.artifact,
+      window: 'Untitled - Notepad',
     });
-    // The UIA tree stays out of the summary.
-    expect(JSON.stringify(s.lastGoodObservation?.value)).not.toContain('root');
     expect(s.lastImage).toMatchObject({
       seq: 1,
       artifact: shot.image.artifact,
@@ -381,7 +379,12 @@ describe('observations and images', () => {
       height: 600,
       role: 'result',
     });
-    expect(s.suspectImage).toMatchObject({ seq: 4, artifact: blank.image.artifact, role: 'partialResult' });
+    expect(s.suspectImage).toMatchObject({
+      seq: 4,
+      artifact: blank.image.artifact,
+      role: 'partialResult',
+      tool: 'capture',
+    });
     expect(s.suspectImage?.sha256).toBe(blank.image.sha256);
     // Both links resolve relative to the session dir.
     expect(fs.existsSync(path.join(f.dir, s.lastImage!.artifact))).toBe(true);
