@@ -206,6 +206,20 @@ describe('HTTP proxy timeouts', () => {
   it('records the answer of a client that disconnected, with a late-answer event saying so', async () => {
     const target = await heldTarget();
     const { recorder, proxy } = await startProxy(target.url);
+    // The proxy learns of the disconnect from a socket event; the answer must come after it, or the race
+    // (answer first) is a plain exchange. Watch the recorder's port for the proxy's clientLeft.
+    const left: string[] = [];
+    const begin = recorder.beginExchange.bind(recorder);
+    recorder.beginExchange = (request, meta) => {
+      const pending = begin(request, meta);
+      return {
+        ...pending,
+        clientLeft: (reason: string) => {
+          left.push(reason);
+          pending.clientLeft(reason);
+        },
+      };
+    };
     await new Promise<void>((resolve) => {
       const req = http.request(proxy.url, { method: 'POST' });
       req.on('error', () => resolve());
@@ -215,6 +229,7 @@ describe('HTTP proxy timeouts', () => {
         resolve();
       });
     });
+    await waitFor(() => left.length === 1);
     await recorder.flush();
     expect(sessionOf(recorder).calls[0]!.status).toBe('pending');
     target.held[0]!(toolAnswer(5, false));
