@@ -1,0 +1,130 @@
+/** mcec-replay as a library: a recorded session (dir, id or bundle) served as MCEC over HTTP or stdio. */
+import type { Readable, Writable } from 'node:stream';
+import { type HttpListener, listenHttp } from '../sim/http.js';
+import type { CallToolResult, JsonRpcResponse } from '../sim/server.js';
+import { serveStdio } from '../sim/stdio.js';
+import { type Injection, parseInjection } from './injector.js';
+import type { ReplayOrder } from './matcher.js';
+import { loadRecording } from './recording.js';
+import type { ReplayReport } from './report.js';
+import { ReplayCore } from './server.js';
+import { openReplaySource } from './source.js';
+
+export type { BuiltAnswer } from './answer.js';
+export { buildAnswer, captureFromSummary, restoreEnvelope } from './answer.js';
+export type { Injection, InjectionContext } from './injector.js';
+export { CATEGORIES, categoryOfCode, defaultCode, injectedFailure, parseInjection } from './injector.js';
+export type { Difference, MatchDecision, ReplayOrder } from './matcher.js';
+export { Matcher, redactedStringMatches } from './matcher.js';
+export type { RecordedCall, Recording } from './recording.js';
+export { loadRecording } from './recording.js';
+export type { CallOutcome, RecordedRef, ReplayReport, ReportCall, ReportUnmatched } from './report.js';
+export { formatReport } from './report.js';
+export { ReplayCore, type ReplayOptions } from './server.js';
+export { openReplaySource, type ReplaySource, SourceError } from './source.js';
+
+/** Options of {@link replaySession}. */
+export interface ReplaySessionOptions {
+  /** Root the session id is looked up in (default `$MCEC_SESSIONS_DIR`, else `./sessions`). */
+  sessionsDir?: string;
+  /** `any` (default) or `strict`. */
+  order?: ReplayOrder;
+  /** Unmatched calls get `replay-unmatched` and `report().exitCode` is 1. */
+  lockdown?: boolean;
+  /** 0 (default) instant; 1 real time; any factor. */
+  speed?: number;
+  /** Pixels a coordinate may differ by (default 4). */
+  tolerance?: number;
+  /** Fault injection rules, as `--inject` takes them: `'capture#3=frame-all-black'`, `'*@5=emergency-stopped'`. */
+  inject?: Array<string | Injection>;
+  /** HTTP: loopback host (default 127.0.0.1) and port (default 0: any free port). `false`: no HTTP listener. */
+  http?: { host?: string; port?: number; token?: string } | false;
+}
+
+/** A running replay. */
+export interface ReplayHandle {
+  /** `http://127.0.0.1:<port>/mcp`, or '' without an HTTP listener. */
+  url: string;
+  /** The recorded session's id. */
+  sessionId: string;
+  /** Call a tool in-process (what tools/call would return). */
+  callTool(name: string, args?: Record<string, unknown>): Promise<CallToolResult>;
+  /** One JSON-RPC message in-process. */
+  handle(message: unknown): Promise<JsonRpcResponse | null>;
+  /** Serve newline-delimited JSON-RPC on these streams; resolves when input ends or a strict replay diverged. */
+  serveStdio(input: Readable, output: Writable): Promise<void>;
+  /** Resolves when a strict replay diverged (or the replay was closed). */
+  ended: Promise<void>;
+  /** The report so far. */
+  report(): ReplayReport;
+  /** Stop listening, remove a bundle's temp copy; returns the final report. */
+  close(): Promise<ReplayReport>;
+}
+
+/**
+ * Serve a recorded session as MCEC: `source` is a session id (or unique prefix), a session dir or a bundle
+ * zip. Listens on loopback HTTP (POST /mcp, MCEC's front-door checks) unless `http: false`.
+ */
+export async function replaySession(
+  source: string,
+  options: ReplaySessionOptions = {},
+): Promise<ReplayHandle> {
+  const inject = (options.inject ?? []).map((r) => (typeof r === 'string' ? parseInjection(r) : r));
+  const loaded = await openReplaySource(
+    source,
+    options.sessionsDir ? { sessionsDir: options.sessionsDir } : {},
+  );
+  let listener: HttpListener | null = null;
+  try {
+    const recording = loadRecording(loaded.dir);
+    const core = new ReplayCore(
+      recording,
+      { kind: loaded.kind, input: source, sessionId: recording.sessionId, scenario: recording.scenario },
+      {
+        ...(options.order ? { order: options.order } : {}),
+        ...(options.lockdown !== undefined ? { lockdown: options.lockdown } : {}),
+        ...(options.speed !== undefined ? { speed: options.speed } : {}),
+        ...(options.tolerance !== undefined ? { tolerance: options.tolerance } : {}),
+        inject,
+      },
+    );
+    if (options.http !== false) {
+      const http = options.http ?? {};
+      listener = await listenHttp(core, {
+        host: http.host ?? '127.0.0.1',
+        port: http.port ?? 0,
+        ...(http.token ? { token: http.token } : {}),
+      });
+    }
+    let closed: Promise<ReplayReport> | null = null;
+    return {
+      url: listener?.url ?? '',
+      sessionId: recording.sessionId,
+      callTool: (name, args) => core.callTool(name, args ?? {}),
+      handle: (message) => core.dispatch(message),
+      serveStdio: (input, output) =>
+        Promise.race([
+          serveStdio(core, input, output),
+          // A strict replay's divergence ends it, once the diverging answer has been written.
+          core.ended
+            .then(() => core.idle())
+            .then(() => new Promise<void>((resolve) => setImmediate(resolve))),
+        ]),
+      ended: core.ended,
+      report: () => core.report(),
+      close: () => {
+        closed ??= (async () => {
+          core.close();
+          await listener?.close();
+          loaded.cleanup();
+          return core.report();
+        })();
+        return closed;
+      },
+    };
+  } catch (e) {
+    await listener?.close();
+    loaded.cleanup();
+    throw e;
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Source loading: what `mcec-replay` was given (a session id or prefix, a session dir, a bundle zip) as a
+ * session dir on disk. A bundle's log and images are extracted into a temp dir, removed by `cleanup()`;
+ * only `<top>/session.sqlite` and `<top>/artifacts/<file>` are written, after the names were checked as
+ * verify does (no `..`, no absolute paths, no symlinks) and within size caps.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Entry, ZipFile } from 'yauzl';
+import { unsafeName } from '../bundle/verify.js';
+import { resolveSessionsDir } from '../paths/sessions-dir.js';
+import { LOG_FILE, parseSessionDirName } from '../store/layout.js';
+import { resolveSession } from '../store/session-reader.js';
+
+/** A recording ready to replay. */
+export interface ReplaySource {
+  kind: 'session-dir' | 'session-id' | 'bundle';
+  /** What was given. */
+  input: string;
+  /** The session dir to read (a temp copy for a bundle). */
+  dir: string;
+  /** Remove what loading created (a bundle's temp dir); idempotent. */
+  cleanup(): void;
+}
+
+/** A source that cannot be loaded: the message says why and what to give instead. */
+export class SourceError extends Error {}
+
+/** Caps on what is extracted from a bundle. */
+export const EXTRACT_LIMITS = { maxEntries: 100_000, maxEntryBytes: 1024 ** 3, maxTotalBytes: 2 * 1024 ** 3 };
+
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+
+/** Resolve `input` (a bundle .zip, a session dir, or an id / id prefix / dir name under `sessionsDir`). */
+export async function openReplaySource(
+  input: string,
+  options: { sessionsDir?: string } = {},
+): Promise<ReplaySource> {
+  const none = () => {};
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(input);
+  } catch {
+    stat = undefined;
+  }
+  if (stat?.isFile()) {
+    if (!input.toLowerCase().endsWith('.zip'))
+      throw new SourceError(
+        `${input}: a file that is not a bundle (.zip); give a session id, a session dir or a bundle`,
+      );
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-replay-'));
+    const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
+    try {
+      const dir = await extractBundle(input, tmp);
+      return { kind: 'bundle', input, dir, cleanup };
+    } catch (e) {
+      cleanup();
+      throw e;
+    }
+  }
+  if (stat?.isDirectory()) {
+    if (!fs.existsSync(path.join(input, LOG_FILE)))
+      throw new SourceError(`${input}: no ${LOG_FILE} in this directory (give a session dir, id or bundle)`);
+    return { kind: 'session-dir', input, dir: path.resolve(input), cleanup: none };
+  }
+  const sessionsDir = resolveSessionsDir(options.sessionsDir);
+  const found = resolveSession(sessionsDir, input);
+  if (!found.ok) throw new SourceError(found.message);
+  return { kind: 'session-id', input, dir: found.session.dir, cleanup: none };
+}
+
+/** Extract a bundle's log and images into `into/<top>/`; returns that dir. */
+async function extractBundle(zipPath: string, into: string): Promise<string> {
+  const yauzl = await import('yauzl');
+  let zip: ZipFile;
+  try {
+    zip = await yauzl.openPromise(zipPath, {
+      lazyEntries: true,
+      decodeStrings: false,
+      validateEntrySizes: true,
+      autoClose: false,
+    });
+  } catch (e) {
+    throw new SourceError(`${zipPath}: not a readable zip (${(e as Error).message})`);
+  }
+  try {
+    const wanted: Array<{ entry: Entry; rel: string }> = [];
+    let top: string | null = null;
+    let total = 0;
+    let count = 0;
+    for (;;) {
+      const entry = await nextEntry(zip);
+      if (!entry) break;
+      if (++count > EXTRACT_LIMITS.maxEntries)
+        throw new SourceError(`${zipPath}: more than ${EXTRACT_LIMITS.maxEntries} entries`);
+      const name = Buffer.isBuffer(entry.fileName) ? entry.fileName.toString('utf8') : String(entry.fileName);
+      const why = unsafeName(name);
+      if (why)
+        throw new SourceError(`${zipPath}: refusing entry ${JSON.stringify(name.slice(0, 200))}: ${why}`);
+      const mode = (entry.externalFileAttributes >>> 16) & S_IFMT;
+      if (mode === S_IFLNK)
+        throw new SourceError(`${zipPath}: refusing symlink entry ${JSON.stringify(name)}`);
+      const parts = name.split('/');
+      const first = parts[0]!;
+      if (top === null) top = first;
+      else if (top !== first) throw new SourceError(`${zipPath}: more than one top folder; not a bundle`);
+      const rel = parts.slice(1).join('/');
+      const isImage =
+        parts.length === 3 && parts[1] === 'artifacts' && parts[2] !== '' && !parts[2]!.startsWith('.');
+      if (rel !== LOG_FILE && !isImage) continue;
+      if (entry.uncompressedSize > EXTRACT_LIMITS.maxEntryBytes)
+        throw new SourceError(`${zipPath}: ${name} is larger than ${EXTRACT_LIMITS.maxEntryBytes} bytes`);
+      total += entry.uncompressedSize;
+      if (total > EXTRACT_LIMITS.maxTotalBytes)
+        throw new SourceError(`${zipPath}: more than ${EXTRACT_LIMITS.maxTotalBytes} bytes to extract`);
+      wanted.push({ entry, rel });
+    }
+    if (top === null || !parseSessionDirName(top))
+      throw new SourceError(
+        `${zipPath}: no session folder (<yyyyMMdd-HHmmss>-<id>/) at the top; not a bundle`,
+      );
+    if (!wanted.some((w) => w.rel === LOG_FILE))
+      throw new SourceError(`${zipPath}: the bundle holds no ${LOG_FILE}; nothing to replay`);
+    const dir = path.join(into, top);
+    fs.mkdirSync(path.join(dir, 'artifacts'), { recursive: true });
+    for (const { entry, rel } of wanted) {
+      const stream = await zip.openReadStreamPromise(entry);
+      // Exclusive create: a name twice in the zip is refused, never overwritten.
+      await pipeline(stream, fs.createWriteStream(path.join(dir, ...rel.split('/')), { flags: 'wx' }));
+    }
+    return dir;
+  } finally {
+    zip.close();
+  }
+}
+
+function nextEntry(zip: ZipFile): Promise<Entry | null> {
+  return new Promise((resolve, reject) => {
+    const onEntry = (e: Entry) => {
+      cleanup();
+      resolve(e);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(null);
+    };
+    const onError = (e: Error) => {
+      cleanup();
+      reject(e);
+    };
+    const cleanup = () => {
+      zip.off('entry', onEntry);
+      zip.off('end', onEnd);
+      zip.off('error', onError);
+    };
+    zip.on('entry', onEntry);
+    zip.on('end', onEnd);
+    zip.on('error', onError);
+    zip.readEntry();
+  });
+}
