@@ -5,9 +5,12 @@ import { fileURLToPath } from 'node:url';
 import { registerHelpers } from './helpers.js';
 import { MARKDOWN_COMPILE_OPTIONS, type PrecompiledTemplate, templateDigest } from './precompile.js';
 import { PRECOMPILED_TEMPLATES } from './precompiled-templates.js';
+import { sameWindowImages } from './summary.js';
+import { targetFacts } from './target.js';
 import { clip, oneLine } from './text.js';
 import {
   type BugReportOptions,
+  type ImageDigest,
   MAX_DOCUMENT_CHARS,
   type RenderOptions,
   type SessionSummary,
@@ -238,8 +241,11 @@ function viewFor(
       ? { name: step.name, detail: oneLine(step.detail ?? step.status, level.detail) }
       : null;
 
+  const images = imageViews(s);
   return {
     ...s,
+    ...images,
+    ...failingViews(s),
     title: oneLine(s.scenario ?? s.sessionId, 200),
     warningsOmitted: total.warnings - keep.warnings,
     failingStep,
@@ -255,11 +261,46 @@ function viewFor(
     observationImage:
       s.lastGoodObservation?.image &&
       !(s.lastImage && s.lastImage.artifact === s.lastGoodObservation.image.artifact)
-        ? s.lastGoodObservation.image
+        ? images.lastGoodObservation?.image
         : null,
     notes,
     limit: LIMIT_TEXT,
     ...extra,
+  };
+}
+
+/** "'Untitled - Notepad', call #4 capture": which window an image shows and which call made it. */
+export function imageTitle(image: ImageDigest): string {
+  const win = image.window ? `'${image.window}'` : 'window unknown';
+  return `${win}, call #${image.seq} ${image.tool}`;
+}
+
+/** The images with their titles (window and call), and whether the last one and the failing call's are of one window. */
+function imageViews(s: SessionSummary) {
+  const titledImage = (image: ImageDigest | null | undefined) =>
+    image ? { ...image, title: imageTitle(image), alt: imageTitle(image).replace(/'/g, '') } : null;
+  return {
+    lastImage: titledImage(s.lastImage),
+    suspectImage: titledImage(s.suspectImage),
+    imagesSameWindow: sameWindowImages(s.lastImage, s.suspectImage),
+    lastGoodObservation: s.lastGoodObservation
+      ? { ...s.lastGoodObservation, image: titledImage(s.lastGoodObservation.image) }
+      : null,
+  };
+}
+
+/** What the failing call did in words, its target's facts as lines, and the failures marked when one is it. */
+function failingViews(s: SessionSummary): Record<string, unknown> {
+  const f = s.failingCall;
+  const outcome = !f
+    ? ''
+    : f.status === 'pending'
+      ? 'never returned'
+      : `failed with ${f.code ? `\`${f.code.replace(/`/g, "'")}\`` : f.status}${f.category ? ` (${f.category})` : ''}`;
+  return {
+    failingOutcome: outcome,
+    targetFacts: f?.target ? targetFacts(f.target) : [],
+    failures: s.failures.map((x) => ({ ...x, isFailing: x.seq === f?.seq })),
   };
 }
 

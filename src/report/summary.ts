@@ -5,7 +5,7 @@ import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
 import { recoveryForCall } from './recovery.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
-import { argsLine, describeTarget, targetOf } from './target.js';
+import { argsLine, describeTarget, type TargetKey, targetKeyOf, targetOf, windowShownBy } from './target.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
 import { loadTimeFormat, type TimeFormat } from './time.js';
 import type {
@@ -15,8 +15,9 @@ import type {
   SessionSummary,
   SummaryOptions,
   TimelineLine,
+  Verdict,
 } from './types.js';
-import { decideVerdict, readVerdictFacts } from './verdict.js';
+import { decideVerdict, readVerdictFacts, type VerdictFacts } from './verdict.js';
 
 /** Longest error detail kept in the model; renderers clip further when a document gets too long. */
 const MAX_DETAIL = 4000;
@@ -100,19 +101,6 @@ function titled(reader: SessionReader, image: ImageDigest | null): ImageDigest |
   };
 }
 
-/** The window a call is aimed at: its handle or lower-cased title (from args, else its result's window). */
-function targetKey(row: CallRow): string | null {
-  const args = asRecord(parseJson(row.args, 1024 * 1024));
-  const envelope = envelopeOf(row);
-  const win =
-    asRecord(asRecord(envelope?.result)?.window) ??
-    asRecord(asRecord(asRecord(envelope?.error)?.partialResult)?.window);
-  const handle = win?.handle ?? args?.handle;
-  if (typeof handle === 'number') return `h:${handle}`;
-  const title = win?.title ?? args?.window;
-  return typeof title === 'string' ? `t:${title.toLowerCase()}` : null;
-}
-
 function envelopeOf(row: CallRow): Record<string, unknown> | undefined {
   return asRecord(parseJson(row.envelope));
 }
@@ -151,28 +139,43 @@ function sumDetails(rows: EventRow[], keys: string[]): Record<string, number> {
   return out;
 }
 
-/** The observation the agent last saw successfully before `beforeSeq`, with its image when it had one. */
+/** The newest successful observation before `failing` that showed its target window, within a bounded walk back. */
+function observationOfTarget(
+  reader: SessionReader,
+  newest: CallRow,
+  want: TargetKey,
+): { row: CallRow; window: Record<string, unknown> } | null {
+  let row: CallRow | undefined = newest;
+  for (let i = 0; row && i < 200; i++) {
+    const window = windowShownBy(row, want);
+    if (window) return { row, window };
+    row = reader.lastCallWhere({ statuses: ['ok'], tools: OBSERVATION_TOOLS, beforeSeq: row.seq });
+  }
+  return null;
+}
+
+/** The title of the window an observation's result names (or its arguments'), null when none. */
+function observedTitle(row: CallRow): string | null {
+  const result = asRecord(envelopeOf(row)?.result);
+  const args = asRecord(parseJson(row.args, 1024 * 1024));
+  const title = asRecord(result?.window)?.title ?? args?.window;
+  return typeof title === 'string' && title !== '' ? oneLine(title, 100) : null;
+}
+
+/**
+ * The observation the agent last saw successfully before the failing call, with its image when it had one.
+ * The newest one that showed the failing call's own window (its result's window, or a `windows` list naming
+ * it) wins over a newer one of another window; without one, the newest observation.
+ */
 function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined): ObservationDigest | null {
   const newest = reader.lastCallWhere({
     statuses: ['ok'],
     tools: OBSERVATION_TOOLS,
     beforeSeq: failing?.seq,
   });
-  // Prefer the newest observation of the failing call's own window: one of another window says little.
-  let row = newest;
-  const want = failing ? targetKey(failing) : null;
-  if (want && newest && targetKey(newest) !== want) {
-    let before = newest.seq;
-    for (let i = 0; i < 200; i++) {
-      const older = reader.lastCallWhere({ statuses: ['ok'], tools: OBSERVATION_TOOLS, beforeSeq: before });
-      if (!older) break;
-      if (targetKey(older) === want) {
-        row = older;
-        break;
-      }
-      before = older.seq;
-    }
-  }
+  const want = failing ? targetKeyOf(failing) : null;
+  const ofTarget = want && newest ? observationOfTarget(reader, newest, want) : null;
+  const row = ofTarget?.row ?? newest;
   if (row) {
     const result = envelopeOf(row)?.result;
     const own = reader.artifactsOfCall(row.seq).filter((a) => OWN_IMAGE_ROLES.has(a.role));
@@ -180,6 +183,7 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
       reader,
       imageFromArtifact(own.find((a) => a.path)) ?? imageFromSummary(result, row.seq, 'result'),
     );
+    const shownTitle = ofTarget?.window.title;
     return {
       seq: row.seq,
       tool: oneLine(row.tool, 60),
@@ -187,33 +191,63 @@ function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined
       image,
       hostPath: image ? null : hostPathOfCall(own),
       value: compactValue(result),
+      window:
+        typeof shownTitle === 'string' && shownTitle !== '' ? oneLine(shownTitle, 100) : observedTitle(row),
+      ofFailingTarget: want ? ofTarget !== null : null,
     };
   }
-  // The recorder may have joined late: fall back to what the server said in the failing call's error.
-  if (failing) {
-    const error = asRecord(envelopeOf(failing)?.error);
-    const observed = asRecord(error?.lastObservation);
-    if (observed) {
-      const image = titled(reader, imageFromSummary(observed, failing.seq, 'lastObservation'));
-      const kind = typeof observed.kind === 'string' ? observed.kind : 'observation';
-      const title = asRecord(observed.window)?.title ?? observed.title;
-      return {
-        seq: failing.seq,
-        tool: 'lastObservation',
-        oneLine: `server's lastObservation (${oneLine(kind, 30)})${typeof title === 'string' ? ` of '${oneLine(title, 50)}'` : ''}`,
-        image:
-          image ??
-          imageFromArtifact(
-            reader.artifactsOfCall(failing.seq).find((a) => a.path && a.role === 'host-observation'),
-          ),
-        hostPath: image
-          ? null
-          : hostPathOfCall(reader.artifactsOfCall(failing.seq), (r) => r === 'host-observation'),
-        value: compactValue(observed),
-      };
-    }
+  return failing ? serverLastObservation(reader, failing, want) : null;
+}
+
+/** The recorder may have joined late: what the server said it last observed, in the failing call's error. */
+function serverLastObservation(
+  reader: SessionReader,
+  failing: CallRow,
+  want: TargetKey | null,
+): ObservationDigest | null {
+  const error = asRecord(envelopeOf(failing)?.error);
+  const observed = asRecord(error?.lastObservation);
+  if (!observed) return null;
+  const image = titled(reader, imageFromSummary(observed, failing.seq, 'lastObservation'));
+  const kind = typeof observed.kind === 'string' ? observed.kind : 'observation';
+  const win = asRecord(observed.window);
+  const title = win?.title ?? observed.title;
+  const handle = win?.handle;
+  return {
+    seq: failing.seq,
+    tool: 'lastObservation',
+    oneLine: `server's lastObservation (${oneLine(kind, 30)})${typeof title === 'string' ? ` of '${oneLine(title, 50)}'` : ''}`,
+    image:
+      image ??
+      imageFromArtifact(
+        reader.artifactsOfCall(failing.seq).find((a) => a.path && a.role === 'host-observation'),
+      ),
+    hostPath: image
+      ? null
+      : hostPathOfCall(reader.artifactsOfCall(failing.seq), (r) => r === 'host-observation'),
+    value: compactValue(observed),
+    window: typeof title === 'string' && title !== '' ? oneLine(title, 100) : null,
+    ofFailingTarget: want
+      ? want.handle !== null
+        ? handle === want.handle
+        : typeof title === 'string' && title.toLowerCase() === want.title
+      : null,
+  };
+}
+
+/** True when both images are known to show the same window (so they read as a before and after). */
+export function sameWindowImages(a: ImageDigest | null, b: ImageDigest | null): boolean {
+  return Boolean(a?.window && b?.window && a.window.toLowerCase() === b.window.toLowerCase());
+}
+
+/** Distinct image files the log refers to (one file however many rows, roles or calls name it). */
+export function distinctImageCount(rows: readonly ArtifactRow[]): number {
+  const paths = new Set<string>();
+  for (const row of rows) {
+    const p = row.path ? safeRelativePath(row.path) : null;
+    if (p) paths.add(p);
   }
-  return null;
+  return paths.size;
 }
 
 /** One line per display of the newest successful `displays` call ("DISPLAY2 (primary): 1920x1080 at x=0 y=0, 96 dpi"). */
@@ -268,6 +302,162 @@ function environmentOf(reader: SessionReader, session: SessionRow): Record<strin
   return env;
 }
 
+/** A call as a timeline line. */
+function timelineLine(row: CallRow, time: TimeFormat): TimelineLine {
+  return {
+    seq: row.seq,
+    at: time.iso(row.started_at) ?? row.started_at,
+    tool: oneLine(row.tool, 60),
+    status: row.status,
+    duration: row.status === 'pending' ? '' : time.duration(row.duration_ms),
+    line: summarizeCall(row),
+    args: argsLine(row.args),
+    code: row.error_code ? oneLine(row.error_code, 120) : null,
+  };
+}
+
+/** The failing call's row: the newest unrecovered failure, fault or pending call on a FAIL; none on a PASS. */
+function failingRowOf(reader: SessionReader, facts: VerdictFacts, verdict: Verdict): CallRow | undefined {
+  // None on a PASS, so a page never shows PASS beside a "failing call" (a declared PASS still lists its
+  // unrecovered failures).
+  const seq =
+    verdict === 'FAIL'
+      ? Math.max(
+          facts.unrecovered.newest?.seq ?? 0,
+          facts.faults.newest?.seq ?? 0,
+          facts.pending.newest?.seq ?? 0,
+        )
+      : 0;
+  // The full row: list rows leave out a failure's envelope (lastObservation, partialResult live there).
+  return seq > 0 ? reader.call(seq) : undefined;
+}
+
+/** The failing call, the calls that lead to it, and the images around it. */
+function failurePart(
+  reader: SessionReader,
+  failingRow: CallRow | undefined,
+  timeline: TimelineLine[],
+  time: TimeFormat,
+  timelineLength: number,
+  calls: number,
+): Pick<SessionSummary, 'failingCall' | 'reproduce' | 'suspectImage' | 'lastImage'> {
+  const target = failingRow ? targetOf(reader, failingRow) : null;
+  const failingCall = failingRow
+    ? {
+        ...digest(failingRow, time),
+        args: argsLine(failingRow.args, 2000),
+        target,
+        targetLine: target ? describeTarget(target) : null,
+      }
+    : null;
+  // To Reproduce: the calls up to the failing one (the tail already is that when the failure is newest).
+  const reproduceLines =
+    failingRow && !timeline.some((l) => l.seq === failingRow.seq)
+      ? [
+          ...reader.calls({
+            fromSeq: Math.max(0, failingRow.seq - timelineLength + 1),
+            limit: timelineLength,
+          }),
+        ]
+          .filter((r) => r.seq <= failingRow.seq)
+          .map((r) => timelineLine(r, time))
+      : timeline.filter((l) => !failingRow || l.seq <= failingRow.seq);
+  const reproduceOmitted = (failingRow ? failingRow.seq : calls) - reproduceLines.length;
+  const suspectImage = failingRow
+    ? titled(
+        reader,
+        imageFromArtifact(
+          reader
+            .artifactsOfCall(failingRow.seq)
+            .find(
+              (a) =>
+                a.path &&
+                (a.role === 'partialResult' || (a.json_path ?? '').startsWith('/error/partialResult/')),
+            ),
+        ) ??
+          imageFromSummary(
+            asRecord(envelopeOf(failingRow)?.error)?.partialResult,
+            failingRow.seq,
+            'partialResult',
+          ),
+      )
+    : null;
+  const lastImage = titled(
+    reader,
+    imageFromArtifact(
+      reader.lastImageArtifact({
+        beforeSeq: failingRow?.seq,
+        excludeRoles: ['lastObservation', 'host-observation'],
+      }),
+    ) ?? imageFromArtifact(reader.lastImageArtifact({ beforeSeq: failingRow?.seq })),
+  );
+  return {
+    failingCall,
+    reproduce: { omitted: Math.max(0, reproduceOmitted), lines: reproduceLines },
+    suspectImage,
+    lastImage,
+  };
+}
+
+/** The runner's declared steps (the newest MAX_STEPS) and the last one that failed. */
+function stepsPart(
+  reader: SessionReader,
+  time: TimeFormat,
+): Pick<SessionSummary, 'steps' | 'stepsOmitted' | 'lastFailedStep'> {
+  const steps = reader.eventsTail('step', MAX_STEPS).map((event) => {
+    const d = parseDetail(event);
+    return {
+      name: oneLine(d.name ?? '', 200),
+      status: oneLine(d.status ?? '', 40),
+      detail: d.detail == null ? null : clip(String(d.detail), MAX_DETAIL),
+      at: time.iso(event.at) ?? event.at,
+    };
+  });
+  return {
+    steps,
+    stepsOmitted: reader.eventCount('step') - steps.length,
+    lastFailedStep: [...steps].reverse().find((s) => FAILED_STEP.has(s.status.toLowerCase())) ?? null,
+  };
+}
+
+/** Who wrote the log, and what the recorder had to leave out (payloads, images) or saw (emergency stop). */
+function recordingPart(
+  reader: SessionReader,
+  emergencyStop: boolean,
+): Pick<SessionSummary, 'writers' | 'writersNote' | 'events'> {
+  // Running totals are kept per writer: add up each writer's latest.
+  const truncationRows = reader.latestEventPerWriter('truncation');
+  const artifactLimitRows = reader.latestEventPerWriter('artifact-limit');
+  const truncationDetail = sumDetails(truncationRows, ['omittedCalls', 'omittedBytes']);
+  const artifactLimitDetail = sumDetails(artifactLimitRows, ['omittedImages', 'omittedBytes']);
+  const writers = reader.writers().map((w) => ({ pid: w.pid, host: w.host, calls: w.calls }));
+  const together = reader.eventCount('concurrent-writer') > 0;
+  return {
+    writers,
+    writersNote:
+      writers.length > 1
+        ? `Written by ${writers.length} processes ${together ? 'at the same time' : 'one after another'}: ` +
+          `${writers.map((w) => `pid ${w.pid} (${w.calls} calls)`).join(', ')}; every call of each is kept, ` +
+          'numbered in the order written'
+        : null,
+    events: {
+      emergencyStop,
+      truncation: truncationRows[0]
+        ? {
+            omittedCalls: finiteOr0(truncationDetail.omittedCalls),
+            omittedBytes: finiteOr0(truncationDetail.omittedBytes),
+          }
+        : null,
+      artifactLimit: artifactLimitRows[0]
+        ? {
+            omittedImages: finiteOr0(artifactLimitDetail.omittedImages),
+            omittedBytes: finiteOr0(artifactLimitDetail.omittedBytes),
+          }
+        : null,
+    },
+  };
+}
+
 /** Build the summary of one session; reads the log in one snapshot and never loads every call. */
 export async function buildSummary(
   reader: SessionReader,
@@ -281,188 +471,56 @@ export async function buildSummary(
     const stats = reader.stats();
     const facts = readVerdictFacts(reader, { session, stats });
     const decision = decideVerdict(facts);
-    const { verdict } = decision;
-    const recovered = facts.recovered;
-    const failuresTotal = facts.failures;
-
-    // The call to look at: the newest unrecovered failure, fault or pending call. None on a PASS, so a page
-    // never shows PASS beside a "failing call" (a declared PASS still lists its unrecovered failures).
-    const failingSeq =
-      verdict === 'FAIL'
-        ? Math.max(
-            facts.unrecovered.newest?.seq ?? 0,
-            facts.faults.newest?.seq ?? 0,
-            facts.pending.newest?.seq ?? 0,
-          )
-        : 0;
-    // The full row: list rows leave out a failure's envelope (lastObservation, partialResult live there).
-    const failingRow = failingSeq > 0 ? reader.call(failingSeq) : undefined;
-    const emergencyStop = facts.emergencyStop;
-    const verdictReason = decision.reason;
-    const passedExplicit = facts.declared ? facts.declared.passed : null;
-
+    const failingRow = failingRowOf(reader, facts, decision.verdict);
     const failures = reader
       .failures({ limit: maxFailures })
       .reverse()
       .map((f) => ({ ...digest(f, time), recovered: f.recovered !== 0 }));
-
-    const tail = reader.tailCalls(timelineLength);
-    const lineOf = (row: CallRow): TimelineLine => ({
-      seq: row.seq,
-      at: time.iso(row.started_at) ?? row.started_at,
-      tool: oneLine(row.tool, 60),
-      status: row.status,
-      duration: row.status === 'pending' ? '' : time.duration(row.duration_ms),
-      line: summarizeCall(row),
-      args: argsLine(row.args),
-      code: row.error_code ? oneLine(row.error_code, 120) : null,
-    });
-    const timeline: TimelineLine[] = tail.map(lineOf);
-
-    const stepCount = reader.eventCount('step');
-    const steps = reader.eventsTail('step', MAX_STEPS).map((event) => {
-      const d = parseDetail(event);
-      return {
-        name: oneLine(d.name ?? '', 200),
-        status: oneLine(d.status ?? '', 40),
-        detail: d.detail == null ? null : clip(String(d.detail), MAX_DETAIL),
-        at: time.iso(event.at) ?? event.at,
-      };
-    });
-
-    // Running totals are kept per writer: add up each writer's latest.
-    const truncationRows = reader.latestEventPerWriter('truncation');
-    const artifactLimitRows = reader.latestEventPerWriter('artifact-limit');
-    const truncation = truncationRows[0];
-    const artifactLimit = artifactLimitRows[0];
-    const truncationDetail = sumDetails(truncationRows, ['omittedCalls', 'omittedBytes']);
-    const artifactLimitDetail = sumDetails(artifactLimitRows, ['omittedImages', 'omittedBytes']);
-    const writers = reader.writers().map((w) => ({ pid: w.pid, host: w.host, calls: w.calls }));
-    const together = reader.eventCount('concurrent-writer') > 0;
-
-    const startedAt = time.iso(session.started_at) ?? session.started_at;
-    const endedAt = time.iso(session.ended_at);
+    const timeline = reader.tailCalls(timelineLength).map((row) => timelineLine(row, time));
     const durationMs = time.between(session.started_at, session.ended_at ?? stats.lastActivityAt);
-
-    const target = failingRow ? targetOf(reader, failingRow) : null;
-    const failingCall = failingRow
-      ? {
-          ...digest(failingRow, time),
-          args: argsLine(failingRow.args, 2000),
-          target,
-          targetLine: target ? describeTarget(target) : null,
-        }
-      : null;
-    // To Reproduce: the calls up to the failing one (the tail already is that when the failure is newest).
-    const reproduceLines =
-      failingRow && !timeline.some((l) => l.seq === failingRow.seq)
-        ? [
-            ...reader.calls({
-              fromSeq: Math.max(0, failingRow.seq - timelineLength + 1),
-              limit: timelineLength,
-            }),
-          ]
-            .filter((r) => r.seq <= failingRow.seq)
-            .map(lineOf)
-        : timeline.filter((l) => !failingRow || l.seq <= failingRow.seq);
-    const reproduceOmitted = (failingRow ? failingRow.seq : stats.calls) - reproduceLines.length;
-    const suspectImage = failingRow
-      ? titled(
-          reader,
-          imageFromArtifact(
-            reader
-              .artifactsOfCall(failingRow.seq)
-              .find(
-                (a) =>
-                  a.path &&
-                  (a.role === 'partialResult' || (a.json_path ?? '').startsWith('/error/partialResult/')),
-              ),
-          ) ??
-            imageFromSummary(
-              asRecord(envelopeOf(failingRow)?.error)?.partialResult,
-              failingRow.seq,
-              'partialResult',
-            ),
-        )
-      : null;
-    const lastImage = titled(
-      reader,
-      imageFromArtifact(
-        reader.lastImageArtifact({
-          beforeSeq: failingRow?.seq,
-          excludeRoles: ['lastObservation', 'host-observation'],
-        }),
-      ) ?? imageFromArtifact(reader.lastImageArtifact({ beforeSeq: failingRow?.seq })),
-    );
-
-    const summary: SessionSummary = {
+    const artifacts = reader.artifacts();
+    return {
       sessionId: session.session_id,
       originalId: session.original_id ? oneLine(session.original_id, 200) : null,
       scenario: session.scenario == null ? null : clip(session.scenario, MAX_DETAIL),
       dirName: reader.dir.split(/[\\/]/).filter(Boolean).pop() ?? session.session_id,
       status: session.status,
-      verdict,
-      verdictReason,
+      verdict: decision.verdict,
+      verdictReason: decision.reason,
       verdictReasons: decision.reasons,
-      passedExplicit,
-      startedAt,
-      endedAt,
+      passedExplicit: facts.declared ? facts.declared.passed : null,
+      startedAt: time.iso(session.started_at) ?? session.started_at,
+      endedAt: time.iso(session.ended_at),
       durationMs,
       duration: time.duration(durationMs),
       counts: {
         calls: stats.calls,
-        failures: failuresTotal,
-        recovered,
+        failures: facts.failures,
+        recovered: facts.recovered,
         pending: stats.pending,
         warnings: stats.warnings,
         violations: stats.violations,
-        artifacts: stats.artifacts,
+        // One image is one artifact, however many places in an output (result, image block) carried it.
+        artifacts: distinctImageCount(artifacts),
         droppedPayloads: stats.droppedPayloads,
         lostCalls: stats.lostCalls,
         recordFailures: stats.recordFailures,
       },
-      failingCall,
+      ...failurePart(reader, failingRow, timeline, time, timelineLength, stats.calls),
       failures,
-      failuresOmitted: failuresTotal - failures.length,
+      failuresOmitted: facts.failures - failures.length,
       warningsByCode: reader.warningsByCode().map((w) => ({
         code: oneLine(w.code, 80),
         count: w.count,
         example: w.example == null ? '' : oneLine(w.example, 300),
       })),
       lastGoodObservation: lastGoodObservation(reader, failingRow),
-      lastImage,
-      suspectImage,
-      hostFiles: hostFilesOf(reader.artifacts()),
+      hostFiles: hostFilesOf(artifacts),
       timeline: { omitted: stats.calls - timeline.length, lines: timeline },
-      reproduce: { omitted: Math.max(0, reproduceOmitted), lines: reproduceLines },
-      steps,
-      stepsOmitted: stepCount - steps.length,
-      lastFailedStep: [...steps].reverse().find((s) => FAILED_STEP.has(s.status.toLowerCase())) ?? null,
+      ...stepsPart(reader, time),
       environment: environmentOf(reader, session),
       displays: displayLinesOf(reader),
-      writers,
-      writersNote:
-        writers.length > 1
-          ? `Written by ${writers.length} processes ${together ? 'at the same time' : 'one after another'}: ` +
-            `${writers.map((w) => `pid ${w.pid} (${w.calls} calls)`).join(', ')}; every call of each is kept, ` +
-            'numbered in the order written'
-          : null,
-      events: {
-        emergencyStop,
-        truncation: truncation
-          ? {
-              omittedCalls: finiteOr0(truncationDetail.omittedCalls),
-              omittedBytes: finiteOr0(truncationDetail.omittedBytes),
-            }
-          : null,
-        artifactLimit: artifactLimit
-          ? {
-              omittedImages: finiteOr0(artifactLimitDetail.omittedImages),
-              omittedBytes: finiteOr0(artifactLimitDetail.omittedBytes),
-            }
-          : null,
-      },
+      ...recordingPart(reader, facts.emergencyStop),
     };
-    return summary;
   });
 }

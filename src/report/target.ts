@@ -44,19 +44,50 @@ function windowsIn(result: Obj | undefined): Obj[] {
   return out;
 }
 
+/** What a call aims at: a window handle, else a lower-cased window title. */
+export interface TargetKey {
+  handle: number | null;
+  title: string | null;
+}
+
+/** The window a call is aimed at (its partialResult's window, else its arguments); null when it names none. */
+export function targetKeyOf(row: CallRow): TargetKey | null {
+  const args = asRecord(parseJson(row.args, 1024 * 1024)) ?? {};
+  const envelope = asRecord(parseJson(row.envelope));
+  const partial = asRecord(asRecord(envelope?.error)?.partialResult);
+  const win = asRecord(partial?.window) ?? asRecord(asRecord(envelope?.result)?.window);
+  const handle = num(win?.handle) ?? num(args.handle) ?? num(partial?.handle);
+  const title = str(win?.title, 500) ?? (typeof args.window === 'string' ? args.window : null);
+  if (handle === null && title === null) return null;
+  return { handle, title: title?.toLowerCase() ?? null };
+}
+
+/**
+ * The target window as a successful call saw it: its own `window`, or an entry of its `windows` list; else
+ * its arguments' window when its result names none. Null when the call did not show that window.
+ */
+export function windowShownBy(row: CallRow, want: TargetKey): Obj | null {
+  const result = asRecord(asRecord(parseJson(row.envelope))?.result);
+  const wins = windowsIn(result);
+  const hit = wins.find((w) => matches(w, want));
+  if (hit) return hit;
+  if (wins.length > 0) return null;
+  const args = asRecord(parseJson(row.args, 1024 * 1024)) ?? {};
+  const byArgs =
+    want.handle !== null
+      ? num(args.handle) === want.handle
+      : want.title !== null && typeof args.window === 'string' && args.window.toLowerCase() === want.title;
+  return byArgs ? { title: typeof args.window === 'string' ? args.window : null } : null;
+}
+
 /** The facts about the failing call's target window and its display, from the log alone; null when none are known. */
 export function targetOf(reader: SessionReader, failing: CallRow): TargetDigest | null {
-  const args = asRecord(parseJson(failing.args, 1024 * 1024)) ?? {};
   const error = asRecord(asRecord(parseJson(failing.envelope))?.error);
   const partial = asRecord(error?.partialResult);
   let win = asRecord(partial?.window);
   let source = win ? `call #${failing.seq}'s partialResult` : null;
-  const want = {
-    handle: num(win?.handle) ?? num(args.handle) ?? num(partial?.handle),
-    title:
-      (str(win?.title, 500) ?? (typeof args.window === 'string' ? args.window : null))?.toLowerCase() ?? null,
-  };
-  if (want.handle === null && want.title === null) return null;
+  const want = targetKeyOf(failing);
+  if (want === null) return null;
   if (!win || num(win.x) === null) {
     // Walk back through earlier results for the newest one naming the same window.
     let before = failing.seq;
@@ -145,4 +176,28 @@ export function describeTarget(t: TargetDigest): string {
   }
   if (t.elevated !== null) parts.push(t.elevated ? '(elevated)' : '(not elevated)');
   return parts.join(' ');
+}
+
+/** The target's facts as labelled lines (title, class, process, handle, rect, display and dpi, elevated), known ones only. */
+export function targetFacts(t: TargetDigest): Array<{ label: string; value: string }> {
+  const out: Array<{ label: string; value: string }> = [];
+  const add = (label: string, value: string | null) => {
+    if (value !== null) out.push({ label, value });
+  };
+  add('Title', t.title !== null ? `'${t.title}'` : null);
+  add('Class', t.className);
+  add('Process', t.process ? `${t.process}${t.processId !== null ? ` (pid ${t.processId})` : ''}` : null);
+  add('Handle', t.handle !== null ? String(t.handle) : null);
+  add('Rect', t.rect ? `x=${t.rect.x} y=${t.rect.y}, ${t.rect.width}x${t.rect.height}` : null);
+  const d = t.display;
+  add(
+    'Display',
+    d
+      ? `${d.name}${d.primary ? ' (primary)' : ''}${d.dpi !== null ? ` at ${d.dpi} dpi` : ''}${d.scale !== null && d.scale !== 1 ? ` (scale ${d.scale})` : ''}; ${d.bounds.width}x${d.bounds.height} at x=${d.bounds.x} y=${d.bounds.y}`
+      : t.rect
+        ? 'not known (no display the log lists before it holds its centre)'
+        : null,
+  );
+  add('Elevated', t.elevated === null ? 'not known' : t.elevated ? 'yes' : 'no');
+  return out;
 }

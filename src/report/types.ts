@@ -88,6 +88,10 @@ export interface ObservationDigest {
   hostPath: string | null;
   /** A compact, clipped copy of the observation (never image bytes, never a whole UIA tree). */
   value: unknown;
+  /** The title of the window it observed (the failing call's target when it showed it), null when unknown. */
+  window: string | null;
+  /** Whether it showed the failing call's target window; null when there is no failing call or it names none. */
+  ofFailingTarget: boolean | null;
 }
 
 /** One line of the timeline. */
@@ -121,6 +125,7 @@ export interface SummaryCounts {
   pending: number;
   warnings: number;
   violations: number;
+  /** Distinct image files kept (one file however many places in the log refer to it). */
   artifacts: number;
   droppedPayloads: number;
   lostCalls: number;

@@ -79,7 +79,7 @@ describe('precompiled Markdown templates', () => {
     };
     expect(compiled).toEqual(builtIn);
     expect(builtIn.summary.split('\n')[0]).toBe('# save a file; FAIL');
-    expect(builtIn.summary).toContain('- Code: `wait-condition-timeout`');
+    expect(builtIn.summary).toContain('failed with `wait-condition-timeout`');
     expect(builtIn.bug).toContain('b.zip');
   });
 

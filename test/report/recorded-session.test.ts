@@ -112,7 +112,7 @@ describe('summaries of sessions recorded by the recorder', () => {
 
     const text = await renderFailureSummary(summary);
     expect(text.split('\n')[0]).toBe('# save in Notepad; FAIL');
-    expect(text).toContain('- Failing step: **save the file**; call #');
+    expect(text).toContain('- Failing step: **save the file**\n');
     for (const target of imageTargets(text)) expect(fs.existsSync(path.join(dir, target))).toBe(true);
     const report = await renderBugReport(summary);
     expect(report.trimEnd().endsWith(`Attach: **${path.basename(dir)}.zip**`)).toBe(true);
@@ -142,7 +142,7 @@ describe('summaries of sessions recorded by the recorder', () => {
     // The observation's image is the last image: linked once.
     expect(targets).toEqual([summary.lastImage!.artifact, summary.suspectImage!.artifact]);
     for (const target of targets) expect(fs.existsSync(path.join(dir, target))).toBe(true);
-    expect(text).toContain('- Recovery: restore or foreground the window and capture again');
+    expect(text).toContain('Next step: restore or foreground the window and capture again');
   });
 
   it('takes a declared verdict from end() and reads a still-running session', async () => {
@@ -209,7 +209,8 @@ describe('summaries of sessions recorded by the recorder', () => {
     expect(summary.verdictReason).toContain('aborted');
     expect(summary.failingCall).toMatchObject({ seq: 2, tool: 'invoke', status: 'pending' });
     const text = await renderFailureSummary(summary);
-    expect(text).toContain('- Failing step: **invoke (call #2)**; call #2 invoke never returned');
+    expect(text).toContain('- Failing step: none\n');
+    expect(text).toMatch(/\nCall #2 `invoke` at \S+ never returned\.\n/);
     expect(text).toContain('- Status: aborted;');
   });
 });

@@ -55,20 +55,24 @@ describe('failure-summary.md', () => {
     expect(text).toMatch(
       /- Last good observation: capture 800x600 png \d+ KB of 'Untitled - Notepad' \(call #2\)/,
     );
-    expect(text).toContain(
-      '- Failing step: **save the file**; call #7 capture: frame-all-black (capture-blank): The captured frame is all black',
+    expect(text).toContain('- Failing step: **save the file**\n');
+    expect(text).toMatch(
+      /\nCall #7 `capture` at \S+ \(\d+ ms\) failed with `frame-all-black` \(capture-blank\):\n\n> The captured frame is all black/,
     );
-    expect(text).toContain('- Code: `frame-all-black`');
-    expect(text).toContain('- Category: capture-blank');
     expect(text).toContain(
-      '- Recovery: restore or foreground the window and capture again; the suspect image is in partialResult',
+      'Next step: restore or foreground the window and capture again; the suspect image is in partialResult.',
     );
+    expect(text).toContain(
+      'Its arguments (secrets redacted):\n\n```json\n{"title":"Untitled - Notepad"}\n```',
+    );
+    // The detail sentence once: in the failing call's section, not again in the failures list or the step line.
+    expect(text.split('The captured frame is all black').length - 1).toBe(1);
     expect(text).toMatch(
       /## Steps\n\n- \[passed\] open Notepad\n- \[failed\] save the file: the window went black\n/,
     );
     expect(text).toContain('- #3 `find` `selector-matched-3` (ambiguous-selector), recovered: Selector');
     expect(text).toContain(
-      '- #7 `capture` `frame-all-black` (capture-blank), **not recovered**: The captured',
+      '- #7 `capture` `frame-all-black` (capture-blank), **not recovered** (the failing call, above)',
     );
     expect(text).toContain('- `tree-truncated` x1: UIA tree clipped at 14 nodes');
     expect(text).toContain('- server: MCEC 3.0.4 (protocol 2025-06-18)');
@@ -76,10 +80,14 @@ describe('failure-summary.md', () => {
     expect(text).toContain('- dpi: 144');
     // Relative image links that resolve inside the session dir (and so inside the bundle's top folder).
     const links = imageLinks(text);
+    // Each image titled with its window and the call that made it.
     expect(links).toEqual([
-      { alt: 'last image', target: shot },
-      { alt: 'suspect image', target: suspect },
+      { alt: 'Untitled - Notepad, call #2 capture', target: shot },
+      { alt: 'Untitled - Notepad, call #7 capture', target: suspect },
     ]);
+    expect(text).toContain(
+      'What call #7 returned with its error: the same window as the last image before the failure, so the two are a before and after.',
+    );
     for (const link of links) {
       expect(path.isAbsolute(link.target)).toBe(false);
       expect(fs.existsSync(path.join(f.dir, link.target))).toBe(true);
@@ -95,9 +103,11 @@ describe('failure-summary.md', () => {
     expect(text.split('\n')[0]).toBe(`# ${f.sessionId}; FAIL`);
     expect(text).toContain('- Scenario: (none)');
     // One image, linked once: the observation's image is the last image seen.
-    expect(imageLinks(text)).toEqual([{ alt: 'last image', target: shot.image.artifact }]);
-    expect(text).toContain('Its image is the last image seen, below.');
-    expect(text).not.toContain('## Suspect image');
+    expect(imageLinks(text)).toEqual([
+      { alt: 'Untitled - Notepad, call #1 capture', target: shot.image.artifact },
+    ]);
+    expect(text).toContain('Its image is the last image before the failure, below.');
+    expect(text).not.toContain('## Image from the failing call');
   });
 
   it('writes an explicit omitted line when the timeline is longer than N', async () => {
@@ -117,7 +127,8 @@ describe('failure-summary.md', () => {
     const openText = await renderFailureSummary(await summarize(open));
     expect(openText).toContain('; FAIL\n');
     expect(openText).toContain('- Status: open; started 2026-12-02T10:15:00.000Z');
-    expect(openText).toContain('- Failing step: **wait-for (call #2)**; call #2 wait-for never returned');
+    expect(openText).toContain('- Failing step: none\n');
+    expect(openText).toMatch(/\nCall #2 `wait-for` at \S+ never returned\.\n/);
     expect(openText).toContain('pending (no response recorded)');
 
     const crashed = FixtureSession.create(root, { writerPid: deadPid() });
@@ -250,7 +261,7 @@ describe('the 65,536-character cap', () => {
     const summaryText = await renderFailureSummary(summary);
     expect(summaryText.split('\n')[0]).toMatch(/^# scenario s+…; FAIL$/);
     expect(summaryText).toMatch(/- (\d+) earlier calls omitted/);
-    expect(summaryText).toContain('- Recovery: restore or foreground the window');
+    expect(summaryText).toContain('Next step: restore or foreground the window');
   });
 
   it('hard-clips a document that cannot be shortened, with a note', async () => {
