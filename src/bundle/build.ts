@@ -6,11 +6,13 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { describeFsError } from '../paths/disk-errors.js';
 import { renderReportHtmlBuffer } from '../report/html/render-html.js';
 import { REPORT_HTML_FILE } from '../report/html/write-report.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
+import { writeFileAtomic } from '../report/write-atomic.js';
 import { LOG_FILE, parseSessionDirName, sessionDirName } from '../store/layout.js';
 import type { SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
@@ -48,6 +50,8 @@ export interface BundleOptions {
   maxBytes?: number;
   /** Folder whose templates override the built-in ones by file name. */
   templatesDir?: string;
+  /** Also write the zip's report.html into the session dir, beside its artifacts/ (default false). */
+  reportHtmlInSessionDir?: boolean;
   /** Progress in work units (calls, then files). */
   onProgress?: (done: number, total: number) => void;
 }
@@ -66,6 +70,8 @@ export interface BundleResult {
   warnings: string[];
   /** Whether the zip fits `maxBytes`; null when no limit was asked for. */
   limitMet: boolean | null;
+  /** The session dir's copy of report.html (`reportHtmlInSessionDir`), null when not asked for or not written. */
+  reportHtml: string | null;
 }
 
 /** zlib level for the log snapshot: it is most of the bytes, and level 6 costs 3x the time for ~10% size. */
@@ -218,6 +224,9 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
         }
         fs.renameSync(tmp, output);
         tmp = null;
+        const reportHtml = options.reportHtmlInSessionDir
+          ? await writeSessionReport(dir, await facts.reportHtml, warnings)
+          : null;
         progress.finish();
         return {
           bundle: output,
@@ -228,6 +237,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
           sessionId: summary.sessionId,
           warnings,
           limitMet: maxBytes === undefined ? null : bytes <= maxBytes,
+          reportHtml,
         };
       }
     } finally {
@@ -267,6 +277,21 @@ async function readSession(
     return { session, summary, log, logFile, images, skipped, keep, reportHtml, closed };
   } finally {
     if (!rendering) reader.close();
+  }
+}
+
+/**
+ * The zip's report.html (the same bytes) into the session dir, where its image links resolve too. A session
+ * dir that cannot be written (a read-only copy) leaves a warning, not a failed bundle.
+ */
+function writeSessionReport(dir: string, page: Buffer, warnings: string[]): string | null {
+  const file = path.join(dir, REPORT_HTML_FILE);
+  try {
+    writeFileAtomic(file, page);
+    return file;
+  } catch (err) {
+    warnings.push(`report.html was not written into the session dir: ${describeFsError(err)}`);
+    return null;
   }
 }
 

@@ -15,8 +15,10 @@ import { recorderVersion } from '../record/environment.js';
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
 const EXIT_BROKEN = 1;
 const EXIT_USAGE = 2;
-/** Lines of failure-summary.md shown: the verdict, the failing step and the failing call with its recovery. */
-const SUMMARY_HEAD_LINES = 18;
+/** failure-summary.md is shown up to this heading: the verdict, the failing call, its arguments and target. */
+const SUMMARY_HEAD_END = '## Last good observation';
+/** ... and at most this many lines of it. */
+const SUMMARY_HEAD_LINES = 40;
 const DEFAULT_LISTEN = '127.0.0.1:5151';
 
 /** Bad usage: printed with a hint and exit code 2. */
@@ -38,8 +40,9 @@ What it does:
      session, looks around (windows, displays, a capture of Notepad, its UI tree), hits the ambiguous
      selector on 'Save As' (three buttons named Save: selector-matched-3) and recovers by automationId,
      then fails on the black capture of 'Video Player' (frame-all-black) and ends the session;
-  3. writes failure-summary.md into the session dir, builds the bug bundle (a zip beside it), verifies it;
-  4. prints where the session dir, failure-summary.md and the zip are, and the first lines of the summary.
+  3. writes failure-summary.md and report.html into the session dir, builds the bug bundle (a zip beside
+     it), verifies it;
+  4. prints where the session dir, failure-summary.md, report.html and the zip are, and the summary's head.
 
 The recorded session FAILS on purpose: that is what the demo shows. The demo itself succeeds (exit 0)
 when the bundle was written and verifies.
@@ -68,7 +71,7 @@ function pad(text: string, width: number): string {
   return text.length >= width ? text : text + ' '.repeat(width - text.length);
 }
 
-/** The human report: the calls, the steps, the three paths and the head of the summary. */
+/** The human report: the calls, the steps, the paths and the head of the summary. */
 function printReport(result: DemoResult, sessionsDir: string): void {
   const { run } = result;
   print('mcec-recorder demo: a scripted agent drives a simulated MCEC through the recorder.');
@@ -89,12 +92,15 @@ function printReport(result: DemoResult, sessionsDir: string): void {
   print();
   print(`Session dir:      ${result.sessionDir}`);
   print(`Failure summary:  ${result.failureSummary}`);
+  print(`Report page:      ${result.reportHtml}`);
   print(`Bug bundle:       ${result.bundle}`);
   print(`                  ${result.bundleFiles} files; mcec-bundle verify: ok`);
   print();
   print('First lines of failure-summary.md:');
   print();
-  const lines = result.summaryText.split('\n').slice(0, SUMMARY_HEAD_LINES);
+  const all = result.summaryText.split('\n');
+  const end = all.indexOf(SUMMARY_HEAD_END);
+  const lines = all.slice(0, Math.min(SUMMARY_HEAD_LINES, end === -1 ? all.length : end));
   while (lines.length > 0 && lines[lines.length - 1] === '') lines.pop();
   for (const line of lines) print(line ? `  ${line}` : '');
   print('  ...');
@@ -204,6 +210,7 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
         sessionId: result.sessionId,
         sessionDir: result.sessionDir,
         failureSummary: result.failureSummary,
+        reportHtml: result.reportHtml,
         bundle: result.bundle,
         bundleFiles: result.bundleFiles,
         verdict: result.verdict,
@@ -216,6 +223,7 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
     print(result.sessionDir);
     print(result.failureSummary);
     print(result.bundle);
+    print(result.reportHtml);
   } else {
     printReport(result, sessionsDir);
   }
@@ -257,10 +265,10 @@ function buildProgram(onExit: (code: number) => void): Command {
     )
     .option('--serve', 'the same as --keep-running')
     .option('--listen <host:port>', 'where --keep-running serves POST /mcp', DEFAULT_LISTEN)
-    .option('-q, --quiet', 'print only the three paths: session dir, failure-summary.md, zip')
+    .option('-q, --quiet', 'print only the paths: session dir, failure-summary.md, zip, report.html')
     .option(
       '--json',
-      'print {sessionId, sessionDir, failureSummary, bundle, verdict, verified, ...} as one JSON line',
+      'print {sessionId, sessionDir, failureSummary, reportHtml, bundle, verdict, verified, ...} as one JSON line',
     )
     .addHelpText('after', HELP_AFTER)
     .showHelpAfterError('(run npm run demo -- --help for usage)')

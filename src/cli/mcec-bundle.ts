@@ -156,6 +156,7 @@ async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> 
       db: opts.db,
       maxBytes: opts.maxBytes,
       templatesDir: templatesDir(opts.templates),
+      reportHtmlInSessionDir: true,
       onProgress: progress.onProgress,
     });
   } catch (err) {
@@ -169,10 +170,12 @@ async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> 
   // The zip is written either way (it is still the evidence), but a cap that was not met is a failed job.
   if (result.limitMet === false) process.exitCode = EXIT_FAILED;
   if (opts.json) {
-    const { bundle, bytes, files, verdict, dropped, limitMet } = result;
-    print(JSON.stringify({ bundle, bytes, files, verdict, dropped, limitMet }));
+    const { bundle, bytes, files, verdict, dropped, limitMet, reportHtml } = result;
+    print(JSON.stringify({ bundle, bytes, files, verdict, dropped, limitMet, reportHtml }));
     return;
   }
+  // stdout stays the zip's path alone (scripts take it with $(...)); the page's path is for the person.
+  if (result.reportHtml) printErr(`report.html (open it in a browser): ${result.reportHtml}`);
   print(result.bundle);
 }
 
@@ -279,9 +282,14 @@ sessions dir, a bad zip, an I/O error, or a --max-bytes that could not be met (t
   withSessions(
     program
       .command('bundle <sessionId>', { isDefault: true })
-      .description('write the bug bundle (a zip) of a session and print its path (the default command)')
+      .description(
+        'write the bug bundle (a zip) of a session and print its path (the default command); its report.html is also written into the session dir (path on stderr)',
+      )
       .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
-      .option('--json', 'print {"bundle", "bytes", "files", "verdict", "dropped", "limitMet"} as JSON')
+      .option(
+        '--json',
+        'print {"bundle", "bytes", "files", "verdict", "dropped", "limitMet", "reportHtml"} as JSON',
+      )
       .option('--no-images', 'leave the images out')
       .option('--no-db', 'leave session.sqlite out')
       .option(

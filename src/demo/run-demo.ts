@@ -40,6 +40,8 @@ export interface DemoResult {
   summaryText: string;
   /** Absolute path of the bug bundle (a zip beside the session dir). */
   bundle: string;
+  /** Absolute path of report.html in the session dir (the zip holds the same page). */
+  reportHtml: string;
   bundleBytes: number;
   bundleFiles: number;
   /** The recorded session's verdict: FAIL by design. */
@@ -56,7 +58,7 @@ export function defaultSessionsDir(): string {
   return resolveSessionsDir();
 }
 
-/** Run the scripted session through the recorder, write failure-summary.md, build and verify the bundle. */
+/** Run the scripted session through the recorder, write failure-summary.md and report.html, build and verify the bundle. */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const sessionsDir = path.resolve(options.sessionsDir ?? defaultSessionsDir());
   makeDirectory(sessionsDir); // its error names the cause (read-only, permission, a file in the way)
@@ -101,7 +103,8 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
     }
 
     const failureSummary = await writeFailureSummary(sessionDir);
-    const bundle = await buildBundle(sessionDir);
+    const bundle = await buildBundle(sessionDir, { reportHtmlInSessionDir: true });
+    if (!bundle.reportHtml) throw new Error(`report.html was not written: ${bundle.warnings.join('; ')}`);
     const verify = await verifyBundle(bundle.bundle);
     return {
       sessionId: run.sessionId,
@@ -109,6 +112,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       failureSummary,
       summaryText: fs.readFileSync(failureSummary, 'utf8'),
       bundle: bundle.bundle,
+      reportHtml: bundle.reportHtml,
       bundleBytes: bundle.bytes,
       bundleFiles: bundle.files,
       verdict: bundle.verdict,

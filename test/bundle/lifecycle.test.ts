@@ -42,7 +42,9 @@ describe('bundles across the session life', () => {
       [path.join(ROOT, 'dist/cli/mcec-bundle.js'), result.sessionId, '-s', sessions, '-o', later],
       { encoding: 'utf8', env: { ...process.env, TZ: 'America/Sao_Paulo' } },
     );
-    expect(res.stderr).toBe('');
+    expect(res.stderr).toBe(
+      `report.html (open it in a browser): ${path.join(result.sessionDir, 'report.html')}\n`,
+    );
     expect(res.status).toBe(0);
     expect(fs.readFileSync(later).equals(fs.readFileSync(result.bundle))).toBe(true);
   });

@@ -141,9 +141,12 @@ describe('mcec-bundle', () => {
   describe('bundle', () => {
     it('bundles by unique id prefix into <sessions>/<dir>.zip and prints its path', async () => {
       const res = run([FAIL_ID.slice(0, 5), '--sessions', sessions]);
-      expect(res).toMatchObject({ code: 0, stderr: '' });
+      const page = path.join(sessions, dirs[FAIL_ID]!, 'report.html');
+      // stdout: the zip alone (for $(...)); the page written into the session dir is named on stderr.
+      expect(res).toMatchObject({ code: 0, stderr: `report.html (open it in a browser): ${page}\n` });
       const zip = path.join(sessions, `${dirs[FAIL_ID]}.zip`);
       expect(res.stdout).toBe(`${zip}\n`);
+      expect(fs.readFileSync(page, 'utf8')).toMatch(/^<!doctype html>/);
       const names = (await readZip(zip)).map((e) => e.name);
       expect(names).toContain(`${dirs[FAIL_ID]}/failure-summary.md`);
     });
@@ -156,8 +159,17 @@ describe('mcec-bundle', () => {
       });
       expect(res.code).toBe(0);
       const json = JSON.parse(res.stdout);
-      expect(Object.keys(json)).toEqual(['bundle', 'bytes', 'files', 'verdict', 'dropped', 'limitMet']);
+      expect(Object.keys(json)).toEqual([
+        'bundle',
+        'bytes',
+        'files',
+        'verdict',
+        'dropped',
+        'limitMet',
+        'reportHtml',
+      ]);
       expect(json).toMatchObject({ bundle: out, verdict: 'PASS', bytes: fs.statSync(out).size });
+      expect(json.reportHtml).toBe(path.join(sessions, dirs[PASS_ID]!, 'report.html'));
       expect(json.dropped).toEqual([expect.objectContaining({ path: 'session.sqlite', reason: 'no-db' })]);
     });
 

@@ -64,6 +64,7 @@ interface DemoJson {
   sessionId: string;
   sessionDir: string;
   failureSummary: string;
+  reportHtml: string;
   bundle: string;
   bundleFiles: number;
   verdict: string;
@@ -95,7 +96,7 @@ describe('npm run demo, end to end', () => {
     out = JSON.parse(jsonRun.stdout) as DemoJson;
   }, 120_000);
 
-  it('prints the three paths, and they exist where they should', () => {
+  it('prints the four paths, and they exist where they should', () => {
     expect(jsonRun.stdout.trim().split('\n')).toHaveLength(1);
     expect(out.sessionId).toMatch(/^[0-9a-f]{12}$/);
     expect(path.dirname(out.sessionDir)).toBe(jsonDir);
@@ -103,6 +104,8 @@ describe('npm run demo, end to end', () => {
     expect(fs.existsSync(path.join(out.sessionDir, 'session.sqlite'))).toBe(true);
     expect(out.failureSummary).toBe(path.join(out.sessionDir, 'failure-summary.md'));
     expect(fs.statSync(out.failureSummary).isFile()).toBe(true);
+    expect(out.reportHtml).toBe(path.join(out.sessionDir, 'report.html'));
+    expect(fs.readFileSync(out.reportHtml, 'utf8')).toMatch(/^<!doctype html>/);
     expect(out.bundle).toBe(`${out.sessionDir}.zip`);
     expect(fs.statSync(out.bundle).size).toBeGreaterThan(0);
     expect(out.verdict).toBe('FAIL');
@@ -178,23 +181,33 @@ describe('npm run demo, end to end', () => {
   it('writes a summary that names the failing call, its recovery, and the recovered selector', () => {
     const text = fs.readFileSync(out.failureSummary, 'utf8');
     expect(text.split('\n')[0]).toMatch(/; FAIL$/);
-    expect(text).toContain(
-      '- Failing step: **check the player**; call #11 capture: frame-all-black (capture-blank)',
+    expect(text).toContain('- Failing step: **check the player**\n');
+    expect(text).toMatch(
+      /\nCall #11 `capture` at .* failed with `frame-all-black` \(capture-blank\):\n\n> Captured frame is blank/,
     );
-    expect(text).toMatch(/- Call: #11 `capture` at .*: failed/);
-    expect(text).toContain('- Code: `frame-all-black`');
-    expect(text).toContain('- Category: capture-blank');
     expect(text).toContain(
-      '- Recovery: restore or foreground the window and capture again; the suspect image is in partialResult',
+      'Next step: restore or foreground the window and capture again; the suspect image is in partialResult.',
     );
-    expect(text).toContain("- Summary: capture window='Video Player': frame-all-black");
+    expect(text).toContain('```json\n{"window":"Video Player"}\n```');
+    expect(text).toContain(
+      [
+        "Its target window, as call #11's partialResult showed it:",
+        '',
+        "- Title: 'Video Player'",
+        '- Class: ApplicationFrameWindow',
+        '- Process: Video.UI (pid 9044)',
+      ].join('\n'),
+    );
+    expect(text).toContain('- Display: DISPLAY2 at 120 dpi (scale 1.25); 1280x1024 at x=1920 y=0');
+    // The detail sentence is said once, in the failing call's section.
+    expect(text.split('Captured frame is blank').length - 1).toBe(1);
     expect(text).toMatch(/- #8 `find` `selector-matched-3` \(ambiguous-selector\), recovered: /);
     expect(text).toMatch(/- #11 `capture` `frame-all-black` \(capture-blank\), \*\*not recovered\*\*/);
     expect(text).toContain('- Calls: 12; failures: 2 (1 recovered); warnings: 1; violations: 0');
-    expect(text).toContain('## Suspect image');
+    expect(text).toContain('## Image from the failing call');
     expect(text).toContain('- `tree-truncated` x1');
     // The suspect image the summary links is a real file in the session dir.
-    const suspect = /!\[suspect image\]\(([^)]+)\)/.exec(text)?.[1];
+    const suspect = /!\[Video Player, call #11 capture\]\(([^)]+)\)/.exec(text)?.[1];
     expect(suspect).toMatch(/^artifacts\/capture-\d{8}-\d{9}-\d+\.png$/);
     expect(fs.existsSync(path.join(out.sessionDir, suspect!))).toBe(true);
   });
@@ -207,12 +220,14 @@ describe('npm run demo, end to end', () => {
     expect(text).toMatch(new RegExp(`^Session dir: +${textDir}/\\d{8}-\\d{6}-[0-9a-f]{12}$`, 'm'));
     expect(text).toMatch(/^Failure summary: +\S+failure-summary\.md$/m);
     expect(text).toMatch(/^Bug bundle: +\S+\.zip$/m);
+    expect(text).toMatch(/^Report page: +\S+\/report\.html$/m);
     const bundle = /^Bug bundle: +(\S+)$/m.exec(text)![1]!;
     expect(fs.existsSync(bundle)).toBe(true);
     expect(text).toContain('First lines of failure-summary.md:');
     expect(text).toMatch(/^ {2}# demo: .*; FAIL$/m);
-    expect(text).toContain('  - Code: `frame-all-black`');
-    expect(text).toContain('  - Recovery: restore or foreground the window and capture again');
+    expect(text).toMatch(/^ {2}Call #11 `capture` at .* failed with `frame-all-black`/m);
+    expect(text).toContain('  Next step: restore or foreground the window and capture again');
+    expect(text).toContain('  - Display: DISPLAY2 at 120 dpi');
     expect(text).toMatch(/#8 +find +FAILED +selector-matched-3 \(ambiguous-selector\)/);
     expect(text).toMatch(/#9 +find +ok +found Save \(automationId 1\)/);
   });
@@ -260,7 +275,7 @@ describe('the demo CLI', () => {
     expect(r.stderr).toContain(file);
   });
 
-  it('prints only the three paths with --quiet, then serves a simulator over HTTP with --serve until SIGINT', async () => {
+  it('prints only the four paths with --quiet, then serves a simulator over HTTP with --serve until SIGINT', async () => {
     const dir = path.join(tmp, 'serve');
     const child = spawn(
       process.execPath,
@@ -288,12 +303,13 @@ describe('the demo CLI', () => {
         if (!ready()) await new Promise((r) => setTimeout(r, 100));
       }
       expect(url, stderr).toBeDefined();
-      // --quiet: stdout holds the three paths only; the serving instructions went to stderr.
+      // --quiet: stdout holds the four paths only; the serving instructions went to stderr.
       const lines = stdout.trim().split('\n');
-      expect(lines).toHaveLength(3);
+      expect(lines).toHaveLength(4);
       expect(path.dirname(lines[0]!)).toBe(dir);
       expect(lines[1]).toBe(path.join(lines[0]!, 'failure-summary.md'));
       expect(lines[2]).toBe(`${lines[0]}.zip`);
+      expect(lines[3]).toBe(path.join(lines[0]!, 'report.html'));
       for (const p of lines) expect(fs.existsSync(p)).toBe(true);
       expect(stderr).toContain(`--target ${url}`);
       const response = await fetch(url!, {
