@@ -48,7 +48,7 @@ describe('the issue 11 run through the HTTP proxy', () => {
         'the last: call #7 no-such-tool (unknown-tool)',
     );
     expect(res.stdout).toContain('## Failing call');
-    expect(res.stdout).toContain('- Call: #7 `no-such-tool`');
+    expect(res.stdout).toContain('\nCall #7 `no-such-tool` at ');
     for (const code of ['selector-matched-3', 'target-elevated', 'frame-all-black', 'unknown-tool']) {
       expect(res.stdout).toMatch(new RegExp(`\`${code}\`.*\\*\\*not recovered\\*\\*`));
     }
