@@ -12,24 +12,19 @@ import { type CompactedImage, compactImages } from '../artifacts/compact.js';
 import { HostFileCollector, type HostFileRef } from '../artifacts/host-files.js';
 import { findImageBytes, setAtPointer } from '../contract/image-bytes.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
-import {
-  type Envelope,
-  OBSERVATION_TOOLS,
-  type ToolOutput,
-  type ToolOutputKind,
-  type Violation,
-} from '../contract/types.js';
+import { type Envelope, OBSERVATION_TOOLS, type ToolOutput, type Violation } from '../contract/types.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.js';
 import { LogPool } from '../store/log-pool.js';
-import type { CallRow, SessionRow } from '../store/schema.js';
+import type { SessionRow } from '../store/schema.js';
 import { type CommitOutcome, SessionLog } from '../store/session-log.js';
+import { agentValue, decidableFailure, unrecordedValue } from './agent-value.js';
+import { type ClientSaw, handBack, type LateAnswer, newCall, type RecordedCall } from './call.js';
 import { clipForLog } from './clip.js';
 import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
 import {
   envelopeText,
-  isCommandLevelFailure,
   isPlainResponse,
   isRecord,
   mayHoldImageBytes,
@@ -41,10 +36,19 @@ import {
   thrownFailure,
   thrownMessage,
   withAbsoluteArtifacts,
-  withLastObservation,
 } from './outcome.js';
 import { answersInDefaultSession, isPreRoutingRefusal, routingArgument } from './routing.js';
+import {
+  answeredRow,
+  artifactRow,
+  metadataOnlyRow,
+  oversizeDetail,
+  oversizeRow,
+  pendingRow,
+  transportFaultRow,
+} from './rows.js';
 import { RecordedSession, type SessionVia } from './session.js';
+import { inStage } from './stages.js';
 import { isoTime, saneServerTime } from './time.js';
 import type {
   Dispatch,
@@ -69,16 +73,6 @@ export const UNREADABLE_RESULT = '[result not recorded: reading it threw]';
 /** What stands in a stored value for image bytes that could not become an artifact (args, events). */
 export const IMAGE_BYTES_OMITTED = '[image bytes omitted]';
 
-/** The `ok` of an envelope's JSON text, or undefined when it is not JSON or has no boolean ok. */
-function parsedOk(text: string): boolean | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return isRecord(v) && typeof v.ok === 'boolean' ? v.ok : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** One line of untrusted text, at most `max` characters. */
 function clipText(text: string, max: number): string {
   const line = text.slice(0, max + 1).replace(/[\u0000-\u001f\u007f]+/g, ' ');
@@ -94,24 +88,8 @@ const NOOP_EXCHANGE: PendingExchange = {
   tooLarge() {},
 };
 
-/** The `oversize-message` event's detail for an answer a proxy passed through unrecorded. */
-function oversizeDetail(
-  direction: 'answer' | 'request',
-  o: OversizeAnswer,
-  transport: Transport | undefined,
-): Record<string, unknown> {
-  const detail: Record<string, unknown> = { direction, bytes: o.bytes, limit: o.limit };
-  if (typeof o.isError === 'boolean') detail.isError = o.isError;
-  if (o.rpcError === true) detail.rpcError = true;
-  if (transport) detail.transport = transport;
-  return detail;
-}
-
 /** failureValueNow's answer when the value depends on work still queued. */
 const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
-
-/** The output kinds whose failures can carry a rewritten `lastObservation`. */
-const REWRITABLE_KINDS: readonly ToolOutputKind[] = ['envelope', 'call-tool-result', 'json-rpc-result'];
 
 /** Queue bounds: past the high mark a returning call waits (back-pressure) until the low mark. */
 const HIGH_WATER_JOBS = 8192;
@@ -138,70 +116,14 @@ interface PreambleEvent {
   at: Date;
 }
 
-interface CallState {
-  tool: string;
-  args: unknown;
-  rpcId: string | null;
-  /** The JSON-RPC method, for protocol-fault events of proxied calls. */
-  method: string | null;
-  transport: Transport;
-  startedAt: Date;
-  t0: number;
-  /** The session the call names by its `sessionId` argument (trimmed; not for provision/end-session). */
-  routeArg: string | undefined;
-  /** The session known when the call started: `routeArg`, else the server's default session, else ours. */
-  hintId: string;
-  hintVia: SessionVia;
-  session?: RecordedSession;
-  seq: number;
-  argsJson: string | null;
-  argsDropped: boolean;
-  begun: boolean;
-  /** Its completion has been counted (pending -1), so a later failure does not count it again. */
-  counted: boolean;
-  endedAt?: Date;
-  durationMs?: number;
-  output?: unknown;
-  thrown?: { message: string; shape: OutputShape };
-  failReason?: string;
-  /** An answer a proxy passed through without recording it (over its cap): the row gets no payload. */
-  oversize?: OversizeAnswer;
-  /** What the client saw before the answer came (a proxy timeout, a disconnect): a `late-answer` event. */
-  clientSaw?: ClientSaw;
-  /** Set when the caller waits for the value to hand back (failures: it may get a last observation). */
-  settle?: (value: unknown) => void;
-  size: number;
-  /** An observation call's completion queued and not yet processed: it may change a last observation. */
-  observing?: boolean;
-  /** Its envelope is known to be a failure (ok: false), so it cannot set a last observation. */
-  failed?: boolean;
-  /** The output as read on the critical path (a failure's fast value), so the queue does not read it again. */
-  read?: ToolOutput;
-}
-
-/** What a proxy's client saw before the server's answer arrived. */
-interface ClientSaw {
-  client: 'proxy-timeout' | 'disconnected';
-  reason: string;
-}
-
-/** The real answer to a call whose row was already written as a proxy timeout. */
-interface LateAnswer {
-  output?: unknown;
-  oversize?: OversizeAnswer;
-  endedAt: Date;
-  durationMs: number;
-  size: number;
-}
-
 type Job =
-  | { k: 'begin'; call: CallState }
-  | { k: 'complete'; call: CallState }
-  | { k: 'late'; call: CallState; late: LateAnswer; saw: ClientSaw }
-  | { k: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
-  | { k: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
-  | { k: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
-  | { k: 'barrier'; done: () => void };
+  | { type: 'begin'; call: RecordedCall }
+  | { type: 'complete'; call: RecordedCall }
+  | { type: 'late'; call: RecordedCall; late: LateAnswer; saw: ClientSaw }
+  | { type: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
+  | { type: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
+  | { type: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
+  | { type: 'barrier'; done: () => void };
 
 class RecorderImpl implements Recorder {
   readonly sessionsDir: string;
@@ -210,7 +132,7 @@ class RecorderImpl implements Recorder {
   private readonly redactor: Redactor;
   private readonly maxLogBytes: number;
   private readonly maxArtifactBytes: number;
-  private readonly fill: boolean;
+  private readonly fillLastObservation: boolean;
   private readonly observationTools: ReadonlySet<string>;
   private readonly transport: Transport;
   private readonly commitIntervalMs: number;
@@ -254,7 +176,7 @@ class RecorderImpl implements Recorder {
     this.redactor = createRedactor(options.redact ?? {});
     this.maxLogBytes = options.limits?.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
     this.maxArtifactBytes = options.limits?.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES;
-    this.fill = options.fillLastObservation !== false;
+    this.fillLastObservation = options.fillLastObservation !== false;
     this.observationTools = new Set(options.observationTools ?? OBSERVATION_TOOLS);
     this.transport = options.transport ?? 'wrap';
     this.commitIntervalMs = options.commitIntervalMs ?? 4;
@@ -303,65 +225,62 @@ class RecorderImpl implements Recorder {
     method: string | null,
     transport: Transport,
     startedAt: Date,
-  ): CallState {
+  ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
-    const routeArg = routingArgument(name, args);
-    const call: CallState = {
+    const named = routingArgument(name, args);
+    const call = newCall({
       tool: name,
       args,
       rpcId,
       method,
       transport,
       startedAt,
-      t0: performance.now(),
-      routeArg,
-      hintId: routeArg ?? this.ambientId ?? this.defaultSessionId,
-      hintVia: routeArg !== undefined ? 'argument' : this.ambientId !== undefined ? 'envelope' : 'default',
-      seq: 0,
-      argsJson: null,
-      argsDropped: false,
-      begun: false,
-      counted: false,
-      size: 256,
-    };
-    this.push({ k: 'begin', call }, 256);
+      namedSessionId: named,
+      startSessionId: named ?? this.ambientId ?? this.defaultSessionId,
+      startVia: named !== undefined ? 'argument' : this.ambientId !== undefined ? 'envelope' : 'default',
+    });
+    this.push({ type: 'begin', call }, 256);
     return call;
   }
 
-  private finishReturned(call: CallState, output: unknown, ok: boolean): unknown {
+  private finishReturned(call: RecordedCall, output: unknown, ok: boolean): unknown {
     call.endedAt = new Date();
     call.durationMs = performance.now() - call.t0;
     call.output = output;
-    call.size = roughSize(output);
-    const fast = ok ? output : this.failureValueNow(call, output);
-    if (fast !== WAIT_FOR_QUEUE) {
-      this.push({ k: 'complete', call }, call.size);
-      return this.overloaded() ? this.waitForRoom().then(() => fast) : fast;
-    }
-    return new Promise((resolve) => {
-      call.settle = resolve;
-      this.push({ k: 'complete', call }, call.size);
-      this.runUrgently();
-    });
+    call.queuedBytes = roughSize(output);
+    return this.handOver(call, ok ? output : this.failureValueNow(call, output));
   }
 
-  private finishThrown(call: CallState, err: unknown, shape: OutputShape): Promise<unknown> {
+  private finishThrown(call: RecordedCall, err: unknown, shape: OutputShape): Promise<unknown> {
     call.endedAt = new Date();
     call.durationMs = performance.now() - call.t0;
     call.thrown = { message: thrownMessage(err), shape };
-    if (this.lastObservationSettled()) {
-      // The same value the queue would build (finishComplete), from the same last observation.
-      const s = this.knownSession(call.hintId);
-      const lo = s?.lastObservation ?? undefined;
-      const sid = call.hintVia === 'argument' ? call.hintId : undefined;
-      const abs = s && lo ? withAbsoluteArtifacts(lo, s.dir) : undefined;
-      const value = thrownFailure(call.tool, call.thrown.message, sid, abs, shape).output;
-      this.push({ k: 'complete', call }, call.size);
-      return this.overloaded() ? this.waitForRoom().then(() => value) : Promise.resolve(value);
+    const value = this.lastObservationSettled()
+      ? agentValue({
+          tool: call.tool,
+          output: undefined,
+          thrown: call.thrown,
+          images: [],
+          namedSessionId: call.namedSessionId,
+          session: this.knownSession(call.startSessionId),
+          fillLastObservation: this.fillLastObservation,
+        })
+      : WAIT_FOR_QUEUE;
+    return Promise.resolve(this.handOver(call, value));
+  }
+
+  /**
+   * Queue the call's completion and hand the agent its value: at once when it is known (after back-pressure,
+   * if the queue is full), else once the queue, processed now, has built it.
+   */
+  private handOver(call: RecordedCall, value: unknown): unknown {
+    if (value !== WAIT_FOR_QUEUE) {
+      this.push({ type: 'complete', call }, call.queuedBytes);
+      return this.overloaded() ? this.waitForRoom().then(() => value) : value;
     }
     return new Promise((resolve) => {
-      call.settle = resolve;
-      this.push({ k: 'complete', call }, call.size);
+      call.handBack = resolve;
+      this.push({ type: 'complete', call }, call.queuedBytes);
       this.runUrgently();
     });
   }
@@ -381,44 +300,41 @@ class RecorderImpl implements Recorder {
   /**
    * A failure's value for the agent, built now when it cannot depend on queued work: no image bytes in its
    * envelope text (nothing to compact into a summary) and no observation call still queued. Otherwise
-   * WAIT_FOR_QUEUE. Same decisions as agentValue, which the queue would run.
+   * WAIT_FOR_QUEUE. The value is agentValue's, as the queue would build it.
    */
-  private failureValueNow(call: CallState, output: unknown): unknown {
-    if (!this.lastObservationSettled() || !isRecord(output)) return WAIT_FOR_QUEUE;
-    const q = quickOutcome(output);
-    if (q.ok !== false) return WAIT_FOR_QUEUE;
-    // Only the shapes whose reading (classify) agrees with quickOutcome's.
-    if (q.shape === 'call-tool-result' || q.shape === 'json-rpc') {
-      if (q.shape === 'call-tool-result' && ('ok' in output || 'jsonrpc' in output || 'id' in output))
-        return WAIT_FOR_QUEUE;
-      const text = envelopeText(output, q.shape === 'json-rpc' ? 'json-rpc-result' : 'call-tool-result');
-      if (text === undefined || mayHoldImageBytes(text)) return WAIT_FOR_QUEUE;
-      // The envelope read from this text keeps its boolean ok (valid, coerced or synthesized: never true).
-      call.failed = parsedOk(text) === false;
-    } else if (q.shape === 'envelope') {
-      if ('jsonrpc' in output || findImageBytes(output).length > 0) return WAIT_FOR_QUEUE;
-      call.failed = true;
-    } else return WAIT_FOR_QUEUE;
+  private failureValueNow(call: RecordedCall, output: unknown): unknown {
+    if (!this.lastObservationSettled()) return WAIT_FOR_QUEUE;
+    const decidable = decidableFailure(output);
+    if (!decidable) return WAIT_FOR_QUEUE;
+    call.knownFailure = decidable.knownFailure;
     // No image bytes: only a filled-in last observation could change the value, and none exists yet.
-    if (!this.fill || !this.anyObservation) return output;
-    const out = readToolOutput(output);
-    call.read = out;
-    const env = out.envelope;
-    if (!env || env.ok || out.synthesized) return output;
-    const routed = typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : call.hintId;
+    if (!this.fillLastObservation || !this.anyObservation) return output;
+    const read = readToolOutput(output);
+    call.readEarly = read;
+    const env = read.envelope;
+    if (!env || env.ok || read.synthesized) return output;
+    const routed =
+      typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : call.startSessionId;
     const s = this.knownSession(routed);
     if (!s) return output;
-    return this.agentValue(call, s, out, env, []);
+    return agentValue({
+      tool: call.tool,
+      output,
+      read,
+      images: [],
+      session: s,
+      fillLastObservation: this.fillLastObservation,
+    });
   }
 
   private push(job: Job, size: number): void {
     if (
-      job.k === 'complete' &&
+      job.type === 'complete' &&
       !job.call.thrown &&
-      !job.call.failed &&
+      !job.call.knownFailure &&
       this.observationTools.has(job.call.tool)
     ) {
-      job.call.observing = true;
+      job.call.observationQueued = true;
       this.observationsInFlight += 1;
     }
     this.jobs.push(job);
@@ -481,11 +397,11 @@ class RecorderImpl implements Recorder {
         const job = this.jobs[this.head]!;
         this.jobs[this.head] = undefined;
         this.head += 1;
-        this.queuedBytes -= job.k === 'complete' ? job.call.size : 256;
+        this.queuedBytes -= job.type === 'complete' ? job.call.queuedBytes : 256;
         const pending = this.processSafely(job);
         if (pending) await pending;
-        if (job.k === 'complete' && job.call.observing) {
-          job.call.observing = false;
+        if (job.type === 'complete' && job.call.observationQueued) {
+          job.call.observationQueued = false;
           this.observationsInFlight -= 1;
         }
         this.releaseRoom();
@@ -525,41 +441,30 @@ class RecorderImpl implements Recorder {
   private jobFailed(job: Job, err: unknown): void {
     const stage = (err as { recordStage?: RecordStage }).recordStage ?? 'store';
     const message = thrownMessage(err);
-    if (job.k === 'complete') {
+    if (job.type === 'complete') {
       const call = job.call;
-      this.settleRaw(call);
+      this.handBackUnrecorded(call);
       const s = call.session;
       if (s) {
         this.noteFailure(s, stage, message, 0);
         this.writeMetadataOnly(call, s);
       } else this.noteFailure(undefined, stage, message, 1);
-    } else if (job.k === 'begin') {
+    } else if (job.type === 'begin') {
       const s = job.call.session;
       this.noteFailure(s, stage, message, 0);
     } else {
       this.noteFailure(undefined, stage, message, 0);
-      if (job.k === 'barrier') job.done();
+      if (job.type === 'barrier') job.done();
     }
   }
 
-  /** Hand the waiting caller its value (once). */
-  private settle(call: CallState, value: unknown): void {
-    const settle = call.settle;
-    call.settle = undefined;
-    settle?.(value);
-  }
-
-  private settleRaw(call: CallState): void {
-    const settle = call.settle;
-    if (!settle) return;
-    call.settle = undefined;
-    if (call.thrown) {
-      settle(thrownFailure(call.tool, call.thrown.message, undefined, undefined, call.thrown.shape).output);
-    } else settle(call.output);
+  /** Hand a waiting caller the value it would have got without recording (the recording failed). */
+  private handBackUnrecorded(call: RecordedCall): void {
+    if (call.handBack) handBack(call, unrecordedValue(call.tool, call.output, call.thrown));
   }
 
   private process(job: Job): Promise<void> | undefined {
-    switch (job.k) {
+    switch (job.type) {
       case 'begin':
         this.processBegin(job.call);
         return undefined;
@@ -583,29 +488,9 @@ class RecorderImpl implements Recorder {
     }
   }
 
-  /** Run one stage; a throw is tagged with the stage's name for the record-failure event. */
+  /** Run one stage (sync or async); a throw is tagged with the stage's name for the record-failure event. */
   private stage<T>(name: RecordStage, fn: () => T): T {
-    try {
-      this.options.faults?.beforeStage?.(name);
-      return fn();
-    } catch (err) {
-      if (err !== null && typeof err === 'object')
-        (err as { recordStage?: RecordStage }).recordStage ??= name;
-      else throw Object.assign(new Error(String(err)), { recordStage: name });
-      throw err;
-    }
-  }
-
-  private async stageAsync<T>(name: RecordStage, fn: () => Promise<T>): Promise<T> {
-    try {
-      this.options.faults?.beforeStage?.(name);
-      return await fn();
-    } catch (err) {
-      if (err !== null && typeof err === 'object')
-        (err as { recordStage?: RecordStage }).recordStage ??= name;
-      else throw Object.assign(new Error(String(err)), { recordStage: name });
-      throw err;
-    }
+    return inStage(name, this.options.faults?.beforeStage, fn);
   }
 
   // ---------------------------------------------------------------- sessions
@@ -714,9 +599,9 @@ class RecorderImpl implements Recorder {
 
   // ---------------------------------------------------------------- begin and complete
 
-  private processBegin(call: CallState): void {
+  private processBegin(call: RecordedCall): void {
     if (this.closed) return;
-    const s = this.sessionFor(call.hintId, call.hintVia, call.startedAt);
+    const s = this.sessionFor(call.startSessionId, call.startVia, call.startedAt);
     call.session = s;
     call.seq = ++s.seq;
     s.counts.calls += 1;
@@ -733,8 +618,8 @@ class RecorderImpl implements Recorder {
     const log = this.ensureLog(s);
     if (!log) return;
     // A call that has already returned gets its completed row soon (its job is queued): one row, not two.
-    this.stage('begin', () => log.beginCall(this.callRow(call), call.endedAt !== undefined));
-    call.begun = true;
+    this.stage('begin', () => log.beginCall(pendingRow(call), call.endedAt !== undefined));
+    call.pendingRowWritten = true;
     this.dirty.add(s);
   }
 
@@ -781,46 +666,13 @@ class RecorderImpl implements Recorder {
     });
   }
 
-  /** The call's row as pending; callers set the completed fields on it (one object shape for every row). */
-  private callRow(call: CallState): CallRow {
-    return {
-      seq: call.seq,
-      tool: call.tool,
-      args: call.argsJson,
-      rpc_id: call.rpcId,
-      transport: call.transport,
-      started_at: isoTime(call.startedAt),
-      ended_at: null,
-      duration_ms: null,
-      status: 'pending',
-      ok: null,
-      error_code: null,
-      error_category: null,
-      error_detail: null,
-      output_kind: null,
-      envelope: null,
-      response: null,
-      violations: null,
-      payload_dropped: call.argsDropped ? 1 : 0,
-    };
-  }
-
-  /** The call's row with its end time and duration set. */
-  private endedRow(call: CallState, status: CallRow['status']): CallRow {
-    const row = this.callRow(call);
-    row.status = status;
-    row.ended_at = isoTime(call.endedAt ?? new Date());
-    row.duration_ms = call.durationMs ?? null;
-    return row;
-  }
-
-  private processComplete(call: CallState): Promise<void> | undefined {
+  private processComplete(call: RecordedCall): Promise<void> | undefined {
     const source = call.session;
     if (this.closed || !source) {
-      this.settleRaw(call);
+      this.handBackUnrecorded(call);
       return undefined;
     }
-    if (call.failReason !== undefined) {
+    if (call.transportFailure !== undefined) {
       this.completeFault(call, this.stage('route', () => this.route(call, source, undefined)).s);
       return undefined;
     }
@@ -831,7 +683,7 @@ class RecorderImpl implements Recorder {
     }
     const out: ToolOutput | undefined = call.thrown
       ? undefined
-      : this.stage('parse', () => call.read ?? readToolOutput(call.output));
+      : this.stage('parse', () => call.readEarly ?? readToolOutput(call.output));
     const env: Envelope | undefined = out ? out.envelope : undefined;
     const { s, unsafeFrom } = this.stage('route', () => this.route(call, source, env));
     const violations: Violation[] = out ? [...out.violations] : [];
@@ -870,7 +722,7 @@ class RecorderImpl implements Recorder {
       return;
     }
     if (!fs.existsSync(s.dir)) fs.mkdirSync(s.dir, { recursive: true }); // a vanished dir: artifacts need it
-    let [envC, respC] = await this.stageAsync('compact', () =>
+    let [envelopeCompaction, responseCompaction] = await this.stage('compact', () =>
       Promise.all([
         envLocations.length > 0 ? compactImages(ctx.env, envLocations, store) : undefined,
         respLocations.length > 0 ? compactImages(ctx.response, respLocations, store) : undefined,
@@ -878,24 +730,21 @@ class RecorderImpl implements Recorder {
     );
     if (ctx.hostRefs.length > 0) {
       // The agent's value never depends on host files: it goes back before they are read and copied.
-      if (ctx.call.settle && ctx.out) {
-        const images = [...(envC?.images ?? []), ...(respC?.images ?? [])];
-        this.settle(
-          ctx.call,
-          this.agentValue(ctx.call, s, ctx.out, (envC?.value ?? ctx.env) as Envelope, images),
-        );
+      if (ctx.call.handBack && ctx.out) {
+        const images = [...(envelopeCompaction?.images ?? []), ...(responseCompaction?.images ?? [])];
+        handBack(ctx.call, this.queuedValue(ctx, (envelopeCompaction?.value ?? ctx.env) as Envelope, images));
       }
-      envC = await this.hostFiles.addTo(envC, ctx.env, ctx.hostRefs, store);
+      envelopeCompaction = await this.hostFiles.addTo(envelopeCompaction, ctx.env, ctx.hostRefs, store);
     }
     // Last check: whatever compaction could not take out is not stored.
     if (
-      (envC && findImageBytes(envC.value).length > 0) ||
-      (respC && findImageBytes(respC.value).length > 0)
+      (envelopeCompaction && findImageBytes(envelopeCompaction.value).length > 0) ||
+      (responseCompaction && findImageBytes(responseCompaction.value).length > 0)
     ) {
       ctx.violations.push({ path: '', message: 'image bytes left after compaction: payload not stored' });
       ctx.dropPayload = 'image bytes left after compaction';
     }
-    this.finishComplete(ctx, envC, respC);
+    this.finishComplete(ctx, envelopeCompaction, responseCompaction);
   }
 
   /**
@@ -903,7 +752,7 @@ class RecorderImpl implements Recorder {
    * row there when it started elsewhere. `unsafeFrom` is set when the id it came from was not path-safe.
    */
   private route(
-    call: CallState,
+    call: RecordedCall,
     source: RecordedSession,
     env: Envelope | undefined,
   ): { s: RecordedSession; unsafeFrom?: string } {
@@ -921,7 +770,7 @@ class RecorderImpl implements Recorder {
 
   /** Where a completed call goes: a session already known, or the id (and how it was learned) to record it under. */
   private routeTarget(
-    call: CallState,
+    call: RecordedCall,
     env: Envelope | undefined,
   ): { session: RecordedSession } | { raw: string; via: SessionVia; startedAt: Date } {
     const envId =
@@ -931,22 +780,22 @@ class RecorderImpl implements Recorder {
     if (call.tool === 'session-start' && result) {
       const started = typeof result.sessionId === 'string' && result.sessionId ? result.sessionId : envId;
       const startedAt = saneServerTime(result.startedAt, call.startedAt);
-      return { raw: started ?? call.hintId, via: 'session-start', startedAt };
+      return { raw: started ?? call.startSessionId, via: 'session-start', startedAt };
     }
     // The envelope echoes an id that names no session: the call stays where the connection is.
     if (code === 'unknown-session') return { session: this.connectionSession(call) };
     // The server's default id, learned from calls that run (or are refused) there whatever they named.
     if (
       envId !== undefined &&
-      (call.routeArg === undefined ||
+      (call.namedSessionId === undefined ||
         answersInDefaultSession(call.tool) ||
         (code !== undefined && isPreRoutingRefusal(call.tool, code))) &&
       call.tool !== 'session-end'
     )
       this.ambientId = envId;
     // A refusal stamped with the default id belongs to the session the call named.
-    if (code !== undefined && call.routeArg !== undefined && isPreRoutingRefusal(call.tool, code))
-      return { raw: call.routeArg, via: 'argument', startedAt: call.startedAt };
+    if (code !== undefined && call.namedSessionId !== undefined && isPreRoutingRefusal(call.tool, code))
+      return { raw: call.namedSessionId, via: 'argument', startedAt: call.startedAt };
     if (envId !== undefined) {
       // Ending an id nobody started (ended: false) does not make it a session.
       if (call.tool === 'session-end' && result?.ended === false && !this.holdsOtherCalls(envId, call))
@@ -955,35 +804,35 @@ class RecorderImpl implements Recorder {
     }
     // No envelope says where (a protocol fault, a proxy failure, a throw) and the call named no session:
     // it ran in the server's default session, else it stays where the connection is.
-    if (env === undefined && call.routeArg === undefined) {
+    if (env === undefined && call.namedSessionId === undefined) {
       if (this.ambientId !== undefined)
         return { raw: this.ambientId, via: 'envelope', startedAt: call.startedAt };
       if (this.current) return { session: this.current };
     }
-    return { raw: call.hintId, via: call.hintVia, startedAt: call.startedAt };
+    return { raw: call.startSessionId, via: call.startVia, startedAt: call.startedAt };
   }
 
   /** True when the session `id` names holds a call besides `call` (its pending row may be the only one). */
-  private holdsOtherCalls(id: string, call: CallState): boolean {
+  private holdsOtherCalls(id: string, call: RecordedCall): boolean {
     const s = this.knownSession(id);
     return s !== undefined && s.counts.calls > (s === call.session ? 1 : 0);
   }
 
   /** The connection's current session (where its last call landed), else our default session. */
-  private connectionSession(call: CallState): RecordedSession {
+  private connectionSession(call: RecordedCall): RecordedSession {
     return this.current ?? this.sessionFor(this.defaultSessionId, 'default', call.startedAt);
   }
 
   /** Move a call (and its pending row) from the session it started in to the one it belongs to. */
-  private moveCall(call: CallState, source: RecordedSession, target: RecordedSession): void {
-    if (call.begun) source.log?.deleteCall(call.seq);
+  private moveCall(call: RecordedCall, source: RecordedSession, target: RecordedSession): void {
+    if (call.pendingRowWritten) source.log?.deleteCall(call.seq);
     source.counts.calls -= 1;
     source.counts.pending -= 1;
     if (call.argsJson) source.storedBytes -= call.argsJson.length;
     this.dirty.add(source);
     call.session = target;
     call.seq = ++target.seq;
-    call.begun = false;
+    call.pendingRowWritten = false;
     target.counts.calls += 1;
     target.counts.pending += 1;
     target.hasContent = true;
@@ -1063,30 +912,26 @@ class RecorderImpl implements Recorder {
 
   private finishComplete(
     ctx: CompleteContext,
-    envC: Awaited<ReturnType<typeof compactImages>> | undefined,
-    respC: Awaited<ReturnType<typeof compactImages>> | undefined,
+    envelopeCompaction: Awaited<ReturnType<typeof compactImages>> | undefined,
+    responseCompaction: Awaited<ReturnType<typeof compactImages>> | undefined,
   ): void {
     const { call, s, out } = ctx;
     this.attach(s);
-    if (envC) ctx.violations.push(...envC.violations);
-    if (respC) ctx.violations.push(...respC.violations);
-    const compactEnv = (envC ? envC.value : ctx.env) as Envelope | undefined;
-    const images: CompactedImage[] = [...(envC?.images ?? []), ...(respC?.images ?? [])];
+    if (envelopeCompaction) ctx.violations.push(...envelopeCompaction.violations);
+    if (responseCompaction) ctx.violations.push(...responseCompaction.violations);
+    const compactEnv = (envelopeCompaction ? envelopeCompaction.value : ctx.env) as Envelope | undefined;
+    const images: CompactedImage[] = [
+      ...(envelopeCompaction?.images ?? []),
+      ...(responseCompaction?.images ?? []),
+    ];
 
     // What the agent gets (before redaction: it is the agent's own data).
-    let storedEnv: Envelope | undefined = compactEnv;
-    if (call.thrown) {
-      const lo = s.lastObservation ?? undefined;
-      const sid = call.hintVia === 'argument' ? call.hintId : undefined;
-      storedEnv = thrownFailure(call.tool, call.thrown.message, sid, lo, call.thrown.shape).envelope;
-      if (call.settle) {
-        // Computed before the caller is settled: if this throws, jobFailed still hands back a value.
-        const abs = lo ? withAbsoluteArtifacts(lo, s.dir) : undefined;
-        this.settle(call, thrownFailure(call.tool, call.thrown.message, sid, abs, call.thrown.shape).output);
-      }
-    } else if (call.settle) {
-      this.settle(call, this.agentValue(call, s, out!, compactEnv, images));
-    }
+    // Computed before the caller is handed it: if this throws, jobFailed still hands back a value.
+    if (call.handBack) handBack(call, this.queuedValue(ctx, compactEnv, images));
+    const lo = s.lastObservation ?? undefined;
+    const storedEnv = call.thrown
+      ? thrownFailure(call.tool, call.thrown.message, call.namedSessionId, lo, call.thrown.shape).envelope
+      : compactEnv;
 
     // The last good observation: only a successful observation call sets it.
     if (
@@ -1107,8 +952,8 @@ class RecorderImpl implements Recorder {
     const typing = { tool: call.tool, args: call.args };
     const stored = this.stage('redact', () => ({
       env: storedEnv ? (this.redactor.redact(storedEnv, typing) as Envelope) : undefined,
-      response: respC
-        ? this.redactor.redact(respC.value, typing)
+      response: responseCompaction
+        ? this.redactor.redact(responseCompaction.value, typing)
         : ctx.response === undefined || plain
           ? undefined
           : this.redactor.redact(ctx.response, typing),
@@ -1133,30 +978,22 @@ class RecorderImpl implements Recorder {
     }
 
     const env = stored.env;
-    const fault = out?.kind === 'json-rpc-error' ? out.fault : undefined;
-    const status: CallRow['status'] = fault ? 'fault' : env?.ok ? 'ok' : 'failed';
-    const row = this.endedRow(call, status);
-    if (fault) {
-      row.error_code = String(fault.code);
-      row.error_detail = this.redactor.scrubText(fault.message, typing);
-    } else if (env) {
-      row.ok = env.ok ? 1 : 0;
-      if (!env.ok) {
-        const detail: unknown = env.error.detail;
-        row.error_code = env.error.code;
-        row.error_category = env.error.category;
-        row.error_detail =
-          detail === undefined ? null : typeof detail === 'string' ? detail : jsonOrNull(detail);
-      }
-    }
-    row.output_kind = call.thrown ? 'exception' : (out?.kind ?? null);
-    row.envelope = envJson;
-    row.response = respJson;
-    row.violations = ctx.violations.length > 0 ? jsonOrNull(ctx.violations) : null;
-    row.payload_dropped = dropped ? 1 : 0;
+    const row = answeredRow(call, {
+      out,
+      env,
+      faultDetail:
+        out?.kind === 'json-rpc-error' && out.fault
+          ? this.redactor.scrubText(out.fault.message, typing)
+          : undefined,
+      envelopeJson: envJson,
+      responseJson: respJson,
+      violations: ctx.violations,
+      payloadDropped: dropped,
+    });
+    const status = row.status;
 
     s.counts.pending -= 1;
-    call.counted = true;
+    call.completionCounted = true;
     if (status !== 'ok') s.counts.failures += 1;
     s.counts.violations += ctx.violations.length;
     s.hasContent = true;
@@ -1174,21 +1011,7 @@ class RecorderImpl implements Recorder {
       }
       const now = images.length > 0 ? isoTime(new Date()) : '';
       for (const img of images) {
-        log.addArtifact({
-          call_seq: call.seq,
-          role: img.role,
-          json_path: img.jsonPath,
-          path: img.error === undefined ? (img.path ?? null) : null,
-          sha256: img.sha256 || null,
-          bytes: img.bytes || null,
-          width: img.width ?? null,
-          height: img.height ?? null,
-          format: img.format ?? null,
-          blank_check: img.blankCheck ? JSON.stringify(img.blankCheck) : null,
-          error: img.error ?? null,
-          created_at: now,
-          host_path: img.hostPath ?? null,
-        });
+        log.addArtifact(artifactRow(call.seq, img, now));
         s.counts.artifacts += 1;
       }
     });
@@ -1198,7 +1021,7 @@ class RecorderImpl implements Recorder {
 
   /** Events and session changes that follow from a completed call. */
   private afterCall(
-    call: CallState,
+    call: RecordedCall,
     s: RecordedSession,
     out: ToolOutput | undefined,
     env: Envelope | undefined,
@@ -1238,47 +1061,35 @@ class RecorderImpl implements Recorder {
     }
   }
 
-  /** The value handed back for a failure (or an output that could not be judged without parsing it). */
-  private agentValue(
-    call: CallState,
-    s: RecordedSession,
-    out: ToolOutput,
-    compactEnv: Envelope | undefined,
+  /** The agent's value as the queue builds it: from the session the call was routed to. */
+  private queuedValue(
+    ctx: CompleteContext,
+    compactEnvelope: Envelope | undefined,
     images: CompactedImage[],
   ): unknown {
-    const raw = call.output;
-    const env = out.envelope;
-    if (!env || env.ok || out.synthesized) return raw;
-    if (!REWRITABLE_KINDS.includes(out.kind)) return raw;
-    // (b) image bytes in lastObservation: the agent gets the summary with an absolute artifact path.
-    const leaked = images.some((i) => i.jsonPath.startsWith('/error/lastObservation'));
-    if (leaked && compactEnv && !compactEnv.ok && isRecord(compactEnv.error.lastObservation)) {
-      const abs = withAbsoluteArtifacts(compactEnv.error.lastObservation, s.dir);
-      return withLastObservation(raw, out.kind, abs) ?? raw;
-    }
-    // (c) a command-level failure without one gets the session's last good observation.
-    const lo = env.error.lastObservation;
-    if (
-      this.fill &&
-      (lo === undefined || lo === null) &&
-      s.lastObservation &&
-      isCommandLevelFailure(call.tool, env.error)
-    ) {
-      return withLastObservation(raw, out.kind, withAbsoluteArtifacts(s.lastObservation, s.dir)) ?? raw;
-    }
-    return raw;
+    const { call } = ctx;
+    return agentValue({
+      tool: call.tool,
+      output: call.output,
+      thrown: call.thrown,
+      read: ctx.out,
+      compactEnvelope,
+      images,
+      namedSessionId: call.namedSessionId,
+      session: ctx.s,
+      fillLastObservation: this.fillLastObservation,
+    });
   }
 
   /** A call whose exchange failed at the transport (a proxy's target down, a client gone). */
-  private completeFault(call: CallState, s: RecordedSession): void {
+  private completeFault(call: RecordedCall, s: RecordedSession): void {
     this.attach(s);
     s.counts.pending -= 1;
-    call.counted = true;
+    call.completionCounted = true;
     s.counts.failures += 1;
     s.hasContent = true;
-    const row = this.endedRow(call, 'fault');
-    row.error_code = 'proxy-error';
-    row.error_detail = this.redactor.scrubText(call.failReason ?? '', { tool: call.tool, args: call.args });
+    const detail = this.redactor.scrubText(call.transportFailure ?? '', { tool: call.tool, args: call.args });
+    const row = transportFaultRow(call, detail);
     const log = this.ensureLog(s);
     if (!log) {
       s.lostWhileClosed += 1;
@@ -1293,23 +1104,13 @@ class RecorderImpl implements Recorder {
    * A call whose answer a proxy passed through unrecorded (over its cap): status from the answer's `isError`
    * when the proxy could read it, else a fault; no payload; an `oversize-message` event names the size.
    */
-  private completeOversize(call: CallState, s: RecordedSession, o: OversizeAnswer): void {
+  private completeOversize(call: RecordedCall, s: RecordedSession, o: OversizeAnswer): void {
     this.attach(s);
-    const known = o.rpcError !== true && typeof o.isError === 'boolean';
-    const status: CallRow['status'] = !known ? 'fault' : o.isError ? 'failed' : 'ok';
+    const row = oversizeRow(call, o);
     s.counts.pending -= 1;
-    call.counted = true;
-    if (status !== 'ok') s.counts.failures += 1;
+    call.completionCounted = true;
+    if (row.status !== 'ok') s.counts.failures += 1;
     s.hasContent = true;
-    const row = this.endedRow(call, status);
-    row.ok = known ? (o.isError ? 0 : 1) : null;
-    if (status !== 'ok') {
-      row.error_code = 'answer-not-recorded';
-      row.error_detail =
-        `the answer (${o.bytes} bytes) was over the recording limit of ${o.limit} bytes: passed to the ` +
-        `client unchanged, not recorded; ${o.rpcError ? 'it was a JSON-RPC error' : known ? 'isError: true' : 'outcome unknown'}`;
-    }
-    row.payload_dropped = 1;
     const log = this.ensureLog(s);
     if (!log) {
       s.lostWhileClosed += 1;
@@ -1322,7 +1123,7 @@ class RecorderImpl implements Recorder {
   }
 
   /** A completed call, then the note of what its client saw meanwhile (if anything). */
-  private processSettled(call: CallState): Promise<void> | undefined {
+  private processSettled(call: RecordedCall): Promise<void> | undefined {
     const done = this.processComplete(call);
     if (!call.clientSaw) return done;
     const note = () => this.noteClientSaw(call);
@@ -1332,27 +1133,27 @@ class RecorderImpl implements Recorder {
   }
 
   /** The server answered after the proxy had answered the client with a timeout: the real outcome replaces it. */
-  private processLate(call: CallState, late: LateAnswer, saw: ClientSaw): Promise<void> | undefined {
+  private processLate(call: RecordedCall, late: LateAnswer, saw: ClientSaw): Promise<void> | undefined {
     const s = call.session;
     if (this.closed || !s) return undefined;
-    if (call.counted) {
+    if (call.completionCounted) {
       // The timeout's fault was counted; the real outcome is counted instead.
       s.counts.pending += 1;
       s.counts.failures -= 1;
-      call.counted = false;
+      call.completionCounted = false;
     }
-    call.failReason = undefined;
+    call.transportFailure = undefined;
     call.output = late.output;
     call.oversize = late.oversize;
     call.endedAt = late.endedAt;
     call.durationMs = late.durationMs;
-    call.size = late.size;
+    call.queuedBytes = late.size;
     call.clientSaw = saw;
     return this.processSettled(call);
   }
 
   /** A `late-answer` event on the call: its client had got a proxy timeout, or had gone, before the answer. */
-  private noteClientSaw(call: CallState): void {
+  private noteClientSaw(call: RecordedCall): void {
     const s = call.session;
     const saw = call.clientSaw;
     if (this.closed || !s || !saw) return;
@@ -1370,18 +1171,15 @@ class RecorderImpl implements Recorder {
   }
 
   /** Metadata only, for a call whose processing failed part-way (a bug in a stage). */
-  private writeMetadataOnly(call: CallState, s: RecordedSession): void {
+  private writeMetadataOnly(call: RecordedCall, s: RecordedSession): void {
     const log = s.log;
     if (!log) return;
     const q = call.thrown ? { ok: false } : quickOutcome(call.output);
     try {
-      const row = this.endedRow(call, q.ok === true ? 'ok' : 'failed');
-      row.ok = q.ok === undefined ? null : q.ok ? 1 : 0;
-      row.error_code = call.thrown ? 'unhandled-exception' : null;
-      row.payload_dropped = 1;
+      const row = metadataOnlyRow(call, q.ok);
       log.completeCall(row);
-      if (!call.counted) {
-        call.counted = true;
+      if (!call.completionCounted) {
+        call.completionCounted = true;
         s.counts.pending -= 1;
         if (q.ok !== true) s.counts.failures += 1;
       }
@@ -1640,15 +1438,15 @@ class RecorderImpl implements Recorder {
         state = 'settled';
         const size = answer.oversize ? 256 : roughSize(answer.output);
         if (late && saw) {
-          this.push({ k: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
+          this.push({ type: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
           return;
         }
         Object.assign(call, times(m));
         call.output = answer.output;
         call.oversize = answer.oversize;
         call.clientSaw = saw;
-        call.size = size;
-        this.push({ k: 'complete', call }, size);
+        call.queuedBytes = size;
+        this.push({ type: 'complete', call }, size);
       };
       return {
         complete: (response, m) => {
@@ -1662,8 +1460,8 @@ class RecorderImpl implements Recorder {
           if (state !== 'open') return;
           state = 'settled';
           Object.assign(call, times());
-          call.failReason = typeof reason === 'string' ? reason : String(reason);
-          this.push({ k: 'complete', call }, 256);
+          call.transportFailure = typeof reason === 'string' ? reason : String(reason);
+          this.push({ type: 'complete', call }, 256);
         },
         timedOut: (reason) => {
           if (state !== 'open') return;
@@ -1671,8 +1469,8 @@ class RecorderImpl implements Recorder {
           const text = typeof reason === 'string' ? reason : String(reason);
           saw ??= { client: 'proxy-timeout', reason: text }; // a client already gone saw no 504
           Object.assign(call, times());
-          call.failReason = text;
-          this.push({ k: 'complete', call }, 256);
+          call.transportFailure = text;
+          this.push({ type: 'complete', call }, 256);
         },
         clientLeft: (reason) => {
           if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
@@ -1690,7 +1488,7 @@ class RecorderImpl implements Recorder {
         if (state === 'settled') return;
         state = 'settled';
         this.push(
-          { k: 'exchange', request, response, at: validDate(m?.endedAt) ?? new Date() },
+          { type: 'exchange', request, response, at: validDate(m?.endedAt) ?? new Date() },
           roughSize(response),
         );
         noteSaw();
@@ -1699,7 +1497,7 @@ class RecorderImpl implements Recorder {
         if (state === 'settled') return;
         state = 'settled';
         const failed = `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
-        this.push({ k: 'exchange', request, response: null, at: new Date(), failed }, 256);
+        this.push({ type: 'exchange', request, response: null, at: new Date(), failed }, 256);
         this.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
         noteSaw();
       },
@@ -1707,7 +1505,7 @@ class RecorderImpl implements Recorder {
         if (state === 'settled') return;
         state = 'settled';
         const failed = typeof reason === 'string' ? reason : String(reason);
-        this.push({ k: 'exchange', request, response: null, at: new Date(), failed }, 256);
+        this.push({ type: 'exchange', request, response: null, at: new Date(), failed }, 256);
       },
       // The proxy records its own proxy-error event; the exchange is written when it settles.
       timedOut: (reason) => {
@@ -1733,7 +1531,7 @@ class RecorderImpl implements Recorder {
     if (this.closed) return;
     this.push(
       {
-        k: 'event',
+        type: 'event',
         sessionId: typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined,
         kind,
         detail,
@@ -1756,7 +1554,7 @@ class RecorderImpl implements Recorder {
 
   async end(sessionId: string, verdict: { passed?: boolean; reason?: string } = {}): Promise<void> {
     if (this.closed) return;
-    this.push({ k: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: new Date() }, 256);
+    this.push({ type: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: new Date() }, 256);
     await this.flush();
   }
 
@@ -1776,7 +1574,7 @@ class RecorderImpl implements Recorder {
 
   flush(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.push({ k: 'barrier', done: resolve }, 0));
+    return new Promise((resolve) => this.push({ type: 'barrier', done: resolve }, 0));
   }
 
   close(): Promise<void> {
@@ -1850,7 +1648,7 @@ class RecorderImpl implements Recorder {
 }
 
 interface CompleteContext {
-  call: CallState;
+  call: RecordedCall;
   s: RecordedSession;
   out: ToolOutput | undefined;
   env: Envelope | undefined;
