@@ -22,6 +22,7 @@ import { type CommitOutcome, SessionLog } from '../store/session-log.js';
 import { agentValue, decidableFailure, unrecordedValue } from './agent-value.js';
 import { type ClientSaw, handBack, type LateAnswer, newCall, type RecordedCall } from './call.js';
 import { clipForLog } from './clip.js';
+import { type Clock, systemClock } from './clock.js';
 import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
 import {
   envelopeText,
@@ -37,6 +38,7 @@ import {
   thrownMessage,
   withAbsoluteArtifacts,
 } from './outcome.js';
+import { type CommitPass, RecordQueue } from './record-queue.js';
 import { answersInDefaultSession, isPreRoutingRefusal, routingArgument } from './routing.js';
 import {
   answeredRow,
@@ -48,7 +50,7 @@ import {
   transportFaultRow,
 } from './rows.js';
 import { RecordedSession, type SessionVia } from './session.js';
-import { inStage } from './stages.js';
+import { inStage, stageOf } from './stages.js';
 import { isoTime, saneServerTime } from './time.js';
 import type {
   Dispatch,
@@ -91,12 +93,6 @@ const NOOP_EXCHANGE: PendingExchange = {
 /** failureValueNow's answer when the value depends on work still queued. */
 const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
 
-/** Queue bounds: past the high mark a returning call waits (back-pressure) until the low mark. */
-const HIGH_WATER_JOBS = 8192;
-const LOW_WATER_JOBS = 4096;
-const HIGH_WATER_BYTES = 128 * MiB;
-/** Longest stretch of queue processing before the event loop gets a turn (and the logs a commit). */
-const SLICE_MS = 8;
 /** How long a failing log waits before the next commit attempt, and a log that would not open. */
 const COMMIT_RETRY_MS = 100;
 const OPEN_RETRY_MS = 1000;
@@ -122,8 +118,7 @@ type Job =
   | { type: 'late'; call: RecordedCall; late: LateAnswer; saw: ClientSaw }
   | { type: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
   | { type: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
-  | { type: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date }
-  | { type: 'barrier'; done: () => void };
+  | { type: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date };
 
 class RecorderImpl implements Recorder {
   readonly sessionsDir: string;
@@ -135,7 +130,6 @@ class RecorderImpl implements Recorder {
   private readonly fillLastObservation: boolean;
   private readonly observationTools: ReadonlySet<string>;
   private readonly transport: Transport;
-  private readonly commitIntervalMs: number;
   private readonly maxObservationChars: number;
   private readonly stderr: (line: string) => void;
   private readonly hostFiles: HostFileCollector;
@@ -145,17 +139,10 @@ class RecorderImpl implements Recorder {
   private readonly logPool: LogPool;
   private readonly reportedStages = new Set<string>();
   private server: ServerInfo | undefined;
-  private jobs: Array<Job | undefined> = [];
-  private head = 0;
-  private queuedBytes = 0;
-  private running = false;
-  private scheduled = false;
-  private lastCommitAt = -Infinity;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private roomWaiters: Array<() => void> = [];
+  /** Reads retry deadlines (tests move it forward instead of sleeping). */
+  private readonly clock: Clock;
+  private readonly queue: RecordQueue<Job>;
   private closed = false;
-  /** A commit kept young pending rows back: commit again at the next interval. */
-  private commitAgain = false;
   private closing: Promise<void> | undefined;
   /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
   private observationsInFlight = 0;
@@ -169,7 +156,7 @@ class RecorderImpl implements Recorder {
   private preamble: PreambleEvent[] = [];
   private preambleDropped = 0;
 
-  constructor(options: RecorderOptions) {
+  constructor(options: RecorderOptions, clock: Clock) {
     this.options = options;
     this.sessionsDir = resolveSessionsDir(options.sessionsDir);
     this.defaultSessionId = randomBytes(6).toString('hex');
@@ -179,7 +166,16 @@ class RecorderImpl implements Recorder {
     this.fillLastObservation = options.fillLastObservation !== false;
     this.observationTools = new Set(options.observationTools ?? OBSERVATION_TOOLS);
     this.transport = options.transport ?? 'wrap';
-    this.commitIntervalMs = options.commitIntervalMs ?? 4;
+    this.clock = clock;
+    this.queue = new RecordQueue<Job>(
+      {
+        process: (job) => this.processJob(job),
+        hasUncommitted: () => this.dirty.size > 0,
+        commit: (force) => this.commitAll(force),
+        broke: (err) => this.noteFailure(undefined, stageOf(err), thrownMessage(err), 0),
+      },
+      { clock, limits: { commitIntervalMs: options.commitIntervalMs ?? 4, retryMs: COMMIT_RETRY_MS } },
+    );
     this.maxObservationChars = Math.min(MAX_OBSERVATION_CHARS, this.maxLogBytes);
     this.stderr = options.stderr ?? ((line) => process.stderr.write(`${line}\n`));
     this.logPool = new LogPool(options.maxOpenLogs);
@@ -276,12 +272,13 @@ class RecorderImpl implements Recorder {
   private handOver(call: RecordedCall, value: unknown): unknown {
     if (value !== WAIT_FOR_QUEUE) {
       this.push({ type: 'complete', call }, call.queuedBytes);
-      return this.overloaded() ? this.waitForRoom().then(() => value) : value;
+      const room = this.queue.room();
+      return room ? room.then(() => value) : value;
     }
     return new Promise((resolve) => {
       call.handBack = resolve;
       this.push({ type: 'complete', call }, call.queuedBytes);
-      this.runUrgently();
+      this.queue.runNow();
     });
   }
 
@@ -327,6 +324,7 @@ class RecorderImpl implements Recorder {
     });
   }
 
+  /** Queue a job; an observation call's completion is counted until processed (failures wait for it). */
   private push(job: Job, size: number): void {
     if (
       job.type === 'complete' &&
@@ -337,94 +335,24 @@ class RecorderImpl implements Recorder {
       job.call.observationQueued = true;
       this.observationsInFlight += 1;
     }
-    this.jobs.push(job);
-    this.queuedBytes += size;
-    this.schedule();
+    this.queue.push(job, size);
   }
-
-  private overloaded(): boolean {
-    return this.jobs.length - this.head > HIGH_WATER_JOBS || this.queuedBytes > HIGH_WATER_BYTES;
-  }
-
-  private waitForRoom(): Promise<void> {
-    return new Promise((resolve) => this.roomWaiters.push(resolve));
-  }
-
-  private releaseRoom(force = false): void {
-    if (this.roomWaiters.length === 0) return;
-    if (!force && (this.jobs.length - this.head > LOW_WATER_JOBS || this.queuedBytes > HIGH_WATER_BYTES / 2))
-      return;
-    const waiters = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const w of waiters) w();
-  }
-
-  /** Schedule a run: at once when the last commit is old enough, else when the commit interval is up. */
-  private schedule(): void {
-    if (this.running || this.scheduled) return;
-    if (this.head >= this.jobs.length && this.dirty.size === 0) return;
-    this.scheduled = true;
-    const wait = this.lastCommitAt + this.commitIntervalMs - performance.now();
-    if (wait <= 0) setImmediate(this.tick);
-    else setTimeout(this.tick, Math.ceil(wait));
-  }
-
-  private readonly tick = (): void => {
-    this.scheduled = false;
-    this.run(true).catch(this.runFailed);
-  };
-
-  /** A caller waits for this job (a failure): process the queue now, and leave the commit to the next tick. */
-  private runUrgently(): void {
-    if (!this.running) this.run(false).catch(this.runFailed);
-  }
-
-  /** A bug in the queue machinery itself: never an unhandled rejection in the agent's process. */
-  private readonly runFailed = (err: unknown): void => {
-    this.running = false;
-    this.noteFailure(undefined, 'store', thrownMessage(err), 0);
-    this.releaseRoom(true);
-  };
 
   // ---------------------------------------------------------------- the queue, off the critical path
 
-  private async run(commit: boolean): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      let sliceStart = performance.now();
-      while (this.head < this.jobs.length) {
-        const job = this.jobs[this.head]!;
-        this.jobs[this.head] = undefined;
-        this.head += 1;
-        this.queuedBytes -= job.type === 'complete' ? job.call.queuedBytes : 256;
-        const pending = this.processSafely(job);
-        if (pending) await pending;
-        if (job.type === 'complete' && job.call.observationQueued) {
-          job.call.observationQueued = false;
-          this.observationsInFlight -= 1;
-        }
-        this.releaseRoom();
-        if (performance.now() - sliceStart > SLICE_MS) {
-          this.commitAll(false);
-          // A run can last as long as the load does: drop the processed slots so the array stays bounded.
-          if (this.head > 4096) {
-            this.jobs = this.jobs.slice(this.head);
-            this.head = 0;
-          }
-          await new Promise<void>((resolve) => setImmediate(resolve));
-          sliceStart = performance.now();
-        }
-      }
-      this.jobs = [];
-      this.head = 0;
-      this.queuedBytes = 0;
-      this.releaseRoom(true);
-      if (commit) this.commitAll(false);
-    } finally {
-      this.running = false;
+  /** The queue's worker: one job, its failures kept to itself. */
+  private processJob(job: Job): Promise<void> | undefined {
+    const pending = this.processSafely(job);
+    if (job.type !== 'complete' || !job.call.observationQueued) return pending;
+    const observed = () => {
+      job.call.observationQueued = false;
+      this.observationsInFlight -= 1;
+    };
+    if (!pending) {
+      observed();
+      return undefined;
     }
-    if (this.head < this.jobs.length || !commit || this.commitAgain) this.schedule();
+    return pending.then(observed);
   }
 
   private processSafely(job: Job): Promise<void> | undefined {
@@ -439,7 +367,7 @@ class RecorderImpl implements Recorder {
 
   /** A bug (or injected fault) in a stage: count it, keep what can be kept, and hand the caller its value. */
   private jobFailed(job: Job, err: unknown): void {
-    const stage = (err as { recordStage?: RecordStage }).recordStage ?? 'store';
+    const stage = stageOf(err);
     const message = thrownMessage(err);
     if (job.type === 'complete') {
       const call = job.call;
@@ -452,10 +380,7 @@ class RecorderImpl implements Recorder {
     } else if (job.type === 'begin') {
       const s = job.call.session;
       this.noteFailure(s, stage, message, 0);
-    } else {
-      this.noteFailure(undefined, stage, message, 0);
-      if (job.type === 'barrier') job.done();
-    }
+    } else this.noteFailure(undefined, stage, message, 0);
   }
 
   /** Hand a waiting caller the value it would have got without recording (the recording failed). */
@@ -480,10 +405,6 @@ class RecorderImpl implements Recorder {
         return undefined;
       case 'end':
         this.processEnd(job.sessionId, job.verdict, job.at);
-        return undefined;
-      case 'barrier':
-        this.commitAll(true);
-        job.done();
         return undefined;
     }
   }
@@ -525,7 +446,7 @@ class RecorderImpl implements Recorder {
    */
   private ensureLog(s: RecordedSession): SessionLog | null {
     if (s.log) return s.log;
-    if (this.closed || s.counts.calls === 0 || performance.now() < s.nextOpenAt) return null;
+    if (this.closed || s.counts.calls === 0 || this.clock.now() < s.nextOpenAt) return null;
     try {
       this.options.faults?.beforeStage?.('open');
       const row: SessionRow = {
@@ -556,7 +477,7 @@ class RecorderImpl implements Recorder {
       s.artifacts = new ArtifactStore({ sessionDir: s.dir, maxArtifactBytes: this.maxArtifactBytes });
       s.seq = Math.max(s.seq, log.existingMaxSeq);
     } catch (err) {
-      s.nextOpenAt = performance.now() + OPEN_RETRY_MS;
+      s.nextOpenAt = this.clock.now() + OPEN_RETRY_MS;
       if (s.openError === null) {
         s.openError = thrownMessage(err);
         this.noteFailure(s, 'open', s.openError, 0);
@@ -1305,12 +1226,10 @@ class RecorderImpl implements Recorder {
   // ---------------------------------------------------------------- commits
 
   /** One transaction per dirty session log. `force` ignores the back-off of a failing log. */
-  private commitAll(force: boolean): void {
-    this.commitAgain = false;
-    if (this.dirty.size === 0) return;
-    const now = performance.now();
-    this.lastCommitAt = now;
+  private commitAll(force: boolean): CommitPass {
+    const now = this.clock.now();
     let retry = false;
+    let again = false;
     for (const s of [...this.dirty]) {
       if (!s.log && s.counts.calls === 0) {
         this.dirty.delete(s); // holds no tool call: nothing is written for it (its events wait in memory)
@@ -1338,10 +1257,10 @@ class RecorderImpl implements Recorder {
       this.queueTruncation(s, log);
       const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
       if (!this.handleCommit(s, outcome)) retry = true;
-      else if (outcome.held) this.commitAgain = true;
+      else if (outcome.held) again = true;
       else this.dirty.delete(s);
     }
-    if (retry) this.scheduleRetry();
+    return { retry, again };
   }
 
   /** Count what a commit lost or recovered from; true when the session has nothing left to write. */
@@ -1351,7 +1270,7 @@ class RecorderImpl implements Recorder {
       if (s.pendingFailure) s.pendingFailure.lost += outcome.dropped.calls;
     }
     if (outcome.error) {
-      s.nextCommitAt = performance.now() + COMMIT_RETRY_MS;
+      s.nextCommitAt = this.clock.now() + COMMIT_RETRY_MS;
       if (!s.pendingFailure) {
         const message = thrownMessage(outcome.error);
         s.pendingFailure = { stage: 'commit', message, lost: outcome.dropped?.calls ?? 0 };
@@ -1396,15 +1315,6 @@ class RecorderImpl implements Recorder {
     } catch {
       // a broken stderr must not break the call either
     }
-  }
-
-  private scheduleRetry(): void {
-    if (this.retryTimer || this.closed) return;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
-      this.schedule();
-    }, COMMIT_RETRY_MS);
-    this.retryTimer.unref();
   }
 
   // ---------------------------------------------------------------- the rest of the API
@@ -1574,7 +1484,7 @@ class RecorderImpl implements Recorder {
 
   flush(): Promise<void> {
     if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.push({ type: 'barrier', done: resolve }, 0));
+    return this.queue.flush();
   }
 
   close(): Promise<void> {
@@ -1588,9 +1498,9 @@ class RecorderImpl implements Recorder {
     for (const s of this.sessions.values()) {
       if (s.status === 'open') this.endSession(s, { via: 'close' }, at);
     }
-    this.commitAll(true);
+    this.queue.commitNow(true);
     this.closed = true;
-    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.queue.close();
     for (const s of this.sessions.values()) {
       // After close, session() reports the observation as stored: the agent's objects are let go.
       if (s.lastObservation)
@@ -1614,7 +1524,6 @@ class RecorderImpl implements Recorder {
     }
     for (const s of this.sessions.values()) if (s.counts.calls === 0) this.noteUnwritten(s);
     this.notePreamble();
-    this.releaseRoom(true);
   }
 
   /** A handshake no tool call ever followed is written to no session: stderr says what it held. */
@@ -1662,5 +1571,13 @@ interface CompleteContext {
 
 /** Create a recorder (see RecorderOptions for the defaults). */
 export function createRecorder(options: RecorderOptions = {}): Recorder {
-  return new RecorderImpl(options);
+  return new RecorderImpl(options, systemClock);
+}
+
+/**
+ * createRecorder on a given scheduling clock: tests move an AdvancingClock past a retry interval instead of
+ * sleeping through it. Not part of the package's API (index.ts does not export it).
+ */
+export function createRecorderOnClock(options: RecorderOptions, clock: Clock): Recorder {
+  return new RecorderImpl(options, clock);
 }

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { AdvancingClock } from '../../src/record/clock.js';
 import { createRecorder, type RecordStage } from '../../src/record/index.js';
+import { createRecorderOnClock } from '../../src/record/recorder.js';
 import { LOG_FILE } from '../../src/store/layout.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import {
@@ -270,13 +272,17 @@ describe('recording never breaks a call', () => {
     const blocked = path.join(root, 'sessions');
     fs.writeFileSync(blocked, 'a file in the way');
     let stderrCalls = 0;
-    const recorder = createRecorder({
-      sessionsDir: blocked,
-      stderr: () => {
-        stderrCalls += 1;
-        throw new Error('stderr is gone too');
+    const clock = new AdvancingClock();
+    const recorder = createRecorderOnClock(
+      {
+        sessionsDir: blocked,
+        stderr: () => {
+          stderrCalls += 1;
+          throw new Error('stderr is gone too');
+        },
       },
-    });
+      clock,
+    );
     const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
       sessionId: SID,
       ok: args.n !== 2,
@@ -294,9 +300,9 @@ describe('recording never breaks a call', () => {
       pending: 0,
     });
     expect(stderrCalls).toBe(1);
-    // The way is cleared: after the retry interval the log opens and says what was lost.
+    // The way is cleared: once the 1 s retry interval is past the log opens and says what was lost.
     fs.rmSync(blocked);
-    await new Promise((r) => setTimeout(r, 1100));
+    clock.advance(1000);
     expect(await dispatch('query', { sessionId: SID, n: 3 })).toMatchObject({ ok: true });
     await recorder.close();
     const dir = recorder.session(SID)!.dir;

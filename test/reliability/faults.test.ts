@@ -11,7 +11,9 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { AdvancingClock } from '../../src/record/clock.js';
 import { createRecorder, type Dispatch, type Recorder } from '../../src/record/index.js';
+import { createRecorderOnClock } from '../../src/record/recorder.js';
 import { renderFailureSummary } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary } from '../../src/report/types.js';
@@ -36,7 +38,9 @@ function setup(options: Parameters<typeof createRecorder>[0] = {}) {
   const { root, sessionsDir } = tempRoot();
   roots.push(root);
   const notices: string[] = [];
-  const recorder = createRecorder({ sessionsDir, stderr: (l) => notices.push(l), ...options });
+  // The recorder's retry deadlines read this clock: a test moves it past an interval instead of sleeping.
+  const clock = new AdvancingClock();
+  const recorder = createRecorderOnClock({ sessionsDir, stderr: (l) => notices.push(l), ...options }, clock);
   const returned: Array<{ sent: unknown; got: unknown }> = [];
   let delayMs = 0;
   const dispatch: Dispatch = async (tool, args) => {
@@ -58,6 +62,7 @@ function setup(options: Parameters<typeof createRecorder>[0] = {}) {
   return {
     root,
     sessionsDir,
+    clock,
     recorder,
     wrapped,
     notices,
@@ -171,7 +176,7 @@ describe('faults: every call returns, every loss is counted and shown', () => {
     expect(t.notices.join('\n')).toMatch(/recording failed \(open\)/);
 
     fs.rmSync(t.sessionsDir);
-    await sleep(1100); // the recorder retries opening a log once a second
+    t.clock.advance(1000); // past the 1 s after which a log that would not open is tried again
     await t.calls(5);
     await t.recorder.close();
     const dir = sessionDirOf(t.sessionsDir, id);
@@ -330,7 +335,7 @@ describe('faults: every call returns, every loss is counted and shown', () => {
         expect(t.recorder.session(other)!.counts.lostCalls).toBe(5);
         spawnSync('umount', [t.sessionsDir]);
         mounted = false;
-        await sleep(1100); // the recorder retries opening a log once a second
+        t.clock.advance(1000); // past the 1 s after which a log that would not open is tried again
         for (let i = 0; i < 3; i++) await t.wrapped('find', { n: 600 + i, sessionId: other });
         await t.recorder.close();
       } finally {
