@@ -1,0 +1,226 @@
+/**
+ * Sends planned spans over OTLP/HTTP (protobuf) with the official OpenTelemetry SDK: a BasicTracerProvider,
+ * one BatchSpanProcessor (the bounded queue) and the OTLP proto exporter, which also reads the standard
+ * `OTEL_EXPORTER_OTLP_*` and `OTEL_BSP_*` variables. Ours are the ids (planned, see trace-ids.ts) and the
+ * counts: every span handed over is exported, failed, or dropped, and the sink says how many of each.
+ */
+import {
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+} from '@opentelemetry/api';
+import { type ExportResult, ExportResultCode } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
+import {
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type IdGenerator,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
+import type { SpanPlan } from './span-plan.js';
+
+/** Where and how to send. */
+export interface OtlpOptions {
+  /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
+  url?: string;
+  /** Extra HTTP headers (an API key); merged over `OTEL_EXPORTER_OTLP_HEADERS`. */
+  headers?: Record<string, string>;
+  /** Put each call's redacted arguments on its span (default false). */
+  includeArguments?: boolean;
+  /** Spans held while the collector is slow or away; past it new spans are dropped (default 2048). */
+  maxQueueSize?: number;
+  /** How long a batch waits before it is sent (default 1000 ms). */
+  scheduledDelayMillis?: number;
+  /** One export attempt's limit, retries included (default 10 s). */
+  exportTimeoutMillis?: number;
+  /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
+  serviceName?: string;
+}
+
+/** What became of the spans handed to a sink. */
+export interface ExportCounts {
+  /** Spans handed to the sink. */
+  spans: number;
+  /** Spans the collector accepted. */
+  exported: number;
+  /** Spans lost: the collector refused or was unreachable after retries, or the queue was full. */
+  dropped: number;
+  /** Spans neither exported nor known lost yet (still queued or in flight). */
+  queued: number;
+  /** The last export error, in words. */
+  lastError: string | null;
+}
+
+/** A span sink over OTLP; `shutdown()` is idempotent and flushes first. */
+export interface OtlpSink {
+  readonly url: string;
+  emit(plan: SpanPlan): void;
+  /** Send what is queued; resolves when sent or given up (never rejects). */
+  flush(): Promise<void>;
+  counts(): ExportCounts;
+  shutdown(): Promise<void>;
+}
+
+/** Ids the planner chose, handed to the SDK for the next span it starts. */
+class PlannedIds implements IdGenerator {
+  traceId = '';
+  spanId = '';
+  generateTraceId(): string {
+    return this.traceId;
+  }
+  generateSpanId(): string {
+    return this.spanId;
+  }
+}
+
+/** Counts each batch's fate; the SDK's own exporter does the sending and retrying. */
+class CountingExporter implements SpanExporter {
+  exported = 0;
+  failed = 0;
+  lastError: string | null = null;
+  constructor(private readonly inner: SpanExporter) {}
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.inner.export(spans, (result) => {
+      if (result.code === ExportResultCode.SUCCESS) this.exported += spans.length;
+      else {
+        this.failed += spans.length;
+        this.lastError = result.error?.message ?? 'export failed';
+      }
+      done(result);
+    });
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+}
+
+const KIND = { internal: SpanKind.INTERNAL, client: SpanKind.CLIENT } as const;
+
+/** The traces endpoint the exporter will use, as the OTLP exporter spec resolves it. */
+export function resolveTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  if (url) return url;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (base) return `${base.replace(/\/+$/, '')}/v1/traces`;
+  return 'http://localhost:4318/v1/traces';
+}
+
+/** Open a sink. Nothing is sent until spans are emitted; nothing it does throws into the caller. */
+export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
+  const url = resolveTracesUrl(options.url);
+  const ids = new PlannedIds();
+  const exporter = new CountingExporter(
+    new OTLPTraceExporter({
+      url,
+      ...(options.headers ? { headers: options.headers } : {}),
+      timeoutMillis: options.exportTimeoutMillis ?? 10_000,
+    }),
+  );
+  const resource = defaultResource()
+    .merge(resourceFromAttributes({ 'service.name': options.serviceName ?? 'mcec-recorder' }))
+    .merge(detectResources({ detectors: [envDetector] }));
+  const provider = new BasicTracerProvider({
+    resource,
+    idGenerator: ids,
+    sampler: new AlwaysOnSampler(),
+    spanLimits: { attributeCountLimit: 128, eventCountLimit: 256, attributeValueLengthLimit: 8192 },
+    spanProcessors: [
+      new BatchSpanProcessor(exporter, {
+        maxQueueSize: options.maxQueueSize ?? 2048,
+        maxExportBatchSize: Math.min(512, options.maxQueueSize ?? 2048),
+        scheduledDelayMillis: options.scheduledDelayMillis ?? 1000,
+        exportTimeoutMillis: options.exportTimeoutMillis ?? 10_000,
+      }),
+    ],
+  });
+  const tracer = provider.getTracer('mcec-recorder');
+  let spans = 0;
+  let refused = 0; // spans the SDK would not take
+  let queueLost = 0; // known after a flush: spans handed over before it that the exporter never saw
+  let stopping: Promise<void> | null = null;
+
+  const settle = async (work: () => Promise<void>) => {
+    const handed = spans;
+    try {
+      await work();
+    } catch {
+      // the exporter counted what failed
+    }
+    // A flush sends everything queued before it; what the exporter still has not seen was dropped by a full queue.
+    queueLost = Math.max(queueLost, handed - refused - exporter.exported - exporter.failed);
+  };
+
+  return {
+    url,
+    emit(plan) {
+      if (stopping) return;
+      try {
+        ids.traceId = plan.traceId;
+        ids.spanId = plan.spanId;
+        const parent: Context = plan.parentSpanId
+          ? trace.setSpanContext(ROOT_CONTEXT, {
+              traceId: plan.traceId,
+              spanId: plan.parentSpanId,
+              traceFlags: TraceFlags.SAMPLED,
+              isRemote: true,
+            })
+          : ROOT_CONTEXT;
+        const span: Span = tracer.startSpan(
+          plan.name,
+          {
+            kind: KIND[plan.kind],
+            startTime: plan.start,
+            attributes: plan.attributes,
+            links: plan.links.map((l) => ({
+              context: { traceId: l.traceId, spanId: l.spanId, traceFlags: TraceFlags.SAMPLED },
+            })),
+          },
+          parent,
+        );
+        for (const e of plan.events) span.addEvent(e.name, e.attributes, e.time);
+        if (plan.status.code === 'error')
+          span.setStatus({ code: SpanStatusCode.ERROR, message: plan.status.message });
+        span.end(plan.end);
+        spans += 1;
+      } catch {
+        // A span the SDK refused is a dropped span, never the caller's problem.
+        spans += 1;
+        refused += 1;
+      }
+    },
+    flush() {
+      return settle(() => provider.forceFlush());
+    },
+    counts() {
+      const dropped = exporter.failed + refused + queueLost;
+      return {
+        spans,
+        exported: exporter.exported,
+        dropped,
+        queued: Math.max(0, spans - exporter.exported - dropped),
+        lastError: exporter.lastError,
+      };
+    },
+    shutdown() {
+      stopping ??= settle(() => provider.shutdown());
+      return stopping;
+    },
+  };
+}

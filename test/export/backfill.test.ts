@@ -1,0 +1,86 @@
+/** Backfill of the demo session into a real OTLP/HTTP receiver that decodes with the official protos. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runDemo } from '../../src/demo/run-demo.js';
+import { exportSessions } from '../../src/export/backfill.js';
+import { SessionReader } from '../../src/store/session-reader.js';
+import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+
+let root: string;
+let sessionDir: string;
+let receiver: OtlpReceiver;
+
+beforeAll(async () => {
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-otel-'));
+  const demo = await runDemo({ sessionsDir: path.join(root, 'sessions'), stderr: () => {} });
+  sessionDir = demo.sessionDir;
+  receiver = await startOtlpReceiver();
+}, 60_000);
+
+afterAll(async () => {
+  await receiver?.close();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+describe('mcec-bundle export (backfill)', () => {
+  it('sends one trace whose spans match the calls one to one, with MCP attribute names', async () => {
+    const result = await exportSessions([sessionDir], { url: receiver.url });
+    expect(result).toMatchObject({ sessions: 1, dropped: 0, queued: 0 });
+    const reader = SessionReader.open(sessionDir);
+    const calls = [...reader.calls()];
+    const session = reader.session();
+    reader.close();
+    expect(result.exported).toBe(calls.length + 1);
+    const spans = receiver.spans;
+    expect(new Set(spans.map((s) => s.traceId)).size).toBe(1);
+    const root = spans.find((s) => s.parentSpanId === '')!;
+    expect(root.name).toBe(session.scenario);
+    expect(root.attributes['mcec.verdict']).toBe('FAIL');
+    expect(root.status.code).toBe(2); // STATUS_CODE_ERROR
+    const children = spans.filter((s) => s !== root);
+    expect(children.map((s) => s.attributes['mcec.call.seq'])).toEqual(calls.map((c) => c.seq));
+    for (const [i, span] of children.entries()) {
+      const call = calls[i]!;
+      expect(span.parentSpanId).toBe(root.spanId);
+      expect(span.name).toBe(`tools/call ${call.tool}`);
+      expect(span.kind).toBe(3); // SPAN_KIND_CLIENT
+      expect(span.attributes).toMatchObject({
+        'mcp.method.name': 'tools/call',
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': call.tool,
+        'mcp.session.id': session.session_id,
+      });
+      expect(span.startMs).toBe(Date.parse(call.started_at));
+      if (call.status === 'ok') expect(span.status.code).toBe(0);
+      else {
+        expect(span.status.code).toBe(2);
+        expect(span.attributes['error.type']).toBe(call.error_code);
+        expect(span.attributes['mcec.error.category']).toBe(call.error_category);
+      }
+      // Arguments are opt-in.
+      expect(span.attributes['gen_ai.tool.call.arguments']).toBeUndefined();
+    }
+    // Images travel as references (hash and relative path), never as bytes.
+    const artifactEvents = children.flatMap((s) => s.events.filter((e) => e.name === 'mcec.artifact'));
+    expect(artifactEvents.length).toBeGreaterThan(0);
+    for (const e of artifactEvents) {
+      expect(e.attributes['mcec.artifact.sha256']).toMatch(/^[0-9a-f]{64}$/);
+      expect(fs.existsSync(path.join(sessionDir, e.attributes['mcec.artifact.path'] as string))).toBe(true);
+    }
+    expect(JSON.stringify(spans)).not.toMatch(/iVBORw0KGgo/); // no PNG base64 anywhere
+    expect(root.resource['service.name']).toBe('mcec-recorder');
+  });
+
+  it('sends the same ids the second time, so a backend keeps one copy', async () => {
+    const before = receiver.spans.length;
+    const first = receiver.spans.map((s) => `${s.traceId}/${s.spanId}`).sort();
+    await exportSessions([sessionDir], { url: receiver.url });
+    const second = receiver.spans
+      .slice(before)
+      .map((s) => `${s.traceId}/${s.spanId}`)
+      .sort();
+    expect(second).toEqual(first);
+  });
+});
