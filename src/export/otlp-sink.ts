@@ -29,6 +29,7 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { SpanPlan } from './span-plan.js';
 
 /** Where and how to send. */
@@ -134,7 +135,7 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
     }),
   );
   const resource = defaultResource()
-    .merge(resourceFromAttributes({ 'service.name': options.serviceName ?? 'mcec-recorder' }))
+    .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName ?? 'mcec-recorder' }))
     .merge(detectResources({ detectors: [envDetector] }));
   const provider = new BasicTracerProvider({
     resource,

@@ -4,6 +4,7 @@
  * semantic conventions, warnings, artifacts and steps as span events. The live exporter and the backfill
  * both plan spans here, so a session sent twice is the same spans with the same ids.
  */
+import { ATTR_ERROR_TYPE, ATTR_NETWORK_TRANSPORT } from '@opentelemetry/semantic-conventions';
 import type { ArtifactRow, CallRow, EventRow, WarningRow } from '../store/schema.js';
 import { callSpanId, parseTraceParent, sessionSpanId, sessionTraceId } from './trace-ids.js';
 
@@ -12,8 +13,8 @@ import { callSpanId, parseTraceParent, sessionSpanId, sessionTraceId } from './t
  * incubating, and the conventions' README asks instrumentations to copy those rather than import them.
  */
 export const ATTR = {
-  errorType: 'error.type',
-  networkTransport: 'network.transport',
+  errorType: ATTR_ERROR_TYPE,
+  networkTransport: ATTR_NETWORK_TRANSPORT,
   mcpMethodName: 'mcp.method.name',
   mcpSessionId: 'mcp.session.id',
   mcpProtocolVersion: 'mcp.protocol.version',
