@@ -90,11 +90,19 @@ class PlannedIds implements IdGenerator {
 class CountingExporter implements SpanExporter {
   exported = 0;
   failed = 0;
+  /** Spans handed to the OTLP exporter and not yet answered (a batch the processor gave up on included). */
+  inFlight = 0;
   lastError: string | null = null;
   constructor(private readonly inner: SpanExporter) {}
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    let counted = false;
+    this.inFlight += spans.length;
     this.inner.export(spans, (result) => {
+      // A batch that timed out may still hear back later: its fate is what was said first.
+      if (counted) return;
+      counted = true;
+      this.inFlight -= spans.length;
       if (result.code === ExportResultCode.SUCCESS) this.exported += spans.length;
       else {
         this.failed += spans.length;
@@ -156,6 +164,7 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
   let refused = 0; // spans the SDK would not take
   let queueLost = 0; // known after a flush: spans handed over before it that the exporter never saw
   let stopping: Promise<void> | null = null;
+  let stopped = false;
 
   const settle = async (work: () => Promise<void>) => {
     const handed = spans;
@@ -165,7 +174,10 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
       // the exporter counted what failed
     }
     // A flush sends everything queued before it; what the exporter still has not seen was dropped by a full queue.
-    queueLost = Math.max(queueLost, handed - refused - exporter.exported - exporter.failed);
+    queueLost = Math.max(
+      queueLost,
+      handed - refused - exporter.exported - exporter.failed - exporter.inFlight,
+    );
   };
 
   return {
@@ -210,7 +222,8 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
       return settle(() => provider.forceFlush());
     },
     counts() {
-      const dropped = exporter.failed + refused + queueLost;
+      // Once shut down, a batch still unanswered will not be waited for: it is lost.
+      const dropped = exporter.failed + refused + queueLost + (stopped ? exporter.inFlight : 0);
       return {
         spans,
         exported: exporter.exported,
@@ -220,7 +233,9 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
       };
     },
     shutdown() {
-      stopping ??= settle(() => provider.shutdown());
+      stopping ??= settle(() => provider.shutdown()).then(() => {
+        stopped = true;
+      });
       return stopping;
     },
   };

@@ -84,3 +84,48 @@ describe('mcec-bundle export (backfill)', () => {
     expect(second).toEqual(first);
   });
 });
+
+describe('export when the collector misbehaves', () => {
+  it('retries a 503 and a 429 and then delivers everything', async () => {
+    const flaky = await startOtlpReceiver();
+    flaky.answer = (n) => ({ status: n === 1 ? 503 : n === 2 ? 429 : 200 });
+    try {
+      const result = await exportSessions([sessionDir], { url: flaky.url });
+      expect(flaky.requests).toBeGreaterThanOrEqual(3);
+      expect(result.dropped).toBe(0);
+      expect(result.exported).toBe(result.spans);
+    } finally {
+      await flaky.close();
+    }
+  }, 30_000);
+
+  it('counts every span as dropped when the collector is down, and says why', async () => {
+    const gone = await startOtlpReceiver();
+    const url = gone.url;
+    await gone.close();
+    const result = await exportSessions([sessionDir], { url, exportTimeoutMillis: 2000 });
+    expect(result.exported).toBe(0);
+    expect(result.dropped).toBe(result.spans);
+    expect(result.queued).toBe(0);
+    expect(result.lastError).toBeTruthy();
+  }, 30_000);
+
+  it('counts as dropped what a collector slower than the export timeout never acknowledged', async () => {
+    const slow = await startOtlpReceiver();
+    slow.answer = () => ({ status: 200, delayMs: 3000 });
+    try {
+      const result = await exportSessions([sessionDir], { url: slow.url, exportTimeoutMillis: 500 });
+      expect(result.exported).toBe(0);
+      expect(result.dropped).toBe(result.spans);
+    } finally {
+      await slow.close();
+    }
+  }, 30_000);
+
+  it('sends the headers it is given (an API key)', async () => {
+    const before = receiver.headers.length;
+    await exportSessions([sessionDir], { url: receiver.url, headers: { 'x-api-key': 'k-123' } });
+    expect(receiver.headers.slice(before).every((h) => h['x-api-key'] === 'k-123')).toBe(true);
+    expect(receiver.headers[before]!['content-type']).toBe('application/x-protobuf');
+  });
+});
