@@ -507,7 +507,8 @@ Examples:
             'name one session, or give --since for every session started within a duration',
           );
         }
-        const dirs = id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
+        const dirs =
+          id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
         const { exportSessions } = await import('../export/backfill.js');
         const res = await exportSessions(dirs, {
           url: opts.otlp,
