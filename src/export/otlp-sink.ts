@@ -70,7 +70,8 @@ export interface OtlpSink {
   emit(plan: SpanPlan): void;
   /** Send what is queued; resolves when sent or given up (never rejects). */
   flush(): Promise<void>;
-  counts(): ExportCounts;
+  /** In all, or for one session (by `mcp.session.id`). */
+  counts(sessionId?: string): ExportCounts;
   shutdown(): Promise<void>;
 }
 
@@ -86,10 +87,19 @@ class PlannedIds implements IdGenerator {
   }
 }
 
-/** Counts each batch's fate; the SDK's own exporter does the sending and retrying. */
+/** One session's share of the counts. */
+interface Tally {
+  exported: number;
+  failed: number;
+}
+
+const SESSION_ATTR = 'mcp.session.id';
+
+/** Counts each batch's fate, in all and per session; the SDK's own exporter does the sending and retrying. */
 class CountingExporter implements SpanExporter {
   exported = 0;
   failed = 0;
+  readonly bySession = new Map<string, Tally>();
   /** Spans handed to the OTLP exporter and not yet answered (a batch the processor gave up on included). */
   inFlight = 0;
   lastError: string | null = null;
@@ -103,10 +113,19 @@ class CountingExporter implements SpanExporter {
       if (counted) return;
       counted = true;
       this.inFlight -= spans.length;
-      if (result.code === ExportResultCode.SUCCESS) this.exported += spans.length;
+      const ok = result.code === ExportResultCode.SUCCESS;
+      if (ok) this.exported += spans.length;
       else {
         this.failed += spans.length;
         this.lastError = result.error?.message ?? 'export failed';
+      }
+      for (const span of spans) {
+        const id = span.attributes[SESSION_ATTR];
+        if (typeof id !== 'string') continue;
+        const tally = this.bySession.get(id) ?? { exported: 0, failed: 0 };
+        if (ok) tally.exported += 1;
+        else tally.failed += 1;
+        this.bySession.set(id, tally);
       }
       done(result);
     });
@@ -162,6 +181,7 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
   const tracer = provider.getTracer('mcec-recorder');
   let spans = 0;
   let refused = 0; // spans the SDK would not take
+  const handedBySession = new Map<string, { spans: number; refused: number }>();
   let queueLost = 0; // known after a flush: spans handed over before it that the exporter never saw
   let stopping: Promise<void> | null = null;
   let stopped = false;
@@ -184,6 +204,10 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
     url,
     emit(plan) {
       if (stopping) return;
+      const id = plan.attributes[SESSION_ATTR];
+      const mine = typeof id === 'string' ? (handedBySession.get(id) ?? { spans: 0, refused: 0 }) : null;
+      if (mine && typeof id === 'string') handedBySession.set(id, mine);
+      if (mine) mine.spans += 1;
       try {
         ids.traceId = plan.traceId;
         ids.spanId = plan.spanId;
@@ -216,12 +240,27 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
         // A span the SDK refused is a dropped span, never the caller's problem.
         spans += 1;
         refused += 1;
+        if (mine) mine.refused += 1;
       }
     },
     flush() {
       return settle(() => provider.forceFlush());
     },
-    counts() {
+    counts(sessionId) {
+      if (sessionId !== undefined) {
+        const handed = handedBySession.get(sessionId) ?? { spans: 0, refused: 0 };
+        const tally = exporter.bySession.get(sessionId) ?? { exported: 0, failed: 0 };
+        const settled = tally.exported + tally.failed + handed.refused;
+        // Per session, what the queue dropped is known only once the sink is shut down.
+        const dropped = tally.failed + handed.refused + (stopped ? handed.spans - settled : 0);
+        return {
+          spans: handed.spans,
+          exported: tally.exported,
+          dropped,
+          queued: Math.max(0, handed.spans - tally.exported - dropped),
+          lastError: tally.failed > 0 ? exporter.lastError : null,
+        };
+      }
       // Once shut down, a batch still unanswered will not be waited for: it is lost.
       const dropped = exporter.failed + refused + queueLost + (stopped ? exporter.inFlight : 0);
       return {

@@ -1,8 +1,9 @@
-/** Reads one session log into span plans: its calls in seq order, then its root span. */
+/** Reads a session log into span plans: its calls in seq order, then its root span. */
 import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
-import type { ArtifactRow, WarningRow } from '../store/schema.js';
+import type { ArtifactRow, CallRow, EventRow, WarningRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
 import {
+  type CallFacts,
   type PlanOptions,
   planCallSpan,
   planSessionSpan,
@@ -12,17 +13,6 @@ import {
 
 /** Event kind the recorder writes for a call that carried a W3C `traceparent` in `params._meta`. */
 export const TRACE_PARENT_EVENT = 'trace-parent';
-
-function groupBySeq<T extends { call_seq: number | null }>(rows: T[]): Map<number, T[]> {
-  const out = new Map<number, T[]>();
-  for (const row of rows) {
-    if (row.call_seq === null) continue;
-    const list = out.get(row.call_seq);
-    if (list) list.push(row);
-    else out.set(row.call_seq, [row]);
-  }
-  return out;
-}
 
 function protocolVersionOf(environment: string): string | null {
   try {
@@ -53,37 +43,75 @@ export function sessionFacts(reader: SessionReader): SessionFacts {
   };
 }
 
+function traceparentOf(event: EventRow | undefined): string | null {
+  if (!event?.detail) return null;
+  try {
+    const tp = (JSON.parse(event.detail) as { traceparent?: unknown }).traceparent;
+    return typeof tp === 'string' ? tp : null;
+  } catch {
+    return null; // an unreadable event: the call stays under the session's root
+  }
+}
+
+/** What the log holds about one call: by query per call (live), or from one read of the whole log (backfill). */
+export interface CallLookup {
+  facts(row: CallRow): CallFacts;
+}
+
+/** Per-call queries: cheap for the few calls a live export sends after each commit. */
+export function callLookupByQuery(reader: SessionReader): CallLookup {
+  return {
+    facts: (row) => ({
+      row,
+      warnings: reader.warningsOfCall(row.seq),
+      artifacts: reader.artifactsOfCall(row.seq),
+      traceparent: traceparentOf(reader.eventOfCall(TRACE_PARENT_EVENT, row.seq)),
+    }),
+  };
+}
+
+function groupBySeq<T extends { call_seq: number | null }>(rows: T[]): Map<number, T[]> {
+  const out = new Map<number, T[]>();
+  for (const row of rows) {
+    if (row.call_seq === null) continue;
+    const list = out.get(row.call_seq);
+    if (list) list.push(row);
+    else out.set(row.call_seq, [row]);
+  }
+  return out;
+}
+
+/** One read of each table: for a whole session at once. */
+export function callLookupInBulk(reader: SessionReader): CallLookup {
+  const warnings = groupBySeq<WarningRow>(reader.warnings());
+  const artifacts = groupBySeq<ArtifactRow>(reader.artifacts());
+  const parents = new Map<number, string>();
+  for (const e of reader.events(TRACE_PARENT_EVENT)) {
+    const tp = traceparentOf(e);
+    if (e.call_seq !== null && tp) parents.set(e.call_seq, tp);
+  }
+  return {
+    facts: (row) => ({
+      row,
+      warnings: warnings.get(row.seq) ?? [],
+      artifacts: artifacts.get(row.seq) ?? [],
+      traceparent: parents.get(row.seq) ?? null,
+    }),
+  };
+}
+
+/** The root span of a session as its log stands now. */
+export function planRoot(reader: SessionReader): SpanPlan {
+  return planSessionSpan(sessionFacts(reader), reader.events('step'));
+}
+
 /** Every span of a session, read in one snapshot of its log (safe while a recorder still writes it). */
 export function planSession(reader: SessionReader, options: PlanOptions = {}): SpanPlan[] {
   return reader.snapshot(() => {
     const facts = sessionFacts(reader);
-    const warnings = groupBySeq<WarningRow>(reader.warnings());
-    const artifacts = groupBySeq<ArtifactRow>(reader.artifacts());
-    const parents = new Map<number, string>();
-    for (const e of reader.events(TRACE_PARENT_EVENT)) {
-      if (e.call_seq === null || !e.detail) continue;
-      try {
-        const tp = (JSON.parse(e.detail) as { traceparent?: unknown }).traceparent;
-        if (typeof tp === 'string') parents.set(e.call_seq, tp);
-      } catch {
-        // an unreadable event: the call stays under the session's root
-      }
-    }
+    const lookup = callLookupInBulk(reader);
     const plans: SpanPlan[] = [];
-    for (const row of reader.calls()) {
-      plans.push(
-        planCallSpan(
-          facts,
-          {
-            row,
-            warnings: warnings.get(row.seq) ?? [],
-            artifacts: artifacts.get(row.seq) ?? [],
-            traceparent: parents.get(row.seq) ?? null,
-          },
-          options,
-        ),
-      );
-    }
+    for (const row of reader.calls()) plans.push(planCallSpan(facts, lookup.facts(row), options));
     plans.push(planSessionSpan(facts, reader.events('step')));
     return plans;
   });

@@ -541,6 +541,20 @@ export class SessionReader {
     return this.stmt('SELECT id, call_seq, code, detail FROM warnings ORDER BY id').all() as WarningRow[];
   }
 
+  /** Warning rows of one call. */
+  warningsOfCall(seq: number): WarningRow[] {
+    return this.stmt('SELECT id, call_seq, code, detail FROM warnings WHERE call_seq = ? ORDER BY id').all(
+      seq,
+    ) as WarningRow[];
+  }
+
+  /** The newest event of a kind that names call `seq`. */
+  eventOfCall(kind: string, seq: number): EventRow | undefined {
+    return this.stmt(
+      'SELECT id, at, kind, call_seq, detail FROM events WHERE kind = ? AND call_seq = ? ORDER BY id DESC LIMIT 1',
+    ).get(kind, seq) as EventRow | undefined;
+  }
+
   /** All artifact rows in order. */
   artifacts(): ArtifactRow[] {
     return this.stmt('SELECT * FROM artifacts ORDER BY id').all() as ArtifactRow[];
