@@ -276,7 +276,8 @@ export class Matcher {
       if (live === rec) return;
       if (typeof raw === 'string' && redactedStringMatches(rec, raw)) return;
       if (typeof live === 'string' && redactedStringMatches(rec, live)) return;
-      const typed = TYPED.exec(rec);
+      const at = rec.indexOf('[typed text: ');
+      const typed = at >= 0 ? TYPED.exec(rec.slice(at, at + 40)) : null;
       diff(
         typed
           ? `typed text of another length (recorded ${typed[1]} chars)`

@@ -147,3 +147,13 @@ export function reportValidator(): (value: unknown) => string[] {
       ? []
       : (fn.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''}`.trim());
 }
+
+/** Parsed JSON, loosely typed: tests read deep into envelopes and let the assertions do the checking. */
+// biome-ignore lint/suspicious/noExplicitAny: assertion-only view of parsed JSON
+export type Loose = any;
+
+/** The envelope of a CallToolResult, loosely typed for assertions. */
+export function env(out: unknown): Loose {
+  const content = (out as CallToolResult).content;
+  return JSON.parse((content[content.length - 1] as { text: string }).text);
+}

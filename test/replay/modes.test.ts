@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { replaySession } from '../../src/replay/index.js';
+import type { CallToolResult } from '../../src/sim/index.js';
+import { env, type RecordedDemo, recordDemo, reportValidator, StdioReplay, tempDir } from './helpers.js';
+
+let work: string;
+let demo: RecordedDemo;
+
+beforeAll(async () => {
+  work = tempDir();
+  demo = await recordDemo(path.join(work, 'sessions'));
+});
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+/** The demo's calls as the recording holds them, each as [tool, args]. */
+function recordedCalls(): Array<[string, Record<string, unknown>]> {
+  return demo.wire.map((w) => [w.tool, w.args]);
+}
+
+describe('--order any (default)', () => {
+  it('answers calls out of recorded order from the matching recordings', async () => {
+    const replay = await replaySession(demo.sessionDir, { http: false });
+    const calls = recordedCalls();
+    // displays before windows, the Video Player capture before Notepad's.
+    const order = [0, 2, 1, 10, 3];
+    const outs = [];
+    for (const i of order) outs.push(env(await replay.callTool(calls[i]![0], calls[i]![1])));
+    expect(outs.map((o) => o.ok)).toEqual([true, true, true, false, true]);
+    expect(outs[3]!.error.code).toBe('frame-all-black');
+    const report = await replay.close();
+    expect(report.calls.map((c) => c.recordedSeq)).toEqual([1, 3, 2, 11, 4]);
+    expect(report.exitCode).toBe(0);
+    expect(report.firstDivergence).toBeNull();
+  });
+
+  it('answers an unmatched call with the nearest recording of its tool, and reports it', async () => {
+    const replay = await replaySession(demo.sessionDir, { http: false });
+    const out = env(
+      await replay.callTool('find', { window: 'Save As', value: 'Open', sessionId: demo.sessionId }),
+    );
+    expect(out.error.code).toBe('selector-matched-3'); // #8, the nearest find: only `value` differs
+    const report = await replay.close();
+    expect(report.calls[0]).toMatchObject({ outcome: 'nearest', recordedSeq: 8 });
+    expect(report.unmatched[0]!.differences).toEqual([
+      { path: '/value', recorded: 'Save', live: 'Open', why: 'another value' },
+    ]);
+    expect(report.exitCode).toBe(0);
+  });
+});
+
+describe('--order strict', () => {
+  it('follows the recorded sequence and ends at the first divergence with exit code 1', async () => {
+    const replay = await replaySession(demo.sessionDir, { http: false, order: 'strict' });
+    const calls = recordedCalls();
+    expect(env(await replay.callTool(...calls[0]!)).ok).toBe(true);
+    const diverged = env(await replay.callTool(...calls[2]!)); // displays where windows was recorded
+    expect(diverged.error).toMatchObject({ code: 'replay-diverged', category: 'internal' });
+    expect(diverged.error.detail).toContain('nearest is #2 windows');
+    await replay.ended;
+    // Once diverged, every call is refused, even the one the recording expected.
+    expect(env(await replay.callTool(...calls[1]!)).error.code).toBe('replay-diverged');
+    const report = await replay.close();
+    expect(report.exitCode).toBe(1);
+    expect(report.firstDivergence).toMatchObject({
+      n: 2,
+      tool: 'displays',
+      nearest: { seq: 2, tool: 'windows' },
+    });
+    expect(report.firstDivergence!.differences[0]).toMatchObject({
+      path: '/tool',
+      recorded: 'windows',
+      live: 'displays',
+    });
+    expect(reportValidator()(report)).toEqual([]);
+  });
+
+  it('mcec-replay --order strict --stdio stops at the divergence after writing its answer, exit 1', async () => {
+    const replay = new StdioReplay([demo.sessionDir, '--stdio', '--order', 'strict', '--json']);
+    await replay.request('tools/call', { name: 'session-start', arguments: {} });
+    const answer = await replay.request('tools/call', {
+      name: 'capture',
+      arguments: { window: 'Video Player' },
+    });
+    expect(env(answer.result as CallToolResult).error.code).toBe('replay-diverged');
+    // stdin stays open: the replay exits on its own.
+    expect(await replay.exited).toBe(1);
+    const report = JSON.parse(replay.stderr);
+    expect(report.firstDivergence).toMatchObject({ n: 2, tool: 'capture' });
+    expect(reportValidator()(report)).toEqual([]);
+  });
+});
+
+describe('--lockdown', () => {
+  it('a changed agent gets replay-unmatched for the call the recording lacks; the replay goes on and exits 1', async () => {
+    const replay = await replaySession(demo.sessionDir, { http: false, lockdown: true });
+    const calls = recordedCalls();
+    expect(env(await replay.callTool(...calls[0]!)).ok).toBe(true);
+    const changed = env(
+      await replay.callTool('capture', { window: 'Calculator', sessionId: demo.sessionId }),
+    );
+    expect(changed).toMatchObject({ ok: false, sessionId: demo.sessionId });
+    expect(changed.error).toMatchObject({ code: 'replay-unmatched', category: 'internal' });
+    expect(changed.error.detail).toMatch(/nearest is #4 capture \(\/window: another value\)/);
+    expect(changed.error.lastObservation).toBeUndefined();
+    expect(env(await replay.callTool(...calls[1]!)).ok).toBe(true);
+    const report = await replay.close();
+    expect(report.exitCode).toBe(1);
+    expect(report.counts).toMatchObject({ calls: 3, matched: 2, unmatched: 1 });
+  });
+
+  it('mcec-replay --lockdown exits 1 naming the first unmatched call', async () => {
+    const replay = new StdioReplay([demo.sessionDir, '--stdio', '--lockdown']);
+    await replay.request('tools/call', { name: 'session-start', arguments: {} });
+    await replay.request('tools/call', {
+      name: 'query',
+      arguments: { window: 'Untitled - Notepad', maxNodes: 5, sessionId: demo.sessionId },
+    });
+    expect(await replay.end()).toBe(1);
+    expect(replay.stderr).toContain(
+      'first divergence: call 2 query {"window":"Untitled - Notepad","maxNodes":5,',
+    );
+    expect(replay.stderr).toMatch(/nearest: #5 query/);
+    expect(replay.stderr).toMatch(/\/maxNodes: extra: the recorded call had no such argument/);
+  });
+});
