@@ -167,7 +167,8 @@ export function parseInjection(spec: string): Injection {
         `--inject ${JSON.stringify(spec)}: ${JSON.stringify(cat)} is not an MCEC category (${ERROR_CATEGORIES.join(', ')})`,
       );
     category = cat;
-  } else if (isCategory(code) && categoryOfCode(code, tool) === null) {
+  } else if (isCategory(code)) {
+    // A category name means its usual code (`invalid-argument` is also a code: `invalid-argument:invalid-argument`).
     category = code;
     code = defaultCode(code);
   } else if (categoryOfCode(code, tool) === null) {
