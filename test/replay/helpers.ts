@@ -12,6 +12,7 @@ import { type CallToolResult, createSimulator } from '../../src/sim/index.js';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const REPLAY_CLI = path.join(root, 'dist/cli/mcec-replay.js');
+export const RECORD_CLI = path.join(root, 'dist/cli/mcec-record.js');
 
 /** A fresh temp dir. */
 export function tempDir(): string {
@@ -82,8 +83,9 @@ export class StdioReplay {
   /** Every line the replay wrote, raw. */
   readonly lines: string[] = [];
 
-  constructor(args: string[], env: NodeJS.ProcessEnv = {}) {
-    this.child = spawn(process.execPath, [REPLAY_CLI, ...args], {
+  /** Spawn `mcec-replay ARGS`, or with `program` (a built CLI's path) that program with ARGS. */
+  constructor(args: string[], env: NodeJS.ProcessEnv = {}, program = REPLAY_CLI) {
+    this.child = spawn(process.execPath, [program, ...args], {
       cwd: root,
       env: { ...process.env, ...env },
     });
