@@ -51,7 +51,7 @@ export async function openReplaySource(
       throw new SourceError(
         `${input}: a file that is not a bundle (.zip); give a session id, a session dir or a bundle`,
       );
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-replay-'));
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-replay-bundle-'));
     const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
     try {
       const dir = await extractBundle(input, tmp);

@@ -1,0 +1,200 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/bundle/build.js';
+import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
+import { loadRecording, ReplayCore, replaySession } from '../../src/replay/index.js';
+import { rawZip } from '../bundle/helpers.js';
+import { request } from '../sim/helpers.js';
+import { callsOf, env, REPLAY_CLI, type RecordedDemo, recordDemo, root, tempDir } from './helpers.js';
+
+let work: string;
+let demo: RecordedDemo;
+
+beforeAll(async () => {
+  work = tempDir();
+  demo = await recordDemo(path.join(work, 'sessions'));
+});
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+const rpc = (id: number, method: string, params?: unknown) =>
+  JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
+
+describe('HTTP: POST /mcp with MCEC front-door checks', () => {
+  it('answers tools/call on the real wire and refuses what MCEC refuses', async () => {
+    const replay = await replaySession(demo.sessionDir, { http: { token: 'let-me-in' } });
+    try {
+      const auth = { authorization: 'Bearer let-me-in' };
+      const ok = await request(replay.url, {
+        body: rpc(1, 'tools/call', { name: 'session-start', arguments: {} }),
+        headers: auth,
+      });
+      expect(ok.status).toBe(200);
+      // MCEC's escaping on the wire: the envelope text is JSON in a JSON string, quotes as \u0022.
+      expect(ok.text).toContain('{\\u0022ok\\u0022:true');
+      expect(env(JSON.parse(ok.text).result).sessionId).toBe(demo.sessionId);
+      expect((await request(replay.url, { body: rpc(2, 'ping') })).status).toBe(401);
+      expect((await request(replay.url, { method: 'GET', headers: auth })).status).toBe(405);
+      expect((await request(replay.url, { path: '/mcp/', body: rpc(3, 'ping'), headers: auth })).status).toBe(
+        404,
+      );
+      expect(
+        (await request(replay.url, { body: rpc(4, 'ping'), headers: { ...auth, host: 'evil.example' } }))
+          .status,
+      ).toBe(403);
+      expect(
+        (
+          await request(replay.url, {
+            body: rpc(5, 'ping'),
+            headers: { ...auth, origin: 'https://evil.example' },
+          })
+        ).status,
+      ).toBe(403);
+      expect(
+        (await request(replay.url, { body: Buffer.alloc(1024 * 1024 + 1, 32), headers: auth })).status,
+      ).toBe(413);
+      const batch = await request(replay.url, { body: `[${rpc(6, 'ping')}]`, headers: auth });
+      expect(JSON.parse(batch.text).error.code).toBe(-32600);
+      const list = JSON.parse(
+        (await request(replay.url, { body: rpc(7, 'tools/list'), headers: auth })).text,
+      );
+      expect(list.result.tools.length).toBe(22); // not recorded: MCEC's catalog, and the report says so
+      expect(replay.report().synthesized[0]).toMatch(/^tools\/list: not in the recording/);
+    } finally {
+      await replay.close();
+    }
+  });
+});
+
+describe('sources', () => {
+  it('a bundle zip replays like its session dir, and its temp copy is removed on close', async () => {
+    const { bundle } = await buildBundle(demo.sessionDir);
+    const copies = () =>
+      fs
+        .readdirSync(os.tmpdir())
+        .filter((n) => n.startsWith('mcec-replay-bundle-'))
+        .sort();
+    const before = copies();
+    const replay = await replaySession(bundle, { http: false });
+    expect(copies().length).toBe(before.length + 1);
+    const run = await runScriptedAgent((tool, args) => replay.callTool(tool, args), { step: () => {} });
+    const report = await replay.close();
+    expect(callsOf(run)).toEqual(callsOf(demo.run));
+    expect(report.source.kind).toBe('bundle');
+    expect(report.calls.reduce((n, c) => n + c.imagesRestored, 0)).toBe(3);
+    expect(report.calls.flatMap((c) => c.imagesMissing)).toEqual([]);
+    expect(copies()).toEqual(before);
+  });
+
+  it('refuses a zip with a ".." entry before writing anything', async () => {
+    const zip = path.join(work, 'evil.zip');
+    const top = path.basename(demo.sessionDir);
+    fs.writeFileSync(
+      zip,
+      rawZip([
+        {
+          name: `${top}/session.sqlite`,
+          data: fs.readFileSync(path.join(demo.sessionDir, 'session.sqlite')),
+        },
+        { name: `${top}/artifacts/../../escaped.png`, data: Buffer.from('x') },
+      ]),
+    );
+    await expect(replaySession(zip, { http: false })).rejects.toThrow(/path traversal/);
+    expect(fs.existsSync(path.join(work, 'escaped.png'))).toBe(false);
+    const symlink = path.join(work, 'link.zip');
+    fs.writeFileSync(
+      symlink,
+      rawZip([{ name: `${top}/session.sqlite`, data: Buffer.from('/etc/passwd'), mode: 0o120777 }]),
+    );
+    await expect(replaySession(symlink, { http: false })).rejects.toThrow(/symlink/);
+  });
+
+  it('finds a session by id prefix under --sessions', async () => {
+    const replay = await replaySession(demo.sessionId.slice(0, 6), {
+      http: false,
+      sessionsDir: demo.sessionsDir,
+    });
+    expect(replay.sessionId).toBe(demo.sessionId);
+    expect((await replay.close()).source.kind).toBe('session-id');
+  });
+});
+
+describe('--speed', () => {
+  it('holds each answer for the recorded duration divided by the speed (0: not at all)', async () => {
+    const recording = loadRecording(demo.sessionDir);
+    const source = {
+      kind: 'session-dir' as const,
+      input: demo.sessionDir,
+      sessionId: demo.sessionId,
+      scenario: null,
+    };
+    for (const speed of [0, 1, 4]) {
+      const waits: number[] = [];
+      const core = new ReplayCore(recording, source, { speed, sleep: async (ms) => void waits.push(ms) });
+      await core.callTool('session-start', {});
+      await core.callTool('capture', { window: 'Untitled - Notepad', sessionId: demo.sessionId });
+      const recorded = [recording.calls[0]!.durationMs, recording.calls[3]!.durationMs];
+      expect(waits).toEqual(speed === 0 ? [] : recorded.map((ms) => ms / speed));
+    }
+  });
+});
+
+describe('mcec-replay CLI', () => {
+  const cli = (...args: string[]) =>
+    spawnSync(process.execPath, [REPLAY_CLI, ...args], { cwd: root, encoding: 'utf8' });
+
+  it('--help teaches with examples', () => {
+    const r = cli('--help');
+    expect(r.status).toBe(0);
+    for (const text of [
+      '--stdio',
+      '--listen',
+      '--lockdown',
+      '--order',
+      'capture#3=frame-all-black',
+      '*@5=emergency-stopped',
+      'Exit codes',
+    ])
+      expect(r.stdout).toContain(text);
+  });
+
+  it('bad usage exits 2 with a hint', () => {
+    expect(cli(demo.sessionDir).status).toBe(2); // no transport
+    const bad = cli(demo.sessionDir, '--stdio', '--inject', 'capture=not-a-code');
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/not a code MCEC produces/);
+    const missing = cli('nope', '--stdio', '--sessions', demo.sessionsDir);
+    expect(missing.status).toBe(2);
+    expect(missing.stderr).toMatch(/no session matching "nope"/);
+    expect(cli(demo.sessionDir, '--stdio', '--speed', 'fast').status).toBe(2);
+  });
+
+  it('--listen serves HTTP until SIGTERM, then prints the report', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(
+      process.execPath,
+      [REPLAY_CLI, demo.sessionDir, '--listen', '127.0.0.1:0', '--json'],
+      { cwd: root },
+    );
+    let stderr = '';
+    let stdout = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+    const url = await new Promise<string>((resolve) => {
+      child.stderr.setEncoding('utf8').on('data', (s: string) => {
+        stderr += s;
+        const m = /on (http:\/\/\S+)/.exec(stderr);
+        if (m) resolve(m[1]!);
+      });
+    });
+    const answer = await request(url, {
+      body: rpc(1, 'tools/call', { name: 'displays', arguments: { sessionId: demo.sessionId } }),
+    });
+    expect(env(JSON.parse(answer.text).result).result.count).toBe(2);
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(JSON.parse(stdout).counts).toMatchObject({ calls: 1, matched: 1 });
+  });
+});
