@@ -111,7 +111,8 @@ describe('--lockdown', () => {
   });
 
   it('mcec-replay --lockdown exits 1 naming the first unmatched call', async () => {
-    const replay = new StdioReplay([demo.sessionDir, '--stdio', '--lockdown']);
+    const file = path.join(work, 'lockdown-report.json');
+    const replay = new StdioReplay([demo.sessionDir, '--stdio', '--lockdown', '--report', file]);
     await replay.request('tools/call', { name: 'session-start', arguments: {} });
     await replay.request('tools/call', {
       name: 'query',
@@ -123,5 +124,12 @@ describe('--lockdown', () => {
     );
     expect(replay.stderr).toMatch(/nearest: #5 query/);
     expect(replay.stderr).toMatch(/\/maxNodes: extra: the recorded call had no such argument/);
+    const report = JSON.parse(fs.readFileSync(file, 'utf8'));
+    expect(reportValidator()(report)).toEqual([]);
+    expect(report).toMatchObject({
+      exitCode: 1,
+      options: { lockdown: true },
+      firstDivergence: { n: 2, tool: 'query' },
+    });
   });
 });
