@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRecorder } from '../../src/record/recorder.js';
+import { replaySession } from '../../src/replay/index.js';
+import { type CallToolResult, createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { env, tempDir } from './helpers.js';
+
+let work: string;
+beforeAll(() => {
+  work = tempDir();
+});
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+/** Record `calls` against a fresh simulator through `wrap`; `bare` returns the envelope object instead of the CallToolResult. */
+async function record(calls: Array<[string, Record<string, unknown>]>, bare = false) {
+  const sim = createSimulator({ seed: 3, sessionsRoot: path.join(work, `sim-${bare}`) });
+  const recorder = createRecorder({ sessionsDir: path.join(work, `sessions-${bare}`), stderr: () => {} });
+  const outputs: CallToolResult[] = [];
+  const call = recorder.wrap(async (tool: string, args: Record<string, unknown>) => {
+    const out = await sim.callTool(tool, args);
+    outputs.push(structuredClone(out));
+    return bare ? envelopeOf(out) : out;
+  });
+  const first = await call('session-start', {});
+  const started = (bare ? (first as { sessionId: string }) : envelopeOf(first as CallToolResult)).sessionId!;
+  for (const [tool, args] of calls) await call(tool, { ...args, sessionId: started });
+  await recorder.flush();
+  const dir = recorder.session(started)!.dir;
+  await recorder.close();
+  return { dir, sessionId: started, outputs };
+}
+
+describe('answers rebuilt from the recording', () => {
+  it('a region capture and a path-only capture come back byte for byte (host-file copies taken out)', async () => {
+    const calls: Array<[string, Record<string, unknown>]> = [
+      ['capture', { x: 100, y: 100, width: 64, height: 32 }],
+      ['capture', { window: 'Untitled - Notepad', pathOnly: true }],
+    ];
+    const rec = await record(calls);
+    const replay = await replaySession(rec.dir, { http: false });
+    await replay.callTool('session-start', {});
+    for (const [i, [tool, args]] of calls.entries()) {
+      const out = await replay.callTool(tool, { ...args, sessionId: rec.sessionId });
+      expect(out).toEqual(rec.outputs[i + 1]);
+    }
+    const report = await replay.close();
+    expect(report.calls.map((c) => c.imagesRestored)).toEqual([0, 2, 0]);
+    // The path-only capture names its file on the MCEC host; the recorder's copy key is not on the wire.
+    expect(JSON.stringify(rec.outputs[2])).not.toContain('artifactCopy');
+  });
+
+  it('a recording of bare envelopes is served as MCEC sends it: the image block first, then the envelope', async () => {
+    const rec = await record([['capture', { window: 'Untitled - Notepad' }]], true);
+    const replay = await replaySession(rec.dir, { http: false });
+    await replay.callTool('session-start', {});
+    const out = await replay.callTool('capture', { window: 'Untitled - Notepad', sessionId: rec.sessionId });
+    await replay.close();
+    expect(out).toEqual(rec.outputs[1]);
+    expect(out.content.map((b) => b.type)).toEqual(['image', 'text']);
+    expect(env(out).result.base64).toBe((out.content[0] as { data: string }).data);
+  });
+});
