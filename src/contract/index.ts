@@ -2,5 +2,6 @@
 export * from './image-bytes.js';
 export * from './read-tool-output.js';
 export * from './session-id.js';
+export * from './tool-catalog.js';
 export * from './types.js';
 export * from './validate.js';

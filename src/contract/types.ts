@@ -18,9 +18,6 @@ export const ERROR_CATEGORIES = [
 
 export type ErrorCategory = (typeof ERROR_CATEGORIES)[number];
 
-/** The five tools whose success updates a session's last good observation (mcec-wire §1). */
-export const OBSERVATION_TOOLS = ['query', 'capture', 'get-text', 'find', 'wait-for'] as const;
-
 export interface Warning {
   code: string;
   detail: string;

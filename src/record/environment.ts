@@ -42,13 +42,21 @@ export interface ServerInfo {
   instructionsSha256?: string;
 }
 
-/** A session's `environment` column: `{os, node, recorder, server?}`. */
-export function environmentOf(server: ServerInfo | undefined): Record<string, unknown> {
+/**
+ * A session's `environment` column: `{os, node, recorder, server?, observationTools?}`. The observation set
+ * is the recorder's (the tool catalog's unless configured), so a report picks the last good observation the
+ * way the recorder did.
+ */
+export function environmentOf(
+  server: ServerInfo | undefined,
+  observationTools?: Iterable<string>,
+): Record<string, unknown> {
   const env: Record<string, unknown> = {
     os: `${os.platform()} ${os.release()} ${os.arch()}`,
     node: process.version,
     recorder: recorderVersion(),
   };
   if (server) env.server = server;
+  if (observationTools) env.observationTools = [...observationTools];
   return env;
 }

@@ -4,7 +4,6 @@ export {
   isCommandLevelFailure,
   type OutputShape,
   quickOutcome,
-  REFUSAL_CODES,
   withAbsoluteArtifacts,
 } from './outcome.js';
 export {

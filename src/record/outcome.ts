@@ -4,6 +4,7 @@
  * get the last good observation (mcec-wire §3).
  */
 import path from 'node:path';
+import { META_TOOLS, REFUSAL_CODES } from '../contract/tool-catalog.js';
 import type { Envelope, ToolError, ToolOutput, ToolOutputKind } from '../contract/types.js';
 
 /** The transport shape a dispatch returns; a thrown dispatch's failure is given back in the same shape. */
@@ -133,36 +134,6 @@ export function thrownMessage(err: unknown): string {
     return 'non-Error thrown';
   }
 }
-
-/** Codes of refusals made before a tool runs (gates, consent, arguments, sessions): no observation attached. */
-export const REFUSAL_CODES: ReadonlySet<string> = new Set([
-  'bad-arguments',
-  'unknown-session',
-  'invalid-argument',
-  'agent-commands-disabled',
-  'emergency-stopped',
-  'bootstrap-only',
-  'consent-pending',
-  'consent-denied',
-  'consent-timeout',
-  'consent-unavailable',
-  'command-disabled',
-  'unknown-tool',
-  'unknown-command',
-  'provisioning-not-authorized',
-  'session-token-invalid',
-]);
-
-/** Meta tools whose failures are never command-level (mcec-wire §1). */
-const META_TOOLS: ReadonlySet<string> = new Set([
-  'send_command',
-  'session-start',
-  'session-status',
-  'session-end',
-  'request-command-access',
-  'provision-session',
-  'end-session',
-]);
 
 /** True for a command-level failure, which the server would have given the last good observation. */
 export function isCommandLevelFailure(tool: string, error: ToolError): boolean {

@@ -12,7 +12,8 @@ import { type CompactedImage, compactImages } from '../artifacts/compact.js';
 import { HostFileCollector, type HostFileRef } from '../artifacts/host-files.js';
 import { findImageBytes, setAtPointer } from '../contract/image-bytes.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
-import { type Envelope, OBSERVATION_TOOLS, type ToolOutput, type Violation } from '../contract/types.js';
+import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
+import type { Envelope, ToolOutput, Violation } from '../contract/types.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.js';
@@ -460,7 +461,7 @@ class RecorderImpl implements Recorder {
         end_reason: null,
         recorder_version: recorderVersion(),
         writer_pid: process.pid,
-        environment: JSON.stringify(environmentOf(this.server)),
+        environment: JSON.stringify(environmentOf(this.server, this.observationTools)),
         last_observation: null,
         ...s.fields,
       };
@@ -1184,7 +1185,7 @@ class RecorderImpl implements Recorder {
     if (typeof result.instructions === 'string')
       server.instructionsSha256 = createHash('sha256').update(result.instructions, 'utf8').digest('hex');
     this.server = server;
-    const environment = JSON.stringify(environmentOf(server));
+    const environment = JSON.stringify(environmentOf(server, this.observationTools));
     for (const s of this.sessions.values()) {
       if (!s.log) continue;
       s.log.setSessionFields({ environment });

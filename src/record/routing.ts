@@ -1,10 +1,7 @@
 /** How MCEC means its session ids (mcec-wire §8): which ids route a call, and which envelope ids do not. */
+import { INSTALL_TOOLS, LIFECYCLE_TOOLS } from '../contract/tool-catalog.js';
 import { isRecord } from './outcome.js';
 
-/** Tools whose `sessionId` argument names a provisioned install, not a session: they run in the default one. */
-const INSTALL_TOOLS: ReadonlySet<string> = new Set(['provision-session', 'end-session']);
-/** The session lifecycle tools: they read `sessionId` as their target, and are gated before routing. */
-const LIFECYCLE_TOOLS: ReadonlySet<string> = new Set(['session-start', 'session-status', 'session-end']);
 /** Refusals MCEC checks before it routes any call: their envelope carries the default session's id. */
 const ALWAYS_BEFORE_ROUTING: ReadonlySet<string> = new Set([
   'emergency-stopped',

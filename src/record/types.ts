@@ -52,7 +52,10 @@ export interface RecorderOptions {
   hostPathMap?: Array<{ from: string; to: string }>;
   /** Attach the last good observation to command-level failures that lack one (default true). */
   fillLastObservation?: boolean;
-  /** Tools whose success updates the last good observation (default query, capture, get-text, find, wait-for). */
+  /**
+   * Tools whose success updates the last good observation (default the catalog's `OBSERVATION_TOOLS`); saved
+   * in each session's environment, where the report reads it.
+   */
   observationTools?: string[];
   /** Transport recorded for `wrap` calls and for exchanges without one in their meta (default 'wrap'). */
   transport?: Transport;

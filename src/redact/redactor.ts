@@ -1,3 +1,4 @@
+import { MCEC_TOOL_NAMES } from '../contract/tool-catalog.js';
 import { ERROR_CATEGORIES } from '../contract/types.js';
 import { jsonForms } from './echoes.js';
 import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
@@ -60,35 +61,6 @@ const MAX_SECRET_DEPTH = 20;
 const DEFAULT_MAX_DEPTH = 200;
 /** Learned error codes kept as protected words at most. */
 const MAX_VOCABULARY = 2000;
-
-/**
- * MCEC's tools (mcec-wire §1, §8): an inline assignment never redacts one of these, nor an error category
- * or an error code seen in an envelope.
- */
-const TOOL_NAMES = [
-  'session-start',
-  'session-end',
-  'session-status',
-  'windows',
-  'displays',
-  'capture',
-  'query',
-  'find',
-  'wait-for',
-  'get-text',
-  'invoke',
-  'click',
-  'send_command',
-  'window',
-  'drag',
-  'focus',
-  'clipboard',
-  'record',
-  'launch',
-  'request-command-access',
-  'provision-session',
-  'end-session',
-];
 
 /** Keys whose short identifier values are codes, categories or tool names: evidence, never blanked by
  * server-taught secrets or inline patterns (only by secrets from arguments and configuration). */
@@ -164,8 +136,8 @@ class SecretRedactor implements Redactor {
   private readonly maxDepth: number;
   private readonly inlineSecrets: boolean;
   private readonly store = new SecretStore();
-  /** Tool names, categories and error codes seen: inline assignments never redact them. */
-  private readonly vocabulary = new Set<string>([...TOOL_NAMES, ...ERROR_CATEGORIES]);
+  /** MCEC's tool names (the catalog), categories and error codes seen: inline assignments never redact them. */
+  private readonly vocabulary = new Set<string>([...MCEC_TOOL_NAMES, ...ERROR_CATEGORIES]);
   private readonly learnedCodes = new Set<string>();
   /** Where values found during the current walk come from. */
   private source: SecretSource = 'output';

@@ -3,22 +3,25 @@
  * Such text is user content (form input, messages, sometimes passwords typed into a login box), so the log
  * keeps only its length unless the user opts in. The choice, by tool (names compared lower case without
  * `-`/`_`):
- * - clipboard: `text`, `value`, `content`, `data` (the text set; a read has none of them);
- * - invoke: `text` and `keys`; `value` only when `action` is a typing action (value, setvalue, settext, type,
- *   typetext, sendkeys, keys, input, fill, append) and no `by` is given: with `by`, `value` is the element
- *   selector (MCEC's `{by, value}`), which the log must keep to be useful;
- * - send_command: the command line (`command`, `line`, `cmd`, `text`) when it types text: MCEC's raw
+ * - an MCEC tool: the `typedText` of its row in the tool catalog (`src/contract/tool-catalog.ts`), so
+ *   clipboard `text`, `value`, `content`, `data` (the text set; a read has none of them); invoke `text` and
+ *   `keys`, and `value` only when `action` is a typing action (value, setvalue, settext, type, typetext,
+ *   sendkeys, keys, input, fill, append) and no `by` is given: with `by`, `value` is the element selector
+ *   (MCEC's `{by, value}`), which the log must keep to be useful; the other actions `text` and `keys`;
+ *   observation, read-only and lifecycle tools nothing;
+ * - send_command (and `command` of other servers): the command line (`command`, `line`, `cmd`, `text`) when it types text: MCEC's raw
  *   `chars:<text>` (found anywhere in the line, any case, as MCEC's unanchored `(\w+:)(.+)` parse finds it;
  *   everything after the first `chars:` becomes its length), a single character (MCEC presses that key:
  *   one typed char), or a line whose first word is a typing verb of other servers (type, typetext,
  *   sendkeys, keys, sendtext, settext, setvalue, paste, setclipboard, `clipboard set`): the verb stays,
  *   the rest becomes its length;
- * - every other actuation tool (window, drag, click, focus, launch, record, and any tool whose name says it
- *   types: type, key, text, input, fill, write, paste; observation tools excluded): `text` and `keys`.
+ * - a tool MCEC does not have whose name says it types (type, key, text, input, fill, write, paste): `text`
+ *   and `keys`.
  * Only string values at the top level of the arguments are replaced; selectors and nested objects are not
  * typed text. Key-chord arrays (`["ctrl", "c"]`) are kept: they are shortcuts, not content.
  */
 
+import { MCEC_TOOL_CATALOG, MCEC_TOOL_NAMES, type TypedTextSpec } from '../contract/tool-catalog.js';
 import { normalizeKey } from './secret-keys.js';
 
 /** What stands in the log for typed text. */
@@ -26,8 +29,17 @@ export function typedTextMarker(text: string): string {
   return `[typed text: ${text.length} chars]`;
 }
 
-const OBSERVATION = new Set(['query', 'capture', 'gettext', 'find', 'waitfor', 'windows', 'displays']);
-const ACTUATION = new Set(['window', 'invoke', 'drag', 'click', 'focus', 'clipboard', 'launch', 'record']);
+/** Each MCEC tool's typed-text spec (none: it types nothing), by its name compared lower case without `-`/`_`. */
+const TYPED_TEXT_BY_NAME: ReadonlyMap<string, TypedTextSpec | undefined> = new Map(
+  MCEC_TOOL_NAMES.map((name) => [
+    normalizeKey(name),
+    (MCEC_TOOL_CATALOG[name] as { typedText?: TypedTextSpec }).typedText,
+  ]),
+);
+/** What a tool MCEC does not have types when its name says it types. */
+const TYPING_NAME_SPEC: TypedTextSpec = { keys: ['text', 'keys'] };
+/** The command-line spec of other servers' `command` tool (as MCEC's send_command). */
+const COMMAND_SPEC: TypedTextSpec = { keys: ['command', 'line', 'cmd', 'text'], rule: 'command-line' };
 const TYPING_NAME = /type|key|text|input|fill|write|paste/;
 const TYPING_ACTIONS = new Set([
   'value',
@@ -52,7 +64,14 @@ const TYPING_VERBS = new Set([
   'paste',
   'setclipboard',
 ]);
-const COMMAND_KEYS = ['command', 'line', 'cmd', 'text'];
+
+/** The typed-text spec of a tool by name: its catalog row's, else a guess from the name; undefined: none. */
+function typedTextSpec(tool: string): TypedTextSpec | undefined {
+  const name = normalizeKey(tool);
+  if (TYPED_TEXT_BY_NAME.has(name)) return TYPED_TEXT_BY_NAME.get(name);
+  if (name === 'command') return COMMAND_SPEC;
+  return TYPING_NAME.test(name) ? TYPING_NAME_SPEC : undefined;
+}
 
 /** Where the text typed by the first `chars:` (any case) at or after `from` starts, or -1. */
 function charsArgsAt(line: string, from = 0): number {
@@ -106,8 +125,7 @@ export const MIN_ECHOED_TYPED_TEXT = 4;
  */
 export function typedTextEchoes(tool: string, args: Record<string, unknown>): Array<[string, string]> {
   const out: Array<[string, string]> = [];
-  const name = normalizeKey(tool);
-  const command = name === 'sendcommand' || name === 'command';
+  const command = typedTextSpec(tool)?.rule === 'command-line';
   for (const [key, replacement] of typedTextReplacements(tool, args)) {
     const original = args[key];
     if (typeof original !== 'string') continue;
@@ -129,9 +147,10 @@ export function typedTextEchoes(tool: string, args: Record<string, unknown>): Ar
  */
 export function typedTextReplacements(tool: string, args: Record<string, unknown>): Map<string, string> {
   const out = new Map<string, string>();
-  const name = normalizeKey(tool);
-  if (name === 'sendcommand' || name === 'command') {
-    for (const k of COMMAND_KEYS) {
+  const spec = typedTextSpec(tool);
+  if (!spec) return out;
+  if (spec.rule === 'command-line') {
+    for (const k of spec.keys) {
       const v = args[k];
       if (typeof v !== 'string') continue;
       const redacted = redactCommandLine(v);
@@ -139,15 +158,15 @@ export function typedTextReplacements(tool: string, args: Record<string, unknown
     }
     return out;
   }
-  if (OBSERVATION.has(name)) return out;
-  const keys: string[] = [];
-  if (name === 'clipboard') keys.push('text', 'value', 'content', 'data');
-  else if (name === 'invoke') {
-    keys.push('text', 'keys');
-    const action = args.action;
-    if (args.by === undefined && typeof action === 'string' && TYPING_ACTIONS.has(normalizeKey(action)))
-      keys.push('value');
-  } else if (ACTUATION.has(name) || TYPING_NAME.test(name)) keys.push('text', 'keys');
+  const keys = [...spec.keys];
+  const action = args.action;
+  if (
+    spec.rule === 'value-when-typing-action' &&
+    args.by === undefined &&
+    typeof action === 'string' &&
+    TYPING_ACTIONS.has(normalizeKey(action))
+  )
+    keys.push('value');
   for (const k of keys) {
     const v = args[k];
     if (typeof v === 'string' && Object.hasOwn(args, k)) out.set(k, typedTextMarker(v));

@@ -3,7 +3,7 @@
  * simulator's transport interfaces (`handleText` for stdio, `dispatch` for HTTP), so both transports, their
  * framing and front-door checks are the simulator's own (src/sim/stdio.ts, src/sim/http.ts).
  */
-import { OBSERVATION_TOOLS } from '../contract/types.js';
+import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { type CallToolResult, type JsonRpcResponse, PROTOCOL_VERSION, rpcError } from '../sim/server.js';
 import { toolListings } from '../sim/tools.js';

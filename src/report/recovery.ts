@@ -1,7 +1,9 @@
 /** What an agent or a triager should try next, per error category (mcec-wire §7). */
+import { isErrorCategory } from '../contract/read-tool-output.js';
+import type { ErrorCategory } from '../contract/types.js';
 
-/** The next step for each category of the closed set. */
-export const RECOVERY_BY_CATEGORY: Readonly<Record<string, string>> = {
+/** The next step for each category of the closed set (a new category fails the typecheck until it has one). */
+export const RECOVERY_BY_CATEGORY: Readonly<Record<ErrorCategory, string>> = {
   timeout:
     're-observe (query/find) and check whether the element ever appeared; raise the timeout only with evidence',
   'ambiguous-selector':
@@ -26,7 +28,7 @@ export function recoveryFor(category: string | null | undefined, code?: string |
     return 'an operator latched the emergency stop: stop and tell the user; every call fails until it is released';
   }
   if (!category) return null;
-  return Object.hasOwn(RECOVERY_BY_CATEGORY, category) ? RECOVERY_BY_CATEGORY[category]! : null;
+  return isErrorCategory(category) ? RECOVERY_BY_CATEGORY[category] : null;
 }
 
 /** The recovery step for a call that never returned (the recorder saw no response). */

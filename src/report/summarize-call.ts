@@ -1,4 +1,5 @@
 /** The per-tool summarizer: one short line per call for timelines and failure lists. */
+import { mcecTool, type SummarizerKey } from '../contract/tool-catalog.js';
 import type { CallRow } from '../store/schema.js';
 import { asRecord, clip, formatBytes, oneLine, parseJson, quote } from './text.js';
 
@@ -132,115 +133,122 @@ function describeCapture(args: Obj | undefined, result: Obj | undefined): string
   return line;
 }
 
-/** Success text for each tool; undefined falls back to the generic form. */
+/** What a summarizer gets: the call's tool name, arguments, result and selector line. */
+interface SuccessCall {
+  tool: string;
+  args: Obj | undefined;
+  r: Obj;
+  target: string;
+  withTarget: (text: string) => string;
+}
+
+/** One success line per summarizer of the tool catalog; undefined falls back to the generic form. */
+const SUMMARIZERS: Record<SummarizerKey, (call: SuccessCall) => string | undefined> = {
+  capture: ({ args, r }) => `capture ${describeCapture(args, r)}`,
+  query: ({ args, r, target }) => {
+    const title = windowTitle(r.window) ?? str(args?.title);
+    const nodes = num(r.nodeCount);
+    const head = title !== undefined ? `query ${quote(title, 50)}` : target ? `query ${target}` : 'query';
+    return `${head}: ${nodes ?? '?'} nodes${r.truncated === true ? ' (truncated)' : ''}`;
+  },
+  find: ({ tool, args, r, target }) => {
+    const timeout = num(args?.timeoutMs) ?? num(args?.timeout);
+    const head = `${tool}${target ? ` ${target}` : ''}${tool === 'wait-for' && timeout !== undefined ? ` (${timeout} ms)` : ''}`;
+    if (r.found === false) return `${head}: not found`;
+    return `${head}: found ${describeElement(r.element)}`;
+  },
+  'get-text': ({ r, target }) => {
+    const title = windowTitle(r.window);
+    const head =
+      title !== undefined ? `get-text of ${quote(title, 40)}` : target ? `get-text ${target}` : 'get-text';
+    const lines = num(r.lineCount);
+    const words = num(r.wordCount);
+    const text = str(r.text);
+    return `${head}: ${lines ?? '?'} lines, ${words ?? '?'} words${text ? ` ${quote(text, 40)}` : ''}`;
+  },
+  invoke: ({ args, r, withTarget }) => {
+    if (r.modalPending === true) return withTarget('invoked, modal dialog pending');
+    const action = str(r.action) ?? str(args?.action);
+    return withTarget(
+      `${r.invoked === false ? 'not invoked' : 'invoked'}${action ? ` (${oneLine(action, 30)})` : ''}`,
+    );
+  },
+  click: ({ r, withTarget }) => {
+    const at = Array.isArray(r.at) ? r.at.slice(0, 2).join(',') : undefined;
+    const button = str(r.button);
+    const count = num(r.count);
+    const how = [button, count && count > 1 ? `x${count}` : undefined].filter(Boolean).join(' ');
+    return `${withTarget(`clicked${at ? ` at ${at}` : ''}`)}${how ? ` (${oneLine(how, 20)})` : ''}`;
+  },
+  windows: ({ r }) => {
+    const list = Array.isArray(r.windows) ? r.windows : [];
+    const count = num(r.count) ?? list.length;
+    const titles = list
+      .slice(0, 3)
+      .map((w) => windowTitle(w))
+      .filter((t): t is string => t !== undefined && t !== '')
+      .map((t) => quote(t, 30));
+    const more = count > titles.length && titles.length > 0 ? `, +${count - titles.length}` : '';
+    const condition = str(r.condition);
+    const satisfied =
+      r.satisfied === undefined ? '' : r.satisfied ? ', condition met' : ', condition not met';
+    return `windows${condition ? ` ${oneLine(condition, 30)}` : ''}: ${count} windows${titles.length ? ` (${titles.join(', ')}${more})` : ''}${satisfied}`;
+  },
+  displays: ({ r }) => {
+    const list = Array.isArray(r.displays) ? r.displays : [];
+    const primary = asRecord(list.find((d) => asRecord(d)?.primary === true) ?? list[0]);
+    const bounds = asRecord(primary?.bounds);
+    const count = num(r.count) ?? list.length;
+    const dpi = num(primary?.dpi);
+    return `displays: ${count} display${count === 1 ? '' : 's'}${bounds ? `, primary ${num(bounds.width) ?? '?'}x${num(bounds.height) ?? '?'}` : ''}${dpi !== undefined ? ` @ ${dpi} dpi` : ''}`;
+  },
+  'send-command': ({ tool, args, r }) => {
+    const command = str(args?.command) ?? str(args?.cmd) ?? '';
+    const output = r.output;
+    let tail = typeof output === 'string' ? `output ${output.length} chars` : 'done';
+    if (typeof output === 'string' && output.startsWith('{')) {
+      const inner = asRecord(parseJson(output, 1024 * 1024));
+      if (inner && inner.success === false) {
+        tail = `inner command failed: ${oneLine(str(inner.errorCode) ?? str(inner.error) ?? 'error', 50)}`;
+      }
+    }
+    return `${tool} ${quote(command, 60)}: ${tail}`;
+  },
+  session: ({ tool, r }) => {
+    const id = str(r.sessionId);
+    const stop = asRecord(r.emergencyStop) ? ' (emergency stop latched)' : '';
+    return `${tool}${id ? ` ${oneLine(id, 64)}` : ''}${stop}`;
+  },
+  'session-end': ({ tool, r }) => `${tool}: ${r.ended === false ? 'not ended (already ended)' : 'ended'}`,
+  focus: ({ r, withTarget }) => withTarget(r.focused === false ? 'not focused' : 'focused'),
+  drag: ({ tool, r }) =>
+    `${tool} from ${Array.isArray(r.from) ? r.from.join(',') : '?'} to ${Array.isArray(r.to) ? r.to.join(',') : '?'}`,
+  clipboard: ({ tool, r }) =>
+    r.set === true
+      ? `${tool} set ${num(r.length) ?? '?'} chars`
+      : `${tool} read ${num(r.length) ?? '?'} chars`,
+  launch: ({ tool, args, r }) =>
+    `${tool} ${quote(str(r.path) ?? str(args?.path) ?? '', 60)}: pid ${num(r.processId) ?? '?'}`,
+  record: ({ tool, args, r }) => {
+    const action = str(args?.action) ?? '';
+    const frames = num(r.frames);
+    return `${tool}${action ? ` ${oneLine(action, 20)}` : ''}${frames !== undefined ? `: ${frames} frames, ${formatBytes(num(r.bytes))}` : ''}`;
+  },
+};
+
+/** Success text for a call, by its tool's summarizer in the catalog; undefined falls back to the generic form. */
 function describeSuccess(tool: string, args: Obj | undefined, result: Obj | undefined): string | undefined {
-  const r = result ?? {};
+  const key = mcecTool(tool)?.summarizer;
+  if (!key) return undefined;
   const target = describeSelector(args);
   const withTarget = (text: string) => (target ? `${tool} ${target}: ${text}` : `${tool}: ${text}`);
-  switch (tool) {
-    case 'capture':
-      return `capture ${describeCapture(args, result)}`;
-    case 'query': {
-      const title = windowTitle(r.window) ?? str(args?.title);
-      const nodes = num(r.nodeCount);
-      const head = title !== undefined ? `query ${quote(title, 50)}` : target ? `query ${target}` : 'query';
-      return `${head}: ${nodes ?? '?'} nodes${r.truncated === true ? ' (truncated)' : ''}`;
-    }
-    case 'find':
-    case 'wait-for': {
-      const timeout = num(args?.timeoutMs) ?? num(args?.timeout);
-      const head = `${tool}${target ? ` ${target}` : ''}${tool === 'wait-for' && timeout !== undefined ? ` (${timeout} ms)` : ''}`;
-      if (r.found === false) return `${head}: not found`;
-      return `${head}: found ${describeElement(r.element)}`;
-    }
-    case 'get-text': {
-      const title = windowTitle(r.window);
-      const head =
-        title !== undefined ? `get-text of ${quote(title, 40)}` : target ? `get-text ${target}` : 'get-text';
-      const lines = num(r.lineCount);
-      const words = num(r.wordCount);
-      const text = str(r.text);
-      return `${head}: ${lines ?? '?'} lines, ${words ?? '?'} words${text ? ` ${quote(text, 40)}` : ''}`;
-    }
-    case 'invoke': {
-      if (r.modalPending === true) return withTarget('invoked, modal dialog pending');
-      const action = str(r.action) ?? str(args?.action);
-      return withTarget(
-        `${r.invoked === false ? 'not invoked' : 'invoked'}${action ? ` (${oneLine(action, 30)})` : ''}`,
-      );
-    }
-    case 'click': {
-      const at = Array.isArray(r.at) ? r.at.slice(0, 2).join(',') : undefined;
-      const button = str(r.button);
-      const count = num(r.count);
-      const how = [button, count && count > 1 ? `x${count}` : undefined].filter(Boolean).join(' ');
-      return `${withTarget(`clicked${at ? ` at ${at}` : ''}`)}${how ? ` (${oneLine(how, 20)})` : ''}`;
-    }
-    case 'windows': {
-      const list = Array.isArray(r.windows) ? r.windows : [];
-      const count = num(r.count) ?? list.length;
-      const titles = list
-        .slice(0, 3)
-        .map((w) => windowTitle(w))
-        .filter((t): t is string => t !== undefined && t !== '')
-        .map((t) => quote(t, 30));
-      const more = count > titles.length && titles.length > 0 ? `, +${count - titles.length}` : '';
-      const condition = str(r.condition);
-      const satisfied =
-        r.satisfied === undefined ? '' : r.satisfied ? ', condition met' : ', condition not met';
-      return `windows${condition ? ` ${oneLine(condition, 30)}` : ''}: ${count} windows${titles.length ? ` (${titles.join(', ')}${more})` : ''}${satisfied}`;
-    }
-    case 'displays': {
-      const list = Array.isArray(r.displays) ? r.displays : [];
-      const primary = asRecord(list.find((d) => asRecord(d)?.primary === true) ?? list[0]);
-      const bounds = asRecord(primary?.bounds);
-      const count = num(r.count) ?? list.length;
-      const dpi = num(primary?.dpi);
-      return `displays: ${count} display${count === 1 ? '' : 's'}${bounds ? `, primary ${num(bounds.width) ?? '?'}x${num(bounds.height) ?? '?'}` : ''}${dpi !== undefined ? ` @ ${dpi} dpi` : ''}`;
-    }
-    case 'send_command': {
-      const command = str(args?.command) ?? str(args?.cmd) ?? '';
-      const output = r.output;
-      let tail = typeof output === 'string' ? `output ${output.length} chars` : 'done';
-      if (typeof output === 'string' && output.startsWith('{')) {
-        const inner = asRecord(parseJson(output, 1024 * 1024));
-        if (inner && inner.success === false) {
-          tail = `inner command failed: ${oneLine(str(inner.errorCode) ?? str(inner.error) ?? 'error', 50)}`;
-        }
-      }
-      return `send_command ${quote(command, 60)}: ${tail}`;
-    }
-    case 'session-start':
-    case 'session-status': {
-      const id = str(r.sessionId);
-      const stop = asRecord(r.emergencyStop) ? ' (emergency stop latched)' : '';
-      return `${tool}${id ? ` ${oneLine(id, 64)}` : ''}${stop}`;
-    }
-    case 'session-end':
-      return `session-end: ${r.ended === false ? 'not ended (already ended)' : 'ended'}`;
-    case 'focus':
-      return withTarget(r.focused === false ? 'not focused' : 'focused');
-    case 'drag':
-      return `drag from ${Array.isArray(r.from) ? r.from.join(',') : '?'} to ${Array.isArray(r.to) ? r.to.join(',') : '?'}`;
-    case 'clipboard':
-      return r.set === true
-        ? `clipboard set ${num(r.length) ?? '?'} chars`
-        : `clipboard read ${num(r.length) ?? '?'} chars`;
-    case 'launch':
-      return `launch ${quote(str(r.path) ?? str(args?.path) ?? '', 60)}: pid ${num(r.processId) ?? '?'}`;
-    case 'record': {
-      const action = str(args?.action) ?? '';
-      const frames = num(r.frames);
-      return `record${action ? ` ${oneLine(action, 20)}` : ''}${frames !== undefined ? `: ${frames} frames, ${formatBytes(num(r.bytes))}` : ''}`;
-    }
-    default:
-      return undefined;
-  }
+  return SUMMARIZERS[key]({ tool, args, r: result ?? {}, target, withTarget });
 }
 
 /** The call's target for failure lines (selector, window title or first arguments). */
 function describeTarget(tool: string, args: Obj | undefined): string {
-  if (tool === 'send_command') return quote(str(args?.command) ?? str(args?.cmd) ?? '', 60);
+  if (mcecTool(tool)?.typedText?.rule === 'command-line')
+    return quote(str(args?.command) ?? str(args?.cmd) ?? '', 60);
   const target = describeSelector(args) || describeArgs(args);
   const timeout = tool === 'wait-for' ? (num(args?.timeoutMs) ?? num(args?.timeout)) : undefined;
   return timeout === undefined ? target : `${target} (${timeout} ms)`;

@@ -1,5 +1,5 @@
 /** Build the summary model from a session log alone (finished, still running or crashed). */
-import { OBSERVATION_TOOLS } from '../contract/types.js';
+import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
@@ -144,12 +144,13 @@ function observationOfTarget(
   reader: SessionReader,
   newest: CallRow,
   want: TargetKey,
+  tools: readonly string[],
 ): { row: CallRow; window: Record<string, unknown> } | null {
   let row: CallRow | undefined = newest;
   for (let i = 0; row && i < 200; i++) {
     const window = windowShownBy(row, want);
     if (window) return { row, window };
-    row = reader.lastCallWhere({ statuses: ['ok'], tools: OBSERVATION_TOOLS, beforeSeq: row.seq });
+    row = reader.lastCallWhere({ statuses: ['ok'], tools, beforeSeq: row.seq });
   }
   return null;
 }
@@ -162,19 +163,30 @@ function observedTitle(row: CallRow): string | null {
   return typeof title === 'string' && title !== '' ? oneLine(title, 100) : null;
 }
 
+/** The observation tools the recorder used, as saved in the session's environment; else the catalog's. */
+function observationToolsOf(session: SessionRow): readonly string[] {
+  const saved = asRecord(parseJson(session.environment, 1024 * 1024))?.observationTools;
+  return Array.isArray(saved) && saved.every((t) => typeof t === 'string') ? saved : OBSERVATION_TOOLS;
+}
+
 /**
  * The observation the agent last saw successfully before the failing call, with its image when it had one.
  * The newest one that showed the failing call's own window (its result's window, or a `windows` list naming
- * it) wins over a newer one of another window; without one, the newest observation.
+ * it) wins over a newer one of another window; without one, the newest observation. `tools` are the
+ * observation tools the recorder used.
  */
-function lastGoodObservation(reader: SessionReader, failing: CallRow | undefined): ObservationDigest | null {
+function lastGoodObservation(
+  reader: SessionReader,
+  failing: CallRow | undefined,
+  tools: readonly string[],
+): ObservationDigest | null {
   const newest = reader.lastCallWhere({
     statuses: ['ok'],
-    tools: OBSERVATION_TOOLS,
+    tools,
     beforeSeq: failing?.seq,
   });
   const want = failing ? targetKeyOf(failing) : null;
-  const ofTarget = want && newest ? observationOfTarget(reader, newest, want) : null;
+  const ofTarget = want && newest ? observationOfTarget(reader, newest, want, tools) : null;
   const row = ofTarget?.row ?? newest;
   if (row) {
     const result = envelopeOf(row)?.result;
@@ -280,6 +292,8 @@ function environmentOf(reader: SessionReader, session: SessionRow): Record<strin
     dpi: null,
     ...(asRecord(compactValue(stored, { depth: 3, maxString: 200 })) ?? {}),
   };
+  // The recorder's observation set picks the last good observation; it is not a fact about the machine.
+  delete env.observationTools;
   if (env.recorder == null) env.recorder = session.recorder_version;
   if (!asRecord(env.server)) {
     const detail = parseDetail(reader.lastExchange('initialize'));
@@ -514,7 +528,7 @@ export async function buildSummary(
         count: w.count,
         example: w.example == null ? '' : oneLine(w.example, 300),
       })),
-      lastGoodObservation: lastGoodObservation(reader, failingRow),
+      lastGoodObservation: lastGoodObservation(reader, failingRow, observationToolsOf(session)),
       hostFiles: hostFilesOf(artifacts),
       timeline: { omitted: stats.calls - timeline.length, lines: timeline },
       ...stepsPart(reader, time),

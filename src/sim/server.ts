@@ -2,6 +2,7 @@
 import { randomInt } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
+import { INSTALL_TOOLS } from '../contract/tool-catalog.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { Desktop } from './desktop.js';
 import { CommandTable, type ConsentAnswer } from './meta-tools.js';
@@ -111,7 +112,7 @@ const SERVED_DURING_CONSENT = new Set([
   'record',
 ]);
 /** The only tools of the provisioning bootstrap; their `sessionId` names an install, never a session. */
-const BOOTSTRAP_TOOLS = new Set(['provision-session', 'end-session']);
+const BOOTSTRAP_TOOLS = INSTALL_TOOLS;
 
 function agentCommandsDisabled(): ToolFailure {
   return new ToolFailure(

@@ -1,4 +1,11 @@
 /** The simulated MCEC tools: their tools/list entries, argument checks, and behaviour on the fake desktop. */
+import {
+  type McecToolKind,
+  type McecToolName,
+  type McecToolSpec,
+  mcecTool,
+  toolsOfKind,
+} from '../contract/tool-catalog.js';
 import type { Warning } from '../contract/types.js';
 import { clickArgsError, runClipboard, runDrag, runFocus, runLaunch, runWindow } from './actions.js';
 import { runCapture, windowCaptureData } from './capture.js';
@@ -45,8 +52,8 @@ export type { ToolListing } from './schemas.js';
 export type { ToolContext, ToolSuccess } from './tool-kit.js';
 export { badArguments, ToolFailure } from './tool-kit.js';
 
-/** How a tool's outcome is kept: observations update the last good observation. */
-export type ToolKind = 'observation' | 'action' | 'read-only' | 'meta' | 'lifecycle';
+/** How a tool's outcome is kept (the catalog's kind): observations update the last good observation. */
+export type ToolKind = McecToolKind;
 
 export interface ToolDef extends ToolListing {
   kind: ToolKind;
@@ -488,53 +495,34 @@ async function runSessionEnd(ctx: ToolContext): Promise<ToolSuccess> {
 // the catalog
 // ---------------------------------------------------------------------------------------------
 
-/** How each tool runs and is kept, by name; its tools/list entry comes from schemas.ts. */
-const BEHAVIOUR: Record<
-  string,
-  { kind: ToolKind; run: (ctx: ToolContext) => Promise<ToolSuccess>; routing?: 'target' | 'default' }
-> = {
-  capture: { kind: 'observation', run: runCapture },
-  'get-text': { kind: 'observation', run: runGetText },
-  query: { kind: 'observation', run: runQuery },
-  displays: { kind: 'read-only', run: runDisplays },
-  windows: { kind: 'read-only', run: runWindows },
-  window: { kind: 'action', run: runWindow },
-  find: { kind: 'observation', run: runFind },
-  'wait-for': { kind: 'observation', run: runWaitFor },
-  invoke: { kind: 'action', run: runInvoke },
-  drag: { kind: 'action', run: runDrag },
-  click: { kind: 'action', run: runClick },
-  focus: { kind: 'action', run: runFocus },
-  clipboard: { kind: 'action', run: runClipboard },
-  record: { kind: 'action', run: runRecord },
-  launch: { kind: 'action', run: runLaunch },
-  send_command: { kind: 'meta', run: runSendCommand },
-  'session-start': { kind: 'lifecycle', run: runSessionStart, routing: 'target' },
-  'session-status': { kind: 'lifecycle', run: runSessionStatus, routing: 'target' },
-  'session-end': { kind: 'lifecycle', run: runSessionEnd, routing: 'target' },
-  'request-command-access': { kind: 'meta', run: runRequestCommandAccess },
-  'provision-session': { kind: 'meta', run: runProvisionSession, routing: 'default' },
-  'end-session': { kind: 'meta', run: runEndSession, routing: 'default' },
+/** How each MCEC tool of the catalog runs; its kind comes from the catalog, its tools/list entry from schemas.ts. */
+const BEHAVIOUR: Record<McecToolName, (ctx: ToolContext) => Promise<ToolSuccess>> = {
+  capture: runCapture,
+  'get-text': runGetText,
+  query: runQuery,
+  displays: runDisplays,
+  windows: runWindows,
+  window: runWindow,
+  find: runFind,
+  'wait-for': runWaitFor,
+  invoke: runInvoke,
+  drag: runDrag,
+  click: runClick,
+  focus: runFocus,
+  clipboard: runClipboard,
+  record: runRecord,
+  launch: runLaunch,
+  send_command: runSendCommand,
+  'session-start': runSessionStart,
+  'session-status': runSessionStatus,
+  'session-end': runSessionEnd,
+  'request-command-access': runRequestCommandAccess,
+  'provision-session': runProvisionSession,
+  'end-session': runEndSession,
 };
 
 /** The gated agent tools (ToolCatalog.All): they run only while enabled in the command table. */
-export const CATALOG_TOOLS: readonly string[] = [
-  'capture',
-  'get-text',
-  'query',
-  'displays',
-  'windows',
-  'window',
-  'find',
-  'wait-for',
-  'invoke',
-  'drag',
-  'click',
-  'focus',
-  'clipboard',
-  'record',
-  'launch',
-];
+export const CATALOG_TOOLS: readonly string[] = toolsOfKind('observation', 'read-only', 'action');
 
 /** The catalog tools the operator has to grant first (ProvisionedByDefault false): only launch. */
 export const GATED_BY_DEFAULT: readonly string[] = ['launch'];
@@ -555,12 +543,15 @@ function gated(name: string, run: (ctx: ToolContext) => Promise<ToolSuccess>) {
 
 /** Every simulated tool, in tools/list order. */
 export const TOOLS: readonly ToolDef[] = TOOL_LISTINGS.map((listing) => {
-  const b = BEHAVIOUR[listing.name]!;
+  const spec: McecToolSpec | undefined = mcecTool(listing.name);
+  if (!spec) throw new Error(`simulated tool ${listing.name} is not in the MCEC tool catalog`);
+  const run = BEHAVIOUR[listing.name as McecToolName];
   return {
     ...listing,
-    kind: b.kind,
-    routed: b.routing === undefined,
-    run: CATALOG_TOOLS.includes(listing.name) ? gated(listing.name, b.run) : b.run,
+    kind: spec.kind,
+    // Lifecycle tools read `sessionId` as their target; install tools run in the default session.
+    routed: spec.kind !== 'lifecycle' && spec.installTool !== true,
+    run: CATALOG_TOOLS.includes(listing.name) ? gated(listing.name, run) : run,
   };
 });
 
