@@ -1,5 +1,6 @@
 import { formatPointer, parseImageDataUri } from '../contract/image-bytes.js';
 import type { BlankCheck, CaptureSummary, ImageBytesLocation, Violation } from '../contract/types.js';
+import { isRecord } from '../util/json.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
 import type { HostFileRole } from './host-files.js';
 import { decodeBase64Fast, MIME_TYPE } from './image-file.js';
@@ -28,10 +29,6 @@ export interface CompactResult {
   value: unknown;
   images: CompactedImage[];
   violations: Violation[];
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** A declared size as a non-negative integer (0 when absent or nonsense). */

@@ -8,6 +8,7 @@ import { constants as fsc, promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { formatPointer, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
+import { isRecord } from '../util/json.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
 import type { CompactResult } from './compact.js';
 import { cloneJson, getAt } from './json-pointer.js';
@@ -64,10 +65,6 @@ const MAGIC_BYTES = 16;
 const DOS_DEVICE = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\.|$)/i;
 /** `C:\\...`, `C:/...`, or a UNC / device path (`\\\\server\\share`, `\\\\.\\...`: the latter refused later). */
 const WIN32_ABSOLUTE = /^(?:[A-Za-z]:[\\/]|[\\/]{2}[^\\/])/;
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** A path the MCEC host (or a simulator on this machine) could have written: win32 or posix absolute. */
 export function looksLikeHostPath(v: unknown): v is string {

@@ -3,6 +3,7 @@
  * existing MCEC evidence bundle (mcec-wire §6); every time in them comes from the log, never from "now".
  */
 import type { SessionSummary } from '../report/types.js';
+import { isRecord } from '../util/json.js';
 
 /** Version of the manifest.json layout. */
 export const MANIFEST_VERSION = 1;
@@ -155,10 +156,6 @@ export function manifestJson(m: ManifestJson): ManifestJson {
 /** Order by path, by code unit (the same in every locale). */
 export function byPath(a: { path: string }, b: { path: string }): number {
   return a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function stringOrNull(v: unknown): string | null {

@@ -1,4 +1,6 @@
 /** The bug bundle: builder, verifier and the sessions-dir operations behind `mcec-bundle`. */
+
+export { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 export { type BundleOptions, type BundleResult, buildBundle } from './build.js';
 export { snapshotSessionDb } from './db-snapshot.js';
 export type {
@@ -24,5 +26,4 @@ export {
   writeFailureSummary,
 } from './sessions.js';
 export { buildToolCallLog, TOOL_CALL_LOG_CAP, TRUNCATION_LINE } from './tool-call-log.js';
-export { formatBytes, parseByteSize, parseDuration } from './units.js';
 export { REQUIRED_FILES, type VerifyResult, verifyBundle } from './verify.js';

@@ -3,6 +3,7 @@
  * `{ts, sessionId, direction, method, payload}`, rebuilt from the call rows and `exchange` events of a log.
  */
 import type { CallRow, EventRow } from '../store/schema.js';
+import { isRecord } from '../util/json.js';
 import { REDACTED_BASE64, scrubImageBytes } from './scrub.js';
 
 /** The existing bundle's cap on the log: 8 MB, then one truncation line and no more. */
@@ -244,10 +245,6 @@ function parseJson(text: string | null): { ok: true; value: unknown } | { ok: fa
   } catch {
     return { ok: false };
   }
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function eventLines(ev: EventRow, json: JsonCleaner): Line[] {

@@ -10,6 +10,7 @@ import zlib from 'node:zlib';
 import type { Entry, ZipFile } from 'yauzl';
 import { escapeFormatChars } from '../report/text.js';
 import { parseSessionDirName } from '../store/layout.js';
+import { isRecord } from '../util/json.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
 import { checkJsonFile, checkJsonLines } from './verify-json.js';
@@ -491,8 +492,4 @@ function checkManifest(top: string, files: Map<string, FileFacts>, add: (p: stri
     if (name !== manifestName && !seen.has(name))
       add(`${printable(name.slice(top.length + 1))} is not in the manifest`);
   }
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }

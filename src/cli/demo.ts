@@ -7,22 +7,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import type { DemoResult } from '../demo/run-demo.js';
-import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { recorderVersion } from '../record/environment.js';
+import { parseListen, resolveSessionsDir, UsageError, usageExitCode } from './common.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
 const EXIT_BROKEN = 1;
-const EXIT_USAGE = 2;
 /** failure-summary.md is shown up to this heading: the verdict, the failing call, its arguments and target. */
 const SUMMARY_HEAD_END = '## Last good observation';
 /** ... and at most this many lines of it. */
 const SUMMARY_HEAD_LINES = 40;
 const DEFAULT_LISTEN = '127.0.0.1:5151';
-
-/** Bad usage: printed with a hint and exit code 2. */
-class UsageError extends Error {}
 
 interface DemoCliOptions {
   sessions?: string;
@@ -56,15 +52,6 @@ Exit codes: 0 the demo ran, 1 the demo broke (no bundle, or it does not verify),
 
 function print(text = ''): void {
   process.stdout.write(`${text}\n`);
-}
-
-/** `host:port` (IPv6 in brackets) into its parts. */
-function parseListen(value: string): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(value.trim());
-  const port = m ? Number(m[2]) : Number.NaN;
-  if (!m || port > 65535) throw new UsageError(`--listen must be HOST:PORT, got ${JSON.stringify(value)}`);
-  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
-  return { host, port };
 }
 
 function pad(text: string, width: number): string {
@@ -144,7 +131,7 @@ function quoteArg(value: string): string {
 
 /** Serve a fresh simulator over HTTP until SIGINT/SIGTERM; the instructions go to `say`. */
 async function serve(listen: string, sessionsDir: string, say: (line: string) => void): Promise<void> {
-  const { host, port } = parseListen(listen);
+  const { host, port } = parseListen('--listen', listen);
   const { createSimulator } = await import('../sim/index.js');
   const simDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
   const sim = createSimulator({ sessionsRoot: simDir });
@@ -191,7 +178,7 @@ async function serve(listen: string, sessionsDir: string, say: (line: string) =>
 async function demoCommand(opts: DemoCliOptions): Promise<number> {
   if (opts.quiet && opts.json) throw new UsageError('--quiet and --json do not go together');
   const keepRunning = Boolean(opts.keepRunning || opts.serve);
-  if (keepRunning) parseListen(opts.listen); // a bad address is bad usage, before the demo runs
+  if (keepRunning) parseListen('--listen', opts.listen); // a bad address is bad usage, before the demo runs
   const { runDemo, defaultSessionsDir } = await import('../demo/run-demo.js');
   const sessionsDir = path.resolve(opts.sessions ?? defaultSessionsDir());
   let result: DemoResult;
@@ -287,14 +274,8 @@ async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv);
     return code;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version exit 0 through exitOverride; everything else commander rejects is usage.
-      return err.exitCode === 0 ? 0 : EXIT_USAGE;
-    }
-    if (err instanceof UsageError) {
-      process.stderr.write(`demo: ${err.message}\n(run npm run demo -- --help for usage)\n`);
-      return EXIT_USAGE;
-    }
+    const usage = usageExitCode(err, 'demo', '(run npm run demo -- --help for usage)');
+    if (usage !== undefined) return usage;
     process.stderr.write(`demo: ${(err as Error).stack ?? String(err)}\n`);
     return EXIT_BROKEN;
   }

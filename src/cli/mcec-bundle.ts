@@ -6,18 +6,20 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { parseByteSize, parseDuration } from '../bundle/units.js';
+import { Command, InvalidArgumentError } from 'commander';
 import { describeFsError } from '../paths/disk-errors.js';
-import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { recorderVersion } from '../record/environment.js';
+import { parseByteSize, parseDuration } from '../util/units.js';
+import {
+  commanderExitCode,
+  EXIT_USAGE,
+  resolveSessionsDir,
+  sessionsDirOrigin,
+  UsageError,
+} from './common.js';
 
-/** Exit codes: 0 done, 1 the work failed, 2 bad usage. */
+/** Exit codes: 0 done, 1 the work failed, 2 bad usage (EXIT_USAGE). */
 const EXIT_FAILED = 1;
-const EXIT_USAGE = 2;
-
-/** A mistake in how the program was called (exit 2). */
-class UsageError extends Error {}
 
 interface SessionsOption {
   sessions?: string;
@@ -32,11 +34,7 @@ function sessionsDir(opts: SessionsOption): string {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const from = opts.sessions
-    ? '--sessions'
-    : process.env.MCEC_SESSIONS_DIR?.trim()
-      ? '$MCEC_SESSIONS_DIR'
-      : 'the default';
+  const from = sessionsDirOrigin(opts.sessions);
   if (!stat) throw new Error(`the sessions dir ${dir} (${from}) does not exist`);
   if (!stat.isDirectory()) throw new Error(`the sessions dir ${dir} (${from}) is not a directory`);
   return dir;
@@ -615,10 +613,8 @@ async function main(argv: string[]): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version end with exit code 0; everything else commander rejects is bad usage.
-      return err.exitCode === 0 ? 0 : EXIT_USAGE;
-    }
+    const usage = commanderExitCode(err);
+    if (usage !== undefined) return usage;
     printErr(`mcec-bundle: ${describeFsError(err)}`);
     return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
   }

@@ -2,28 +2,15 @@
 /** mcec-record: record MCEC tool calls on the wire (HTTP or stdio) without changing the agent's code. */
 
 import path from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
-import { formatBytes, parseByteSize, parseDuration } from '../bundle/units.js';
+import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
-
-const EXIT_USAGE = 2;
-
-/** Bad usage: printed with a hint and exit code 2. */
-class UsageError extends Error {}
+import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
+import { EXIT_USAGE, parseListen, UsageError, usageExitCode } from './common.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`mcec-record: ${message}\n`);
   process.exit(code);
-}
-
-/** `host:port` (IPv6 in brackets) into its parts. */
-function parseListen(value: string): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(value.trim());
-  const port = m ? Number(m[2]) : Number.NaN;
-  if (!m || port > 65535) throw new UsageError(`--listen must be HOST:PORT, got ${JSON.stringify(value)}`);
-  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
-  return { host, port };
 }
 
 /** A size in bytes: `1048576`, `512KB`, `256MiB`. */
@@ -143,7 +130,7 @@ interface HttpCommandOptions extends CommonOptions {
 }
 
 async function runHttp(options: HttpCommandOptions): Promise<void> {
-  const listen = parseListen(options.listen);
+  const listen = parseListen('--listen', options.listen);
   const maxBodyBytes = parseSize('--max-body', options.maxBody);
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
   const timeouts = parseTimeouts(options.timeout);
@@ -344,16 +331,8 @@ async function main(): Promise<void> {
   try {
     await program.parseAsync(process.argv);
   } catch (err) {
-    if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') {
-        process.exit(0);
-      }
-      process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
-    }
-    if (err instanceof UsageError) {
-      process.stderr.write(`mcec-record: ${err.message}\n(run mcec-record --help for usage)\n`);
-      process.exit(EXIT_USAGE);
-    }
+    const usage = usageExitCode(err, 'mcec-record', '(run mcec-record --help for usage)');
+    if (usage !== undefined) process.exit(usage);
     fail((err as Error).stack ?? String(err), 1);
   }
 }

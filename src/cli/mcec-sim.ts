@@ -1,22 +1,9 @@
 #!/usr/bin/env node
 /** mcec-sim: a simulated MCEC server (fake desktop, real wire) over stdio or HTTP. */
 
-import { Command, CommanderError } from 'commander';
+import { Command } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-
-const EXIT_USAGE = 2;
-
-/** Bad usage: printed with a hint and exit code 2. */
-class UsageError extends Error {}
-
-/** `host:port` (IPv6 in brackets) into its parts. */
-function parseListen(value: string): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(value.trim());
-  const port = m ? Number(m[2]) : Number.NaN;
-  if (!m || port > 65535) throw new UsageError(`--http must be HOST:PORT, got ${JSON.stringify(value)}`);
-  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
-  return { host, port };
-}
+import { parseListen, UsageError, usageExitCode } from './common.js';
 
 function parseSeed(value: string): number {
   if (!/^\d{1,10}$/.test(value))
@@ -81,7 +68,7 @@ export function buildProgram(): Command {
     .action(async (options: SimCliOptions) => {
       if (Boolean(options.stdio) === Boolean(options.http))
         throw new UsageError('choose exactly one transport: --stdio or --http HOST:PORT');
-      const listen = options.http ? parseListen(options.http) : undefined;
+      const listen = options.http ? parseListen('--http', options.http) : undefined;
       const seed = options.seed !== undefined ? parseSeed(options.seed) : undefined;
       const token = options.token ?? process.env.MCEC_SIM_TOKEN ?? undefined;
       // The simulator (and through it sharp) loads only once the arguments are known to be good.
@@ -116,11 +103,8 @@ async function main(): Promise<void> {
   try {
     await buildProgram().parseAsync(process.argv);
   } catch (e) {
-    if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : EXIT_USAGE);
-    if (e instanceof UsageError) {
-      process.stderr.write(`mcec-sim: ${e.message}\n(run mcec-sim --help for examples)\n`);
-      process.exit(EXIT_USAGE);
-    }
+    const usage = usageExitCode(e, 'mcec-sim', '(run mcec-sim --help for examples)');
+    if (usage !== undefined) process.exit(usage);
     process.stderr.write(`mcec-sim: ${(e as Error).message}\n`);
     process.exit(1);
   }

@@ -4,6 +4,7 @@
  * Pure and total: it never throws.
  */
 
+import { isRecord } from '../util/json.js';
 import type {
   Envelope,
   ErrorCategory,
@@ -18,10 +19,6 @@ import { ERROR_CATEGORIES } from './types.js';
 import { validateEnvelope } from './validate.js';
 
 const CATEGORY_SET: ReadonlySet<string> = new Set(ERROR_CATEGORIES);
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
 
 function describe(v: unknown): string {
   if (v === null) return 'null';
@@ -48,7 +45,7 @@ function coerceWarnings(v: unknown): Warning[] | undefined {
   if (!Array.isArray(v)) return undefined;
   const out: Warning[] = [];
   for (const w of v) {
-    if (isPlainObject(w) && typeof w.code === 'string') {
+    if (isRecord(w) && typeof w.code === 'string') {
       out.push({ code: w.code, detail: typeof w.detail === 'string' ? w.detail : '' });
     } else if (typeof w === 'string') {
       out.push({ code: 'unstructured-warning', detail: w });
@@ -58,7 +55,7 @@ function coerceWarnings(v: unknown): Warning[] | undefined {
 }
 
 function coerceError(v: unknown): ToolError {
-  if (!isPlainObject(v)) {
+  if (!isRecord(v)) {
     return {
       code: 'envelope-invalid',
       category: 'internal',
@@ -70,9 +67,8 @@ function coerceError(v: unknown): ToolError {
     category: isErrorCategory(v.category) ? v.category : 'internal',
     detail: typeof v.detail === 'string' ? v.detail : '',
   };
-  if (isPlainObject(v.lastObservation) || v.lastObservation === null)
-    error.lastObservation = v.lastObservation;
-  if (isPlainObject(v.partialResult) || v.partialResult === null) error.partialResult = v.partialResult;
+  if (isRecord(v.lastObservation) || v.lastObservation === null) error.lastObservation = v.lastObservation;
+  if (isRecord(v.partialResult) || v.partialResult === null) error.partialResult = v.partialResult;
   return error;
 }
 
@@ -88,7 +84,7 @@ function coerceEnvelope(v: Record<string, unknown>): Envelope | undefined {
   if (warnings) base.warnings = warnings;
   if (v.ok) {
     const env: Envelope = { ...base, ok: true };
-    if (isPlainObject(v.result) || v.result === null) env.result = v.result;
+    if (isRecord(v.result) || v.result === null) env.result = v.result;
     return env;
   }
   return { ...base, ok: false, error: coerceError(v.error) };
@@ -105,7 +101,7 @@ function readEnvelope(value: unknown, prefix: string): EnvelopeRead {
   const { valid, violations } = validateEnvelope(value);
   const out = prefixed(prefix, violations);
   if (valid) return { envelope: value as Envelope, violations: out };
-  const coerced = isPlainObject(value) ? coerceEnvelope(value) : undefined;
+  const coerced = isRecord(value) ? coerceEnvelope(value) : undefined;
   if (coerced) return { envelope: coerced, violations: out };
   return {
     envelope: synthesizedFailure(
@@ -118,7 +114,7 @@ function readEnvelope(value: unknown, prefix: string): EnvelopeRead {
 }
 
 function isImageBlock(b: unknown): b is Record<string, unknown> {
-  return isPlainObject(b) && b.type === 'image';
+  return isRecord(b) && b.type === 'image';
 }
 
 /** Reads an MCP CallToolResult: the envelope is JSON text in the LAST text block. */
@@ -143,9 +139,9 @@ function readCallToolResult(v: Record<string, unknown>, prefix: string): Omit<To
           message: 'image block needs string data and mimeType',
         });
       }
-    } else if (isPlainObject(block) && block.type === 'text') {
+    } else if (isRecord(block) && block.type === 'text') {
       textIndex = index;
-    } else if (!isPlainObject(block) || typeof block.type !== 'string') {
+    } else if (!isRecord(block) || typeof block.type !== 'string') {
       violations.push({ path: `${prefix}/content/${index}`, message: 'content block without a type' });
     }
   });
@@ -238,7 +234,7 @@ function readLegacy(v: Record<string, unknown>): ToolOutput {
   let envelope: Envelope;
   if (ok) {
     const data = v.data;
-    const result = isPlainObject(data) ? data : data === undefined || data === null ? null : { value: data };
+    const result = isRecord(data) ? data : data === undefined || data === null ? null : { value: data };
     envelope = { ...base, ok: true, result };
   } else {
     const code = typeof v.errorCode === 'string' && v.errorCode.length > 0 ? v.errorCode : 'unhandled';
@@ -252,7 +248,7 @@ function readLegacy(v: Record<string, unknown>): ToolOutput {
     const detail =
       typeof v.error === 'string'
         ? v.error
-        : isPlainObject(v.error) && typeof v.error.message === 'string'
+        : isRecord(v.error) && typeof v.error.message === 'string'
           ? v.error.message
           : '';
     envelope = { ...base, ok: false, error: { code, category, detail } };
@@ -285,10 +281,10 @@ function readJsonRpc(v: Record<string, unknown>): ToolOutput {
   }
   if (hasError) {
     const e = v.error;
-    if (!isPlainObject(e)) {
+    if (!isRecord(e)) {
       violations.push({ path: '/error', message: `JSON-RPC error must be an object, got ${describe(e)}` });
     }
-    const err = isPlainObject(e) ? e : {};
+    const err = isRecord(e) ? e : {};
     if (!Number.isInteger(err.code))
       violations.push({ path: '/error/code', message: 'error code must be an integer' });
     if (typeof err.message !== 'string') {
@@ -304,7 +300,7 @@ function readJsonRpc(v: Record<string, unknown>): ToolOutput {
   }
   if (hasResult) {
     const r = v.result;
-    if (isPlainObject(r) && 'content' in r) {
+    if (isRecord(r) && 'content' in r) {
       const read = readCallToolResult(r, '/result');
       return { ...read, kind: 'json-rpc-result', violations: [...violations, ...read.violations] };
     }
@@ -312,7 +308,7 @@ function readJsonRpc(v: Record<string, unknown>): ToolOutput {
       path: '/result',
       message: 'a tools/call result must be a CallToolResult with content',
     });
-    if (isPlainObject(r) && 'ok' in r) {
+    if (isRecord(r) && 'ok' in r) {
       const read = readEnvelope(r, '/result');
       const out: ToolOutput = {
         kind: 'json-rpc-result',
@@ -341,7 +337,7 @@ function invalid(violations: Violation[], detail: string): ToolOutput {
 }
 
 function classify(value: unknown): ToolOutput {
-  if (!isPlainObject(value)) {
+  if (!isRecord(value)) {
     const what = describe(value);
     return invalid(
       [

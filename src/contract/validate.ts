@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import { isRecord } from '../util/json.js';
 import { escapePointerSegment, findImageBytes } from './image-bytes.js';
 import type { ValidationResult, Violation } from './types.js';
 
@@ -123,10 +124,6 @@ function isDigits(s: string): boolean {
   return true;
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
-}
-
 /** The contract's prose rules, checked on whatever parts of the value have the right shape. */
 function proseViolations(env: Record<string, unknown>): Violation[] {
   const out: Violation[] = [];
@@ -135,13 +132,13 @@ function proseViolations(env: Record<string, unknown>): Violation[] {
   }
   if (Array.isArray(env.warnings)) {
     env.warnings.forEach((w, i) => {
-      if (isPlainObject(w) && typeof w.code === 'string' && w.code.length > 0 && !isKebabCase(w.code)) {
+      if (isRecord(w) && typeof w.code === 'string' && w.code.length > 0 && !isKebabCase(w.code)) {
         out.push({ path: `/warnings/${i}/code`, message: 'warning code must be kebab-case' });
       }
     });
   }
   const error = env.error;
-  if (isPlainObject(error)) {
+  if (isRecord(error)) {
     const code = error.code;
     if (typeof code === 'string' && code.length > 0) {
       if (!isKebabCase(code)) out.push({ path: '/error/code', message: 'error code must be kebab-case' });
@@ -169,7 +166,7 @@ function proseViolations(env: Record<string, unknown>): Violation[] {
           message: `lastObservation must not hold image bytes (${loc.form}, ${loc.decodedBytes} bytes); summarize the capture instead`,
         });
       }
-      if (isPlainObject(lastObservation) && lastObservation.kind === 'capture-summary') {
+      if (isRecord(lastObservation) && lastObservation.kind === 'capture-summary') {
         for (const v of validateCaptureSummary(lastObservation).violations) {
           out.push({ path: `/error/lastObservation${v.path}`, message: `capture-summary: ${v.message}` });
         }
@@ -196,7 +193,7 @@ export function validateEnvelope(value: unknown): ValidationResult {
   try {
     const fn = validatorFor('agent-tool-result');
     const violations = fn(value) ? [] : schemaViolations(fn.errors);
-    if (isPlainObject(value)) violations.push(...proseViolations(value));
+    if (isRecord(value)) violations.push(...proseViolations(value));
     return { valid: violations.length === 0, violations: cap(violations) };
   } catch (e) {
     return failed('envelope validation', e);

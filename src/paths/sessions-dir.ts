@@ -7,5 +7,11 @@ import path from 'node:path';
  */
 export function resolveSessionsDir(explicit?: string | null): string {
   const fromEnv = process.env.MCEC_SESSIONS_DIR;
-  return path.resolve(explicit || (fromEnv && fromEnv.trim() !== '' ? fromEnv : './sessions'));
+  return path.resolve(explicit || (fromEnv?.trim() ? fromEnv : './sessions'));
+}
+
+/** Where the sessions root came from, to name it in an error: `--sessions`, `$MCEC_SESSIONS_DIR` or the default. */
+export function sessionsDirOrigin(explicit?: string | null): string {
+  if (explicit) return '--sessions';
+  return process.env.MCEC_SESSIONS_DIR?.trim() ? '$MCEC_SESSIONS_DIR' : 'the default';
 }

@@ -6,11 +6,11 @@
 import type { CompactedImage } from '../artifacts/compact.js';
 import { findImageBytes } from '../contract/image-bytes.js';
 import type { Envelope, ToolOutput, ToolOutputKind } from '../contract/types.js';
+import { isRecord } from '../util/json.js';
 import type { ThrownCall } from './call.js';
 import {
   envelopeText,
   isCommandLevelFailure,
-  isRecord,
   mayHoldImageBytes,
   quickOutcome,
   thrownFailure,

@@ -6,14 +6,10 @@
 import path from 'node:path';
 import { META_TOOLS, REFUSAL_CODES } from '../contract/tool-catalog.js';
 import type { Envelope, ToolError, ToolOutput, ToolOutputKind } from '../contract/types.js';
+import { isRecord } from '../util/json.js';
 
 /** The transport shape a dispatch returns; a thrown dispatch's failure is given back in the same shape. */
 export type OutputShape = 'envelope' | 'call-tool-result' | 'json-rpc' | 'legacy' | 'other';
-
-/** True for a plain object (not null, not an array). */
-export function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /**
  * What can be told about an output without parsing it: its shape, and `ok` when a flag says so

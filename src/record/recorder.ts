@@ -20,6 +20,7 @@ import { isSafeSessionId, safeDerivedId, sessionDirName } from '../store/layout.
 import { LogPool } from '../store/log-pool.js';
 import type { SessionRow } from '../store/schema.js';
 import { type CommitOutcome, SessionLog } from '../store/session-log.js';
+import { isRecord } from '../util/json.js';
 import { agentValue, decidableFailure, unrecordedValue } from './agent-value.js';
 import { type ClientSaw, handBack, type LateAnswer, newCall, type RecordedCall } from './call.js';
 import { clipForLog } from './clip.js';
@@ -28,7 +29,6 @@ import { environmentOf, recorderVersion, type ServerInfo } from './environment.j
 import {
   envelopeText,
   isPlainResponse,
-  isRecord,
   mayHoldImageBytes,
   type OutputShape,
   plainResponseJson,

@@ -1,6 +1,6 @@
 /** How MCEC means its session ids (mcec-wire §8): which ids route a call, and which envelope ids do not. */
 import { INSTALL_TOOLS, LIFECYCLE_TOOLS } from '../contract/tool-catalog.js';
-import { isRecord } from './outcome.js';
+import { isRecord } from '../util/json.js';
 
 /** Refusals MCEC checks before it routes any call: their envelope carries the default session's id. */
 const ALWAYS_BEFORE_ROUTING: ReadonlySet<string> = new Set([

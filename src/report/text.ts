@@ -1,4 +1,8 @@
 /** Small text helpers: clip, one-line, and compact copies of values that never carry image bytes. */
+import { isRecord } from '../util/json.js';
+
+// One byte format for every report and program: the report modules take it from here.
+export { formatBytes } from '../util/units.js';
 
 /** Cut to at most `max` characters (ellipsis included), never splitting a surrogate pair. */
 export function clip(text: string, max: number): string {
@@ -164,16 +168,5 @@ export function parseJson(text: string | null | undefined, maxChars = 32 * 1024 
 
 /** The value as a plain object, or undefined. */
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Record<string, unknown>)
-    : undefined;
-}
-
-/** Bytes as "512 B", "14 KB", "1.2 MB". */
-export function formatBytes(bytes: number | null | undefined): string {
-  if (bytes == null || !Number.isFinite(bytes) || bytes < 0) return '? B';
-  if (bytes < 1024) return `${Math.round(bytes)} B`;
-  if (bytes < 1024 * 1024) return `${Math.round(bytes / 1024)} KB`;
-  if (bytes < 1024 * 1024 * 1024) return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
-  return `${(bytes / (1024 * 1024 * 1024)).toFixed(1)} GB`;
+  return isRecord(value) ? value : undefined;
 }

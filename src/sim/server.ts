@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { INSTALL_TOOLS } from '../contract/tool-catalog.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
+import { isRecord } from '../util/json.js';
 import { Desktop } from './desktop.js';
 import { CommandTable, type ConsentAnswer } from './meta-tools.js';
 import { mulberry32, sessionIdSource } from './prng.js';
@@ -126,10 +127,6 @@ function agentCommandsDisabled(): ToolFailure {
 /** Raised by the `sim:throw` control: escapes the tool layer like a real handler fault (-32603 / HTTP 500). */
 export class SimulatorFault extends Error {}
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 /** A JSON-RPC error response. */
 export function rpcError(id: string | number | null, code: number, message: string): JsonRpcResponse {
   return { jsonrpc: '2.0', id, error: { code, message } };
@@ -140,7 +137,7 @@ function rpcResult(id: string | number | null, result: unknown): JsonRpcResponse
 }
 
 function readableId(msg: unknown): string | number | null {
-  if (!isPlainObject(msg)) return null;
+  if (!isRecord(msg)) return null;
   const id = msg.id;
   return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
 }
@@ -207,7 +204,7 @@ export class SimulatorCore {
 
   /** One JSON-RPC message in, its response out (null for a notification). Throws on a handler fault. */
   async dispatch(msg: unknown): Promise<JsonRpcResponse | null> {
-    if (!isPlainObject(msg)) return rpcError(null, -32600, 'Invalid Request');
+    if (!isRecord(msg)) return rpcError(null, -32600, 'Invalid Request');
     const id = msg.id;
     if (
       id !== undefined &&
@@ -238,7 +235,7 @@ export class SimulatorCore {
         result = { tools: toolListings() };
         break;
       case 'tools/call': {
-        const params = isPlainObject(msg.params) ? msg.params : {};
+        const params = isRecord(msg.params) ? msg.params : {};
         const name = typeof params.name === 'string' ? params.name : '';
         result = await this.callTool(name, params.arguments);
         break;
@@ -279,7 +276,7 @@ export class SimulatorCore {
    */
   async callTool(name: string, rawArgs?: unknown): Promise<CallToolResult> {
     // Like the server, arguments that are not an object read as none.
-    const args: Record<string, unknown> = isPlainObject(rawArgs) ? { ...rawArgs } : {};
+    const args: Record<string, unknown> = isRecord(rawArgs) ? { ...rawArgs } : {};
     const argSession = typeof args.sessionId === 'string' ? args.sessionId : null;
     const refuseDefault = (f: ToolFailure) => this.failure(this.sessions.defaultSession.id, f, undefined);
 

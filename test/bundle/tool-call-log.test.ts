@@ -2,8 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Base64RunScanner, longestBase64Run, scrubImageBytes } from '../../src/bundle/scrub.js';
 import { buildToolCallLog, hasBase64Run, TRUNCATION_LINE } from '../../src/bundle/tool-call-log.js';
-import { parseByteSize, parseDuration } from '../../src/bundle/units.js';
 import type { CallRow, EventRow } from '../../src/store/schema.js';
+import { parseByteSize, parseDuration } from '../../src/util/units.js';
 import { bundleValidators, inlineImages } from './helpers.js';
 
 const line = bundleValidators().line;

@@ -172,9 +172,9 @@ describe('failure-summary.md', () => {
         '## Recording',
         '',
         '- Contract violations: 1',
-        '- Payloads dropped past the log limit: 1 (1 calls, 9.0 MB)',
+        '- Payloads dropped past the log limit: 1 (1 calls, 9 MB)',
         '- Recording failures: 1 (2 calls lost)',
-        '- Images not kept past the artifact limit: 4 (600.0 MB)',
+        '- Images not kept past the artifact limit: 4 (600 MB)',
         "- An operator's emergency stop was latched during this session.",
       ].join('\n'),
     );

@@ -1,4 +1,4 @@
-/** Parsing and formatting of the sizes and durations that the bundle CLI accepts. */
+/** Sizes and durations as the CLIs read them and every program prints them (a leaf: no project imports). */
 
 const BYTE_UNITS: Record<string, number> = {
   '': 1,
@@ -41,15 +41,14 @@ export function parseDuration(text: string): number | null {
   return Number.isSafeInteger(ms) && ms > 0 ? ms : null;
 }
 
-/** `1536` -> `1.5 KB` (binary units, one decimal). */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KB', 'MB', 'GB', 'TB'];
-  let value = bytes / 1024;
-  let i = 0;
-  while (value >= 1024 && i < units.length - 1) {
-    value /= 1024;
-    i += 1;
-  }
-  return `${value.toFixed(1)} ${units[i]}`;
+/**
+ * Bytes as "512 B", "14 KB", "1.2 MB", "256 MB" (binary units, as parseByteSize reads them: what `256MiB`
+ * parses to prints as `256 MB`): KB whole, MB and GB with one decimal unless it is `.0`; "? B" when unknown.
+ */
+export function formatBytes(bytes: number | null | undefined): string {
+  if (bytes == null || !Number.isFinite(bytes) || bytes < 0) return '? B';
+  if (bytes < 1024) return `${Math.round(bytes)} B`;
+  if (bytes < 1024 ** 2) return `${Math.round(bytes / 1024)} KB`;
+  const [value, unit] = bytes < 1024 ** 3 ? [bytes / 1024 ** 2, 'MB'] : [bytes / 1024 ** 3, 'GB'];
+  return `${value.toFixed(1).replace(/\.0$/, '')} ${unit}`;
 }

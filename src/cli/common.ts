@@ -1,0 +1,40 @@
+/** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
+import { CommanderError } from 'commander';
+
+export { resolveSessionsDir, sessionsDirOrigin } from '../paths/sessions-dir.js';
+
+/** The exit code of bad usage (unknown option, bad value). */
+export const EXIT_USAGE = 2;
+
+/** Bad usage: printed with a hint and exit code 2. */
+export class UsageError extends Error {}
+
+/** `host:port` (IPv6 in brackets) into its parts; `option` names the flag in the usage error. */
+export function parseListen(option: string, value: string): { host: string; port: number } {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(value.trim());
+  const port = m ? Number(m[2]) : Number.NaN;
+  if (!m || port > 65535) throw new UsageError(`${option} must be HOST:PORT, got ${JSON.stringify(value)}`);
+  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
+  return { host, port };
+}
+
+/**
+ * The exit code of an error commander threw under exitOverride, or undefined for any other: 0 for --help and
+ * --version (commander ends them by throwing), 2 for everything it rejects (commander printed why).
+ */
+export function commanderExitCode(err: unknown): number | undefined {
+  if (!(err instanceof CommanderError)) return undefined;
+  return err.exitCode === 0 ? 0 : EXIT_USAGE;
+}
+
+/**
+ * The exit code for a usage problem, or undefined for any other error: commander's (above), or 2 for a
+ * UsageError, whose message goes to stderr as `<program>: <message>` with the hint on the next line.
+ */
+export function usageExitCode(err: unknown, program: string, hint: string): number | undefined {
+  const commander = commanderExitCode(err);
+  if (commander !== undefined) return commander;
+  if (!(err instanceof UsageError)) return undefined;
+  process.stderr.write(`${program}: ${err.message}\n${hint}\n`);
+  return EXIT_USAGE;
+}
