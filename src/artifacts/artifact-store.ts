@@ -4,7 +4,7 @@ import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
-import { ARTIFACTS_DIR, utcStampMillis } from '../store/layout.js';
+import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
 import { computeBlankCheck } from './blank-check.js';
 import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
 
@@ -382,7 +382,7 @@ export class ArtifactStore {
     }
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const name = `${prefix}-${utcStampMillis(this.now())}-${n}.${EXTENSION[format]}`;
+        const name = artifactFileName(prefix, this.now(), n, EXTENSION[format]);
         const placed = await this.place(tmp, path.join(this.artifactsDir, name));
         if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number

@@ -1,7 +1,7 @@
 /** A consistent, deterministic copy of a session log for a bundle, safe to take while the recorder writes. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LOG_FILE } from '../store/layout.js';
+import { LOG_FILE } from '../paths/naming.js';
 import { openSessionDb } from '../store/open.js';
 
 /**

@@ -1,8 +1,8 @@
 /** The image files of a session: which exist, which must stay in a bundle, and which to drop for a size cap. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { ARTIFACTS_DIR } from '../paths/naming.js';
 import type { SessionSummary } from '../report/types.js';
-import { ARTIFACTS_DIR } from '../store/layout.js';
 import type { ArtifactRow } from '../store/schema.js';
 
 /** One file of `<session>/artifacts/`. */

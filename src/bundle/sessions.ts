@@ -1,13 +1,13 @@
 /** Operations over a sessions dir that the CLI offers: list, write a summary, prune. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { LOG_FILE } from '../paths/naming.js';
 import { createRedactor } from '../redact/redactor.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
 import { appendSessionEvent } from '../store/append-event.js';
-import { LOG_FILE } from '../store/layout.js';
 import { listSessions, type SessionLocation, SessionReader } from '../store/session-reader.js';
 
 /** One line of `mcec-bundle list`. */

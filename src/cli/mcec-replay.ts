@@ -2,22 +2,9 @@
 /** mcec-replay: serve a recorded session (id, dir or bundle zip) as MCEC over stdio or HTTP. */
 
 import fs from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-
-const EXIT_USAGE = 2;
-
-/** Bad usage: printed with a hint and exit code 2. */
-class UsageError extends Error {}
-
-/** `host:port` (IPv6 in brackets) into its parts. */
-function parseListen(value: string): { host: string; port: number } {
-  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+):(\d{1,5})$/.exec(value.trim());
-  const port = m ? Number(m[2]) : Number.NaN;
-  if (!m || port > 65535) throw new UsageError(`--listen must be HOST:PORT, got ${JSON.stringify(value)}`);
-  const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
-  return { host, port };
-}
+import { parseListen, UsageError, usageExitCode } from './common.js';
 
 function parseNumber(name: string, value: string, max: number): number {
   const n = Number(value);
@@ -130,7 +117,7 @@ export function buildProgram(): Command {
     .action(async (source: string, options: ReplayCliOptions) => {
       if (Boolean(options.stdio) === Boolean(options.listen))
         throw new UsageError('choose exactly one transport: --stdio or --listen HOST:PORT');
-      const listen = options.listen ? parseListen(options.listen) : undefined;
+      const listen = options.listen ? parseListen('--listen', options.listen) : undefined;
       const speed = parseNumber('--speed', options.speed, 1000);
       const tolerance = parseNumber('--tolerance', options.tolerance, 10_000);
       // The replay (and through it SQLite, the redactor and sharp) loads only once the arguments are good.
@@ -189,11 +176,8 @@ async function main(): Promise<void> {
   try {
     await buildProgram().parseAsync(process.argv);
   } catch (e) {
-    if (e instanceof CommanderError) process.exit(e.exitCode === 0 ? 0 : EXIT_USAGE);
-    if (e instanceof UsageError) {
-      process.stderr.write(`mcec-replay: ${e.message}\n(run mcec-replay --help for examples)\n`);
-      process.exit(EXIT_USAGE);
-    }
+    const usage = usageExitCode(e, 'mcec-replay', '(run mcec-replay --help for examples)');
+    if (usage !== undefined) process.exit(usage);
     process.stderr.write(`mcec-replay: ${(e as Error).message}\n`);
     process.exit(1);
   }

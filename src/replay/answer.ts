@@ -9,6 +9,7 @@ import path from 'node:path';
 import { JSON_MARKER, parsePointer } from '../contract/image-bytes.js';
 import type { CallToolResult, ContentBlock } from '../sim/server.js';
 import { serializeWire } from '../sim/wire.js';
+import { isRecord } from '../util/json.js';
 import { holdsRedaction } from './matcher.js';
 import type { RecordedCall } from './recording.js';
 
@@ -31,10 +32,6 @@ const INLINE_ROLES = new Set(['result', 'partialResult', 'lastObservation', 'nes
 const COPY_KEYS = ['artifactCopy', 'artifactCopyError', 'fileCopy', 'fileCopyError'];
 /** Keys of a capture-summary that are the recorder's, not the capture's. */
 const SUMMARY_ONLY = new Set(['kind', 'artifact', 'artifactError', 'sha256', ...COPY_KEYS]);
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 /** Reads artifact files once per replay (many calls share one image). */
 export class ArtifactFiles {

@@ -4,6 +4,8 @@
  * coordinates within a tolerance, redacted values matching any live value of their kind and typed text by
  * its length; identical calls take their recordings in recorded order.
  */
+
+import { isRecord } from '../util/json.js';
 import {
   type RecordedCall,
   type Recording,
@@ -63,10 +65,6 @@ const COORD_CONTAINERS = new Set(['at', 'from', 'to', 'path', 'points', 'waypoin
 
 const TYPED = /^\[typed text: (\d+) chars\]/;
 const REDACTED = '[redacted]';
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function pointerOf(path: string, key: string | number): string {
   return `${path}/${String(key).replaceAll('~', '~0').replaceAll('/', '~1')}`;

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ArtifactRow, CallRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
+import { isRecord } from '../util/json.js';
 
 /** One recorded tool call, parsed. */
 export interface RecordedCall {
@@ -53,10 +54,6 @@ export interface Recording {
   defaultSessionId: string | null;
   /** Pending calls left out of `calls` (the session was cut while they ran). */
   pendingCalls: number;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 function parseJson(text: string | null): unknown {

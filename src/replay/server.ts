@@ -7,6 +7,7 @@ import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { type CallToolResult, type JsonRpcResponse, PROTOCOL_VERSION, rpcError } from '../sim/server.js';
 import { toolListings } from '../sim/tools.js';
+import { isRecord } from '../util/json.js';
 import { ArtifactFiles, type BuiltAnswer, buildAnswer, failureAnswer } from './answer.js';
 import { type Injection, injectedFailure, pickInjection } from './injector.js';
 import { type Difference, Matcher, type ReplayOrder } from './matcher.js';
@@ -27,10 +28,6 @@ export interface ReplayOptions {
   inject?: Injection[];
   /** Wait function for `speed` (a test seam; default setTimeout). */
   sleep?: (ms: number) => Promise<void>;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 const OBSERVATIONS = new Set<string>(OBSERVATION_TOOLS);

@@ -10,8 +10,8 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry, ZipFile } from 'yauzl';
 import { unsafeName } from '../bundle/verify.js';
+import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
-import { LOG_FILE, parseSessionDirName } from '../store/layout.js';
 import { resolveSession } from '../store/session-reader.js';
 
 /** A recording ready to replay. */

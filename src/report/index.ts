@@ -1,4 +1,6 @@
 /** Reports: the summary model built from a session log and its Markdown renderings. */
+
+export { safeRelativePath } from '../paths/naming.js';
 export { RECOVERY_BY_CATEGORY, recoveryFor } from './recovery.js';
 export {
   BUG_REPORT_TEMPLATE,
@@ -9,7 +11,7 @@ export {
   resolveTemplate,
 } from './render.js';
 export { summarizeCall } from './summarize-call.js';
-export { buildSummary, safeRelativePath } from './summary.js';
+export { buildSummary } from './summary.js';
 export { formatDurationMs, loadTimeFormat, type TimeFormat } from './time.js';
 export * from './types.js';
 export {

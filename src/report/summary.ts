@@ -1,5 +1,6 @@
 /** Build the summary model from a session log alone (finished, still running or crashed). */
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
+import { safeRelativePath } from '../paths/naming.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
@@ -25,16 +26,6 @@ const MAX_STEPS = 500;
 const FAILED_STEP = new Set(['failed', 'fail', 'error', 'aborted']);
 /** Roles of an observation's own image (not the server's echo of an earlier one, not a failure's suspect). */
 const OWN_IMAGE_ROLES = new Set(['result', 'image-block', 'nested', 'host-capture', 'host-capture-file']);
-
-/** A relative path that stays inside the session dir, with `/` separators; null otherwise. */
-export function safeRelativePath(value: unknown): string | null {
-  if (typeof value !== 'string' || value.length === 0 || value.length > 500) return null;
-  const p = value.replaceAll('\\', '/');
-  if (p.startsWith('/') || /^[A-Za-z]:/.test(p) || p.includes('\0')) return null;
-  const parts = p.split('/');
-  if (parts.some((s) => s === '..' || s === '')) return null;
-  return parts.filter((s) => s !== '.').join('/');
-}
 
 function imageFromArtifact(row: ArtifactRow | undefined): ImageDigest | null {
   if (!row || row.call_seq == null) return null;

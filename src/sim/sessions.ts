@@ -2,7 +2,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { WindowInfo } from '../contract/types.js';
-import { utcStamp, utcStampMillis } from '../store/layout.js';
+import { artifactFileName, utcStamp } from '../paths/naming.js';
 
 /** One server-side session: identity, artifact dir, and memory of the last target/observation/error. */
 export interface SimSession {
@@ -139,7 +139,7 @@ export class SessionStore {
   async writeArtifact(s: SimSession, png: Buffer): Promise<string> {
     await mkdir(s.artifactDir, { recursive: true });
     s.artifactCounter += 1;
-    const file = path.join(s.artifactDir, `capture-${utcStampMillis(this.now())}-${s.artifactCounter}.png`);
+    const file = path.join(s.artifactDir, artifactFileName('capture', this.now(), s.artifactCounter, 'png'));
     await writeFile(file, png);
     return file;
   }
@@ -150,7 +150,7 @@ export class SessionStore {
     this.pathOnlyCounter += 1;
     const file = path.join(
       s.artifactDir,
-      `capture-${utcStampMillis(this.now())}-${this.pathOnlyCounter}.${extension}`,
+      artifactFileName('capture', this.now(), this.pathOnlyCounter, extension),
     );
     await writeFile(file, bytes);
     return file;

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { LOG_FILE } from './layout.js';
+import { LOG_FILE } from '../paths/naming.js';
 import { SCHEMA_VERSION } from './schema.js';
 
 /** How long to wait for the recorder's commit lock; its commits take milliseconds. */

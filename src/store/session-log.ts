@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
-import { LOG_FILE } from './layout.js';
+import { LOG_FILE } from '../paths/naming.js';
 import type { LogPool, PooledLog } from './log-pool.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
-import { isSafeSessionId, LOG_FILE, parseSessionDirName } from './layout.js';
+import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow, WriterRow } from './schema.js';
 

@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { CaptureSummary, Violation, Warning, WindowInfo } from '../../src/contract/types.js';
-import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/store/layout.js';
+import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/paths/naming.js';
 import { openSessionDb, type SessionDb } from '../../src/store/open.js';
 
 /** A fresh temp dir for a sessions root. */

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { LOG_FILE } from '../../src/paths/naming.js';
 import { AdvancingClock } from '../../src/record/clock.js';
 import { createRecorder, type RecordStage } from '../../src/record/index.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
-import { LOG_FILE } from '../../src/store/layout.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import {
   calls,

@@ -9,7 +9,7 @@ import sharp from 'sharp';
 import { expect } from 'vitest';
 import { findImageBytes } from '../../src/contract/image-bytes.js';
 import type { Envelope } from '../../src/contract/types.js';
-import { LOG_FILE } from '../../src/store/layout.js';
+import { LOG_FILE } from '../../src/paths/naming.js';
 import type { CallRow, EventRow } from '../../src/store/schema.js';
 
 /** A fresh temp dir (`mcec-...`). */

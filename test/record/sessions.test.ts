@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { safeDerivedId } from '../../src/paths/naming.js';
 import { createRecorder } from '../../src/record/index.js';
-import { safeDerivedId } from '../../src/store/layout.js';
 import {
   calls,
   callToolResult,

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ARTIFACTS_DIR, utcStampMillis } from '../../src/store/layout.js';
+import { ARTIFACTS_DIR, utcStampMillis } from '../../src/paths/naming.js';
 import type { FixtureImage, FixtureSession } from '../helpers/fixture-session.js';
 
 let counter = 0;

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
+import { utcStamp } from '../../src/paths/naming.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
-import { utcStamp } from '../../src/store/layout.js';
 import { call, request, tempDir, toolsCall } from './helpers.js';
 
 process.env.TZ = 'America/New_York';

@@ -1,6 +1,6 @@
 /** How the page refers to an image file: a key (relative path in the session dir) and a link relative to the page. */
 import path from 'node:path';
-import { safeRelativePath } from '../summary.js';
+import { safeRelativePath } from '../../paths/naming.js';
 
 /** An image file as the page refers to it. */
 export interface ImageRef {

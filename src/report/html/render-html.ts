@@ -1,9 +1,9 @@
 /** Render report.html: a self-contained timeline page (inline CSS, script and thumbnails; no network). */
 import { randomBytes } from 'node:crypto';
+import { safeRelativePath } from '../../paths/naming.js';
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { summarizeCall } from '../summarize-call.js';
-import { safeRelativePath } from '../summary.js';
 import { escapeFormatChars, formatBytes, oneLine } from '../text.js';
 import type { SessionSummary } from '../types.js';
 import { applyCsp } from './csp.js';

@@ -1,3 +1,7 @@
+/**
+ * How the project names what it writes: session dirs, artifact files, the log file, and the relative paths it
+ * accepts from a log. A leaf (no project imports): store, artifacts, sim, report and bundle all name things here.
+ */
 import { createHash } from 'node:crypto';
 
 /** Session ids used in paths must match this (mcec-wire §5 ids are 12 hex; runners may pick their own). */
@@ -46,4 +50,19 @@ export function sessionDirName(startedAt: Date, sessionId: string): string {
 export function parseSessionDirName(name: string): { stamp: string; sessionId: string } | null {
   const m = /^(\d{8}-\d{6})-([A-Za-z0-9_-]{1,64})$/.exec(name);
   return m ? { stamp: m[1]!, sessionId: m[2]! } : null;
+}
+
+/** An artifact's file name: `<prefix>-<UTC yyyyMMdd-HHmmssfff>-<n>.<extension>` (`capture`, `recording`). */
+export function artifactFileName(prefix: string, at: Date, n: number, extension: string): string {
+  return `${prefix}-${utcStampMillis(at)}-${n}.${extension}`;
+}
+
+/** A relative path that stays inside the session dir, with `/` separators; null otherwise. */
+export function safeRelativePath(value: unknown): string | null {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 500) return null;
+  const p = value.replaceAll('\\', '/');
+  if (p.startsWith('/') || /^[A-Za-z]:/.test(p) || p.includes('\0')) return null;
+  const parts = p.split('/');
+  if (parts.some((s) => s === '..' || s === '')) return null;
+  return parts.filter((s) => s !== '.').join('/');
 }
