@@ -1,9 +1,8 @@
 /** Handlebars helpers for the Markdown templates (registered once on the report's own instance). */
 import type { HelperOptions } from 'handlebars';
+import type { HandlebarsApi } from './handlebars.js';
 import { formatBytes, oneLine } from './text.js';
 import { formatDurationMs } from './time.js';
-
-type HandlebarsApi = typeof import('handlebars');
 
 /** Handlebars passes its options object last; strip it from a helper's arguments. */
 function params(args: unknown[]): unknown[] {

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { type HandlebarsApi, lazyHandlebars } from './handlebars.js';
 import { registerHelpers } from './helpers.js';
 import { MARKDOWN_COMPILE_OPTIONS, type PrecompiledTemplate, templateDigest } from './precompile.js';
 import { PRECOMPILED_TEMPLATES } from './precompiled-templates.js';
@@ -16,7 +17,6 @@ import {
   type SessionSummary,
 } from './types.js';
 
-type HandlebarsApi = typeof import('handlebars');
 type TemplateFn = (context: unknown) => string;
 
 /** File names of the built-in templates. */
@@ -26,30 +26,9 @@ export const BUG_REPORT_TEMPLATE = 'bug-report.md.hbs';
 /** The folder of the built-in templates (the package's `templates/`, from src/report or dist/report). */
 export const BUILTIN_TEMPLATES_DIR = fileURLToPath(new URL('../../templates/', import.meta.url));
 
-/** The runtime-only instance (runs precompiled templates) and the full one (compiles overrides). */
-let runtimeInstance: Promise<HandlebarsApi> | null = null;
-let compilerInstance: Promise<HandlebarsApi> | null = null;
+/** The runtime-only instance (runs precompiled templates) and the full one (compiles overrides), with the helpers. */
+const handlebars = lazyHandlebars(registerHelpers);
 const compiled = new Map<string, { stamp: string; fn: TemplateFn }>();
-
-/** A fresh instance of the module's Handlebars with the helpers registered once. */
-function withHelpers(mod: unknown): HandlebarsApi {
-  const api = ((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi;
-  const hb = api.create();
-  registerHelpers(hb);
-  return hb;
-}
-
-/** handlebars/runtime, created on first use: enough for precompiled templates, and lighter to load. */
-function handlebarsRuntime(): Promise<HandlebarsApi> {
-  runtimeInstance ??= import('handlebars/runtime.js').then(withHelpers);
-  return runtimeInstance;
-}
-
-/** The full Handlebars (with its compiler), created on first use. */
-function handlebarsCompiler(): Promise<HandlebarsApi> {
-  compilerInstance ??= import('handlebars').then(withHelpers);
-  return compilerInstance;
-}
 
 /** The precompiled spec of a built-in template whose source is exactly `source`, if there is one. */
 function precompiledFor(source: string): PrecompiledTemplate | undefined {
@@ -87,12 +66,12 @@ async function loadTemplate(file: string): Promise<TemplateFn> {
   const pre = precompiledFor(source);
   let fn: TemplateFn;
   if (pre) {
-    const hb = await handlebarsRuntime();
+    const hb = await handlebars.runtime();
     // The spec is Handlebars' own generated JavaScript for this exact source (see precompile.ts).
     const spec = new Function(`return ${pre.spec};`)() as Parameters<HandlebarsApi['template']>[0];
     fn = hb.template(spec) as TemplateFn;
   } else {
-    const hb = await handlebarsCompiler();
+    const hb = await handlebars.compiler();
     // strict: a field the template names but the model lacks is an error, not an empty string.
     fn = hb.compile(source, { ...MARKDOWN_COMPILE_OPTIONS }) as TemplateFn;
   }

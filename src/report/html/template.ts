@@ -1,12 +1,13 @@
 /** The report.html template: its own Handlebars instance (HTML escaping on), loaded lazily, precompiled when built in. */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { type HandlebarsApi, lazyHandlebars } from '../handlebars.js';
 import { resolveTemplate } from '../render.js';
 import { PRECOMPILED_REPORT_HTML } from './precompiled-html.js';
 import { escapeTextNode } from './pretty-json.js';
 import { BUILT_IN_ROW_PARTIAL_SHA256, renderBuiltInRow } from './row-html.js';
 
-export type HandlebarsApi = typeof import('handlebars');
+export type { HandlebarsApi } from '../handlebars.js';
 export type TemplateFn = (context: unknown) => string;
 
 /** The template's file name in `templates/`. */
@@ -21,24 +22,8 @@ export interface PrecompiledReportHtml {
   row: string | null;
 }
 
-let runtime: Promise<HandlebarsApi> | null = null;
-let compiler: Promise<HandlebarsApi> | null = null;
-
-function ownInstance(mod: unknown): HandlebarsApi {
-  return (((mod as { default?: HandlebarsApi }).default ?? mod) as HandlebarsApi).create();
-}
-
-/** Our own instance of handlebars/runtime (enough for precompiled specs, lighter to load), on first use. */
-function handlebarsRuntime(): Promise<HandlebarsApi> {
-  runtime ??= import('handlebars/runtime.js').then(ownInstance);
-  return runtime;
-}
-
-/** Our own instance of the full Handlebars (for templates that override the built-in one), on first use. */
-function handlebarsCompiler(): Promise<HandlebarsApi> {
-  compiler ??= import('handlebars').then(ownInstance);
-  return compiler;
-}
+/** Our own instances of Handlebars (HTML escaping on), loaded on first use. */
+const handlebars = lazyHandlebars();
 
 /** A compiled report.html template: the override in `templatesDir` when there is one, else the built-in. */
 export interface ReportTemplate {
@@ -94,11 +79,11 @@ export async function loadReportTemplate(
   const rowSource = rowPartialSource(source);
   const builtInRow = rowSource !== null && templateSha256(rowSource) === BUILT_IN_ROW_PARTIAL_SHA256;
   if (pre) {
-    hb = await handlebarsRuntime();
+    hb = await handlebars.runtime();
     fn = fromSpec(hb, pre.page);
     rowFn = pre.row === null ? null : fromSpec(hb, pre.row);
   } else {
-    hb = await handlebarsCompiler();
+    hb = await handlebars.compiler();
     fn = hb.compile(source, { ...HTML_COMPILE_OPTIONS }) as TemplateFn;
     rowFn = rowSource === null ? null : (hb.compile(rowSource, { ...HTML_COMPILE_OPTIONS }) as TemplateFn);
   }
