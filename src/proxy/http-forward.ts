@@ -61,7 +61,7 @@ type ClientState = 'waiting' | 'streaming' | 'answered-504' | 'gone';
 class ForwardedRequest {
   private readonly startedAt = new Date();
   private upstream!: http.ClientRequest;
-  private pending: Required<ProxyPendingExchange> | null = null;
+  private pending: ProxyPendingExchange | null = null;
   /** How the target's answer is recorded once it is complete (null: not recorded). */
   private recordAnswer: ((status: number, answer: BoundedMessage) => void) | null = null;
   private callSession: string | undefined;

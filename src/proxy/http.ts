@@ -51,8 +51,19 @@ export class ProxyConfigError extends Error {
   override readonly name = 'ProxyConfigError';
 }
 
-/** Start a recording proxy in front of an MCEC HTTP endpoint. */
-export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpProxy> {
+/** The checked settings of a proxy: what startHttpProxy's options mean, or a ProxyConfigError. */
+interface HttpSettings {
+  target: URL;
+  listenHost: string;
+  listenPort: number;
+  allowNonLoopback: boolean;
+  maxBodyBytes: number;
+  maxRecordBytes: number;
+  timeouts: ReturnType<typeof timeoutPolicy>;
+}
+
+/** Check the options and fill in the defaults; throws ProxyConfigError for options that cannot work. */
+function httpSettings(options: HttpProxyOptions): HttpSettings {
   const target = parseTarget(options.target);
   const rawHost = options.listen?.host ?? '127.0.0.1';
   const listenHost = rawHost.startsWith('[') && rawHost.endsWith(']') ? rawHost.slice(1, -1) : rawHost;
@@ -85,87 +96,145 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   } catch (err) {
     throw new ProxyConfigError((err as Error).message);
   }
+  return { target, listenHost, listenPort, allowNonLoopback, maxBodyBytes, maxRecordBytes, timeouts };
+}
 
-  const recorder = options.recorder;
-  const wire = new WireRecording(recorder, 'http');
+/**
+ * MCEC's gates, in its order (method, path, Host, Origin): true when the request may go on. Anything but POST
+ * is passed through (MCEC answers 405). A POST to any path but the exact endpoint is refused here with
+ * MCEC's own 404: MCEC normalizes paths, so forwarding it could run a call unchecked, unrecorded.
+ */
+function passesGates(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  settings: HttpSettings,
+  port: number,
+  wire: WireRecording,
+): boolean {
+  const post = req.method === 'POST';
+  const { pathname } = settings.target;
+  const pathRejection = post ? endpointPathRejection(req.url, pathname) : null;
+  if (pathRejection !== null) {
+    sendError(res, 404, `Not found: only POST ${pathname} is supported`, 'application/json');
+    wire.proxyError({ status: 404, reason: pathRejection, method: req.method, path: pathOnly(req.url) });
+    req.resume();
+    return false;
+  }
+  const rejection = !post
+    ? null
+    : hostOriginRejection(
+        { host: req.headers.host, origin: req.headers.origin },
+        port,
+        settings.allowNonLoopback,
+      );
+  if (rejection !== null) {
+    sendError(res, 403, rejection);
+    wire.proxyError({ status: 403, reason: rejection });
+    req.resume();
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Read a request body up to `limit` bytes (bounded for every request: memory), then hand it to `onBody`.
+ * Past the limit: a 413 and a `proxy-error`; the rest is read and dropped so the client can read the 413,
+ * and a flood (16 x the limit) is cut.
+ */
+function readBoundedBody(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  limit: number,
+  wire: WireRecording,
+  onBody: (body: Buffer) => void,
+): void {
+  const declared = Number(req.headers['content-length']);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let tooLarge = false;
+  const tooLargeNow = () => {
+    tooLarge = true;
+    chunks.length = 0;
+    sendError(res, 413, `request body over ${limit} bytes`);
+    wire.proxyError({ status: 413, reason: 'body too large', bytes: size || declared, limit });
+  };
+  if (Number.isFinite(declared) && declared > limit) tooLargeNow();
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (tooLarge) {
+      if (size > limit * 16) req.destroy();
+      return;
+    }
+    if (size > limit) {
+      tooLargeNow();
+      return;
+    }
+    chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (!tooLarge) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+  });
+}
+
+/** Tells the recorder each new Authorization header (and its token alone), so the redactor scrubs them. */
+function authorizationWatcher(recorder: ProxyRecorder): (auth: string | undefined) => void {
+  const known = new Set<string>();
+  return (auth) => {
+    if (!auth || known.has(auth) || known.size >= 1024) return;
+    known.add(auth);
+    rememberSecret(recorder, auth);
+    const space = auth.indexOf(' ');
+    if (space > 0) rememberSecret(recorder, auth.slice(space + 1).trim());
+  };
+}
+
+/** A notification for the recorder itself: recorded, not forwarded, answered as MCP answers notifications. */
+function acceptDeclaration(wire: WireRecording, res: http.ServerResponse, body: Buffer): void {
+  const message = classifyMessage(body.toString('utf8'));
+  if (message.kind === 'notification') wire.notification(message.message, new Date());
+  res.writeHead(202, { 'Content-Length': '0' });
+  res.end();
+}
+
+/** Listen on host:port; resolves with the port bound (a free one for port 0). */
+async function listen(server: http.Server, port: number, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', () => {}); // e.g. EMFILE on accept: the server keeps serving what it can
+  return (server.address() as AddressInfo).port;
+}
+
+/** Start a recording proxy in front of an MCEC HTTP endpoint. */
+export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpProxy> {
+  const settings = httpSettings(options);
+  const { target, listenHost } = settings;
+  const wire = new WireRecording(options.recorder, 'http');
   const ctx: ForwardContext = {
     target,
     agent: new http.Agent({ keepAlive: true, maxFreeSockets: 16 }),
     wire,
-    timeouts,
+    timeouts: settings.timeouts,
     lateAnswerMs: options.lateAnswerMs ?? DEFAULT_LATE_ANSWER_MS,
-    maxRecordBytes,
+    maxRecordBytes: settings.maxRecordBytes,
     inFlight: new Set(),
   };
-  const knownSecrets = new Set<string>();
-  let port = listenPort;
+  const watchAuthorization = authorizationWatcher(options.recorder);
+  let port = settings.listenPort;
 
   const server = http.createServer((req, res) => {
     res.on('error', () => {});
     req.on('error', () => {});
-    // MCEC runs only POSTs to its endpoint; its own order is method, path, Host, Origin, token. Anything but
-    // POST is passed through (MCEC answers 405). A POST to any path but the exact endpoint is refused here
-    // with MCEC's own 404: MCEC normalizes paths, so forwarding it could run a call unchecked, unrecorded.
+    if (!passesGates(req, res, settings, port, wire)) return;
+    watchAuthorization(req.headers.authorization);
     const post = req.method === 'POST';
-    const pathRejection = post ? endpointPathRejection(req.url, target.pathname) : null;
-    if (pathRejection !== null) {
-      sendError(res, 404, `Not found: only POST ${target.pathname} is supported`, 'application/json');
-      wire.proxyError({ status: 404, reason: pathRejection, method: req.method, path: pathOnly(req.url) });
-      req.resume();
-      return;
-    }
-    const rejection = !post
-      ? null
-      : hostOriginRejection({ host: req.headers.host, origin: req.headers.origin }, port, allowNonLoopback);
-    if (rejection !== null) {
-      sendError(res, 403, rejection);
-      wire.proxyError({ status: 403, reason: rejection });
-      req.resume();
-      return;
-    }
-    const auth = req.headers.authorization;
-    if (auth && !knownSecrets.has(auth) && knownSecrets.size < 1024) {
-      knownSecrets.add(auth);
-      rememberSecret(recorder, auth);
-      const space = auth.indexOf(' ');
-      if (space > 0) rememberSecret(recorder, auth.slice(space + 1).trim());
-    }
-    // Bodies are bounded for every request (memory), not only for the gated endpoint.
-    const declared = Number(req.headers['content-length']);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let tooLarge = false;
-    const tooLargeNow = () => {
-      tooLarge = true;
-      chunks.length = 0;
-      sendError(res, 413, `request body over ${maxBodyBytes} bytes`);
-      wire.proxyError({
-        status: 413,
-        reason: 'body too large',
-        bytes: size || declared,
-        limit: maxBodyBytes,
-      });
-    };
-    if (Number.isFinite(declared) && declared > maxBodyBytes) tooLargeNow();
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (tooLarge) {
-        // Read and drop the rest so the client can finish sending and read the 413; stop a flood.
-        if (size > maxBodyBytes * 16) req.destroy();
-        return;
-      }
-      if (size > maxBodyBytes) {
-        tooLargeNow();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (tooLarge) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      // A notification for the recorder itself: recorded, not forwarded, answered as MCP answers notifications.
-      if (post && isRecorderNotification(body)) return acceptDeclaration(res, body);
-      forwardRequest(ctx, req, res, body, post);
+    readBoundedBody(req, res, settings.maxBodyBytes, wire, (body) => {
+      if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
+      else forwardRequest(ctx, req, res, body, post);
     });
   });
   server.on('clientError', (_err, socket) => {
@@ -173,25 +242,9 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     else socket.destroy();
   });
 
-  function acceptDeclaration(res: http.ServerResponse, body: Buffer): void {
-    const message = classifyMessage(body.toString('utf8'));
-    if (message.kind === 'notification') wire.notification(message.message, new Date());
-    res.writeHead(202, { 'Content-Length': '0' });
-    res.end();
-  }
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(listenPort, listenHost, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  port = (server.address() as AddressInfo).port;
-  server.on('error', () => {}); // e.g. EMFILE on accept: the server keeps serving what it can
+  port = await listen(server, settings.listenPort, listenHost);
   const urlHost = listenHost.includes(':') && !listenHost.startsWith('[') ? `[${listenHost}]` : listenHost;
   let closing: Promise<void> | null = null;
-
   return {
     url: `http://${urlHost}:${port}${target.pathname}`,
     host: listenHost,

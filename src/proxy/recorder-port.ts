@@ -1,72 +1,40 @@
-/** The part of the recorder the proxies use, plus optional hooks a recorder may offer. */
+/** The part of the recorder the proxies use: typed from src/record's Recorder, so the two cannot drift. */
+import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder } from '../record/types.js';
 
 /** Timing and transport of one exchange, as the recorder takes it. */
-export interface ProxyExchangeMeta {
-  transport?: 'wrap' | 'http' | 'stdio';
-  startedAt?: Date;
-  endedAt?: Date;
-}
+export type ProxyExchangeMeta = ExchangeMeta;
 
 /** An answer passed to the client but not recorded (over the proxy's cap); what could be read cheaply. */
-export interface ProxyOversizeAnswer {
-  bytes: number;
-  limit: number;
-  isError?: boolean;
-  rpcError?: boolean;
-}
+export type ProxyOversizeAnswer = OversizeAnswer;
 
-/**
- * A request the recorder has seen; completed with the response or failed with a reason. The optional
- * methods (src/record's recorder has them) say what the client saw first; without them a timeout fails the
- * exchange and an oversize answer fails it with a reason.
- */
-export interface ProxyPendingExchange {
-  complete(response: unknown, meta?: ProxyExchangeMeta): void;
-  fail(reason: string): void;
-  /** The client got a 504; the answer may still come (and then replaces the failure). */
-  timedOut?(reason: string): void;
-  /** The client disconnected before the answer. */
-  clientLeft?(reason: string): void;
-  /** The answer went through unrecorded: over the cap. */
-  tooLarge?(answer: ProxyOversizeAnswer, meta?: ProxyExchangeMeta): void;
-}
+/** A request the recorder has seen; settled with the response, a failure or an oversize answer. */
+export type ProxyPendingExchange = PendingExchange;
 
-/** What a proxy needs from a recorder (src/record's Recorder satisfies it). */
-export interface ProxyRecorder {
-  beginExchange(request: unknown, meta?: ProxyExchangeMeta): ProxyPendingExchange;
-  recordExchange(request: unknown, response: unknown, meta?: ProxyExchangeMeta): void;
-  close(): Promise<void>;
-}
+/** What a proxy needs from a recorder: exchanges, proxy events, the bearer tokens it sees, and close. */
+export type ProxyRecorder = Pick<
+  Recorder,
+  'beginExchange' | 'recordExchange' | 'event' | 'rememberSecret' | 'close'
+>;
 
-/** Optional recorder hooks: a free-form session event, and a secret the redactor must scrub. */
-interface RecorderHooks {
-  event?: (sessionId: string | undefined, kind: string, detail: Record<string, unknown>) => void;
-  rememberSecret?: (secret: string) => void;
-  redactor?: { rememberSecret?: (secret: string) => void };
-}
-
-/** Tell the recorder's redactor about a secret seen on the wire (a bearer token), when it can take one. */
+/** Tell the recorder's redactor about a secret seen on the wire (a bearer token). */
 export function rememberSecret(recorder: ProxyRecorder, secret: string): void {
   if (!secret) return;
-  const hooks = recorder as ProxyRecorder & RecorderHooks;
   try {
-    if (typeof hooks.rememberSecret === 'function') hooks.rememberSecret(secret);
-    else if (typeof hooks.redactor?.rememberSecret === 'function') hooks.redactor.rememberSecret(secret);
+    recorder.rememberSecret(secret);
   } catch {
     // Recording never breaks the wire.
   }
 }
 
-/** Record a proxy-level event (e.g. `proxy-error`) when the recorder offers an event hook. */
+/** Record a proxy-level event (e.g. `proxy-error`). */
 export function recordEvent(
   recorder: ProxyRecorder,
   kind: string,
   detail: Record<string, unknown>,
   sessionId?: string,
 ): void {
-  const hooks = recorder as ProxyRecorder & RecorderHooks;
   try {
-    if (typeof hooks.event === 'function') hooks.event(sessionId, kind, detail);
+    recorder.event(sessionId, kind, detail);
   } catch {
     // Recording never breaks the wire.
   }

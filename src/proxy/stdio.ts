@@ -1,6 +1,6 @@
 /** A recording stdio proxy: runs the MCP server as a child and sits between it and the client's pipes. */
 
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
@@ -38,133 +38,154 @@ export interface StdioProxyOptions {
 /** Exit code when the server cannot be started (like a shell's "command not found"). */
 export const EXIT_CANNOT_START = 127;
 
+/** A bad client line waiting for the server's error answer (id null), so the fault is recorded once. */
+interface AwaitingFault {
+  reason: string;
+  text: string;
+  parsed: unknown;
+  at: Date;
+  timer: NodeJS.Timeout;
+}
+
 /**
- * Run `command` as a child, pass the client's lines to it and its lines back byte for byte, record each
- * exchange, and resolve with the child's exit code (128 + signal number when it was killed).
- * When the child is gone, exchanges still in flight fail ('server exited') and the recorder is closed.
+ * Pairs the two sides' lines into exchanges: requests by id (in order per id), id-less requests and bad
+ * lines with the "id":null answers they get, and oversize answers with the call they answer.
  */
-export async function runStdioProxy(options: StdioProxyOptions): Promise<number> {
-  const stdin = options.stdin ?? process.stdin;
-  const stdout = options.stdout ?? process.stdout;
-  const stderr = options.stderr ?? process.stderr;
-  const recorder = options.recorder;
-  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
-  checkRecordLimit(maxRecordBytes);
-  const wire = new WireRecording(recorder, 'stdio');
-  // Requests without an id (or with id null) that MCEC still answers, with "id":null: oldest first.
-  const idless: Array<{ method: string; pending: Required<ProxyPendingExchange> }> = [];
-  const inFlight = new Map<string, Required<ProxyPendingExchange>[]>();
+class StdioPairing {
+  /** Requests without an id (or with id null) that MCEC still answers, with "id":null: oldest first. */
+  private readonly idless: Array<{ method: string; pending: ProxyPendingExchange }> = [];
+  private readonly inFlight = new Map<string, ProxyPendingExchange[]>();
+  /** Bad client lines answered (in order) by an error with id null; a line never answered is recorded alone. */
+  private readonly awaitingFault: AwaitingFault[] = [];
 
-  const child = spawn(options.command, options.args ?? [], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: options.env ?? process.env,
-    cwd: options.cwd,
-    windowsHide: true,
-  });
+  constructor(
+    private readonly wire: WireRecording,
+    private readonly maxRecordBytes: number,
+    private readonly faultAnswerMs: number,
+  ) {}
 
-  // A bad client line is answered (in order) by an error with id null; pair them so the fault is recorded
-  // once, with the server's answer. A line the server never answers is recorded on its own.
-  const awaitingFault: Array<{
-    reason: string;
-    text: string;
-    parsed: unknown;
-    at: Date;
-    timer: NodeJS.Timeout;
-  }> = [];
-  const faultAnswerMs = options.faultAnswerMs ?? 5000;
-  function awaitFaultAnswer(reason: string, text: string, parsed: unknown, at: Date): void {
-    const entry = {
-      reason,
-      text,
-      parsed,
-      at,
-      timer: setTimeout(() => {
-        const i = awaitingFault.indexOf(entry);
-        if (i >= 0) awaitingFault.splice(i, 1);
-        wire.fault('request', reason, text);
-      }, faultAnswerMs),
-    };
-    entry.timer.unref();
-    awaitingFault.push(entry);
-  }
-
-  const fromClient = new LineSplitter((line) => onClientLine(line), {
-    maxLineBytes: maxRecordBytes,
-    // Its id cannot be read cheaply enough to pair it: its answer will be recorded as an orphan.
-    onOversizeLine: (edges) => wire.oversize('request', edges.bytes, maxRecordBytes),
-  });
-  const fromServer = new LineSplitter((line) => onServerLine(line), {
-    maxLineBytes: maxRecordBytes,
-    onOversizeLine: (edges) => onOversizeServerLine(edges),
-  });
-
-  function onClientLine(line: Buffer): void {
+  /** One line from the client. */
+  clientLine(line: Buffer): void {
     if (isBlankLine(line)) return;
     const text = line.toString('utf8');
     const message = classifyMessage(text);
     const now = new Date();
     switch (message.kind) {
       case 'request': {
-        const pending = wire.begin(message.message, now);
+        const pending = this.wire.begin(message.message, now);
         if (message.id === null) {
-          idless.push({ method: message.method, pending });
+          this.idless.push({ method: message.method, pending });
           return;
         }
         const key = idKey(message.id);
-        const queue = inFlight.get(key);
+        const queue = this.inFlight.get(key);
         if (queue) queue.push(pending);
-        else inFlight.set(key, [pending]);
+        else this.inFlight.set(key, [pending]);
         return;
       }
       case 'notification':
-        wire.notification(message.message, now);
+        this.wire.notification(message.message, now);
         return;
       case 'response':
         return; // the client answering a request of the server: passed through, not a tool exchange
       case 'invalid':
-        awaitFaultAnswer(message.reason, text, message.message, now);
+        this.awaitFaultAnswer(message.reason, text, message.message, now);
         return;
     }
   }
 
-  function onServerLine(line: Buffer): void {
+  /** One line from the server. Requests and notifications from it are not tool exchanges. */
+  serverLine(line: Buffer): void {
     if (isBlankLine(line)) return;
     const text = line.toString('utf8');
     const message = classifyMessage(text);
     const now = new Date();
     if (message.kind === 'response') {
       if (message.id === null) {
-        nullAnswer(message.message, now);
+        this.nullAnswer(message.message, now);
         return;
       }
-      const key = idKey(message.id);
-      const queue = inFlight.get(key);
-      const pending = queue?.shift();
-      if (queue && queue.length === 0) inFlight.delete(key);
+      const pending = this.takeById(idKey(message.id));
       if (pending) pending.complete(message.message);
-      else wire.orphanResponse(message.message, now);
+      else this.wire.orphanResponse(message.message, now);
     } else if (message.kind === 'invalid') {
-      wire.fault('response', message.reason, text);
+      this.wire.fault('response', message.reason, text);
     }
-    // Requests and notifications from the server go to the client untouched and are not tool exchanges.
+  }
+
+  /** A server line over the cap: the call it answers (by the id at its start) gets an oversize row. */
+  oversizeServerLine(edges: OversizeEdges): void {
+    const peek = peekAnswer(edges);
+    const id = peek.id;
+    const key = typeof id === 'string' || typeof id === 'number' ? idKey(id) : undefined;
+    // "id":null answers the oldest id-less request (its method cannot be read from the edges)
+    const pending =
+      id === null ? this.idless.shift()?.pending : key === undefined ? undefined : this.takeById(key);
+    const answer = {
+      bytes: edges.bytes,
+      limit: this.maxRecordBytes,
+      ...(peek.isError !== undefined ? { isError: peek.isError } : {}),
+      ...(peek.rpcError ? { rpcError: true } : {}),
+    };
+    if (pending) pending.tooLarge(answer);
+    else
+      this.wire.oversize('answer', edges.bytes, this.maxRecordBytes, {
+        isError: peek.isError,
+        rpcError: peek.rpcError,
+      });
+  }
+
+  /** The server is gone: what is still in flight fails, bad lines are recorded alone. */
+  serverExited(): void {
+    for (const queue of this.inFlight.values()) for (const pending of queue) pending.fail('server exited');
+    for (const request of this.idless.splice(0)) request.pending.fail('server exited');
+    for (const bad of this.awaitingFault.splice(0)) {
+      clearTimeout(bad.timer);
+      this.wire.fault('request', bad.reason, bad.text);
+    }
+    this.inFlight.clear();
+  }
+
+  /** The oldest request in flight with this id, taken off its queue. */
+  private takeById(key: string): ProxyPendingExchange | undefined {
+    const queue = this.inFlight.get(key);
+    const pending = queue?.shift();
+    if (queue && queue.length === 0) this.inFlight.delete(key);
+    return pending;
+  }
+
+  private awaitFaultAnswer(reason: string, text: string, parsed: unknown, at: Date): void {
+    const entry: AwaitingFault = {
+      reason,
+      text,
+      parsed,
+      at,
+      timer: setTimeout(() => {
+        const i = this.awaitingFault.indexOf(entry);
+        if (i >= 0) this.awaitingFault.splice(i, 1);
+        this.wire.fault('request', reason, text);
+      }, this.faultAnswerMs),
+    };
+    entry.timer.unref();
+    this.awaitingFault.push(entry);
   }
 
   /**
    * An answer with "id":null: to an unparsable line (-32700, or -32600 while one waits) or to an id-less
    * request, in order. A result goes to the oldest id-less request of the method its shape answers.
    */
-  function nullAnswer(message: Record<string, unknown>, now: Date): void {
+  private nullAnswer(message: Record<string, unknown>, now: Date): void {
     const error = message.error as { code?: unknown } | undefined;
     const code = error && typeof error === 'object' ? error.code : undefined;
-    const toBadLine = code === -32700 || (code === -32600 && awaitingFault.length > 0);
-    if ((toBadLine || idless.length === 0) && awaitingFault.length > 0) {
-      const bad = awaitingFault.shift()!;
+    const toBadLine = code === -32700 || (code === -32600 && this.awaitingFault.length > 0);
+    if ((toBadLine || this.idless.length === 0) && this.awaitingFault.length > 0) {
+      const bad = this.awaitingFault.shift()!;
       clearTimeout(bad.timer);
-      wire.invalid(bad.reason, bad.text, bad.parsed, bad.at, message);
+      this.wire.invalid(bad.reason, bad.text, bad.parsed, bad.at, message);
       return;
     }
-    if (idless.length === 0 || code === -32700) {
-      wire.orphanResponse(message, now);
+    if (this.idless.length === 0 || code === -32700) {
+      this.wire.orphanResponse(message, now);
       return;
     }
     let i = 0;
@@ -172,38 +193,26 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
       const method = methodOfResult(message.result);
       i = Math.max(
         0,
-        idless.findIndex((r) => r.method === method),
+        this.idless.findIndex((r) => r.method === method),
       );
     }
-    const [request] = idless.splice(i, 1);
+    const [request] = this.idless.splice(i, 1);
     request!.pending.complete(message);
   }
+}
 
-  /** A server line over the cap: the call it answers (by the id at its start) gets an oversize row. */
-  function onOversizeServerLine(edges: OversizeEdges): void {
-    const peek = peekAnswer(edges);
-    const id = peek.id;
-    const key = typeof id === 'string' || typeof id === 'number' ? idKey(id) : undefined;
-    const queue = key === undefined ? undefined : inFlight.get(key);
-    // "id":null answers the oldest id-less request (its method cannot be read from the edges)
-    const pending = id === null ? idless.shift()?.pending : queue?.shift();
-    if (queue && queue.length === 0 && key !== undefined) inFlight.delete(key);
-    const answer = {
-      bytes: edges.bytes,
-      limit: maxRecordBytes,
-      ...(peek.isError !== undefined ? { isError: peek.isError } : {}),
-      ...(peek.rpcError ? { rpcError: true } : {}),
-    };
-    if (pending) pending.tooLarge(answer);
-    else
-      wire.oversize('answer', edges.bytes, maxRecordBytes, {
-        isError: peek.isError,
-        rpcError: peek.rpcError,
-      });
-  }
-
-  // Client -> child: the same bytes, chunk by chunk; recording reads lines on the side.
-  // Notifications for the recorder itself (declared steps and verdicts) are kept from the server.
+/**
+ * Pipe the client's bytes to the child and the child's back, unchanged, with back-pressure both ways; the
+ * recording reads lines on the side. Notifications for the recorder itself (declared steps and verdicts)
+ * are kept from the server. Returns what detaches the client's stdin.
+ */
+function pipeBothWays(
+  child: ChildProcessWithoutNullStreams,
+  io: { stdin: Readable; stdout: Writable; stderr: Writable },
+  fromClient: LineSplitter,
+  fromServer: LineSplitter,
+): () => void {
+  const { stdin, stdout, stderr } = io;
   const declarations = new DeclarationFilter();
   const toChild = (parts: Buffer[]) => {
     if (parts.length === 0) return true;
@@ -241,21 +250,44 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     if (stderr.writable) stderr.write(chunk);
   });
   stdout.on('error', () => {}); // the client went away; the child's exit still ends the run
-
-  const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM'];
-  const forward = (signal: NodeJS.Signals) => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  return () => {
+    stdin.off('data', onStdinData);
+    stdin.off('end', onStdinEnd);
+    stdin.pause();
   };
-  const handlers = new Map<NodeJS.Signals, () => void>();
-  if (options.forwardSignals ?? true) {
-    for (const signal of signals) {
-      const handler = () => forward(signal);
-      handlers.set(signal, handler);
-      process.on(signal, handler);
-    }
-  }
+}
 
-  const code = await new Promise<number>((resolve) => {
+/** Forward SIGINT/SIGTERM received by this process to the child; returns what removes the handlers. */
+function forwardSignals(child: ChildProcessWithoutNullStreams): () => void {
+  const handlers = new Map<NodeJS.Signals, () => void>();
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    const handler = () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    };
+    handlers.set(signal, handler);
+    process.on(signal, handler);
+  }
+  return () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
+}
+
+/** 128 + the signal's number for a child killed by a signal, else its status. */
+function exitStatus(status: number | null, signal: NodeJS.Signals | null): number {
+  return status !== null ? status : 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
+}
+
+/**
+ * The child's exit code: EXIT_CANNOT_START when it cannot be started; else once it exited and its stdout
+ * closed, or `drainGraceMs` after its exit (a grandchild may hold stdout open: no waiting for 'close' forever).
+ */
+function childExit(
+  child: ChildProcessWithoutNullStreams,
+  command: string,
+  stderr: Writable,
+  drainGraceMs: number,
+): Promise<number> {
+  return new Promise<number>((resolve) => {
     let exitCode: number | null = null;
     let done = false;
     const finish = (value: number) => {
@@ -265,38 +297,64 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     };
     child.once('error', (err: NodeJS.ErrnoException) => {
       if (child.pid === undefined) {
-        if (stderr.writable) {
-          stderr.write(`mcec-record: cannot start ${options.command}: ${err.code ?? err.message}\n`);
-        }
+        if (stderr.writable)
+          stderr.write(`mcec-record: cannot start ${command}: ${err.code ?? err.message}\n`);
         finish(EXIT_CANNOT_START);
       }
     });
     child.once('exit', (status, signal) => {
-      exitCode = status !== null ? status : 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
-      // A grandchild may hold stdout open: do not wait for 'close' forever.
-      setTimeout(() => finish(exitCode ?? 1), options.drainGraceMs ?? 2000).unref();
+      exitCode = exitStatus(status, signal);
+      setTimeout(() => finish(exitCode ?? 1), drainGraceMs).unref();
     });
-    child.once('close', (status, signal) => {
-      finish(exitCode ?? (status !== null ? status : 128 + (signal ? (constants.signals[signal] ?? 0) : 0)));
-    });
+    child.once('close', (status, signal) => finish(exitCode ?? exitStatus(status, signal)));
   });
+}
 
-  for (const [signal, handler] of handlers) process.off(signal, handler);
-  stdin.off('data', onStdinData);
-  stdin.off('end', onStdinEnd);
-  stdin.pause();
-  for (const queue of inFlight.values()) for (const pending of queue) pending.fail('server exited');
-  for (const request of idless.splice(0)) request.pending.fail('server exited');
-  for (const bad of awaitingFault.splice(0)) {
-    clearTimeout(bad.timer);
-    wire.fault('request', bad.reason, bad.text);
-  }
-  inFlight.clear();
+/**
+ * Run `command` as a child, pass the client's lines to it and its lines back byte for byte, record each
+ * exchange, and resolve with the child's exit code (128 + signal number when it was killed).
+ * When the child is gone, exchanges still in flight fail ('server exited') and the recorder is closed.
+ */
+export async function runStdioProxy(options: StdioProxyOptions): Promise<number> {
+  const io = {
+    stdin: options.stdin ?? process.stdin,
+    stdout: options.stdout ?? process.stdout,
+    stderr: options.stderr ?? process.stderr,
+  };
+  const recorder = options.recorder;
+  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  checkRecordLimit(maxRecordBytes);
+  const wire = new WireRecording(recorder, 'stdio');
+  const pairing = new StdioPairing(wire, maxRecordBytes, options.faultAnswerMs ?? 5000);
+
+  const child = spawn(options.command, options.args ?? [], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: options.env ?? process.env,
+    cwd: options.cwd,
+    windowsHide: true,
+  });
+  const fromClient = new LineSplitter((line) => pairing.clientLine(line), {
+    maxLineBytes: maxRecordBytes,
+    // Its id cannot be read cheaply enough to pair it: its answer will be recorded as an orphan.
+    onOversizeLine: (edges) => wire.oversize('request', edges.bytes, maxRecordBytes),
+  });
+  const fromServer = new LineSplitter((line) => pairing.serverLine(line), {
+    maxLineBytes: maxRecordBytes,
+    onOversizeLine: (edges) => pairing.oversizeServerLine(edges),
+  });
+  const detachClient = pipeBothWays(child, io, fromClient, fromServer);
+  const stopForwarding = (options.forwardSignals ?? true) ? forwardSignals(child) : () => {};
+
+  const code = await childExit(child, options.command, io.stderr, options.drainGraceMs ?? 2000);
+
+  stopForwarding();
+  detachClient();
+  pairing.serverExited();
   try {
     await recorder.close();
   } catch (err) {
-    if (stderr.writable)
-      stderr.write(`mcec-record: closing the recorder failed: ${(err as Error).message}\n`);
+    if (io.stderr.writable)
+      io.stderr.write(`mcec-record: closing the recorder failed: ${(err as Error).message}\n`);
   }
   return code;
 }

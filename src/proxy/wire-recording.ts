@@ -11,7 +11,7 @@ import {
   recordEvent,
 } from './recorder-port.js';
 
-const NOOP_PENDING: Required<ProxyPendingExchange> = {
+const NOOP_PENDING: ProxyPendingExchange = {
   complete() {},
   fail() {},
   timedOut() {},
@@ -27,7 +27,7 @@ export class WireRecording {
   ) {}
 
   /** A request with an id went to the server: a pending exchange, settled when its response comes. */
-  begin(message: Record<string, unknown>, startedAt: Date): Required<ProxyPendingExchange> {
+  begin(message: Record<string, unknown>, startedAt: Date): ProxyPendingExchange {
     let pending: ProxyPendingExchange;
     try {
       pending = this.recorder.beginExchange(message, { transport: this.transport, startedAt });
@@ -57,20 +57,14 @@ export class WireRecording {
         settle(() => pending.fail(reason));
       },
       tooLarge(answer: ProxyOversizeAnswer, meta?: ProxyExchangeMeta) {
-        settle(() => {
-          if (pending.tooLarge)
-            pending.tooLarge(answer, { transport, startedAt, endedAt: new Date(), ...meta });
-          else pending.fail(`answer of ${answer.bytes} bytes over the recording limit: not recorded`);
-        });
+        settle(() => pending.tooLarge(answer, { transport, startedAt, endedAt: new Date(), ...meta }));
       },
       // Not settling: the answer may still come.
       timedOut(reason: string) {
-        if (settled) return;
-        if (pending.timedOut) guard(() => pending.timedOut!(reason));
-        else settle(() => pending.fail(reason));
+        if (!settled) guard(() => pending.timedOut(reason));
       },
       clientLeft(reason: string) {
-        if (!settled) guard(() => pending.clientLeft?.(reason));
+        if (!settled) guard(() => pending.clientLeft(reason));
       },
     };
   }
