@@ -1,4 +1,5 @@
 /** The recorder's public types (the agreed API shared with report, bundle, proxy, sim and demo). */
+import type { CallCounts } from '../store/schema.js';
 
 /** An agent's tool dispatch: what `wrap` takes and gives back. */
 export type Dispatch = (tool: string, args: Record<string, unknown>) => Promise<unknown>;
@@ -81,16 +82,9 @@ export interface RecorderOptions {
   faults?: { beforeStage?: (stage: RecordStage) => void; sqlitePragmas?: string[] };
 }
 
-export interface SessionCounts {
-  calls: number;
-  pending: number;
+/** A session's live counts: the shared ones plus failures (failed and faulted calls). */
+export interface SessionCounts extends CallCounts {
   failures: number;
-  warnings: number;
-  artifacts: number;
-  violations: number;
-  droppedPayloads: number;
-  recordFailures: number;
-  lostCalls: number;
 }
 
 export interface SessionInfo {

@@ -1,4 +1,5 @@
 /** The summary model: everything the failure summary and the bug report say, built from a session log. */
+import type { CallCounts } from '../store/schema.js';
 
 export type Verdict = 'PASS' | 'FAIL';
 
@@ -118,18 +119,12 @@ export interface StepDigest {
   at: string;
 }
 
-export interface SummaryCounts {
-  calls: number;
+/** The summary's counts: the shared ones plus failures and how many of them were recovered. */
+export interface SummaryCounts extends CallCounts {
   failures: number;
   recovered: number;
-  pending: number;
-  warnings: number;
-  violations: number;
   /** Distinct image files kept (one file however many places in the log refer to it). */
   artifacts: number;
-  droppedPayloads: number;
-  lostCalls: number;
-  recordFailures: number;
 }
 
 /** Everything known about a session, ready for templates. */

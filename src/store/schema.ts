@@ -117,6 +117,21 @@ export const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
+/**
+ * The counts every layer keeps of a session, under one set of names: the log's aggregates (`SessionStats`),
+ * the recorder's live counts (`SessionCounts`) and the summary's (`SummaryCounts`) each add their own.
+ */
+export interface CallCounts {
+  calls: number;
+  pending: number;
+  warnings: number;
+  artifacts: number;
+  violations: number;
+  droppedPayloads: number;
+  recordFailures: number;
+  lostCalls: number;
+}
+
 /** Row of `calls` as stored. */
 export interface CallRow {
   seq: number;

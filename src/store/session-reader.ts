@@ -5,7 +5,15 @@ import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { openSessionDb, type SessionDb } from './open.js';
-import type { ArtifactRow, CallRow, EventRow, SessionRow, WarningRow, WriterRow } from './schema.js';
+import type {
+  ArtifactRow,
+  CallCounts,
+  CallRow,
+  EventRow,
+  SessionRow,
+  WarningRow,
+  WriterRow,
+} from './schema.js';
 
 /** Where a session lives on disk. */
 export interface SessionLocation {
@@ -27,18 +35,10 @@ export type SessionLookup =
     };
 
 /** Aggregates computed in SQL so a summary never loads every call. */
-export interface SessionStats {
-  calls: number;
+export interface SessionStats extends CallCounts {
   ok: number;
   failed: number;
   fault: number;
-  pending: number;
-  warnings: number;
-  artifacts: number;
-  violations: number;
-  droppedPayloads: number;
-  recordFailures: number;
-  lostCalls: number;
   lastCallSeq: number | null;
   lastActivityAt: string | null;
 }
