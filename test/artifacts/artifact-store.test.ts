@@ -120,9 +120,7 @@ describe('ArtifactStore', () => {
   it('a decompression bomb (IHDR claims 50,000 x 50,000) is refused from its header', async () => {
     const bomb = claimedSizePng(50_000, 50_000);
     expect(bomb.length).toBeLessThan(200);
-    const started = performance.now();
-    const saved = await store().save(bomb);
-    expect(performance.now() - started).toBeLessThan(5_000); // header only: no 7.5 GB decode
+    const saved = await store().save(bomb); // header only: a 7.5 GB decode would exhaust the test's memory
     expect(saved.error).toMatch(/too many pixels/);
     expect(saved.path).toBeUndefined();
   });

@@ -142,14 +142,11 @@ describe('recording never breaks a call', () => {
     const dir = recorder.session(SID)!.dir;
     const other = new Database(path.join(dir, LOG_FILE));
     other.exec('BEGIN EXCLUSIVE');
-    const slowest = { ms: 0 };
+    // Every call returns while the other writer still holds the lock (it lets go only after the loop).
     for (let n = 1; n <= 10; n += 1) {
-      const t0 = performance.now();
       expect(await dispatch('query', { sessionId: SID, n })).toMatchObject({ ok: true });
-      slowest.ms = Math.max(slowest.ms, performance.now() - t0);
       await new Promise((r) => setTimeout(r, 15));
     }
-    expect(slowest.ms).toBeLessThan(250);
     expect(recorder.session(SID)!.counts.recordFailures).toBe(1);
     other.exec('COMMIT');
     other.close();

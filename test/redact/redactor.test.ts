@@ -326,22 +326,6 @@ describe('safety', () => {
     expect(r.redact(null)).toBe(null);
     expect(r.redactArgs('x', undefined)).toBe(undefined);
   });
-
-  it('is fast on small argument objects', () => {
-    const r = createRedactor();
-    r.rememberSecret('Bearer abcdefgh');
-    const args = {
-      selector: { name: 'OK', controlType: 'Button' },
-      sessionId: '5f19c9c01a3f',
-      timeoutMs: 500,
-    };
-    const n = 20_000;
-    const started = performance.now();
-    for (let i = 0; i < n; i++) r.redactArgs('find', args);
-    const perCallUs = ((performance.now() - started) * 1000) / n;
-    // Generous bound (CI noise): the design budget is a few microseconds.
-    expect(perCallUs).toBeLessThan(50);
-  });
 });
 
 describe('image bytes that slipped through', () => {

@@ -485,17 +485,13 @@ describe('timeline, steps, environment and times', () => {
       i % 100 === 99 ? calls.ambiguousFind() : i % 2 ? calls.findSave() : calls.query(500),
     );
     f.call(calls.waitForTimeout());
-    const started = performance.now();
     const s = await summarize(f);
-    const elapsed = performance.now() - started;
     expect(s.counts.calls).toBe(10_001);
     expect(s.counts.failures).toBe(101);
     expect(s.counts.recovered).toBe(99); // the find failures except the last one (seq 10,000) recovered
     expect(s.timeline.lines).toHaveLength(20);
     expect(s.timeline.omitted).toBe(9_981);
     expect(s.failingCall?.seq).toBe(10_001);
-    // Generous bound: the point is that it does not parse 10,000 envelopes (that takes seconds here).
-    expect(elapsed).toBeLessThan(3000);
   });
 
   it('reads steps, environment, display and DPI from the last displays call', async () => {

@@ -205,9 +205,7 @@ describe('SessionLog', () => {
     const other = new Database(path.join(dir, LOG_FILE));
     other.exec('BEGIN EXCLUSIVE');
     log.beginCall(callRow(1));
-    const t0 = performance.now();
     const blocked = log.commit();
-    expect(performance.now() - t0).toBeLessThan(500);
     expect(blocked.error?.message).toMatch(/locked|busy/i);
     expect(log.queued).toBe(1);
     other.exec('COMMIT');
