@@ -1,31 +1,19 @@
 /** Operations over a sessions dir that the CLI offers: list, write a summary, prune. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LOG_FILE } from '../paths/naming.js';
+import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { createRedactor } from '../redact/redactor.js';
+import { refreshCatalog } from '../report/catalog.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
+
+export { listingOf, listSessionSummaries, type SessionListing } from './list.js';
+
 import { writeFileAtomic } from '../report/write-atomic.js';
 import { appendSessionEvent } from '../store/append-event.js';
-import { listSessions, type SessionLocation, SessionReader } from '../store/session-reader.js';
-
-/** One line of `mcec-bundle list`. */
-export interface SessionListing {
-  id: string;
-  dirName: string;
-  dir: string;
-  startedAt: string | null;
-  endedAt: string | null;
-  durationMs: number | null;
-  duration: string;
-  calls: number;
-  failures: number;
-  status: 'open' | 'ended' | 'aborted' | null;
-  verdict: Verdict | null;
-  /** Set when the log could not be read; the other fields are then from the dir name only. */
-  error?: string;
-}
+import { Catalog, type CatalogSession, touchCatalogSession } from '../store/catalog.js';
+import { type SessionLocation, SessionReader } from '../store/session-reader.js';
 
 /** Summarize one session (opens and closes its log). */
 export async function summarizeSession(dir: string): Promise<SessionSummary> {
@@ -34,59 +22,6 @@ export async function summarizeSession(dir: string): Promise<SessionSummary> {
     return await buildSummary(reader);
   } finally {
     reader.close();
-  }
-}
-
-/**
- * Every session under `sessionsDir` that holds a tool call (or cannot be read), oldest first, with its
- * verdict; `failedOnly` keeps FAIL ones.
- */
-export async function listSessionSummaries(
-  sessionsDir: string,
-  options: { failedOnly?: boolean } = {},
-): Promise<SessionListing[]> {
-  const out: SessionListing[] = [];
-  for (const loc of listSessions(sessionsDir)) {
-    const row = await listing(loc);
-    // A session without a tool call is not a run (the recorder writes none; older versions did).
-    if (row.error === undefined && row.calls === 0) continue;
-    if (options.failedOnly && row.verdict !== 'FAIL') continue;
-    out.push(row);
-  }
-  return out;
-}
-
-async function listing(loc: SessionLocation): Promise<SessionListing> {
-  try {
-    const s = await summarizeSession(loc.dir);
-    return {
-      id: s.sessionId,
-      dirName: loc.dirName,
-      dir: loc.dir,
-      startedAt: s.startedAt,
-      endedAt: s.endedAt,
-      durationMs: s.durationMs,
-      duration: s.duration,
-      calls: s.counts.calls,
-      failures: s.counts.failures,
-      status: s.status,
-      verdict: s.verdict,
-    };
-  } catch (err) {
-    return {
-      id: loc.sessionId,
-      dirName: loc.dirName,
-      dir: loc.dir,
-      startedAt: null,
-      endedAt: null,
-      durationMs: null,
-      duration: '',
-      calls: 0,
-      failures: 0,
-      status: null,
-      verdict: null,
-      error: (err as Error).message,
-    };
   }
 }
 
@@ -149,6 +84,8 @@ export async function declareVerdict(
     detail.reason = reason;
   }
   appendSessionEvent(dir, 'verdict', detail);
+  // The catalog reads the session again (the dir's time does not move while a recorder holds the log).
+  touchCatalogSession(path.dirname(path.resolve(dir)), path.resolve(dir));
   const summary = await summarizeSession(dir);
   return {
     sessionId: summary.sessionId,
@@ -205,7 +142,28 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   const recentMs = Math.max(0, options.recentMs ?? DEFAULT_PRUNE_RECENT_MS);
   const root = path.resolve(sessionsDir);
   const pruned: PrunedSession[] = [];
-  for (const loc of listSessions(root)) {
+  const removed: string[] = [];
+  const { catalog } = await refreshCatalog(root);
+  let rows: CatalogSession[];
+  try {
+    rows = catalog.sessions();
+  } finally {
+    catalog.close();
+  }
+  for (const row of rows) {
+    const parsed = parseSessionDirName(row.dir_name);
+    if (!parsed) continue;
+    // The catalog picks the candidates; each one's log is read again below before anything is removed.
+    const cataloged = Date.parse(row.last_activity_at ?? '');
+    if (Number.isFinite(cataloged) && cataloged >= cutoff) continue;
+    if (options.keepFailed && row.verdict !== 'PASS') continue;
+    const loc: SessionLocation = {
+      dir: path.join(root, row.dir_name),
+      dirName: row.dir_name,
+      sessionId: parsed.sessionId,
+      stamp: parsed.stamp,
+    };
+    if (!isRegularFile(path.join(loc.dir, LOG_FILE))) continue;
     let lastActivity: string;
     let verdict: Verdict | null = null;
     let liveWriter: string | null = null;
@@ -246,10 +204,23 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     const zip = isRegularFile(zipPath) ? zipPath : null;
     pruned.push({ dirName: loc.dirName, dir: loc.dir, zip, lastActivity, verdict });
     if (options.dryRun) continue;
-    // listSessions only yields real dirs directly under root; check again right before deleting.
+    // Only real dirs directly under root: check again right before deleting.
     if (path.dirname(path.resolve(loc.dir)) !== root || fs.lstatSync(loc.dir).isSymbolicLink()) continue;
     fs.rmSync(loc.dir, { recursive: true, force: true });
     if (zip) fs.rmSync(zip, { force: true });
+    removed.push(loc.dirName);
+  }
+  if (removed.length > 0) {
+    try {
+      const after = Catalog.open(root);
+      try {
+        after.remove(removed);
+      } finally {
+        after.close();
+      }
+    } catch {
+      // a catalog we cannot write: the next reader's sweep drops the rows of the removed dirs
+    }
   }
   return pruned;
 }

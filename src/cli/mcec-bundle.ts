@@ -183,8 +183,11 @@ function pad(text: string, width: number): string {
 
 async function listCommand(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
   const dir = sessionsDir(opts);
-  const { listSessionSummaries } = await import('../bundle/sessions.js');
-  const rows = await listSessionSummaries(dir, { failedOnly: opts.failed });
+  const { listSessionSummaries } = await import('../bundle/list.js');
+  const rows = await listSessionSummaries(dir, {
+    failedOnly: opts.failed,
+    onWarning: (w) => printErr(`mcec-bundle: warning: ${w}`),
+  });
   if (opts.json) {
     print(JSON.stringify(rows, null, 2));
     return;
@@ -264,6 +267,7 @@ Examples:
   mcec-bundle 5f19c9 -o /tmp/bug.zip --json   bundle to a chosen file, print the result as JSON
   mcec-bundle 5f19c9 --max-bytes 10MB         drop the oldest images until the zip fits in 10 MB
   mcec-bundle list --failed                   sessions whose verdict is FAIL
+  mcec-bundle index                           rebuild the sessions catalog (catalog.sqlite)
   mcec-bundle show 5f19c9                     the failure summary in the terminal
   mcec-bundle summary 5f19c9                  write failure-summary.md into the session dir
   mcec-bundle report 5f19c9                   write report.html (the timeline page) into the session dir
@@ -320,6 +324,32 @@ Examples:
   )
     .addHelpText('after', '\nExample:\n  mcec-bundle list --failed --json')
     .action((opts) => listCommand(opts));
+
+  withSessions(
+    program
+      .command('index')
+      .description(
+        'rebuild the sessions catalog (catalog.sqlite in the sessions dir) from every session log',
+      ),
+  )
+    .addHelpText(
+      'after',
+      `
+list, prune and triage read the catalog and keep it up to date themselves (the recorder and mcec-bundle
+verdict mark the sessions they change); index re-reads every session, for a dir changed by other tools.
+
+Example:
+  mcec-bundle index --sessions /srv/mcec-sessions`,
+    )
+    .action(async (opts: SessionsOption) => {
+      const dir = sessionsDir(opts);
+      const { refreshCatalog } = await import('../report/catalog.js');
+      const res = await refreshCatalog(dir, { full: true });
+      const total = res.catalog.sessions().length;
+      res.catalog.close();
+      if (res.warning) printErr(`mcec-bundle: warning: ${res.warning}`);
+      print(`${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`);
+    });
 
   withSessions(program.command('show <sessionId>').description('print the failure summary of a session'))
     .addHelpText('after', '\nExample:\n  mcec-bundle show 5f19c9 | less')

@@ -17,6 +17,7 @@ import type { Envelope, ToolOutput, Violation } from '../contract/types.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
+import { catalogSessionEnded } from '../store/catalog.js';
 import { LogPool } from '../store/log-pool.js';
 import type { SessionRow } from '../store/schema.js';
 import { type CommitOutcome, SessionLog } from '../store/session-log.js';
@@ -1259,7 +1260,10 @@ class RecorderImpl implements Recorder {
       const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
       if (!this.handleCommit(s, outcome)) retry = true;
       else if (outcome.held) again = true;
-      else this.dirty.delete(s);
+      else {
+        this.dirty.delete(s);
+        if (s.status !== 'open') catalogSessionEnded(this.sessionsDir, s.dir, s.counts);
+      }
     }
     return { retry, again };
   }

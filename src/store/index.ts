@@ -2,6 +2,7 @@
 
 export * from '../paths/naming.js';
 export * from './append-event.js';
+export * from './catalog.js';
 export * from './log-pool.js';
 export * from './open.js';
 export * from './schema.js';

@@ -522,6 +522,14 @@ export class SessionReader {
     ).n;
   }
 
+  /** Calls and failed or faulted calls per tool, by tool name. */
+  toolCounts(): Array<{ tool: string; calls: number; failures: number }> {
+    return this.stmt(
+      `SELECT tool, count(*) AS calls, sum(status IN ('failed', 'fault')) AS failures
+         FROM calls GROUP BY tool ORDER BY tool`,
+    ).all() as Array<{ tool: string; calls: number; failures: number }>;
+  }
+
   /** Number of calls that failed with this error code. */
   callCountWithCode(code: string): number {
     return (this.stmt('SELECT count(*) AS n FROM calls WHERE error_code = ?').get(code) as { n: number }).n;

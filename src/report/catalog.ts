@@ -1,0 +1,191 @@
+/**
+ * Keeping the sessions catalog (src/store/catalog.ts) true to the session logs. Every reader of the catalog
+ * calls `refreshCatalog` first. It re-reads only what may have changed: sessions still open, rows a writer
+ * touched (the recorder when a session ends or gets a verdict, `mcec-bundle verdict`), and, when the
+ * sessions dir itself changed (a session came or went), every session dir newer than its row. Light to
+ * import: the code that reads a log loads only when there is one to read (`list` must start fast).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import { CATALOG_FILE, Catalog, type CatalogEntry, type CatalogRowState } from '../store/catalog.js';
+import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
+
+/** A dir or sessions-dir time this close to now may still move within the file system's time tick. */
+const SETTLE_MS = 2000;
+/**
+ * A sweep also runs when the last one is older than this: a writer that does not know the catalog (an older
+ * recorder, a copied-in dir) changes a session dir without touching its row or the sessions dir.
+ */
+export const SWEEP_EVERY_MS = 10 * 60_000;
+/** Sessions read between two catalog write transactions (each transaction stays short). */
+const BATCH = 64;
+/** What a catalog built with other fingerprint rules or entry code must be rebuilt for. */
+const ENTRY_VERSION = `entry1-fp${FINGERPRINT_RULES_VERSION}`;
+
+/** What a refresh did. */
+export interface RefreshResult {
+  /** The catalog, up to date; the caller closes it. */
+  catalog: Catalog;
+  /** True when every session dir's time was compared with its row (the sessions dir had changed). */
+  swept: boolean;
+  /** Sessions read from their logs. */
+  indexed: number;
+  /** Rows removed because their session dir is gone. */
+  removed: number;
+  /** Set when the catalog file could not be used and an in-memory one was built instead. */
+  warning?: string;
+}
+
+function mtimeOf(p: string): number | null {
+  try {
+    return fs.statSync(p).mtimeMs;
+  } catch {
+    return null;
+  }
+}
+
+/** A time settled enough to compare later: null when it is so recent that a change could share its tick. */
+function settled(mtime: number | null, now: number): string | null {
+  return mtime !== null && now - mtime >= SETTLE_MS ? String(mtime) : null;
+}
+
+function sweepDue(sweptAt: string | null, now: number): boolean {
+  const t = sweptAt === null ? Number.NaN : Date.parse(sweptAt);
+  return !Number.isFinite(t) || now - t > SWEEP_EVERY_MS || t > now + SETTLE_MS;
+}
+
+function needsReading(st: CatalogRowState | undefined, dirMtime: number): boolean {
+  return (
+    !st ||
+    st.status === 'open' ||
+    st.touched !== st.indexedTouched ||
+    st.dirMtime === null ||
+    st.dirMtime !== dirMtime
+  );
+}
+
+/**
+ * Bring the catalog of `sessionsDir` up to date and return it open (read-only when nothing had to change).
+ * Creates it when missing; `full` re-reads every session (`mcec-bundle index`). Fast when nothing changed:
+ * one stat of the sessions dir and one query. Throws only when the catalog itself cannot be opened.
+ */
+export async function refreshCatalog(
+  sessionsDir: string,
+  options: { full?: boolean; now?: () => number } = {},
+): Promise<RefreshResult> {
+  const root = path.resolve(sessionsDir);
+  const now = options.now ?? Date.now;
+  if (!options.full) {
+    const ro = Catalog.open(root, { readonly: true });
+    if (ro) {
+      let fresh = false;
+      try {
+        const stored = ro.meta('root_mtime');
+        fresh =
+          ro.meta('entry_version') === ENTRY_VERSION &&
+          stored !== null &&
+          stored === String(mtimeOf(root)) &&
+          !sweepDue(ro.meta('swept_at'), now()) &&
+          ro.dirtyRows().length === 0;
+      } catch {
+        fresh = false;
+      }
+      if (fresh) return { catalog: ro, swept: false, indexed: 0, removed: 0 };
+      ro.close();
+    }
+  }
+  let catalog: Catalog;
+  let warning: string | undefined;
+  try {
+    catalog = openWritable(root);
+  } catch (err) {
+    // A sessions dir we cannot write (a read-only share) still lists: from a catalog in memory.
+    warning = `the catalog ${path.join(root, CATALOG_FILE)} cannot be written (${(err as Error).message}); read every session instead`;
+    catalog = Catalog.memory();
+  }
+  try {
+    // Taken after opening: the catalog's own WAL files exist now, so they do not move the time later.
+    const rootMtime = mtimeOf(root);
+    const rereadAll = options.full === true || catalog.meta('entry_version') !== ENTRY_VERSION;
+    const sweep =
+      rereadAll ||
+      catalog.meta('root_mtime') === null ||
+      catalog.meta('root_mtime') !== String(rootMtime) ||
+      sweepDue(catalog.meta('swept_at'), now());
+    const todo: Array<{ name: string; mtime: number | null }> = [];
+    let gone: string[] = [];
+    if (sweep) {
+      const states = catalog.rowStates();
+      const seen = new Set<string>();
+      let entries: fs.Dirent[] = [];
+      try {
+        entries = fs.readdirSync(root, { withFileTypes: true });
+      } catch {
+        entries = [];
+      }
+      for (const e of entries) {
+        // Dirent.isDirectory() does not follow symlinks: a link cannot lead outside the sessions dir.
+        if (!e.isDirectory() || !parseSessionDirName(e.name)) continue;
+        const mtime = mtimeOf(path.join(root, e.name));
+        if (mtime === null) continue;
+        seen.add(e.name);
+        if (rereadAll || needsReading(states.get(e.name), mtime)) todo.push({ name: e.name, mtime });
+      }
+      gone = [...states.keys()].filter((name) => !seen.has(name));
+    } else {
+      for (const name of catalog.dirtyRows()) todo.push({ name, mtime: mtimeOf(path.join(root, name)) });
+    }
+    let indexed = 0;
+    const t = now();
+    const { readCatalogEntry } =
+      todo.length > 0 ? await import('./catalog-entry.js') : { readCatalogEntry: null as never };
+    for (let i = 0; i < todo.length; i += BATCH) {
+      const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
+      for (const { name, mtime } of todo.slice(i, i + BATCH)) {
+        const dir = path.join(root, name);
+        if (mtime === null || !isRegularFile(path.join(dir, LOG_FILE))) {
+          gone.push(name); // not a session (no log) or gone meanwhile
+          continue;
+        }
+        const touched = catalog.touchedOf(name);
+        const entry = readCatalogEntry(dir);
+        // The dir's time after reading: a reader's first open adds the log's -wal and -shm files.
+        const after = mtimeOf(dir);
+        items.push({ entry, touched, dirMtime: after !== null && settled(after, t) !== null ? after : null });
+      }
+      catalog.put(items);
+      indexed += items.length;
+    }
+    catalog.remove(gone);
+    catalog.setMeta({
+      entry_version: ENTRY_VERSION,
+      ...(sweep ? { root_mtime: settled(rootMtime, now()), swept_at: new Date(now()).toISOString() } : {}),
+    });
+    return { catalog, swept: sweep, indexed, removed: gone.length, ...(warning ? { warning } : {}) };
+  } catch (err) {
+    catalog.close();
+    throw err;
+  }
+}
+
+/** Open the catalog for writing; a file that is not a database (a cache, after all) is rebuilt. */
+function openWritable(root: string): Catalog {
+  try {
+    return Catalog.open(root);
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') throw err;
+    for (const suffix of ['', '-wal', '-shm'])
+      fs.rmSync(path.join(root, CATALOG_FILE + suffix), { force: true });
+    return Catalog.open(root);
+  }
+}
+
+function isRegularFile(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isFile();
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,492 @@
+/**
+ * The sessions catalog: `catalog.sqlite` at the root of a sessions dir, one row per session (what `list`,
+ * `prune`, `triage` and the index page read instead of opening every session's log), with its failures and
+ * per-tool call counts. Knows SQLite and rows; the rows themselves are computed by src/report/catalog.ts
+ * (the verdict rule lives there). Safe with several processes at once: WAL, a busy timeout, short
+ * transactions, and a `touched` counter so a row a writer changed while a reader re-indexed it stays stale.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { parseSessionDirName } from '../paths/naming.js';
+
+/** The catalog's file name, at the root of the sessions dir. */
+export const CATALOG_FILE = 'catalog.sqlite';
+
+/** Each entry migrates the catalog from version `index` to `index + 1`; append, never edit. */
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+
+  -- One row per session dir. A row with indexed_touched != touched (or status 'open') is re-read from the
+  -- session's log by the next reader; dir_mtime is the session dir's mtime when it was read (NULL: check again).
+  CREATE TABLE sessions (
+    dir_name         TEXT PRIMARY KEY,
+    session_id       TEXT NOT NULL,
+    scenario         TEXT,
+    host             TEXT,
+    started_at       TEXT,
+    ended_at         TEXT,
+    duration_ms      REAL,
+    duration         TEXT NOT NULL DEFAULT '',
+    last_activity_at TEXT,
+    status           TEXT,                  -- open | ended | aborted; NULL until read (or unreadable)
+    verdict          TEXT,                  -- PASS | FAIL; NULL until read (or unreadable)
+    verdict_reason   TEXT,
+    calls            INTEGER NOT NULL DEFAULT 0,
+    failures         INTEGER NOT NULL DEFAULT 0,
+    recovered        INTEGER NOT NULL DEFAULT 0,
+    pending          INTEGER NOT NULL DEFAULT 0,
+    warnings         INTEGER NOT NULL DEFAULT 0,
+    artifacts        INTEGER NOT NULL DEFAULT 0,
+    fingerprints     TEXT NOT NULL DEFAULT '[]', -- JSON: distinct fingerprints of the unrecovered failures
+    error            TEXT,                  -- why the log could not be read
+    dir_mtime        REAL,
+    touched          INTEGER NOT NULL DEFAULT 0,
+    indexed_touched  INTEGER NOT NULL DEFAULT -1,
+    indexed_at       TEXT
+  );
+  CREATE INDEX sessions_started ON sessions (started_at);
+  CREATE INDEX sessions_scenario ON sessions (scenario, started_at);
+
+  -- Failed and faulted calls (the newest ones of each session, up to a cap), with the facts fingerprints use.
+  CREATE TABLE failures (
+    dir_name    TEXT NOT NULL,
+    seq         INTEGER NOT NULL,
+    at          TEXT,
+    tool        TEXT NOT NULL,
+    status      TEXT NOT NULL,            -- failed | fault
+    code        TEXT,
+    category    TEXT,
+    detail      TEXT,                     -- clipped
+    target      TEXT NOT NULL DEFAULT '',
+    window      TEXT,
+    class_name  TEXT,
+    process     TEXT,
+    recovered   INTEGER NOT NULL,
+    fingerprint TEXT NOT NULL,            -- by the built-in rules (user rules apply when triage reads)
+    PRIMARY KEY (dir_name, seq)
+  ) WITHOUT ROWID;
+  CREATE INDEX failures_fingerprint ON failures (fingerprint);
+
+  -- Calls and failures per tool, per session (triage's failure rate per tool).
+  CREATE TABLE tool_calls (
+    dir_name TEXT NOT NULL,
+    tool     TEXT NOT NULL,
+    calls    INTEGER NOT NULL,
+    failures INTEGER NOT NULL,
+    PRIMARY KEY (dir_name, tool)
+  ) WITHOUT ROWID;
+  `,
+];
+
+/** The catalog schema version (`PRAGMA user_version`). */
+export const CATALOG_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Default wait for another process's write lock on the catalog (its transactions take milliseconds). */
+const BUSY_TIMEOUT_MS = 5000;
+
+/** One session as the catalog holds it. */
+export interface CatalogSession {
+  dir_name: string;
+  session_id: string;
+  scenario: string | null;
+  host: string | null;
+  started_at: string | null;
+  ended_at: string | null;
+  duration_ms: number | null;
+  duration: string;
+  last_activity_at: string | null;
+  status: 'open' | 'ended' | 'aborted' | null;
+  verdict: 'PASS' | 'FAIL' | null;
+  verdict_reason: string | null;
+  calls: number;
+  failures: number;
+  recovered: number;
+  pending: number;
+  warnings: number;
+  artifacts: number;
+  /** JSON array of fingerprints. */
+  fingerprints: string;
+  error: string | null;
+}
+
+/** One failed or faulted call as the catalog holds it. */
+export interface CatalogFailure {
+  dir_name: string;
+  seq: number;
+  at: string | null;
+  tool: string;
+  status: 'failed' | 'fault';
+  code: string | null;
+  category: string | null;
+  detail: string | null;
+  target: string;
+  window: string | null;
+  class_name: string | null;
+  process: string | null;
+  recovered: number;
+  fingerprint: string;
+}
+
+/** Calls and failures of one tool in one session. */
+export interface CatalogToolCount {
+  dir_name: string;
+  tool: string;
+  calls: number;
+  failures: number;
+}
+
+/** Everything the catalog keeps about one session. */
+export interface CatalogEntry {
+  session: CatalogSession;
+  failures: CatalogFailure[];
+  tools: CatalogToolCount[];
+}
+
+/** What a reader needs to decide whether a row must be read again. */
+export interface CatalogRowState {
+  status: string | null;
+  dirMtime: number | null;
+  touched: number;
+  indexedTouched: number;
+}
+
+const SESSION_COLUMNS = `dir_name, session_id, scenario, host, started_at, ended_at, duration_ms, duration,
+  last_activity_at, status, verdict, verdict_reason, calls, failures, recovered, pending, warnings, artifacts,
+  fingerprints, error`;
+
+type Db = Database.Database;
+
+function migrate(db: Db): void {
+  let version = db.pragma('user_version', { simple: true }) as number;
+  if (version > CATALOG_SCHEMA_VERSION) {
+    throw new Error(
+      `catalog schema version ${version} is newer than this recorder's (${CATALOG_SCHEMA_VERSION})`,
+    );
+  }
+  while (version < CATALOG_SCHEMA_VERSION) {
+    const step = MIGRATIONS[version]!;
+    const from = version;
+    db.transaction(() => {
+      // Another process may have migrated meanwhile: re-check under the write lock.
+      if ((db.pragma('user_version', { simple: true }) as number) !== from) return;
+      db.exec(step);
+      db.pragma(`user_version = ${from + 1}`);
+    }).immediate();
+    version = db.pragma('user_version', { simple: true }) as number;
+  }
+}
+
+/**
+ * The catalog of one sessions dir. `open` for reading never creates anything; for writing it creates and
+ * migrates the file. A writer also holds a read-only connection while it closes, so its close does not
+ * delete the WAL: the sessions dir's mtime then moves only when sessions come or go, which is what readers
+ * check to know a sweep is due.
+ */
+export class Catalog {
+  readonly file: string;
+  readonly readonly: boolean;
+  private readonly db: Db;
+  private readonly guard: Db | null;
+
+  private constructor(file: string, db: Db, guard: Db | null, readonly: boolean) {
+    this.file = file;
+    this.db = db;
+    this.guard = guard;
+    this.readonly = readonly;
+  }
+
+  /**
+   * Open the catalog of `sessionsDir`: read-only (null when there is none, it is of another schema version
+   * or not a database) or
+   * for writing (created when missing). Throws on I/O errors.
+   */
+  static open(sessionsDir: string, options: { readonly: true; busyTimeoutMs?: number }): Catalog | null;
+  static open(sessionsDir: string, options?: { readonly?: false; busyTimeoutMs?: number }): Catalog;
+  static open(
+    sessionsDir: string,
+    options: { readonly?: boolean; busyTimeoutMs?: number } = {},
+  ): Catalog | null {
+    const file = path.join(sessionsDir, CATALOG_FILE);
+    const busy = Math.max(0, Math.floor(options.busyTimeoutMs ?? BUSY_TIMEOUT_MS));
+    if (options.readonly) {
+      if (!fs.existsSync(file)) return null;
+      let db: Db | null = null;
+      try {
+        db = new Database(file, { readonly: true, fileMustExist: true });
+        db.pragma(`busy_timeout = ${busy}`);
+        if ((db.pragma('user_version', { simple: true }) as number) === CATALOG_SCHEMA_VERSION) {
+          return new Catalog(file, db, null, true);
+        }
+      } catch {
+        // not a database (or a damaged one): a writer rebuilds it
+      }
+      db?.close();
+      return null;
+    }
+    let guard: Db | null = null;
+    if (fs.existsSync(file)) {
+      try {
+        guard = new Database(file, { readonly: true, fileMustExist: true });
+        guard.pragma(`busy_timeout = ${busy}`);
+        guard.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get(); // attaches to the WAL index
+      } catch {
+        guard?.close();
+        guard = null; // not a database yet, or mid-creation: the writer below reports real problems
+      }
+    }
+    let db: Db;
+    try {
+      db = new Database(file);
+      db.pragma(`busy_timeout = ${busy}`);
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      migrate(db);
+    } catch (err) {
+      guard?.close();
+      throw err;
+    }
+    return new Catalog(file, db, guard, false);
+  }
+
+  /** An empty catalog in memory (triage over a folder of bundles). */
+  static memory(): Catalog {
+    const db = new Database(':memory:');
+    migrate(db);
+    return new Catalog(':memory:', db, null, false);
+  }
+
+  /** A meta value (strings only), or null. */
+  meta(key: string): string | null {
+    const row = this.db.prepare('SELECT value FROM meta WHERE key = ?').get(key) as
+      | { value: string | null }
+      | undefined;
+    return row?.value ?? null;
+  }
+
+  /** Set meta values in one transaction (null removes one). */
+  setMeta(values: Record<string, string | null>): void {
+    const put = this.db.prepare(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    );
+    const del = this.db.prepare('DELETE FROM meta WHERE key = ?');
+    this.db
+      .transaction(() => {
+        for (const [k, v] of Object.entries(values)) {
+          if (v === null) del.run(k);
+          else put.run(k, v);
+        }
+      })
+      .immediate();
+  }
+
+  /** Rows a reader must read again now: open sessions, and rows a writer touched since they were read. */
+  dirtyRows(): string[] {
+    return (
+      this.db
+        .prepare(`SELECT dir_name FROM sessions WHERE status = 'open' OR touched != indexed_touched`)
+        .pluck()
+        .all() as string[]
+    ).sort();
+  }
+
+  /** Every row's state, by dir name (for a sweep). */
+  rowStates(): Map<string, CatalogRowState> {
+    const out = new Map<string, CatalogRowState>();
+    const rows = this.db
+      .prepare('SELECT dir_name, status, dir_mtime, touched, indexed_touched FROM sessions')
+      .raw()
+      .all() as Array<[string, string | null, number | null, number, number]>;
+    for (const [name, status, dirMtime, touched, indexedTouched] of rows) {
+      out.set(name, { status, dirMtime, touched, indexedTouched });
+    }
+    return out;
+  }
+
+  /** The `touched` counter of a row (0 when there is none): read before a session is read, stored with it. */
+  touchedOf(dirName: string): number {
+    const row = this.db.prepare('SELECT touched FROM sessions WHERE dir_name = ?').get(dirName) as
+      | { touched: number }
+      | undefined;
+    return row?.touched ?? 0;
+  }
+
+  /**
+   * Store entries read from their logs, in one short transaction: each replaces its session's row,
+   * failures and tool counts. `touched` is the row's counter as read before the log was (a writer that
+   * touched it since leaves it stale); `dirMtime` the dir's mtime then (null: check again next sweep).
+   */
+  put(
+    items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }>,
+    at = new Date(),
+  ): void {
+    if (items.length === 0) return;
+    const upsert = this.db.prepare(
+      `INSERT INTO sessions (${SESSION_COLUMNS}, dir_mtime, touched, indexed_touched, indexed_at)
+       VALUES (@dir_name, @session_id, @scenario, @host, @started_at, @ended_at, @duration_ms, @duration,
+         @last_activity_at, @status, @verdict, @verdict_reason, @calls, @failures, @recovered, @pending,
+         @warnings, @artifacts, @fingerprints, @error, @dir_mtime, @touched, @touched, @indexed_at)
+       ON CONFLICT (dir_name) DO UPDATE SET session_id = excluded.session_id, scenario = excluded.scenario,
+         host = excluded.host, started_at = excluded.started_at, ended_at = excluded.ended_at,
+         duration_ms = excluded.duration_ms, duration = excluded.duration,
+         last_activity_at = excluded.last_activity_at, status = excluded.status, verdict = excluded.verdict,
+         verdict_reason = excluded.verdict_reason, calls = excluded.calls, failures = excluded.failures,
+         recovered = excluded.recovered, pending = excluded.pending, warnings = excluded.warnings,
+         artifacts = excluded.artifacts, fingerprints = excluded.fingerprints, error = excluded.error,
+         dir_mtime = excluded.dir_mtime, indexed_touched = excluded.indexed_touched,
+         indexed_at = excluded.indexed_at`,
+    );
+    const delFailures = this.db.prepare('DELETE FROM failures WHERE dir_name = ?');
+    const delTools = this.db.prepare('DELETE FROM tool_calls WHERE dir_name = ?');
+    const addFailure = this.db.prepare(
+      `INSERT OR REPLACE INTO failures (dir_name, seq, at, tool, status, code, category, detail, target, window,
+         class_name, process, recovered, fingerprint)
+       VALUES (@dir_name, @seq, @at, @tool, @status, @code, @category, @detail, @target, @window, @class_name,
+         @process, @recovered, @fingerprint)`,
+    );
+    const addTool = this.db.prepare(
+      'INSERT OR REPLACE INTO tool_calls (dir_name, tool, calls, failures) VALUES (@dir_name, @tool, @calls, @failures)',
+    );
+    const indexedAt = at.toISOString();
+    this.db
+      .transaction(() => {
+        for (const { entry, touched, dirMtime } of items) {
+          const name = entry.session.dir_name;
+          upsert.run({ ...entry.session, dir_mtime: dirMtime, touched, indexed_at: indexedAt });
+          delFailures.run(name);
+          delTools.run(name);
+          for (const f of entry.failures) addFailure.run({ ...f, dir_name: name });
+          for (const t of entry.tools) addTool.run({ ...t, dir_name: name });
+        }
+      })
+      .immediate();
+  }
+
+  /** Remove the rows of sessions whose dirs are gone. */
+  remove(dirNames: string[]): void {
+    if (dirNames.length === 0) return;
+    const stmts = ['sessions', 'failures', 'tool_calls'].map((t) =>
+      this.db.prepare(`DELETE FROM ${t} WHERE dir_name = ?`),
+    );
+    this.db
+      .transaction(() => {
+        for (const name of dirNames) for (const s of stmts) s.run(name);
+      })
+      .immediate();
+  }
+
+  /** Mark one session as changed (its row is read again by the next reader); inserts a bare row when new. */
+  touch(dirName: string, sessionId: string): void {
+    this.db
+      .prepare(
+        `INSERT INTO sessions (dir_name, session_id, touched) VALUES (?, ?, 1)
+         ON CONFLICT (dir_name) DO UPDATE SET touched = touched + 1`,
+      )
+      .run(dirName, sessionId);
+  }
+
+  /** Sessions, oldest first (by dir name, which starts with the UTC start stamp). */
+  sessions(
+    filter: { since?: string; until?: string; scenario?: string; verdict?: 'PASS' | 'FAIL' } = {},
+  ): CatalogSession[] {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.since !== undefined) {
+      where.push('coalesce(started_at, last_activity_at) >= ?');
+      params.push(filter.since);
+    }
+    if (filter.until !== undefined) {
+      where.push('coalesce(started_at, last_activity_at) < ?');
+      params.push(filter.until);
+    }
+    if (filter.scenario !== undefined) {
+      where.push('scenario = ?');
+      params.push(filter.scenario);
+    }
+    if (filter.verdict !== undefined) {
+      where.push('verdict = ?');
+      params.push(filter.verdict);
+    }
+    return this.db
+      .prepare(
+        `SELECT ${SESSION_COLUMNS} FROM sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY dir_name`,
+      )
+      .all(...params) as CatalogSession[];
+  }
+
+  /** One session's row, or undefined. */
+  session(dirName: string): CatalogSession | undefined {
+    return this.db.prepare(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE dir_name = ?`).get(dirName) as
+      | CatalogSession
+      | undefined;
+  }
+
+  /** Failures of the given sessions (all when omitted), in session and seq order. */
+  failures(dirNames?: readonly string[]): CatalogFailure[] {
+    const cols = `dir_name, seq, at, tool, status, code, category, detail, target, window, class_name, process,
+      recovered, fingerprint`;
+    if (!dirNames) {
+      return this.db.prepare(`SELECT ${cols} FROM failures ORDER BY dir_name, seq`).all() as CatalogFailure[];
+    }
+    const stmt = this.db.prepare(`SELECT ${cols} FROM failures WHERE dir_name = ? ORDER BY seq`);
+    return dirNames.flatMap((name) => stmt.all(name) as CatalogFailure[]);
+  }
+
+  /** Tool counts of the given sessions (all when omitted). */
+  toolCounts(dirNames?: readonly string[]): CatalogToolCount[] {
+    if (!dirNames) {
+      return this.db
+        .prepare('SELECT dir_name, tool, calls, failures FROM tool_calls ORDER BY dir_name, tool')
+        .all() as CatalogToolCount[];
+    }
+    const stmt = this.db.prepare(
+      'SELECT dir_name, tool, calls, failures FROM tool_calls WHERE dir_name = ? ORDER BY tool',
+    );
+    return dirNames.flatMap((name) => stmt.all(name) as CatalogToolCount[]);
+  }
+
+  /** Close both connections (the writer first, so its close leaves the WAL in place). */
+  close(): void {
+    if (this.db.open) this.db.close();
+    if (this.guard?.open) this.guard.close();
+  }
+}
+
+/**
+ * Tell the catalog of `sessionsDir` that the session in `sessionDir` changed (ended, got a verdict): its
+ * row is read again from the log by the next reader. For the recorder: never throws, waits at most
+ * `busyTimeoutMs` (default 1 s) for the catalog's lock, and returns false when it could not write.
+ */
+export function touchCatalogSession(
+  sessionsDir: string,
+  sessionDir: string,
+  options: { busyTimeoutMs?: number } = {},
+): boolean {
+  try {
+    const dirName = path.basename(sessionDir);
+    const parsed = parseSessionDirName(dirName);
+    if (!parsed || path.resolve(path.dirname(sessionDir)) !== path.resolve(sessionsDir)) return false;
+    const catalog = Catalog.open(sessionsDir, { busyTimeoutMs: options.busyTimeoutMs ?? 1000 });
+    try {
+      catalog.touch(dirName, parsed.sessionId);
+    } finally {
+      catalog.close();
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The recorder's hook when a session's end (or a verdict after it) is committed: touch its catalog row.
+ * A failure is counted in `counts.recordFailures`, never thrown (the agent's call must not notice).
+ */
+export function catalogSessionEnded(
+  sessionsDir: string,
+  sessionDir: string,
+  counts: { recordFailures: number },
+): void {
+  if (!touchCatalogSession(sessionsDir, sessionDir)) counts.recordFailures += 1;
+}
