@@ -28,6 +28,7 @@ const FIGURES: Array<{ id: string; module: string }> = [
   { id: 'startup', module: './startup.js' },
   { id: 'proxy', module: './proxy.js' },
   { id: 'redaction', module: './redaction.js' },
+  { id: 'list', module: './list.js' },
 ];
 
 interface Args {
@@ -48,7 +49,7 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--result-file') args.resultFile = argv[++i] ?? null;
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction]\n',
+        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction,list]\n',
       );
       process.exit(0);
     } else {

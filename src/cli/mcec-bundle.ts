@@ -177,49 +177,22 @@ async function bundleCommand(id: string, opts: BundleCliOptions): Promise<void> 
   print(result.bundle);
 }
 
-function pad(text: string, width: number): string {
-  return text.length >= width ? text : text + ' '.repeat(width - text.length);
-}
-
 async function listCommand(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
   const dir = sessionsDir(opts);
-  const { listSessionSummaries } = await import('../bundle/list.js');
-  const rows = await listSessionSummaries(dir, {
-    failedOnly: opts.failed,
-    onWarning: (w) => printErr(`mcec-bundle: warning: ${w}`),
-  });
+  const list = await import('../bundle/list.js');
+  const onWarning = (w: string) => printErr(`mcec-bundle: warning: ${w}`);
   if (opts.json) {
-    print(JSON.stringify(rows, null, 2));
+    print(
+      JSON.stringify(await list.listSessionSummaries(dir, { failedOnly: opts.failed, onWarning }), null, 2),
+    );
     return;
   }
-  if (rows.length === 0) {
+  const table = await list.sessionTable(dir, { failedOnly: opts.failed, onWarning });
+  if (table === '') {
     process.stderr.write(`no ${opts.failed ? 'failed ' : ''}sessions in ${dir}\n`);
     return;
   }
-  const table = [
-    ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'],
-    ...rows.map((r) => [
-      r.id,
-      r.startedAt ? r.startedAt.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : r.dirName.slice(0, 15),
-      r.duration || '-',
-      String(r.calls),
-      String(r.failures),
-      r.error
-        ? 'UNREADABLE'
-        : `${r.verdict}${r.status === 'open' ? ' (running)' : r.status === 'aborted' ? ' (aborted)' : ''}`,
-    ]),
-  ];
-  const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-  print(
-    table
-      .map((row) =>
-        row
-          .map((cell, i) => pad(cell, widths[i]!))
-          .join('  ')
-          .trimEnd(),
-      )
-      .join('\n'),
-  );
+  print(table);
 }
 
 async function pruneCommand(

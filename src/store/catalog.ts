@@ -47,6 +47,8 @@ const MIGRATIONS: readonly string[] = [
     indexed_at       TEXT
   );
   CREATE INDEX sessions_started ON sessions (started_at);
+  -- The rows a reader must read again, found without scanning the table (every list asks).
+  CREATE INDEX sessions_dirty ON sessions (dir_name) WHERE status = 'open' OR touched != indexed_touched;
   CREATE INDEX sessions_scenario ON sessions (scenario, started_at);
 
   -- Failed and faulted calls (the newest ones of each session, up to a cap), with the facts fingerprints use.
@@ -143,6 +145,19 @@ export interface CatalogEntry {
   failures: CatalogFailure[];
   tools: CatalogToolCount[];
 }
+
+/** One line of the `list` table: see Catalog.listRows. */
+export type ListRow = [
+  sessionId: string,
+  dirName: string,
+  startedAt: string | null,
+  duration: string,
+  calls: number,
+  failures: number,
+  verdict: string | null,
+  status: string | null,
+  error: string | null,
+];
 
 /** What a reader needs to decide whether a row must be read again. */
 export interface CatalogRowState {
@@ -285,7 +300,7 @@ export class Catalog {
   dirtyRows(): string[] {
     return (
       this.db
-        .prepare(`SELECT dir_name FROM sessions WHERE status = 'open' OR touched != indexed_touched`)
+        .prepare(`SELECT dir_name FROM sessions WHERE status = 'open' OR touched != indexed_touched`) // sessions_dirty
         .pluck()
         .all() as string[]
     ).sort();
@@ -413,6 +428,21 @@ export class Catalog {
         `SELECT ${SESSION_COLUMNS} FROM sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY dir_name`,
       )
       .all(...params) as CatalogSession[];
+  }
+
+  /**
+   * The columns of the `list` table for every session that holds a call or could not be read, oldest first,
+   * as arrays: [session_id, dir_name, started_at, duration, calls, failures, verdict, status, error]. Arrays,
+   * not objects: 10,000 rows of objects cost `list` more in garbage collection than the query.
+   */
+  listRows(options: { failedOnly?: boolean } = {}): ListRow[] {
+    return this.db
+      .prepare(
+        `SELECT session_id, dir_name, started_at, duration, calls, failures, verdict, status, error FROM sessions
+         WHERE (calls > 0 OR error IS NOT NULL)${options.failedOnly ? " AND verdict = 'FAIL'" : ''} ORDER BY dir_name`,
+      )
+      .raw()
+      .all() as ListRow[];
   }
 
   /** One session's row, or undefined. */
