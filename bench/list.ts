@@ -27,7 +27,7 @@ export const figure: Figure = {
   async run(ctx) {
     const big = ctx.quick ? 1000 : 10_000;
     const small = big / 10;
-    const rounds = ctx.quick ? 5 : 20;
+    const rounds = ctx.quick ? 5 : 12;
     const root = scratch(ctx.tmp);
     try {
       const cli = path.join(ctx.root, 'dist', 'cli', 'mcec-bundle.js');

@@ -485,7 +485,8 @@ export class Catalog {
 
 /**
  * Tell the catalog of `sessionsDir` that the session in `sessionDir` changed (ended, got a verdict): its
- * row is read again from the log by the next reader. For the recorder: never throws, waits at most
+ * row is read again from the log by the next reader. Creates no catalog: without one there is nothing to
+ * keep true. For the recorder: never throws, waits at most
  * `busyTimeoutMs` (default 1 s) for the catalog's lock, and returns false when it could not write.
  */
 export function touchCatalogSession(
@@ -497,6 +498,8 @@ export function touchCatalogSession(
     const dirName = path.basename(sessionDir);
     const parsed = parseSessionDirName(dirName);
     if (!parsed || path.resolve(path.dirname(sessionDir)) !== path.resolve(sessionsDir)) return false;
+    // No catalog yet: nothing to keep true (the first reader creates it and reads every session).
+    if (!fs.existsSync(path.join(sessionsDir, CATALOG_FILE))) return true;
     const catalog = Catalog.open(sessionsDir, { busyTimeoutMs: options.busyTimeoutMs ?? 1000 });
     try {
       catalog.touch(dirName, parsed.sessionId);

@@ -182,6 +182,7 @@ describe('catalog: several recording processes at once', () => {
   it('every ended session of four recorders lands in the catalog, none lost, none counted as failed', async () => {
     const sessionsDir = path.join(root, 'sessions');
     fs.mkdirSync(sessionsDir);
+    expect(cli(['list', '--sessions', sessionsDir]).code).toBe(0); // creates the (empty) catalog
     const go = path.join(root, 'go');
     const children = ['a', 'b', 'c', 'd'].map((prefix) => runNode([CHILD, sessionsDir, prefix, '15', go]));
     // Let them all reach the barrier (their sessions are recorded) before they end together.
