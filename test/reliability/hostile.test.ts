@@ -54,7 +54,10 @@ function witnessedRoot() {
 
 /** Every session dir has a safe name; returns them. */
 function sessionDirs(sessionsDir: string): string[] {
-  const dirs = fs.readdirSync(sessionsDir).filter((d) => !d.endsWith('.zip'));
+  // Zips and the sessions catalog (catalog.sqlite and its WAL files) sit beside the session dirs.
+  const dirs = fs
+    .readdirSync(sessionsDir)
+    .filter((d) => !d.endsWith('.zip') && !d.startsWith('catalog.sqlite'));
   for (const d of dirs) expect(d).toMatch(SAFE_DIR);
   return dirs.map((d) => path.join(sessionsDir, d));
 }
