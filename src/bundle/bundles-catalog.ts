@@ -1,0 +1,91 @@
+/**
+ * A catalog of a folder of bug bundles collected from many machines (`mcec-bundle triage --bundles DIR`):
+ * each zip's `session.sqlite` snapshot is read like a session dir, into a catalog in memory. Reads only
+ * the one entry, within a size cap; a zip without a log (built with --no-db) or that cannot be read is
+ * skipped and said so.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { Entry } from 'yauzl';
+import { readCatalogEntry } from '../report/catalog-entry.js';
+import { Catalog, type CatalogEntry } from '../store/catalog.js';
+import { LOG_FILE, parseSessionDirName } from '../store/layout.js';
+
+/** Largest session.sqlite read out of a bundle. */
+const MAX_LOG_BYTES = 2 * 1024 ** 3;
+
+/** A catalog (in memory) of the bundles in `dir`, and the zips that were skipped with why. */
+export async function catalogOfBundles(
+  dir: string,
+): Promise<{ catalog: Catalog; bundles: number; skipped: Array<{ zip: string; why: string }> }> {
+  const zips = fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.toLowerCase().endsWith('.zip'))
+    .map((e) => path.join(dir, e.name))
+    .sort();
+  const catalog = Catalog.memory();
+  const skipped: Array<{ zip: string; why: string }> = [];
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundles-'));
+  const seen = new Set<string>();
+  let bundles = 0;
+  try {
+    for (const zip of zips) {
+      try {
+        const entry = await entryOfBundle(zip, scratch);
+        if (seen.has(entry.session.dir_name)) {
+          skipped.push({ zip, why: `the same session as an earlier bundle (${entry.session.dir_name})` });
+          continue;
+        }
+        seen.add(entry.session.dir_name);
+        catalog.put([{ entry, touched: 0, dirMtime: null }]);
+        bundles += 1;
+      } catch (err) {
+        skipped.push({ zip, why: (err as Error).message });
+      }
+    }
+  } catch (err) {
+    catalog.close();
+    throw err;
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+  return { catalog, bundles, skipped };
+}
+
+/** Read one bundle's log snapshot into a scratch session dir and make its catalog entry. */
+async function entryOfBundle(zip: string, scratch: string): Promise<CatalogEntry> {
+  const yauzl = await import('yauzl');
+  const file = await yauzl.openPromise(zip, {
+    lazyEntries: true,
+    validateEntrySizes: true,
+    autoClose: false,
+  });
+  try {
+    let found: { entry: Entry; top: string } | null = null;
+    for await (const entry of file.eachEntry()) {
+      const parts = entry.fileName.split('/');
+      if (parts.length === 2 && parts[1] === LOG_FILE && parseSessionDirName(parts[0]!)) {
+        found = { entry, top: parts[0]! };
+        break;
+      }
+    }
+    if (!found) throw new Error(`no <session dir>/${LOG_FILE} in the bundle (built with --no-db?)`);
+    if (found.entry.uncompressedSize > MAX_LOG_BYTES) throw new Error(`${LOG_FILE} is larger than 2 GiB`);
+    const dir = path.join(scratch, found.top);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.mkdirSync(dir, { recursive: true });
+    await pipeline(
+      await file.openReadStreamPromise(found.entry),
+      fs.createWriteStream(path.join(dir, LOG_FILE)),
+    );
+    const entry = readCatalogEntry(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+    if (entry.session.error !== null)
+      throw new Error(`its ${LOG_FILE} cannot be read: ${entry.session.error}`);
+    return entry;
+  } finally {
+    file.close();
+  }
+}

@@ -1,0 +1,423 @@
+/**
+ * Triage across runs (`mcec-bundle triage`): from a sessions catalog, the recurring failures grouped by
+ * fingerprint (count, sessions, first and last seen, an example, the recovery hint, a trend), the flaky
+ * scenarios (both PASS and FAIL in the window) with their pass rate, and the failure rate per tool. Reads
+ * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
+ */
+import fs from 'node:fs';
+import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
+import {
+  type CompiledRule,
+  compileRules,
+  type FailureFacts,
+  FINGERPRINT_RULES_VERSION,
+  fingerprintOf,
+  normalizeDetail,
+  parseFingerprintRules,
+} from './fingerprint.js';
+import { recoveryFor } from './recovery.js';
+import { clip, oneLine } from './text.js';
+
+/** Time slices of the window a group's trend is counted in. */
+const TREND_BUCKETS = 7;
+
+export interface TriageOptions {
+  /** ISO time: sessions that started at or after it (default: every session). */
+  since?: string;
+  /** ISO time: sessions that started before it (default: now). */
+  until?: string;
+  scenario?: string;
+  /** User fingerprint rules (compiled); the built-in rules decide for failures none matches. */
+  rules?: CompiledRule[];
+  /** Group recovered failures too (default: only those that were not recovered, which fail a run). */
+  includeRecovered?: boolean;
+  /** What the report says it was read from. */
+  source?: { kind: 'sessions' | 'bundles'; path: string };
+  now?: Date;
+}
+
+/** One group of failures sharing a fingerprint. */
+export interface TriageGroup {
+  fingerprint: string;
+  /** The key in words (tool, code, category, normalized detail, class, process). */
+  key: string;
+  /** The user rule that decided the fingerprint, or null for the built-in rules. */
+  rule: string | null;
+  tool: string;
+  code: string | null;
+  category: string | null;
+  detail: string;
+  className: string | null;
+  process: string | null;
+  /** Failures in the group, and the distinct sessions they happened in. */
+  count: number;
+  sessions: number;
+  scenarios: string[];
+  firstSeen: string;
+  lastSeen: string;
+  /** The newest occurrence: where to look first. */
+  example: { sessionId: string; dirName: string; seq: number; detail: string | null };
+  recovery: string | null;
+  trend: {
+    /** Failures per slice of the window, oldest first. */
+    buckets: number[];
+    /** new: first seen in the window's last quarter; rising/falling: its rate per run moved by half or more between the halves. */
+    direction: 'new' | 'rising' | 'falling' | 'steady';
+  };
+}
+
+/** A scenario with both PASS and FAIL runs in the window. */
+export interface FlakyScenario {
+  scenario: string;
+  runs: number;
+  passed: number;
+  failed: number;
+  passRate: number;
+  /** The newest failed run. */
+  lastFailed: { sessionId: string; dirName: string; startedAt: string | null };
+}
+
+/** Calls and failures of one tool across the window's sessions. */
+export interface ToolRate {
+  tool: string;
+  calls: number;
+  failures: number;
+  failureRate: number;
+  sessions: number;
+}
+
+/** What `mcec-bundle triage --json` prints. */
+export interface TriageReport {
+  version: 1;
+  generatedAt: string;
+  source: { kind: 'sessions' | 'bundles'; path: string } | null;
+  window: { since: string | null; until: string };
+  scenario: string | null;
+  fingerprintRules: { version: number; userRules: number };
+  includeRecovered: boolean;
+  sessions: { total: number; passed: number; failed: number; running: number; unreadable: number };
+  groups: TriageGroup[];
+  flaky: FlakyScenario[];
+  tools: ToolRate[];
+}
+
+function ratio(a: number, b: number): number {
+  return b === 0 ? 0 : Math.round((a / b) * 10_000) / 10_000;
+}
+
+/** Triage the sessions of a catalog (refreshed by the caller) within a window. */
+export function triage(catalog: Catalog, options: TriageOptions = {}): TriageReport {
+  const now = options.now ?? new Date();
+  const until = options.until ?? now.toISOString();
+  const sessions = catalog
+    .sessions({ since: options.since, until, scenario: options.scenario })
+    .filter((s) => s.calls > 0 || s.error !== null);
+  const byDir = new Map(sessions.map((s) => [s.dir_name, s]));
+  const names = sessions.map((s) => s.dir_name);
+  const rules = options.rules ?? [];
+
+  // Window bounds for trends: the given since, else the oldest session in it.
+  const startMs = Date.parse(options.since ?? sessions.find((s) => s.started_at)?.started_at ?? until);
+  const endMs = Date.parse(until);
+  const span = Math.max(1, endMs - startMs);
+  const bucketOf = (at: string | null) => {
+    const t = at ? Date.parse(at) : Number.NaN;
+    if (!Number.isFinite(t)) return TREND_BUCKETS - 1;
+    return Math.min(TREND_BUCKETS - 1, Math.max(0, Math.floor(((t - startMs) / span) * TREND_BUCKETS)));
+  };
+  // Runs per half of the window, for rates: a group failing as often per run is steady however busy a day was.
+  const half = startMs + span / 2;
+  const runsIn = [0, 0];
+  for (const s of sessions) runsIn[Date.parse(s.started_at ?? until) < half ? 0 : 1]! += 1;
+
+  interface Acc {
+    group: TriageGroup;
+    sessionSet: Set<string>;
+    scenarioSet: Set<string>;
+    halves: [number, number];
+    newest: CatalogFailure;
+  }
+  const groups = new Map<string, Acc>();
+  for (const f of catalog.failures(names)) {
+    if (!options.includeRecovered && f.recovered) continue;
+    const s = byDir.get(f.dir_name)!;
+    const facts: FailureFacts = {
+      tool: f.tool,
+      code: f.code,
+      category: f.category,
+      detail: f.detail,
+      className: f.class_name,
+      process: f.process,
+      window: f.window,
+      target: f.target,
+      status: f.status,
+      scenario: s.scenario,
+      host: s.host,
+    };
+    const fp = fingerprintOf(facts, rules);
+    const at = f.at ?? s.started_at ?? until;
+    let acc = groups.get(fp.id);
+    if (!acc) {
+      acc = {
+        group: {
+          fingerprint: fp.id,
+          key: clip(fp.key, 600),
+          rule: fp.rule,
+          tool: f.tool,
+          code: f.code,
+          category: f.category,
+          detail: clip(normalizeDetail(f.detail), 300),
+          className: f.class_name,
+          process: f.process,
+          count: 0,
+          sessions: 0,
+          scenarios: [],
+          firstSeen: at,
+          lastSeen: at,
+          example: { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null },
+          recovery: recoveryFor(f.category, f.code),
+          trend: { buckets: new Array(TREND_BUCKETS).fill(0), direction: 'steady' },
+        },
+        sessionSet: new Set(),
+        scenarioSet: new Set(),
+        halves: [0, 0],
+        newest: f,
+      };
+      groups.set(fp.id, acc);
+    }
+    const g = acc.group;
+    g.count += 1;
+    acc.sessionSet.add(f.dir_name);
+    if (s.scenario) acc.scenarioSet.add(s.scenario);
+    if (Date.parse(at) < Date.parse(g.firstSeen)) g.firstSeen = at;
+    if (Date.parse(at) >= Date.parse(g.lastSeen)) {
+      g.lastSeen = at;
+      acc.newest = f;
+      g.example = { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null };
+    }
+    g.trend.buckets[bucketOf(at)]! += 1;
+    acc.halves[Date.parse(at) < half ? 0 : 1] += 1;
+  }
+  const out: TriageGroup[] = [];
+  for (const acc of groups.values()) {
+    const g = acc.group;
+    g.sessions = acc.sessionSet.size;
+    g.scenarios = [...acc.scenarioSet].sort().map((x) => oneLine(x, 200));
+    g.example.detail = acc.newest.detail === null ? null : clip(acc.newest.detail, 500);
+    const [r0, r1] = [ratio(acc.halves[0], runsIn[0]!), ratio(acc.halves[1], runsIn[1]!)];
+    g.trend.direction =
+      Date.parse(g.firstSeen) >= startMs + span * 0.75
+        ? 'new'
+        : r1 >= r0 * 1.5 && acc.halves[1] - acc.halves[0] >= 2
+          ? 'rising'
+          : r1 <= r0 / 1.5 && acc.halves[0] - acc.halves[1] >= 2
+            ? 'falling'
+            : 'steady';
+    out.push(g);
+  }
+  out.sort(
+    (a, b) => b.count - a.count || b.sessions - a.sessions || a.fingerprint.localeCompare(b.fingerprint),
+  );
+
+  return {
+    version: 1,
+    generatedAt: now.toISOString(),
+    source: options.source ?? null,
+    window: { since: options.since ?? null, until },
+    scenario: options.scenario ?? null,
+    fingerprintRules: { version: FINGERPRINT_RULES_VERSION, userRules: rules.length },
+    includeRecovered: options.includeRecovered === true,
+    sessions: {
+      total: sessions.length,
+      passed: sessions.filter((s) => s.verdict === 'PASS').length,
+      failed: sessions.filter((s) => s.verdict === 'FAIL').length,
+      running: sessions.filter((s) => s.status === 'open').length,
+      unreadable: sessions.filter((s) => s.error !== null).length,
+    },
+    groups: out,
+    flaky: flakyScenarios(sessions),
+    tools: toolRates(catalog, names),
+  };
+}
+
+function flakyScenarios(sessions: CatalogSession[]): FlakyScenario[] {
+  const by = new Map<string, CatalogSession[]>();
+  for (const s of sessions) {
+    if (!s.scenario || s.verdict === null) continue;
+    by.set(s.scenario, [...(by.get(s.scenario) ?? []), s]);
+  }
+  const out: FlakyScenario[] = [];
+  for (const [scenario, runs] of by) {
+    const passed = runs.filter((r) => r.verdict === 'PASS').length;
+    const failed = runs.length - passed;
+    if (passed === 0 || failed === 0) continue;
+    const last = runs.filter((r) => r.verdict === 'FAIL').at(-1)!;
+    out.push({
+      scenario: oneLine(scenario, 200),
+      runs: runs.length,
+      passed,
+      failed,
+      passRate: ratio(passed, runs.length),
+      lastFailed: { sessionId: last.session_id, dirName: last.dir_name, startedAt: last.started_at },
+    });
+  }
+  return out.sort((a, b) => b.failed - a.failed || a.scenario.localeCompare(b.scenario));
+}
+
+function toolRates(catalog: Catalog, names: string[]): ToolRate[] {
+  const by = new Map<string, ToolRate>();
+  for (const t of catalog.toolCounts(names)) {
+    const r = by.get(t.tool) ?? {
+      tool: oneLine(t.tool, 120),
+      calls: 0,
+      failures: 0,
+      failureRate: 0,
+      sessions: 0,
+    };
+    r.calls += t.calls;
+    r.failures += t.failures;
+    r.sessions += 1;
+    by.set(t.tool, r);
+  }
+  const out = [...by.values()];
+  for (const r of out) r.failureRate = ratio(r.failures, r.calls);
+  return out.sort(
+    (a, b) => b.failureRate - a.failureRate || b.calls - a.calls || a.tool.localeCompare(b.tool),
+  );
+}
+
+function pct(x: number): string {
+  return `${(x * 100).toFixed(x < 0.1 && x > 0 ? 1 : 0)}%`;
+}
+
+const SPARK = ' ▁▂▃▄▅▆▇█';
+
+/** A group's trend as a small bar per time slice. */
+export function sparkline(buckets: number[]): string {
+  const max = Math.max(...buckets);
+  return buckets.map((n) => (n === 0 ? '·' : SPARK[Math.max(1, Math.round((n / max) * 8))]!)).join('');
+}
+
+function windowLine(r: TriageReport): string {
+  const since = r.window.since ? `since ${r.window.since.slice(0, 16).replace('T', ' ')}Z` : 'all time';
+  const scen = r.scenario ? `, scenario ${JSON.stringify(r.scenario)}` : '';
+  const s = r.sessions;
+  return `${s.total} sessions (${since}${scen}): ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''}`;
+}
+
+/** The report for a terminal. */
+export function renderTriageText(r: TriageReport, options: { maxGroups?: number } = {}): string {
+  const lines: string[] = [windowLine(r), ''];
+  const groups = r.groups.slice(0, options.maxGroups ?? 20);
+  lines.push(
+    groups.length === 0
+      ? `No ${r.includeRecovered ? '' : 'unrecovered '}failures.`
+      : `Recurring ${r.includeRecovered ? '' : 'unrecovered '}failures (${r.groups.length} fingerprints):`,
+  );
+  for (const g of groups) {
+    lines.push(
+      '',
+      `  ${g.count} x in ${g.sessions} session${g.sessions === 1 ? '' : 's'}  ${sparkline(g.trend.buckets)} ${g.trend.direction}  ${g.fingerprint}${g.rule ? ` (${g.rule})` : ''}`,
+      `    ${oneLine(g.tool, 40)} ${g.code ?? '-'} (${g.category ?? '-'})${g.className || g.process ? ` on ${[g.className, g.process].filter(Boolean).join(', ')}` : ''}`,
+      `    ${oneLine(g.detail, 160)}`,
+      `    first ${g.firstSeen.slice(0, 19)}Z, last ${g.lastSeen.slice(0, 19)}Z; example ${g.example.sessionId} call #${g.example.seq}`,
+    );
+    if (g.recovery) lines.push(`    next: ${g.recovery}`);
+  }
+  if (r.groups.length > groups.length)
+    lines.push('', `  ... and ${r.groups.length - groups.length} more (--json lists all)`);
+  lines.push('');
+  if (r.flaky.length === 0) lines.push('No flaky scenarios (none both passed and failed).');
+  else {
+    lines.push('Flaky scenarios (both PASS and FAIL):');
+    for (const f of r.flaky) {
+      lines.push(
+        `  ${pct(f.passRate).padStart(4)} pass  ${f.passed}/${f.runs}  ${oneLine(f.scenario, 80)}  (last FAIL ${f.lastFailed.sessionId})`,
+      );
+    }
+  }
+  const failing = r.tools.filter((t) => t.failures > 0);
+  if (failing.length > 0) {
+    lines.push('', 'Failure rate per tool:');
+    for (const t of failing.slice(0, 15)) {
+      lines.push(
+        `  ${pct(t.failureRate).padStart(5)}  ${String(t.failures).padStart(6)} of ${String(t.calls).padEnd(7)} ${oneLine(t.tool, 40)}`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+function md(text: string): string {
+  return text.replace(/[\\`*_[\]<>|]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
+}
+
+/** The report as Markdown, to paste into an issue. */
+export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: number } = {}): string {
+  const out: string[] = ['## Triage', '', md(windowLine(r)), ''];
+  const groups = r.groups.slice(0, options.maxGroups ?? 20);
+  out.push(`### Recurring ${r.includeRecovered ? '' : 'unrecovered '}failures`, '');
+  if (groups.length === 0) out.push('None.', '');
+  else {
+    out.push(
+      '| count | sessions | tool | code (category) | target | detail | first seen | last seen | trend | example |',
+    );
+    out.push('|---:|---:|---|---|---|---|---|---|---|---|');
+    for (const g of groups) {
+      out.push(
+        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')} (${md(g.category ?? '-')}) | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${g.firstSeen.slice(0, 16).replace('T', ' ')} | ${g.lastSeen.slice(0, 16).replace('T', ' ')} | ${sparkline(g.trend.buckets).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
+      );
+    }
+    out.push('');
+    for (const g of groups.filter((x) => x.recovery))
+      out.push(`- \`${g.fingerprint}\` next: ${md(g.recovery!)}`);
+    if (r.groups.length > groups.length)
+      out.push(`- ... and ${r.groups.length - groups.length} more fingerprints`);
+    out.push('');
+  }
+  out.push('### Flaky scenarios', '');
+  if (r.flaky.length === 0) out.push('None.', '');
+  else {
+    out.push('| scenario | pass rate | passed | runs | last FAIL |', '|---|---:|---:|---:|---|');
+    for (const f of r.flaky)
+      out.push(
+        `| ${md(f.scenario)} | ${pct(f.passRate)} | ${f.passed} | ${f.runs} | ${md(f.lastFailed.sessionId)} |`,
+      );
+    out.push('');
+  }
+  const failing = r.tools.filter((t) => t.failures > 0);
+  out.push('### Failure rate per tool', '');
+  if (failing.length === 0) out.push('No failed calls.');
+  else {
+    out.push('| tool | failure rate | failures | calls |', '|---|---:|---:|---:|');
+    for (const t of failing)
+      out.push(`| ${md(t.tool)} | ${pct(t.failureRate)} | ${t.failures} | ${t.calls} |`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** The name of the user rules file looked for in the sessions dir when `--rules` is not given. */
+export const RULES_FILE = 'fingerprint-rules.json';
+
+/**
+ * Read and check a fingerprint rules file (`schema/fingerprint-rules.schema.json`); throws with every
+ * problem found. `optional`: a missing file gives no rules.
+ */
+export function loadFingerprintRules(file: string, options: { optional?: boolean } = {}): CompiledRule[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if (options.optional && (err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw err;
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${file}: not JSON: ${(err as Error).message}`);
+  }
+  const parsed = parseFingerprintRules(value);
+  if (!parsed.ok) throw new Error(`${file}: ${parsed.problems.join('; ')}`);
+  return compileRules(parsed.rules);
+}
