@@ -195,6 +195,121 @@ async function listCommand(opts: SessionsOption & { failed?: boolean; json?: boo
   print(table);
 }
 
+interface TriageCliOptions extends SessionsOption {
+  since?: number;
+  scenario?: string;
+  bundles?: string;
+  rules?: string;
+  includeRecovered?: boolean;
+  json?: boolean;
+  md?: boolean;
+}
+
+async function triageCommand(opts: TriageCliOptions): Promise<void> {
+  if (opts.json && opts.md) throw new UsageError('give one of --json and --md');
+  const t = await import('../report/triage.js');
+  let source: { kind: 'sessions' | 'bundles'; path: string };
+  let catalog: import('../store/catalog.js').Catalog;
+  if (opts.bundles !== undefined) {
+    const dir = path.resolve(opts.bundles);
+    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new UsageError(`--bundles ${dir} is not a directory`);
+    }
+    const { catalogOfBundles } = await import('../bundle/bundles-catalog.js');
+    const res = await catalogOfBundles(dir);
+    for (const s of res.skipped) printErr(`mcec-bundle: skipped ${s.zip}: ${s.why}`);
+    catalog = res.catalog;
+    source = { kind: 'bundles', path: dir };
+  } else {
+    const dir = sessionsDir(opts);
+    const { refreshCatalog } = await import('../report/catalog.js');
+    const res = await refreshCatalog(dir);
+    if (res.warning) printErr(`mcec-bundle: warning: ${res.warning}`);
+    catalog = res.catalog;
+    source = { kind: 'sessions', path: dir };
+  }
+  try {
+    const rules =
+      opts.rules !== undefined
+        ? t.loadFingerprintRules(path.resolve(opts.rules))
+        : source.kind === 'sessions'
+          ? t.loadFingerprintRules(path.join(source.path, t.RULES_FILE), { optional: true })
+          : [];
+    const now = new Date();
+    const report = t.triage(catalog, {
+      since: opts.since !== undefined ? new Date(now.getTime() - opts.since).toISOString() : undefined,
+      scenario: opts.scenario,
+      rules,
+      includeRecovered: opts.includeRecovered,
+      source,
+      now,
+    });
+    if (opts.json) print(JSON.stringify(report, null, 2));
+    else if (opts.md) print(t.renderTriageMarkdown(report));
+    else print(t.renderTriageText(report));
+  } finally {
+    catalog.close();
+  }
+}
+
+interface DiffCliOptions extends SessionsOption {
+  lastPass?: boolean;
+  json?: boolean;
+  output?: string;
+  exitCode?: boolean;
+  threshold?: number;
+  maxChanged?: number;
+}
+
+function shareArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a number from 0 to 1.');
+  return n;
+}
+
+async function diffCommand(a: string, b: string | undefined, opts: DiffCliOptions): Promise<void> {
+  if (opts.lastPass ? b !== undefined : b === undefined) {
+    throw new UsageError('give two sessions, or one with --last-pass');
+  }
+  const root = sessionsDir(opts);
+  const d = await import('../report/diff.js');
+  let dirA: string;
+  let dirB: string;
+  if (opts.lastPass) {
+    const run = await locate(a, opts);
+    const { refreshCatalog } = await import('../report/catalog.js');
+    const { catalog } = await refreshCatalog(root);
+    try {
+      const pass = d.lastPassOf(catalog, run.dirName);
+      if (!pass) {
+        const scenario = catalog.session(run.dirName)?.scenario;
+        throw new Error(
+          `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} before ${run.dirName}`,
+        );
+      }
+      dirA = path.join(root, pass.dir_name);
+    } finally {
+      catalog.close();
+    }
+    dirB = run.dir;
+  } else {
+    dirA = (await locate(a, opts)).dir;
+    dirB = (await locate(b!, opts)).dir;
+  }
+  const out =
+    outputPath(opts.output) ?? path.join(root, 'diffs', `${path.basename(dirA)}--${path.basename(dirB)}`);
+  const diff = await d.diffSessions(dirA, dirB, {
+    outDir: out,
+    threshold: opts.threshold,
+    maxChangedShare: opts.maxChanged,
+  });
+  const { writeDiffHtml } = await import('../report/diff-html.js');
+  const html = await writeDiffHtml(diff, dirA, dirB);
+  if (opts.json) print(JSON.stringify(diff, null, 2));
+  else print(`${d.renderDiffText(diff)}\n\n${html}`);
+  if (opts.exitCode && diff.differs) process.exitCode = EXIT_FAILED;
+}
+
 async function pruneCommand(
   opts: SessionsOption & { olderThan: number; keepRecent?: number; keepFailed?: boolean; dryRun?: boolean },
 ): Promise<void> {
@@ -241,6 +356,8 @@ Examples:
   mcec-bundle 5f19c9 --max-bytes 10MB         drop the oldest images until the zip fits in 10 MB
   mcec-bundle list --failed                   sessions whose verdict is FAIL
   mcec-bundle index                           rebuild the sessions catalog (catalog.sqlite)
+  mcec-bundle triage --since 7d --md          recurring failures, flaky scenarios, failure rate per tool
+  mcec-bundle diff 5f19c9 --last-pass         what the latest passing run of the scenario did differently
   mcec-bundle show 5f19c9                     the failure summary in the terminal
   mcec-bundle summary 5f19c9                  write failure-summary.md into the session dir
   mcec-bundle report 5f19c9                   write report.html (the timeline page) into the session dir
@@ -323,6 +440,66 @@ Example:
       if (res.warning) printErr(`mcec-bundle: warning: ${res.warning}`);
       print(`${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`);
     });
+
+  withSessions(
+    program
+      .command('triage')
+      .description(
+        'group recurring failures across sessions by fingerprint, with flaky scenarios and failure rate per tool',
+      )
+      .option('--since <duration>', 'only sessions started within this long (7d, 12h)', durationArg)
+      .option('--scenario <name>', 'only sessions of this scenario')
+      .option('--bundles <dir>', 'read a folder of bundle zips (collected from many machines) instead')
+      .option('--rules <file>', 'fingerprint rules (default: fingerprint-rules.json in the sessions dir)')
+      .option('--include-recovered', 'group recovered failures too')
+      .option('--json', 'print the report as JSON (schema/triage.schema.json)')
+      .option('--md', 'print the report as Markdown, to paste into an issue'),
+  )
+    .addHelpText(
+      'after',
+      `
+A fingerprint is tool + code + category + the error detail without its numbers, handles, ids, paths and
+times + the target window's class and process. Rules in a JSON file match on fields and set the
+fingerprint or extend it (see the README).
+
+Examples:
+  mcec-bundle triage --since 7d
+  mcec-bundle triage --since 24h --scenario "nightly: save the invoice" --md | gh issue create --title "nightly triage" --body-file -
+  mcec-bundle triage --bundles ./collected-zips --json`,
+    )
+    .action(async (opts: TriageCliOptions) => triageCommand(opts));
+
+  withSessions(
+    program
+      .command('diff <a> [b]')
+      .description(
+        'compare two runs: calls aligned, the first divergence, UI tree and screenshot differences (diff.html)',
+      )
+      .option('--last-pass', 'compare <a> with the latest passing run of the same scenario before it')
+      .option('--json', 'print the diff as JSON (schema/diff.schema.json)')
+      .option(
+        '-o, --output <dir>',
+        'where diff.html and the diff PNGs go (default: <sessions>/diffs/<A>--<B>)',
+      )
+      .option('--exit-code', 'exit 1 when the runs differ (for CI), 0 when they match')
+      .option('--threshold <0-1>', "pixelmatch's colour threshold per pixel (default 0.1)", shareArg)
+      .option(
+        '--max-changed <0-1>',
+        'a screenshot differs above this share of changed pixels (default 0.01)',
+        shareArg,
+      ),
+  )
+    .addHelpText(
+      'after',
+      `
+A is the reference (with --last-pass: the latest passing run of <a>'s scenario), B the run under study.
+
+Examples:
+  mcec-bundle diff 5f19c9 --last-pass
+  mcec-bundle diff 1a2b3c 5f19c9 --json
+  mcec-bundle diff "$sid" --last-pass --exit-code || echo "the run differs from the last good one"`,
+    )
+    .action((a: string, b: string | undefined, opts: DiffCliOptions) => diffCommand(a, b, opts));
 
   withSessions(program.command('show <sessionId>').description('print the failure summary of a session'))
     .addHelpText('after', '\nExample:\n  mcec-bundle show 5f19c9 | less')

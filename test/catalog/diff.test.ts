@@ -1,0 +1,128 @@
+/**
+ * `mcec-bundle diff` on three demo runs (two passing, the player's capture fixed; one failing as the demo
+ * does): `--last-pass` picks the newer passing run, names the divergent call (the player's capture) with
+ * both calls' arguments and outcomes, and measures the screenshot difference with a diff PNG beside
+ * diff.html. Also: the alignment itself, UI tree differences, --exit-code, and the JSON schema.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_SCENARIO, runDemo } from '../../src/demo/run-demo.js';
+import { alignKeys, diffTrees, type SessionDiff } from '../../src/report/diff.js';
+import { createSimulator } from '../../src/sim/index.js';
+import { cli, scratchRoot, validator } from './helpers.js';
+
+describe('diff: three demo runs, two passing and one failing', () => {
+  const root = scratchRoot();
+  const sessionsDir = path.join(root, 'sessions');
+  const runs: Array<{ sessionId: string; dir: string; passed: boolean }> = [];
+  const validate = validator('diff.schema.json');
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  beforeAll(async () => {
+    fs.mkdirSync(sessionsDir);
+    for (const passing of [true, true, false]) {
+      const simulator = createSimulator({ sessionsRoot: path.join(root, 'sim') });
+      // A passing run: the player shows a picture (the demo's player is a protected, black surface).
+      for (const w of simulator.desktop.windows()) if (passing && w.blankCapture) w.blankCapture = false;
+      const res = await runDemo({ sessionsDir, simulator, stderr: () => {} });
+      runs.push({ sessionId: res.sessionId, dir: res.sessionDir, passed: res.verdict === 'PASS' });
+    }
+  }, 240_000);
+
+  it('--last-pass names the divergent call and shows the screenshot difference', async () => {
+    expect(runs.map((r) => r.passed)).toEqual([true, true, false]);
+    const failing = runs[2]!;
+    const res = cli(['diff', failing.sessionId, '--last-pass', '--json', '--sessions', sessionsDir]);
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    const d = JSON.parse(res.stdout) as SessionDiff;
+    expect(validate(d)).toEqual([]);
+    expect(d.a.sessionId).toBe(runs[1]!.sessionId); // the latest passing run, not the first
+    expect([d.a.verdict, d.b.verdict, d.a.scenario]).toEqual(['PASS', 'FAIL', DEMO_SCENARIO]);
+    const f = d.firstDivergence!;
+    expect(f.kind).toBe('changed');
+    expect([f.a?.tool, f.b?.tool]).toEqual(['capture', 'capture']);
+    expect(f.a?.args).toContain('Video Player');
+    expect(f.b?.args).toBe(f.a?.args);
+    expect([f.a?.status, f.b?.status, f.b?.code]).toEqual(['ok', 'failed', 'frame-all-black']);
+    expect(d.summary.changed).toBe(1);
+    expect(d.differs).toBe(true);
+
+    const player = d.screenshots.find((s) => s.aSeq === f.a!.seq)!;
+    expect(player.changedShare).toBeGreaterThan(0.2);
+    expect(player.diffImage).toMatch(/^diff-\d+-\d+\.png$/);
+    const png = path.join(d.outDir!, player.diffImage!);
+    const meta = await sharp(png).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['png', player.width, player.height]);
+    // The same window captured alike in both runs differs by nothing.
+    const notepad = d.screenshots.find((s) => s.aSeq !== f.a!.seq)!;
+    expect(notepad.changedPixels).toBe(0);
+
+    const html = fs.readFileSync(path.join(d.outDir!, 'diff.html'), 'utf8');
+    expect(html).toMatch(
+      /^<!doctype html>\s*<html lang="en">\s*<head>\s*<meta charset="utf-8">\s*<meta http-equiv="Content-Security-Policy" content="default-src 'none';/,
+    );
+    expect(html).toContain('frame-all-black');
+    expect(html).toContain(`href="${player.diffImage}"`);
+    expect(html).not.toMatch(/data:image\/png|iVBORw0KGgo/); // thumbnails are WebP, full images are links
+    expect(html).not.toMatch(/<script/i);
+
+    const text = cli(['diff', failing.sessionId, '--last-pass', '--sessions', sessionsDir]).stdout;
+    expect(text).toMatch(/First divergence/);
+    expect(text).toMatch(/B: #\d+ capture .*Video Player[\s\S]*failed frame-all-black \(capture-blank\)/);
+    expect(text).toMatch(/capture A#\d+ \/ B#\d+: \d+\.\d+% of \d+x\d+ pixels changed/);
+  });
+
+  it('--exit-code: 1 when the runs differ, 0 when they match; bad usage is 2', () => {
+    const [p1, p2, failing] = runs as [(typeof runs)[0], (typeof runs)[0], (typeof runs)[0]];
+    expect(
+      cli(['diff', failing.sessionId, '--last-pass', '--exit-code', '--sessions', sessionsDir]).code,
+    ).toBe(1);
+    const same = cli([
+      'diff',
+      p1.sessionId,
+      p2.sessionId,
+      '--exit-code',
+      '--json',
+      '--sessions',
+      sessionsDir,
+    ]);
+    expect(same.code).toBe(0);
+    const d = JSON.parse(same.stdout) as SessionDiff;
+    expect([d.firstDivergence, d.differs]).toEqual([null, false]);
+    expect(cli(['diff', p1.sessionId, '--sessions', sessionsDir]).code).toBe(2);
+    const first = cli(['diff', p1.sessionId, '--last-pass', '--sessions', sessionsDir]);
+    expect(first.code).toBe(1);
+    expect(first.stderr).toMatch(/no passing run of scenario/);
+  });
+});
+
+describe('diff: alignment and UI trees', () => {
+  it('aligns by the longest common subsequence and keeps every call once', () => {
+    const a = ['start', 'windows', 'query', 'find', 'invoke', 'capture', 'end'];
+    const b = ['start', 'windows', 'focus', 'query', 'find', 'find', 'capture', 'end'];
+    const pairs = alignKeys(a, b);
+    const matched = pairs.filter(([i, j]) => i !== null && j !== null).map(([i]) => a[i!]);
+    expect(matched).toEqual(['start', 'windows', 'query', 'find', 'capture', 'end']);
+    expect(pairs.filter(([i]) => i !== null).map(([i]) => i)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(pairs.filter(([, j]) => j !== null).map(([, j]) => j)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+  });
+
+  it('names nodes added, removed and renamed', () => {
+    const tree = (save: string, extra: boolean) => ({
+      controlType: 'Window',
+      name: 'Save As',
+      children: [
+        { controlType: 'Button', automationId: '1', name: save, children: [] },
+        { controlType: 'Button', name: 'Cancel', children: [] },
+        ...(extra ? [{ controlType: 'CheckBox', name: 'Hide folders', children: [] }] : []),
+      ],
+    });
+    const d = diffTrees(tree('Save', false), tree('Speichern', true));
+    expect(d.added).toEqual(["CheckBox 'Hide folders' at /CheckBox[0]"]);
+    expect(d.removed).toEqual([]);
+    expect(d.renamed).toEqual([{ node: '/Button#1', from: 'Save', to: 'Speichern' }]);
+  });
+});
