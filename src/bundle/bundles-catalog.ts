@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry } from 'yauzl';
+import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { readCatalogEntry } from '../report/catalog-entry.js';
 import { Catalog, type CatalogEntry } from '../store/catalog.js';
-import { LOG_FILE, parseSessionDirName } from '../store/layout.js';
 
 /** Largest session.sqlite read out of a bundle. */
 const MAX_LOG_BYTES = 2 * 1024 ** 3;

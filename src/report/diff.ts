@@ -7,10 +7,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { safeRelativePath } from '../paths/naming.js';
 import type { Catalog, CatalogSession } from '../store/catalog.js';
 import type { ArtifactRow, CallRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
-import { safeRelativePath } from './summary.js';
 import { argsLine } from './target.js';
 import { asRecord, clip, oneLine, parseJson } from './text.js';
 import { decideVerdict, readVerdictFacts } from './verdict.js';
