@@ -1,4 +1,6 @@
 /** The page around the timeline: verdict, counts, the failing call, the last good observation, the two images. */
+
+import { sameWindowImages } from '../summary.js';
 import { clip, formatBytes, oneLine } from '../text.js';
 import { formatDurationMs } from '../time.js';
 import type { ImageDigest, SessionSummary } from '../types.js';
@@ -70,23 +72,38 @@ export function pageContext(summary: SessionSummary, inputs: PageInputs): Record
   const figure = (image: ImageDigest | null, title: string, cls: string, missing: string) => {
     const ref = image ? imageRef(inputs.dir, image.artifact, inputs.artifactBase) : null;
     const thumb = ref ? plan.thumbs.get(ref.key) : undefined;
+    // Which window it shows and which call made it, so two images are never taken for one window's.
     const caption = image
-      ? `call #${image.seq} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
+      ? `${image.window ? `'${image.window}'` : 'window unknown'} · call #${image.seq} ${image.tool} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
       : '';
     const note = !ref ? missing : (plan.failed.get(ref.key) ?? `open ${ref.name}`);
     return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };
   };
   const lastGoodImage = lastGoodImageOf(summary);
   const figures: unknown[] = [];
+  // A before and after only when both images show the same window; else two titled images side by side.
+  const beforeAfter = Boolean(summary.failingCall) && sameWindowImages(lastGoodImage, summary.suspectImage);
   if (lastGoodImage || summary.suspectImage) {
     // The last good observation's own image, or else the last image seen before the failure.
-    const title = summary.lastGoodObservation?.image ? 'Last good' : 'Last image before';
+    const title = summary.lastGoodObservation?.image
+      ? 'Last good observation'
+      : summary.failingCall
+        ? 'Last image before the failure'
+        : 'Last image';
     if (lastGoodImage) figures.push(figure(lastGoodImage, title, 'good', ''));
     if (summary.failingCall) {
-      const missing = 'The failing call kept no image (no partialResult capture).';
-      figures.push(figure(summary.suspectImage, 'Suspect', 'suspect', missing));
+      const missing = 'The failing call returned no image with its error.';
+      figures.push(figure(summary.suspectImage, "The failing call's image", 'suspect', missing));
     }
   }
+  const twoWindows = Boolean(lastGoodImage?.window && summary.suspectImage?.window && !beforeAfter);
+  const imagesTitle = beforeAfter
+    ? `Before and after: '${summary.suspectImage?.window ?? ''}'`
+    : figures.length > 1
+      ? twoWindows
+        ? 'Two windows: not a before and after'
+        : 'Images'
+      : 'Image';
   const failing = summary.failingCall
     ? {
         ...summary.failingCall,
@@ -152,6 +169,8 @@ export function pageContext(summary: SessionSummary, inputs: PageInputs): Record
     failing,
     lastGood,
     figures,
+    beforeAfter,
+    imagesTitle,
     failures,
     failuresOmitted: summary.failuresOmitted + (summary.failures.length - failures.length),
     warningsByCode: summary.warningsByCode.slice(0, 60),

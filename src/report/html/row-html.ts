@@ -5,7 +5,7 @@
  */
 
 /** sha256 of the built-in `call` partial source this function mirrors (see rowPartialSource). */
-export const BUILT_IN_ROW_PARTIAL_SHA256 = '6d0eb27e59141cb7524a5a02846f3fb91f183f72cac51cd6235c883455d1d44a';
+export const BUILT_IN_ROW_PARTIAL_SHA256 = '8121df49bf4da7a25074cdcb37221fba6851ca2d394e2c77eb4e8e79db3cef04';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -69,7 +69,7 @@ export function renderBuiltInRow(c: Record<string, unknown>): string {
   if (truthy(c.thumbs)) {
     out += '<span class="thumbs">';
     for (const t of list(c.thumbs)) {
-      out += `<a href="${esc(t.href)}" title="${esc(t.label)}"><img src="${esc(t.src)}" width="${esc(t.width)}" height="${esc(t.height)}" alt="${esc(t.label)}"></a>`;
+      out += `<img src="${esc(t.src)}" width="${esc(t.width)}" height="${esc(t.height)}" alt="${esc(t.label)}" title="${esc(t.label)}">`;
     }
     out += '</span>';
   }
