@@ -1,19 +1,83 @@
-/** mcec-recorder's public API: the contract model, the recorder, reports and bundles. */
+/**
+ * mcec-recorder's public API: what a consumer records with, reads a session with and bundles it with.
+ * An explicit list (README "Library API"; test/package/consumer.test.ts checks it): internals stay reachable
+ * only by their module paths inside this repository. The simulator and the demo are `mcec-recorder/sim`.
+ */
 
-export * from './artifacts/index.js';
-export * from './bundle/index.js';
-export * from './contract/index.js';
-export * from './demo/index.js';
-export * from './proxy/index.js';
-export * from './record/index.js';
-export * from './redact/index.js';
+// Bundles and the sessions dir (what mcec-bundle does).
+export { type BundleOptions, type BundleResult, buildBundle } from './bundle/build.js';
+export type { EnvironmentJson, ManifestJson, SessionJson } from './bundle/documents.js';
+export {
+  bugReportText,
+  type DeclaredVerdictResult,
+  declareVerdict,
+  failureSummaryText,
+  listSessionSummaries,
+  type PrunedSession,
+  type PruneOptions,
+  pruneSessions,
+  type SessionListing,
+  summarizeSession,
+  writeFailureSummary,
+} from './bundle/sessions.js';
+export { type VerifyResult, verifyBundle } from './bundle/verify.js';
+// The envelope contract: read any result shape, find its session id, validate it.
+export { readToolOutput } from './contract/read-tool-output.js';
+export { sessionIdOf } from './contract/session-id.js';
+export {
+  type BlankCheck,
+  type CaptureSummary,
+  type Envelope,
+  ERROR_CATEGORIES,
+  type ErrorCategory,
+  type FailureEnvelope,
+  type SuccessEnvelope,
+  type ToolError,
+  type ToolOutput,
+  type ToolOutputKind,
+  type ValidationResult,
+  type Violation,
+  type Warning,
+  type WindowInfo,
+} from './contract/types.js';
+export { validateCaptureSummary, validateEnvelope } from './contract/validate.js';
+export { type HttpProxy, type HttpProxyOptions, startHttpProxy } from './proxy/http.js';
+export { runStdioProxy, type StdioProxyOptions } from './proxy/stdio.js';
+// Recording: wrap a dispatch, or put a proxy on the wire.
+export { recorderVersion, type ServerInfo } from './record/environment.js';
+export { createRecorder, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_MAX_LOG_BYTES } from './record/recorder.js';
+export type {
+  Dispatch,
+  Recorder,
+  RecorderOptions,
+  SessionCounts,
+  SessionInfo,
+  Transport,
+} from './record/types.js';
+// Redaction (the recorder applies it; exported for checking text the same way).
+export { createRedactor, type RedactOptions, type Redactor } from './redact/redactor.js';
+// Replaying a recorded session as MCEC.
 export {
   type ReplayHandle,
   type ReplayReport,
   type ReplaySessionOptions,
   replaySession,
 } from './replay/index.js';
-export * from './report/html/index.js';
-export * from './report/index.js';
-export * from './sim/index.js';
-export * from './store/index.js';
+export { type ReportHtmlOptions, renderReportHtml } from './report/html/render-html.js';
+export { writeReportHtml } from './report/html/write-report.js';
+export { renderBugReport, renderFailureSummary } from './report/render.js';
+export { buildSummary } from './report/summary.js';
+export type {
+  BugReportOptions,
+  CallDigest,
+  ImageDigest,
+  ObservationDigest,
+  RenderOptions,
+  SessionSummary,
+  SummaryOptions,
+  TargetDigest,
+  TimelineLine,
+  Verdict,
+} from './report/types.js';
+// Reading a session: the summary model and its documents.
+export { SessionReader } from './store/session-reader.js';

@@ -11,6 +11,37 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
+/** The package root's runtime exports, exactly: the list README's "Library API" documents. */
+const ROOT_EXPORTS = [
+  'DEFAULT_MAX_ARTIFACT_BYTES',
+  'DEFAULT_MAX_LOG_BYTES',
+  'ERROR_CATEGORIES',
+  'SessionReader',
+  'bugReportText',
+  'buildBundle',
+  'buildSummary',
+  'createRecorder',
+  'createRedactor',
+  'declareVerdict',
+  'failureSummaryText',
+  'listSessionSummaries',
+  'pruneSessions',
+  'readToolOutput',
+  'recorderVersion',
+  'renderBugReport',
+  'renderFailureSummary',
+  'renderReportHtml',
+  'replaySession',
+  'runStdioProxy',
+  'sessionIdOf',
+  'startHttpProxy',
+  'summarizeSession',
+  'validateCaptureSummary',
+  'validateEnvelope',
+  'verifyBundle',
+  'writeFailureSummary',
+  'writeReportHtml',
+];
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 let work: string;
 let consumer: string;
@@ -76,6 +107,33 @@ describe('the published package', () => {
     }
   });
 
+  it('exports exactly the documented API at the root, and the simulator and demo at mcec-recorder/sim', () => {
+    const script = [
+      "const root = await import('mcec-recorder');",
+      "const sim = await import('mcec-recorder/sim');",
+      'console.log(JSON.stringify({ root: Object.keys(root).sort(), sim: Object.keys(sim).sort(),',
+      '  simTypes: [typeof sim.createSimulator, typeof sim.runDemo, typeof sim.envelopeOf] }));',
+    ].join('\n');
+    const out = JSON.parse(run(process.execPath, ['--input-type=module', '-e', script], consumer)) as {
+      root: string[];
+      sim: string[];
+      simTypes: string[];
+    };
+    expect(out.root).toEqual([...ROOT_EXPORTS].sort());
+    expect(out.simTypes).toEqual(['function', 'function', 'function']);
+    // Nothing of the simulator or the demo leaks back into the root.
+    expect(out.root.filter((name) => out.sim.includes(name))).toEqual([]);
+    expect(packed).toContain('dist/sim.d.ts');
+    // Each root name is in the README's API section (and nothing there is missing from the root).
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const api = readme.slice(
+      readme.indexOf('## Library API'),
+      readme.indexOf('\n## ', readme.indexOf('## Library API') + 1),
+    );
+    expect(api.length).toBeGreaterThan(100);
+    for (const name of ROOT_EXPORTS) expect(api, `README names ${name}`).toContain(`\`${name}\``);
+  });
+
   it('type-checks the README example in a strict consumer without skipLibCheck', () => {
     fs.writeFileSync(
       path.join(consumer, 'tsconfig.json'),
@@ -104,6 +162,10 @@ describe('the published package', () => {
         'const sessionId = sessionIdOf(result);',
         "if (sessionId) recorder.step(sessionId, 'look around', 'passed');",
         'await recorder.close();',
+        "import { createSimulator, runDemo, type Simulator } from 'mcec-recorder/sim';",
+        "const sim: Simulator = createSimulator({ sessionsRoot: './sim' });",
+        "const demo: Promise<{ reportHtml: string }> = runDemo({ sessionsDir: './sessions', simulator: sim });",
+        'void demo;',
         '',
       ].join('\n'),
     );
@@ -115,5 +177,6 @@ describe('the published package', () => {
       out = String((err as { stdout?: string }).stdout ?? err);
     }
     expect(out).toBe('');
-  });
+    // tsc over the whole declaration graph (root and /sim): 31 s on a loaded 2-core machine.
+  }, 180_000);
 });
