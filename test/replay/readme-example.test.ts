@@ -1,11 +1,13 @@
 // The block between the markers is quoted verbatim in README.md ("Turn a failure bundle into a regression
-// test"), with the import from '../../src/index.js' written as 'mcec-recorder'; the last test keeps them equal.
+// test"), with the imports from '../../src/index.js' and '../../src/sim.js' written as 'mcec-recorder' and
+// 'mcec-recorder/sim'; the last test keeps them equal.
 // --- README example start
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { replaySession, runDemo, runScriptedAgent } from '../../src/index.js';
+import { replaySession } from '../../src/index.js';
+import { runDemo, runScriptedAgent } from '../../src/sim.js';
 
 it('the agent gives up cleanly when Notepad comes back black', async () => {
   // 1. Record once: here the demo's scripted agent; in your suite, the bundle of a run that failed.
@@ -50,7 +52,8 @@ it('README.md quotes this example verbatim', () => {
   const self = fs.readFileSync(new URL(import.meta.url), 'utf8');
   const example = self
     .slice(self.indexOf('// --- README example start\n') + 28, self.indexOf('// --- README example end'))
-    .replace("from '../../src/index.js'", "from 'mcec-recorder'");
+    .replace("from '../../src/index.js'", "from 'mcec-recorder'")
+    .replace("from '../../src/sim.js'", "from 'mcec-recorder/sim'");
   const readme = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
   expect(readme).toContain(`\`\`\`ts\n${example}\`\`\``);
 });
