@@ -8,7 +8,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactStore } from '../../src/artifacts/index.js';
-import { claimedSizePng, noisyPng, solidBmp, solidPng } from './images.js';
+import { claimedSizePng, noisyPng, solidBmp, solidPng } from '../support/images.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 // 2026-12-02 03:04:05.067 UTC is still 2026-12-01 19:04 in Los Angeles.

@@ -7,7 +7,7 @@ import {
 } from '../../src/artifacts/index.js';
 import { Desktop } from '../../src/sim/desktop.js';
 import { encodePng, blankCheck as simBlankCheck } from '../../src/sim/raster.js';
-import { noiseRaw, noisyPng, rawToPng, solidBmp, solidPng } from './images.js';
+import { noiseRaw, noisyPng, rawToPng, solidBmp, solidPng } from '../support/images.js';
 
 describe('blankCheck (server algorithm)', () => {
   it('an all-black frame is blank and dark', async () => {

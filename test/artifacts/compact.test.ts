@@ -10,7 +10,7 @@ import {
 } from '../../src/artifacts/index.js';
 import { findImageBytes, validateCaptureSummary, validateEnvelope } from '../../src/contract/index.js';
 import { callToolResult, mcecStringify } from '../contract/fixtures.js';
-import { claimedSizePng, noisyPng, solidPng } from './images.js';
+import { claimedSizePng, noisyPng, solidPng } from '../support/images.js';
 
 let dir: string;
 let store: ArtifactStore;

@@ -12,7 +12,7 @@ import {
   type HostFileRef,
   resolveHostPath,
 } from '../../src/artifacts/host-files.js';
-import { claimedSizePng, noisyPng, solidPng } from './images.js';
+import { claimedSizePng, noisyPng, solidPng } from '../support/images.js';
 
 let tmp: string;
 let hostRoot: string;

@@ -2,7 +2,6 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -11,10 +10,7 @@ import { findImageBytes, getAtPointer } from '../../src/contract/image-bytes.js'
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 
-/** A fresh temp dir (`mcec-...`). */
-export function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
-}
+export { tempDir } from '../support/temp.js';
 
 /** sha256 hex. */
 export function sha256(data: Buffer | string): string {

@@ -1,42 +1,4 @@
-/** Shared test material: real images made by sharp and the MCEC server's JSON text escaping. */
-import sharp from 'sharp';
-
-/** A real 8x8 red PNG. */
-export async function redPng(): Promise<Buffer> {
-  return sharp({ create: { width: 8, height: 8, channels: 3, background: '#f00' } })
-    .png()
-    .toBuffer();
-}
-
-/** A real 8x8 JPEG. */
-export async function blueJpeg(): Promise<Buffer> {
-  return sharp({ create: { width: 8, height: 8, channels: 3, background: '#00f' } })
-    .jpeg()
-    .toBuffer();
-}
-
-/** A real 8x8 GIF. */
-export async function greenGif(): Promise<Buffer> {
-  return sharp({ create: { width: 8, height: 8, channels: 3, background: '#0f0' } })
-    .gif()
-    .toBuffer();
-}
-
-/** A minimal valid 2x1 24-bit BMP, built by hand (sharp does not write BMP). */
-export function tinyBmp(): Buffer {
-  const pixels = Buffer.from([0, 0, 255, 0, 255, 0, 0, 0]); // two BGR pixels + row padding to 4 bytes
-  const header = Buffer.alloc(54);
-  header.write('BM', 0, 'latin1');
-  header.writeUInt32LE(54 + pixels.length, 2);
-  header.writeUInt32LE(54, 10);
-  header.writeUInt32LE(40, 14);
-  header.writeInt32LE(2, 18);
-  header.writeInt32LE(1, 22);
-  header.writeUInt16LE(1, 26);
-  header.writeUInt16LE(24, 28);
-  header.writeUInt32LE(pixels.length, 34);
-  return Buffer.concat([header, pixels]);
-}
+/** Shared MCEC test material: the server's JSON text escaping, CallToolResults, a capture summary. */
 
 /**
  * Serializes like the MCEC server (System.Text.Json default encoder): inside JSON strings, `+`, `<`, `>`,

@@ -10,7 +10,8 @@ import {
   setAtPointer,
   sniffImageFormat,
 } from '../../src/contract/index.js';
-import { blueJpeg, greenGif, mcecStringify, redPng, tinyBmp } from './fixtures.js';
+import { blueJpeg, greenGif, redPng, tinyBmp } from '../support/images.js';
+import { mcecStringify } from './fixtures.js';
 
 // Top-level await: some it.each tables are built from these at collection time.
 const png = await redPng();

@@ -8,7 +8,8 @@ import {
   readToolOutput,
   validateEnvelope,
 } from '../../src/contract/index.js';
-import { callToolResult, mcecStringify, redPng } from './fixtures.js';
+import { redPng } from '../support/images.js';
+import { callToolResult, mcecStringify } from './fixtures.js';
 
 const pngBase64 = (await redPng()).toString('base64');
 const RUNS = { numRuns: 300 };

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findImageBytes, getAtPointer, readToolOutput } from '../../src/contract/index.js';
-import { CAPTURE_SUMMARY, callToolResult, mcecStringify, redPng } from './fixtures.js';
+import { redPng } from '../support/images.js';
+import { CAPTURE_SUMMARY, callToolResult, mcecStringify } from './fixtures.js';
 
 let png: Buffer;
 let pngBase64 = '';

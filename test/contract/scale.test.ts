@@ -8,7 +8,7 @@ import {
   setAtPointer,
   validateEnvelope,
 } from '../../src/contract/index.js';
-import { redPng } from './fixtures.js';
+import { redPng } from '../support/images.js';
 
 const png = await redPng();
 const pngBase64 = png.toString('base64');

@@ -5,7 +5,8 @@ import {
   validateCaptureSummary,
   validateEnvelope,
 } from '../../src/contract/index.js';
-import { CAPTURE_SUMMARY, redPng } from './fixtures.js';
+import { redPng } from '../support/images.js';
+import { CAPTURE_SUMMARY } from './fixtures.js';
 
 let pngBase64 = '';
 beforeAll(async () => {

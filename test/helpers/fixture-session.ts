@@ -6,21 +6,12 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import type { CaptureSummary, Violation, Warning, WindowInfo } from '../../src/contract/types.js';
 import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/paths/naming.js';
 import { openSessionDb, type SessionDb } from '../../src/store/open.js';
 
-/** A fresh temp dir for a sessions root. */
-export function makeSessionsDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
-}
-
-/** Remove a temp dir made by makeSessionsDir. */
-export function removeDir(dir: string): void {
-  fs.rmSync(dir, { recursive: true, force: true });
-}
+export { removeDir, tempDir as makeSessionsDir } from '../support/temp.js';
 
 /** The pid of a process that has already exited (a crashed writer). */
 export function deadPid(): number {

@@ -1,48 +1,17 @@
 /** Shared test helpers for the recorder suites: real PNGs, MCEC-shaped outputs, reading and scanning logs. */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import Database from 'better-sqlite3';
-import sharp from 'sharp';
 import { expect } from 'vitest';
 import { findImageBytes } from '../../src/contract/image-bytes.js';
 import type { Envelope } from '../../src/contract/types.js';
 import { LOG_FILE } from '../../src/paths/naming.js';
 import type { CallRow, EventRow } from '../../src/store/schema.js';
 
-/** A fresh temp dir (`mcec-...`). */
-export function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
-}
-
-/** A real PNG of one colour (plus a stripe so it is not blank unless asked). */
-export async function makePng(
-  width: number,
-  height: number,
-  rgb: [number, number, number],
-  options: { uniform?: boolean } = {},
-): Promise<Buffer> {
-  const base = sharp({
-    create: { width, height, channels: 3, background: { r: rgb[0], g: rgb[1], b: rgb[2] } },
-  });
-  if (options.uniform) return base.png().toBuffer();
-  const stripe = await sharp({
-    create: {
-      width: Math.max(1, Math.floor(width / 2)),
-      height,
-      channels: 3,
-      background: { r: 255, g: 255, b: 255 },
-    },
-  })
-    .png()
-    .toBuffer();
-  return base
-    .composite([{ input: stripe, left: 0, top: 0 }])
-    .png()
-    .toBuffer();
-}
+export { makePng } from '../support/images.js';
+export { tempDir } from '../support/temp.js';
 
 /** sha256 hex of bytes. */
 export function sha256(buf: Buffer): string {

@@ -7,7 +7,8 @@ import {
   scrubImageText,
   TOO_DEEP,
 } from '../../src/redact/index.js';
-import { mcecStringify, redPng } from '../contract/fixtures.js';
+import { mcecStringify } from '../contract/fixtures.js';
+import { redPng } from '../support/images.js';
 
 describe('secret keys', () => {
   it.each(DEFAULT_SECRET_KEYS)('%s is redacted, in any case and with - or _', (key) => {

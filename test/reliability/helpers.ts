@@ -11,7 +11,6 @@ import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import Database from 'better-sqlite3';
-import sharp from 'sharp';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BUNDLE_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-bundle.js');
@@ -48,22 +47,7 @@ export function listTree(dir: string, skip: string[] = []): string[] {
   return out.sort();
 }
 
-/** A real PNG of `width` x `height` with some content (not blank). */
-export async function realPng(width: number, height: number, seed = 1): Promise<Buffer> {
-  const raw = Buffer.alloc(width * height * 3);
-  let x = seed * 2654435761 || 1;
-  for (let i = 0; i < raw.length; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    raw[i] = i % 3 === 0 ? x & 0xff : (i >> 6) & 0xff;
-  }
-  return sharp(raw, { raw: { width, height, channels: 3 } })
-    .png()
-    .toBuffer();
-}
+export { realPng } from '../support/images.js';
 
 /** A 24-character slice of a base64 string without '+' or '/', so its escaped wire form is the same text. */
 export function distinctiveSlice(base64: string): string {

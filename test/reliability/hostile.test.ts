@@ -8,7 +8,6 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
@@ -16,6 +15,7 @@ import { verifyBundle } from '../../src/bundle/verify.js';
 import { ERROR_CATEGORIES } from '../../src/contract/types.js';
 import { createRecorder, type Dispatch, quickOutcome, type Recorder } from '../../src/record/index.js';
 import { escapeJsonText } from '../../src/sim/wire.js';
+import { claimedSizePng } from '../support/images.js';
 import {
   bundleCli,
   distinctiveSlice,
@@ -459,7 +459,7 @@ describe('hostile input through wrap and the bundle', () => {
   it('a PNG whose header claims 50,000 x 50,000 pixels', async () => {
     const w = witnessedRoot();
     roots.push(w.root);
-    const bomb = pngClaiming(50_000, 50_000);
+    const bomb = claimedSizePng(50_000, 50_000);
     const b64 = bomb.toString('base64');
     const heapBefore = heapAfterGc();
     const rssBefore = process.memoryUsage().rss;
@@ -568,37 +568,3 @@ describe('hostile input through wrap and the bundle', () => {
     w.assertNothingOutside();
   });
 });
-
-/** A small, valid PNG whose IHDR declares `width` x `height` (its IDAT holds only a few rows). */
-function pngClaiming(width: number, height: number): Buffer {
-  const crcTable = new Int32Array(256).map((_, n) => {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    return c;
-  });
-  const crc = (buf: Buffer) => {
-    let c = -1;
-    for (const b of buf) c = crcTable[(c ^ b) & 0xff]! ^ (c >>> 8);
-    return (c ^ -1) >>> 0;
-  };
-  const chunk = (type: string, data: Buffer) => {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'ascii'), data]);
-    const sum = Buffer.alloc(4);
-    sum.writeUInt32BE(crc(body));
-    return Buffer.concat([len, body, sum]);
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(width, 0);
-  ihdr.writeUInt32BE(height, 4);
-  ihdr[8] = 8; // bit depth
-  ihdr[9] = 2; // RGB
-  const rows = Buffer.alloc(4 * (1 + width * 3)); // four filter-0 rows of black
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', ihdr),
-    chunk('IDAT', zlib.deflateSync(rows)),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
-}

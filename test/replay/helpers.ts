@@ -1,7 +1,6 @@
 /** Helpers for the replay suites: a demo recorded with the raw answers kept, and a stdio JSON-RPC client. */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -9,6 +8,7 @@ import { DEMO_SCENARIO } from '../../src/demo/run-demo.js';
 import { runScriptedAgent, type ScriptedRun } from '../../src/demo/scripted-agent.js';
 import { createRecorder } from '../../src/record/recorder.js';
 import { type CallToolResult, createSimulator } from '../../src/sim/index.js';
+import { tempDir as makeTempDir } from '../support/temp.js';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const REPLAY_CLI = path.join(root, 'dist/cli/mcec-replay.js');
@@ -16,7 +16,7 @@ export const RECORD_CLI = path.join(root, 'dist/cli/mcec-record.js');
 
 /** A fresh temp dir. */
 export function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-replay-test-'));
+  return makeTempDir('mcec-replay-test-');
 }
 
 /** One call as the agent saw it on the wire. */

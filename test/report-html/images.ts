@@ -2,14 +2,14 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ARTIFACTS_DIR, utcStampMillis } from '../../src/paths/naming.js';
+import { ARTIFACTS_DIR, artifactFileName } from '../../src/paths/naming.js';
 import type { FixtureImage, FixtureSession } from '../helpers/fixture-session.js';
 
 let counter = 0;
 
 /** Write `png` into the session's artifacts/ like the recorder would (UTC-stamped name) and describe it. */
 export function writeImage(session: FixtureSession, png: Buffer): FixtureImage {
-  const name = `capture-${utcStampMillis(new Date(session.clock))}-${++counter}.png`;
+  const name = artifactFileName('capture', new Date(session.clock), ++counter, 'png');
   const artifact = `${ARTIFACTS_DIR}/${name}`;
   fs.writeFileSync(path.join(session.dir, artifact), png);
   const { width, height } = pngSize(png);
@@ -70,29 +70,4 @@ export async function windowPng(
   return sharp(Buffer.from(svg)).png().toBuffer();
 }
 
-/** An all-black PNG (a blank capture). */
-export async function blankPng(width = 800, height = 500): Promise<Buffer> {
-  const sharp = await sharpModule();
-  return sharp({ create: { width, height, channels: 3, background: { r: 0, g: 0, b: 0 } } })
-    .png()
-    .toBuffer();
-}
-
-/** A PNG of seeded noise (thumbnails of it do not compress to nothing). */
-export async function noisePng(width: number, height: number, seed: number): Promise<Buffer> {
-  let s = seed >>> 0 || 1;
-  const data = Buffer.alloc(width * height * 3);
-  for (let i = 0; i < data.length; i++) {
-    // xorshift32: fast, seeded, good enough for noise.
-    s ^= s << 13;
-    s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    s >>>= 0;
-    data[i] = s & 0xff;
-  }
-  const sharp = await sharpModule();
-  return sharp(data, { raw: { width, height, channels: 3 } })
-    .png({ compressionLevel: 1 })
-    .toBuffer();
-}
+export { blankPng, noisePng } from '../support/images.js';

@@ -1,11 +1,8 @@
-/** Shared helpers of the simulator suites: typed calls that validate every envelope, raw HTTP, temp dirs. */
-import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { expect } from 'vitest';
 import { validateEnvelope } from '../../src/contract/index.js';
 import type { CallToolResult, Simulator } from '../../src/sim/index.js';
+import { tempDir as makeTempDir, removeDir } from '../support/temp.js';
 
 /** Parsed JSON, loosely typed: tests read deep into results and let the assertions do the checking. */
 // biome-ignore lint/suspicious/noExplicitAny: assertion-only view of parsed JSON
@@ -56,8 +53,8 @@ export async function call(
 
 /** A fresh temp dir, removed by the returned cleanup. */
 export function tempDir(): { dir: string; cleanup: () => void } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
-  return { dir, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  const dir = makeTempDir();
+  return { dir, cleanup: () => removeDir(dir) };
 }
 
 /** One raw HTTP answer. */

@@ -1,7 +1,5 @@
 /** Shared parts of the verdict suites: the built CLI, a simulator with a recording HTTP proxy, the run. */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHttpProxy } from '../../src/proxy/http.js';
@@ -10,6 +8,7 @@ import { createSimulator } from '../../src/sim/index.js';
 import { readZip } from '../bundle/helpers.js';
 import { post } from '../proxy/helpers.js';
 import { FIXED_NOW, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
+import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BUNDLE_CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
@@ -41,7 +40,7 @@ export function runBundle(args: string[], env: Record<string, string> = {}): Pro
 
 /** A fresh temp dir. */
 export function tempRoot(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-verdict-'));
+  return tempDir('mcec-verdict-');
 }
 
 /** Every JSON-RPC body the simulator received, so a test can check what was (not) forwarded. */
