@@ -1,7 +1,14 @@
-/** One recorded session's state: its log and artifact store (opened lazily), counts and last good observation. */
+/**
+ * One recorded session: its log and artifact store (opened lazily by the registry), and the state behind its
+ * counts. Counts change only through its methods (a call starts, completes, moves, is lost; a payload is
+ * omitted; a recording failure), so they cannot drift apart; each change that needs a commit marks the
+ * session dirty.
+ */
 import type { ArtifactStore } from '../artifacts/artifact-store.js';
 import type { SessionRow } from '../store/schema.js';
 import type { EventRecord, SessionLog } from '../store/session-log.js';
+import type { RecordedCall } from './call.js';
+import { isoTime } from './time.js';
 import type { SessionCounts } from './types.js';
 
 /** How a session came to be recorded (the `via` of its `session-start` event). */
@@ -32,30 +39,45 @@ export interface PendingFailure {
   lost: number;
 }
 
+export interface SessionInit {
+  id: string;
+  /** The id as received when it was not path-safe (escaped, clipped), else null. */
+  originalId: string | null;
+  via: SessionVia;
+  startedAt: Date;
+  dir: string;
+  /** Payload characters (args, envelopes, responses) the log may store: `limits.maxLogBytes`. */
+  payloadBudget: number;
+  /** Called when the session has something to commit (the registry's dirty set). */
+  changed: (s: RecordedSession) => void;
+}
+
 export class RecordedSession {
   readonly id: string;
-  /** The id as received when it was not path-safe (escaped, clipped), else null. */
   readonly originalId: string | null;
   readonly via: SessionVia;
   readonly startedAt: Date;
   readonly dir: string;
   status: 'open' | 'ended' | 'aborted' = 'open';
+  /** Read-only outside: changed by the methods below. */
   readonly counts: SessionCounts = zeroCounts();
   log: SessionLog | null = null;
   artifacts: ArtifactStore | null = null;
   /** Highest seq handed out. */
   seq = 0;
-  /** Payload characters stored so far (args, envelopes, responses), against maxLogBytes. */
-  storedBytes = 0;
-  omittedCalls = 0;
-  omittedBytes = 0;
+  /** Payload characters stored so far (args, envelopes, responses), against the payload budget. */
+  private storedBytes = 0;
+  private readonly payloadBudget: number;
+  private omittedCalls = 0;
+  private omittedBytes = 0;
   /** When a payload was last omitted, while its `truncation` event is not yet queued. */
-  truncationAt: Date | null = null;
+  private truncationAt: Date | null = null;
   /** Artifact images omitted for the budget, as last written in an `artifact-limit` event. */
   reportedOmittedImages = 0;
   /** Compact, unredacted, artifact paths relative to `dir`; the agent gets absolute copies. */
   lastObservation: Record<string, unknown> | null = null;
-  lastObservationDirty = false;
+  /** The last observation changed since it was last queued for the log. */
+  lastObservationChanged = false;
   /** The last observation as written to the log: redacted, clipped. */
   storedObservation: unknown = null;
   /** Why the log could not be opened (null once it is open), and when to try again. */
@@ -66,29 +88,143 @@ export class RecordedSession {
   /** A commit failure not yet written as an event, and when to try committing again. */
   pendingFailure: PendingFailure | null = null;
   nextCommitAt = 0;
-  /** True once something worth keeping happened here (a call, a step, a verdict, a fault). */
-  hasContent = false;
   /** Steps, verdicts and events declared for this session (kept only if it ever holds a tool call). */
   declared = 0;
   /** This recorder created the session's dir (so it may remove it again when the session holds no call). */
   createdDir = false;
   /** Session fields set before the log was open (an end before any call), applied when it opens. */
   fields: Partial<SessionRow> = {};
+  private readonly changed: (s: RecordedSession) => void;
   private buffered: EventRecord[] = [];
   private bufferedDropped = 0;
 
-  constructor(init: {
-    id: string;
-    originalId: string | null;
-    via: SessionVia;
-    startedAt: Date;
-    dir: string;
-  }) {
+  constructor(init: SessionInit) {
     this.id = init.id;
     this.originalId = init.originalId;
     this.via = init.via;
     this.startedAt = init.startedAt;
     this.dir = init.dir;
+    this.payloadBudget = init.payloadBudget;
+    this.changed = init.changed;
+  }
+
+  /** Something here waits for the next commit. */
+  markDirty(): void {
+    this.changed(this);
+  }
+
+  // ---------------------------------------------------------------- calls
+
+  /** A call is filed here: it takes the next seq, counts as a pending call, and brings its stored args. */
+  callStarted(call: RecordedCall): void {
+    call.session = this;
+    call.seq = ++this.seq;
+    call.pendingRowWritten = false;
+    this.counts.calls += 1;
+    this.counts.pending += 1;
+    if (call.argsJson) this.storedBytes += call.argsJson.length;
+  }
+
+  /** The call belongs elsewhere: its pending row, counts and stored args leave with it for `target`. */
+  moveCallTo(call: RecordedCall, target: RecordedSession): void {
+    if (call.pendingRowWritten) this.log?.deleteCall(call.seq);
+    this.counts.calls -= 1;
+    this.counts.pending -= 1;
+    if (call.argsJson) this.storedBytes -= call.argsJson.length;
+    this.markDirty();
+    target.callStarted(call);
+  }
+
+  /** The call's outcome is in (once): pending no more, a failure unless `ok`, its contract violations. */
+  callCompleted(call: RecordedCall, status: 'ok' | 'failed' | 'fault', violations = 0): void {
+    if (call.completionCounted) return;
+    call.completionCounted = true;
+    this.counts.pending -= 1;
+    if (status !== 'ok') this.counts.failures += 1;
+    this.counts.violations += violations;
+  }
+
+  /** A late answer replaces the fault counted for a proxy timeout: the call is pending again. */
+  callReopened(call: RecordedCall): void {
+    if (!call.completionCounted) return;
+    call.completionCounted = false;
+    this.counts.pending += 1;
+    this.counts.failures -= 1;
+  }
+
+  /** The call's completed row could not be written (the log is not open): counted lost. */
+  callLost(): void {
+    this.lostWhileClosed += 1;
+    this.counts.lostCalls += 1;
+  }
+
+  /** What the call's row brought besides itself: warnings and artifact rows. */
+  callStored(warnings: number, artifacts: number): void {
+    this.counts.warnings += warnings;
+    this.counts.artifacts += artifacts;
+  }
+
+  // ---------------------------------------------------------------- the payload budget
+
+  /** True, and counted as stored, when `chars` more payload fit the budget. */
+  admitPayload(chars: number): boolean {
+    if (this.storedBytes + chars > this.payloadBudget) return false;
+    this.storedBytes += chars;
+    return true;
+  }
+
+  /** A payload was not stored (`newCall`: the first of this call's): counted, and a `truncation` event due. */
+  payloadOmitted(chars: number, newCall: boolean): void {
+    if (newCall) {
+      this.omittedCalls += 1;
+      this.counts.droppedPayloads += 1;
+    }
+    this.omittedBytes += chars;
+    // Written once per commit (takeTruncation), not once per omitted call: past the budget that is every call.
+    if (this.log) this.truncationAt = new Date();
+  }
+
+  /** A call's payload was dropped by a failure in its recording (metadata-only row). */
+  payloadDropped(): void {
+    this.counts.droppedPayloads += 1;
+  }
+
+  /** The running `truncation` event as of the last omission, once per omission burst (then null). */
+  takeTruncation(): EventRecord | null {
+    const at = this.truncationAt;
+    if (!at) return null;
+    this.truncationAt = null;
+    return {
+      at: isoTime(at),
+      kind: 'truncation',
+      callSeq: null,
+      detail: JSON.stringify({ omittedCalls: this.omittedCalls, omittedBytes: this.omittedBytes }),
+    };
+  }
+
+  // ---------------------------------------------------------------- observations, failures, events
+
+  /** A successful observation call's compact result is the last good observation now. */
+  observed(result: Record<string, unknown>): void {
+    this.lastObservation = result;
+    this.lastObservationChanged = true;
+  }
+
+  /** A recording failure here, with the calls it lost. */
+  recordFailure(lost: number): void {
+    this.counts.recordFailures += 1;
+    this.counts.lostCalls += lost;
+  }
+
+  /** Calls lost with a log (a commit's dropped queue, a log that could not be closed). */
+  callsLost(lost: number): void {
+    this.counts.lostCalls += lost;
+  }
+
+  /** An event, written with the next commit (kept until the log opens). */
+  note(kind: string, detail: unknown, callSeq: number | null = null, at = new Date()): void {
+    this.addEvent(kind, detail, callSeq, at);
+    this.markDirty();
   }
 
   /** Add an event to the log, or keep it until the log opens. */

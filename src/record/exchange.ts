@@ -1,0 +1,121 @@
+/**
+ * A proxy's pending exchange (`beginExchange`): settles once, by `complete`, `fail` or `tooLarge`; `timedOut`
+ * and `clientLeft` may come first (what the client saw meanwhile). A tools/call is a recorded call; any
+ * other exchange becomes an event of the connection.
+ */
+import { type ClientSaw, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
+import type { Job } from './jobs.js';
+import { roughSize } from './outcome.js';
+import { oversizeDetail } from './rows.js';
+import type { ExchangeMeta, OversizeAnswer, PendingExchange } from './types.js';
+import { validDate } from './values.js';
+
+/** Where an exchange's settlement goes: the recorder's queue and its events. */
+export interface ExchangeSink {
+  push(job: Job, size: number): void;
+  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
+}
+
+/** What a closed recorder hands a proxy: an exchange that records nothing. */
+export const NOOP_EXCHANGE: PendingExchange = {
+  complete() {},
+  fail() {},
+  timedOut() {},
+  clientLeft() {},
+  tooLarge() {},
+};
+
+/**
+ * The exchange of a tools/call whose start is queued: open -> settled, or open -> timed-out (a fault row now)
+ * -> settled (the real outcome replaces it, with a `late-answer` event).
+ */
+export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, startedAt: Date): PendingExchange {
+  let state: 'open' | 'timed-out' | 'settled' = 'open';
+  let saw: ClientSaw | undefined;
+  const times = (m?: ExchangeMeta) => {
+    const endedAt = validDate(m?.endedAt) ?? new Date();
+    return { endedAt, durationMs: endedAt.getTime() - (validDate(m?.startedAt) ?? startedAt).getTime() };
+  };
+  const settle = (answer: { output?: unknown; oversize?: OversizeAnswer }, m?: ExchangeMeta) => {
+    const late = state === 'timed-out';
+    state = 'settled';
+    const size = answer.oversize ? SMALL_JOB_BYTES : roughSize(answer.output);
+    if (late && saw) {
+      sink.push({ type: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
+      return;
+    }
+    Object.assign(call, times(m));
+    call.output = answer.output;
+    call.oversize = answer.oversize;
+    call.clientSaw = saw;
+    call.queuedBytes = size;
+    sink.push({ type: 'complete', call }, size);
+  };
+  const failAtTransport = (reason: string) => {
+    Object.assign(call, times());
+    call.transportFailure = reason;
+    sink.push({ type: 'complete', call }, SMALL_JOB_BYTES);
+  };
+  return {
+    complete: (response, m) => {
+      if (state !== 'settled') settle({ output: response }, m);
+    },
+    tooLarge: (answer, m) => {
+      if (state !== 'settled') settle({ oversize: { ...answer } }, m);
+    },
+    fail: (reason) => {
+      if (state === 'timed-out') state = 'settled'; // the row already names the timeout
+      if (state !== 'open') return;
+      state = 'settled';
+      failAtTransport(typeof reason === 'string' ? reason : String(reason));
+    },
+    timedOut: (reason) => {
+      if (state !== 'open') return;
+      state = 'timed-out';
+      const text = typeof reason === 'string' ? reason : String(reason);
+      saw ??= { client: 'proxy-timeout', reason: text }; // a client already gone saw no 504
+      failAtTransport(text);
+    },
+    clientLeft: (reason) => {
+      if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
+    },
+  };
+}
+
+/** The exchange of anything but a tools/call: an `exchange` event of the connection once it settles. */
+export function otherExchange(sink: ExchangeSink, request: unknown, method: string | null): PendingExchange {
+  let state: 'open' | 'settled' = 'open';
+  let saw: ClientSaw | undefined;
+  const noteSaw = () => {
+    if (saw) sink.event(undefined, 'late-answer', { client: saw.client, reason: saw.reason, method });
+  };
+  const settle = (response: unknown, at: Date, size: number, failed?: string) => {
+    state = 'settled';
+    sink.push({ type: 'exchange', request, response, at, failed }, size);
+  };
+  return {
+    complete: (response, m) => {
+      if (state === 'settled') return;
+      settle(response, validDate(m?.endedAt) ?? new Date(), roughSize(response));
+      noteSaw();
+    },
+    tooLarge: (answer) => {
+      if (state === 'settled') return;
+      const failed = `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
+      settle(null, new Date(), SMALL_JOB_BYTES, failed);
+      sink.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
+      noteSaw();
+    },
+    fail: (reason) => {
+      if (state === 'settled') return;
+      settle(null, new Date(), SMALL_JOB_BYTES, typeof reason === 'string' ? reason : String(reason));
+    },
+    // The proxy records its own proxy-error event; the exchange is written when it settles.
+    timedOut: (reason) => {
+      if (state === 'open' && !saw) saw = { client: 'proxy-timeout', reason: String(reason) };
+    },
+    clientLeft: (reason) => {
+      if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
+    },
+  };
+}
