@@ -1,0 +1,89 @@
+/** A proxy's pending exchange settles once; what its client saw meanwhile goes with the answer. */
+import { describe, expect, it } from 'vitest';
+import { newCall } from '../../src/record/call.js';
+import { type ExchangeSink, otherExchange, toolCallExchange } from '../../src/record/exchange.js';
+import type { Job } from '../../src/record/jobs.js';
+
+function sink() {
+  const jobs: Job[] = [];
+  const events: Array<{ kind: string; detail: Record<string, unknown> }> = [];
+  const s: ExchangeSink = {
+    push: (job) => jobs.push(job),
+    event: (_id, kind, detail) => events.push({ kind, detail }),
+  };
+  return { s, jobs, events };
+}
+
+const started = new Date('2026-12-02T10:00:00.000Z');
+const call = () =>
+  newCall({
+    tool: 'find',
+    args: {},
+    rpcId: '1',
+    method: 'tools/call',
+    transport: 'http',
+    startedAt: started,
+    namedSessionId: undefined,
+    startSessionId: 'abc',
+    startVia: 'default',
+  });
+
+describe('toolCallExchange', () => {
+  it('settles once: a second answer or a failure after it is ignored', () => {
+    const { s, jobs } = sink();
+    const c = call();
+    const x = toolCallExchange(s, c, started);
+    x.complete({ ok: true }, { endedAt: new Date('2026-12-02T10:00:00.040Z') });
+    x.complete({ ok: false });
+    x.fail('gone');
+    expect(jobs.map((j) => j.type)).toEqual(['complete']);
+    expect(c.durationMs).toBe(40);
+    expect(c.output).toEqual({ ok: true });
+  });
+
+  it('a timeout is a fault now and its late answer replaces it; a failure after the timeout keeps the fault', () => {
+    const late = sink();
+    const c = call();
+    const x = toolCallExchange(late.s, c, started);
+    x.timedOut('no answer in 150 s');
+    expect(c.transportFailure).toBe('no answer in 150 s');
+    x.complete({ ok: true });
+    expect(late.jobs.map((j) => j.type)).toEqual(['complete', 'late']);
+    const job = late.jobs[1] as Extract<Job, { type: 'late' }>;
+    expect(job.saw).toEqual({ client: 'proxy-timeout', reason: 'no answer in 150 s' });
+    const failed = sink();
+    const y = toolCallExchange(failed.s, call(), started);
+    y.timedOut('t');
+    y.fail('closed');
+    expect(failed.jobs.map((j) => j.type)).toEqual(['complete']);
+  });
+
+  it('a client that left before the answer is noted with it', () => {
+    const { s, jobs } = sink();
+    const c = call();
+    const x = toolCallExchange(s, c, started);
+    x.clientLeft('socket closed');
+    x.tooLarge({ bytes: 10, limit: 5, isError: false });
+    expect(jobs.map((j) => j.type)).toEqual(['complete']);
+    expect(c.clientSaw).toEqual({ client: 'disconnected', reason: 'socket closed' });
+    expect(c.oversize).toEqual({ bytes: 10, limit: 5, isError: false });
+  });
+});
+
+describe('otherExchange', () => {
+  it('an answer too large to record is an exchange without response and an oversize-message event', () => {
+    const { s, jobs, events } = sink();
+    const x = otherExchange(s, { method: 'tools/list' }, 'tools/list');
+    x.timedOut('slow');
+    x.tooLarge({ bytes: 10, limit: 5 });
+    x.complete({});
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({
+      type: 'exchange',
+      response: null,
+      failed: expect.stringContaining('10 bytes'),
+    });
+    expect(events.map((e) => e.kind)).toEqual(['oversize-message', 'late-answer']);
+    expect(events[1]!.detail).toEqual({ client: 'proxy-timeout', reason: 'slow', method: 'tools/list' });
+  });
+});
