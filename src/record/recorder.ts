@@ -187,7 +187,8 @@ class RecorderImpl implements Recorder {
   ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
     const named = routingArgument(name, args);
-    const start = this.registry.startOf(named);
+    // registry.startOf's rule, inline: this runs on the agent's critical path.
+    const serverDefault = this.registry.serverDefaultId;
     const call = newCall({
       tool: name,
       args,
@@ -196,8 +197,8 @@ class RecorderImpl implements Recorder {
       transport,
       startedAt,
       namedSessionId: named,
-      startSessionId: start.id,
-      startVia: start.via,
+      startSessionId: named ?? serverDefault ?? this.defaultSessionId,
+      startVia: named !== undefined ? 'argument' : serverDefault !== undefined ? 'envelope' : 'default',
     });
     this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
     return call;
