@@ -32,10 +32,12 @@ async function record(calls: Array<[string, Record<string, unknown>]>, bare = fa
 }
 
 describe('answers rebuilt from the recording', () => {
-  it('a region capture and a path-only capture come back byte for byte (host-file copies taken out)', async () => {
+  it('region, path-only and legacy (nested JSON) captures come back byte for byte (host-file copies taken out)', async () => {
     const calls: Array<[string, Record<string, unknown>]> = [
       ['capture', { x: 100, y: 100, width: 64, height: 32 }],
       ['capture', { window: 'Untitled - Notepad', pathOnly: true }],
+      // A legacy capture: the PNG sits in a CommandResult JSON string inside `output` (role nested).
+      ['send_command', { command: 'capture Untitled - Notepad' }],
     ];
     const rec = await record(calls);
     const replay = await replaySession(rec.dir, { http: false });
@@ -45,7 +47,7 @@ describe('answers rebuilt from the recording', () => {
       expect(out).toEqual(rec.outputs[i + 1]);
     }
     const report = await replay.close();
-    expect(report.calls.map((c) => c.imagesRestored)).toEqual([0, 2, 0]);
+    expect(report.calls.map((c) => c.imagesRestored)).toEqual([0, 2, 0, 1]);
     // The path-only capture names its file on the MCEC host; the recorder's copy key is not on the wire.
     expect(JSON.stringify(rec.outputs[2])).not.toContain('artifactCopy');
   });
