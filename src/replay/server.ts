@@ -30,6 +30,16 @@ export interface ReplayOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
+/** The recorded answer was a JSON-RPC error (thrown by callTool; tools/call answers it as that error). */
+export class RecordedRpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 const OBSERVATIONS = new Set<string>(OBSERVATION_TOOLS);
 
 function refOf(call: RecordedCall): RecordedRef {
@@ -140,8 +150,12 @@ export class ReplayCore {
       case 'tools/call': {
         const params = isRecord(msg.params) ? msg.params : {};
         const name = typeof params.name === 'string' ? params.name : '';
-        const result = await this.callTool(name, params.arguments);
-        return { jsonrpc: '2.0', id: rid, result };
+        try {
+          return { jsonrpc: '2.0', id: rid, result: await this.callTool(name, params.arguments) };
+        } catch (e) {
+          if (e instanceof RecordedRpcError) return rpcError(rid, e.code, e.message);
+          throw e;
+        }
       }
       default:
         if (rid === null) return null;
@@ -184,7 +198,7 @@ export class ReplayCore {
     return named ?? this.recording.defaultSessionId ?? this.recording.sessionId;
   }
 
-  /** Answer one tool call from the recording. */
+  /** Answer one tool call from the recording; throws RecordedRpcError when MCEC answered it with a JSON-RPC error. */
   async callTool(name: string, rawArgs?: unknown): Promise<CallToolResult> {
     const args: Record<string, unknown> = isRecord(rawArgs) ? rawArgs : {};
     const n = this.calls.length + 1;
@@ -276,6 +290,15 @@ export class ReplayCore {
       answer = failureAnswer(injected.sessionId, injected.error);
       const error = injected.error;
       entry.injected = { spec: rule.spec, code: String(error.code), category: String(error.category) };
+    } else if (
+      served.envelope === null &&
+      served.status === 'fault' &&
+      /^-?\d+$/.test(served.errorCode ?? '')
+    ) {
+      // MCEC answered this call with a JSON-RPC error: the same error, code and message, goes back.
+      entry.ok = false;
+      entry.code = served.errorCode;
+      throw new RecordedRpcError(Number(served.errorCode), served.errorDetail ?? 'Internal error');
     } else if (served.envelope === null) {
       answer = this.noAnswer(served, args);
     } else {

@@ -62,4 +62,45 @@ describe('answers rebuilt from the recording', () => {
     expect(out.content.map((b) => b.type)).toEqual(['image', 'text']);
     expect(env(out).result.base64).toBe((out.content[0] as { data: string }).data);
   });
+
+  it('a call MCEC answered with a JSON-RPC error gets the same error back', async () => {
+    const recorder = createRecorder({ sessionsDir: path.join(work, 'sessions-rpc'), stderr: () => {} });
+    const sessionId = 'a1b2c3d4e5f6';
+    const call = recorder.wrap(async (tool: string, _args: Record<string, unknown>) =>
+      tool === 'send_command'
+        ? { jsonrpc: '2.0', id: 7, error: { code: -32603, message: 'Internal error: handler fault' } }
+        : {
+            jsonrpc: '2.0',
+            id: 6,
+            result: {
+              content: [
+                {
+                  type: 'text',
+                  text: JSON.stringify({ ok: true, sessionId, result: { count: 0, windows: [] } }),
+                },
+              ],
+              isError: false,
+            },
+          },
+    );
+    await call('windows', { sessionId });
+    await call('send_command', { sessionId, command: 'VK_TAB' });
+    await recorder.flush();
+    const dir = recorder.session(sessionId)!.dir;
+    await recorder.close();
+    const replay = await replaySession(dir, { http: false });
+    const answer = await replay.handle({
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/call',
+      params: { name: 'send_command', arguments: { sessionId, command: 'VK_TAB' } },
+    });
+    expect(answer).toEqual({
+      jsonrpc: '2.0',
+      id: 9,
+      error: { code: -32603, message: 'Internal error: handler fault' },
+    });
+    const report = await replay.close();
+    expect(report.calls[0]).toMatchObject({ outcome: 'matched', recordedSeq: 2, ok: false, code: '-32603' });
+  });
 });
