@@ -20,7 +20,7 @@ export type { RecordedCall, Recording } from './recording.js';
 export { loadRecording } from './recording.js';
 export type { CallOutcome, RecordedRef, ReplayReport, ReportCall, ReportUnmatched } from './report.js';
 export { formatReport } from './report.js';
-export { ReplayCore, type ReplayOptions } from './server.js';
+export { RecordedRpcError, ReplayCore, type ReplayOptions } from './server.js';
 export { openReplaySource, type ReplaySource, SourceError } from './source.js';
 
 /** Options of {@link replaySession}. */
