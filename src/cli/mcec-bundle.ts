@@ -525,13 +525,38 @@ Examples:
 
   withSessions(
     program
-      .command('report <sessionId>')
-      .description('write report.html (the timeline page) into the session dir and print its path'),
+      .command('report [sessionId]')
+      .description(
+        'write report.html (the timeline page) into the session dir and print its path; --all: index.html of every session',
+      ),
   )
     .option('--templates <dir>', 'templates that override the built-in ones by file name')
-    .addHelpText('after', '\nExample:\n  xdg-open "$(mcec-bundle report 5f19c9)"')
-    .action(async (id: string, opts: SessionsOption & { templates?: string }) => {
-      const session = await locate(id, opts);
+    .option('--all', 'write index.html in the sessions dir: every session, filters, the triage groups')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  xdg-open "$(mcec-bundle report 5f19c9)"\n  xdg-open "$(mcec-bundle report --all)"',
+    )
+    .action(async (id: string | undefined, opts: SessionsOption & { templates?: string; all?: boolean }) => {
+      if (opts.all ? id !== undefined : id === undefined) {
+        throw new UsageError('give a session, or --all for the index page of every session');
+      }
+      if (opts.all) {
+        const dir = sessionsDir(opts);
+        const { refreshCatalog } = await import('../report/catalog.js');
+        const { triage, loadFingerprintRules, RULES_FILE } = await import('../report/triage.js');
+        const { writeIndexHtml } = await import('../report/index-html.js');
+        const res = await refreshCatalog(dir);
+        try {
+          if (res.warning) printErr(`mcec-bundle: warning: ${res.warning}`);
+          const rules = loadFingerprintRules(path.join(dir, RULES_FILE), { optional: true });
+          const report = triage(res.catalog, { rules, source: { kind: 'sessions', path: dir } });
+          print(writeIndexHtml(dir, res.catalog.sessions(), report));
+        } finally {
+          res.catalog.close();
+        }
+        return;
+      }
+      const session = await locate(id!, opts);
       const { writeReportHtml } = await import('../report/html/write-report.js');
       print(await writeReportHtml(session.dir, { templatesDir: templatesDir(opts.templates) }));
     });

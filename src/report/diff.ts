@@ -511,5 +511,7 @@ export function lastPassOf(catalog: Catalog, dirName: string): CatalogSession | 
   const runs = catalog
     .sessions({ verdict: 'PASS' })
     .filter((s) => s.dir_name !== dirName && s.scenario === self.scenario && s.calls > 0 && before(s));
+  // By start time: two runs started within the same second sort by their ids in dir-name order.
+  runs.sort((x, y) => Date.parse(x.started_at ?? '') - Date.parse(y.started_at ?? ''));
   return runs.at(-1) ?? null;
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SCENARIO, runDemo } from '../../src/demo/run-demo.js';
 import { alignKeys, diffTrees, type SessionDiff } from '../../src/report/diff.js';
 import { createSimulator } from '../../src/sim/index.js';
+import { externalRequests, hasChromium, launchChromium, openLogged } from '../report-html/browser.js';
 import { cli, scratchRoot, validator } from './helpers.js';
 
 describe('diff: three demo runs, two passing and one failing', () => {
@@ -97,6 +98,54 @@ describe('diff: three demo runs, two passing and one failing', () => {
     expect(first.code).toBe(1);
     expect(first.stderr).toMatch(/no passing run of scenario/);
   });
+});
+
+describe.skipIf(!hasChromium)('index page: mcec-bundle report --all over the demo runs, in Chromium', () => {
+  it('lists every session with its verdict, filters them, and links each report.html; no request leaves the page', async () => {
+    const root = scratchRoot();
+    try {
+      const sessionsDir = path.join(root, 'sessions');
+      fs.mkdirSync(sessionsDir);
+      const ids: string[] = [];
+      for (const passing of [true, false]) {
+        const simulator = createSimulator({ sessionsRoot: path.join(root, 'sim') });
+        for (const w of simulator.desktop.windows()) if (passing && w.blankCapture) w.blankCapture = false;
+        ids.push((await runDemo({ sessionsDir, simulator, stderr: () => {} })).sessionId);
+      }
+      const res = cli(['report', '--all', '--sessions', sessionsDir]);
+      expect(res.code, res.stderr).toBe(0);
+      const file = res.stdout.trim();
+      expect(file).toBe(path.join(sessionsDir, 'index.html'));
+      const html = fs.readFileSync(file, 'utf8');
+      expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="default-src 'none';/);
+      const browser = await launchChromium();
+      try {
+        const context = await browser.newContext();
+        const { page, log } = await openLogged(context, `file://${file}`);
+        expect(log.errors).toEqual([]);
+        expect(externalRequests(log)).toEqual([]);
+        const visible = () =>
+          page.$$eval('#sessions tbody tr', (rows) =>
+            rows
+              .filter((r) => !(r as unknown as { hidden: boolean }).hidden)
+              .map((r) => r.getAttribute('data-verdict')),
+          );
+        expect((await visible()).sort()).toEqual(['FAIL', 'PASS']);
+        await page.selectOption('#f-verdict', 'FAIL');
+        expect(await visible()).toEqual(['FAIL']);
+        const links = await page.$$eval('#sessions a', (as) => as.map((a) => a.getAttribute('href')));
+        for (const l of links) expect(l).toMatch(/report\.html$/);
+        for (const l of links)
+          expect(fs.existsSync(path.join(sessionsDir, decodeURIComponent(l!)))).toBe(true);
+        expect(await page.textContent('#triage')).toContain('frame-all-black');
+        await context.close();
+      } finally {
+        await browser.close();
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 240_000);
 });
 
 describe('diff: alignment and UI trees', () => {

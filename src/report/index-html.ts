@@ -1,0 +1,125 @@
+/**
+ * `index.html` in the sessions dir (`mcec-bundle report --all`): every session from the catalog with its
+ * verdict and scenario, filters (verdict, scenario, text), the triage groups, and a link to each session's
+ * report.html. One self-contained file in report.html's style: inline style and script allowed by their
+ * sha256 in a strict CSP, no network, no images.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { CatalogSession } from '../store/catalog.js';
+import type { TriageReport } from './triage.js';
+import { sparkline } from './triage.js';
+import { writeFileAtomic } from './write-atomic.js';
+
+/** The page's file name in the sessions dir. */
+export const INDEX_FILE = 'index.html';
+
+const STYLE = `:root{--bg:#f6f7f9;--card:#fff;--fg:#1f2328;--muted:#59636e;--line:#d8dee4;--soft:#eef1f4;
+--ok:#1a7f37;--ok-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;--pend:#9a6700;--pend-bg:#fff8c5;--link:#0969da;
+--sans:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Liberation Sans","DejaVu Sans",Arial,sans-serif;
+--mono:ui-monospace,"SFMono-Regular","Cascadia Mono",Consolas,"Liberation Mono","DejaVu Sans Mono",monospace}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--card:#161b22;--fg:#e6edf3;--muted:#9198a1;--line:#30363d;--soft:#1f242c;
+--ok:#3fb950;--ok-bg:#12261e;--fail:#f85149;--fail-bg:#2d1214;--pend:#d29922;--pend-bg:#2b2111;--link:#4493f8}}
+*{box-sizing:border-box}[hidden]{display:none!important}html{background:var(--bg);color:var(--fg);font:14px/1.45 var(--sans)}body{margin:0}
+a{color:var(--link);text-decoration:none}a:hover{text-decoration:underline}code{font-family:var(--mono);font-size:12.5px}
+h1,h2{margin:0;line-height:1.25}.muted{color:var(--muted)}.wrap{max-width:1280px;margin:0 auto;padding:0 20px}
+header.top{background:var(--card);border-bottom:1px solid var(--line);border-top:6px solid var(--link)}header.top .wrap{padding-top:16px;padding-bottom:16px}
+header h1{font-size:20px;font-weight:650}main.wrap{padding-top:16px;padding-bottom:40px}
+section{background:var(--card);border:1px solid var(--line);border-radius:8px;padding:12px 16px;margin-bottom:14px}h2{font-size:16px;margin-bottom:8px}
+table{border-collapse:collapse;width:100%}td,th{border-top:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}th{font-weight:600;color:var(--muted)}
+.v{font-weight:700;padding:1px 6px;border-radius:6px}.v-PASS{background:var(--ok-bg);color:var(--ok)}.v-FAIL{background:var(--fail-bg);color:var(--fail)}
+.v-none{background:var(--pend-bg);color:var(--pend)}.filters{display:flex;flex-wrap:wrap;gap:10px;margin-bottom:8px}
+.filters select,.filters input{font:inherit;padding:3px 6px;border:1px solid var(--line);border-radius:6px;background:var(--card);color:var(--fg)}`;
+
+const SCRIPT = `(function(){var v=document.getElementById('f-verdict'),s=document.getElementById('f-scenario'),q=document.getElementById('f-text'),n=document.getElementById('shown');
+var rows=Array.prototype.slice.call(document.querySelectorAll('#sessions tbody tr'));document.getElementById('filters').hidden=false;
+function apply(){var vv=v.value,sv=s.value,qv=q.value.toLowerCase(),k=0;rows.forEach(function(r){var ok=(!vv||r.getAttribute('data-verdict')===vv)&&(!sv||r.getAttribute('data-scenario')===sv)&&(!qv||r.textContent.toLowerCase().indexOf(qv)>=0);r.hidden=!ok;if(ok)k++;});n.textContent=String(k);}
+v.addEventListener('change',apply);s.addEventListener('change',apply);q.addEventListener('input',apply);apply();})();`;
+
+function esc(text: unknown): string {
+  return String(text ?? '').replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
+}
+
+function hash(text: string): string {
+  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+}
+
+/** The index page's HTML for these sessions (newest first) and this triage report. */
+export function renderIndexHtml(
+  sessions: CatalogSession[],
+  report: TriageReport,
+  options: { sessionsDir: string; hasReport: (dirName: string) => boolean },
+): string {
+  const rows = sessions
+    .filter((s) => s.calls > 0 || s.error !== null)
+    .slice()
+    .reverse()
+    .map((s) => {
+      const verdict = s.error !== null ? 'UNREADABLE' : (s.verdict ?? 'none');
+      const link = options.hasReport(s.dir_name)
+        ? `<a href="${encodeURIComponent(s.dir_name)}/report.html">${esc(s.session_id)}</a>`
+        : `<a href="${encodeURIComponent(s.dir_name)}/">${esc(s.session_id)}</a> <span class="muted">(no report.html)</span>`;
+      const status = s.status === 'open' ? ' (running)' : s.status === 'aborted' ? ' (aborted)' : '';
+      return `<tr data-verdict="${esc(verdict)}" data-scenario="${esc(s.scenario ?? '')}"><td>${link}</td><td><span class="v v-${verdict === 'PASS' || verdict === 'FAIL' ? verdict : 'none'}">${esc(verdict)}</span>${esc(status)}</td><td>${esc(s.scenario ?? '')}</td><td>${esc((s.started_at ?? '').slice(0, 19).replace('T', ' '))}</td><td>${esc(s.duration)}</td><td>${s.calls}</td><td>${s.failures}</td><td class="muted">${esc(s.verdict_reason ?? s.error ?? '')}</td></tr>`;
+    });
+  const scenarios = [...new Set(sessions.map((s) => s.scenario).filter((x): x is string => !!x))].sort();
+  const groups = report.groups
+    .slice(0, 50)
+    .map(
+      (g) =>
+        `<tr><td>${g.count}</td><td>${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td>${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td>${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td title="${esc(g.trend.direction)}">${esc(sparkline(g.trend.buckets))} ${esc(g.trend.direction)}</td><td><a href="${encodeURIComponent(g.example.dirName)}/report.html">${esc(g.example.sessionId)}</a> #${g.example.seq}</td></tr>`,
+    );
+  const flaky = report.flaky.map(
+    (f) =>
+      `<tr><td>${esc(f.scenario)}</td><td>${(f.passRate * 100).toFixed(0)}%</td><td>${f.passed} of ${f.runs}</td><td><a href="${encodeURIComponent(f.lastFailed.dirName)}/report.html">${esc(f.lastFailed.sessionId)}</a></td></tr>`,
+  );
+  const s = report.sessions;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src ${hash(STYLE)}; script-src ${hash(SCRIPT)}; base-uri 'none'; form-action 'none'">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>Sessions · ${esc(path.basename(options.sessionsDir))} · mcec-recorder</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<header class="top"><div class="wrap"><h1>Sessions in ${esc(options.sessionsDir)}</h1>
+<p class="muted">${s.total} sessions: ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''} · generated ${esc(report.generatedAt)}</p></div></header>
+<main class="wrap">
+<section id="triage"><h2>Recurring failures</h2>${groups.length === 0 ? '<p>No unrecovered failures.</p>' : `<table><thead><tr><th>count</th><th>sessions</th><th>failure</th><th>target</th><th>last seen</th><th>trend</th><th>example</th></tr></thead><tbody>${groups.join('')}</tbody></table>`}</section>
+<section id="flaky"><h2>Flaky scenarios</h2>${flaky.length === 0 ? '<p>None (no scenario both passed and failed).</p>' : `<table><thead><tr><th>scenario</th><th>pass rate</th><th>passed</th><th>last FAIL</th></tr></thead><tbody>${flaky.join('')}</tbody></table>`}</section>
+<section><h2>Sessions</h2>
+<div class="filters" id="filters" hidden><label>verdict <select id="f-verdict"><option value="">any</option><option>PASS</option><option>FAIL</option><option>UNREADABLE</option></select></label>
+<label>scenario <select id="f-scenario"><option value="">any</option>${scenarios.map((x) => `<option value="${esc(x)}">${esc(x)}</option>`).join('')}</select></label>
+<label>search <input id="f-text" type="search" placeholder="id, scenario, reason"></label><span class="muted"><span id="shown">${rows.length}</span> shown</span></div>
+<table id="sessions"><thead><tr><th>session</th><th>verdict</th><th>scenario</th><th>start (UTC)</th><th>duration</th><th>calls</th><th>failures</th><th>why</th></tr></thead><tbody>
+${rows.join('\n')}
+</tbody></table></section>
+</main>
+<script>${SCRIPT}</script>
+</body>
+</html>
+`;
+}
+
+/** Write `index.html` into the sessions dir (atomically) and return its path. */
+export function writeIndexHtml(
+  sessionsDir: string,
+  sessions: CatalogSession[],
+  report: TriageReport,
+): string {
+  const html = renderIndexHtml(sessions, report, {
+    sessionsDir,
+    hasReport: (dirName) => fs.existsSync(path.join(sessionsDir, dirName, 'report.html')),
+  });
+  const file = path.join(sessionsDir, INDEX_FILE);
+  writeFileAtomic(file, html);
+  return file;
+}
