@@ -76,6 +76,8 @@ interface CommonOptions {
   hostFiles?: boolean;
   maxHostFileBytes?: string;
   maxRecordBytes: string;
+  otlp?: string;
+  otlpHeader?: Record<string, string>;
 }
 
 /** `--host-path-map FROM=TO` (repeatable): FROM as the MCEC host writes it, TO where it is readable here. */
@@ -104,7 +106,18 @@ function addCommonOptions(command: Command): Command {
       '--no-host-files',
       'do not copy the evidence files MCEC writes on its host (path-only captures, GIFs)',
     )
-    .option('--max-host-file-bytes <size>', 'largest host file copied (a size: 67108864, 64MiB)', '64MiB');
+    .option('--max-host-file-bytes <size>', 'largest host file copied (a size: 67108864, 64MiB)', '64MiB')
+    .option(
+      '--otlp <url>',
+      'send spans live to an OpenTelemetry collector, e.g. http://collector:4318/v1/traces (also: OTEL_TRACES_EXPORTER=otlp)',
+    )
+    .option('--otlp-header <name=value>', 'an HTTP header for the collector (repeatable)', collectHeader);
+}
+
+function collectHeader(value: string, previous: Record<string, string> = {}): Record<string, string> {
+  const at = value.indexOf('=');
+  if (at <= 0) throw new UsageError(`--otlp-header must be NAME=VALUE, got ${JSON.stringify(value)}`);
+  return { ...previous, [value.slice(0, at).trim()]: value.slice(at + 1).trim() };
 }
 
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
@@ -117,6 +130,9 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
     limits: { maxHostFileBytes },
     ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
     ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
+    ...(options.otlp !== undefined
+      ? { otlp: { url: options.otlp, ...(options.otlpHeader ? { headers: options.otlpHeader } : {}) } }
+      : {}),
     stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
   });
 }

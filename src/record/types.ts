@@ -58,6 +58,19 @@ export interface RecorderOptions {
    * in each session's environment, where the report reads it.
    */
   observationTools?: string[];
+  /**
+   * Send spans live to an OpenTelemetry collector over OTLP/HTTP: `{ url, headers }`, or `true`/`{}` for the
+   * `OTEL_EXPORTER_OTLP_*` variables; without it, on when `OTEL_TRACES_EXPORTER` lists `otlp`. Never on the
+   * agent's call; what could not be delivered is counted in the session (src/export/README.md).
+   */
+  otlp?:
+    | boolean
+    | {
+        url?: string;
+        headers?: Record<string, string>;
+        includeArguments?: boolean;
+        shutdownTimeoutMs?: number;
+      };
   /** Transport recorded for `wrap` calls and for exchanges without one in their meta (default 'wrap'). */
   transport?: Transport;
   /** Where the one-time failure notices go (default process.stderr). */
