@@ -1,0 +1,74 @@
+/**
+ * The recorder's side of the live OpenTelemetry export. The export reads committed logs (src/export/live.ts);
+ * it is imported only when turned on, so a recorder without it never loads the OpenTelemetry SDK. Work is
+ * chained in commit order and runs after a commit pass, never inside an agent's call; nothing here throws.
+ */
+
+import type { LiveExportOptions, LiveTraceExport } from '../export/live.js';
+import { liveExportOptions, type OtlpOption } from '../export/live-options.js';
+import type { ExportCounts } from '../export/otlp-sink.js';
+
+/** What the hook needs of a session. */
+export interface ExportedSession {
+  id: string;
+  dir: string;
+  status: 'open' | 'ended' | 'aborted';
+}
+
+/** The detail of an `otlp-export` event: the export's counts for one session. */
+export type OtlpExportDetail = ExportCounts & { url: string };
+
+/** Live export for a recorder, or null when it is off (see liveExportOptions). */
+export function openLiveExport(option: OtlpOption): LiveExportHook | null {
+  const options = liveExportOptions(option);
+  return options ? new LiveExportHook(options) : null;
+}
+
+/** Feeds committed sessions to the export and reports its counts per session. */
+export class LiveExportHook {
+  private chain: Promise<LiveTraceExport | null>;
+  private exporter: LiveTraceExport | null = null;
+  private readonly endedDirs = new Set<string>();
+  private readonly written = new Map<string, string>();
+
+  constructor(options: LiveExportOptions) {
+    this.chain = import('../export/live.js')
+      .then((m) => {
+        this.exporter = new m.LiveTraceExport(options);
+        return this.exporter;
+      })
+      .catch(() => null);
+  }
+
+  /** The session's rows are committed: send its newly settled calls (and its root once it has ended). */
+  committed(s: ExportedSession): void {
+    const { dir } = s;
+    const ended = s.status !== 'open';
+    if (ended && this.endedDirs.has(dir)) return;
+    if (ended) this.endedDirs.add(dir);
+    this.chain = this.chain.then((e) => {
+      if (ended) e?.ended(dir);
+      else e?.committed(dir);
+      return e;
+    });
+  }
+
+  /** The session's counts when they changed since last asked (for its `otlp-export` event), else null. */
+  changedCounts(sessionId: string): OtlpExportDetail | null {
+    const e = this.exporter;
+    if (!e) return null;
+    const counts = e.counts(sessionId);
+    if (counts.spans === 0) return null;
+    const detail = { url: e.url, ...counts };
+    const json = JSON.stringify(detail);
+    if (this.written.get(sessionId) === json) return null;
+    this.written.set(sessionId, json);
+    return detail;
+  }
+
+  /** Wait for the chained work, then flush the export (bounded by its shutdownTimeoutMs). */
+  async shutdown(): Promise<void> {
+    const e = await this.chain;
+    await e?.shutdown();
+  }
+}
