@@ -27,6 +27,7 @@ interface DemoCliOptions {
   listen: string;
   quiet?: boolean;
   json?: boolean;
+  otlp?: string;
 }
 
 const HELP_AFTER = `
@@ -183,7 +184,7 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
   const sessionsDir = path.resolve(opts.sessions ?? defaultSessionsDir());
   let result: DemoResult;
   try {
-    result = await runDemo({ sessionsDir });
+    result = await runDemo({ sessionsDir, ...(opts.otlp ? { otlp: { url: opts.otlp } } : {}) });
   } catch (err) {
     process.stderr.write(`demo: the demo broke: ${(err as Error).message}\n`);
     return EXIT_BROKEN;
@@ -252,6 +253,10 @@ function buildProgram(onExit: (code: number) => void): Command {
     )
     .option('--serve', 'the same as --keep-running')
     .option('--listen <host:port>', 'where --keep-running serves POST /mcp', DEFAULT_LISTEN)
+    .option(
+      '--otlp <url>',
+      'also send the session live to an OpenTelemetry collector (OTLP/HTTP traces endpoint)',
+    )
     .option('-q, --quiet', 'print only the paths: session dir, failure-summary.md, zip, report.html')
     .option(
       '--json',

@@ -11,7 +11,7 @@ import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRecorder } from '../record/recorder.js';
-import type { SessionCounts } from '../record/types.js';
+import type { RecorderOptions, SessionCounts } from '../record/types.js';
 import type { Verdict } from '../report/types.js';
 import { createSimulator, type Simulator } from '../sim/index.js';
 import { runScriptedAgent, type ScriptedRun } from './scripted-agent.js';
@@ -27,6 +27,8 @@ export interface DemoOptions {
   simulator?: Simulator;
   /** Where the recorder's one-time failure notices go (default process.stderr). */
   stderr?: (line: string) => void;
+  /** Send the session live to an OpenTelemetry collector (the recorder's `otlp` option). */
+  otlp?: RecorderOptions['otlp'];
 }
 
 /** What the demo produced. */
@@ -69,6 +71,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       sessionsDir,
       scenario: DEMO_SCENARIO,
       ...(options.stderr ? { stderr: options.stderr } : {}),
+      ...(options.otlp !== undefined ? { otlp: options.otlp } : {}),
     });
     let run: ScriptedRun;
     let sessionDir: string;

@@ -81,8 +81,8 @@ export class LiveTraceExport {
     await Promise.race([
       this.sink.shutdown(),
       new Promise<void>((resolve) => {
+        // Not unref'd: the SDK's own timers are, and a process at its end must live until the spans are out.
         timer = setTimeout(resolve, limit);
-        timer.unref();
       }),
     ]);
     if (timer) clearTimeout(timer);

@@ -115,8 +115,11 @@ export class CallRecording {
   /** A completed call, then the note of what its client saw meanwhile (if anything). */
   complete(call: RecordedCall): Promise<void> | undefined {
     const done = this.completeCall(call);
-    if (!call.clientSaw) return done;
-    const note = () => this.noteClientSaw(call);
+    if (!call.clientSaw && !call.traceparent) return done;
+    const note = () => {
+      this.noteTraceParent(call);
+      this.noteClientSaw(call);
+    };
     if (done) return done.then(note);
     note();
     return undefined;
@@ -409,6 +412,15 @@ export class CallRecording {
   }
 
   /** A `late-answer` event on the call: its client had got a proxy timeout, or had gone, before the answer. */
+  /** The agent's trace context, so an exported span is a child of the agent's span (src/export). */
+  private noteTraceParent(call: RecordedCall): void {
+    const s = call.session;
+    const traceparent = call.traceparent;
+    if (this.deps.closed() || !s || !traceparent) return;
+    call.traceparent = undefined; // a late answer completes the call again: one event is enough
+    s.addEvent('trace-parent', { traceparent }, call.seq);
+  }
+
   private noteClientSaw(call: RecordedCall): void {
     const s = call.session;
     const saw = call.clientSaw;

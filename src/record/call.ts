@@ -61,6 +61,8 @@ export interface RecordedCall {
   oversize?: OversizeAnswer;
   /** What the client saw before the answer came (a proxy timeout, a disconnect): a `late-answer` event. */
   clientSaw?: ClientSaw;
+  /** The W3C `traceparent` the request carried in `params._meta` (a `trace-parent` event, written once). */
+  traceparent?: string;
   /** Set while the caller waits for the value to hand back (failures: it may get a last observation). */
   handBack?: (value: unknown) => void;
   /** Rough bytes this call holds in the queue (its output), for back-pressure. */

@@ -26,6 +26,7 @@ import { type Clock, systemClock } from './clock.js';
 import { type ExchangeSink, NOOP_EXCHANGE, otherExchange, toolCallExchange } from './exchange.js';
 import { FailureLedger } from './failure-ledger.js';
 import type { Job } from './jobs.js';
+import { type LiveExportHook, openLiveExport } from './live-export.js';
 import {
   type OutputShape,
   quickOutcome,
@@ -38,6 +39,7 @@ import { routingArgument } from './routing.js';
 import { serverInfoFrom } from './server-info.js';
 import { SessionRegistry } from './session-registry.js';
 import { inStage, stageOf } from './stages.js';
+import { isoTime } from './time.js';
 import type {
   Dispatch,
   ExchangeMeta,
@@ -62,6 +64,9 @@ export const UNREADABLE_RESULT = '[result not recorded: reading it threw]';
 
 /** failureValueNow's answer when the value depends on work still queued. */
 const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
+/** A W3C trace context header of version 00, as MCP clients put it in `params._meta.traceparent`. */
+const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 /** How long a failing log waits before the next commit attempt. */
 const COMMIT_RETRY_MS = 100;
 /** The stored last good observation is clipped to this (the agent still gets it whole). */
@@ -83,6 +88,8 @@ class RecorderImpl implements Recorder {
   private readonly registry: SessionRegistry;
   private readonly calls: CallRecording;
   private readonly queue: RecordQueue<Job>;
+  /** The live OpenTelemetry export, when on: fed after each commit, off the agent's calls. */
+  private readonly liveExport: LiveExportHook | null;
   /** Where a proxy's exchanges settle: the queue and the event API. */
   private readonly exchangeSink: ExchangeSink = {
     push: (job, size) => this.push(job, size),
@@ -138,6 +145,7 @@ class RecorderImpl implements Recorder {
       fillLastObservation: this.fillLastObservation,
       observationTools: this.observationTools,
     });
+    this.liveExport = openLiveExport(options.otlp);
     this.queue = new RecordQueue<Job>(
       {
         process: (job) => this.processJob(job),
@@ -429,9 +437,22 @@ class RecorderImpl implements Recorder {
       }
       const truncation = s.takeTruncation();
       if (truncation) log.setLatestEvent(truncation);
+      const exported = this.liveExport?.changedCounts(s.id);
+      if (exported) {
+        log.setLatestEvent({
+          at: isoTime(new Date()),
+          kind: 'otlp-export',
+          callSeq: null,
+          detail: JSON.stringify(exported),
+        });
+      }
       const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
-      if (!this.ledger.commitOutcome(s, outcome)) retry = true;
-      else if (outcome.held) again = true;
+      if (!this.ledger.commitOutcome(s, outcome)) {
+        retry = true;
+        continue;
+      }
+      this.liveExport?.committed(s);
+      if (outcome.held) again = true;
       else {
         dirty.delete(s);
         if (s.status !== 'open') catalogSessionEnded(this.sessionsDir, s.dir, s.counts);
@@ -453,6 +474,8 @@ class RecorderImpl implements Recorder {
     const args = isRecord(params.arguments) ? params.arguments : {};
     const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
     const call = this.startCall(tool, args, rpcId, 'tools/call', meta.transport ?? this.transport, startedAt);
+    const traceparent = isRecord(params._meta) ? params._meta.traceparent : undefined;
+    if (typeof traceparent === 'string' && TRACEPARENT.test(traceparent)) call.traceparent = traceparent;
     return toolCallExchange(this.exchangeSink, call, startedAt);
   }
 
@@ -519,6 +542,12 @@ class RecorderImpl implements Recorder {
     await this.flush();
     this.registry.endAll(new Date());
     this.queue.commitNow(true);
+    if (this.liveExport) {
+      // Bounded (shutdownTimeoutMs): then each exported session's final counts go in its log.
+      await this.liveExport.shutdown();
+      for (const s of this.registry.all()) if (s.log) this.registry.dirty.add(s);
+      this.queue.commitNow(true);
+    }
     this.closed = true;
     this.queue.close();
     this.registry.closeAll();

@@ -4,6 +4,26 @@ import type { CallCounts } from '../store/schema.js';
 /** An agent's tool dispatch: what `wrap` takes and gives back. */
 export type Dispatch = (tool: string, args: Record<string, unknown>) => Promise<unknown>;
 
+/** Where and how the live OpenTelemetry export sends (src/export/README.md); every field is optional. */
+export interface OtlpExportOptions {
+  /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
+  url?: string;
+  /** Extra HTTP headers (an API key). */
+  headers?: Record<string, string>;
+  /** Put each call's (redacted) arguments on its span (default false). */
+  includeArguments?: boolean;
+  /** Spans held while the collector is slow or away (default 2048); past it they are dropped and counted. */
+  maxQueueSize?: number;
+  /** How long a batch waits before it is sent (default 1000 ms). */
+  scheduledDelayMillis?: number;
+  /** One export's limit, retries included (default 10 s). */
+  exportTimeoutMillis?: number;
+  /** Longest wait in `close()` for queued spans (default 5 s); the rest counts as dropped. */
+  shutdownTimeoutMs?: number;
+  /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
+  serviceName?: string;
+}
+
 /** How a call reached the recorder. */
 export type Transport = 'wrap' | 'http' | 'stdio';
 
@@ -63,14 +83,7 @@ export interface RecorderOptions {
    * `OTEL_EXPORTER_OTLP_*` variables; without it, on when `OTEL_TRACES_EXPORTER` lists `otlp`. Never on the
    * agent's call; what could not be delivered is counted in the session (src/export/README.md).
    */
-  otlp?:
-    | boolean
-    | {
-        url?: string;
-        headers?: Record<string, string>;
-        includeArguments?: boolean;
-        shutdownTimeoutMs?: number;
-      };
+  otlp?: boolean | OtlpExportOptions;
   /** Transport recorded for `wrap` calls and for exchanges without one in their meta (default 'wrap'). */
   transport?: Transport;
   /** Where the one-time failure notices go (default process.stderr). */
