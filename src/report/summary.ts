@@ -425,6 +425,27 @@ function stepsPart(
   };
 }
 
+/** The export's counts: spans still queued when the writer stopped were never delivered. */
+function otlpExportOf(
+  rows: EventRow[],
+  sums: Record<string, unknown>,
+): NonNullable<SessionSummary['events']['otlpExport']> {
+  let url = '';
+  let lastError: string | null = null;
+  for (const row of rows) {
+    try {
+      const d = JSON.parse(row.detail ?? '{}') as { url?: unknown; lastError?: unknown };
+      if (typeof d.url === 'string') url = d.url;
+      if (typeof d.lastError === 'string') lastError = d.lastError;
+    } catch {
+      // a malformed row adds nothing
+    }
+  }
+  const spans = finiteOr0(sums.spans);
+  const exported = finiteOr0(sums.exported);
+  return { url, spans, exported, dropped: Math.max(0, spans - exported), lastError };
+}
+
 /** Who wrote the log, and what the recorder had to leave out (payloads, images) or saw (emergency stop). */
 function recordingPart(
   reader: SessionReader,
@@ -435,6 +456,8 @@ function recordingPart(
   const artifactLimitRows = reader.latestEventPerWriter('artifact-limit');
   const truncationDetail = sumDetails(truncationRows, ['omittedCalls', 'omittedBytes']);
   const artifactLimitDetail = sumDetails(artifactLimitRows, ['omittedImages', 'omittedBytes']);
+  const otlpRows = reader.latestEventPerWriter('otlp-export');
+  const otlpDetail = sumDetails(otlpRows, ['spans', 'exported', 'dropped', 'queued']);
   const writers = reader.writers().map((w) => ({ pid: w.pid, host: w.host, calls: w.calls }));
   const together = reader.eventCount('concurrent-writer') > 0;
   return {
@@ -459,6 +482,7 @@ function recordingPart(
             omittedBytes: finiteOr0(artifactLimitDetail.omittedBytes),
           }
         : null,
+      otlpExport: otlpRows[0] ? otlpExportOf(otlpRows, otlpDetail) : null,
     },
   };
 }

@@ -180,6 +180,14 @@ export interface SessionSummary {
     emergencyStop: boolean;
     truncation: { omittedCalls: number; omittedBytes: number } | null;
     artifactLimit: { omittedImages: number; omittedBytes: number } | null;
+    /** The live OpenTelemetry export's counts (all writers added up), null when it was off. */
+    otlpExport: {
+      url: string;
+      spans: number;
+      exported: number;
+      dropped: number;
+      lastError: string | null;
+    } | null;
   };
 }
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
+import { failureSummaryText } from '../../src/bundle/sessions.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
@@ -148,5 +149,11 @@ describe('createRecorder({ otlp })', () => {
     expect(e?.data).toMatchObject({ spans: 6, exported: 0, dropped: 6, queued: 0 });
     expect(typeof e?.data.lastError).toBe('string');
     expectEventsValid(dir);
+    // The failure summary says so in its Recording section.
+    expect(await failureSummaryText(dir)).toMatch(
+      new RegExp(
+        `- OpenTelemetry export to ${url.replace(/[.]/g, '\\.')}: 0 of 6 spans delivered, 6 not \\(`,
+      ),
+    );
   }, 60_000);
 });
