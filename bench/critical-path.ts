@@ -8,8 +8,11 @@
  * is off the critical path by design and is measured by the throughput figure instead.
  */
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { createRecorder } from '../src/record/index.js';
+import type { RecorderOptions } from '../src/record/types.js';
 import { type CallToolResult, smallResults } from './lib/fixtures.js';
 import { alternate, fmtMs, gc, mean, median, nowMs, percentile, round, turn } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
@@ -45,6 +48,7 @@ async function measure(
   calls: number,
   tmp: string,
   label: string,
+  extra: Partial<RecorderOptions> = {},
 ): Promise<{ bare: ArmStats; naive: ArmStats; recorded: ArmStats; recorderCounts: unknown }> {
   const args = { window: 'Untitled - Notepad', by: 'automationid', value: '15' };
   const bare: Call = async () => result;
@@ -57,7 +61,11 @@ async function measure(
     );
     return output;
   };
-  const recorder = createRecorder({ sessionsDir: path.join(tmp, `sessions-${label}`), stderr: () => {} });
+  const recorder = createRecorder({
+    sessionsDir: path.join(tmp, `sessions-${label}`),
+    stderr: () => {},
+    ...extra,
+  });
   const recorded = recorder.wrap(bare);
 
   // Warm up every arm (JIT, the first touch of fresh memory, the log's first open).
@@ -165,6 +173,28 @@ export const figure: Figure = {
         true,
       ),
     ];
+    // Live OpenTelemetry export on, to a collector on this machine that accepts everything.
+    const collector = await startCollector();
+    try {
+      ctx.log(`find ok with live OTLP export: ${rounds} rounds x ${calls} calls per arm`);
+      const exported = await measure(find, rounds, calls, ctx.tmp, 'otlp', {
+        otlp: { url: collector.url, maxQueueSize: 1_000_000 },
+      });
+      rows.push(
+        row(
+          'successful find with live OTLP export on (median call)',
+          'p50',
+          exported,
+          [
+            'createRecorder({ otlp }) sending to a local OTLP/HTTP endpoint: spans are planned from the committed log',
+            `after each commit, off the critical path (${collector.requests()} export requests served).`,
+          ],
+          true,
+        ),
+      );
+    } finally {
+      await collector.close();
+    }
     // A failed call waits for the queue: it may get the session's last good observation attached.
     const failRounds = ctx.quick ? 2 : 4;
     const failCalls = ctx.quick ? 300 : 1500;
@@ -186,3 +216,26 @@ export const figure: Figure = {
     return { rows, notes: [] };
   },
 };
+
+/** An OTLP/HTTP endpoint that reads each request and answers 200: the collector's cost is not ours. */
+async function startCollector(): Promise<{ url: string; requests(): number; close(): Promise<void> }> {
+  let requests = 0;
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      requests += 1;
+      res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1/traces`,
+    requests: () => requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
