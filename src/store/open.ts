@@ -18,25 +18,31 @@ export function openSessionDb(file: string, options: { readonly?: boolean } = {}
     return db;
   }
   const db = new Database(file);
+  // The busy timeout first: a second process opening the same new log must wait for the first, not fail.
+  db.pragma('busy_timeout = 2000');
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 2000');
   migrate(db);
   return db;
 }
 
-/** Bring a log up to the current schema version, one transaction per step. */
+/**
+ * Bring a log up to the current schema version, one transaction per step. Each step reads the version under
+ * the write lock (BEGIN IMMEDIATE): two processes creating the same log at once must not both run a step
+ * (the second would fail on "table already exists" and its calls wait for a retry, or are lost).
+ */
 export function migrate(db: SessionDb): void {
-  let version = db.pragma('user_version', { simple: true }) as number;
-  if (version > SCHEMA_VERSION) {
-    throw new Error(`log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION})`);
-  }
-  while (version < SCHEMA_VERSION) {
-    const step = MIGRATIONS[version]!;
-    db.transaction(() => {
-      db.exec(step);
-      db.pragma(`user_version = ${version + 1}`);
-    })();
-    version += 1;
+  const step = db.transaction((): boolean => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version > SCHEMA_VERSION) {
+      throw new Error(`log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION})`);
+    }
+    if (version === SCHEMA_VERSION) return false;
+    db.exec(MIGRATIONS[version]!);
+    db.pragma(`user_version = ${version + 1}`);
+    return true;
+  });
+  while (step.immediate()) {
+    // one step per transaction, until the log is current
   }
 }
