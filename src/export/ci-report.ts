@@ -170,7 +170,7 @@ export function githubAnnotations(sessions: CiSession[]): string {
     (s) => s.summary && s.summary.status !== 'open' && s.summary.verdict === 'PASS',
   ).length;
   lines.push(
-    `::notice title=mcec-recorder::${ghData(`${sessions.length} sessions: ${passed} PASS, ${failed} FAIL or unreadable`)}`,
+    `::notice title=mcec-recorder::${ghData(`${sessions.length} session${sessions.length === 1 ? '' : 's'}: ${passed} PASS, ${failed} FAIL or unreadable`)}`,
   );
   return `${lines.join('\n')}\n`;
 }
