@@ -17,13 +17,23 @@ export function openSessionDb(file: string, options: { readonly?: boolean } = {}
     }
     return db;
   }
-  const db = new Database(file);
-  // The busy timeout first: a second process opening the same new log must wait for the first, not fail.
-  db.pragma('busy_timeout = 2000');
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  migrate(db);
-  return db;
+  // SQLite does not call the busy handler for every lock a new log's setup takes (switching to WAL), so a
+  // process creating the log while another does may see SQLITE_BUSY at once: try again for up to 2 s.
+  const deadline = Date.now() + 2000;
+  for (;;) {
+    const db = new Database(file);
+    try {
+      db.pragma('busy_timeout = 2000');
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      migrate(db);
+      return db;
+    } catch (err) {
+      db.close();
+      if ((err as { code?: unknown }).code !== 'SQLITE_BUSY' || Date.now() > deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 + Math.floor(Math.random() * 20));
+    }
+  }
 }
 
 /**

@@ -26,7 +26,7 @@ describe('openSessionDb from several processes at once', () => {
     const child = path.join(root, 'child.mjs');
     fs.writeFileSync(child, CHILD);
     const results: string[] = [];
-    for (let round = 0; round < 8; round += 1) {
+    for (let round = 0; round < 12; round += 1) {
       const file = path.join(root, `round-${round}.sqlite`);
       const at = Date.now() + 700;
       const runs = await Promise.all(
