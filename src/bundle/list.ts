@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { refreshCatalog } from '../report/catalog.js';
 import type { Verdict } from '../report/types.js';
-import type { CatalogSession, ListRow } from '../store/catalog.js';
+import type { CatalogSession } from '../store/catalog.js';
 
 /** One line of `mcec-bundle list` (`schema/session-listing.schema.json`): a catalog row. */
 export interface SessionListing {
@@ -89,9 +89,12 @@ export async function listSessionSummaries(
   return out;
 }
 
+/** The `list` table's column headers. */
+const LIST_HEADER = ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'] as const;
+
 /**
  * The `list` table as text (ID, START, DURATION, CALLS, FAILURES, VERDICT), or '' when there is no session.
- * Built from the catalog's row arrays in two passes (widths, then lines): the fast path of `list`.
+ * SQLite renders it into one string (Catalog.listTable): the fast path of `list`.
  */
 export async function sessionTable(
   sessionsDir: string,
@@ -99,40 +102,9 @@ export async function sessionTable(
 ): Promise<string> {
   const { catalog, warning } = await refreshCatalog(sessionsDir);
   if (warning) options.onWarning?.(warning);
-  let rows: ListRow[];
   try {
-    rows = catalog.listRows({ failedOnly: options.failedOnly });
+    return catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
   } finally {
     catalog.close();
   }
-  if (rows.length === 0) return '';
-  // Two passes over the row arrays (widths, then lines) and no per-row objects: this is list's hot path.
-  const verdictOf = (r: ListRow) =>
-    r[8] !== null
-      ? 'UNREADABLE'
-      : `${r[6]}${r[7] === 'open' ? ' (running)' : r[7] === 'aborted' ? ' (aborted)' : ''}`;
-  const startOf = (r: ListRow) =>
-    r[2] && r[8] === null ? `${r[2].slice(0, 10)} ${r[2].slice(11, 19)}Z` : r[1].slice(0, 15);
-  const w = [2, 11, 8, 5, 8];
-  for (const r of rows) {
-    if (r[0].length > w[0]!) w[0] = r[0].length;
-    if (startOf(r).length > w[1]!) w[1] = startOf(r).length;
-    if (r[3].length > w[2]!) w[2] = r[3].length;
-    if (String(r[4]).length > w[3]!) w[3] = String(r[4]).length;
-    if (String(r[5]).length > w[4]!) w[4] = String(r[5]).length;
-  }
-  const line = (
-    id: string,
-    start: string,
-    duration: string,
-    calls: string,
-    failures: string,
-    verdict: string,
-  ) =>
-    `${id.padEnd(w[0]!)}  ${start.padEnd(w[1]!)}  ${duration.padEnd(w[2]!)}  ${calls.padEnd(w[3]!)}  ${failures.padEnd(w[4]!)}  ${verdict}`;
-  let out = line('ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT');
-  for (const r of rows) {
-    out += `\n${line(r[0], startOf(r), r[3] || '-', String(r[4]), String(r[5]), verdictOf(r))}`;
-  }
-  return out;
 }

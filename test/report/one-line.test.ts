@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { clip, looksLikeImageBytes, oneLine } from '../../src/report/text.js';
+import {
+  clip,
+  escapeFormatChars,
+  isUnsafeFormatChar,
+  looksLikeImageBytes,
+  oneLine,
+} from '../../src/report/text.js';
 
 /** oneLine as first written (character by character), kept as the reference for the faster one. */
 function referenceOneLine(value: unknown, max = 120): string {
@@ -67,5 +73,22 @@ describe('oneLine', () => {
     expect(oneLine('a \n b', 200)).toBe('a b');
     expect(oneLine(42)).toBe('42');
     expect(oneLine(null)).toBe('');
+  });
+});
+
+describe('escapeFormatChars', () => {
+  it('escapes exactly the isUnsafeFormatChar characters, alone and inside clean text', () => {
+    for (let c = 0; c <= 0xffff; c++) {
+      const ch = String.fromCharCode(c);
+      const want = isUnsafeFormatChar(c) ? `\\u${c.toString(16).padStart(4, '0')}` : ch;
+      expect(escapeFormatChars(ch), `U+${c.toString(16)}`).toBe(want);
+      if (c % 97 === 0) expect(escapeFormatChars(`ab${ch}cd`)).toBe(`ab${want}cd`);
+    }
+  });
+
+  it('returns clean text itself, untouched', () => {
+    const line = 'f00000000000  2026-11-25 00:00:00Z  405 ms  6  1  PASS\n'.repeat(1000);
+    expect(escapeFormatChars(line)).toBe(line);
+    expect(escapeFormatChars(`${line}\u202e`)).toBe(`${line}\\u202e`);
   });
 });

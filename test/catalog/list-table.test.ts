@@ -1,0 +1,135 @@
+/**
+ * The `list` table as SQLite renders it (Catalog.listTable): every listed session on one line, columns
+ * padded to the widest cell in characters, the running/aborted/unreadable states, and nothing else.
+ */
+import { describe, expect, it } from 'vitest';
+import { Catalog, type CatalogSession } from '../../src/store/catalog.js';
+
+const HEADER = ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'];
+
+function session(over: Partial<CatalogSession> & { dir_name: string; session_id: string }): CatalogSession {
+  return {
+    scenario: null,
+    host: null,
+    started_at: '2026-11-25T10:15:00.123Z',
+    ended_at: null,
+    duration_ms: 1200,
+    duration: '1.2 s',
+    last_activity_at: null,
+    status: 'ended',
+    verdict: 'PASS',
+    verdict_reason: null,
+    calls: 3,
+    failures: 0,
+    recovered: 0,
+    pending: 0,
+    warnings: 0,
+    artifacts: 0,
+    fingerprints: '[]',
+    error: null,
+    ...over,
+  };
+}
+
+/** The table as list wrote it in JavaScript before SQLite rendered it: the reference. */
+function referenceTable(rows: CatalogSession[]): string {
+  const shown = rows
+    .filter((r) => r.calls > 0 || r.error !== null)
+    .sort((a, b) => (a.dir_name < b.dir_name ? -1 : 1))
+    .map((r) => [
+      r.session_id,
+      r.started_at && r.error === null
+        ? `${r.started_at.slice(0, 10)} ${r.started_at.slice(11, 19)}Z`
+        : r.dir_name.slice(0, 15),
+      r.duration || '-',
+      String(r.calls),
+      String(r.failures),
+      r.error !== null
+        ? 'UNREADABLE'
+        : `${r.verdict ?? '-'}${r.status === 'open' ? ' (running)' : r.status === 'aborted' ? ' (aborted)' : ''}`,
+    ]);
+  if (shown.length === 0) return '';
+  const all = [HEADER, ...shown];
+  const widths = HEADER.slice(0, 5).map((_, i) => Math.max(...all.map((cells) => [...cells[i]!].length)));
+  return all
+    .map((cells) => cells.map((c, i) => (i < 5 ? c + ' '.repeat(widths[i]! - [...c].length) : c)).join('  '))
+    .join('\n');
+}
+
+function catalogOf(rows: CatalogSession[]): Catalog {
+  const catalog = Catalog.memory();
+  catalog.put(
+    rows.map((s) => ({ entry: { session: s, failures: [], tools: [] }, touched: 0, dirMtime: null })),
+  );
+  return catalog;
+}
+
+describe('Catalog.listTable', () => {
+  const rows = [
+    session({ dir_name: '20261125-101500-aaaaaaaaaaaa', session_id: 'aaaaaaaaaaaa' }),
+    session({
+      dir_name: '20261125-101400-long-session-id-from-a-client',
+      session_id: 'long-session-id-from-a-client',
+      status: 'open',
+      verdict: 'FAIL',
+      calls: 12345,
+      failures: 17,
+      duration: '',
+    }),
+    session({
+      dir_name: '20261125-101600-cccccccccccc',
+      session_id: 'cccccccccccc',
+      status: 'aborted',
+      verdict: 'FAIL',
+      duration: '3 h 2 min',
+    }),
+    session({
+      dir_name: '20261125-101700-dddddddddddd',
+      session_id: 'dddddddddddd',
+      error: 'file is not a database',
+      calls: 0,
+      verdict: null,
+    }),
+    session({ dir_name: '20261125-101800-eeeeeeeeeeee', session_id: 'eeeeeeeeeeee', calls: 0 }),
+    session({ dir_name: '20261125-101900-éééééééééééé', session_id: 'éééééééééééé', verdict: null }),
+  ];
+
+  it('renders what the JavaScript table rendered: order, widths in characters, states', () => {
+    const catalog = catalogOf(rows);
+    try {
+      const table = catalog.listTable(HEADER);
+      expect(table).toBe(referenceTable(rows));
+      const lines = table.split('\n');
+      expect(lines).toHaveLength(6); // the header and five sessions: one without a call is not a run
+      expect(lines[1]).toMatch(
+        /^long-session-id-from-a-client {2}2026-11-25 10:15:00Z {2}- +12345 {2}17 +FAIL \(running\)$/,
+      );
+      expect(lines.find((l) => l.startsWith('dddd'))).toMatch(
+        /^dddddddddddd +20261125-101700 .* UNREADABLE$/,
+      );
+      expect(lines.find((l) => l.startsWith('cccc'))).toMatch(/FAIL \(aborted\)$/);
+      expect(lines.at(-1)).toMatch(/^é{12} {19}2026/);
+    } finally {
+      catalog.close();
+    }
+  });
+
+  it('keeps only FAIL sessions when asked, and is empty when none is listed', () => {
+    const catalog = catalogOf(rows);
+    try {
+      const failed = catalog.listTable(HEADER, { failedOnly: true }).split('\n');
+      expect(failed.slice(1).map((l) => l.split(' ')[0])).toEqual([
+        'long-session-id-from-a-client',
+        'cccccccccccc',
+      ]);
+    } finally {
+      catalog.close();
+    }
+    const empty = catalogOf([rows[4]!]);
+    try {
+      expect(empty.listTable(HEADER)).toBe('');
+    } finally {
+      empty.close();
+    }
+  });
+});
