@@ -1,0 +1,114 @@
+/** The arguments mcec-bundle commands share: the sessions dir, a session, paths and value parsers. */
+import fs from 'node:fs';
+import path from 'node:path';
+import { type Command, InvalidArgumentError } from 'commander';
+import { parseByteSize, parseDuration } from '../../util/units.js';
+import { resolveSessionsDir, sessionsDirOrigin, UsageError } from '../common.js';
+
+export interface SessionsOption {
+  sessions?: string;
+}
+
+/** Add `-s, --sessions <dir>` to a command. */
+export function withSessions(cmd: Command): Command {
+  return cmd.option(
+    '-s, --sessions <dir>',
+    'the sessions dir (default: $MCEC_SESSIONS_DIR, else ./sessions)',
+  );
+}
+
+/** The help line of `--templates <dir>`, the same on every command that renders. */
+export const TEMPLATES_HELP = 'templates that override the built-in ones by file name';
+
+/** The sessions dir to read; a missing one is an error (a typo must not read as "no sessions"). */
+export function sessionsDir(opts: SessionsOption): string {
+  const dir = resolveSessionsDir(opts.sessions);
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const from = sessionsDirOrigin(opts.sessions);
+  if (!stat) throw new Error(`the sessions dir ${dir} (${from}) does not exist`);
+  if (!stat.isDirectory()) throw new Error(`the sessions dir ${dir} (${from}) is not a directory`);
+  return dir;
+}
+
+/** `--templates DIR` must name a directory: a typo would silently fall back to the built-in templates. */
+export function templatesDir(dir: string | undefined): string | undefined {
+  if (dir === undefined) return undefined;
+  const abs = path.resolve(dir);
+  if (!fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new UsageError(`--templates ${abs} is not a directory`);
+  }
+  return abs;
+}
+
+/** `-o FILE` must go into an existing directory (or be one): a typo must not create a tree somewhere. */
+export function outputPath(output: string | undefined): string | undefined {
+  if (output === undefined) return undefined;
+  const abs = path.resolve(output);
+  if (fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory()) return abs;
+  if (!fs.statSync(path.dirname(abs), { throwIfNoEntry: false })?.isDirectory()) {
+    throw new UsageError(`-o ${abs}: the directory ${path.dirname(abs)} does not exist`);
+  }
+  return abs;
+}
+
+/** Find a session by id, unique prefix or dir name; a hostile id is a usage error, a missing one a failure. */
+export async function locate(
+  idOrPrefix: string,
+  opts: SessionsOption,
+): Promise<{ dir: string; dirName: string }> {
+  const { resolveSession } = await import('../../store/session-reader.js');
+  const found = resolveSession(sessionsDir(opts), idOrPrefix);
+  if (found.ok) return found.session;
+  if (found.reason === 'invalid-id') throw new UsageError(found.message);
+  throw new Error(found.message);
+}
+
+/** Session dirs started within `sinceMs`. */
+export async function sinceDirs(opts: SessionsOption, sinceMs: number): Promise<string[]> {
+  const { selectSessions } = await import('../../export/ci-report.js');
+  return selectSessions(sessionsDir(opts), { sinceMs }).map((l) => l.dir);
+}
+
+/** `--max-bytes` and friends: 25000000, 500KB, 10MB. */
+export function sizeArg(value: string): number {
+  const bytes = parseByteSize(value);
+  if (bytes === null) throw new InvalidArgumentError('expected a size such as 25000000, 500KB or 10MB.');
+  return bytes;
+}
+
+/** `--since`, `--older-than`: 7d, 12h, 30m. */
+export function durationArg(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null) throw new InvalidArgumentError('expected a duration such as 7d, 12h or 30m.');
+  return ms;
+}
+
+/** A duration, or 0 to turn the check off. */
+export function durationOrZeroArg(value: string): number {
+  return /^\s*0+\s*[smhdw]?\s*$/i.test(value) ? 0 : durationArg(value);
+}
+
+/** A share from 0 to 1. */
+export function shareArg(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a number from 0 to 1.');
+  return n;
+}
+
+/** `-H name=value`, repeatable: the headers so far plus this one. */
+export function headerArg(value: string, previous: Record<string, string>): Record<string, string> {
+  const eq = value.indexOf('=');
+  if (eq <= 0) throw new InvalidArgumentError('expected name=value, e.g. authorization=Bearer abc.');
+  return { ...previous, [value.slice(0, eq).trim()]: value.slice(eq + 1).trim() };
+}
+
+/** `--format`: junit or github. */
+export function formatArg(value: string): 'junit' | 'github' {
+  if (value !== 'junit' && value !== 'github') throw new InvalidArgumentError('expected junit or github.');
+  return value;
+}

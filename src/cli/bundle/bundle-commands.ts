@@ -1,0 +1,135 @@
+/** `mcec-bundle [bundle] <id>` writes a session's bug bundle; `verify <zip>` checks one. */
+import type { Command } from 'commander';
+import { UsageError } from '../common.js';
+import {
+  locate,
+  outputPath,
+  type SessionsOption,
+  sizeArg,
+  TEMPLATES_HELP,
+  templatesDir,
+  withSessions,
+} from './args.js';
+import { EXIT_FAILED, print, printErr, progressReporter, warn } from './io.js';
+
+interface BundleCliOptions extends SessionsOption {
+  output?: string;
+  json?: boolean;
+  images: boolean;
+  db: boolean;
+  maxBytes?: number;
+  templates?: string;
+}
+
+interface VerifyCliOptions {
+  maxEntryBytes?: number;
+  maxTotalBytes?: number;
+  maxJsonBytes?: number;
+  templates?: string;
+}
+
+/** `bundle <sessionId>`, the default command. */
+export function addBundleCommand(program: Command): void {
+  withSessions(
+    program
+      .command('bundle <sessionId>', { isDefault: true })
+      .description(
+        'write the bug bundle (a zip) of a session and print its path (the default command); its report.html is also written into the session dir (path on stderr)',
+      )
+      .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
+      .option(
+        '--json',
+        'print {"bundle", "bytes", "files", "verdict", "dropped", "limitMet", "reportHtml"} as JSON',
+      )
+      .option('--no-images', 'leave the images out')
+      .option('--no-db', 'leave session.sqlite out')
+      .option(
+        '--max-bytes <size>',
+        'drop the oldest images until the zip fits (10MB, 500KB; K/M/G = 1024-based)',
+        sizeArg,
+      )
+      .option('--templates <dir>', TEMPLATES_HELP),
+  )
+    .addHelpText(
+      'after',
+      `
+Examples:
+  mcec-bundle 5f19c9
+  mcec-bundle bundle 5f19c9c01a3f --no-db -o bug.zip
+  mcec-bundle 5f19c9 --max-bytes 25MB --json`,
+    )
+    .action((id: string, opts: BundleCliOptions) => bundle(id, opts));
+}
+
+async function bundle(id: string, opts: BundleCliOptions): Promise<void> {
+  const session = await locate(id, opts);
+  const { buildBundle } = await import('../../bundle/build.js');
+  const progress = progressReporter();
+  let result: Awaited<ReturnType<typeof buildBundle>>;
+  try {
+    result = await buildBundle(session.dir, {
+      output: outputPath(opts.output),
+      images: opts.images,
+      db: opts.db,
+      maxBytes: opts.maxBytes,
+      templatesDir: templatesDir(opts.templates),
+      reportHtmlInSessionDir: true,
+      onProgress: progress.onProgress,
+    });
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ERR_OUTPUT_IN_SESSION')
+      throw new UsageError((err as Error).message);
+    throw err;
+  } finally {
+    progress.stop();
+  }
+  for (const w of result.warnings) warn(w);
+  // The zip is written either way (it is still the evidence), but a cap that was not met is a failed job.
+  if (result.limitMet === false) process.exitCode = EXIT_FAILED;
+  if (opts.json) {
+    const { bundle, bytes, files, verdict, dropped, limitMet, reportHtml } = result;
+    print(JSON.stringify({ bundle, bytes, files, verdict, dropped, limitMet, reportHtml }));
+    return;
+  }
+  // stdout stays the zip's path alone (scripts take it with $(...)); the page's path is for the person.
+  if (result.reportHtml) printErr(`report.html (open it in a browser): ${result.reportHtml}`);
+  print(result.bundle);
+}
+
+/** `verify <zip>`. */
+export function addVerifyCommand(program: Command): void {
+  program
+    .command('verify <zip>')
+    .description('check a bundle: manifest hashes, layout, no image bytes in text, no unsafe entries')
+    .option(
+      '--max-entry-bytes <size>',
+      'refuse an entry larger than this once inflated (default 1G)',
+      sizeArg,
+    )
+    .option('--max-total-bytes <size>', 'refuse a zip larger than this once inflated (default 2G)', sizeArg)
+    .option(
+      '--max-json-bytes <size>',
+      'largest .json/.jsonl file checked (default 16M; larger ones fail)',
+      sizeArg,
+    )
+    .option('--templates <dir>', "the templates the bundle was built with (report.html's own scripts)")
+    .addHelpText('after', '\nExample:\n  mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip')
+    .action((zip: string, opts: VerifyCliOptions) => verify(zip, opts));
+}
+
+async function verify(zip: string, opts: VerifyCliOptions): Promise<void> {
+  const { verifyBundle } = await import('../../bundle/verify.js');
+  const res = await verifyBundle(zip, {
+    maxEntryBytes: opts.maxEntryBytes,
+    maxTotalBytes: opts.maxTotalBytes,
+    maxJsonBytes: opts.maxJsonBytes,
+    templatesDir: opts.templates,
+  });
+  if (res.ok) {
+    print(`ok: ${zip} (${res.entries} entries)`);
+    return;
+  }
+  printErr(`${zip}: ${res.problems.length} problem(s):`);
+  for (const p of res.problems) printErr(`  - ${p}`);
+  process.exitCode = EXIT_FAILED;
+}

@@ -1,0 +1,134 @@
+/** Commands that send sessions elsewhere: `export` (OTLP traces) and `junit` (CI test reports). */
+import type { Command } from 'commander';
+import { UsageError } from '../common.js';
+import {
+  durationArg,
+  formatArg,
+  headerArg,
+  locate,
+  outputPath,
+  type SessionsOption,
+  sessionsDir,
+  sinceDirs,
+  TEMPLATES_HELP,
+  templatesDir,
+  withSessions,
+} from './args.js';
+import { EXIT_FAILED, plural, print, printErr } from './io.js';
+
+interface ExportCliOptions extends SessionsOption {
+  since?: number;
+  otlp?: string;
+  header: Record<string, string>;
+  includeArguments?: boolean;
+  json?: boolean;
+}
+
+/** `export [sessionId] [--since]`: a trace per session to an OTLP collector. */
+export function addExportCommand(program: Command): void {
+  withSessions(
+    program
+      .command('export [sessionId]')
+      .description(
+        'send recorded sessions to an OpenTelemetry collector (OTLP/HTTP protobuf): a trace per session, a span per call',
+      )
+      .option(
+        '--since <duration>',
+        'every session started within this long (e.g. 7d), instead of one',
+        durationArg,
+      )
+      .option(
+        '--otlp <url>',
+        'the traces endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else http://localhost:4318/v1/traces)',
+      )
+      .option('-H, --header <name=value>', 'an HTTP header for the collector (repeatable)', headerArg, {})
+      .option('--include-arguments', "put each call's (redacted) arguments on its span")
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      `
+Trace and span ids come from the session id and the call numbers, so sending a session twice sends the same
+spans (a backend keeps one copy). Images are never sent: a span names its images by sha256 and path.
+Exit code 1 when a span could not be delivered.
+
+Examples:
+  mcec-bundle export 5f19c9 --otlp http://collector:4318/v1/traces
+  mcec-bundle export --since 7d -H "authorization=Bearer $TOKEN"`,
+    )
+    .action((id: string | undefined, opts: ExportCliOptions) => exportTraces(id, opts));
+}
+
+async function exportTraces(id: string | undefined, opts: ExportCliOptions): Promise<void> {
+  if ((id === undefined) === (opts.since === undefined)) {
+    throw new UsageError('name one session, or give --since for every session started within a duration');
+  }
+  const dirs = id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
+  const { exportSessions } = await import('../../export/backfill.js');
+  const res = await exportSessions(dirs, {
+    url: opts.otlp,
+    headers: opts.header,
+    includeArguments: opts.includeArguments,
+  });
+  if (opts.json) print(JSON.stringify(res));
+  else {
+    print(`sent ${res.exported} of ${res.spans} spans from ${plural(res.sessions, 'session')} to ${res.url}`);
+    for (const u of res.unreadable) printErr(`mcec-bundle: ${u.dir}: ${u.error}`);
+    if (res.dropped > 0)
+      printErr(`mcec-bundle: ${res.dropped} spans not delivered: ${res.lastError ?? 'export failed'}`);
+  }
+  if (res.dropped > 0 || res.unreadable.length > 0) process.exitCode = EXIT_FAILED;
+}
+
+interface JunitCliOptions extends SessionsOption {
+  since?: number;
+  scenario?: string;
+  format: 'junit' | 'github';
+  output?: string;
+  templates?: string;
+}
+
+/** `junit`: a testcase per session, or GitHub workflow annotations. */
+export function addJunitCommand(program: Command): void {
+  withSessions(
+    program
+      .command('junit')
+      .description(
+        'a JUnit XML report of recorded sessions (a testcase per session, FAIL a failure), or GitHub annotations',
+      )
+      .option('--since <duration>', 'only sessions started within this long (e.g. 24h)', durationArg)
+      .option('--scenario <name>', 'only sessions of this scenario')
+      .option('--format <format>', 'junit (XML) or github (workflow annotations)', formatArg, 'junit')
+      .option('-o, --output <file>', 'write to a file instead of stdout')
+      .option('--templates <dir>', TEMPLATES_HELP),
+  )
+    .addHelpText(
+      'after',
+      `
+Exit code 0 even when sessions failed: the report says so, and the CI's test reporter fails the job.
+
+Examples:
+  mcec-bundle junit --since 24h -o results.xml
+  mcec-bundle junit --since 24h --format github      (in a GitHub Actions step)`,
+    )
+    .action((opts: JunitCliOptions) => junit(opts));
+}
+
+async function junit(opts: JunitCliOptions): Promise<void> {
+  const output = outputPath(opts.output);
+  const { selectSessions, junitXml, githubAnnotations, scenarioOf } = await import(
+    '../../export/ci-report.js'
+  );
+  const { readCiSessions } = await import('../../export/ci-sessions.js');
+  const locations = selectSessions(sessionsDir(opts), { sinceMs: opts.since });
+  let sessions = await readCiSessions(locations, { templatesDir: templatesDir(opts.templates) });
+  if (opts.scenario !== undefined) sessions = sessions.filter((s) => scenarioOf(s) === opts.scenario);
+  const os = await import('node:os');
+  const text =
+    opts.format === 'github' ? githubAnnotations(sessions) : junitXml(sessions, { hostname: os.hostname() });
+  if (output) {
+    const { writeFileAtomic } = await import('../../report/write-atomic.js');
+    writeFileAtomic(output, text);
+    printErr(`wrote ${output} (${plural(sessions.length, 'session')})`);
+  } else process.stdout.write(text);
+}

@@ -1,0 +1,307 @@
+/** Commands across sessions: `list`, `index`, `triage`, `diff`, `prune`. All read the sessions catalog. */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import type { Catalog } from '../../store/catalog.js';
+import { UsageError } from '../common.js';
+import {
+  durationArg,
+  durationOrZeroArg,
+  locate,
+  outputPath,
+  type SessionsOption,
+  sessionsDir,
+  shareArg,
+  withSessions,
+} from './args.js';
+import { EXIT_FAILED, print, printErr, warn } from './io.js';
+
+/** `list [--failed] [--json]`. */
+export function addListCommand(program: Command): void {
+  withSessions(
+    program
+      .command('list')
+      .description(
+        'list sessions that hold tool calls: id, start, duration, calls, failures, verdict (oldest first)',
+      )
+      .option('--failed', 'only sessions whose verdict is FAIL')
+      .option('--json', 'print the list as JSON'),
+  )
+    .addHelpText('after', '\nExample:\n  mcec-bundle list --failed --json')
+    .action((opts) => list(opts));
+}
+
+async function list(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
+  const dir = sessionsDir(opts);
+  const { listSessionSummaries, sessionTable } = await import('../../bundle/list.js');
+  const options = { failedOnly: opts.failed, onWarning: warn };
+  if (opts.json) {
+    print(JSON.stringify(await listSessionSummaries(dir, options), null, 2));
+    return;
+  }
+  const table = await sessionTable(dir, options);
+  if (table === '') {
+    process.stderr.write(`no ${opts.failed ? 'failed ' : ''}sessions in ${dir}\n`);
+    return;
+  }
+  print(table);
+}
+
+/** `index`: rebuild catalog.sqlite from every log. */
+export function addIndexCommand(program: Command): void {
+  withSessions(
+    program
+      .command('index')
+      .description(
+        'rebuild the sessions catalog (catalog.sqlite in the sessions dir) from every session log',
+      ),
+  )
+    .addHelpText(
+      'after',
+      `
+list, prune and triage read the catalog and keep it up to date themselves (the recorder and mcec-bundle
+verdict mark the sessions they change); index re-reads every session, for a dir changed by other tools.
+
+Example:
+  mcec-bundle index --sessions /srv/mcec-sessions`,
+    )
+    .action(async (opts: SessionsOption) => {
+      const dir = sessionsDir(opts);
+      const { refreshCatalog } = await import('../../report/catalog.js');
+      const res = await refreshCatalog(dir, { full: true });
+      const total = res.catalog.sessions().length;
+      res.catalog.close();
+      if (res.warning) warn(res.warning);
+      print(`${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`);
+    });
+}
+
+interface TriageCliOptions extends SessionsOption {
+  since?: number;
+  scenario?: string;
+  bundles?: string;
+  rules?: string;
+  includeRecovered?: boolean;
+  json?: boolean;
+  md?: boolean;
+}
+
+/** `triage`: recurring failures grouped by fingerprint, flaky scenarios, failure rate per tool. */
+export function addTriageCommand(program: Command): void {
+  withSessions(
+    program
+      .command('triage')
+      .description(
+        'group recurring failures across sessions by fingerprint, with flaky scenarios and failure rate per tool',
+      )
+      .option('--since <duration>', 'only sessions started within this long (7d, 12h)', durationArg)
+      .option('--scenario <name>', 'only sessions of this scenario')
+      .option('--bundles <dir>', 'read a folder of bundle zips (collected from many machines) instead')
+      .option('--rules <file>', 'fingerprint rules (default: fingerprint-rules.json in the sessions dir)')
+      .option('--include-recovered', 'group recovered failures too')
+      .option('--json', 'print the report as JSON (schema/triage.schema.json)')
+      .option('--md', 'print the report as Markdown, to paste into an issue'),
+  )
+    .addHelpText(
+      'after',
+      `
+A fingerprint is tool + code + category + the error detail without its numbers, handles, ids, paths and
+times + the target window's class and process. Rules in a JSON file match on fields and set the
+fingerprint or extend it (see the README).
+
+Examples:
+  mcec-bundle triage --since 7d
+  mcec-bundle triage --since 24h --scenario "nightly: save the invoice" --md | gh issue create --title "nightly triage" --body-file -
+  mcec-bundle triage --bundles ./collected-zips --json`,
+    )
+    .action((opts: TriageCliOptions) => triage(opts));
+}
+
+/** The catalog triage reads: of a folder of bundle zips, or of the sessions dir (refreshed). */
+async function triageSource(
+  opts: TriageCliOptions,
+): Promise<{ catalog: Catalog; source: { kind: 'sessions' | 'bundles'; path: string } }> {
+  if (opts.bundles !== undefined) {
+    const dir = path.resolve(opts.bundles);
+    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new UsageError(`--bundles ${dir} is not a directory`);
+    }
+    const { catalogOfBundles } = await import('../../bundle/bundles-catalog.js');
+    const res = await catalogOfBundles(dir);
+    for (const s of res.skipped) printErr(`mcec-bundle: skipped ${s.zip}: ${s.why}`);
+    return { catalog: res.catalog, source: { kind: 'bundles', path: dir } };
+  }
+  const dir = sessionsDir(opts);
+  const { refreshCatalog } = await import('../../report/catalog.js');
+  const res = await refreshCatalog(dir);
+  if (res.warning) warn(res.warning);
+  return { catalog: res.catalog, source: { kind: 'sessions', path: dir } };
+}
+
+async function triage(opts: TriageCliOptions): Promise<void> {
+  if (opts.json && opts.md) throw new UsageError('give one of --json and --md');
+  const t = await import('../../report/triage.js');
+  const { catalog, source } = await triageSource(opts);
+  try {
+    const rules =
+      opts.rules !== undefined
+        ? t.loadFingerprintRules(path.resolve(opts.rules))
+        : source.kind === 'sessions'
+          ? t.loadFingerprintRules(path.join(source.path, t.RULES_FILE), { optional: true })
+          : [];
+    const now = new Date();
+    const report = t.triage(catalog, {
+      since: opts.since !== undefined ? new Date(now.getTime() - opts.since).toISOString() : undefined,
+      scenario: opts.scenario,
+      rules,
+      includeRecovered: opts.includeRecovered,
+      source,
+      now,
+    });
+    if (opts.json) print(JSON.stringify(report, null, 2));
+    else if (opts.md) print(t.renderTriageMarkdown(report));
+    else print(t.renderTriageText(report));
+  } finally {
+    catalog.close();
+  }
+}
+
+interface DiffCliOptions extends SessionsOption {
+  lastPass?: boolean;
+  json?: boolean;
+  output?: string;
+  exitCode?: boolean;
+  threshold?: number;
+  maxChanged?: number;
+}
+
+/** `diff <a> [b]` and `diff <a> --last-pass`. */
+export function addDiffCommand(program: Command): void {
+  withSessions(
+    program
+      .command('diff <a> [b]')
+      .description(
+        'compare two runs: calls aligned, the first divergence, UI tree and screenshot differences (diff.html)',
+      )
+      .option('--last-pass', 'compare <a> with the latest passing run of the same scenario before it')
+      .option('--json', 'print the diff as JSON (schema/diff.schema.json)')
+      .option(
+        '-o, --output <dir>',
+        'where diff.html and the diff PNGs go (default: <sessions>/diffs/<A>--<B>)',
+      )
+      .option('--exit-code', 'exit 1 when the runs differ (for CI), 0 when they match')
+      .option('--threshold <0-1>', "pixelmatch's colour threshold per pixel (default 0.1)", shareArg)
+      .option(
+        '--max-changed <0-1>',
+        'a screenshot differs above this share of changed pixels (default 0.01)',
+        shareArg,
+      ),
+  )
+    .addHelpText(
+      'after',
+      `
+A is the reference (with --last-pass: the latest passing run of <a>'s scenario), B the run under study.
+
+Examples:
+  mcec-bundle diff 5f19c9 --last-pass
+  mcec-bundle diff 1a2b3c 5f19c9 --json
+  mcec-bundle diff "$sid" --last-pass --exit-code || echo "the run differs from the last good one"`,
+    )
+    .action((a: string, b: string | undefined, opts: DiffCliOptions) => diff(a, b, opts));
+}
+
+/** The dir of the latest passing run of `run`'s scenario before it; an error when there is none. */
+async function lastPassDir(root: string, run: { dirName: string }): Promise<string> {
+  const { refreshCatalog } = await import('../../report/catalog.js');
+  const { lastPassOf } = await import('../../report/diff.js');
+  const { catalog } = await refreshCatalog(root);
+  try {
+    const pass = lastPassOf(catalog, run.dirName);
+    if (pass) return path.join(root, pass.dir_name);
+    const scenario = catalog.session(run.dirName)?.scenario;
+    throw new Error(
+      `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} before ${run.dirName}`,
+    );
+  } finally {
+    catalog.close();
+  }
+}
+
+async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Promise<void> {
+  if (opts.lastPass ? b !== undefined : b === undefined) {
+    throw new UsageError('give two sessions, or one with --last-pass');
+  }
+  const root = sessionsDir(opts);
+  const d = await import('../../report/diff.js');
+  let dirA: string;
+  let dirB: string;
+  if (opts.lastPass) {
+    const run = await locate(a, opts);
+    dirA = await lastPassDir(root, run);
+    dirB = run.dir;
+  } else {
+    dirA = (await locate(a, opts)).dir;
+    dirB = (await locate(b!, opts)).dir;
+  }
+  const out =
+    outputPath(opts.output) ?? path.join(root, 'diffs', `${path.basename(dirA)}--${path.basename(dirB)}`);
+  const result = await d.diffSessions(dirA, dirB, {
+    outDir: out,
+    threshold: opts.threshold,
+    maxChangedShare: opts.maxChanged,
+  });
+  const { writeDiffHtml } = await import('../../report/diff-html.js');
+  const html = await writeDiffHtml(result, dirA, dirB);
+  if (opts.json) print(JSON.stringify(result, null, 2));
+  else print(`${d.renderDiffText(result)}\n\n${html}`);
+  if (opts.exitCode && result.differs) process.exitCode = EXIT_FAILED;
+}
+
+interface PruneCliOptions extends SessionsOption {
+  olderThan: number;
+  keepRecent?: number;
+  keepFailed?: boolean;
+  dryRun?: boolean;
+}
+
+/** `prune --older-than <duration>`. */
+export function addPruneCommand(program: Command): void {
+  withSessions(
+    program
+      .command('prune')
+      .description('delete sessions (and their zips) whose last activity is older than a duration')
+      .requiredOption('--older-than <duration>', 'e.g. 7d, 12h, 30m', durationArg)
+      .option(
+        '--keep-recent <duration>',
+        'keep any session whose log was written within this long, whatever its status (default: 10m; 0: off). ' +
+          'A session whose writer is still running is always kept',
+        durationOrZeroArg,
+      )
+      .option('--keep-failed', 'keep sessions whose verdict is FAIL')
+      .option('--dry-run', 'list what would be deleted, delete nothing'),
+  )
+    .addHelpText('after', '\nExample:\n  mcec-bundle prune --older-than 7d --keep-failed --dry-run')
+    .action((opts: PruneCliOptions) => prune(opts));
+}
+
+async function prune(opts: PruneCliOptions): Promise<void> {
+  const dir = sessionsDir(opts);
+  const { pruneSessions } = await import('../../bundle/sessions.js');
+  const pruned = await pruneSessions(dir, {
+    olderThanMs: opts.olderThan,
+    recentMs: opts.keepRecent, // undefined: DEFAULT_PRUNE_RECENT_MS (10 min)
+    keepFailed: opts.keepFailed,
+    dryRun: opts.dryRun,
+    onKept: (loc, why) =>
+      printErr(
+        `kept ${loc.dir}: ${why.kind === 'live-writer' ? why.detail : `its log was written at ${why.writtenAt} (within --keep-recent)`}`,
+      ),
+  });
+  const verb = opts.dryRun ? 'would remove' : 'removed';
+  for (const p of pruned) {
+    print(
+      `${verb} ${p.dir}${p.zip ? ` and ${path.basename(p.zip)}` : ''} (${p.verdict ?? 'unreadable'}, last active ${p.lastActivity})`,
+    );
+  }
+  if (pruned.length === 0) process.stderr.write(`nothing to prune in ${dir}\n`);
+}

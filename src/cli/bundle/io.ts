@@ -1,0 +1,56 @@
+/** What every mcec-bundle command prints with: neutralized stdout/stderr lines, progress, exit codes. */
+
+/** Exit codes: 0 done, 1 the work failed, 2 bad usage (EXIT_USAGE in ../common.ts). */
+export const EXIT_FAILED = 1;
+
+/** Shows control and bidi characters as `\\uXXXX` (report/text.ts, loaded unless only help is asked). */
+let escapeFormatChars: (text: string) => string = (text) => text;
+
+/** Load the escaping of recorded text; --help and --version skip it to start fast (no /report/ module). */
+export async function loadOutputEscaping(): Promise<void> {
+  ({ escapeFormatChars } = await import('../../report/text.js'));
+}
+
+/** `text` as it may reach a terminal: control and bidi characters shown, never obeyed. */
+export function neutralized(text: string): string {
+  return escapeFormatChars(text);
+}
+
+/** Write a line to stdout; control and bidi characters from recorded text are shown, never obeyed. */
+export function print(text: string): void {
+  const safe = escapeFormatChars(text);
+  process.stdout.write(safe.endsWith('\n') ? safe : `${safe}\n`);
+}
+
+/** Write a line to stderr, neutralized like print. */
+export function printErr(text: string): void {
+  process.stderr.write(`${escapeFormatChars(text)}\n`);
+}
+
+/** A warning from the library, on stderr. */
+export function warn(message: string): void {
+  printErr(`mcec-bundle: warning: ${message}`);
+}
+
+/** Progress on stderr, only for a terminal and only once the work has taken a while. */
+export function progressReporter(): { onProgress?: (done: number, total: number) => void; stop(): void } {
+  if (!process.stderr.isTTY) return { stop() {} };
+  const started = Date.now();
+  let shown = false;
+  return {
+    onProgress(done, total) {
+      if (Date.now() - started < 400) return;
+      shown = true;
+      const pct = total > 0 ? Math.floor((100 * done) / total) : 100;
+      process.stderr.write(`\rbundling... ${pct}% (${done}/${total})`);
+    },
+    stop() {
+      if (shown) process.stderr.write('\r\x1b[K');
+    },
+  };
+}
+
+/** `n word` or `n words`. */
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}

@@ -1,0 +1,144 @@
+/** Commands on one session: `show`, `summary`, `report` (and `report --all`), `issue-body`, `verdict`. */
+import path from 'node:path';
+import type { Command } from 'commander';
+import { UsageError } from '../common.js';
+import {
+  locate,
+  type SessionsOption,
+  sessionsDir,
+  TEMPLATES_HELP,
+  templatesDir,
+  withSessions,
+} from './args.js';
+import { print, warn } from './io.js';
+
+type RenderOptions = SessionsOption & { templates?: string };
+
+/** `show <sessionId>`: the failure summary in the terminal. */
+export function addShowCommand(program: Command): void {
+  withSessions(program.command('show <sessionId>').description('print the failure summary of a session'))
+    .addHelpText('after', '\nExample:\n  mcec-bundle show 5f19c9 | less')
+    .option('--templates <dir>', TEMPLATES_HELP)
+    .action(async (id: string, opts: RenderOptions) => {
+      const session = await locate(id, opts);
+      const { failureSummaryText } = await import('../../bundle/sessions.js');
+      print(await failureSummaryText(session.dir, { templatesDir: templatesDir(opts.templates) }));
+    });
+}
+
+/** `summary <sessionId>`: failure-summary.md written into the session dir. */
+export function addSummaryCommand(program: Command): void {
+  withSessions(
+    program
+      .command('summary <sessionId>')
+      .description('write failure-summary.md into the session dir and print its path'),
+  )
+    .option('--templates <dir>', TEMPLATES_HELP)
+    .addHelpText('after', '\nExample:\n  mcec-bundle summary 5f19c9')
+    .action(async (id: string, opts: RenderOptions) => {
+      const session = await locate(id, opts);
+      const { writeFailureSummary } = await import('../../bundle/sessions.js');
+      print(await writeFailureSummary(session.dir, { templatesDir: templatesDir(opts.templates) }));
+    });
+}
+
+/** `report [sessionId] [--all]`: report.html of a session, or index.html of the sessions dir. */
+export function addReportCommand(program: Command): void {
+  withSessions(
+    program
+      .command('report [sessionId]')
+      .description(
+        'write report.html (the timeline page) into the session dir and print its path; --all: index.html of every session',
+      ),
+  )
+    .option('--templates <dir>', TEMPLATES_HELP)
+    .option('--all', 'write index.html in the sessions dir: every session, filters, the triage groups')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  xdg-open "$(mcec-bundle report 5f19c9)"\n  xdg-open "$(mcec-bundle report --all)"',
+    )
+    .action(async (id: string | undefined, opts: RenderOptions & { all?: boolean }) => {
+      if (opts.all ? id !== undefined : id === undefined) {
+        throw new UsageError('give a session, or --all for the index page of every session');
+      }
+      if (opts.all) return print(await writeIndexPage(sessionsDir(opts)));
+      const session = await locate(id!, opts);
+      const { writeReportHtml } = await import('../../report/html/write-report.js');
+      print(await writeReportHtml(session.dir, { templatesDir: templatesDir(opts.templates) }));
+    });
+}
+
+/** index.html of every session in `dir`, with the triage groups; returns its path. */
+async function writeIndexPage(dir: string): Promise<string> {
+  const { refreshCatalog } = await import('../../report/catalog.js');
+  const { triage, loadFingerprintRules, RULES_FILE } = await import('../../report/triage.js');
+  const { writeIndexHtml } = await import('../../report/index-html.js');
+  const res = await refreshCatalog(dir);
+  try {
+    if (res.warning) warn(res.warning);
+    const rules = loadFingerprintRules(path.join(dir, RULES_FILE), { optional: true });
+    const report = triage(res.catalog, { rules, source: { kind: 'sessions', path: dir } });
+    return writeIndexHtml(dir, res.catalog.sessions(), report);
+  } finally {
+    res.catalog.close();
+  }
+}
+
+/** `issue-body <sessionId>`: the bug-report body in Markdown. */
+export function addIssueBodyCommand(program: Command): void {
+  withSessions(
+    program
+      .command('issue-body <sessionId>')
+      .description('print the bug-report body (Markdown) for a GitHub issue'),
+  )
+    .option('--templates <dir>', TEMPLATES_HELP)
+    .addHelpText(
+      'after',
+      '\nExample:\n  mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" --body-file -',
+    )
+    .action(async (id: string, opts: RenderOptions) => {
+      const session = await locate(id, opts);
+      const { bugReportText } = await import('../../bundle/sessions.js');
+      print(await bugReportText(session.dir, { templatesDir: templatesDir(opts.templates) }));
+    });
+}
+
+/** `verdict <sessionId> <pass|fail>`: a declared verdict, stored in the log. */
+export function addVerdictCommand(program: Command): void {
+  withSessions(
+    program
+      .command('verdict <sessionId> <pass|fail>')
+      .description('declare a session passed or failed (stored in its log; the newest declaration wins)')
+      .option('-r, --reason <text>', 'why, in a sentence (shown beside the verdict everywhere)')
+      .option('--json', 'print {"sessionId", "passed", "reason", "verdict", "verdictReason"} as JSON'),
+  )
+    .addHelpText(
+      'after',
+      `
+The verdict is stored as a 'verdict' event in the session's log, so it works while the recorder is still
+writing the session or any time after. It overrides the recorder's own verdict (unrecovered failures,
+pending calls, ...) in show, list, report.html and bundles; declaring again replaces it.
+
+Examples:
+  mcec-bundle verdict 5f19c9 fail --reason "the invoice total was wrong"
+  mcec-bundle verdict 5f19c9 pass --reason "the elevated console is expected on this machine"
+  # CI around an agent behind mcec-record: judge the run by your own check
+  sid=$(mcec-bundle list --json | jq -r '.[-1].id')
+  ./check-invoice || mcec-bundle verdict "$sid" fail --reason "check-invoice failed"`,
+    )
+    .action(async (id: string, word: string, opts: SessionsOption & { reason?: string; json?: boolean }) => {
+      const lowered = word.toLowerCase();
+      if (lowered !== 'pass' && lowered !== 'fail') {
+        throw new UsageError(`the verdict must be pass or fail, not ${JSON.stringify(word.slice(0, 40))}`);
+      }
+      const session = await locate(id, opts);
+      const { declareVerdict } = await import('../../bundle/sessions.js');
+      const res = await declareVerdict(session.dir, { passed: lowered === 'pass', reason: opts.reason });
+      if (opts.json) {
+        const { sessionId, passed, reason, verdict, verdictReason } = res;
+        print(JSON.stringify({ sessionId, passed, reason, verdict, verdictReason }));
+        return;
+      }
+      print(`${res.sessionId}: ${res.verdict}: ${res.verdictReason}`);
+    });
+}
