@@ -1,4 +1,5 @@
 /** What the log already says about a call's target window and the display it is on (no new server calls). */
+import type { McecToolName } from '../contract/tool-catalog.js';
 import type { CallRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
@@ -6,8 +7,19 @@ import type { TargetDigest } from './types.js';
 
 type Obj = Record<string, unknown>;
 
-/** Tools whose result names one window (`result.window`) or lists windows (`result.windows`). */
-const WINDOW_TOOLS = ['windows', 'find', 'query', 'capture', 'invoke', 'focus', 'wait'];
+/**
+ * Tools whose result names one window (`result.window`) or lists windows (`result.windows`); typed by the
+ * catalog so a misspelt name (this list once held `wait`, no MCEC tool) fails the build.
+ */
+const WINDOW_TOOLS: readonly McecToolName[] = [
+  'windows',
+  'find',
+  'wait-for',
+  'query',
+  'capture',
+  'invoke',
+  'focus',
+];
 /** How many earlier calls are searched for a result naming the target. */
 const LOOKBACK = 200;
 

@@ -440,6 +440,29 @@ describe('observations and images', () => {
     );
   });
 
+  it("names the failing call's window from an earlier wait-for result (every tool whose result names a window)", async () => {
+    const f = FixtureSession.create(root);
+    f.call({
+      tool: 'wait-for',
+      args: { window: NOTEPAD.title, name: 'Text Editor' },
+      result: { found: true, element: { controlType: 'Document', name: 'Text Editor' }, window: NOTEPAD },
+    });
+    f.call({
+      tool: 'invoke',
+      args: { window: NOTEPAD.title, name: 'Save' },
+      error: { code: 'element-not-found', category: 'no-target', detail: 'no element named Save' },
+    });
+    const s = await summarize(f);
+    expect(s.failingCall?.seq).toBe(2);
+    expect(s.failingCall?.target).toMatchObject({
+      title: NOTEPAD.title,
+      className: 'Notepad',
+      process: 'notepad',
+      rect: { x: 100, y: 100, width: 800, height: 600 },
+      source: 'call #1 wait-for',
+    });
+  });
+
   it('never links an artifact path that leaves the session dir', async () => {
     const f = FixtureSession.create(root);
     const seq = f.call({
