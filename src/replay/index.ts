@@ -1,7 +1,8 @@
 /** mcec-replay as a library: a recorded session (dir, id or bundle) served as MCEC over HTTP or stdio. */
 import type { Readable, Writable } from 'node:stream';
 import { type HttpListener, listenHttp } from '../sim/http.js';
-import type { CallToolResult, JsonRpcResponse } from '../sim/server.js';
+import type { JsonRpcResponse } from '../sim/json-rpc.js';
+import type { CallToolResult } from '../sim/server.js';
 import { serveStdio } from '../sim/stdio.js';
 import { type Injection, parseInjection } from './injector.js';
 import type { ReplayOrder } from './matcher.js';

@@ -5,12 +5,20 @@
  */
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
-import { type CallToolResult, type JsonRpcResponse, PROTOCOL_VERSION, rpcError } from '../sim/server.js';
+import {
+  answerJsonText,
+  dispatchJsonRpc,
+  JsonRpcErrorAnswer,
+  type JsonRpcMethod,
+  type JsonRpcResponse,
+  toolCallOf,
+} from '../sim/json-rpc.js';
+import { type CallToolResult, PROTOCOL_VERSION } from '../sim/server.js';
 import { toolListings } from '../sim/tools.js';
 import { isRecord } from '../util/json.js';
 import { ArtifactFiles, type BuiltAnswer, buildAnswer, failureAnswer } from './answer.js';
 import { type Injection, injectedFailure, pickInjection } from './injector.js';
-import { type Difference, Matcher, type ReplayOrder } from './matcher.js';
+import { type Difference, type MatchDecision, Matcher, type ReplayOrder } from './matcher.js';
 import type { RecordedCall, Recording } from './recording.js';
 import type { CallOutcome, RecordedRef, ReplayReport, ReportCall, ReportUnmatched } from './report.js';
 
@@ -31,14 +39,10 @@ export interface ReplayOptions {
 }
 
 /** The recorded answer was a JSON-RPC error (thrown by callTool; tools/call answers it as that error). */
-export class RecordedRpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export class RecordedRpcError extends JsonRpcErrorAnswer {}
+
+/** An answer and the envelope it carries (what the report reads ok and code from). */
+type Answer = { result: CallToolResult; envelope: Record<string, unknown> };
 
 const OBSERVATIONS = new Set<string>(OBSERVATION_TOOLS);
 
@@ -68,6 +72,19 @@ export class ReplayCore {
   private readonly idleWaiters: Array<() => void> = [];
   private finished = false;
   private readonly startedAt = new Date().toISOString();
+  /** What the replay answers per JSON-RPC method. */
+  private readonly methods = new Map<string, JsonRpcMethod>([
+    ['initialize', () => this.initializeResult()],
+    ['ping', () => ({})],
+    ['tools/list', () => this.toolsListResult()],
+    [
+      'tools/call',
+      (params) => {
+        const call = toolCallOf(params);
+        return this.callTool(call.name, call.args);
+      },
+    ],
+  ]);
   private resolveEnded!: () => void;
   /** Resolves when a strict replay diverged (the replay is over: the transport should stop). */
   readonly ended: Promise<void> = new Promise((resolve) => {
@@ -97,26 +114,15 @@ export class ReplayCore {
   }
 
   /** One line of JSON text (stdio framing); a parse failure is -32700 with id null. */
-  async handleText(text: string): Promise<JsonRpcResponse | null> {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch (e) {
-      return rpcError(null, -32700, `Parse error: ${(e as Error).message}`);
-    }
-    try {
-      return await this.dispatch(msg);
-    } catch (e) {
-      const id = isRecord(msg) && (typeof msg.id === 'string' || typeof msg.id === 'number') ? msg.id : null;
-      return rpcError(id, -32603, `Internal error: ${(e as Error).message}`);
-    }
+  handleText(text: string): Promise<JsonRpcResponse | null> {
+    return answerJsonText(text, (msg) => this.dispatch(msg));
   }
 
   /** One JSON-RPC message in, its response out (null for a notification), as MCEC answers it. */
   async dispatch(msg: unknown): Promise<JsonRpcResponse | null> {
     this.inFlight++;
     try {
-      return await this.answer(msg);
+      return await dispatchJsonRpc(msg, this.methods);
     } finally {
       this.inFlight--;
       if (this.inFlight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
@@ -127,40 +133,6 @@ export class ReplayCore {
   idle(): Promise<void> {
     if (this.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
-  }
-
-  private async answer(msg: unknown): Promise<JsonRpcResponse | null> {
-    if (!isRecord(msg)) return rpcError(null, -32600, 'Invalid Request');
-    const id = msg.id;
-    if (
-      id !== undefined &&
-      !(id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)))
-    )
-      return rpcError(null, -32600, 'Invalid Request: id must be a string, a number or null');
-    const rid = id === undefined ? null : (id as string | number | null);
-    if (msg.jsonrpc !== '2.0' || typeof msg.method !== 'string')
-      return rpcError(rid, -32600, 'Invalid Request: needs jsonrpc "2.0" and a method');
-    switch (msg.method) {
-      case 'initialize':
-        return { jsonrpc: '2.0', id: rid, result: this.initializeResult() };
-      case 'ping':
-        return { jsonrpc: '2.0', id: rid, result: {} };
-      case 'tools/list':
-        return { jsonrpc: '2.0', id: rid, result: this.toolsListResult() };
-      case 'tools/call': {
-        const params = isRecord(msg.params) ? msg.params : {};
-        const name = typeof params.name === 'string' ? params.name : '';
-        try {
-          return { jsonrpc: '2.0', id: rid, result: await this.callTool(name, params.arguments) };
-        } catch (e) {
-          if (e instanceof RecordedRpcError) return rpcError(rid, e.code, e.message);
-          throw e;
-        }
-      }
-      default:
-        if (rid === null) return null;
-        return rpcError(rid, -32601, `Method not found: ${msg.method}`);
-    }
   }
 
   /** initialize as recorded (serverInfo, commandAccess, instructions); from the environment when not recorded. */
@@ -201,14 +173,40 @@ export class ReplayCore {
   /** Answer one tool call from the recording; throws RecordedRpcError when MCEC answered it with a JSON-RPC error. */
   async callTool(name: string, rawArgs?: unknown): Promise<CallToolResult> {
     const args: Record<string, unknown> = isRecord(rawArgs) ? rawArgs : {};
-    const n = this.calls.length + 1;
+    const { entry, toolN } = this.startEntry(name, args);
+    if (this.finished) {
+      entry.outcome = 'diverged';
+      entry.notes.push('the replay ended at the first divergence');
+      return this.refuse(
+        entry,
+        args,
+        'replay-diverged',
+        'The replay ended at the first divergence from the recorded sequence (--order strict).',
+      );
+    }
+    // Matching is synchronous, before any await: concurrent calls take recordings in arrival order.
+    const decision = this.matcher.decide(name, entry.args, args);
+    const served = this.recordingToServe(decision, entry, args);
+    if ('refused' in served) return served.refused;
+    entry.recordedSeq = served.call.seq;
+    const answer = await this.answerFrom(served.call, entry, args, toolN);
+    entry.ok = answer.envelope.ok === true;
+    entry.code = isRecord(answer.envelope.error) ? String(answer.envelope.error.code) : null;
+    if (this.speed > 0 && served.call.durationMs > 0) {
+      entry.delayMs = Math.round((served.call.durationMs / this.speed) * 1000) / 1000;
+      await this.sleep(served.call.durationMs / this.speed);
+    }
+    return answer.result;
+  }
+
+  /** The report's entry for the next live call (its args as the recorder redacts them), and its count of its tool. */
+  private startEntry(name: string, args: Record<string, unknown>): { entry: ReportCall; toolN: number } {
     const toolN = (this.perTool.get(name) ?? 0) + 1;
     this.perTool.set(name, toolN);
-    const shownArgs = (this.redactor.redactArgs(name, args) ?? {}) as Record<string, unknown>;
     const entry: ReportCall = {
-      n,
+      n: this.calls.length + 1,
       tool: name,
-      args: shownArgs,
+      args: (this.redactor.redactArgs(name, args) ?? {}) as Record<string, unknown>,
       outcome: 'matched',
       recordedSeq: null,
       ok: false,
@@ -221,63 +219,65 @@ export class ReplayCore {
       notes: [],
     };
     this.calls.push(entry);
+    return { entry, toolN };
+  }
 
-    if (this.finished) {
-      entry.outcome = 'diverged';
-      entry.notes.push('the replay ended at the first divergence');
-      return this.refuse(
-        entry,
-        args,
-        'replay-diverged',
-        'The replay ended at the first divergence from the recorded sequence (--order strict).',
-      );
-    }
-
-    // Matching is synchronous, before any await: concurrent calls take recordings in arrival order.
-    const decision = this.matcher.decide(name, shownArgs, args);
-    let served: RecordedCall | null = null;
+  /** The recorded call that answers a live one, or the refusal when none may (lockdown, strict, no such tool). */
+  private recordingToServe(
+    decision: MatchDecision,
+    entry: ReportCall,
+    args: Record<string, unknown>,
+  ): { call: RecordedCall } | { refused: CallToolResult } {
     if (decision.kind === 'matched' || decision.kind === 'repeat') {
-      served = decision.call;
       entry.outcome = decision.kind;
       entry.notes.push(...decision.notes);
-      if (decision.kind === 'repeat') {
-        entry.notes.push(`every recorded call like it was used; #${decision.call.seq} answers again`);
-        if (this.lockdown) served = null;
-      }
+      if (decision.kind === 'matched') return { call: decision.call };
+      entry.notes.push(`every recorded call like it was used; #${decision.call.seq} answers again`);
+      if (!this.lockdown) return { call: decision.call };
     }
-    if (!served) {
-      const nearest = decision.kind === 'unmatched' ? decision.nearest : decision.call;
-      const differences: Difference[] =
-        decision.kind === 'unmatched'
-          ? decision.differences
-          : [{ path: '', recorded: null, live: null, why: 'a repeat: every recorded call like it was used' }];
-      const miss: ReportUnmatched = {
-        n,
-        tool: name,
-        args: shownArgs,
-        nearest: nearest ? refOf(nearest) : null,
-        differences,
-      };
-      this.unmatched.push(miss);
-      this.firstDivergence ??= miss;
-      entry.recordedSeq = nearest?.seq ?? null;
-      if (this.order === 'strict') {
-        entry.outcome = 'diverged';
-        this.finish();
-        return this.refuse(entry, args, 'replay-diverged', this.unmatchedDetail(name, miss, true));
-      }
-      if (this.lockdown || !nearest || nearest.tool !== name) {
-        entry.outcome = 'unmatched';
-        return this.refuse(entry, args, 'replay-unmatched', this.unmatchedDetail(name, miss, false));
-      }
-      entry.outcome = 'nearest';
-      entry.notes.push(`answered with the nearest recording, #${nearest.seq}`);
-      served = nearest;
+    const nearest = decision.kind === 'unmatched' ? decision.nearest : decision.call;
+    const differences: Difference[] =
+      decision.kind === 'unmatched'
+        ? decision.differences
+        : [{ path: '', recorded: null, live: null, why: 'a repeat: every recorded call like it was used' }];
+    const miss: ReportUnmatched = {
+      n: entry.n,
+      tool: entry.tool,
+      args: entry.args,
+      nearest: nearest ? refOf(nearest) : null,
+      differences,
+    };
+    this.unmatched.push(miss);
+    this.firstDivergence ??= miss;
+    entry.recordedSeq = nearest?.seq ?? null;
+    if (this.order === 'strict') {
+      entry.outcome = 'diverged';
+      this.finish();
+      const detail = this.unmatchedDetail(entry.tool, miss, true);
+      return { refused: this.refuse(entry, args, 'replay-diverged', detail) };
     }
-    entry.recordedSeq = served.seq;
+    if (this.lockdown || !nearest || nearest.tool !== entry.tool) {
+      entry.outcome = 'unmatched';
+      const detail = this.unmatchedDetail(entry.tool, miss, false);
+      return { refused: this.refuse(entry, args, 'replay-unmatched', detail) };
+    }
+    entry.outcome = 'nearest';
+    entry.notes.push(`answered with the nearest recording, #${nearest.seq}`);
+    return { call: nearest };
+  }
 
-    const rule = pickInjection(this.inject, name, n, toolN);
-    let answer: { result: CallToolResult; envelope: Record<string, unknown> };
+  /**
+   * The answer to a live call from its recording: an injected failure when a rule picks it, the recorded
+   * JSON-RPC error (thrown), replay-no-answer for a call without one, else the recorded answer rebuilt.
+   */
+  private async answerFrom(
+    served: RecordedCall,
+    entry: ReportCall,
+    args: Record<string, unknown>,
+    toolN: number,
+  ): Promise<Answer> {
+    const name = entry.tool;
+    const rule = pickInjection(this.inject, name, entry.n, toolN);
     if (rule) {
       const injected = await injectedFailure(rule, {
         tool: name,
@@ -287,44 +287,29 @@ export class ReplayCore {
         lastObservation: this.lastObservation,
         window: windowOf(served),
       });
-      answer = failureAnswer(injected.sessionId, injected.error);
       const error = injected.error;
       entry.injected = { spec: rule.spec, code: String(error.code), category: String(error.category) };
-    } else if (
-      served.envelope === null &&
-      served.status === 'fault' &&
-      /^-?\d+$/.test(served.errorCode ?? '')
-    ) {
+      return failureAnswer(injected.sessionId, error);
+    }
+    if (served.envelope === null && served.status === 'fault' && /^-?\d+$/.test(served.errorCode ?? '')) {
       // MCEC answered this call with a JSON-RPC error: the same error, code and message, goes back.
       entry.ok = false;
       entry.code = served.errorCode;
       throw new RecordedRpcError(Number(served.errorCode), served.errorDetail ?? 'Internal error');
-    } else if (served.envelope === null) {
-      answer = this.noAnswer(served, args);
-    } else {
-      const built: BuiltAnswer = buildAnswer(served, this.files, (id) => this.matcher.liveSessionId(id));
-      answer = built;
-      entry.imagesRestored = built.restored;
-      entry.imagesMissing = built.missing;
-      entry.redacted = built.redactions;
-      this.matcher.served(served, built.envelope);
-      if (built.envelope.ok === true && OBSERVATIONS.has(name) && isRecord(built.envelope.result))
-        this.lastObservation = compactObservation(served.envelope!.result);
     }
-    entry.ok = answer.envelope.ok === true;
-    entry.code = isRecord(answer.envelope.error) ? String(answer.envelope.error.code) : null;
-    if (this.speed > 0 && served.durationMs > 0) {
-      entry.delayMs = Math.round((served.durationMs / this.speed) * 1000) / 1000;
-      await this.sleep(served.durationMs / this.speed);
-    }
-    return answer.result;
+    if (served.envelope === null) return this.noAnswer(served, args);
+    const built: BuiltAnswer = buildAnswer(served, this.files, (id) => this.matcher.liveSessionId(id));
+    entry.imagesRestored = built.restored;
+    entry.imagesMissing = built.missing;
+    entry.redacted = built.redactions;
+    this.matcher.served(served, built.envelope);
+    if (built.envelope.ok === true && OBSERVATIONS.has(name) && isRecord(built.envelope.result))
+      this.lastObservation = compactObservation(served.envelope!.result);
+    return built;
   }
 
   /** A recorded call that holds no answer (a fault, a dropped payload): an MCEC-shaped internal failure. */
-  private noAnswer(
-    call: RecordedCall,
-    args: Record<string, unknown>,
-  ): { result: CallToolResult; envelope: Record<string, unknown> } {
+  private noAnswer(call: RecordedCall, args: Record<string, unknown>): Answer {
     const why = call.errorCode
       ? `${call.errorCode}${call.errorDetail ? `: ${call.errorDetail}` : ''}`
       : 'its payload was dropped by the log size limit';

@@ -2,7 +2,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { isIP } from 'node:net';
-import type { JsonRpcResponse } from './server.js';
+import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './wire.js';
 
 /** What the HTTP transport needs from the server. `dispatch` throws on a handler fault (answered 500). */

@@ -6,6 +6,14 @@ import { INSTALL_TOOLS } from '../contract/tool-catalog.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
 import { Desktop } from './desktop.js';
+import {
+  answerFaults,
+  answerJsonText,
+  dispatchJsonRpc,
+  type JsonRpcMethod,
+  type JsonRpcResponse,
+  toolCallOf,
+} from './json-rpc.js';
 import { CommandTable, type ConsentAnswer } from './meta-tools.js';
 import { mulberry32, sessionIdSource } from './prng.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
@@ -15,6 +23,7 @@ import {
   CATALOG_TOOLS,
   GATED_BY_DEFAULT,
   type ToolContext,
+  type ToolDef,
   ToolFailure,
   type ToolSuccess,
   toolByName,
@@ -83,14 +92,6 @@ export interface CallToolResult {
   isError: boolean;
 }
 
-/** A JSON-RPC 2.0 response. */
-export interface JsonRpcResponse {
-  jsonrpc: '2.0';
-  id: string | number | null;
-  result?: unknown;
-  error?: { code: number; message: string };
-}
-
 /** Operator states of the real server that refuse calls (mcec-wire §8); all off (agent commands on) by default. */
 export interface SimulatorGates {
   /** A request-command-access prompt is open: only the observation tools are served (`consent-pending`). */
@@ -124,23 +125,45 @@ function agentCommandsDisabled(): ToolFailure {
   );
 }
 
+function emergencyStopped(): ToolFailure {
+  return new ToolFailure(
+    'emergency-stopped',
+    'internal',
+    'Emergency stop is engaged: the operator halted this session. All tool calls are refused until they re-arm. Stop and tell the user; do not retry.',
+    'refusal',
+  );
+}
+
+function bootstrapOnly(): ToolFailure {
+  return new ToolFailure(
+    'bootstrap-only',
+    'internal',
+    "This is MCEC's installed copy serving the provisioning bootstrap: only provision-session and end-session are available here. Call provision-session to get a fresh, disposable, isolated MCEC instance.",
+    'refusal',
+  );
+}
+
+function consentPending(): ToolFailure {
+  return new ToolFailure(
+    'consent-pending',
+    'internal',
+    `An operator consent prompt (request-command-access) is open; actuation is paused until the operator answers. Only observation tools (${[...SERVED_DURING_CONSENT].join('/')}) are served right now. Wait for the pending request-command-access call to return, then retry.`,
+    'refusal',
+  );
+}
+
+/** The rejected id is echoed as sent, blank ones included. */
+function unknownSession(argSession: string): ToolFailure {
+  return new ToolFailure(
+    'unknown-session',
+    'invalid-argument',
+    `Unknown sessionId '${argSession}'. It was never started or has ended. Call session-start to get a fresh sessionId, or omit sessionId to use the default session.`,
+    'refusal',
+  );
+}
+
 /** Raised by the `sim:throw` control: escapes the tool layer like a real handler fault (-32603 / HTTP 500). */
 export class SimulatorFault extends Error {}
-
-/** A JSON-RPC error response. */
-export function rpcError(id: string | number | null, code: number, message: string): JsonRpcResponse {
-  return { jsonrpc: '2.0', id, error: { code, message } };
-}
-
-function rpcResult(id: string | number | null, result: unknown): JsonRpcResponse {
-  return { jsonrpc: '2.0', id, result };
-}
-
-function readableId(msg: unknown): string | number | null {
-  if (!isRecord(msg)) return null;
-  const id = msg.id;
-  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : null;
-}
 
 const INSTRUCTIONS =
   'This is the MCEC simulator: a fake Windows desktop (Notepad, a Save As dialog, an elevated Command Prompt, ' +
@@ -164,6 +187,19 @@ export class SimulatorCore {
   private stopped = false;
   /** The other operator states that refuse calls before routing, and the agent-commands opt-in. */
   readonly gates: SimulatorGates = { consentPending: false, bootstrapOnly: false, agentCommands: true };
+  /** What the server answers per JSON-RPC method. */
+  private readonly methods = new Map<string, JsonRpcMethod>([
+    ['initialize', () => this.initializeResult()],
+    ['ping', () => ({})],
+    ['tools/list', () => ({ tools: toolListings() })],
+    [
+      'tools/call',
+      (params) => {
+        const call = toolCallOf(params);
+        return this.callTool(call.name, call.args);
+      },
+    ],
+  ]);
 
   constructor(options: SimulatorOptions = {}) {
     this.now = options.now ?? (() => new Date());
@@ -202,69 +238,29 @@ export class SimulatorCore {
     this.stopped = on;
   }
 
+  private initializeResult(): Record<string, unknown> {
+    return {
+      protocolVersion: PROTOCOL_VERSION,
+      capabilities: { tools: {} },
+      serverInfo: { name: 'MCEC', version: SIM_VERSION },
+      instructions: INSTRUCTIONS,
+      commandAccess: this.commands.defaults(GATED_BY_DEFAULT),
+    };
+  }
+
   /** One JSON-RPC message in, its response out (null for a notification). Throws on a handler fault. */
-  async dispatch(msg: unknown): Promise<JsonRpcResponse | null> {
-    if (!isRecord(msg)) return rpcError(null, -32600, 'Invalid Request');
-    const id = msg.id;
-    if (
-      id !== undefined &&
-      !(id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)))
-    )
-      return rpcError(null, -32600, 'Invalid Request: id must be a string, a number or null');
-    // As the real server: an absent id and `"id": null` are the same; the four methods below are still
-    // answered (with id null: an id-less tools/call runs), anything else without an id is a notification.
-    const rid = id === undefined ? null : (id as string | number | null);
-    if (msg.jsonrpc !== '2.0' || typeof msg.method !== 'string')
-      return rpcError(rid, -32600, 'Invalid Request: needs jsonrpc "2.0" and a method');
-    const method = msg.method;
-    let result: unknown;
-    switch (method) {
-      case 'initialize':
-        result = {
-          protocolVersion: PROTOCOL_VERSION,
-          capabilities: { tools: {} },
-          serverInfo: { name: 'MCEC', version: SIM_VERSION },
-          instructions: INSTRUCTIONS,
-          commandAccess: this.commands.defaults(GATED_BY_DEFAULT),
-        };
-        break;
-      case 'ping':
-        result = {};
-        break;
-      case 'tools/list':
-        result = { tools: toolListings() };
-        break;
-      case 'tools/call': {
-        const params = isRecord(msg.params) ? msg.params : {};
-        const name = typeof params.name === 'string' ? params.name : '';
-        result = await this.callTool(name, params.arguments);
-        break;
-      }
-      default:
-        if (rid === null) return null;
-        return rpcError(rid, -32601, `Method not found: ${method}`);
-    }
-    return rpcResult(rid, result);
+  dispatch(msg: unknown): Promise<JsonRpcResponse | null> {
+    return dispatchJsonRpc(msg, this.methods);
   }
 
   /** Like dispatch, but a handler fault becomes a -32603 response (as on stdio). */
-  async handle(msg: unknown): Promise<JsonRpcResponse | null> {
-    try {
-      return await this.dispatch(msg);
-    } catch (e) {
-      return rpcError(readableId(msg), -32603, `Internal error: ${(e as Error).message}`);
-    }
+  handle(msg: unknown): Promise<JsonRpcResponse | null> {
+    return answerFaults(msg, (m) => this.dispatch(m));
   }
 
   /** One line of JSON text in (stdio framing): a parse failure is -32700 with id null. */
-  async handleText(text: string): Promise<JsonRpcResponse | null> {
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch (e) {
-      return rpcError(null, -32700, `Parse error: ${(e as Error).message}`);
-    }
-    return this.handle(msg);
+  handleText(text: string): Promise<JsonRpcResponse | null> {
+    return answerJsonText(text, (m) => this.dispatch(m));
   }
 
   /**
@@ -278,92 +274,68 @@ export class SimulatorCore {
     // Like the server, arguments that are not an object read as none.
     const args: Record<string, unknown> = isRecord(rawArgs) ? { ...rawArgs } : {};
     const argSession = typeof args.sessionId === 'string' ? args.sessionId : null;
-    const refuseDefault = (f: ToolFailure) => this.failure(this.sessions.defaultSession.id, f, undefined);
-
     if (name === 'send_command' && typeof args.command === 'string') {
       const control = args.command.trim();
       if (control.toLowerCase().startsWith('sim:')) return this.simControl(control, argSession);
     }
-    // The operator's emergency stop latches before anything else, like the real server's gate.
-    if (this.stopped)
-      return refuseDefault(
-        new ToolFailure(
-          'emergency-stopped',
-          'internal',
-          'Emergency stop is engaged: the operator halted this session. All tool calls are refused until they re-arm. Stop and tell the user; do not retry.',
-          'refusal',
-        ),
-      );
-    if (this.gates.bootstrapOnly && !BOOTSTRAP_TOOLS.has(name))
-      return refuseDefault(
-        new ToolFailure(
-          'bootstrap-only',
-          'internal',
-          "This is MCEC's installed copy serving the provisioning bootstrap: only provision-session and end-session are available here. Call provision-session to get a fresh, disposable, isolated MCEC instance.",
-          'refusal',
-        ),
-      );
-    // A prompt is open: set by request-command-access while the operator decides, or by the control.
-    if ((this.gates.consentPending || this.commands.pending) && !SERVED_DURING_CONSENT.has(name))
-      return refuseDefault(
-        new ToolFailure(
-          'consent-pending',
-          'internal',
-          `An operator consent prompt (request-command-access) is open; actuation is paused until the operator answers. Only observation tools (${[...SERVED_DURING_CONSENT].join('/')}) are served right now. Wait for the pending request-command-access call to return, then retry.`,
-          'refusal',
-        ),
-      );
     const tool = toolByName(name);
-    if (tool?.kind === 'lifecycle') {
-      if (!this.gates.agentCommands) return refuseDefault(agentCommandsDisabled());
-      if (name === 'session-end' && (argSession ?? '').trim() === '')
-        return refuseDefault(
-          badArguments("session-end requires a non-empty 'sessionId' argument (the session to end)."),
-        );
-    }
-
-    let session = this.sessions.defaultSession;
-    // Lifecycle tools read sessionId as their target, and the provisioning tools as the id of an install:
-    // both answer in the default session. Only routed tools route by it.
-    if (tool?.routed !== false && !BOOTSTRAP_TOOLS.has(name) && argSession !== null && argSession !== '') {
-      const s = this.sessions.get(argSession.trim());
-      // The rejected id is echoed as sent, blank ones included.
-      if (!s || s.ended)
-        return this.failure(
-          argSession,
-          new ToolFailure(
-            'unknown-session',
-            'invalid-argument',
-            `Unknown sessionId '${argSession}'. It was never started or has ended. Call session-start to get a fresh sessionId, or omit sessionId to use the default session.`,
-            'refusal',
-          ),
-          undefined,
-        );
-      session = s;
-    }
+    const gate = this.preRoutingRefusal(name, tool, argSession);
+    if (gate) return this.failure(this.sessions.defaultSession.id, gate, undefined);
+    const session = this.routedSession(name, tool, argSession);
+    if (!session) return this.failure(argSession!, unknownSession(argSession!), undefined);
     const refuse = (f: ToolFailure) => this.failure(session.id, f, undefined);
     if (!tool) return refuse(new ToolFailure('unknown-tool', 'internal', `Unknown tool: ${name}`, 'refusal'));
     if (!this.gates.agentCommands && tool.kind !== 'meta' && tool.routed)
       return refuse(agentCommandsDisabled());
+    return this.runTool(tool, name, args, session, argSession);
+  }
 
+  /** The refusal the server makes before routing (stamped with the default session), in its order. */
+  private preRoutingRefusal(
+    name: string,
+    tool: ToolDef | undefined,
+    argSession: string | null,
+  ): ToolFailure | undefined {
+    // The operator's emergency stop latches before anything else, like the real server's gate.
+    if (this.stopped) return emergencyStopped();
+    if (this.gates.bootstrapOnly && !BOOTSTRAP_TOOLS.has(name)) return bootstrapOnly();
+    // A prompt is open: set by request-command-access while the operator decides, or by the control.
+    if ((this.gates.consentPending || this.commands.pending) && !SERVED_DURING_CONSENT.has(name))
+      return consentPending();
+    if (tool?.kind !== 'lifecycle') return undefined;
+    if (!this.gates.agentCommands) return agentCommandsDisabled();
+    if (name === 'session-end' && (argSession ?? '').trim() === '')
+      return badArguments("session-end requires a non-empty 'sessionId' argument (the session to end).");
+    return undefined;
+  }
+
+  /** The session a call runs in: the live one its `sessionId` names, the default one, or undefined (unknown id). */
+  private routedSession(
+    name: string,
+    tool: ToolDef | undefined,
+    argSession: string | null,
+  ): SimSession | undefined {
+    // Lifecycle tools read sessionId as their target, and the provisioning tools as the id of an install:
+    // both answer in the default session. Only routed tools route by it.
+    if (tool?.routed === false || BOOTSTRAP_TOOLS.has(name) || argSession === null || argSession === '')
+      return this.sessions.defaultSession;
+    const named = this.sessions.get(argSession.trim());
+    return named && !named.ended ? named : undefined;
+  }
+
+  /** Run a tool that passed every gate in its session, and shape its success or failure. */
+  private async runTool(
+    tool: ToolDef,
+    name: string,
+    args: Record<string, unknown>,
+    session: SimSession,
+    argSession: string | null,
+  ): Promise<CallToolResult> {
     // Snapshot the last good observation before this call can replace it.
     const prior = session.lastObservation ? structuredClone(session.lastObservation) : undefined;
-    const ctx: ToolContext = {
-      args,
-      desktop: this.desktop,
-      sessions: this.sessions,
-      session,
-      now: this.now,
-      modalGraceMs: this.modalGraceMs,
-      pollMs: this.pollMs,
-      recorder: this.recorder,
-      tempDir: this.tempDir,
-      commands: this.commands,
-      allowProvisioning: this.allowProvisioning,
-    };
     let success: ToolSuccess;
     try {
-      success = await tool.run(ctx);
+      success = await tool.run(this.toolContext(args, session));
     } catch (e) {
       if (e instanceof SimulatorFault) throw e;
       const failure =
@@ -389,6 +361,22 @@ export class SimulatorCore {
         ? success.result.sessionId
         : session.id;
     return this.success(stamp, success);
+  }
+
+  private toolContext(args: Record<string, unknown>, session: SimSession): ToolContext {
+    return {
+      args,
+      desktop: this.desktop,
+      sessions: this.sessions,
+      session,
+      now: this.now,
+      modalGraceMs: this.modalGraceMs,
+      pollMs: this.pollMs,
+      recorder: this.recorder,
+      tempDir: this.tempDir,
+      commands: this.commands,
+      allowProvisioning: this.allowProvisioning,
+    };
   }
 
   private success(sessionId: string, s: ToolSuccess): CallToolResult {

@@ -1,7 +1,7 @@
 /** Newline-delimited JSON-RPC over a pair of streams, up to 16 requests in flight (mcec-wire §4). */
 import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import type { JsonRpcResponse } from './server.js';
+import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './wire.js';
 
 /** What the stdio transport needs from the server: one line of JSON text in, a response (or null) out. */
