@@ -4,6 +4,7 @@
  * where MCEC attaches one, a blank PNG as a capture-blank's partialResult), so one recorded happy path
  * tests an agent's every error branch.
  */
+import { REFUSAL_CODES } from '../contract/tool-catalog.js';
 import { ERROR_CATEGORIES, type ErrorCategory } from '../contract/types.js';
 
 /** One parsed `--inject` rule. */
@@ -20,29 +21,35 @@ export interface Injection {
   category: ErrorCategory | null;
 }
 
+/** MCEC's argument errors (category invalid-argument); the first is the category's default. */
+const INVALID_ARGUMENT_CODES = [
+  'bad-arguments',
+  'region-too-large',
+  'region-out-of-bounds',
+  'ocr-image-too-large',
+  'pattern-unsupported',
+  'action-unknown',
+  'clipboard-text-missing',
+  'launch-path-missing',
+  'record-action-unknown',
+  'recording-in-progress',
+  'no-recording',
+  'windows-unknown-condition',
+  'windows-no-criteria',
+  'unknown-session',
+  'invalid-argument',
+];
+
+/** The catalog's refusals that are not argument errors: MCEC gives them all category internal. */
+const INTERNAL_REFUSALS = [...REFUSAL_CODES].filter((code) => !INVALID_ARGUMENT_CODES.includes(code));
+
 /** Codes MCEC produces, by category (mcec-wire §3); the first is the category's default. */
 const CODES: Record<ErrorCategory, string[]> = {
   timeout: ['wait-condition-timeout'],
   'ambiguous-selector': ['selector-matched-2'],
   'stale-element': ['element-stale', 'window-closed'],
   'no-target': ['element-not-found', 'window-not-found'],
-  'invalid-argument': [
-    'bad-arguments',
-    'region-too-large',
-    'region-out-of-bounds',
-    'ocr-image-too-large',
-    'pattern-unsupported',
-    'action-unknown',
-    'clipboard-text-missing',
-    'launch-path-missing',
-    'record-action-unknown',
-    'recording-in-progress',
-    'no-recording',
-    'windows-unknown-condition',
-    'windows-no-criteria',
-    'unknown-session',
-    'invalid-argument',
-  ],
+  'invalid-argument': INVALID_ARGUMENT_CODES,
   'capture-blank': ['frame-all-black', 'frame-uniform'],
   'ocr-blank': ['frame-all-black', 'frame-uniform'],
   'ocr-no-text': ['ocr-no-text'],
@@ -60,23 +67,12 @@ const CODES: Record<ErrorCategory, string[]> = {
     'record-no-frames',
     'record-write-failed',
     'record-exception',
-    'agent-commands-disabled',
-    'emergency-stopped',
-    'bootstrap-only',
-    'consent-pending',
-    'consent-denied',
-    'consent-timeout',
-    'consent-unavailable',
-    'command-disabled',
-    'unknown-tool',
-    'unknown-command',
+    ...INTERNAL_REFUSALS,
     'no-output',
     'engine-unavailable',
     'command-dropped',
     'send-command-timeout',
-    'provisioning-not-authorized',
     'provisioning-failed',
-    'session-token-invalid',
   ],
 };
 
