@@ -1,5 +1,5 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
-import { CommanderError } from 'commander';
+import { type Command, CommanderError } from 'commander';
 
 export { resolveSessionsDir, sessionsDirOrigin } from '../paths/sessions-dir.js';
 
@@ -37,4 +37,23 @@ export function usageExitCode(err: unknown, program: string, hint: string): numb
   if (!(err instanceof UsageError)) return undefined;
   process.stderr.write(`${program}: ${err.message}\n${hint}\n`);
   return EXIT_USAGE;
+}
+
+/**
+ * Run a program on `process.argv` and exit the way every program does: 0/2 for --help and usage problems
+ * (with `hint`), 1 with `<program>: <detail>` on stderr for any other error (`detail`: its message by default).
+ */
+export async function runProgram(
+  program: Command,
+  hint: string,
+  detail: (err: Error) => string = (err) => err.message,
+): Promise<void> {
+  try {
+    await program.parseAsync(process.argv);
+  } catch (err) {
+    const usage = usageExitCode(err, program.name(), hint);
+    if (usage !== undefined) process.exit(usage);
+    process.stderr.write(`${program.name()}: ${detail(err as Error)}\n`);
+    process.exit(1);
+  }
 }

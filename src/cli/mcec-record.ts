@@ -6,7 +6,7 @@ import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
-import { EXIT_USAGE, parseListen, UsageError, usageExitCode } from './common.js';
+import { EXIT_USAGE, parseListen, runProgram, UsageError } from './common.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`mcec-record: ${message}\n`);
@@ -222,9 +222,56 @@ async function runStdio(command: string, args: string[], options: CommonOptions)
   else process.stdout.write('', exit);
 }
 
+const PROGRAM_HELP = `
+Examples:
+  # MCEC listens on 5151; point the MCP client at 5152 instead
+  mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp --sessions ./sessions
+
+  # in the MCP client's server config, put the recorder in front of the real server command
+  mcec-record stdio --sessions /abs/sessions -- <MCEC server command> [its args]
+  mcec-record stdio --sessions ./sessions -- mcec-sim --stdio      # the bundled simulator
+
+Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+signal when killed).`;
+
+const HTTP_HELP = `
+Examples:
+  mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp
+  # then POST to http://127.0.0.1:5152/mcp with the same Authorization header as before;
+  # Ctrl-C ends the open sessions so mcec-bundle can pack them at once
+
+  mcec-record http --timeout 150s --timeout record=90s --timeout wait-for=10m
+
+Timeouts: a DURATION is a number with a unit: 500ms, 90s, 2m, 1h (at most 24h). --timeout DURATION sets
+the default (150s: above MCEC's own longest wait, request-command-access, which holds a call up to 120 s
+for the operator); --timeout TOOL=DURATION sets one tool's. A tools/call with its own timeout or timeoutMs
+argument (wait-for, find, windows) and no TOOL= setting waits that long plus 30 s if that is longer.
+Past the timeout the client gets 504 with a JSON {"error"} naming the tool, but MCEC may still run the
+call: the proxy keeps waiting up to 10 min, and a late answer replaces the 504 in the recording (with a
+late-answer event saying the client got 504).
+
+Oversize answers: an answer over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB, at most
+about 512MiB) reaches the client unchanged but is not recorded: its call gets a row without payload
+(status from its isError when readable) and an oversize-message event. Memory use is bounded by this size
+per answer in flight.
+
+Paths: only POST to the target's exact path (query allowed) is forwarded and recorded; any other POST path
+(/./mcp, /%2e/mcp, //mcp, /mcp/) gets MCEC's own 404 from the proxy, since MCEC would normalize some of
+them and run the call unchecked.`;
+
+const STDIO_HELP = `
+Example (an MCP client's server entry):
+  { "command": "npx", "args": ["mcec-record", "stdio", "--sessions", "C:/mcec-sessions", "--", "<server>", "<args>"] }
+Give --sessions an absolute path: MCP clients start servers in a working directory of their choosing.
+Everything mcec-record says goes to stderr; stdout carries only the server's bytes.
+
+There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
+up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed
+through unchanged, never held whole, and recorded as oversize: the call it answers (by the id at the line's
+start) gets a row without payload and an oversize-message event.`;
+
+/** The program and its two modes. */
 function buildProgram(): Command {
-  const program = new Command();
-  program
+  const program = new Command()
     .name('mcec-record')
     .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
     .description(
@@ -234,20 +281,14 @@ function buildProgram(): Command {
     .enablePositionalOptions()
     .exitOverride()
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
-    .addHelpText(
-      'after',
-      `
-Examples:
-  # MCEC listens on 5151; point the MCP client at 5152 instead
-  mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp --sessions ./sessions
+    .addHelpText('after', PROGRAM_HELP);
+  addHttpCommand(program);
+  addStdioCommand(program);
+  return program;
+}
 
-  # in the MCP client's server config, put the recorder in front of the real server command
-  mcec-record stdio --sessions /abs/sessions -- <MCEC server command> [its args]
-  mcec-record stdio --sessions ./sessions -- mcec-sim --stdio      # the bundled simulator
-
-Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+signal when killed).`,
-    );
-
+/** `mcec-record http`: the HTTP proxy's options. */
+function addHttpCommand(program: Command): void {
   addCommonOptions(
     program
       .command('http')
@@ -278,35 +319,12 @@ Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+s
         DEFAULT_MAX_RECORD,
       ),
     )
-    .addHelpText(
-      'after',
-      `
-Examples:
-  mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp
-  # then POST to http://127.0.0.1:5152/mcp with the same Authorization header as before;
-  # Ctrl-C ends the open sessions so mcec-bundle can pack them at once
-
-  mcec-record http --timeout 150s --timeout record=90s --timeout wait-for=10m
-
-Timeouts: a DURATION is a number with a unit: 500ms, 90s, 2m, 1h (at most 24h). --timeout DURATION sets
-the default (150s: above MCEC's own longest wait, request-command-access, which holds a call up to 120 s
-for the operator); --timeout TOOL=DURATION sets one tool's. A tools/call with its own timeout or timeoutMs
-argument (wait-for, find, windows) and no TOOL= setting waits that long plus 30 s if that is longer.
-Past the timeout the client gets 504 with a JSON {"error"} naming the tool, but MCEC may still run the
-call: the proxy keeps waiting up to 10 min, and a late answer replaces the 504 in the recording (with a
-late-answer event saying the client got 504).
-
-Oversize answers: an answer over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB, at most
-about 512MiB) reaches the client unchanged but is not recorded: its call gets a row without payload
-(status from its isError when readable) and an oversize-message event. Memory use is bounded by this size
-per answer in flight.
-
-Paths: only POST to the target's exact path (query allowed) is forwarded and recorded; any other POST path
-(/./mcp, /%2e/mcp, //mcp, /mcp/) gets MCEC's own 404 from the proxy, since MCEC would normalize some of
-them and run the call unchecked.`,
-    )
+    .addHelpText('after', HTTP_HELP)
     .action(async (options: HttpCommandOptions) => runHttp(options));
+}
 
+/** `mcec-record stdio -- <command> [args...]`: the stdio proxy's options. */
+function addStdioCommand(program: Command): void {
   addCommonOptions(
     program
       .command('stdio')
@@ -322,35 +340,10 @@ them and run the call unchecked.`,
       ).default(DEFAULT_MAX_RECORD),
     )
     .passThroughOptions()
-    .addHelpText(
-      'after',
-      `
-Example (an MCP client's server entry):
-  { "command": "npx", "args": ["mcec-record", "stdio", "--sessions", "C:/mcec-sessions", "--", "<server>", "<args>"] }
-Give --sessions an absolute path: MCP clients start servers in a working directory of their choosing.
-Everything mcec-record says goes to stderr; stdout carries only the server's bytes.
-
-There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
-up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed
-through unchanged, never held whole, and recorded as oversize: the call it answers (by the id at the line's
-start) gets a row without payload and an oversize-message event.`,
-    )
+    .addHelpText('after', STDIO_HELP)
     .action(async (command: string, args: string[], options: CommonOptions) =>
       runStdio(command, args, options),
     );
-
-  return program;
 }
 
-async function main(): Promise<void> {
-  const program = buildProgram();
-  try {
-    await program.parseAsync(process.argv);
-  } catch (err) {
-    const usage = usageExitCode(err, 'mcec-record', '(run mcec-record --help for usage)');
-    if (usage !== undefined) process.exit(usage);
-    fail((err as Error).stack ?? String(err), 1);
-  }
-}
-
-void main();
+void runProgram(buildProgram(), '(run mcec-record --help for usage)', (err) => err.stack ?? String(err));

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { parseListen, UsageError, usageExitCode } from './common.js';
+import { parseListen, runProgram, UsageError } from './common.js';
 
 function parseNumber(name: string, value: string, max: number): number {
   const n = Number(value);
@@ -76,7 +76,7 @@ recording could not be read), 2 bad usage.
 
 /** Build the mcec-replay program (exported for tests). */
 export function buildProgram(): Command {
-  const program = new Command('mcec-replay')
+  return new Command('mcec-replay')
     .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
     .description(
       'Serve a recorded session as MCEC: every recording becomes a mock server and a regression test.',
@@ -114,73 +114,80 @@ export function buildProgram(): Command {
     .addHelpText('after', HELP_AFTER)
     .showHelpAfterError('(run mcec-replay --help for examples)')
     .exitOverride()
-    .action(async (source: string, options: ReplayCliOptions) => {
-      if (Boolean(options.stdio) === Boolean(options.listen))
-        throw new UsageError('choose exactly one transport: --stdio or --listen HOST:PORT');
-      const listen = options.listen ? parseListen('--listen', options.listen) : undefined;
-      const speed = parseNumber('--speed', options.speed, 1000);
-      const tolerance = parseNumber('--tolerance', options.tolerance, 10_000);
-      // The replay (and through it SQLite, the redactor and sharp) loads only once the arguments are good.
-      const replay = await import('../replay/index.js');
-      let inject: ReturnType<typeof replay.parseInjection>[];
-      try {
-        inject = options.inject.map((r) => replay.parseInjection(r));
-      } catch (e) {
-        throw new UsageError((e as Error).message);
-      }
-      let handle: Awaited<ReturnType<typeof replay.replaySession>>;
-      try {
-        handle = await replay.replaySession(source, {
-          ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
-          order: options.order,
-          lockdown: options.lockdown === true,
-          speed,
-          tolerance,
-          inject,
-          http: listen
-            ? { host: listen.host, port: listen.port, ...(options.token ? { token: options.token } : {}) }
-            : false,
-        });
-      } catch (e) {
-        if (e instanceof replay.SourceError) throw new UsageError(e.message);
-        throw e;
-      }
-      if (options.stdio) {
-        await handle.serveStdio(process.stdin, process.stdout);
-      } else {
-        process.stderr.write(`mcec-replay: serving ${handle.sessionId} on ${handle.url}\n`);
-        await new Promise<void>((resolve) => {
-          const stop = (why: string) => {
-            process.stderr.write(`mcec-replay: ${why}, closing\n`);
-            resolve();
-          };
-          process.once('SIGINT', () => stop('SIGINT'));
-          process.once('SIGTERM', () => stop('SIGTERM'));
-          handle.ended.then(() => stop('the replay diverged from the recorded sequence'));
-        });
-      }
-      const report = await handle.close();
-      if (options.report) fs.writeFileSync(options.report, `${JSON.stringify(report, null, 2)}\n`);
-      // stdout carries the wire in --stdio mode: the report goes to stderr there.
-      const out = options.stdio ? process.stderr : process.stdout;
-      out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : replay.formatReport(report));
-      // Exit now: stdin may still be open after a divergence, and stdout must be flushed first.
-      await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
-      await new Promise<void>((resolve) => process.stderr.write('', () => resolve()));
-      process.exit(report.exitCode);
-    });
-  return program;
+    .action(runReplay);
 }
 
-async function main(): Promise<void> {
+type ReplayModule = typeof import('../replay/index.js');
+type ReplayHandle = Awaited<ReturnType<ReplayModule['replaySession']>>;
+
+/** The action: start the replay, serve it until it ends, print the report and exit with its code. */
+async function runReplay(source: string, options: ReplayCliOptions): Promise<void> {
+  if (Boolean(options.stdio) === Boolean(options.listen))
+    throw new UsageError('choose exactly one transport: --stdio or --listen HOST:PORT');
+  const listen = options.listen ? parseListen('--listen', options.listen) : undefined;
+  const speed = parseNumber('--speed', options.speed, 1000);
+  const tolerance = parseNumber('--tolerance', options.tolerance, 10_000);
+  // The replay (and through it SQLite, the redactor and sharp) loads only once the arguments are good.
+  const replay = await import('../replay/index.js');
+  const handle = await startReplay(replay, source, options, {
+    speed,
+    tolerance,
+    http: listen
+      ? { host: listen.host, port: listen.port, ...(options.token ? { token: options.token } : {}) }
+      : false,
+  });
+  if (options.stdio) await handle.serveStdio(process.stdin, process.stdout);
+  else await serveHttpUntilStopped(handle);
+  const report = await handle.close();
+  if (options.report) fs.writeFileSync(options.report, `${JSON.stringify(report, null, 2)}\n`);
+  // stdout carries the wire in --stdio mode: the report goes to stderr there.
+  const out = options.stdio ? process.stderr : process.stdout;
+  out.write(options.json ? `${JSON.stringify(report, null, 2)}\n` : replay.formatReport(report));
+  // Exit now: stdin may still be open after a divergence, and stdout must be flushed first.
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  await new Promise<void>((resolve) => process.stderr.write('', () => resolve()));
+  process.exit(report.exitCode);
+}
+
+/** Open the source and start the replay; a bad rule or source is a usage error. */
+async function startReplay(
+  replay: ReplayModule,
+  source: string,
+  options: ReplayCliOptions,
+  parsed: { speed: number; tolerance: number; http: { host: string; port: number; token?: string } | false },
+): Promise<ReplayHandle> {
+  let inject: ReturnType<ReplayModule['parseInjection']>[];
   try {
-    await buildProgram().parseAsync(process.argv);
+    inject = options.inject.map((r) => replay.parseInjection(r));
   } catch (e) {
-    const usage = usageExitCode(e, 'mcec-replay', '(run mcec-replay --help for examples)');
-    if (usage !== undefined) process.exit(usage);
-    process.stderr.write(`mcec-replay: ${(e as Error).message}\n`);
-    process.exit(1);
+    throw new UsageError((e as Error).message);
+  }
+  try {
+    return await replay.replaySession(source, {
+      ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
+      order: options.order,
+      lockdown: options.lockdown === true,
+      inject,
+      ...parsed,
+    });
+  } catch (e) {
+    if (e instanceof replay.SourceError) throw new UsageError(e.message);
+    throw e;
   }
 }
 
-await main();
+/** Serve over HTTP until SIGINT, SIGTERM or a strict replay's divergence. */
+async function serveHttpUntilStopped(handle: ReplayHandle): Promise<void> {
+  process.stderr.write(`mcec-replay: serving ${handle.sessionId} on ${handle.url}\n`);
+  await new Promise<void>((resolve) => {
+    const stop = (why: string) => {
+      process.stderr.write(`mcec-replay: ${why}, closing\n`);
+      resolve();
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    handle.ended.then(() => stop('the replay diverged from the recorded sequence'));
+  });
+}
+
+await runProgram(buildProgram(), '(run mcec-replay --help for examples)');

@@ -3,7 +3,7 @@
 
 import { Command } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { parseListen, UsageError, usageExitCode } from './common.js';
+import { parseListen, runProgram, UsageError } from './common.js';
 
 function parseSeed(value: string): number {
   if (!/^\d{1,10}$/.test(value))
@@ -99,15 +99,4 @@ export function buildProgram(): Command {
   return program;
 }
 
-async function main(): Promise<void> {
-  try {
-    await buildProgram().parseAsync(process.argv);
-  } catch (e) {
-    const usage = usageExitCode(e, 'mcec-sim', '(run mcec-sim --help for examples)');
-    if (usage !== undefined) process.exit(usage);
-    process.stderr.write(`mcec-sim: ${(e as Error).message}\n`);
-    process.exit(1);
-  }
-}
-
-await main();
+await runProgram(buildProgram(), '(run mcec-sim --help for examples)');
