@@ -8,12 +8,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { describeFsError } from '../paths/disk-errors.js';
 import { LOG_FILE, parseSessionDirName, sessionDirName } from '../paths/naming.js';
-import { renderReportHtmlBuffer } from '../report/html/render-html.js';
+import {
+  pageChunks,
+  type ReportHtmlOptions,
+  type ReportHtmlPage,
+  renderReportHtmlParts,
+} from '../report/html/render-html.js';
 import { REPORT_HTML_FILE } from '../report/html/write-report.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
-import { writeFileAtomic } from '../report/write-atomic.js';
+import { moveIntoPlace, tempNameFor } from '../report/write-atomic.js';
 import type { SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
 import { bundleDb } from './db-snapshot.js';
@@ -90,10 +95,27 @@ interface SessionFacts {
   skipped: SkippedFile[];
   /** Images a size cap must keep. */
   keep: Set<string>;
-  /** report.html, still rendering (it streams the calls) while the zip's earlier entries are written. */
-  reportHtml: Promise<Buffer>;
-  /** Settles once the render is over and the log is closed. */
-  closed: Promise<void>;
+  /** report.html, planned while the zip's earlier entries are written, and streamed into it. */
+  report: ReportStream;
+}
+
+/** What one write of the zip is made of. */
+interface Layout {
+  included: ImageFile[];
+  entries: ZipEntry[];
+  manifest: (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>) => Buffer;
+}
+
+/** Everything a round of writing needs: the session's facts, the rendered documents, the options. */
+interface BundlePlan {
+  dir: string;
+  top: string;
+  facts: SessionFacts;
+  texts: Array<{ name: string; data: Buffer | { file: string; size: number } }>;
+  dbFile: string | null;
+  images: ImageFile[];
+  dropped: DroppedFile[];
+  options: BundleOptions & { withImages: boolean; withDb: boolean };
 }
 
 /** Build the bug bundle of the session in `sessionDir`. */
@@ -105,151 +127,188 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     throw new Error(`maxBytes must be a positive integer, got ${maxBytes}`);
   }
   if (options.output !== undefined) refuseOutputInSession(dir, options.output);
-  const withImages = options.images !== false;
-  const withDb = options.db !== false;
   const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundle-'));
   let opened: SessionFacts | null = null;
   try {
     const progress = new Progress(options.onProgress);
     const facts = await readSession(dir, tmpDir, progress, options.templatesDir);
     opened = facts;
-    const { session, summary, log } = facts;
-    const top = topFolderName(dir, session);
-    const [failureSummary, bugReport] = await Promise.all([
-      renderFailureSummary(summary, { templatesDir: options.templatesDir }),
-      renderBugReport(summary, { templatesDir: options.templatesDir, bundleName: `${top}.zip` }),
-    ]);
-    progress.step();
-
-    const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: s.reason ?? 'unreadable' }));
-    let dbFile: string | null = null;
-    if (withDb) dbFile = bundleDb(dir, tmpDir).file;
-    else dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
-    progress.step();
-    if (!withImages) {
-      for (const img of facts.images) dropped.push({ path: img.path, bytes: img.bytes, reason: 'no-images' });
-    }
-    const images = withImages ? facts.images : [];
-
-    const texts = [
-      { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
-      { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
-      { name: 'tool-calls.jsonl', data: facts.logFile },
-      // The size cap estimates every entry first, so it needs the page; otherwise it renders meanwhile.
-      { name: REPORT_HTML_FILE, data: maxBytes === undefined ? facts.reportHtml : await facts.reportHtml },
-      { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
-    ];
-    /** The zip's entries and manifest when `capDrops` are left out for the size cap. */
-    const layout = (capDrops: readonly ImageFile[], met: boolean | null) => {
-      const included = images.filter((img) => !capDrops.includes(img));
-      const sessionDoc = sessionJson(summary, {
-        artifacts: included.map((img) => img.path),
-        toolCallLogTruncated: log.truncated || summary.counts.droppedPayloads > 0,
-      });
-      const entries = zipEntries(
-        top,
-        [...texts, { name: 'session.json', data: jsonBuffer(sessionDoc) }],
-        included,
-        dbFile,
-      );
-      const manifest = (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer =>
-        jsonBuffer(
-          manifestJson({
-            manifestVersion: MANIFEST_VERSION,
-            bundle: top,
-            sessionId: summary.sessionId,
-            generator: { name: 'mcec-recorder', version: packageVersion() },
-            files: [...hashes].map(([name, h]) => ({ path: name.slice(top.length + 1), ...h })),
-            dropped: [...dropped, ...capDrops.map((img) => capDropped(img))],
-            options: { images: withImages, db: withDb, maxBytes: maxBytes ?? null },
-            toolCallLog: {
-              lines: log.lines,
-              calls: log.calls,
-              truncated: log.truncated,
-              imagesRedacted: log.imagesRedacted,
-            },
-            limit: maxBytes === undefined ? null : { maxBytes, met: met ?? true },
-          }),
-        );
-      return { included, entries, manifest };
-    };
-
-    const output = resolveOutput(dir, top, options.output);
-    fs.mkdirSync(path.dirname(output), { recursive: true });
-    const mtime = new Date(summary.startedAt);
-    progress.expect(images.length + texts.length + 3);
-    const warnings: string[] = [];
-
-    // Under --max-bytes: estimate, drop the oldest droppable images, write; drop more and rewrite if short.
-    let capDrops: ImageFile[] = [];
-    if (maxBytes !== undefined) {
-      const { included, entries } = layout([], null);
-      const estimate = await estimateZipBytes(entries, images.length + dropped.length + 1);
-      capDrops = chooseImagesToDrop(included, facts.keep, estimate, maxBytes, (img) =>
-        entryOverhead(`${top}/${img.path}`),
-      );
-    }
-    let met: boolean | null = null;
-    let tmp: string | null = null;
-    try {
-      for (let round = 0; ; round++) {
-        const { included, entries, manifest } = layout(capDrops, met);
-        if (tmp) fs.rmSync(tmp, { force: true });
-        tmp = `${output}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
-        const { bytes } = await writeZip(
-          tmp,
-          entries,
-          { name: `${top}/manifest.json`, build: manifest },
-          { mtime, onEntry: () => progress.step() },
-        );
-        if (maxBytes !== undefined && bytes > maxBytes) {
-          const droppable = included.filter((img) => !facts.keep.has(img.path));
-          if (droppable.length > 0 && round < MAX_SIZE_ROUNDS) {
-            const more = chooseImagesToDrop(droppable, new Set(), bytes, maxBytes, (img) =>
-              entryOverhead(`${top}/${img.path}`),
-            );
-            capDrops = [...capDrops, ...(more.length > 0 ? more : droppable.slice(0, 1))];
-            continue;
-          }
-          if (met === null) {
-            met = false; // write it once more, with the manifest saying the cap was not met
-            continue;
-          }
-          warnings.push(
-            `the bundle is ${bytes} bytes, over --max-bytes ${maxBytes}: ` +
-              (droppable.length === 0
-                ? 'only the images that must stay (the last observation, the failing call) and the text files are left'
-                : `still over after dropping ${capDrops.length} images`),
-          );
-        }
-        fs.renameSync(tmp, output);
-        tmp = null;
-        const reportHtml = options.reportHtmlInSessionDir
-          ? await writeSessionReport(dir, await facts.reportHtml, warnings)
-          : null;
-        progress.finish();
-        return {
-          bundle: output,
-          bytes,
-          files: entries.length + 1,
-          dropped: [...dropped, ...capDrops.map((img) => capDropped(img))].sort(byPath),
-          verdict: summary.verdict,
-          sessionId: summary.sessionId,
-          warnings,
-          limitMet: maxBytes === undefined ? null : bytes <= maxBytes,
-          reportHtml,
-        };
-      }
-    } finally {
-      if (tmp) fs.rmSync(tmp, { force: true });
-    }
+    const plan = await planBundle(dir, tmpDir, facts, options, progress);
+    return await writeBundle(plan, progress);
   } finally {
-    await opened?.closed;
+    await opened?.report.release();
     fs.rmSync(tmpDir, { recursive: true, force: true });
   }
 }
 
-/** Read what the bundle needs from the log; the connection stays open until report.html is rendered. */
+/** The documents rendered, the log snapshot taken, what is left out by the options. */
+async function planBundle(
+  dir: string,
+  tmpDir: string,
+  facts: SessionFacts,
+  options: BundleOptions,
+  progress: Progress,
+): Promise<BundlePlan> {
+  const withImages = options.images !== false;
+  const withDb = options.db !== false;
+  const { session, summary } = facts;
+  const top = topFolderName(dir, session);
+  const [failureSummary, bugReport] = await Promise.all([
+    renderFailureSummary(summary, { templatesDir: options.templatesDir }),
+    renderBugReport(summary, { templatesDir: options.templatesDir, bundleName: `${top}.zip` }),
+  ]);
+  progress.step();
+  const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: s.reason ?? 'unreadable' }));
+  let dbFile: string | null = null;
+  if (withDb) dbFile = bundleDb(dir, tmpDir).file;
+  else dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
+  progress.step();
+  if (!withImages) {
+    for (const img of facts.images) dropped.push({ path: img.path, bytes: img.bytes, reason: 'no-images' });
+  }
+  const texts = [
+    { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
+    { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
+    { name: 'tool-calls.jsonl', data: facts.logFile },
+    { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
+  ];
+  const images = withImages ? facts.images : [];
+  return { dir, top, facts, texts, dbFile, images, dropped, options: { ...options, withImages, withDb } };
+}
+
+/** The zip's entries and manifest when `capDrops` are left out for the size cap; `copy` gets report.html too. */
+function layout(
+  plan: BundlePlan,
+  capDrops: readonly ImageFile[],
+  met: boolean | null,
+  copy: SessionReportCopy | null,
+): Layout {
+  const { top, facts, options } = plan;
+  const { summary, log } = facts;
+  const included = plan.images.filter((img) => !capDrops.includes(img));
+  const sessionDoc = sessionJson(summary, {
+    artifacts: included.map((img) => img.path),
+    toolCallLogTruncated: log.truncated || summary.counts.droppedPayloads > 0,
+  });
+  const entries = zipEntries(
+    top,
+    [...plan.texts, { name: 'session.json', data: jsonBuffer(sessionDoc) }],
+    included,
+    plan.dbFile,
+  );
+  entries.push({
+    name: `${top}/${REPORT_HTML_FILE}`,
+    source: { stream: () => facts.report.chunks(copy) },
+    compress: true,
+  });
+  entries.sort(byName);
+  const manifest = (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer =>
+    jsonBuffer(
+      manifestJson({
+        manifestVersion: MANIFEST_VERSION,
+        bundle: top,
+        sessionId: summary.sessionId,
+        generator: { name: 'mcec-recorder', version: packageVersion() },
+        files: [...hashes].map(([name, h]) => ({ path: name.slice(top.length + 1), ...h })),
+        dropped: [...plan.dropped, ...capDrops.map((img) => capDropped(img))],
+        options: { images: options.withImages, db: options.withDb, maxBytes: options.maxBytes ?? null },
+        toolCallLog: {
+          lines: log.lines,
+          calls: log.calls,
+          truncated: log.truncated,
+          imagesRedacted: log.imagesRedacted,
+        },
+        limit: options.maxBytes === undefined ? null : { maxBytes: options.maxBytes, met: met ?? true },
+      }),
+    );
+  return { included, entries, manifest };
+}
+
+/**
+ * Write the zip under a temp name and rename it. Under --max-bytes: estimate, drop the oldest droppable
+ * images, write; drop more and rewrite when the estimate fell short.
+ */
+async function writeBundle(plan: BundlePlan, progress: Progress): Promise<BundleResult> {
+  const { top, facts, options } = plan;
+  const { maxBytes } = options;
+  const output = resolveOutput(plan.dir, top, options.output);
+  fs.mkdirSync(path.dirname(output), { recursive: true });
+  progress.expect(plan.images.length + plan.texts.length + 4);
+  const warnings: string[] = [];
+  let capDrops = maxBytes === undefined ? [] : await firstCapDrops(plan, maxBytes);
+  let met: boolean | null = null;
+  let tmp: string | null = null;
+  let copy: SessionReportCopy | null = null;
+  try {
+    for (let round = 0; ; round++) {
+      copy?.abort();
+      copy = options.reportHtmlInSessionDir ? SessionReportCopy.open(plan.dir, warnings) : null;
+      const { included, entries, manifest } = layout(plan, capDrops, met, copy);
+      if (tmp) fs.rmSync(tmp, { force: true });
+      tmp = `${output}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+      const { bytes } = await writeZip(
+        tmp,
+        entries,
+        { name: `${top}/manifest.json`, build: manifest },
+        { mtime: new Date(facts.summary.startedAt), onEntry: () => progress.step() },
+      );
+      if (maxBytes !== undefined && bytes > maxBytes) {
+        const droppable = included.filter((img) => !facts.keep.has(img.path));
+        if (droppable.length > 0 && round < MAX_SIZE_ROUNDS) {
+          const more = chooseImagesToDrop(droppable, new Set(), bytes, maxBytes, (img) =>
+            entryOverhead(`${top}/${img.path}`),
+          );
+          capDrops = [...capDrops, ...(more.length > 0 ? more : droppable.slice(0, 1))];
+          continue;
+        }
+        if (met === null) {
+          met = false; // write it once more, with the manifest saying the cap was not met
+          continue;
+        }
+        warnings.push(overCapWarning(bytes, maxBytes, droppable.length, capDrops.length));
+      }
+      fs.renameSync(tmp, output);
+      tmp = null;
+      const reportHtml = copy ? copy.commit(warnings) : null;
+      copy = null;
+      progress.finish();
+      return {
+        bundle: output,
+        bytes,
+        files: entries.length + 1,
+        dropped: [...plan.dropped, ...capDrops.map((img) => capDropped(img))].sort(byPath),
+        verdict: facts.summary.verdict,
+        sessionId: facts.summary.sessionId,
+        warnings,
+        limitMet: maxBytes === undefined ? null : bytes <= maxBytes,
+        reportHtml,
+      };
+    }
+  } finally {
+    copy?.abort();
+    if (tmp) fs.rmSync(tmp, { force: true });
+  }
+}
+
+/** The oldest droppable images to leave out so the estimated zip fits `maxBytes`. */
+async function firstCapDrops(plan: BundlePlan, maxBytes: number): Promise<ImageFile[]> {
+  const { included, entries } = layout(plan, [], null, null);
+  const estimate = await estimateZipBytes(entries, plan.images.length + plan.dropped.length + 1);
+  return chooseImagesToDrop(included, plan.facts.keep, estimate, maxBytes, (img) =>
+    entryOverhead(`${plan.top}/${img.path}`),
+  );
+}
+
+function overCapWarning(bytes: number, maxBytes: number, droppable: number, dropped: number): string {
+  return (
+    `the bundle is ${bytes} bytes, over --max-bytes ${maxBytes}: ` +
+    (droppable === 0
+      ? 'only the images that must stay (the last observation, the failing call) and the text files are left'
+      : `still over after dropping ${dropped} images`)
+  );
+}
+
+/** Read what the bundle needs from the log; the connection stays open until report.html is written. */
 async function readSession(
   dir: string,
   tmpDir: string,
@@ -257,7 +316,7 @@ async function readSession(
   templatesDir?: string,
 ): Promise<SessionFacts> {
   const reader = SessionReader.open(dir);
-  let rendering = false;
+  let streaming = false;
   try {
     const session = reader.session();
     progress.expect(reader.callCount() + 2);
@@ -268,30 +327,105 @@ async function readSession(
     const { data, ...log } = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
     const logFile = { file: path.join(tmpDir, 'tool-calls.jsonl'), size: data.length };
     fs.writeFileSync(logFile.file, data);
-    const reportHtml = renderReportHtmlBuffer(reader, summary, { templatesDir });
-    rendering = true;
-    const closed = reportHtml.then(
-      () => reader.close(),
-      () => reader.close(),
-    );
-    return { session, summary, log, logFile, images, skipped, keep, reportHtml, closed };
+    const report = new ReportStream(reader, summary, { templatesDir });
+    streaming = true;
+    return { session, summary, log, logFile, images, skipped, keep, report };
   } finally {
-    if (!rendering) reader.close();
+    if (!streaming) reader.close();
   }
 }
 
 /**
- * The zip's report.html (the same bytes) into the session dir, where its image links resolve too. A session
- * dir that cannot be written (a read-only copy) leaves a warning, not a failed bundle.
+ * report.html for the zip: planned at once (rows measured, thumbnails made, while the images are zipped), then
+ * streamed row by row each time the zip asks for it. The reader stays open until `release`.
  */
-function writeSessionReport(dir: string, page: Buffer, warnings: string[]): string | null {
-  const file = path.join(dir, REPORT_HTML_FILE);
-  try {
-    writeFileAtomic(file, page);
-    return file;
-  } catch (err) {
-    warnings.push(`report.html was not written into the session dir: ${describeFsError(err)}`);
-    return null;
+class ReportStream {
+  private readonly page: Promise<ReportHtmlPage>;
+
+  constructor(
+    private readonly reader: SessionReader,
+    summary: SessionSummary,
+    options: ReportHtmlOptions,
+  ) {
+    this.page = renderReportHtmlParts(reader, summary, options, { keepRows: false });
+    this.page.catch(() => undefined); // a failed plan fails the zip that asks for the page
+  }
+
+  /** The page's bytes, also written to `copy` when given. */
+  async *chunks(copy: SessionReportCopy | null): AsyncGenerator<Buffer> {
+    const page = await this.page;
+    for (const chunk of pageChunks(page)) {
+      copy?.write(chunk);
+      yield chunk;
+    }
+  }
+
+  /** Wait for the plan to settle and close the log. */
+  async release(): Promise<void> {
+    await this.page.catch(() => undefined);
+    this.reader.close();
+  }
+}
+
+/**
+ * The zip's report.html (the same bytes, as they are streamed) into the session dir, where its image links
+ * resolve too: a temp file given the name once the zip is written. A session dir that cannot be written (a
+ * read-only copy) leaves a warning, not a failed bundle.
+ */
+class SessionReportCopy {
+  private fd: number | null;
+
+  private constructor(
+    private readonly file: string,
+    private readonly tmp: string,
+    fd: number,
+    private readonly warnings: string[],
+  ) {
+    this.fd = fd;
+  }
+
+  /** A fresh temp file beside the session's report.html, or null (and a warning) when it cannot be made. */
+  static open(dir: string, warnings: string[]): SessionReportCopy | null {
+    const file = path.join(dir, REPORT_HTML_FILE);
+    const tmp = tempNameFor(file);
+    try {
+      return new SessionReportCopy(file, tmp, fs.openSync(tmp, 'wx'), warnings);
+    } catch (err) {
+      warnings.push(`report.html was not written into the session dir: ${describeFsError(err)}`);
+      return null;
+    }
+  }
+
+  write(chunk: Buffer): void {
+    if (this.fd === null) return;
+    try {
+      fs.writeSync(this.fd, chunk);
+    } catch (err) {
+      this.warnings.push(`report.html was not written into the session dir: ${describeFsError(err)}`);
+      this.abort();
+    }
+  }
+
+  /** The page is complete: give it its name. Returns its path, or null when it could not be written. */
+  commit(warnings: string[]): string | null {
+    if (this.fd === null) return null;
+    try {
+      fs.closeSync(this.fd);
+      this.fd = null;
+      moveIntoPlace(this.tmp, this.file);
+      return this.file;
+    } catch (err) {
+      warnings.push(`report.html was not written into the session dir: ${describeFsError(err)}`);
+      this.abort();
+      return null;
+    }
+  }
+
+  /** Remove the temp file (a failed or superseded write). */
+  abort(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+    fs.rmSync(this.tmp, { force: true });
   }
 }
 
@@ -359,21 +493,17 @@ function jsonBuffer(value: unknown): Buffer {
   return Buffer.from(`${JSON.stringify(value, null, 2)}\n`, 'utf8');
 }
 
-/** Zip entries in sorted path order (the manifest is appended last by writeZip). */
+/** Zip entries of the files and documents (report.html is added by the caller, which sorts them). */
 function zipEntries(
   top: string,
-  texts: Array<{ name: string; data: Buffer | Promise<Buffer> | { file: string; size: number } }>,
+  texts: Array<{ name: string; data: Buffer | { file: string; size: number } }>,
   images: readonly ImageFile[],
   dbFile: string | null,
 ): ZipEntry[] {
   const entries: ZipEntry[] = [
     ...texts.map((t) => ({
       name: `${top}/${t.name}`,
-      source: Buffer.isBuffer(t.data)
-        ? { buffer: t.data }
-        : t.data instanceof Promise
-          ? { pending: t.data }
-          : { file: t.data.file, size: t.data.size },
+      source: Buffer.isBuffer(t.data) ? { buffer: t.data } : { file: t.data.file, size: t.data.size },
       compress: true,
     })),
     ...images.map((img) => ({
@@ -390,7 +520,12 @@ function zipEntries(
       level: DB_LEVEL,
     });
   }
-  return entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return entries;
+}
+
+/** Sorted path order, by code unit (the manifest is appended last by writeZip). */
+function byName(a: ZipEntry, b: ZipEntry): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
 /**

@@ -1,5 +1,6 @@
 /** Estimating a bundle's zip size before writing it, for --max-bytes. */
 import fs from 'node:fs';
+import { PassThrough, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { ZipEntry } from './zip.js';
 
@@ -24,28 +25,32 @@ export async function estimateZipBytes(entries: readonly ZipEntry[], listed: num
   for (const entry of entries) {
     total += entryOverhead(entry.name);
     const level = entry.level ?? 6;
-    if ('buffer' in entry.source || 'pending' in entry.source) {
-      const data = 'buffer' in entry.source ? entry.source.buffer : await entry.source.pending;
+    if ('buffer' in entry.source) {
+      const data = entry.source.buffer;
       total += entry.compress ? zlib.deflateRawSync(data, { level }).length : data.length;
+    } else if ('stream' in entry.source) {
+      total += await deflatedSize(Readable.from(entry.source.stream()), entry.compress ? level : null);
+    } else if (!entry.compress) {
+      total += entry.source.size;
     } else {
-      total += entry.compress ? await deflatedFileSize(entry.source.file, level) : entry.source.size;
+      const input = fs.createReadStream(entry.source.file);
+      total += await deflatedSize(input, level);
     }
   }
   return total;
 }
 
-/** Deflated size of a file, streamed (it can be large). */
-function deflatedFileSize(file: string, level: number): Promise<number> {
+/** Size of a stream's bytes once deflated at `level` (or as they are, for null), streamed (it can be large). */
+function deflatedSize(input: Readable, level: number | null): Promise<number> {
   return new Promise((resolve, reject) => {
     let size = 0;
-    const deflate = zlib.createDeflateRaw({ level });
-    deflate.on('data', (chunk: Buffer) => {
+    const sink = level === null ? new PassThrough() : zlib.createDeflateRaw({ level });
+    sink.on('data', (chunk: Buffer) => {
       size += chunk.length;
     });
-    deflate.on('end', () => resolve(size));
-    deflate.on('error', reject);
-    const input = fs.createReadStream(file);
+    sink.on('end', () => resolve(size));
+    sink.on('error', reject);
     input.on('error', reject);
-    input.pipe(deflate);
+    input.pipe(sink);
   });
 }

@@ -9,7 +9,11 @@ import { Readable, Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 
 /** Where an entry's bytes come from. */
-export type ZipSource = { buffer: Buffer } | { file: string; size: number } | { pending: Promise<Buffer> };
+export type ZipSource =
+  | { buffer: Buffer }
+  | { file: string; size: number }
+  /** Made while it is zipped (report.html): a fresh iterable of chunks each time it is asked for. */
+  | { stream: () => AsyncIterable<Buffer> | Iterable<Buffer> };
 
 /** One file of the zip. */
 export interface ZipEntry {
@@ -153,32 +157,21 @@ export async function writeZip(
       continue;
     }
     const name = entry.name;
-    if ('pending' in entry.source) {
-      // Still being made (report.html): yazl asks for it once the entries before it are written.
-      const pending = entry.source.pending;
+    if ('stream' in entry.source) {
+      // Made as yazl asks for it, once the entries before it are written; hashed on the way like a file.
+      const chunks = entry.source.stream;
       zip.addReadStreamLazy(name, opts, (cb) => {
-        pending.then(
-          (data) => {
-            hashes.set(name, { bytes: data.length, sha256: sha256(data) });
-            options.onEntry?.(name);
-            cb(null, Readable.from([data]));
-          },
-          (err: unknown) => fail(err instanceof Error ? err : new Error(String(err))),
-        );
+        const input = Readable.from(chunks(), { objectMode: false });
+        input.on('error', fail);
+        cb(null, input.pipe(hashing(name, hashes, fail, options.onEntry)));
       });
       continue;
     }
     const { file, size } = entry.source;
     zip.addReadStreamLazy(name, { ...opts, size }, (cb) => {
-      const hasher = new HashingPassThrough();
-      hasher.on('finish', () => options.onEntry?.(name));
-      hasher.on('end', () => {
-        if (hasher.digest) hashes.set(name, { bytes: hasher.bytes, sha256: hasher.digest });
-      });
-      hasher.on('error', fail);
       const input = fs.createReadStream(file, { highWaterMark: READ_CHUNK });
       input.on('error', fail);
-      cb(null, input.pipe(hasher));
+      cb(null, input.pipe(hashing(name, hashes, fail, options.onEntry)));
     });
   }
   // yazl asks for this stream only after every earlier entry was fully read, so all hashes are known.
@@ -193,6 +186,22 @@ export async function writeZip(
   zip.end();
   await finished;
   return { bytes: fs.statSync(outFile).size, hashes };
+}
+
+/** A pass-through that records the entry's size and sha256 in `hashes` once its data has gone through. */
+function hashing(
+  name: string,
+  hashes: Map<string, { bytes: number; sha256: string }>,
+  fail: (err: Error) => void,
+  onEntry: ((name: string) => void) | undefined,
+): HashingPassThrough {
+  const hasher = new HashingPassThrough();
+  hasher.on('finish', () => onEntry?.(name));
+  hasher.on('end', () => {
+    if (hasher.digest) hashes.set(name, { bytes: hasher.bytes, sha256: hasher.digest });
+  });
+  hasher.on('error', fail);
+  return hasher;
 }
 
 /** Hex sha256 of a buffer. */

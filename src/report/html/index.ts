@@ -4,7 +4,7 @@ export {
   DEFAULT_REPORT_HTML_MAX_BYTES,
   type ReportHtmlOptions,
   renderReportHtml,
-  renderReportHtmlBuffer,
+  renderReportHtmlStream,
 } from './render-html.js';
 export { REPORT_HTML_TEMPLATE } from './template.js';
 export { planThumbnails, type Thumbnail, type ThumbnailPlan, type ThumbnailRequest } from './thumbnails.js';

@@ -68,15 +68,106 @@ export interface PageInputs {
 
 /** The template context of the page, without the rows and what is only known after them. */
 export function pageContext(summary: SessionSummary, inputs: PageInputs): Record<string, unknown> {
-  const { hb, plan } = inputs;
+  const failures = summary.failures
+    .slice(0, 12)
+    .map((f) => ({ ...f, detail: f.detail ? clip(f.detail, 200) : '' }));
+  const steps = summary.steps.slice(-40).map((s) => ({
+    name: oneLine(s.name, 120),
+    status: oneLine(s.status, 20),
+    detail: s.detail ? oneLine(s.detail, 300) : '',
+    cls: stepClass(s.status),
+  }));
+  const environment = environmentEntries(summary.environment);
+  return {
+    rowOnly: false,
+    title: oneLine(summary.scenario ?? `session ${summary.sessionId}`, 200),
+    sessionId: summary.sessionId,
+    originalId: summary.originalId,
+    dirName: summary.dirName,
+    status: summary.status,
+    verdict: summary.verdict,
+    verdictClass: summary.verdict === 'PASS' ? 'pass' : 'fail',
+    verdictReason: oneLine(summary.verdictReason, 600),
+    startedAt: summary.startedAt,
+    endedAt: summary.endedAt,
+    duration: summary.duration,
+    environmentLine: environmentLine(summary.environment),
+    counts: summary.counts,
+    countsList: countsList(summary.counts),
+    ...callsView(summary, inputs.hb),
+    ...imagesView(summary, inputs),
+    failures,
+    failuresOmitted: summary.failuresOmitted + (summary.failures.length - failures.length),
+    warningsByCode: summary.warningsByCode.slice(0, 60),
+    steps,
+    environment,
+    hasDetails:
+      failures.length > 0 || summary.warningsByCode.length > 0 || steps.length > 0 || environment.length > 0,
+    totalCalls: inputs.totalCalls,
+    imageCount: inputs.imageCount,
+    recorderVersion: inputs.recorderVersion,
+    cspStyle: CSP_STYLE_MARK,
+    cspScript: CSP_SCRIPT_MARK,
+  };
+}
+
+/** The failing call and the last good observation (its value pretty-printed, clipped). */
+function callsView(summary: SessionSummary, hb: HandlebarsApi): { failing: unknown; lastGood: unknown } {
+  const failing = summary.failingCall
+    ? {
+        ...summary.failingCall,
+        at: summary.failingCall.startedAt,
+        duration: formatDurationMs(summary.failingCall.durationMs),
+      }
+    : null;
+  const observed = summary.lastGoodObservation;
+  const observedValue =
+    observed && observed.value !== undefined && observed.value !== null
+      ? prettyJson(JSON.stringify(observed.value), 6000)
+      : null;
+  const lastGood = observed
+    ? {
+        seq: observed.seq,
+        tool: observed.tool,
+        oneLine: observed.oneLine,
+        value: observedValue ? textHtml(hb, observedValue.text) : null,
+      }
+    : null;
+  return { failing, lastGood };
+}
+
+/** The header's counters: calls, failures, warnings, images, and the troubles that happened. */
+function countsList(c: SessionSummary['counts']): Array<{ label: string; value: number; cls: string }> {
+  return [
+    { label: 'calls', value: c.calls, cls: '' },
+    {
+      label: c.recovered ? `failures (${c.recovered} recovered)` : 'failures',
+      value: c.failures,
+      cls: c.failures - c.recovered > 0 ? 'bad' : '',
+    },
+    { label: 'warnings', value: c.warnings, cls: c.warnings ? 'warn' : '' },
+    { label: 'images', value: c.artifacts, cls: '' },
+    ...(c.pending ? [{ label: 'pending', value: c.pending, cls: 'bad' }] : []),
+    ...(c.violations ? [{ label: 'contract violations', value: c.violations, cls: 'warn' }] : []),
+    ...(c.droppedPayloads ? [{ label: 'payloads dropped', value: c.droppedPayloads, cls: 'warn' }] : []),
+    ...(c.lostCalls ? [{ label: 'calls lost', value: c.lostCalls, cls: 'bad' }] : []),
+    ...(c.recordFailures ? [{ label: 'record failures', value: c.recordFailures, cls: 'bad' }] : []),
+  ];
+}
+
+/** The two images at the top: the last good observation's (or last seen) and the failing call's. */
+function imagesView(
+  summary: SessionSummary,
+  inputs: PageInputs,
+): { figures: unknown[]; beforeAfter: boolean; imagesTitle: string } {
   const figure = (image: ImageDigest | null, title: string, cls: string, missing: string) => {
     const ref = image ? imageRef(inputs.dir, image.artifact, inputs.artifactBase) : null;
-    const thumb = ref ? plan.thumbs.get(ref.key) : undefined;
+    const thumb = ref ? inputs.plan.thumbs.get(ref.key) : undefined;
     // Which window it shows and which call made it, so two images are never taken for one window's.
     const caption = image
       ? `${image.window ? `'${image.window}'` : 'window unknown'} · call #${image.seq} ${image.tool} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
       : '';
-    const note = !ref ? missing : (plan.failed.get(ref.key) ?? `open ${ref.name}`);
+    const note = !ref ? missing : (inputs.plan.failed.get(ref.key) ?? `open ${ref.name}`);
     return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };
   };
   const lastGoodImage = lastGoodImageOf(summary);
@@ -104,86 +195,7 @@ export function pageContext(summary: SessionSummary, inputs: PageInputs): Record
         ? 'Two windows: not a before and after'
         : 'Images'
       : 'Image';
-  const failing = summary.failingCall
-    ? {
-        ...summary.failingCall,
-        at: summary.failingCall.startedAt,
-        duration: formatDurationMs(summary.failingCall.durationMs),
-      }
-    : null;
-  const observed = summary.lastGoodObservation;
-  const observedValue =
-    observed && observed.value !== undefined && observed.value !== null
-      ? prettyJson(JSON.stringify(observed.value), 6000)
-      : null;
-  const lastGood = observed
-    ? {
-        seq: observed.seq,
-        tool: observed.tool,
-        oneLine: observed.oneLine,
-        value: observedValue ? textHtml(hb, observedValue.text) : null,
-      }
-    : null;
-  const c = summary.counts;
-  const countsList = [
-    { label: 'calls', value: c.calls, cls: '' },
-    {
-      label: c.recovered ? `failures (${c.recovered} recovered)` : 'failures',
-      value: c.failures,
-      cls: c.failures - c.recovered > 0 ? 'bad' : '',
-    },
-    { label: 'warnings', value: c.warnings, cls: c.warnings ? 'warn' : '' },
-    { label: 'images', value: c.artifacts, cls: '' },
-    ...(c.pending ? [{ label: 'pending', value: c.pending, cls: 'bad' }] : []),
-    ...(c.violations ? [{ label: 'contract violations', value: c.violations, cls: 'warn' }] : []),
-    ...(c.droppedPayloads ? [{ label: 'payloads dropped', value: c.droppedPayloads, cls: 'warn' }] : []),
-    ...(c.lostCalls ? [{ label: 'calls lost', value: c.lostCalls, cls: 'bad' }] : []),
-    ...(c.recordFailures ? [{ label: 'record failures', value: c.recordFailures, cls: 'bad' }] : []),
-  ];
-  const failures = summary.failures
-    .slice(0, 12)
-    .map((f) => ({ ...f, detail: f.detail ? clip(f.detail, 200) : '' }));
-  const steps = summary.steps.slice(-40).map((s) => ({
-    name: oneLine(s.name, 120),
-    status: oneLine(s.status, 20),
-    detail: s.detail ? oneLine(s.detail, 300) : '',
-    cls: stepClass(s.status),
-  }));
-  const environment = environmentEntries(summary.environment);
-  return {
-    rowOnly: false,
-    title: oneLine(summary.scenario ?? `session ${summary.sessionId}`, 200),
-    sessionId: summary.sessionId,
-    originalId: summary.originalId,
-    dirName: summary.dirName,
-    status: summary.status,
-    verdict: summary.verdict,
-    verdictClass: summary.verdict === 'PASS' ? 'pass' : 'fail',
-    verdictReason: oneLine(summary.verdictReason, 600),
-    startedAt: summary.startedAt,
-    endedAt: summary.endedAt,
-    duration: summary.duration,
-    environmentLine: environmentLine(summary.environment),
-    counts: c,
-    countsList,
-    failing,
-    lastGood,
-    figures,
-    beforeAfter,
-    imagesTitle,
-    failures,
-    failuresOmitted: summary.failuresOmitted + (summary.failures.length - failures.length),
-    warningsByCode: summary.warningsByCode.slice(0, 60),
-    steps,
-    environment,
-    hasDetails:
-      failures.length > 0 || summary.warningsByCode.length > 0 || steps.length > 0 || environment.length > 0,
-    totalCalls: inputs.totalCalls,
-    imageCount: inputs.imageCount,
-    recorderVersion: inputs.recorderVersion,
-    cspStyle: CSP_STYLE_MARK,
-    cspScript: CSP_SCRIPT_MARK,
-  };
+  return { figures, beforeAfter, imagesTitle };
 }
 
 /** What the page had to leave out or shorten, for the notices at the top. */

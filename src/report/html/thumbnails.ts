@@ -7,6 +7,8 @@ export interface ThumbnailRequest {
   key: string;
   /** Absolute path of the image file. */
   file: string;
+  /** sha256 (hex) of the image's bytes, as its artifact row recorded it: names its stored thumbnails. */
+  sha256?: string | null;
   /** Always kept when anything is (the failing call's suspect image, the last good observation's). */
   priority: boolean;
   /** Recency: higher is newer (the call's seq). */

@@ -1,0 +1,140 @@
+/** What report.html knows about each call besides its row (warnings, images, recoveries), and rendering a row. */
+import type { ArtifactRow, CallRow } from '../../store/schema.js';
+import type { SessionReader } from '../../store/session-reader.js';
+import { formatBytes, oneLine } from '../text.js';
+import { type ImageRef, imageRef } from './image-ref.js';
+import { type RowCounters, type RowImage, type RowThumb, rowContext } from './row-view.js';
+import type { ReportTemplate } from './template.js';
+import type { ThumbnailPlan } from './thumbnails.js';
+
+/** Warnings a row lists at most. */
+const MAX_ROW_WARNINGS = 20;
+
+/** Facts read from the log once, bounded by the log (not by the page). */
+export interface CallFacts {
+  warningsBySeq: Map<number, Array<{ code: string; detail: string }>>;
+  artifactsBySeq: Map<number, ArtifactRow[]>;
+  /** Each image file (by key) and the first call that showed it: that call's row owns its thumbnail. */
+  firstSeqOfImage: Map<string, number>;
+  refs: Map<string, ImageRef>;
+  /** sha256 of each image file (by key), as its artifact row recorded it. */
+  sha256Of: Map<string, string>;
+  imageOwners: Set<number>;
+  recoveredSeqs: Set<number>;
+}
+
+/** Warnings and images per call, and which failures were recovered. */
+export function readCallFacts(reader: SessionReader, artifactBase: string): CallFacts {
+  const warningsBySeq = new Map<number, Array<{ code: string; detail: string }>>();
+  for (const w of reader.warnings()) {
+    const list = warningsBySeq.get(w.call_seq) ?? [];
+    if (list.length < MAX_ROW_WARNINGS) {
+      list.push({ code: oneLine(w.code, 80), detail: oneLine(w.detail ?? '', 400) });
+    }
+    warningsBySeq.set(w.call_seq, list);
+  }
+  const artifactsBySeq = new Map<number, ArtifactRow[]>();
+  const firstSeqOfImage = new Map<string, number>();
+  const refs = new Map<string, ImageRef>();
+  const sha256Of = new Map<string, string>();
+  for (const a of reader.artifacts()) {
+    if (a.call_seq == null) continue;
+    artifactsBySeq.set(a.call_seq, [...(artifactsBySeq.get(a.call_seq) ?? []), a]);
+    const ref = imageRef(reader.dir, a.path, artifactBase);
+    if (ref && !firstSeqOfImage.has(ref.key)) {
+      firstSeqOfImage.set(ref.key, a.call_seq);
+      refs.set(ref.key, ref);
+    }
+    if (ref && a.sha256 && !sha256Of.has(ref.key)) sha256Of.set(ref.key, a.sha256);
+  }
+  const recoveredSeqs = new Set(
+    reader
+      .failures()
+      .filter((f) => f.recovered)
+      .map((f) => f.seq),
+  );
+  const imageOwners = new Set(firstSeqOfImage.values());
+  return { warningsBySeq, artifactsBySeq, firstSeqOfImage, refs, sha256Of, imageOwners, recoveredSeqs };
+}
+
+/** GIFs (`record` recordings) are linked, not thumbnailed: a still of one frame would pass for a capture. */
+export function isRecording(key: string): boolean {
+  return key.toLowerCase().endsWith('.gif');
+}
+
+/** Renders timeline rows; the thumbnail plan, once known, decides the notes of the rows that own an image. */
+export class RowRenderer {
+  private thumbsKept = new Set<string>();
+  private failedThumbs = new Map<string, string>();
+
+  constructor(
+    private readonly tpl: ReportTemplate,
+    private readonly facts: CallFacts,
+    private readonly where: { dir: string; artifactBase: string },
+    private readonly special: { failingSeq: number | null; lastGoodSeq: number | null },
+  ) {}
+
+  /** The thumbnails made (or not): rows rendered from now on say so. */
+  usePlan(plan: ThumbnailPlan): void {
+    this.thumbsKept = new Set(plan.thumbs.keys());
+    this.failedThumbs = plan.failed;
+  }
+
+  /** One row's HTML (not yet escaped for format characters), its bodies within `allowance` characters. */
+  render(row: CallRow, line: string, allowance: number, thumbs: RowThumb[], counters: RowCounters): string {
+    const { facts, special } = this;
+    const context = rowContext(
+      this.tpl.hb,
+      {
+        row,
+        line,
+        recovered: facts.recoveredSeqs.has(row.seq),
+        isFailing: row.seq === special.failingSeq,
+        isLastGood: row.seq === special.lastGoodSeq,
+        warnings: facts.warningsBySeq.get(row.seq) ?? [],
+        thumbs,
+        images: this.imagesOf(row.seq),
+      },
+      allowance,
+      counters,
+    );
+    return this.tpl.renderRow(context).trim();
+  }
+
+  private imagesOf(seq: number): RowImage[] {
+    const list: RowImage[] = [];
+    const seen = new Set<string>();
+    for (const a of this.facts.artifactsBySeq.get(seq) ?? []) {
+      const ref = imageRef(this.where.dir, a.path, this.where.artifactBase);
+      if (!ref) {
+        list.push({
+          href: null,
+          // A file the server wrote on its host and that could not be copied: say where it lies.
+          label: a.host_path
+            ? `${a.role}: on the MCEC host at ${oneLine(a.host_path, 300)}`
+            : `${a.role} image not kept`,
+          note: oneLine(a.error ?? 'no file', 200),
+        });
+        continue;
+      }
+      if (seen.has(ref.key)) continue;
+      seen.add(ref.key);
+      const dims = a.width && a.height ? `${a.width}x${a.height} ` : '';
+      list.push({
+        href: ref.href,
+        label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`,
+        note: this.imageNote(ref.key, seq),
+      });
+    }
+    return list;
+  }
+
+  private imageNote(key: string, seq: number): string {
+    const first = this.facts.firstSeqOfImage.get(key);
+    if (first !== seq) return `same image as call #${first}`;
+    if (isRecording(key)) return 'a GIF recording: open it to play';
+    return (
+      this.failedThumbs.get(key) ?? (this.thumbsKept.has(key) ? '' : 'no thumbnail (see the note at the top)')
+    );
+  }
+}
