@@ -77,22 +77,36 @@ export interface CommitOptions {
   holdYoungPendingMs?: number;
 }
 
-type Op =
-  | {
-      k: 'call';
-      row: CallRecord;
-      first: boolean;
-      queuedAt?: number;
-      held?: boolean;
-      /** The caller knows the call has already returned: its completed row follows shortly. */
-      completing?: boolean;
-    }
-  | { k: 'delete'; seq: number }
-  | { k: 'warning'; w: WarningRecord }
-  | { k: 'artifact'; a: ArtifactRecord }
-  | { k: 'event'; e: EventRecord }
-  | { k: 'latest-event'; e: EventRecord }
-  | { k: 'none' };
+/** A call's row to write: its first (usually pending) or its completed one. */
+interface CallOp {
+  kind: 'call';
+  row: CallRecord;
+  /** The call's first row: nothing of it is in the file yet, so cancelling it needs no delete. */
+  firstRow: boolean;
+  /** When it was queued (performance.now()): how long a commit may hold a pending row back. */
+  queuedAt?: number;
+  /** Already held back by one commit: the next one writes it. */
+  held?: boolean;
+  /** The caller knows the call has already returned: its completed row follows shortly. */
+  completing?: boolean;
+}
+
+/** Latest-event ops are updated in place while queued: running totals write one row per commit. */
+interface LatestEventOp {
+  kind: 'latest-event';
+  event: EventRecord;
+}
+
+/** One queued write, applied in order by the next commit. */
+type QueuedOp =
+  | CallOp
+  | { kind: 'delete-call'; seq: number }
+  | { kind: 'warning'; warning: WarningRecord }
+  | { kind: 'artifact'; artifact: ArtifactRecord }
+  | { kind: 'event'; event: EventRecord }
+  | LatestEventOp
+  /** A call op taken back by `deleteCall` before it was written: skipped, not counted. */
+  | { kind: 'cancelled' };
 
 const SESSION_COLUMNS = [
   'session_id',
@@ -179,6 +193,7 @@ function asError(err: unknown): Error {
 /** This machine's name, stored with each writer so a reader can tell whether it can check the pid. */
 const HOST = os.hostname();
 
+/** The statements a log's writes use, prepared once per open file. */
 interface Statements {
   session: { run(...p: unknown[]): unknown };
   register: { get(...p: unknown[]): unknown };
@@ -187,7 +202,7 @@ interface Statements {
   nextSeq: { get(...p: unknown[]): unknown };
   setNextSeq: { run(...p: unknown[]): unknown };
   call: { run(...p: unknown[]): unknown };
-  del: { run(...p: unknown[]): unknown };
+  deleteCall: { run(...p: unknown[]): unknown };
   warning: { run(...p: unknown[]): unknown };
   artifact: { run(...p: unknown[]): unknown };
   event: { run(...p: unknown[]): unknown };
@@ -196,12 +211,26 @@ interface Statements {
 }
 
 /** What one write transaction did: seqs it allocated, this writer's id in the file, other writers seen. */
-interface TxResult {
+interface WriteResult {
+  /** Stored seq of each call key given one in this transaction. */
   seqs: Map<number, number>;
   writerId: number;
+  /** Tokens of the other writers found (reported once). */
   tokens: string[];
   others: Array<{ pid: number; host: string }>;
 }
+
+/** Another writer's open `writers` row. */
+interface OtherWriter {
+  token: string;
+  id: number;
+  pid: number;
+  host: string;
+  opened_at: string;
+}
+
+/** The prepared write transaction: the queued ops, and whether the session row is written too. */
+type WriteTransaction = Database.Transaction<(ops: QueuedOp[], writeSession: boolean) => WriteResult>;
 
 /**
  * The writer of one session's log. Enqueue methods never throw; `commit()` applies the queue. The file
@@ -214,12 +243,12 @@ export class SessionLog implements PooledLog {
   /** Highest call seq already in the file when it was opened (a reused session dir); new seqs go above it. */
   readonly existingMaxSeq: number;
   private db: SessionDb | null = null;
-  private stmts: Statements | null = null;
-  private tx: Database.Transaction<(ops: Op[], writeSession: boolean) => TxResult> | null = null;
+  private statements: Statements | null = null;
+  private writeTransaction: WriteTransaction | null = null;
   private readonly sessionUpdates = new Map<string, Database.Statement>();
-  private ops: Op[] = [];
-  private queuedCalls = new Map<number, Extract<Op, { k: 'call' }>>();
-  private queuedLatest = new Map<string, Extract<Op, { k: 'latest-event' }>>();
+  private ops: QueuedOp[] = [];
+  private queuedCalls = new Map<number, CallOp>();
+  private queuedLatest = new Map<string, LatestEventOp>();
   private sessionRow: SessionRow;
   private sessionDirty = true;
   /** Session fields changed since the row was last written: only these are updated in a shared row. */
@@ -236,7 +265,7 @@ export class SessionLog implements PooledLog {
   /** Other writers already reported (their tokens). */
   private readonly seenWriters = new Set<string>();
   /** Pending rows held back by the running commit: they get their seqs in its transaction too. */
-  private heldForTx: Op[] = [];
+  private heldForCommit: QueuedOp[] = [];
   private identity: { dev: number; ino: number } | null = null;
   private committedCalls = 0;
   /** Seqs whose committed row is still pending: a recreated log gets them back when they complete. */
@@ -293,10 +322,10 @@ export class SessionLog implements PooledLog {
    * that holds young pending rows keeps this one back (up to a second) for its completed row.
    */
   beginCall(row: CallRecord, completing = false): void {
-    const op: Extract<Op, { k: 'call' }> = {
-      k: 'call',
+    const op: CallOp = {
+      kind: 'call',
       row,
-      first: true,
+      firstRow: true,
       queuedAt: performance.now(),
       completing,
     };
@@ -311,7 +340,7 @@ export class SessionLog implements PooledLog {
       queued.row = row; // the pending row never reached disk: write the completed one in its place
       return;
     }
-    const op: Extract<Op, { k: 'call' }> = { k: 'call', row, first: false };
+    const op: CallOp = { kind: 'call', row, firstRow: false };
     this.ops.push(op);
     this.queuedCalls.set(row.seq, op);
   }
@@ -320,38 +349,38 @@ export class SessionLog implements PooledLog {
   deleteCall(seq: number): void {
     const queued = this.queuedCalls.get(seq);
     if (queued) {
-      (queued as Op).k = 'none';
+      (queued as QueuedOp).kind = 'cancelled';
       this.queuedCalls.delete(seq);
-      if (queued.first) return; // never reached the file: nothing to delete there
+      if (queued.firstRow) return; // never reached the file: nothing to delete there
     }
-    this.ops.push({ k: 'delete', seq });
+    this.ops.push({ kind: 'delete-call', seq });
   }
 
   /** Add one warning row. */
-  addWarning(w: WarningRecord): void {
-    this.ops.push({ k: 'warning', w });
+  addWarning(warning: WarningRecord): void {
+    this.ops.push({ kind: 'warning', warning });
   }
 
   /** Add one artifact row. */
-  addArtifact(a: ArtifactRecord): void {
-    this.ops.push({ k: 'artifact', a });
+  addArtifact(artifact: ArtifactRecord): void {
+    this.ops.push({ kind: 'artifact', artifact });
   }
 
   /** Add one event row. */
-  addEvent(e: EventRecord): void {
-    this.ops.push({ k: 'event', e });
+  addEvent(event: EventRecord): void {
+    this.ops.push({ kind: 'event', event });
   }
 
-  /** Update the latest event of `e.kind` in place, or add one: for running counts (truncation, limits). */
-  setLatestEvent(e: EventRecord): void {
-    const queued = this.queuedLatest.get(e.kind);
+  /** Update the latest event of `event.kind` in place, or add one: for running counts (truncation, limits). */
+  setLatestEvent(event: EventRecord): void {
+    const queued = this.queuedLatest.get(event.kind);
     if (queued) {
-      queued.e = e;
+      queued.event = event;
       return;
     }
-    const op: Extract<Op, { k: 'latest-event' }> = { k: 'latest-event', e };
+    const op: LatestEventOp = { kind: 'latest-event', event };
     this.ops.push(op);
-    this.queuedLatest.set(e.kind, op);
+    this.queuedLatest.set(event.kind, op);
   }
 
   /** Apply everything queued in one transaction. Never throws: failures are in the outcome. */
@@ -363,7 +392,7 @@ export class SessionLog implements PooledLog {
     try {
       if (this.dirty) {
         this.checkIdentity();
-        this.heldForTx = held;
+        this.heldForCommit = held;
         const seen = this.applyQueueRecovering();
         outcome.committed = this.afterCommit(seen);
         if (seen.others.length > 0) outcome.concurrentWriters = seen.others;
@@ -374,7 +403,7 @@ export class SessionLog implements PooledLog {
         outcome.held = held.length;
       }
     } catch (err) {
-      this.heldForTx = [];
+      this.heldForCommit = [];
       this.ops = all; // nothing was applied: everything stays queued, in order
       outcome.error = asError(err);
       const dropped = this.trimQueue();
@@ -398,10 +427,10 @@ export class SessionLog implements PooledLog {
 
   /** Close the file handle now; the queue and counts stay, and the next commit reopens the file. */
   closeHandle(): void {
-    if (this.db && this.stmts && this.writerId !== null) {
+    if (this.db && this.statements && this.writerId !== null) {
       try {
         // Not holding the log any more: prune may judge it by its file times again.
-        this.stmts.unregister.run(new Date().toISOString(), this.token);
+        this.statements.unregister.run(new Date().toISOString(), this.token);
       } catch {
         // a locked or broken file: the row stays open and the live pid keeps the session protected
       }
@@ -410,16 +439,16 @@ export class SessionLog implements PooledLog {
   }
 
   /** Take young, never-held pending call rows out of the queue (marked held); returns them. */
-  private holdYoungPending(ms: number): Array<Extract<Op, { k: 'call' }>> {
+  private holdYoungPending(ms: number): Array<CallOp> {
     const now = performance.now();
-    const held: Array<Extract<Op, { k: 'call' }>> = [];
-    let rest: Op[] | undefined;
+    const held: Array<CallOp> = [];
+    let rest: QueuedOp[] | undefined;
     for (let i = 0; i < this.ops.length; i++) {
       const op = this.ops[i]!;
-      const age = op.k === 'call' && op.queuedAt !== undefined ? now - op.queuedAt : Infinity;
+      const age = op.kind === 'call' && op.queuedAt !== undefined ? now - op.queuedAt : Infinity;
       const hold =
-        op.k === 'call' &&
-        op.first &&
+        op.kind === 'call' &&
+        op.firstRow &&
         op.row.status === 'pending' &&
         ((!op.held && age < ms) || (op.completing === true && age < MAX_COMPLETING_HOLD_MS));
       if (hold) {
@@ -443,7 +472,7 @@ export class SessionLog implements PooledLog {
   /** Drop everything queued (the caller gave up on this log); returns how many calls' rows were lost with it. */
   discardQueue(): { ops: number; calls: number } {
     const ops = this.ops.length;
-    const calls = this.ops.filter((op) => op.k === 'call').length;
+    const calls = this.ops.filter((op) => op.kind === 'call').length;
     this.ops = [];
     this.queuedCalls.clear();
     this.queuedLatest.clear();
@@ -458,7 +487,7 @@ export class SessionLog implements PooledLog {
   }
 
   /** Apply the queue; a file found corrupt on the way is moved aside and the queue applied to a fresh one. */
-  private applyQueueRecovering(): TxResult {
+  private applyQueueRecovering(): WriteResult {
     try {
       return this.applyQueue();
     } catch (err) {
@@ -468,25 +497,26 @@ export class SessionLog implements PooledLog {
     }
   }
 
-  private afterCommit(tx: TxResult): number {
-    for (const [key, seq] of tx.seqs) {
+  /** Take in what the transaction did (seqs, writer id, writers seen) and empty the queue; returns ops written. */
+  private afterCommit(written: WriteResult): number {
+    for (const [key, seq] of written.seqs) {
       this.seqOf.set(key, seq);
       if (seq > this.highestSeq) this.highestSeq = seq;
     }
-    this.writerId = tx.writerId;
-    for (const t of tx.tokens) this.seenWriters.add(t);
-    this.heldForTx = [];
+    this.writerId = written.writerId;
+    for (const t of written.tokens) this.seenWriters.add(t);
+    this.heldForCommit = [];
     this.dirtyFields.clear();
     if (this.sessionDirty) this.fullRowNeeded = false;
     let committed = 0;
     for (const op of this.ops) {
-      if (op.k === 'none') continue;
+      if (op.kind === 'cancelled') continue;
       committed += 1;
-      if (op.k === 'call') {
-        if (op.first) this.committedCalls += 1;
+      if (op.kind === 'call') {
+        if (op.firstRow) this.committedCalls += 1;
         if (op.row.status === 'pending') this.pendingOnDisk.add(op.row.seq);
         else this.pendingOnDisk.delete(op.row.seq);
-      } else if (op.k === 'delete') {
+      } else if (op.kind === 'delete-call') {
         this.committedCalls -= 1;
         this.pendingOnDisk.delete(op.seq);
       }
@@ -499,9 +529,10 @@ export class SessionLog implements PooledLog {
     return committed;
   }
 
-  private applyQueue(): TxResult {
+  /** Run the write transaction over the queue once. */
+  private applyQueue(): WriteResult {
     // IMMEDIATE: the write lock is taken before the seq counter is read, so no other writer can take it.
-    return this.tx!.immediate(this.ops, this.sessionDirty);
+    return this.writeTransaction!.immediate(this.ops, this.sessionDirty);
   }
 
   /**
@@ -509,56 +540,47 @@ export class SessionLog implements PooledLog {
    * counter, in key order (the order the calls started in this writer), never below the key. Runs inside
    * the write transaction.
    */
-  private allocateSeqs(s: Statements, ops: Op[]): Map<number, number> {
-    const fresh = new Map<number, number>();
+  private allocateSeqs(statements: Statements, ops: QueuedOp[]): Map<number, number> {
+    const newSeqs = new Map<number, number>();
     const keys: number[] = [];
-    const want = (key: number | null | undefined) => {
-      if (key == null || this.seqOf.has(key) || fresh.has(key)) return;
-      fresh.set(key, 0);
+    const needSeq = (key: number | null | undefined) => {
+      if (key == null || this.seqOf.has(key) || newSeqs.has(key)) return;
+      newSeqs.set(key, 0);
       keys.push(key);
     };
-    for (const list of [ops, this.heldForTx]) {
+    for (const list of [ops, this.heldForCommit]) {
       for (const op of list) {
-        if (op.k === 'call') want(op.row.seq);
-        else if (op.k === 'warning') want(op.w.callSeq);
-        else if (op.k === 'artifact') want(op.a.call_seq);
-        else if (op.k === 'event' || op.k === 'latest-event') want(op.e.callSeq);
+        if (op.kind === 'call') needSeq(op.row.seq);
+        else if (op.kind === 'warning') needSeq(op.warning.callSeq);
+        else if (op.kind === 'artifact') needSeq(op.artifact.call_seq);
+        else if (op.kind === 'event' || op.kind === 'latest-event') needSeq(op.event.callSeq);
       }
     }
-    if (keys.length === 0) return fresh;
+    if (keys.length === 0) return newSeqs;
     keys.sort((a, b) => a - b);
-    const row = s.nextSeq.get() as { next_seq: number } | undefined;
+    const row = statements.nextSeq.get() as { next_seq: number } | undefined;
     let next = Math.max(row?.next_seq ?? 1, this.highestSeq + 1);
     // Never below the key: a single writer's seqs are its keys (gaps left by calls it lost stay visible).
     for (const key of keys) {
       next = Math.max(next, key);
-      fresh.set(key, next++);
+      newSeqs.set(key, next++);
     }
-    s.setNextSeq.run(next);
-    return fresh;
+    statements.setNextSeq.run(next);
+    return newSeqs;
   }
 
-  /** The stored seq of a call key inside the running transaction. */
-  private seqIn(fresh: Map<number, number>, key: number | null | undefined): number | null {
+  /** The stored seq of a call key inside the running transaction (`newSeqs`: those it allocated). */
+  private storedSeqIn(newSeqs: Map<number, number>, key: number | null | undefined): number | null {
     if (key == null) return null;
-    return fresh.get(key) ?? this.seqOf.get(key) ?? null;
+    return newSeqs.get(key) ?? this.seqOf.get(key) ?? null;
   }
 
   /** Register this writer in the file (again after a reopen) and find other writers holding it open. */
-  private registerWriter(s: Statements): {
-    writerId: number;
-    others: Array<{ token: string; id: number; pid: number; host: string; opened_at: string }>;
-  } {
+  private registerWriter(statements: Statements): { writerId: number; others: OtherWriter[] } {
     const writerId =
       this.writerId ??
-      (s.register.get(this.token, process.pid, HOST, new Date().toISOString()) as { id: number }).id;
-    const rows = s.otherWriters.all(this.token) as Array<{
-      token: string;
-      id: number;
-      pid: number;
-      host: string;
-      opened_at: string;
-    }>;
+      (statements.register.get(this.token, process.pid, HOST, new Date().toISOString()) as { id: number }).id;
+    const rows = statements.otherWriters.all(this.token) as OtherWriter[];
     // A row left open by a writer that died (kill -9) on this machine is not another writer.
     const others = rows.filter(
       (w) => !this.seenWriters.has(w.token) && (w.host !== HOST || isProcessAlive(w.pid)),
@@ -566,97 +588,122 @@ export class SessionLog implements PooledLog {
     return { writerId, others };
   }
 
-  /** One transaction applying `ops` (and the session row when it changed), prepared once per open file. */
-  private transactionOf(
-    db: SessionDb,
-    s: Statements,
-  ): Database.Transaction<(ops: Op[], writeSession: boolean) => TxResult> {
-    return db.transaction((ops: Op[], writeSession: boolean): TxResult => {
-      const { writerId, others } = this.registerWriter(s);
-      const at = new Date().toISOString();
-      for (const w of others) {
-        const detail = {
-          writer: writerId,
-          pid: process.pid,
-          host: HOST,
-          other: { writer: w.id, pid: w.pid, host: w.host, since: w.opened_at },
-        };
-        s.event.run(at, 'concurrent-writer', null, JSON.stringify(detail), writerId);
-      }
-      const fresh = this.allocateSeqs(s, ops);
-      if (writeSession) {
-        const row = this.sessionRow;
-        if (this.fullRowNeeded) s.session.run(...SESSION_COLUMNS.map((c) => row[c]));
-        else if (this.dirtyFields.size > 0) {
-          // A row shared with other writers: write only what this writer changed.
-          const fields = SESSION_COLUMNS.filter((c) => this.dirtyFields.has(c));
-          this.sessionUpdate(db, fields).run(...fields.map((c) => row[c]));
-        }
-      }
-      for (const op of ops) {
-        switch (op.k) {
-          case 'call': {
-            const r = op.row;
-            s.call.run(
-              this.seqIn(fresh, r.seq),
-              r.tool,
-              r.args,
-              r.rpc_id,
-              r.transport,
-              r.started_at,
-              r.ended_at,
-              r.duration_ms,
-              r.status,
-              r.ok,
-              r.error_code,
-              r.error_category,
-              r.error_detail,
-              r.output_kind,
-              r.envelope,
-              r.response,
-              r.violations,
-              r.payload_dropped,
-              writerId,
-            );
-            break;
-          }
-          case 'delete': {
-            const seq = this.seqIn(fresh, op.seq);
-            if (seq !== null) s.del.run(seq);
-            break;
-          }
-          case 'warning':
-            s.warning.run(this.seqIn(fresh, op.w.callSeq), op.w.code, op.w.detail);
-            break;
-          case 'artifact':
-            s.artifact.run(
-              ...ARTIFACT_COLUMNS.map((c) =>
-                c === 'call_seq' ? this.seqIn(fresh, op.a.call_seq) : (op.a[c] ?? null),
-              ),
-            );
-            break;
-          case 'event':
-            s.event.run(op.e.at, op.e.kind, this.seqIn(fresh, op.e.callSeq), op.e.detail ?? null, writerId);
-            break;
-          case 'latest-event': {
-            // Running totals are this writer's own: another writer keeps its own row of the kind.
-            const latest = s.latestEvent.get(op.e.kind, writerId) as { id: number } | undefined;
-            const seq = this.seqIn(fresh, op.e.callSeq);
-            if (latest) s.updateEvent.run(op.e.at, seq, op.e.detail ?? null, latest.id);
-            else s.event.run(op.e.at, op.e.kind, seq, op.e.detail ?? null, writerId);
-            break;
-          }
-          case 'none':
-            break;
-        }
-      }
+  /**
+   * One transaction applying `ops` (and the session row when it changed), prepared once per open file. Its
+   * phases: register this writer, note other writers, allocate seqs, write the session row, apply the ops.
+   */
+  private transactionOf(db: SessionDb, statements: Statements): WriteTransaction {
+    return db.transaction((ops: QueuedOp[], writeSession: boolean): WriteResult => {
+      const { writerId, others } = this.registerWriter(statements);
+      this.writeConcurrentWriterEvents(statements, writerId, others);
+      const newSeqs = this.allocateSeqs(statements, ops);
+      if (writeSession) this.writeSessionRow(db, statements);
+      for (const op of ops) this.applyOp(statements, op, newSeqs, writerId);
       return {
-        seqs: fresh,
+        seqs: newSeqs,
         writerId,
         tokens: others.map((w) => w.token),
         others: others.map((w) => ({ pid: w.pid, host: w.host })),
       };
     });
+  }
+
+  /** One `concurrent-writer` event per other writer newly found holding the log open. */
+  private writeConcurrentWriterEvents(statements: Statements, writerId: number, others: OtherWriter[]): void {
+    const at = new Date().toISOString();
+    for (const w of others) {
+      const detail = {
+        writer: writerId,
+        pid: process.pid,
+        host: HOST,
+        other: { writer: w.id, pid: w.pid, host: w.host, since: w.opened_at },
+      };
+      statements.event.run(at, 'concurrent-writer', null, JSON.stringify(detail), writerId);
+    }
+  }
+
+  /** The whole session row for a new writer or file; otherwise only the fields this writer changed. */
+  private writeSessionRow(db: SessionDb, statements: Statements): void {
+    const row = this.sessionRow;
+    if (this.fullRowNeeded) statements.session.run(...SESSION_COLUMNS.map((c) => row[c]));
+    else if (this.dirtyFields.size > 0) {
+      // A row shared with other writers: write only what this writer changed.
+      const fields = SESSION_COLUMNS.filter((c) => this.dirtyFields.has(c));
+      this.sessionUpdate(db, fields).run(...fields.map((c) => row[c]));
+    }
+  }
+
+  /** Write one queued op, every call key in it mapped to its stored seq. */
+  private applyOp(
+    statements: Statements,
+    op: QueuedOp,
+    newSeqs: Map<number, number>,
+    writerId: number,
+  ): void {
+    switch (op.kind) {
+      case 'call': {
+        const r = op.row;
+        statements.call.run(
+          this.storedSeqIn(newSeqs, r.seq),
+          r.tool,
+          r.args,
+          r.rpc_id,
+          r.transport,
+          r.started_at,
+          r.ended_at,
+          r.duration_ms,
+          r.status,
+          r.ok,
+          r.error_code,
+          r.error_category,
+          r.error_detail,
+          r.output_kind,
+          r.envelope,
+          r.response,
+          r.violations,
+          r.payload_dropped,
+          writerId,
+        );
+        break;
+      }
+      case 'delete-call': {
+        const seq = this.storedSeqIn(newSeqs, op.seq);
+        if (seq !== null) statements.deleteCall.run(seq);
+        break;
+      }
+      case 'warning':
+        statements.warning.run(
+          this.storedSeqIn(newSeqs, op.warning.callSeq),
+          op.warning.code,
+          op.warning.detail,
+        );
+        break;
+      case 'artifact': {
+        const a = op.artifact;
+        statements.artifact.run(
+          ...ARTIFACT_COLUMNS.map((c) =>
+            c === 'call_seq' ? this.storedSeqIn(newSeqs, a.call_seq) : (a[c] ?? null),
+          ),
+        );
+        break;
+      }
+      case 'event': {
+        const e = op.event;
+        statements.event.run(e.at, e.kind, this.storedSeqIn(newSeqs, e.callSeq), e.detail ?? null, writerId);
+        break;
+      }
+      case 'latest-event': {
+        // Running totals are this writer's own: another writer keeps its own row of the kind.
+        const e = op.event;
+        const latest = statements.latestEvent.get(e.kind, writerId) as { id: number } | undefined;
+        const seq = this.storedSeqIn(newSeqs, e.callSeq);
+        if (latest) statements.updateEvent.run(e.at, seq, e.detail ?? null, latest.id);
+        else statements.event.run(e.at, e.kind, seq, e.detail ?? null, writerId);
+        break;
+      }
+      case 'cancelled':
+        break;
+    }
   }
 
   /** `UPDATE session SET <fields>`, prepared once per field set and file. */
@@ -678,9 +725,9 @@ export class SessionLog implements PooledLog {
     const dropped = this.ops.splice(0, excess);
     let calls = 0;
     for (const op of dropped) {
-      if (op.k === 'latest-event' && this.queuedLatest.get(op.e.kind) === op)
-        this.queuedLatest.delete(op.e.kind);
-      if (op.k !== 'call') continue;
+      if (op.kind === 'latest-event' && this.queuedLatest.get(op.event.kind) === op)
+        this.queuedLatest.delete(op.event.kind);
+      if (op.kind !== 'call') continue;
       if (this.queuedCalls.get(op.row.seq) === op) this.queuedCalls.delete(op.row.seq);
       calls += 1;
     }
@@ -757,7 +804,7 @@ export class SessionLog implements PooledLog {
     try {
       db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
       for (const p of this.options.pragmas ?? []) db.pragma(p);
-      this.stmts = {
+      this.statements = {
         session: db.prepare(upsertSql('session', SESSION_COLUMNS, 'id', ['id'])),
         register: db.prepare(
           `INSERT INTO writers (token, pid, host, opened_at) VALUES (?, ?, ?, ?)
@@ -772,7 +819,7 @@ export class SessionLog implements PooledLog {
           'INSERT INTO log_state (id, next_seq) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET next_seq = excluded.next_seq',
         ),
         call: db.prepare(upsertSql('calls', [...CALL_COLUMNS, 'writer'], 'seq')),
-        del: db.prepare('DELETE FROM calls WHERE seq = ?'),
+        deleteCall: db.prepare('DELETE FROM calls WHERE seq = ?'),
         warning: db.prepare('INSERT INTO warnings (call_seq, code, detail) VALUES (?, ?, ?)'),
         artifact: db.prepare(
           `INSERT INTO artifacts (${ARTIFACT_COLUMNS.join(', ')}) VALUES (${ARTIFACT_COLUMNS.map(() => '?').join(', ')})`,
@@ -783,7 +830,7 @@ export class SessionLog implements PooledLog {
         ),
         updateEvent: db.prepare('UPDATE events SET at = ?, call_seq = ?, detail = ? WHERE id = ?'),
       };
-      this.tx = this.transactionOf(db, this.stmts);
+      this.writeTransaction = this.transactionOf(db, this.statements);
       const st = fs.statSync(this.file);
       this.identity = { dev: st.dev, ino: st.ino };
     } catch (err) {
@@ -808,8 +855,8 @@ export class SessionLog implements PooledLog {
   private closeDb(): void {
     const db = this.db;
     this.db = null;
-    this.stmts = null;
-    this.tx = null;
+    this.statements = null;
+    this.writeTransaction = null;
     this.writerId = null;
     this.sessionUpdates.clear();
     if (!db) return;
