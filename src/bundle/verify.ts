@@ -14,6 +14,15 @@ import { isRecord } from '../util/json.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
 import { checkJsonFile, checkJsonLines } from './verify-json.js';
+import {
+  entryName,
+  madeOnUnix,
+  openZip,
+  unixFileType,
+  unsafeName,
+  ZIP_READ_LIMITS,
+  zipEntries,
+} from './zip-read.js';
 
 /** What verifyBundle found. */
 export interface VerifyResult {
@@ -46,9 +55,7 @@ export interface VerifyOptions {
 const MiB = 1024 * 1024;
 /** The defaults of VerifyOptions. */
 export const VERIFY_DEFAULTS: Readonly<Required<Omit<VerifyOptions, 'templatesDir'>>> = Object.freeze({
-  maxEntries: 100_000,
-  maxEntryBytes: 1024 * MiB,
-  maxTotalBytes: 2048 * MiB,
+  ...ZIP_READ_LIMITS,
   maxJsonBytes: 16 * MiB,
   maxJsonDepth: 10_000,
   maxJsonContainers: 500_000,
@@ -71,10 +78,6 @@ const TEXT_PLAIN_RUN_LIMIT = 100_000;
 const MAX_PROBLEMS = 200;
 /** Overlapping entries named one by one before the rest are only counted. */
 const MAX_OVERLAPS_LISTED = 5;
-
-const S_IFMT = 0o170000;
-const S_IFLNK = 0o120000;
-const S_IFDIR = 0o040000;
 
 const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
 const PNG_IEND = Buffer.from('0000000049454e44ae426082', 'hex');
@@ -102,15 +105,9 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
     if (problems.length < MAX_PROBLEMS) problems.push(p);
     else if (problems.length === MAX_PROBLEMS) problems.push('... more problems not listed');
   };
-  const yauzl = await import('yauzl');
   let zip: ZipFile;
   try {
-    zip = await yauzl.openPromise(zipPath, {
-      lazyEntries: true,
-      decodeStrings: false,
-      validateEntrySizes: true,
-      autoClose: false,
-    });
+    zip = await openZip(zipPath);
   } catch (err) {
     return { ok: false, problems: [`not a readable zip: ${quoteText((err as Error).message)}`], entries: 0 };
   }
@@ -166,12 +163,11 @@ async function listEntries(
   add: (p: string) => void,
 ): Promise<{ listed: Listed[]; entries: number; refused: boolean }> {
   const listed: Listed[] = [];
-  const names = new Set<string>();
-  const folded = new Map<string, string>();
+  const names = new EntryNames();
   let entries = 0;
   let refused = false;
   let total = 0;
-  for await (const entry of iterateEntries(zip)) {
+  for await (const entry of zipEntries(zip)) {
     entries += 1;
     if (entries > caps.maxEntries) {
       add(
@@ -180,61 +176,14 @@ async function listEntries(
       refused = true;
       break;
     }
-    const name = decodeName(entry);
-    const shown = shownName(name);
-    const nameProblem = unsafeName(name);
-    if (nameProblem) {
-      add(`entry ${shown}: ${nameProblem}; refused`);
-      continue;
-    }
-    const mode = (entry.externalFileAttributes >>> 16) & S_IFMT;
-    const unixHost = entry.versionMadeBy >> 8 === 3 || entry.versionMadeBy >> 8 === 19;
-    if (unixHost && mode === S_IFLNK) {
-      add(`entry ${shown}: is a symbolic link; refused`);
-      continue;
-    }
-    if (names.has(name)) {
-      add(`entry ${shown}: appears more than once; refused`);
-      refused = true;
-      continue;
-    }
-    // Windows (where bundles are opened) has one file for names that differ only in case.
-    const key = name.toLowerCase();
-    const twin = folded.get(key);
-    if (twin !== undefined) {
-      add(`entry ${shown}: same name as ${shownName(twin)} on Windows (they differ only in case); refused`);
-      refused = true;
-      continue;
-    }
-    names.add(name);
-    folded.set(key, name);
-    const isDir = name.endsWith('/') || (unixHost && mode === S_IFDIR);
-    if (isDir && entry.uncompressedSize !== 0) add(`entry ${shown}: a directory with data`);
-    if (!isDir && entry.isEncrypted()) {
-      add(`entry ${shown}: encrypted`);
-      continue;
-    }
-    if (!isDir && entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
-      add(`entry ${shown}: unsupported compression method ${entry.compressionMethod}`);
-      continue;
-    }
-    if (entry.uncompressedSize > caps.maxEntryBytes) {
-      add(
-        `entry ${shown}: ${entry.uncompressedSize} bytes once inflated, over the cap of ${caps.maxEntryBytes} per entry (--max-entry-bytes); refused`,
-      );
-      refused = true;
-    }
+    const name = entryName(entry);
+    const check = checkRecord(entry, name, names, caps, add);
+    if (check.refuse) refused = true;
+    if (check.skip) continue;
     total += entry.uncompressedSize;
-    let dataStart: number;
-    try {
-      dataStart = (await zip.readLocalFileHeaderPromise(entry, { minimal: true })).fileDataStart;
-    } catch (err) {
-      add(`entry ${shown}: bad local header: ${quoteText((err as Error).message)}; refused`);
-      refused = true;
-      continue;
-    }
-    const start = entry.relativeOffsetOfLocalHeader;
-    listed.push({ entry, name, isDir, start, end: dataStart + entry.compressedSize });
+    const located = await locateEntry(zip, entry, name, check.isDir, add);
+    if (located) listed.push(located);
+    else refused = true;
   }
   if (findOverlaps(listed, add) > 0) refused = true;
   if (total > caps.maxTotalBytes) {
@@ -244,6 +193,96 @@ async function listEntries(
     refused = true;
   }
   return { listed, entries, refused };
+}
+
+/** What one central-directory record's checks decided. */
+interface RecordCheck {
+  /** Not listed: its data is never located or read. */
+  skip: boolean;
+  /** The whole zip is refused (nothing is inflated). */
+  refuse: boolean;
+  isDir: boolean;
+}
+
+/** The names seen so far: a name twice, or twice but for letter case, refuses the zip. */
+class EntryNames {
+  private readonly exact = new Set<string>();
+  private readonly byFolded = new Map<string, string>();
+
+  /** Why `name` clashes with one seen before, or null (and it is remembered). */
+  clash(name: string): string | null {
+    if (this.exact.has(name)) return 'appears more than once';
+    // Windows (where bundles are opened) has one file for names that differ only in case.
+    const key = name.toLowerCase();
+    const twin = this.byFolded.get(key);
+    if (twin !== undefined) return `same name as ${shownName(twin)} on Windows (they differ only in case)`;
+    this.exact.add(name);
+    this.byFolded.set(key, name);
+    return null;
+  }
+}
+
+/** A record's checks before its data is located: name, kind, encryption, compression, declared size. */
+function checkRecord(
+  entry: Entry,
+  name: string,
+  names: EntryNames,
+  caps: typeof VERIFY_DEFAULTS,
+  add: (p: string) => void,
+): RecordCheck {
+  const shown = shownName(name);
+  const skipped: RecordCheck = { skip: true, refuse: false, isDir: false };
+  const nameProblem = unsafeName(name);
+  if (nameProblem) {
+    add(`entry ${shown}: ${nameProblem}; refused`);
+    return skipped;
+  }
+  const unixHost = madeOnUnix(entry);
+  if (unixHost && unixFileType(entry) === 'symlink') {
+    add(`entry ${shown}: is a symbolic link; refused`);
+    return skipped;
+  }
+  const clash = names.clash(name);
+  if (clash) {
+    add(`entry ${shown}: ${clash}; refused`);
+    return { ...skipped, refuse: true };
+  }
+  const isDir = name.endsWith('/') || (unixHost && unixFileType(entry) === 'dir');
+  if (isDir && entry.uncompressedSize !== 0) add(`entry ${shown}: a directory with data`);
+  if (!isDir && entry.isEncrypted()) {
+    add(`entry ${shown}: encrypted`);
+    return skipped;
+  }
+  if (!isDir && entry.compressionMethod !== 0 && entry.compressionMethod !== 8) {
+    add(`entry ${shown}: unsupported compression method ${entry.compressionMethod}`);
+    return skipped;
+  }
+  if (entry.uncompressedSize > caps.maxEntryBytes) {
+    add(
+      `entry ${shown}: ${entry.uncompressedSize} bytes once inflated, over the cap of ${caps.maxEntryBytes} per entry (--max-entry-bytes); refused`,
+    );
+    return { skip: false, refuse: true, isDir };
+  }
+  return { skip: false, refuse: false, isDir };
+}
+
+/** Where an entry's bytes lie in the zip, from its local header; null (a problem added) when unreadable. */
+async function locateEntry(
+  zip: ZipFile,
+  entry: Entry,
+  name: string,
+  isDir: boolean,
+  add: (p: string) => void,
+): Promise<Listed | null> {
+  let dataStart: number;
+  try {
+    dataStart = (await zip.readLocalFileHeaderPromise(entry, { minimal: true })).fileDataStart;
+  } catch (err) {
+    add(`entry ${shownName(name)}: bad local header: ${quoteText((err as Error).message)}; refused`);
+    return null;
+  }
+  const start = entry.relativeOffsetOfLocalHeader;
+  return { entry, name, isDir, start, end: dataStart + entry.compressedSize };
 }
 
 /** Entries whose bytes overlap (one compressed stream read as many files: a zip bomb); returns how many. */
@@ -293,42 +332,6 @@ interface FileFacts {
   imageProblems: string[];
 }
 
-async function* iterateEntries(zip: ZipFile): AsyncGenerator<Entry> {
-  while (true) {
-    const next = await new Promise<Entry | null>((resolve, reject) => {
-      const onEntry = (e: Entry) => {
-        cleanup();
-        resolve(e);
-      };
-      const onEnd = () => {
-        cleanup();
-        resolve(null);
-      };
-      const onError = (err: Error) => {
-        cleanup();
-        reject(err);
-      };
-      const cleanup = () => {
-        zip.off('entry', onEntry);
-        zip.off('end', onEnd);
-        zip.off('error', onError);
-      };
-      zip.on('entry', onEntry);
-      zip.on('end', onEnd);
-      zip.on('error', onError);
-      zip.readEntry();
-    });
-    if (next === null) return;
-    yield next;
-  }
-}
-
-function decodeName(entry: Entry): string {
-  const raw = entry.fileName as unknown as Buffer;
-  // Bit 11: UTF-8 name. Otherwise CP437, which equals latin1 for the ASCII names a bundle has.
-  return (entry.generalPurposeBitFlag & 0x800) !== 0 ? raw.toString('utf8') : raw.toString('latin1');
-}
-
 /** A name from the zip as it may be printed: quoted, clipped, every control and bidi character escaped. */
 function shownName(name: string): string {
   return quoteText(name.length > 200 ? `${name.slice(0, 200)}...` : name);
@@ -343,18 +346,6 @@ function printable(value: unknown): string {
 /** Text from the zip, quoted for a terminal: JSON escapes plus C1 controls and bidi overrides as \u escapes. */
 function quoteText(text: string): string {
   return escapeFormatChars(JSON.stringify(text));
-}
-
-/** Why a name must not be extracted, or null when it is fine. */
-export function unsafeName(name: string): string | null {
-  if (name.length === 0) return 'empty name';
-  if (name.includes('\0')) return 'NUL in the name';
-  if (name.includes('\\')) return 'backslash in the name';
-  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'absolute path';
-  const parts = name.split('/');
-  if (parts.includes('..')) return 'a ".." segment (path traversal)';
-  if (parts.slice(0, -1).some((p) => p === '' || p === '.')) return 'an empty or "." segment';
-  return null;
 }
 
 function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'html' | 'png' | 'opaque' | 'binary' {

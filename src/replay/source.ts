@@ -9,7 +9,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry, ZipFile } from 'yauzl';
-import { unsafeName } from '../bundle/verify.js';
+import {
+  entryName,
+  openZip,
+  unixFileType,
+  unsafeName,
+  ZIP_READ_LIMITS,
+  zipEntries,
+} from '../bundle/zip-read.js';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { resolveSession } from '../store/session-reader.js';
@@ -28,11 +35,12 @@ export interface ReplaySource {
 /** A source that cannot be loaded: the message says why and what to give instead. */
 export class SourceError extends Error {}
 
-/** Caps on what is extracted from a bundle. */
-export const EXTRACT_LIMITS = { maxEntries: 100_000, maxEntryBytes: 1024 ** 3, maxTotalBytes: 2 * 1024 ** 3 };
-
-const S_IFMT = 0o170000;
-const S_IFLNK = 0o120000;
+/**
+ * Caps on what is extracted from a bundle: verify's. Typed here so the public declarations do not reach
+ * zip-read.ts (whose signatures name yauzl's types, which a consumer need not have).
+ */
+export const EXTRACT_LIMITS: Readonly<{ maxEntries: number; maxEntryBytes: number; maxTotalBytes: number }> =
+  ZIP_READ_LIMITS;
 
 /** Resolve `input` (a bundle .zip, a session dir, or an id / id prefix / dir name under `sessionsDir`). */
 export async function openReplaySource(
@@ -74,15 +82,9 @@ export async function openReplaySource(
 
 /** Extract a bundle's log and images into `into/<top>/`; returns that dir. */
 async function extractBundle(zipPath: string, into: string): Promise<string> {
-  const yauzl = await import('yauzl');
   let zip: ZipFile;
   try {
-    zip = await yauzl.openPromise(zipPath, {
-      lazyEntries: true,
-      decodeStrings: false,
-      validateEntrySizes: true,
-      autoClose: false,
-    });
+    zip = await openZip(zipPath);
   } catch (e) {
     throw new SourceError(`${zipPath}: not a readable zip (${(e as Error).message})`);
   }
@@ -91,17 +93,15 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
     let top: string | null = null;
     let total = 0;
     let count = 0;
-    for (;;) {
-      const entry = await nextEntry(zip);
-      if (!entry) break;
+    for await (const entry of zipEntries(zip)) {
       if (++count > EXTRACT_LIMITS.maxEntries)
         throw new SourceError(`${zipPath}: more than ${EXTRACT_LIMITS.maxEntries} entries`);
-      const name = Buffer.isBuffer(entry.fileName) ? entry.fileName.toString('utf8') : String(entry.fileName);
+      const name = entryName(entry);
       const why = unsafeName(name);
       if (why)
         throw new SourceError(`${zipPath}: refusing entry ${JSON.stringify(name.slice(0, 200))}: ${why}`);
-      const mode = (entry.externalFileAttributes >>> 16) & S_IFMT;
-      if (mode === S_IFLNK)
+      // Any host's: an extraction trusts no mode bits that say symlink.
+      if (unixFileType(entry) === 'symlink')
         throw new SourceError(`${zipPath}: refusing symlink entry ${JSON.stringify(name)}`);
       const parts = name.split('/');
       const first = parts[0]!;
@@ -135,30 +135,4 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
   } finally {
     zip.close();
   }
-}
-
-function nextEntry(zip: ZipFile): Promise<Entry | null> {
-  return new Promise((resolve, reject) => {
-    const onEntry = (e: Entry) => {
-      cleanup();
-      resolve(e);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(null);
-    };
-    const onError = (e: Error) => {
-      cleanup();
-      reject(e);
-    };
-    const cleanup = () => {
-      zip.off('entry', onEntry);
-      zip.off('end', onEnd);
-      zip.off('error', onError);
-    };
-    zip.on('entry', onEntry);
-    zip.on('end', onEnd);
-    zip.on('error', onError);
-    zip.readEntry();
-  });
 }

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
-import { unsafeName, verifyBundle } from '../../src/bundle/verify.js';
+import { verifyBundle } from '../../src/bundle/verify.js';
+import { unsafeName } from '../../src/bundle/zip-read.js';
 import { calls, FixtureSession } from '../helpers/fixture-session.js';
 import { type RawEntry, rawZip, readZip, sha256, tempDir } from './helpers.js';
 

@@ -1,0 +1,105 @@
+/**
+ * Reading a zip without trusting it: how `verify` and replay's bundle extraction open a zip, walk its central
+ * directory one record at a time, decode and judge entry names (no `..`, no absolute path, no symlink) and
+ * cap the entries and bytes they would inflate. Each caller decides what a finding means (a problem to list,
+ * or a refusal).
+ */
+import type { Entry, ZipFile } from 'yauzl';
+
+/** Caps on what is read from one zip: entries, inflated bytes of one entry and of all of them. */
+export interface ZipReadLimits {
+  maxEntries: number;
+  maxEntryBytes: number;
+  maxTotalBytes: number;
+}
+
+/** The default caps: 100,000 entries, 1 GiB per entry, 2 GiB in all. */
+export const ZIP_READ_LIMITS: Readonly<ZipReadLimits> = Object.freeze({
+  maxEntries: 100_000,
+  maxEntryBytes: 1024 ** 3,
+  maxTotalBytes: 2 * 1024 ** 3,
+});
+
+/**
+ * Open a zip to read entry by entry: names kept as raw bytes (decoded by `entryName`, judged by
+ * `unsafeName`), declared sizes enforced while inflating, closed by the caller.
+ */
+export async function openZip(zipPath: string): Promise<ZipFile> {
+  const yauzl = await import('yauzl');
+  return yauzl.openPromise(zipPath, {
+    lazyEntries: true,
+    decodeStrings: false,
+    validateEntrySizes: true,
+    autoClose: false,
+  });
+}
+
+/** The zip's central-directory records in order, read one at a time (nothing is inflated). */
+export async function* zipEntries(zip: ZipFile): AsyncGenerator<Entry> {
+  while (true) {
+    const next = await nextEntry(zip);
+    if (next === null) return;
+    yield next;
+  }
+}
+
+function nextEntry(zip: ZipFile): Promise<Entry | null> {
+  return new Promise((resolve, reject) => {
+    const onEntry = (e: Entry) => {
+      cleanup();
+      resolve(e);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(null);
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = () => {
+      zip.off('entry', onEntry);
+      zip.off('end', onEnd);
+      zip.off('error', onError);
+    };
+    zip.on('entry', onEntry);
+    zip.on('end', onEnd);
+    zip.on('error', onError);
+    zip.readEntry();
+  });
+}
+
+/** An entry's name from a zip opened by `openZip`. */
+export function entryName(entry: Entry): string {
+  const raw = entry.fileName as unknown as Buffer;
+  // Bit 11: UTF-8 name. Otherwise CP437, which equals latin1 for the ASCII names a bundle has.
+  return (entry.generalPurposeBitFlag & 0x800) !== 0 ? raw.toString('utf8') : raw.toString('latin1');
+}
+
+/** Why a name must not be extracted, or null when it is fine. */
+export function unsafeName(name: string): string | null {
+  if (name.length === 0) return 'empty name';
+  if (name.includes('\0')) return 'NUL in the name';
+  if (name.includes('\\')) return 'backslash in the name';
+  if (name.startsWith('/') || /^[A-Za-z]:/.test(name)) return 'absolute path';
+  const parts = name.split('/');
+  if (parts.includes('..')) return 'a ".." segment (path traversal)';
+  if (parts.slice(0, -1).some((p) => p === '' || p === '.')) return 'an empty or "." segment';
+  return null;
+}
+
+const S_IFMT = 0o170000;
+const S_IFLNK = 0o120000;
+const S_IFDIR = 0o040000;
+
+/** True when the entry was made on Unix or macOS, so its external attributes hold a Unix mode. */
+export function madeOnUnix(entry: Entry): boolean {
+  const host = entry.versionMadeBy >> 8;
+  return host === 3 || host === 19;
+}
+
+/** The file type the Unix mode in an entry's external attributes claims (meaningful when `madeOnUnix`). */
+export function unixFileType(entry: Entry): 'symlink' | 'dir' | 'other' {
+  const type = (entry.externalFileAttributes >>> 16) & S_IFMT;
+  return type === S_IFLNK ? 'symlink' : type === S_IFDIR ? 'dir' : 'other';
+}
