@@ -3,12 +3,11 @@ process.env.TZ = 'America/Los_Angeles';
 
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactStore } from '../../src/artifacts/index.js';
-import { claimedSizePng, noisyPng, solidBmp, solidPng } from '../support/images.js';
+import { claimedSizePng, noisyPng, solidBmp, solidGif, solidJpeg, solidPng } from '../support/images.js';
+import { tempDir } from '../support/temp.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 // 2026-12-02 03:04:05.067 UTC is still 2026-12-01 19:04 in Los Angeles.
@@ -16,7 +15,7 @@ const FIXED = new Date(Date.UTC(2026, 11, 2, 3, 4, 5, 67));
 
 let dir: string;
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  dir = tempDir('mcec-');
 });
 afterEach(() => {
   fs.chmodSync(dir, 0o700);
@@ -205,9 +204,7 @@ describe('ArtifactStore', () => {
   });
 
   it('a JPEG bomb (SOF claims 50,000 x 50,000) leaves no file behind', async () => {
-    const jpeg = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#888' } })
-      .jpeg()
-      .toBuffer();
+    const jpeg = await solidJpeg(16, 16, '#888');
     const sof = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
     expect(sof).toBeGreaterThan(0);
     const bomb = Buffer.from(jpeg);
@@ -224,12 +221,8 @@ describe('ArtifactStore', () => {
 
   it('JPEG and GIF are kept with their own extensions', async () => {
     const s = store();
-    const jpeg = await sharp({ create: { width: 12, height: 9, channels: 3, background: '#123456' } })
-      .jpeg()
-      .toBuffer();
-    const gif = await sharp({ create: { width: 5, height: 6, channels: 3, background: '#00ff00' } })
-      .gif()
-      .toBuffer();
+    const jpeg = await solidJpeg(12, 9, '#123456');
+    const gif = await solidGif(5, 6, '#00ff00');
     expect(await s.save(jpeg)).toMatchObject({
       format: 'jpeg',
       width: 12,

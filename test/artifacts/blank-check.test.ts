@@ -7,7 +7,7 @@ import {
 } from '../../src/artifacts/index.js';
 import { Desktop } from '../../src/sim/desktop.js';
 import { encodePng, blankCheck as simBlankCheck } from '../../src/sim/raster.js';
-import { noiseRaw, noisyPng, rawToPng, solidBmp, solidPng } from '../support/images.js';
+import { noiseRaw, noisyPng, rawToPng, solidBmp, solidJpeg, solidPng } from '../support/images.js';
 
 describe('blankCheck (server algorithm)', () => {
   it('an all-black frame is blank and dark', async () => {
@@ -133,9 +133,7 @@ describe('blankCheck (server algorithm)', () => {
   });
 
   it('a JPEG of one colour is blank', async () => {
-    const jpeg = await sharp({ create: { width: 300, height: 200, channels: 3, background: '#204080' } })
-      .jpeg()
-      .toBuffer();
+    const jpeg = await solidJpeg(300, 200, '#204080');
     const check = await computeBlankCheck(jpeg);
     expect(check.blank).toBe(true);
     expect(check.dominantIsDark).toBe(false);

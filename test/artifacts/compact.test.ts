@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -11,27 +10,20 @@ import {
 import { findImageBytes, validateCaptureSummary, validateEnvelope } from '../../src/contract/index.js';
 import { callToolResult, mcecStringify } from '../contract/fixtures.js';
 import { claimedSizePng, noisyPng, solidPng } from '../support/images.js';
+import { NOTEPAD } from '../support/mcec.js';
+import { tempDir } from '../support/temp.js';
 
 let dir: string;
 let store: ArtifactStore;
 beforeEach(() => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  dir = tempDir('mcec-');
   fs.mkdirSync(dir, { recursive: true });
   store = new ArtifactStore({ sessionDir: dir, maxArtifactBytes: 256 * 1024 * 1024 });
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const WINDOW = {
-  handle: 65552,
-  title: 'Untitled - Notepad',
-  className: 'Notepad',
-  processName: 'notepad',
-  processId: 4242,
-  x: 10,
-  y: 20,
-  width: 64,
-  height: 48,
-};
+/** Notepad, sized like the captures of this suite. */
+const WINDOW = { ...NOTEPAD, width: 64, height: 48 };
 const DECLARED_BLANK = { blank: false, dominantFraction: 0.1043, dominantIsDark: false };
 
 /** A capture result as the server sends it (key order included). */

@@ -1,9 +1,7 @@
 /** Host-side evidence files: path resolution, finding them in envelopes, and copying real files (hostile ones too). */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactStore } from '../../src/artifacts/artifact-store.js';
 import {
@@ -12,14 +10,15 @@ import {
   type HostFileRef,
   resolveHostPath,
 } from '../../src/artifacts/host-files.js';
-import { claimedSizePng, noisyPng, solidPng } from '../support/images.js';
+import { claimedSizePng, noisyPng, solidGif, solidPng } from '../support/images.js';
+import { tempDir } from '../support/temp.js';
 
 let tmp: string;
 let hostRoot: string;
 let sessionDir: string;
 
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-host-'));
+  tmp = tempDir('mcec-host-');
   hostRoot = path.join(tmp, 'mnt-mcec');
   sessionDir = path.join(tmp, 'session');
   fs.mkdirSync(path.join(hostRoot, '20261202-101500-5f19c9c01a3f'), { recursive: true });
@@ -41,9 +40,7 @@ function store(maxArtifactBytes = 64 * 1024 * 1024): ArtifactStore {
 }
 
 function gif(width: number, height: number): Promise<Buffer> {
-  return sharp({ create: { width, height, channels: 3, background: { r: 200, g: 30, b: 30 } } })
-    .gif()
-    .toBuffer();
+  return solidGif(width, height, '#c81e1e');
 }
 
 /** A path-only capture envelope naming `hostPath`. */

@@ -1,39 +1,10 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
+import { killWhenReady } from '../support/crash.js';
 import { bundleValidators, readZip, tempDir } from './helpers.js';
-
-const CHILD = fileURLToPath(new URL('./fixtures/crash-child.mjs', import.meta.url));
-
-/** Run the child until it reports the call in flight, then kill it with SIGKILL. */
-async function crashChild(sessionsDir: string): Promise<string> {
-  const child = spawn(process.execPath, [CHILD, sessionsDir], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d) => {
-    err += d;
-  });
-  const sessionId = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = /in-flight (\S+)\n/.exec(out);
-      if (m) resolve(m[1]!);
-    });
-    child.on('exit', (code) =>
-      reject(new Error(`child exited (${code}) before the call was in flight: ${err}`)),
-    );
-  });
-  // Past the recorder's durability window, then the crash.
-  await new Promise((r) => setTimeout(r, 100));
-  const exited = new Promise((r) => child.on('exit', r));
-  child.kill('SIGKILL');
-  await exited;
-  return sessionId;
-}
 
 describe('a session whose process was killed during a call', () => {
   const root = tempDir();
@@ -41,7 +12,8 @@ describe('a session whose process was killed during a call', () => {
 
   it('bundles as FAIL, aborted, with the pending call named', async () => {
     const sessionsDir = path.join(root, 'sessions');
-    const sessionId = await crashChild(sessionsDir);
+    // Killed once the capture and the find are committed and the wait-for is a pending row.
+    const { sessionId } = (await killWhenReady('in-flight', sessionsDir)).ready;
     const dirName = fs.readdirSync(sessionsDir).find((d) => d.endsWith(`-${sessionId}`))!;
     expect(dirName).toBeDefined();
     const res = await buildBundle(path.join(sessionsDir, dirName));

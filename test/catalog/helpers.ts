@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { tempDir } from '../support/temp.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
@@ -16,7 +17,7 @@ export const CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
 export function scratchRoot(): string {
   for (const base of ['/dev/shm', os.tmpdir()]) {
     try {
-      return fs.mkdtempSync(path.join(base, 'mcec-cat-'));
+      return tempDir('mcec-cat-', base);
     } catch {
       // not writable here: try the next
     }

@@ -3,7 +3,6 @@ process.env.TZ = 'Asia/Kolkata';
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import { verifyBundle } from '../../src/bundle/verify.js';
 import { DEMO_STEPS, runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { tempDir } from '../support/temp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const TSX = path.join(root, 'node_modules/tsx/dist/cli.mjs');
@@ -73,7 +73,7 @@ interface DemoJson {
   steps: Array<{ name: string; status: string; detail: string }>;
 }
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-test-'));
+const tmp = tempDir('mcec-demo-test-');
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 describe('npm run demo, end to end', () => {
@@ -336,7 +336,7 @@ describe('the demo CLI', () => {
 
 describe('the scripted agent as a library', () => {
   it('drives any dispatch: recovers from the ambiguous selector, then fails on the black capture', async () => {
-    const simDir = fs.mkdtempSync(path.join(tmp, 'sim-'));
+    const simDir = tempDir('sim-', tmp);
     const sim = createSimulator({ seed: 7, sessionsRoot: simDir });
     const declared: Array<[string | undefined, string, string]> = [];
     const result = await runScriptedAgent((tool, args) => sim.callTool(tool, args), {

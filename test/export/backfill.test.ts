@@ -1,19 +1,19 @@
 /** Backfill of the demo session into a real OTLP/HTTP receiver that decodes with the official protos. */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/run-demo.js';
 import { exportSessions } from '../../src/export/backfill.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { tempDir } from '../support/temp.js';
 
 let root: string;
 let sessionDir: string;
 let receiver: OtlpReceiver;
 
 beforeAll(async () => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-otel-'));
+  root = tempDir('mcec-otel-');
   const demo = await runDemo({ sessionsDir: path.join(root, 'sessions'), stderr: () => {} });
   sessionDir = demo.sessionDir;
   receiver = await startOtlpReceiver();

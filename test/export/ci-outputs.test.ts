@@ -1,7 +1,6 @@
 /** `mcec-bundle junit` and `--format github` on real sessions: a passing and a failing run. */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { validateXML } from 'xmllint-wasm';
 import { runDemo } from '../../src/demo/run-demo.js';
 import { selectSessions } from '../../src/export/ci-report.js';
 import { createRecorder } from '../../src/record/index.js';
+import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const XSD = fs.readFileSync(path.join(ROOT, 'test/support/junit/JUnit.xsd'), 'utf8');
@@ -28,7 +28,7 @@ function bundleCli(args: string[]) {
 }
 
 beforeAll(async () => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-junit-'));
+  root = tempDir('mcec-junit-');
   sessions = path.join(root, 'sessions');
   failedId = (await runDemo({ sessionsDir: sessions, stderr: () => {} })).sessionId;
   // A passing run of another scenario, with characters XML must escape in its name.

@@ -8,6 +8,7 @@ import { LiveTraceExport } from '../../src/export/live.js';
 import { createRecorder } from '../../src/record/index.js';
 import { listSessions } from '../../src/store/session-reader.js';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { tempDir } from '../support/temp.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -33,7 +34,7 @@ function envelopeOf(sessionId: string, ok: boolean) {
 
 /** A recorded session of four calls, the third one failing, with the export told after each commit. */
 async function recordWithLiveExport(live: LiveTraceExport): Promise<string> {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-live-'));
+  const root = tempDir('mcec-live-');
   cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
   const recorder = createRecorder({ sessionsDir: root, scenario: 'live export', stderr: () => {} });
   let n = 0;

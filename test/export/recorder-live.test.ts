@@ -4,7 +4,6 @@
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -16,6 +15,7 @@ import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -24,7 +24,7 @@ afterEach(async () => {
 });
 
 function tempRoot(): string {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-live-rec-'));
+  const root = tempDir('mcec-live-rec-');
   cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
   return root;
 }

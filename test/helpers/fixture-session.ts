@@ -11,7 +11,10 @@ import type { CaptureSummary, Violation, Warning, WindowInfo } from '../../src/c
 import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/paths/naming.js';
 import { openSessionDb, type SessionDb } from '../../src/store/open.js';
 
+import { NOTEPAD, SAVE_AS } from '../support/mcec.js';
+
 export { removeDir, tempDir as makeSessionsDir } from '../support/temp.js';
+export { NOTEPAD, SAVE_AS };
 
 /** The pid of a process that has already exited (a crashed writer). */
 export function deadPid(): number {
@@ -19,32 +22,6 @@ export function deadPid(): number {
   if (child.pid === undefined) throw new Error('could not spawn a child to get a dead pid');
   return child.pid;
 }
-
-/** A Notepad window as MCEC describes it. */
-export const NOTEPAD: WindowInfo = {
-  handle: 131234,
-  title: 'Untitled - Notepad',
-  className: 'Notepad',
-  processName: 'notepad',
-  processId: 4242,
-  x: 100,
-  y: 100,
-  width: 800,
-  height: 600,
-};
-
-/** A Save As dialog. */
-export const SAVE_AS: WindowInfo = {
-  handle: 131300,
-  title: 'Save As',
-  className: '#32770',
-  processName: 'notepad',
-  processId: 4242,
-  x: 200,
-  y: 150,
-  width: 640,
-  height: 480,
-};
 
 export interface FixtureOptions {
   sessionId?: string;

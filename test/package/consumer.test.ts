@@ -5,10 +5,10 @@
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../support/temp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 /** The package root's runtime exports, exactly: the list README's "Library API" documents. */
@@ -52,7 +52,7 @@ function run(cmd: string, args: string[], cwd: string): string {
 }
 
 beforeAll(() => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-pack-'));
+  work = tempDir('mcec-pack-');
   const out = JSON.parse(
     run(npm, ['pack', '--json', '--ignore-scripts', '--pack-destination', work], root),
   ) as Array<{ filename: string; files: Array<{ path: string }> }>;

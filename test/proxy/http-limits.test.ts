@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
@@ -11,6 +10,7 @@ import { decideVerdict, readVerdictFacts } from '../../src/report/verdict.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { tempDir } from '../support/temp.js';
 import { collectingRecorder, post, startServer, waitFor } from './helpers.js';
 import { FIXED_NOW, readSessions, SIM_SEED } from './sim-script.js';
 
@@ -24,7 +24,7 @@ let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-limits-'));
+  tmp = tempDir('mcec-limits-');
 });
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => {});

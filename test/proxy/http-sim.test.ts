@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
+import { tempDir } from '../support/temp.js';
 import { post, type RawAnswer, waitFor } from './helpers.js';
 import { allText, FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from './sim-script.js';
 
@@ -15,7 +15,7 @@ let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  tmp = tempDir('mcec-');
 });
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => {});

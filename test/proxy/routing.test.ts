@@ -5,7 +5,6 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -17,6 +16,7 @@ import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { bundleValidators, readZip } from '../bundle/helpers.js';
+import { tempDir } from '../support/temp.js';
 import { post, waitFor } from './helpers.js';
 import { FIXED_NOW, type RecordedSession, readSessions, SIM_SEED } from './sim-script.js';
 
@@ -25,7 +25,7 @@ let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
 
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  tmp = tempDir('mcec-');
 });
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => {});

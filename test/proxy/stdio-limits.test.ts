@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -9,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { tempDir } from '../support/temp.js';
 import { collectingRecorder, waitFor } from './helpers.js';
 import { readSessions, sessionIdFrom } from './sim-script.js';
 
@@ -20,7 +20,7 @@ const MiB = 1024 * 1024;
 let tmp: string;
 
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-stdio-limits-'));
+  tmp = tempDir('mcec-stdio-limits-');
 });
 afterEach(() => {
   fs.rmSync(tmp, { recursive: true, force: true });

@@ -1,6 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
+import { tempDir } from '../support/temp.js';
 import { waitFor } from './helpers.js';
 import { allText, readSessions, SCRIPT, sessionIdFrom } from './sim-script.js';
 
@@ -18,7 +18,7 @@ let tmp: string;
 const children: ChildProcessWithoutNullStreams[] = [];
 
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  tmp = tempDir('mcec-');
 });
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -8,6 +7,7 @@ import { AdvancingClock } from '../../src/record/clock.js';
 import { createRecorder, type RecordStage } from '../../src/record/index.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { killWhenReady } from '../support/crash.js';
 import {
   calls,
   callToolResult,
@@ -142,10 +142,11 @@ describe('recording never breaks a call', () => {
     const dir = recorder.session(SID)!.dir;
     const other = new Database(path.join(dir, LOG_FILE));
     other.exec('BEGIN EXCLUSIVE');
-    // Every call returns while the other writer still holds the lock (it lets go only after the loop).
+    // Every call returns while the other writer still holds the lock (it lets go only after the loop); each
+    // flush tries a commit there and then.
     for (let n = 1; n <= 10; n += 1) {
       expect(await dispatch('query', { sessionId: SID, n })).toMatchObject({ ok: true });
-      await new Promise((r) => setTimeout(r, 15));
+      await recorder.flush();
     }
     expect(recorder.session(SID)!.counts.recordFailures).toBe(1);
     other.exec('COMMIT');
@@ -173,7 +174,7 @@ describe('recording never breaks a call', () => {
     }));
     for (let n = 1; n <= 50; n += 1) {
       expect(await dispatch('query', { sessionId: SID, n })).toMatchObject({ result: { n } });
-      await new Promise((r) => setTimeout(r, 1)); // an agent doing other work between calls
+      await recorder.flush(); // committed call by call, so the disk fills part way through
     }
     await recorder.close();
     const info = recorder.session(SID)!;
@@ -312,32 +313,13 @@ describe('recording never breaks a call', () => {
 
 describe('a crash', () => {
   it('a writer killed with SIGKILL mid-call leaves its completed calls and a pending row for the one in flight', async () => {
-    const fixture = path.join(import.meta.dirname, 'fixtures', 'crash-child.ts');
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, root], {
-      cwd: path.join(import.meta.dirname, '..', '..'),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => {
-      stderr += String(d);
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (d) => {
-        if (String(d).includes('ready')) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
-    });
-    const exited = new Promise((r) => child.on('exit', r));
-    child.kill('SIGKILL');
-    await exited;
+    const child = await killWhenReady('in-flight', root);
     const [name] = fs.readdirSync(root);
     const dir = path.join(root, name!);
     expect(calls(dir).map((r) => [r.seq, r.tool, r.status])).toEqual([
-      [1, 'session-status', 'ok'],
-      [2, 'query', 'ok'],
-      [3, 'query', 'ok'],
-      [4, 'query', 'ok'],
-      [5, 'wait-for', 'pending'],
+      [1, 'capture', 'ok'],
+      [2, 'find', 'ok'],
+      [3, 'wait-for', 'pending'],
     ]);
     const reader = SessionReader.open(dir);
     expect(reader.session()).toMatchObject({ status: 'aborted', writer_pid: child.pid });

@@ -6,27 +6,16 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import Database from 'better-sqlite3';
 import { expect } from 'vitest';
 import { findImageBytes } from '../../src/contract/image-bytes.js';
-import type { Envelope } from '../../src/contract/types.js';
 import { LOG_FILE } from '../../src/paths/naming.js';
 import type { CallRow, EventRow } from '../../src/store/schema.js';
 
 export { makePng } from '../support/images.js';
+export { callToolResult, NOTEPAD } from '../support/mcec.js';
 export { tempDir } from '../support/temp.js';
 
 /** sha256 hex of bytes. */
 export function sha256(buf: Buffer): string {
   return createHash('sha256').update(buf).digest('hex');
-}
-
-/** An MCEC CallToolResult: the image block first (successful inline capture), the envelope text block last. */
-export function callToolResult(
-  envelope: Envelope | Record<string, unknown>,
-  image?: Buffer,
-): Record<string, unknown> {
-  const content: Record<string, unknown>[] = [];
-  if (image) content.push({ type: 'image', data: image.toString('base64'), mimeType: 'image/png' });
-  content.push({ type: 'text', text: JSON.stringify(envelope) });
-  return { content, isError: !(envelope as { ok?: boolean }).ok };
 }
 
 /** The envelope of a CallToolResult. */
@@ -35,18 +24,6 @@ export function envelopeIn(value: unknown): Record<string, unknown> {
   const text = content.filter((b) => b.type === 'text').at(-1)?.text ?? 'null';
   return JSON.parse(text) as Record<string, unknown>;
 }
-
-export const NOTEPAD = {
-  handle: 1001,
-  title: 'Untitled - Notepad',
-  className: 'Notepad',
-  processName: 'notepad',
-  processId: 4242,
-  x: 10,
-  y: 20,
-  width: 800,
-  height: 600,
-};
 
 /** The session dirs under a sessions root. */
 export function sessionDirs(root: string): string[] {

@@ -19,6 +19,7 @@ import type { ArtifactRow } from '../../src/store/schema.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readZip, unzipTest } from '../bundle/helpers.js';
 import { post, waitFor } from '../proxy/helpers.js';
+import { solidGif } from '../support/images.js';
 import { calls, callToolResult, makePng, sessionDirs, tempDir } from './helpers.js';
 
 let root: string;
@@ -203,9 +204,7 @@ describe('win32 host paths', () => {
     const sub = '20261202-101500-5f19c9c01a3f';
     fs.mkdirSync(path.join(mount, sub), { recursive: true });
     const png = await makePng(96, 64, [20, 120, 200]);
-    const gif = await sharp({ create: { width: 48, height: 32, channels: 3, background: '#c02020' } })
-      .gif()
-      .toBuffer();
+    const gif = await solidGif(48, 32, '#c02020');
     fs.writeFileSync(path.join(mount, sub, 'capture-20261202-101501123-1.png'), png);
     fs.writeFileSync(path.join(mount, sub, 'rec-1.gif'), gif);
     const win = `C:\\mcec\\sessions\\${sub}`;

@@ -1,6 +1,5 @@
 /** Redaction through both proxies: malformed requests' excerpts and typed commands, every recorded file read back. */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +11,7 @@ import { createSimulator } from '../../src/sim/index.js';
 import { leakedForm } from '../helpers/secret-forms.js';
 import { post, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
+import { tempDir } from '../support/temp.js';
 
 const TOKEN = 'tok-5e1d2c3b4a596877';
 const PASSWORD = 'Malformed-Pw-91';
@@ -21,7 +21,7 @@ const SIM_CHILD = fileURLToPath(new URL('../proxy/fixtures/sim-stdio.mjs', impor
 let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
 beforeEach(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  tmp = tempDir('mcec-');
 });
 afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!().catch(() => {});

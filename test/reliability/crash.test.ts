@@ -3,16 +3,15 @@
  * more than 50 ms before the kill is in the log, the call in flight shows as pending, and the session bundles
  * as FAIL (aborted) naming the pending call.
  */
-import { fork } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { type CrashChildMessage, killWhenReady } from '../support/crash.js';
 import { bundleCli, removeRoot, reportFigure, sessionDirOf, tempRoot } from './helpers.js';
 
-const CHILD = fileURLToPath(new URL('./fixtures/crash-child.mjs', import.meta.url));
+/** The durability window RELIABILITY.md promises: calls completed longer ago than this survive a kill. */
 const WINDOW_MS = 50;
 
 interface Done {
@@ -20,41 +19,23 @@ interface Done {
   at: number;
 }
 
-/** Run the child until it has completed `calls` calls (and at least `minMs`), then SIGKILL it. */
-function recordAndKill(
+/** Record at a steady rate until `calls` calls completed (and at least `minMs` passed), then SIGKILL. */
+async function recordAndKill(
   sessionsDir: string,
   calls: number,
   minMs: number,
 ): Promise<{ sessionId: string; done: Done[]; killAt: number }> {
-  return new Promise((resolve, reject) => {
-    const child = fork(CHILD, [sessionsDir, '2'], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
-    let stderr = '';
-    child.stderr!.on('data', (b: Buffer) => {
-      stderr += b.toString('utf8');
-    });
-    let sessionId = '';
-    let readyAt = 0;
-    let killAt = 0;
-    const done: Done[] = [];
-    child.on('message', (m: { kind: string; sessionId?: string; n?: number; at?: number }) => {
-      if (m.kind === 'ready') {
-        sessionId = m.sessionId!;
-        readyAt = Date.now();
-        return;
-      }
-      if (m.kind !== 'done' || killAt) return;
-      done.push({ n: m.n!, at: m.at! });
-      if (done.length >= calls && Date.now() - readyAt >= minMs) {
-        killAt = Date.now();
-        child.kill('SIGKILL');
-      }
-    });
-    child.on('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') reject(new Error(`child exited on its own (${code}, ${signal}): ${stderr}`));
-      else resolve({ sessionId, done, killAt });
-    });
-    setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
+  let readyAt = 0;
+  const doneOf = (messages: readonly CrashChildMessage[]) =>
+    messages.flatMap((m) => (m.kind === 'done' ? [{ n: m.n, at: m.at }] : []));
+  const child = await killWhenReady('steady', sessionsDir, {
+    args: ['2'],
+    until: (messages) => {
+      if (readyAt === 0 && messages.some((m) => m.kind === 'ready')) readyAt = Date.now();
+      return doneOf(messages).length >= calls && Date.now() - readyAt >= minMs;
+    },
   });
+  return { sessionId: child.ready.sessionId, done: doneOf(child.messages), killAt: child.killedAt };
 }
 
 describe('crash: SIGKILL while recording', () => {

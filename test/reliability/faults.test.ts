@@ -7,7 +7,6 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,6 +17,7 @@ import { renderFailureSummary } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary } from '../../src/report/types.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { tempDir } from '../support/temp.js';
 import {
   findResult,
   PNG_BASE64_PREFIX,
@@ -117,7 +117,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Whether this machine lets the suite mount a tmpfs (root in a privileged container): real ENOSPC then. */
 function canMountTmpfs(): boolean {
   if (process.platform !== 'linux') return false;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-mount-probe-'));
+  const dir = tempDir('mcec-mount-probe-');
   try {
     const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', dir], { stdio: 'ignore' });
     if (m.status !== 0) return false;
@@ -142,7 +142,7 @@ describe('faults: every call returns, every loss is counted and shown', () => {
 
     t.slow(150);
     const inFlight = t.wrapped('find', { n: 9999 });
-    await sleep(20);
+    await t.recorder.flush(); // its pending row is in the log when the dir goes
     fs.rmSync(t.sessionsDir, { recursive: true, force: true });
     expect(await inFlight).toEqual(findResult('9999'));
     t.slow(0);
@@ -285,12 +285,11 @@ describe('faults: every call returns, every loss is counted and shown', () => {
         const png = await realPng(200, 150, 5);
         const result = capture(png, 200, 150);
         expect(await wrapped('capture', { result })).toBe(result);
-        await recorder.flush();
-        await sleep(150);
+        await recorder.flush(); // a commit on the full disk: it fails and is counted
         expect(recorder.session(id)!.counts.recordFailures).toBeGreaterThanOrEqual(1);
         // Free the disk: what was queued is committed on a later attempt.
         fs.rmSync(filler);
-        await sleep(250);
+        await recorder.flush();
         await some(10);
         await recorder.close();
         const counts = recorder.session(id)!.counts;

@@ -5,13 +5,13 @@
  * every call of every session is in its log and nothing is counted lost.
  */
 import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listSessions } from '../../src/store/session-reader.js';
+import { tempDir } from '../support/temp.js';
 import { removeRoot, reportFigure } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/many-sessions-child.mjs', import.meta.url));
@@ -25,7 +25,7 @@ const CALLS = 2;
 function scratchRoot(): string {
   for (const base of ['/dev/shm', os.tmpdir()]) {
     try {
-      return fs.mkdtempSync(path.join(base, 'mcec-fd-'));
+      return tempDir('mcec-fd-', base);
     } catch {
       // not writable here: try the next
     }

@@ -3,10 +3,8 @@
  * a result that throws when read, server clocks out of range, kill -9 during a capture write, control and
  * bidi characters in recorded text, and `-o` pointed into a session dir.
  */
-import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { listSessionSummaries, pruneSessions } from '../../src/bundle/sessions.js';
@@ -14,9 +12,9 @@ import { verifyBundle } from '../../src/bundle/verify.js';
 import { createRecorder } from '../../src/record/index.js';
 import { UNREADABLE_RESULT } from '../../src/record/recorder.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { killWhenReady } from '../support/crash.js';
 import { bundleCli, realPng, removeRoot, reportFigure, sessionDirOf, tempRoot, zipFiles } from './helpers.js';
 
-const CAPTURE_CHILD = fileURLToPath(new URL('./fixtures/capture-child.mjs', import.meta.url));
 const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
 const PNG_IEND = Buffer.from('0000000049454e44ae426082', 'hex');
 /** C1 controls (U+009B is CSI on some terminals) and bidi overrides and isolates. */
@@ -144,25 +142,10 @@ describe('server times out of range', () => {
 });
 
 describe('kill -9 during a capture write', () => {
-  /** Start the capture child, kill it `afterMs` after its first capture is recorded. */
-  function captureAndKill(sessionsDir: string, afterMs: number): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const child = fork(CAPTURE_CHILD, [sessionsDir], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
-      let stderr = '';
-      child.stderr!.on('data', (b: Buffer) => {
-        stderr += b.toString('utf8');
-      });
-      let bytes = 0;
-      child.on('message', (m: { kind: string; bytes: number }) => {
-        if (m.kind !== 'ready') return;
-        bytes = m.bytes;
-        setTimeout(() => child.kill('SIGKILL'), afterMs);
-      });
-      child.on('exit', (_code, signal) => {
-        if (signal === 'SIGKILL') resolve(bytes);
-        else reject(new Error(`capture child exited on its own: ${stderr}`));
-      });
-    });
+  /** Start the capture child, kill it `afterMs` after its first capture is recorded; returns one capture's bytes. */
+  async function captureAndKill(sessionsDir: string, afterMs: number): Promise<number> {
+    const child = await killWhenReady('captures', sessionsDir, { delayMs: afterMs });
+    return child.ready.bytes!;
   }
 
   it('never leaves a short image under an artifact name, and a bundle takes only files the log names', async () => {

@@ -5,12 +5,12 @@
  */
 import { type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import Database from 'better-sqlite3';
+import { tempDir } from '../support/temp.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BUNDLE_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-bundle.js');
@@ -21,7 +21,7 @@ export const PNG_BASE64_PREFIX = 'iVBORw0KGgo';
 
 /** A fresh temp root (`mcec-rel-...`) with a `sessions` dir inside; everything else in it is a witness. */
 export function tempRoot(): { root: string; sessionsDir: string } {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-rel-'));
+  const root = tempDir('mcec-rel-');
   const sessionsDir = path.join(root, 'sessions');
   fs.mkdirSync(sessionsDir);
   return { root, sessionsDir };
@@ -48,6 +48,7 @@ export function listTree(dir: string, skip: string[] = []): string[] {
 }
 
 export { realPng } from '../support/images.js';
+export { findResult } from '../support/mcec.js';
 
 /** A 24-character slice of a base64 string without '+' or '/', so its escaped wire form is the same text. */
 export function distinctiveSlice(base64: string): string {
@@ -170,42 +171,6 @@ export function sessionDirOf(sessionsDir: string, id: string): string {
   if (found.length !== 1)
     throw new Error(`expected one session dir for ${id}, found ${found.join(', ') || 'none'}`);
   return path.join(sessionsDir, found[0]!);
-}
-
-/** A small successful find as MCEC sends it (CallToolResult with the envelope as its text block). */
-export function findResult(value = 'Save'): {
-  content: Array<{ type: 'text'; text: string }>;
-  isError: boolean;
-} {
-  const envelope = {
-    ok: true,
-    sessionId: null,
-    result: {
-      found: true,
-      element: {
-        controlType: 'Button',
-        x: 10,
-        y: 10,
-        width: 80,
-        height: 24,
-        isEnabled: true,
-        name: value,
-        children: [],
-      },
-      window: {
-        handle: 65552,
-        title: 'Untitled - Notepad',
-        className: 'Notepad',
-        processName: 'notepad',
-        processId: 1,
-        x: 0,
-        y: 0,
-        width: 800,
-        height: 600,
-      },
-    },
-  };
-  return { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: false };
 }
 
 /** With MCEC_RELIABILITY_FIGURES=<file>, suites append the figures RELIABILITY.md quotes (one JSON per line). */

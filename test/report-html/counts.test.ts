@@ -1,16 +1,16 @@
 // One image is one artifact however many places referred to it: the demo's Notepad capture comes back both as
 // the envelope's `result` and as an MCP image block (same sha256), so the log has two rows for one file.
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { bundleValidators, readZip } from '../bundle/helpers.js';
+import { tempDir } from '../support/temp.js';
 
 let tmp: string;
 beforeAll(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-counts-'));
+  tmp = tempDir('mcec-counts-');
 });
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 

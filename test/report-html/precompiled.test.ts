@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -11,6 +10,7 @@ import {
   rowPartialSource,
   templateSha256,
 } from '../../src/report/html/template.js';
+import { tempDir } from '../support/temp.js';
 
 const TEMPLATE = fileURLToPath(new URL('../../templates/report.html.hbs', import.meta.url));
 
@@ -49,7 +49,7 @@ describe('precompiled report.html template', () => {
     const page = { title: 'T <script>', verdict: 'FAIL', rowsHtml: '', notices: ['n & m'], countsList: [] };
     expect(pre.render(page)).toBe(compiled.render(page));
 
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+    const dir = tempDir('mcec-');
     try {
       fs.writeFileSync(
         path.join(dir, 'report.html.hbs'),

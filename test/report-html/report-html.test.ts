@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { tempDir } from '../support/temp.js';
 import { HOSTILE, type Scenario, writeReport, writeScenario } from './scenario.js';
 
 /** The text between the first `<tag...>` and `</tag>`. */
@@ -103,7 +104,7 @@ describe('renderReportHtml', () => {
   });
 
   it('follows artifactBase and a template override, and copes with missing image files', async () => {
-    const custom = fs.mkdtempSync(path.join(root, 'tpl-'));
+    const custom = tempDir('tpl-', root);
     fs.writeFileSync(
       path.join(custom, 'report.html.hbs'),
       '{{#if rowOnly}}<p id="c{{row.seq}}">{{row.tool}}</p>{{else}}<html><head><meta http-equiv="Content-Security-Policy" content="script-src {{cspScript}}"></head><body>{{title}}{{{rowsHtml}}}</body></html>{{/if}}',

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planThumbnails, type ThumbnailRequest } from '../../src/report/html/thumbnails.js';
+import { tempDir } from '../support/temp.js';
 import { noisePng, pngSize, windowPng } from './images.js';
 
 describe('planThumbnails', () => {
@@ -10,7 +10,7 @@ describe('planThumbnails', () => {
   let requests: ThumbnailRequest[];
 
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+    dir = tempDir('mcec-');
     requests = [];
     for (let i = 0; i < 12; i++) {
       const file = path.join(dir, `capture-${i}.png`);

@@ -3,7 +3,6 @@
 process.env.TZ = 'America/Los_Angeles';
 
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import MarkdownIt from 'markdown-it';
 import type Token from 'markdown-it/lib/token.mjs';
@@ -17,6 +16,7 @@ import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { post } from '../proxy/helpers.js';
 import { FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
+import { tempDir } from '../support/temp.js';
 
 const HEADINGS = [
   'Describe the bug',
@@ -33,7 +33,7 @@ const HEADINGS = [
 const md = new MarkdownIt({ html: false });
 let tmp: string;
 beforeAll(() => {
-  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bugmd-'));
+  tmp = tempDir('mcec-bugmd-');
 });
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 

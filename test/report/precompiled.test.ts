@@ -14,6 +14,7 @@ import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary } from '../../src/report/types.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { calls, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -64,7 +65,7 @@ describe('precompiled Markdown templates', () => {
     const f = failedSession();
     const summary = await summarize(f.dir);
     // A trailing comment changes the source (so no precompiled spec matches) but not the output.
-    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    const dir = tempDir('tpl-', root);
     for (const name of PRECOMPILED_TEMPLATE_NAMES) {
       const source = fs.readFileSync(path.join(BUILTIN_TEMPLATES_DIR, name), 'utf8');
       fs.writeFileSync(path.join(dir, name), `${source}{{!-- compiled at run time --}}`);

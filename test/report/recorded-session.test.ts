@@ -1,11 +1,9 @@
 // Names and times are UTC: run this suite in a zone far from it.
 process.env.TZ = 'America/New_York';
 
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { buildSummary, renderBugReport, renderFailureSummary } from '../../src/report/index.js';
@@ -13,6 +11,7 @@ import type { SessionSummary } from '../../src/report/types.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { resolveSession, SessionReader } from '../../src/store/session-reader.js';
 import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { killWhenReady } from '../support/crash.js';
 
 let root: string;
 let sessionsDir: string;
@@ -169,48 +168,18 @@ describe('summaries of sessions recorded by the recorder', () => {
   });
 
   it('summarizes a recorder killed with SIGKILL mid-call as FAIL, naming the pending call', async () => {
-    const recordModule = pathToFileURL(path.resolve('dist/record/index.js')).href;
-    const script = `
-      import { createRecorder } from ${JSON.stringify(recordModule)};
-      const recorder = createRecorder({ sessionsDir: ${JSON.stringify(sessionsDir)}, scenario: 'crash', stderr: () => {} });
-      const call = recorder.wrap(async (tool) =>
-        tool === 'invoke'
-          ? new Promise(() => {})
-          : { ok: true, sessionId: null, result: { found: true, element: { controlType: 'Button', name: 'Save' }, window: null } });
-      await call('find', { value: 'Save' });
-      call('invoke', { value: 'Save' });
-      await recorder.flush();
-      process.stdout.write('ready\\n');
-      setInterval(() => {}, 1000);
-    `;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d) => {
-      stderr += String(d);
-    });
-    await new Promise<void>((resolve, reject) => {
-      child.stdout.on('data', (d) => {
-        if (String(d).includes('ready')) resolve();
-      });
-      child.on('exit', (code) => reject(new Error(`child exited early (${code}): ${stderr}`)));
-    });
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-
+    await killWhenReady('in-flight', sessionsDir);
     const sessions = fs.readdirSync(sessionsDir);
     expect(sessions).toHaveLength(1);
     const { summary } = await summarize(sessions[0]!);
     expect(summary.status).toBe('aborted');
     expect(summary.verdict).toBe('FAIL');
-    expect(summary.verdictReason).toContain('call #2 invoke is still pending');
+    expect(summary.verdictReason).toContain('call #3 wait-for is still pending');
     expect(summary.verdictReason).toContain('aborted');
-    expect(summary.failingCall).toMatchObject({ seq: 2, tool: 'invoke', status: 'pending' });
+    expect(summary.failingCall).toMatchObject({ seq: 3, tool: 'wait-for', status: 'pending' });
     const text = await renderFailureSummary(summary);
     expect(text).toContain('- Failing step: none\n');
-    expect(text).toMatch(/\nCall #2 `invoke` at \S+ never returned\.\n/);
+    expect(text).toMatch(/\nCall #3 `wait-for` at \S+ never returned\.\n/);
     expect(text).toContain('- Status: aborted;');
   });
 });

@@ -6,6 +6,7 @@ import { buildSummary } from '../../src/report/summary.js';
 import { MAX_DOCUMENT_CHARS, type SessionSummary, type SummaryOptions } from '../../src/report/types.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { tempDir } from '../support/temp.js';
 
 let root: string;
 beforeEach(() => {
@@ -265,7 +266,7 @@ describe('the 65,536-character cap', () => {
   });
 
   it('hard-clips a document that cannot be shortened, with a note', async () => {
-    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    const dir = tempDir('tpl-', root);
     fs.writeFileSync(
       path.join(dir, 'failure-summary.md.hbs'),
       `# {{title}}\n${'static text '.repeat(10_000)}`,
@@ -286,7 +287,7 @@ describe('the 65,536-character cap', () => {
 
 describe('templates', () => {
   it('lets a templates dir override one template by file name, the other falling back', async () => {
-    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    const dir = tempDir('tpl-', root);
     fs.writeFileSync(
       path.join(dir, 'failure-summary.md.hbs'),
       'CUSTOM {{verdict}} {{sessionId}} {{codeSpan failingCall.code}}\n',
@@ -304,7 +305,7 @@ describe('templates', () => {
   });
 
   it('fails clearly when a template names a field the summary lacks', async () => {
-    const dir = fs.mkdtempSync(path.join(root, 'tpl-'));
+    const dir = tempDir('tpl-', root);
     fs.writeFileSync(path.join(dir, 'bug-report.md.hbs'), 'Bug in {{sessionId}}: {{noSuchField}}\n');
     const f = FixtureSession.create(root);
     f.call(calls.findSave());

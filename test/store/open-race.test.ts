@@ -1,16 +1,16 @@
 /** Several processes creating the same new log at the same moment: every one opens it, none fails. */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION } from '../../src/store/schema.js';
+import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-open-race-'));
+const root = tempDir('mcec-open-race-');
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
 // Each child waits for the same wall-clock instant, then opens (creating and migrating) the log.

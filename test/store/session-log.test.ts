@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,10 +6,11 @@ import { LOG_FILE } from '../../src/paths/naming.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
+import { tempDir } from '../support/temp.js';
 
 let root: string;
 beforeEach(() => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-'));
+  root = tempDir('mcec-');
 });
 afterEach(() => {
   fs.rmSync(root, { recursive: true, force: true });

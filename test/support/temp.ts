@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** A fresh temp dir under the OS temp dir, named `<prefix>XXXXXX`. */
-export function tempDir(prefix = 'mcec-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+/** A fresh temp dir named `<prefix>XXXXXX` under `parent` (default: the OS temp dir). */
+export function tempDir(prefix = 'mcec-', parent = os.tmpdir()): string {
+  return fs.mkdtempSync(path.join(parent, prefix));
 }
 
 /** Remove a temp dir and everything in it (no error when it is gone). */
