@@ -11,6 +11,7 @@ import {
   compileRules,
   type FailureFacts,
   FINGERPRINT_RULES_VERSION,
+  type Fingerprint,
   fingerprintOf,
   normalizeDetail,
   parseFingerprintRules,
@@ -112,113 +113,10 @@ export function triage(catalog: Catalog, options: TriageOptions = {}): TriageRep
   const sessions = catalog
     .sessions({ since: options.since, until, scenario: options.scenario })
     .filter((s) => s.calls > 0 || s.error !== null);
-  const byDir = new Map(sessions.map((s) => [s.dir_name, s]));
   const names = sessions.map((s) => s.dir_name);
   const rules = options.rules ?? [];
-
-  // Window bounds for trends: the given since, else the oldest session in it.
-  const startMs = Date.parse(options.since ?? sessions.find((s) => s.started_at)?.started_at ?? until);
-  const endMs = Date.parse(until);
-  const span = Math.max(1, endMs - startMs);
-  const bucketOf = (at: string | null) => {
-    const t = at ? Date.parse(at) : Number.NaN;
-    if (!Number.isFinite(t)) return TREND_BUCKETS - 1;
-    return Math.min(TREND_BUCKETS - 1, Math.max(0, Math.floor(((t - startMs) / span) * TREND_BUCKETS)));
-  };
-  // Runs per half of the window, for rates: a group failing as often per run is steady however busy a day was.
-  const half = startMs + span / 2;
-  const runsIn = [0, 0];
-  for (const s of sessions) runsIn[Date.parse(s.started_at ?? until) < half ? 0 : 1]! += 1;
-
-  interface Acc {
-    group: TriageGroup;
-    sessionSet: Set<string>;
-    scenarioSet: Set<string>;
-    halves: [number, number];
-    newest: CatalogFailure;
-  }
-  const groups = new Map<string, Acc>();
-  for (const f of catalog.failures(names)) {
-    if (!options.includeRecovered && f.recovered) continue;
-    const s = byDir.get(f.dir_name)!;
-    const facts: FailureFacts = {
-      tool: f.tool,
-      code: f.code,
-      category: f.category,
-      detail: f.detail,
-      className: f.class_name,
-      process: f.process,
-      window: f.window,
-      target: f.target,
-      status: f.status,
-      scenario: s.scenario,
-      host: s.host,
-    };
-    const fp = fingerprintOf(facts, rules);
-    const at = f.at ?? s.started_at ?? until;
-    let acc = groups.get(fp.id);
-    if (!acc) {
-      acc = {
-        group: {
-          fingerprint: fp.id,
-          key: clip(fp.key, 600),
-          rule: fp.rule,
-          tool: f.tool,
-          code: f.code,
-          category: f.category,
-          detail: clip(normalizeDetail(f.detail), 300),
-          className: f.class_name,
-          process: f.process,
-          count: 0,
-          sessions: 0,
-          scenarios: [],
-          firstSeen: at,
-          lastSeen: at,
-          example: { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null },
-          recovery: recoveryFor(f.category, f.code),
-          trend: { buckets: new Array(TREND_BUCKETS).fill(0), direction: 'steady' },
-        },
-        sessionSet: new Set(),
-        scenarioSet: new Set(),
-        halves: [0, 0],
-        newest: f,
-      };
-      groups.set(fp.id, acc);
-    }
-    const g = acc.group;
-    g.count += 1;
-    acc.sessionSet.add(f.dir_name);
-    if (s.scenario) acc.scenarioSet.add(s.scenario);
-    if (Date.parse(at) < Date.parse(g.firstSeen)) g.firstSeen = at;
-    if (Date.parse(at) >= Date.parse(g.lastSeen)) {
-      g.lastSeen = at;
-      acc.newest = f;
-      g.example = { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null };
-    }
-    g.trend.buckets[bucketOf(at)]! += 1;
-    acc.halves[Date.parse(at) < half ? 0 : 1] += 1;
-  }
-  const out: TriageGroup[] = [];
-  for (const acc of groups.values()) {
-    const g = acc.group;
-    g.sessions = acc.sessionSet.size;
-    g.scenarios = [...acc.scenarioSet].sort().map((x) => oneLine(x, 200));
-    g.example.detail = acc.newest.detail === null ? null : clip(acc.newest.detail, 500);
-    const [r0, r1] = [ratio(acc.halves[0], runsIn[0]!), ratio(acc.halves[1], runsIn[1]!)];
-    g.trend.direction =
-      Date.parse(g.firstSeen) >= startMs + span * 0.75
-        ? 'new'
-        : r1 >= r0 * 1.5 && acc.halves[1] - acc.halves[0] >= 2
-          ? 'rising'
-          : r1 <= r0 / 1.5 && acc.halves[0] - acc.halves[1] >= 2
-            ? 'falling'
-            : 'steady';
-    out.push(g);
-  }
-  out.sort(
-    (a, b) => b.count - a.count || b.sessions - a.sessions || a.fingerprint.localeCompare(b.fingerprint),
-  );
-
+  const window = trendWindow(sessions, options.since, until);
+  const groups = groupFailures(catalog, sessions, window, rules, options.includeRecovered === true);
   return {
     version: 1,
     generatedAt: now.toISOString(),
@@ -234,10 +132,159 @@ export function triage(catalog: Catalog, options: TriageOptions = {}): TriageRep
       running: sessions.filter((s) => s.status === 'open').length,
       unreadable: sessions.filter((s) => s.error !== null).length,
     },
-    groups: out,
+    groups,
     flaky: flakyScenarios(sessions),
     tools: toolRates(catalog, names),
   };
+}
+
+/** The window trends are counted in: its bounds, its halves and the runs in each. */
+interface TrendWindow {
+  startMs: number;
+  /** The window's end (ISO), the time of a failure and a session that have none. */
+  until: string;
+  span: number;
+  /** Where the second half starts. */
+  half: number;
+  /** Runs per half, for rates: a group failing as often per run is steady however busy a day was. */
+  runsIn: [number, number];
+  /** The trend bucket a time falls in (the last one for an unreadable time). */
+  bucketOf(at: string | null): number;
+}
+
+function trendWindow(sessions: CatalogSession[], since: string | undefined, until: string): TrendWindow {
+  // The given since, else the oldest session in it.
+  const startMs = Date.parse(since ?? sessions.find((s) => s.started_at)?.started_at ?? until);
+  const span = Math.max(1, Date.parse(until) - startMs);
+  const half = startMs + span / 2;
+  const runsIn: [number, number] = [0, 0];
+  for (const s of sessions) runsIn[Date.parse(s.started_at ?? until) < half ? 0 : 1] += 1;
+  const bucketOf = (at: string | null) => {
+    const t = at ? Date.parse(at) : Number.NaN;
+    if (!Number.isFinite(t)) return TREND_BUCKETS - 1;
+    return Math.min(TREND_BUCKETS - 1, Math.max(0, Math.floor(((t - startMs) / span) * TREND_BUCKETS)));
+  };
+  return { startMs, until, span, half, runsIn, bucketOf };
+}
+
+/** A group while failures are added to it. */
+interface GroupAccumulator {
+  group: TriageGroup;
+  sessionSet: Set<string>;
+  scenarioSet: Set<string>;
+  halves: [number, number];
+  newest: CatalogFailure;
+}
+
+/** The window's failures grouped by fingerprint, most frequent first. */
+function groupFailures(
+  catalog: Catalog,
+  sessions: CatalogSession[],
+  window: TrendWindow,
+  rules: CompiledRule[],
+  includeRecovered: boolean,
+): TriageGroup[] {
+  const byDir = new Map(sessions.map((s) => [s.dir_name, s]));
+  const groups = new Map<string, GroupAccumulator>();
+  for (const f of catalog.failures(sessions.map((s) => s.dir_name))) {
+    if (!includeRecovered && f.recovered) continue;
+    const s = byDir.get(f.dir_name)!;
+    const fp = fingerprintOf(failureFacts(f, s), rules);
+    const at = f.at ?? s.started_at ?? window.until;
+    let acc = groups.get(fp.id);
+    if (!acc) {
+      acc = newGroup(fp, f, s, at);
+      groups.set(fp.id, acc);
+    }
+    addFailure(acc, f, s, at, window);
+  }
+  const out = [...groups.values()].map((acc) => finishGroup(acc, window));
+  return out.sort(
+    (a, b) => b.count - a.count || b.sessions - a.sessions || a.fingerprint.localeCompare(b.fingerprint),
+  );
+}
+
+function failureFacts(f: CatalogFailure, s: CatalogSession): FailureFacts {
+  return {
+    tool: f.tool,
+    code: f.code,
+    category: f.category,
+    detail: f.detail,
+    className: f.class_name,
+    process: f.process,
+    window: f.window,
+    target: f.target,
+    status: f.status,
+    scenario: s.scenario,
+    host: s.host,
+  };
+}
+
+function newGroup(fp: Fingerprint, f: CatalogFailure, s: CatalogSession, at: string): GroupAccumulator {
+  return {
+    group: {
+      fingerprint: fp.id,
+      key: clip(fp.key, 600),
+      rule: fp.rule,
+      tool: f.tool,
+      code: f.code,
+      category: f.category,
+      detail: clip(normalizeDetail(f.detail), 300),
+      className: f.class_name,
+      process: f.process,
+      count: 0,
+      sessions: 0,
+      scenarios: [],
+      firstSeen: at,
+      lastSeen: at,
+      example: { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null },
+      recovery: recoveryFor(f.category, f.code),
+      trend: { buckets: new Array(TREND_BUCKETS).fill(0), direction: 'steady' },
+    },
+    sessionSet: new Set(),
+    scenarioSet: new Set(),
+    halves: [0, 0],
+    newest: f,
+  };
+}
+
+function addFailure(
+  acc: GroupAccumulator,
+  f: CatalogFailure,
+  s: CatalogSession,
+  at: string,
+  window: TrendWindow,
+): void {
+  const g = acc.group;
+  g.count += 1;
+  acc.sessionSet.add(f.dir_name);
+  if (s.scenario) acc.scenarioSet.add(s.scenario);
+  if (Date.parse(at) < Date.parse(g.firstSeen)) g.firstSeen = at;
+  if (Date.parse(at) >= Date.parse(g.lastSeen)) {
+    g.lastSeen = at;
+    acc.newest = f;
+    g.example = { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null };
+  }
+  g.trend.buckets[window.bucketOf(at)]! += 1;
+  acc.halves[Date.parse(at) < window.half ? 0 : 1] += 1;
+}
+
+/** The group as reported: its distinct sessions and scenarios, the newest example's detail, its direction. */
+function finishGroup(acc: GroupAccumulator, window: TrendWindow): TriageGroup {
+  const g = acc.group;
+  g.sessions = acc.sessionSet.size;
+  g.scenarios = [...acc.scenarioSet].sort().map((x) => oneLine(x, 200));
+  g.example.detail = acc.newest.detail === null ? null : clip(acc.newest.detail, 500);
+  const [r0, r1] = [ratio(acc.halves[0], window.runsIn[0]), ratio(acc.halves[1], window.runsIn[1])];
+  g.trend.direction =
+    Date.parse(g.firstSeen) >= window.startMs + window.span * 0.75
+      ? 'new'
+      : r1 >= r0 * 1.5 && acc.halves[1] - acc.halves[0] >= 2
+        ? 'rising'
+        : r1 <= r0 / 1.5 && acc.halves[0] - acc.halves[1] >= 2
+          ? 'falling'
+          : 'steady';
+  return g;
 }
 
 function flakyScenarios(sessions: CatalogSession[]): FlakyScenario[] {
