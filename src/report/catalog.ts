@@ -77,23 +77,8 @@ export async function refreshCatalog(
   const root = path.resolve(sessionsDir);
   const now = options.now ?? Date.now;
   if (!options.full) {
-    const ro = Catalog.open(root, { readonly: true });
-    if (ro) {
-      let fresh = false;
-      try {
-        const stored = ro.meta('root_mtime');
-        fresh =
-          ro.meta('entry_version') === ENTRY_VERSION &&
-          stored !== null &&
-          stored === String(mtimeOf(root)) &&
-          !sweepDue(ro.meta('swept_at'), now()) &&
-          ro.dirtyRows().length === 0;
-      } catch {
-        fresh = false;
-      }
-      if (fresh) return { catalog: ro, swept: false, indexed: 0, removed: 0 };
-      ro.close();
-    }
+    const fresh = openIfFresh(root, now);
+    if (fresh) return { catalog: fresh, swept: false, indexed: 0, removed: 0 };
   }
   let catalog: Catalog;
   let warning: string | undefined;
@@ -113,50 +98,8 @@ export async function refreshCatalog(
       catalog.meta('root_mtime') === null ||
       catalog.meta('root_mtime') !== String(rootMtime) ||
       sweepDue(catalog.meta('swept_at'), now());
-    const todo: Array<{ name: string; mtime: number | null }> = [];
-    let gone: string[] = [];
-    if (sweep) {
-      const states = catalog.rowStates();
-      const seen = new Set<string>();
-      let entries: fs.Dirent[] = [];
-      try {
-        entries = fs.readdirSync(root, { withFileTypes: true });
-      } catch {
-        entries = [];
-      }
-      for (const e of entries) {
-        // Dirent.isDirectory() does not follow symlinks: a link cannot lead outside the sessions dir.
-        if (!e.isDirectory() || !parseSessionDirName(e.name)) continue;
-        const mtime = mtimeOf(path.join(root, e.name));
-        if (mtime === null) continue;
-        seen.add(e.name);
-        if (rereadAll || needsReading(states.get(e.name), mtime)) todo.push({ name: e.name, mtime });
-      }
-      gone = [...states.keys()].filter((name) => !seen.has(name));
-    } else {
-      for (const name of catalog.dirtyRows()) todo.push({ name, mtime: mtimeOf(path.join(root, name)) });
-    }
-    let indexed = 0;
-    const t = now();
-    const { readCatalogEntry } =
-      todo.length > 0 ? await import('./catalog-entry.js') : { readCatalogEntry: null as never };
-    for (let i = 0; i < todo.length; i += BATCH) {
-      const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
-      for (const { name, mtime } of todo.slice(i, i + BATCH)) {
-        const dir = path.join(root, name);
-        if (mtime === null || !isRegularFile(path.join(dir, LOG_FILE))) {
-          gone.push(name); // not a session (no log) or gone meanwhile
-          continue;
-        }
-        const touched = catalog.touchedOf(name);
-        const entry = readCatalogEntry(dir);
-        // The dir's time after reading: a reader's first open adds the log's -wal and -shm files.
-        const after = mtimeOf(dir);
-        items.push({ entry, touched, dirMtime: after !== null && settled(after, t) !== null ? after : null });
-      }
-      catalog.put(items);
-      indexed += items.length;
-    }
+    const { todo, gone } = sweep ? sweepSessionDirs(catalog, root, rereadAll) : dirtySessions(catalog, root);
+    const indexed = await indexSessions(catalog, root, todo, gone, now());
     catalog.remove(gone);
     catalog.setMeta({
       entry_version: ENTRY_VERSION,
@@ -167,6 +110,97 @@ export async function refreshCatalog(
     catalog.close();
     throw err;
   }
+}
+
+/** The catalog opened read-only when nothing has to change (same entry code, sessions dir time, no dirty row). */
+function openIfFresh(root: string, now: () => number): Catalog | null {
+  const ro = Catalog.open(root, { readonly: true });
+  if (!ro) return null;
+  let fresh = false;
+  try {
+    const stored = ro.meta('root_mtime');
+    fresh =
+      ro.meta('entry_version') === ENTRY_VERSION &&
+      stored !== null &&
+      stored === String(mtimeOf(root)) &&
+      !sweepDue(ro.meta('swept_at'), now()) &&
+      ro.dirtyRows().length === 0;
+  } catch {
+    fresh = false;
+  }
+  if (fresh) return ro;
+  ro.close();
+  return null;
+}
+
+/** Session dirs to read, and rows whose dir is gone. */
+interface RefreshWork {
+  todo: Array<{ name: string; mtime: number | null }>;
+  gone: string[];
+}
+
+/** Every session dir compared with its row: new or changed ones to read, rows without a dir gone. */
+function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): RefreshWork {
+  const states = catalog.rowStates();
+  const seen = new Set<string>();
+  const todo: RefreshWork['todo'] = [];
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(root, { withFileTypes: true });
+  } catch {
+    entries = [];
+  }
+  for (const e of entries) {
+    // Dirent.isDirectory() does not follow symlinks: a link cannot lead outside the sessions dir.
+    if (!e.isDirectory() || !parseSessionDirName(e.name)) continue;
+    const mtime = mtimeOf(path.join(root, e.name));
+    if (mtime === null) continue;
+    seen.add(e.name);
+    if (rereadAll || needsReading(states.get(e.name), mtime)) todo.push({ name: e.name, mtime });
+  }
+  return { todo, gone: [...states.keys()].filter((name) => !seen.has(name)) };
+}
+
+/** Only the rows a writer touched (the sessions dir did not change). */
+function dirtySessions(catalog: Catalog, root: string): RefreshWork {
+  return {
+    todo: catalog.dirtyRows().map((name) => ({ name, mtime: mtimeOf(path.join(root, name)) })),
+    gone: [],
+  };
+}
+
+/**
+ * Read each session's log into its row, in batches of BATCH per write transaction; a dir without a log (or
+ * gone meanwhile) is added to `gone`. Returns how many were read.
+ */
+async function indexSessions(
+  catalog: Catalog,
+  root: string,
+  todo: RefreshWork['todo'],
+  gone: string[],
+  t: number,
+): Promise<number> {
+  if (todo.length === 0) return 0;
+  const { readCatalogEntry } = await import('./catalog-entry.js');
+  let indexed = 0;
+  for (let i = 0; i < todo.length; i += BATCH) {
+    const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
+    for (const { name, mtime } of todo.slice(i, i + BATCH)) {
+      const dir = path.join(root, name);
+      if (mtime === null || !isRegularFile(path.join(dir, LOG_FILE))) {
+        gone.push(name); // not a session (no log) or gone meanwhile
+        continue;
+      }
+      const touched = catalog.touchedOf(name);
+      const entry = readCatalogEntry(dir);
+      // The dir's time after reading: a reader's first open adds the log's -wal and -shm files.
+      const after = mtimeOf(dir);
+      items.push({ entry, touched, dirMtime: after !== null && settled(after, t) !== null ? after : null });
+    }
+    catalog.put(items);
+    indexed += items.length;
+  }
+  return indexed;
 }
 
 /** Open the catalog for writing; a file that is not a database (a cache, after all) is rebuilt. */
