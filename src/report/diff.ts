@@ -306,68 +306,15 @@ export async function diffSessions(
     const b = runFacts(rb);
     const callsA = ra.snapshot(() => [...ra.calls()]);
     const callsB = rb.snapshot(() => [...rb.calls()]);
-    const pairs = alignKeys(callsA.map(alignmentKey), callsB.map(alignmentKey));
-    const short = (c: CallRow | undefined) =>
-      c === undefined
-        ? null
-        : c.status === 'ok'
-          ? 'ok'
-          : `${c.status}${c.error_code ? ` ${oneLine(c.error_code, 80)}` : ''}`;
-    const aligned: AlignedPair[] = pairs.map(([i, j]) => ({
-      a: i === null ? null : callsA[i]!.seq,
-      b: j === null ? null : callsB[j]!.seq,
-      tool: oneLine((i === null ? callsB[j!]! : callsA[i]!).tool, 80),
-      aOutcome: short(i === null ? undefined : callsA[i]),
-      bOutcome: short(j === null ? undefined : callsB[j]),
-      kind:
-        i === null
-          ? 'only-b'
-          : j === null
-            ? 'only-a'
-            : sameOutcome(callsA[i]!, callsB[j]!)
-              ? 'same'
-              : 'changed',
-    }));
-    const summary = { same: 0, changed: 0, onlyA: 0, onlyB: 0 };
-    for (const p of aligned) {
-      if (p.kind === 'same') summary.same++;
-      else if (p.kind === 'changed') summary.changed++;
-      else if (p.kind === 'only-a') summary.onlyA++;
-      else summary.onlyB++;
-    }
-    const firstIndex = aligned.findIndex((p) => p.kind !== 'same');
+    const aligned = alignCalls(callsA, callsB);
     const bySeqA = new Map(callsA.map((c) => [c.seq, c]));
     const bySeqB = new Map(callsB.map((c) => [c.seq, c]));
-    const firstDivergence =
-      firstIndex < 0
-        ? null
-        : {
-            index: firstIndex,
-            kind: aligned[firstIndex]!.kind,
-            a: aligned[firstIndex]!.a === null ? null : callOf(bySeqA.get(aligned[firstIndex]!.a!)!),
-            b: aligned[firstIndex]!.b === null ? null : callOf(bySeqB.get(aligned[firstIndex]!.b!)!),
-          };
-
-    const trees: TreeDiff[] = [];
-    const shots: Array<{ pa: ArtifactRow; pb: ArtifactRow; aSeq: number; bSeq: number; tool: string }> = [];
-    for (const p of aligned) {
-      if (p.a === null || p.b === null) continue;
-      const ca = bySeqA.get(p.a)!;
-      const cb = bySeqB.get(p.b)!;
-      const ta = treeOf(ca);
-      const tb = treeOf(cb);
-      if (ta && tb) {
-        const d = diffTrees(ta.tree, tb.tree);
-        if (d.added.length + d.removed.length + d.renamed.length > 0) {
-          trees.push({ aSeq: p.a, bSeq: p.b, window: tb.window ?? ta.window, ...d });
-        }
-      }
-      if (shots.length < MAX_SCREENSHOTS) {
-        const ia = imageOf(ra, p.a);
-        const ib = imageOf(rb, p.b);
-        if (ia && ib) shots.push({ pa: ia, pb: ib, aSeq: p.a, bSeq: p.b, tool: oneLine(cb.tool, 60) });
-      }
-    }
+    const firstDivergence = firstDivergenceOf(aligned, bySeqA, bySeqB);
+    const { trees, shots } = pairedEvidence(
+      aligned,
+      { reader: ra, bySeq: bySeqA },
+      { reader: rb, bySeq: bySeqB },
+    );
     if (options.outDir) fs.mkdirSync(options.outDir, { recursive: true });
     const screenshots: ScreenshotDiff[] = [];
     for (const s of shots) {
@@ -378,7 +325,7 @@ export async function diffSessions(
       version: 1,
       a,
       b,
-      summary,
+      summary: summarizeAlignment(aligned),
       firstDivergence,
       aligned,
       trees,
@@ -392,10 +339,108 @@ export async function diffSessions(
   }
 }
 
+/** A call's outcome in one word or two: `ok`, or its status and error code; null without a call. */
+function outcomeOf(c: CallRow | undefined): string | null {
+  if (c === undefined) return null;
+  if (c.status === 'ok') return 'ok';
+  return `${c.status}${c.error_code ? ` ${oneLine(c.error_code, 80)}` : ''}`;
+}
+
+/** Both runs' calls aligned by their keys, each pair with its kind. */
+function alignCalls(callsA: CallRow[], callsB: CallRow[]): AlignedPair[] {
+  const pairs = alignKeys(callsA.map(alignmentKey), callsB.map(alignmentKey));
+  return pairs.map(([i, j]) => ({
+    a: i === null ? null : callsA[i]!.seq,
+    b: j === null ? null : callsB[j]!.seq,
+    tool: oneLine((i === null ? callsB[j!]! : callsA[i]!).tool, 80),
+    aOutcome: outcomeOf(i === null ? undefined : callsA[i]),
+    bOutcome: outcomeOf(j === null ? undefined : callsB[j]),
+    kind:
+      i === null
+        ? 'only-b'
+        : j === null
+          ? 'only-a'
+          : sameOutcome(callsA[i]!, callsB[j]!)
+            ? 'same'
+            : 'changed',
+  }));
+}
+
+function summarizeAlignment(aligned: AlignedPair[]): SessionDiff['summary'] {
+  const summary = { same: 0, changed: 0, onlyA: 0, onlyB: 0 };
+  for (const p of aligned) {
+    if (p.kind === 'same') summary.same++;
+    else if (p.kind === 'changed') summary.changed++;
+    else if (p.kind === 'only-a') summary.onlyA++;
+    else summary.onlyB++;
+  }
+  return summary;
+}
+
+function firstDivergenceOf(
+  aligned: AlignedPair[],
+  bySeqA: Map<number, CallRow>,
+  bySeqB: Map<number, CallRow>,
+): SessionDiff['firstDivergence'] {
+  const index = aligned.findIndex((p) => p.kind !== 'same');
+  if (index < 0) return null;
+  const pair = aligned[index]!;
+  return {
+    index,
+    kind: pair.kind,
+    a: pair.a === null ? null : callOf(bySeqA.get(pair.a)!),
+    b: pair.b === null ? null : callOf(bySeqB.get(pair.b)!),
+  };
+}
+
+/** One run's side of a diff: its reader and its calls by seq. */
+interface DiffSide {
+  reader: SessionReader;
+  bySeq: Map<number, CallRow>;
+}
+
+/** A pair of aligned calls' images to compare. */
+interface ScreenshotPair {
+  pa: ArtifactRow;
+  pb: ArtifactRow;
+  aSeq: number;
+  bSeq: number;
+  tool: string;
+}
+
+/** Over the matched pairs: their UI tree differences, and the first MAX_SCREENSHOTS pairs with images. */
+function pairedEvidence(
+  aligned: AlignedPair[],
+  sideA: DiffSide,
+  sideB: DiffSide,
+): { trees: TreeDiff[]; shots: ScreenshotPair[] } {
+  const trees: TreeDiff[] = [];
+  const shots: ScreenshotPair[] = [];
+  for (const p of aligned) {
+    if (p.a === null || p.b === null) continue;
+    const ca = sideA.bySeq.get(p.a)!;
+    const cb = sideB.bySeq.get(p.b)!;
+    const ta = treeOf(ca);
+    const tb = treeOf(cb);
+    if (ta && tb) {
+      const d = diffTrees(ta.tree, tb.tree);
+      if (d.added.length + d.removed.length + d.renamed.length > 0) {
+        trees.push({ aSeq: p.a, bSeq: p.b, window: tb.window ?? ta.window, ...d });
+      }
+    }
+    if (shots.length < MAX_SCREENSHOTS) {
+      const ia = imageOf(sideA.reader, p.a);
+      const ib = imageOf(sideB.reader, p.b);
+      if (ia && ib) shots.push({ pa: ia, pb: ib, aSeq: p.a, bSeq: p.b, tool: oneLine(cb.tool, 60) });
+    }
+  }
+  return { trees, shots };
+}
+
 async function compareImages(
   dirA: string,
   dirB: string,
-  s: { pa: ArtifactRow; pb: ArtifactRow; aSeq: number; bSeq: number; tool: string },
+  s: ScreenshotPair,
   options: DiffOptions,
 ): Promise<ScreenshotDiff> {
   const aImage = safeRelativePath(s.pa.path)!;
