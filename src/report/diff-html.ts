@@ -3,10 +3,10 @@
  * dark, a strict CSP with the style's hash and no script). Screenshots appear as small inline WebP
  * thumbnails (A, B and the diff) linking to the full files; no PNG bytes are inlined.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SessionDiff } from './diff.js';
+import { escapeHtml as esc, renderPage } from './page-shell.js';
 import { writeFileAtomic } from './write-atomic.js';
 
 const THUMB_WIDTH = 360;
@@ -31,13 +31,6 @@ th{font-weight:600;color:var(--muted)}tr.k-changed td{background:var(--fail-bg)}
 tr.first td{outline:2px solid var(--fail)}pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;background:var(--soft);padding:6px 8px;border-radius:6px}
 .shots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}figure img{display:block;max-width:${THUMB_WIDTH}px;border:1px solid var(--line);border-radius:6px}
 figcaption{font-size:12px;color:var(--muted)}ul{margin:4px 0;padding-left:20px}`;
-
-function esc(text: unknown): string {
-  return String(text ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
-}
 
 /** A file path as a relative link from the page (URL-encoded segments). */
 function href(from: string, to: string): string {
@@ -65,12 +58,33 @@ async function thumb(file: string): Promise<string | null> {
 export async function writeDiffHtml(d: SessionDiff, dirA: string, dirB: string): Promise<string> {
   if (!d.outDir) throw new Error('the diff has no output dir');
   const out = d.outDir;
-  const runBox = (label: string, r: SessionDiff['a']) =>
-    `<div class="run"><b>${label}</b> <code>${esc(r.sessionId)}</code> <span class="v v-${r.verdict}">${r.verdict}</span> <span class="muted">${esc(r.startedAt)} · ${r.calls} calls</span><br>${esc(r.scenario ?? '')}<br><span class="muted">${esc(r.verdictReason)}</span></div>`;
   const s = d.summary;
-  const parts: string[] = [];
-  const f = d.firstDivergence;
-  parts.push('<section><h2>First divergence</h2>');
+  const sections = [
+    firstDivergenceSection(d.firstDivergence),
+    ...(d.screenshots.length > 0 ? [await screenshotsSection(d.screenshots, dirA, dirB, out)] : []),
+    ...(d.trees.length > 0 ? [treesSection(d.trees)] : []),
+    alignedSection(d),
+  ];
+  const html = renderPage({
+    title: `diff · ${esc(d.a.sessionId)} vs ${esc(d.b.sessionId)} · mcec-recorder`,
+    style: STYLE,
+    header: `<header class="top${d.differs ? ' differs' : ''}"><div class="wrap"><h1>${d.differs ? 'The runs differ' : 'The runs match'}</h1>
+<p class="muted">${s.same} calls alike · ${s.changed} with another outcome · ${s.onlyA} only in A · ${s.onlyB} only in B</p>
+<div class="runs">${runBox('A', d.a)}${runBox('B', d.b)}</div></div></header>`,
+    main: sections.join('\n'),
+  });
+  fs.mkdirSync(out, { recursive: true });
+  const file = path.join(out, 'diff.html');
+  writeFileAtomic(file, html);
+  return file;
+}
+
+function runBox(label: string, r: SessionDiff['a']): string {
+  return `<div class="run"><b>${label}</b> <code>${esc(r.sessionId)}</code> <span class="v v-${r.verdict}">${r.verdict}</span> <span class="muted">${esc(r.startedAt)} · ${r.calls} calls</span><br>${esc(r.scenario ?? '')}<br><span class="muted">${esc(r.verdictReason)}</span></div>`;
+}
+
+function firstDivergenceSection(f: SessionDiff['firstDivergence']): string {
+  const parts: string[] = ['<section><h2>First divergence</h2>'];
   if (!f) parts.push('<p>The runs make the same calls with the same outcomes.</p>');
   else {
     parts.push(
@@ -89,82 +103,66 @@ export async function writeDiffHtml(d: SessionDiff, dirA: string, dirB: string):
     parts.push('</table>');
   }
   parts.push('</section>');
+  return parts.join('\n');
+}
 
-  if (d.screenshots.length > 0) {
-    parts.push(`<section><h2>Screenshots</h2>`);
-    for (const x of d.screenshots) {
-      const fa = path.join(dirA, x.aImage);
-      const fb = path.join(dirB, x.bImage);
-      const fd = x.diffImage ? path.join(out, x.diffImage) : null;
-      const figs = [
-        [`A #${x.aSeq}`, fa],
-        [`B #${x.bSeq}`, fb],
-        ...(fd ? [['changed pixels', fd]] : []),
-      ] as Array<[string, string]>;
+/** Each screenshot pair as thumbnails (A, B and the changed pixels) linking to the full files. */
+async function screenshotsSection(
+  screenshots: SessionDiff['screenshots'],
+  dirA: string,
+  dirB: string,
+  out: string,
+): Promise<string> {
+  const parts: string[] = [`<section><h2>Screenshots</h2>`];
+  for (const x of screenshots) {
+    const fa = path.join(dirA, x.aImage);
+    const fb = path.join(dirB, x.bImage);
+    const fd = x.diffImage ? path.join(out, x.diffImage) : null;
+    const figs = [
+      [`A #${x.aSeq}`, fa],
+      [`B #${x.bSeq}`, fb],
+      ...(fd ? [['changed pixels', fd]] : []),
+    ] as Array<[string, string]>;
+    parts.push(
+      `<h3>${esc(x.tool)}: ${(x.changedShare * 100).toFixed(2)}% of ${x.width}x${x.height} pixels changed${x.note ? ` <span class="muted">(${esc(x.note)})</span>` : ''}</h3><div class="shots">`,
+    );
+    for (const [label, file] of figs) {
+      const src = await thumb(file);
       parts.push(
-        `<h3>${esc(x.tool)}: ${(x.changedShare * 100).toFixed(2)}% of ${x.width}x${x.height} pixels changed${x.note ? ` <span class="muted">(${esc(x.note)})</span>` : ''}</h3><div class="shots">`,
+        `<figure>${src ? `<a href="${esc(href(out, file))}"><img src="${src}" alt="${esc(label)}"></a>` : ''}<figcaption>${esc(label)} · <a href="${esc(href(out, file))}">${esc(path.basename(file))}</a></figcaption></figure>`,
       );
-      for (const [label, file] of figs) {
-        const src = await thumb(file);
-        parts.push(
-          `<figure>${src ? `<a href="${esc(href(out, file))}"><img src="${src}" alt="${esc(label)}"></a>` : ''}<figcaption>${esc(label)} · <a href="${esc(href(out, file))}">${esc(path.basename(file))}</a></figcaption></figure>`,
-        );
-      }
-      parts.push('</div>');
     }
-    parts.push('</section>');
+    parts.push('</div>');
   }
+  parts.push('</section>');
+  return parts.join('\n');
+}
 
-  if (d.trees.length > 0) {
-    parts.push('<section><h2>UI tree differences</h2>');
-    for (const t of d.trees) {
-      parts.push(
-        `<p><b>query</b> A #${t.aSeq} / B #${t.bSeq}${t.window ? ` '${esc(t.window)}'` : ''}</p><ul>`,
-      );
-      for (const x of t.added) parts.push(`<li>added ${esc(x)}</li>`);
-      for (const x of t.removed) parts.push(`<li>removed ${esc(x)}</li>`);
-      for (const x of t.renamed)
-        parts.push(`<li>renamed ${esc(x.node)}: '${esc(x.from)}' → '${esc(x.to)}'</li>`);
-      if (t.omitted) parts.push(`<li class="muted">${t.omitted} more</li>`);
-      parts.push('</ul>');
-    }
-    parts.push('</section>');
+function treesSection(trees: SessionDiff['trees']): string {
+  const parts: string[] = ['<section><h2>UI tree differences</h2>'];
+  for (const t of trees) {
+    parts.push(`<p><b>query</b> A #${t.aSeq} / B #${t.bSeq}${t.window ? ` '${esc(t.window)}'` : ''}</p><ul>`);
+    for (const x of t.added) parts.push(`<li>added ${esc(x)}</li>`);
+    for (const x of t.removed) parts.push(`<li>removed ${esc(x)}</li>`);
+    for (const x of t.renamed)
+      parts.push(`<li>renamed ${esc(x.node)}: '${esc(x.from)}' → '${esc(x.to)}'</li>`);
+    if (t.omitted) parts.push(`<li class="muted">${t.omitted} more</li>`);
+    parts.push('</ul>');
   }
+  parts.push('</section>');
+  return parts.join('\n');
+}
 
-  parts.push(
+function alignedSection(d: SessionDiff): string {
+  const f = d.firstDivergence;
+  const parts: string[] = [
     '<section><h2>Calls, aligned</h2><table><tr><th>A</th><th>B</th><th>call</th><th>A outcome</th><th>B outcome</th></tr>',
-  );
+  ];
   d.aligned.forEach((p, i) => {
     parts.push(
       `<tr class="k-${p.kind}${f && i === f.index ? ' first' : ''}"><td>${p.a ?? ''}</td><td>${p.b ?? ''}</td><td><b>${esc(p.tool)}</b> <span class="muted">${esc(p.kind)}</span></td><td>${esc(p.aOutcome ?? '')}</td><td>${esc(p.bOutcome ?? '')}</td></tr>`,
     );
   });
   parts.push('</table></section>');
-
-  const styleHash = createHash('sha256').update(STYLE, 'utf8').digest('base64');
-  const html = `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'sha256-${styleHash}'; base-uri 'none'; form-action 'none'">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>diff · ${esc(d.a.sessionId)} vs ${esc(d.b.sessionId)} · mcec-recorder</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<header class="top${d.differs ? ' differs' : ''}"><div class="wrap"><h1>${d.differs ? 'The runs differ' : 'The runs match'}</h1>
-<p class="muted">${s.same} calls alike · ${s.changed} with another outcome · ${s.onlyA} only in A · ${s.onlyB} only in B</p>
-<div class="runs">${runBox('A', d.a)}${runBox('B', d.b)}</div></div></header>
-<main class="wrap">
-${parts.join('\n')}
-</main>
-</body>
-</html>
-`;
-  fs.mkdirSync(out, { recursive: true });
-  const file = path.join(out, 'diff.html');
-  writeFileAtomic(file, html);
-  return file;
+  return parts.join('\n');
 }

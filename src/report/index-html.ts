@@ -4,10 +4,10 @@
  * report.html. One self-contained file in report.html's style: inline style and script allowed by their
  * sha256 in a strict CSP, no network, no images.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CatalogSession } from '../store/catalog.js';
+import { escapeHtml as esc, renderPage } from './page-shell.js';
 import type { TriageReport } from './triage.js';
 import { sparkline } from './triage.js';
 import { writeFileAtomic } from './write-atomic.js';
@@ -36,17 +36,6 @@ const SCRIPT = `(function(){var v=document.getElementById('f-verdict'),s=documen
 var rows=Array.prototype.slice.call(document.querySelectorAll('#sessions tbody tr'));document.getElementById('filters').hidden=false;
 function apply(){var vv=v.value,sv=s.value,qv=q.value.toLowerCase(),k=0;rows.forEach(function(r){var ok=(!vv||r.getAttribute('data-verdict')===vv)&&(!sv||r.getAttribute('data-scenario')===sv)&&(!qv||r.textContent.toLowerCase().indexOf(qv)>=0);r.hidden=!ok;if(ok)k++;});n.textContent=String(k);}
 v.addEventListener('change',apply);s.addEventListener('change',apply);q.addEventListener('input',apply);apply();})();`;
-
-function esc(text: unknown): string {
-  return String(text ?? '').replace(
-    /[&<>"']/g,
-    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
-  );
-}
-
-function hash(text: string): string {
-  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
-}
 
 /** The index page's HTML for these sessions (newest first) and this triage report. */
 export function renderIndexHtml(
@@ -78,22 +67,13 @@ export function renderIndexHtml(
       `<tr><td>${esc(f.scenario)}</td><td>${(f.passRate * 100).toFixed(0)}%</td><td>${f.passed} of ${f.runs}</td><td><a href="${encodeURIComponent(f.lastFailed.dirName)}/report.html">${esc(f.lastFailed.sessionId)}</a></td></tr>`,
   );
   const s = report.sessions;
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src ${hash(STYLE)}; script-src ${hash(SCRIPT)}; base-uri 'none'; form-action 'none'">
-<meta name="referrer" content="no-referrer">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>Sessions · ${esc(path.basename(options.sessionsDir))} · mcec-recorder</title>
-<style>${STYLE}</style>
-</head>
-<body>
-<header class="top"><div class="wrap"><h1>Sessions in ${esc(options.sessionsDir)}</h1>
-<p class="muted">${s.total} sessions: ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''} · generated ${esc(report.generatedAt)}</p></div></header>
-<main class="wrap">
-<section id="triage"><h2>Recurring failures</h2>${groups.length === 0 ? '<p>No unrecovered failures.</p>' : `<table><thead><tr><th>count</th><th>sessions</th><th>failure</th><th>target</th><th>last seen</th><th>trend</th><th>example</th></tr></thead><tbody>${groups.join('')}</tbody></table>`}</section>
+  return renderPage({
+    title: `Sessions · ${esc(path.basename(options.sessionsDir))} · mcec-recorder`,
+    style: STYLE,
+    script: SCRIPT,
+    header: `<header class="top"><div class="wrap"><h1>Sessions in ${esc(options.sessionsDir)}</h1>
+<p class="muted">${s.total} sessions: ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''} · generated ${esc(report.generatedAt)}</p></div></header>`,
+    main: `<section id="triage"><h2>Recurring failures</h2>${groups.length === 0 ? '<p>No unrecovered failures.</p>' : `<table><thead><tr><th>count</th><th>sessions</th><th>failure</th><th>target</th><th>last seen</th><th>trend</th><th>example</th></tr></thead><tbody>${groups.join('')}</tbody></table>`}</section>
 <section id="flaky"><h2>Flaky scenarios</h2>${flaky.length === 0 ? '<p>None (no scenario both passed and failed).</p>' : `<table><thead><tr><th>scenario</th><th>pass rate</th><th>passed</th><th>last FAIL</th></tr></thead><tbody>${flaky.join('')}</tbody></table>`}</section>
 <section><h2>Sessions</h2>
 <div class="filters" id="filters" hidden><label>verdict <select id="f-verdict"><option value="">any</option><option>PASS</option><option>FAIL</option><option>UNREADABLE</option></select></label>
@@ -101,12 +81,8 @@ export function renderIndexHtml(
 <label>search <input id="f-text" type="search" placeholder="id, scenario, reason"></label><span class="muted"><span id="shown">${rows.length}</span> shown</span></div>
 <table id="sessions"><thead><tr><th>session</th><th>verdict</th><th>scenario</th><th>start (UTC)</th><th>duration</th><th>calls</th><th>failures</th><th>why</th></tr></thead><tbody>
 ${rows.join('\n')}
-</tbody></table></section>
-</main>
-<script>${SCRIPT}</script>
-</body>
-</html>
-`;
+</tbody></table></section>`,
+  });
 }
 
 /** Write `index.html` into the sessions dir (atomically) and return its path. */

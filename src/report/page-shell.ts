@@ -1,0 +1,52 @@
+/**
+ * The shell of the self-contained pages next to report.html (diff.html, index.html): one document in its
+ * style, with a strict CSP that allows only the page's own inline style (and script) by their sha256.
+ */
+import { createHash } from 'node:crypto';
+
+/** Text escaped for HTML content and attribute values. */
+export function escapeHtml(text: unknown): string {
+  return String(text ?? '').replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
+  );
+}
+
+/** A CSP source allowing exactly this inline text. */
+function hashSource(text: string): string {
+  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+}
+
+/** What a page puts in the shell: its title (escaped already), style, optional script, header and main HTML. */
+export interface PageParts {
+  title: string;
+  style: string;
+  script?: string;
+  header: string;
+  main: string;
+}
+
+/** The whole page: no network, no other script or style than its own. */
+export function renderPage(page: PageParts): string {
+  const scriptSrc = page.script === undefined ? '' : `script-src ${hashSource(page.script)}; `;
+  const csp = `default-src 'none'; img-src data:; style-src ${hashSource(page.style)}; ${scriptSrc}base-uri 'none'; form-action 'none'`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="referrer" content="no-referrer">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>${page.title}</title>
+<style>${page.style}</style>
+</head>
+<body>
+${page.header}
+<main class="wrap">
+${page.main}
+</main>
+${page.script === undefined ? '' : `<script>${page.script}</script>\n`}</body>
+</html>
+`;
+}
