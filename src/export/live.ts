@@ -4,8 +4,9 @@
  * code as the backfill, so live and backfilled spans are identical, ids included. Runs in the recorder's
  * background queue, never on an agent's call, and never throws: a failure here is a dropped span, counted.
  */
+import type { OtlpExportOptions } from '../record/types.js';
 import { SessionReader } from '../store/session-reader.js';
-import { createOtlpSink, type ExportCounts, type OtlpOptions, type OtlpSink } from './otlp-sink.js';
+import { createOtlpSink, type ExportCounts, type OtlpSink } from './otlp-sink.js';
 import { callLookupByQuery, planRoot, sessionFacts } from './session-spans.js';
 import { planCallSpan, type SessionFacts } from './span-plan.js';
 
@@ -20,10 +21,7 @@ interface Tracked {
 }
 
 /** Options of the live export: where to send, and how long `shutdown` may wait for the collector. */
-export interface LiveExportOptions extends OtlpOptions {
-  /** Longest wait in `shutdown()` for queued spans to go out (default 5 s); the rest counts as dropped. */
-  shutdownTimeoutMs?: number;
-}
+export type LiveExportOptions = OtlpExportOptions;
 
 /** The live OTLP export of a recorder; see the module comment. */
 export class LiveTraceExport {

@@ -11,6 +11,7 @@ import {
   SpanKind,
   SpanStatusCode,
   TraceFlags,
+  type Tracer,
   trace,
 } from '@opentelemetry/api';
 import { type ExportResult, ExportResultCode } from '@opentelemetry/core';
@@ -30,25 +31,11 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import type { OtlpExportOptions } from '../record/types.js';
 import type { SpanPlan } from './span-plan.js';
 
-/** Where and how to send. */
-export interface OtlpOptions {
-  /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
-  url?: string;
-  /** Extra HTTP headers (an API key); merged over `OTEL_EXPORTER_OTLP_HEADERS`. */
-  headers?: Record<string, string>;
-  /** Put each call's redacted arguments on its span (default false). */
-  includeArguments?: boolean;
-  /** Spans held while the collector is slow or away; past it new spans are dropped (default 2048). */
-  maxQueueSize?: number;
-  /** How long a batch waits before it is sent (default 1000 ms). */
-  scheduledDelayMillis?: number;
-  /** One export attempt's limit, retries included (default 10 s). */
-  exportTimeoutMillis?: number;
-  /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
-  serviceName?: string;
-}
+/** Where and how to send: the recorder's `otlp` option without its shutdown wait (the live export's). */
+export type OtlpOptions = Omit<OtlpExportOptions, 'shutdownTimeoutMs'>;
 
 /** What became of the spans handed to a sink. */
 export interface ExportCounts {
@@ -152,19 +139,19 @@ export function resolveTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv
 
 /** Open a sink. Nothing is sent until spans are emitted; nothing it does throws into the caller. */
 export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
-  const url = resolveTracesUrl(options.url);
-  const ids = new PlannedIds();
-  const exporter = new CountingExporter(
-    new OTLPTraceExporter({
-      url,
-      ...(options.headers ? { headers: options.headers } : {}),
-      timeoutMillis: options.exportTimeoutMillis ?? 10_000,
-    }),
-  );
+  return new CountingOtlpSink(options);
+}
+
+/** The SDK's provider with the planned-id generator and one batch processor feeding `exporter`. */
+function tracerProvider(
+  options: OtlpOptions,
+  ids: PlannedIds,
+  exporter: CountingExporter,
+): BasicTracerProvider {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName ?? 'mcec-recorder' }))
     .merge(detectResources({ detectors: [envDetector] }));
-  const provider = new BasicTracerProvider({
+  return new BasicTracerProvider({
     resource,
     idGenerator: ids,
     sampler: new AlwaysOnSampler(),
@@ -178,104 +165,136 @@ export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {
       }),
     ],
   });
-  const tracer = provider.getTracer('mcec-recorder');
-  let spans = 0;
-  let refused = 0; // spans the SDK would not take
-  const handedBySession = new Map<string, { spans: number; refused: number }>();
-  let queueLost = 0; // known after a flush: spans handed over before it that the exporter never saw
-  let stopping: Promise<void> | null = null;
-  let stopped = false;
+}
 
-  const settle = async (work: () => Promise<void>) => {
-    const handed = spans;
+/** Start and end one planned span with its planned ids, parent, links, events and status. */
+function startPlannedSpan(tracer: Tracer, ids: PlannedIds, plan: SpanPlan): void {
+  ids.traceId = plan.traceId;
+  ids.spanId = plan.spanId;
+  const parent: Context = plan.parentSpanId
+    ? trace.setSpanContext(ROOT_CONTEXT, {
+        traceId: plan.traceId,
+        spanId: plan.parentSpanId,
+        traceFlags: TraceFlags.SAMPLED,
+        isRemote: true,
+      })
+    : ROOT_CONTEXT;
+  const span: Span = tracer.startSpan(
+    plan.name,
+    {
+      kind: KIND[plan.kind],
+      startTime: plan.start,
+      attributes: plan.attributes,
+      links: plan.links.map((l) => ({
+        context: { traceId: l.traceId, spanId: l.spanId, traceFlags: TraceFlags.SAMPLED },
+      })),
+    },
+    parent,
+  );
+  for (const e of plan.events) span.addEvent(e.name, e.attributes, e.time);
+  if (plan.status.code === 'error')
+    span.setStatus({ code: SpanStatusCode.ERROR, message: plan.status.message });
+  span.end(plan.end);
+}
+
+/** A sink that sends through the SDK and counts every span handed to it, in all and per session. */
+class CountingOtlpSink implements OtlpSink {
+  readonly url: string;
+  private readonly ids = new PlannedIds();
+  private readonly exporter: CountingExporter;
+  private readonly provider: BasicTracerProvider;
+  private readonly tracer: Tracer;
+  private spans = 0;
+  /** Spans the SDK would not take. */
+  private refused = 0;
+  private readonly handedBySession = new Map<string, { spans: number; refused: number }>();
+  /** Known after a flush: spans handed over before it that the exporter never saw. */
+  private queueLost = 0;
+  private stopping: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(options: OtlpOptions) {
+    this.url = resolveTracesUrl(options.url);
+    this.exporter = new CountingExporter(
+      new OTLPTraceExporter({
+        url: this.url,
+        ...(options.headers ? { headers: options.headers } : {}),
+        timeoutMillis: options.exportTimeoutMillis ?? 10_000,
+      }),
+    );
+    this.provider = tracerProvider(options, this.ids, this.exporter);
+    this.tracer = this.provider.getTracer('mcec-recorder');
+  }
+
+  emit(plan: SpanPlan): void {
+    if (this.stopping) return;
+    const id = plan.attributes[SESSION_ATTR];
+    const mine = typeof id === 'string' ? (this.handedBySession.get(id) ?? { spans: 0, refused: 0 }) : null;
+    if (mine && typeof id === 'string') this.handedBySession.set(id, mine);
+    if (mine) mine.spans += 1;
+    try {
+      startPlannedSpan(this.tracer, this.ids, plan);
+      this.spans += 1;
+    } catch {
+      // A span the SDK refused is a dropped span, never the caller's problem.
+      this.spans += 1;
+      this.refused += 1;
+      if (mine) mine.refused += 1;
+    }
+  }
+
+  flush(): Promise<void> {
+    return this.settle(() => this.provider.forceFlush());
+  }
+
+  counts(sessionId?: string): ExportCounts {
+    if (sessionId !== undefined) return this.sessionCounts(sessionId);
+    const exporter = this.exporter;
+    // Once shut down, a batch still unanswered will not be waited for: it is lost.
+    const dropped = exporter.failed + this.refused + this.queueLost + (this.stopped ? exporter.inFlight : 0);
+    return {
+      spans: this.spans,
+      exported: exporter.exported,
+      dropped,
+      queued: Math.max(0, this.spans - exporter.exported - dropped),
+      lastError: exporter.lastError,
+    };
+  }
+
+  shutdown(): Promise<void> {
+    this.stopping ??= this.settle(() => this.provider.shutdown()).then(() => {
+      this.stopped = true;
+    });
+    return this.stopping;
+  }
+
+  private sessionCounts(sessionId: string): ExportCounts {
+    const handed = this.handedBySession.get(sessionId) ?? { spans: 0, refused: 0 };
+    const tally = this.exporter.bySession.get(sessionId) ?? { exported: 0, failed: 0 };
+    const settled = tally.exported + tally.failed + handed.refused;
+    // Per session, what the queue dropped is known only once the sink is shut down.
+    const dropped = tally.failed + handed.refused + (this.stopped ? handed.spans - settled : 0);
+    return {
+      spans: handed.spans,
+      exported: tally.exported,
+      dropped,
+      queued: Math.max(0, handed.spans - tally.exported - dropped),
+      lastError: tally.failed > 0 ? this.exporter.lastError : null,
+    };
+  }
+
+  private async settle(work: () => Promise<void>): Promise<void> {
+    const handed = this.spans;
     try {
       await work();
     } catch {
       // the exporter counted what failed
     }
     // A flush sends everything queued before it; what the exporter still has not seen was dropped by a full queue.
-    queueLost = Math.max(
-      queueLost,
-      handed - refused - exporter.exported - exporter.failed - exporter.inFlight,
+    const exporter = this.exporter;
+    this.queueLost = Math.max(
+      this.queueLost,
+      handed - this.refused - exporter.exported - exporter.failed - exporter.inFlight,
     );
-  };
-
-  return {
-    url,
-    emit(plan) {
-      if (stopping) return;
-      const id = plan.attributes[SESSION_ATTR];
-      const mine = typeof id === 'string' ? (handedBySession.get(id) ?? { spans: 0, refused: 0 }) : null;
-      if (mine && typeof id === 'string') handedBySession.set(id, mine);
-      if (mine) mine.spans += 1;
-      try {
-        ids.traceId = plan.traceId;
-        ids.spanId = plan.spanId;
-        const parent: Context = plan.parentSpanId
-          ? trace.setSpanContext(ROOT_CONTEXT, {
-              traceId: plan.traceId,
-              spanId: plan.parentSpanId,
-              traceFlags: TraceFlags.SAMPLED,
-              isRemote: true,
-            })
-          : ROOT_CONTEXT;
-        const span: Span = tracer.startSpan(
-          plan.name,
-          {
-            kind: KIND[plan.kind],
-            startTime: plan.start,
-            attributes: plan.attributes,
-            links: plan.links.map((l) => ({
-              context: { traceId: l.traceId, spanId: l.spanId, traceFlags: TraceFlags.SAMPLED },
-            })),
-          },
-          parent,
-        );
-        for (const e of plan.events) span.addEvent(e.name, e.attributes, e.time);
-        if (plan.status.code === 'error')
-          span.setStatus({ code: SpanStatusCode.ERROR, message: plan.status.message });
-        span.end(plan.end);
-        spans += 1;
-      } catch {
-        // A span the SDK refused is a dropped span, never the caller's problem.
-        spans += 1;
-        refused += 1;
-        if (mine) mine.refused += 1;
-      }
-    },
-    flush() {
-      return settle(() => provider.forceFlush());
-    },
-    counts(sessionId) {
-      if (sessionId !== undefined) {
-        const handed = handedBySession.get(sessionId) ?? { spans: 0, refused: 0 };
-        const tally = exporter.bySession.get(sessionId) ?? { exported: 0, failed: 0 };
-        const settled = tally.exported + tally.failed + handed.refused;
-        // Per session, what the queue dropped is known only once the sink is shut down.
-        const dropped = tally.failed + handed.refused + (stopped ? handed.spans - settled : 0);
-        return {
-          spans: handed.spans,
-          exported: tally.exported,
-          dropped,
-          queued: Math.max(0, handed.spans - tally.exported - dropped),
-          lastError: tally.failed > 0 ? exporter.lastError : null,
-        };
-      }
-      // Once shut down, a batch still unanswered will not be waited for: it is lost.
-      const dropped = exporter.failed + refused + queueLost + (stopped ? exporter.inFlight : 0);
-      return {
-        spans,
-        exported: exporter.exported,
-        dropped,
-        queued: Math.max(0, spans - exporter.exported - dropped),
-        lastError: exporter.lastError,
-      };
-    },
-    shutdown() {
-      stopping ??= settle(() => provider.shutdown()).then(() => {
-        stopped = true;
-      });
-      return stopping;
-    },
-  };
+  }
 }

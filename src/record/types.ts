@@ -8,7 +8,7 @@ export type Dispatch = (tool: string, args: Record<string, unknown>) => Promise<
 export interface OtlpExportOptions {
   /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
   url?: string;
-  /** Extra HTTP headers (an API key). */
+  /** Extra HTTP headers (an API key); merged over `OTEL_EXPORTER_OTLP_HEADERS`. */
   headers?: Record<string, string>;
   /** Put each call's (redacted) arguments on its span (default false). */
   includeArguments?: boolean;
