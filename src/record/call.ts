@@ -25,7 +25,8 @@ export interface ThrownCall {
   shape: OutputShape;
 }
 
-export interface RecordedCall {
+/** What a call is known by as it starts (the agent's request and where its pending row goes). */
+export interface CallStart {
   tool: string;
   args: unknown;
   rpcId: string | null;
@@ -33,14 +34,18 @@ export interface RecordedCall {
   method: string | null;
   transport: Transport;
   startedAt: Date;
-  /** performance.now() at the start, for the duration. */
-  t0: number;
   /** The session the call names by its `sessionId` argument (trimmed; not for provision/end-session). */
   namedSessionId: string | undefined;
   /** Where the pending row goes: `namedSessionId`, else the server's default session, else the recorder's. */
   startSessionId: string;
   /** How `startSessionId` was learned (the `via` of a session it creates). */
   startVia: SessionVia;
+}
+
+/** A call from its start to its row: what came back, where it is filed, what the queue holds of it. */
+export interface RecordedCall extends CallStart {
+  /** performance.now() at the start, for the duration. */
+  t0: number;
   /** The session the call is filed in now (set when its start is processed; may move once it completes). */
   session?: RecordedSession;
   seq: number;
@@ -79,17 +84,7 @@ export interface RecordedCall {
 export const SMALL_JOB_BYTES = 256;
 
 /** A call as it starts: filed under `startSessionId` once the queue processes its start. */
-export function newCall(init: {
-  tool: string;
-  args: unknown;
-  rpcId: string | null;
-  method: string | null;
-  transport: Transport;
-  startedAt: Date;
-  namedSessionId: string | undefined;
-  startSessionId: string;
-  startVia: SessionVia;
-}): RecordedCall {
+export function newCall(init: CallStart): RecordedCall {
   // A literal in one fixed field order: this runs on the agent's critical path.
   return {
     tool: init.tool,
