@@ -119,30 +119,46 @@ type Call = (
 type Step = (name: string, status: AgentStep['status'], detail: string) => void;
 type Outcome = { passed: boolean; reason: string };
 
+/** One step's result: passed or failed, and the detail the step reports. */
+type StepResult = { passed: boolean; detail: string };
+const passed = (detail: string): StepResult => ({ passed: true, detail });
+const failed = (detail: string): StepResult => ({ passed: false, detail });
+
 /** The script proper: four steps, stopping at the first that fails. */
 async function walk(call: Call, step: Step, opened: (sessionId: string) => void): Promise<Outcome> {
-  const finish = (passed: boolean, reason: string): Outcome => ({ passed, reason });
-  const fail = (name: string, detail: string): Outcome => {
-    step(name, 'failed', detail);
-    return finish(false, `${name}: ${detail}`);
-  };
-
   // Open an MCEC session: every later call names it, so the recorder files them all in one session log.
   const started = await call('session-start', {}, (r) => `session ${String(r.sessionId)}`);
   if (!started.ok || typeof started.sessionId !== 'string' || !started.sessionId) {
-    return finish(false, 'session-start failed');
+    return { passed: false, reason: 'session-start failed' };
   }
   opened(started.sessionId);
+  const steps: ReadonlyArray<(call: Call) => Promise<StepResult>> = [
+    lookAround,
+    openNotepad,
+    saveTheFile,
+    checkThePlayer,
+  ];
+  for (const [i, run] of steps.entries()) {
+    const name = DEMO_STEPS[i]!;
+    const result = await run(call);
+    step(name, result.passed ? 'passed' : 'failed', result.detail);
+    if (!result.passed) return { passed: false, reason: `${name}: ${result.detail}` };
+  }
+  return { passed: true, reason: 'all steps passed' };
+}
 
-  // 1. Look around: which windows, which monitors.
+/** 1. Look around: which windows, which monitors. */
+async function lookAround(call: Call): Promise<StepResult> {
   const windows = await call('windows', {}, (r) => `${String(r.count)} windows`);
   const displays = await call('displays', {}, (r) => `${String(r.count)} displays`);
-  if (!windows.ok || !displays.ok) return fail(DEMO_STEPS[0], 'could not list windows or displays');
+  if (!windows.ok || !displays.ok) return failed('could not list windows or displays');
   const windowCount = Number(record(windows.result).count);
   const displayCount = Number(record(displays.result).count);
-  step(DEMO_STEPS[0], 'passed', `${windowCount} windows on ${displayCount} displays`);
+  return passed(`${windowCount} windows on ${displayCount} displays`);
+}
 
-  // 2. Open Notepad: see it (an inline PNG), read its tree, find the editor.
+/** 2. Open Notepad: see it (an inline PNG), read its tree, find the editor. */
+async function openNotepad(call: Call): Promise<StepResult> {
   const shot = await call(
     'capture',
     { window: DEMO_WINDOWS.notepad },
@@ -153,16 +169,16 @@ async function walk(call: Call, step: Step, opened: (sessionId: string) => void)
     r.found ? `found ${String(record(r.element).name)}` : 'not found',
   );
   if (!shot.ok || !tree.ok || !editor.ok || !record(editor.result).found) {
-    return fail(DEMO_STEPS[1], 'Notepad or its editor is not there');
+    return failed('Notepad or its editor is not there');
   }
   const size = record(shot.result);
-  step(
-    DEMO_STEPS[1],
-    'passed',
+  return passed(
     `captured it (${String(size.width)}x${String(size.height)}), found the editor (automationId 15)`,
   );
+}
 
-  // 3. Save the file: the dialog has three buttons named Save; the first try is ambiguous, then narrowed.
+/** 3. Save the file: the dialog has three buttons named Save; the first try is ambiguous, then narrowed. */
+async function saveTheFile(call: Call): Promise<StepResult> {
   await call(
     'query',
     { window: DEMO_WINDOWS.saveAs, maxNodes: QUERY_MAX_NODES },
@@ -186,27 +202,23 @@ async function walk(call: Call, step: Step, opened: (sessionId: string) => void)
         (r) => (r.invoked ? 'invoked' : 'not invoked'),
       )
     : null;
-  if (!invoked?.ok) return fail(DEMO_STEPS[2], 'could not find or invoke the Save button');
-  step(
-    DEMO_STEPS[2],
-    'passed',
+  if (!invoked?.ok) return failed('could not find or invoke the Save button');
+  return passed(
     byName.ok
       ? 'invoked Save'
       : `name 'Save' matched several buttons (${byName.error.code}); narrowed to automationId '1' and invoked it`,
   );
+}
 
-  // 4. Check the player: its capture comes back all black, and the agent gives up there.
+/** 4. Check the player: its capture comes back all black, and the agent gives up there. */
+async function checkThePlayer(call: Call): Promise<StepResult> {
   const player = await call(
     'capture',
     { window: DEMO_WINDOWS.player },
     (r) => `${String(r.width)}x${String(r.height)} png`,
   );
-  if (player.ok) {
-    step(DEMO_STEPS[3], 'passed', 'the player shows a picture');
-    return finish(true, 'all steps passed');
-  }
-  return fail(
-    DEMO_STEPS[3],
+  if (player.ok) return passed('the player shows a picture');
+  return failed(
     `capture of '${DEMO_WINDOWS.player}' failed: ${player.error.code} (${player.error.category})`,
   );
 }
