@@ -120,6 +120,46 @@ function isImageBlock(b: unknown): b is Record<string, unknown> {
 /** Reads an MCP CallToolResult: the envelope is JSON text in the LAST text block. */
 function readCallToolResult(v: Record<string, unknown>, prefix: string): Omit<ToolOutput, 'kind'> {
   const violations: Violation[] = [];
+  const { content, images, textIndex } = readContentBlocks(v, prefix, violations);
+  const isError = readIsError(v, prefix, violations);
+  const failed = (code: string, detail: string): Omit<ToolOutput, 'kind'> => ({
+    envelope: synthesizedFailure(code, detail),
+    isError,
+    images,
+    violations,
+    synthesized: true,
+  });
+  if (textIndex === -1) {
+    violations.push({ path: `${prefix}/content`, message: 'no text block: the envelope is missing' });
+    return failed('envelope-missing', 'the CallToolResult had no text block holding an envelope');
+  }
+  const textPath = `${prefix}/content/${textIndex}/text`;
+  const parsed = parseEnvelopeText(
+    (content[textIndex] as Record<string, unknown>).text,
+    textPath,
+    violations,
+  );
+  if (!parsed) return failed('envelope-unparseable', 'the last text block of the CallToolResult is not JSON');
+  const read = readEnvelope(parsed.value, `${textPath}/#json`);
+  violations.push(...read.violations);
+  if (!read.synthesized && isError !== !read.envelope.ok) {
+    violations.push({
+      path: `${prefix}/isError`,
+      message: `isError must mirror !ok: isError is ${isError}, ok is ${read.envelope.ok}`,
+    });
+  }
+  const out: Omit<ToolOutput, 'kind'> = { envelope: read.envelope, isError, images, violations };
+  if (read.synthesized) out.synthesized = true;
+  else out.envelopePath = `${textPath}/#json`;
+  return out;
+}
+
+/** The content blocks: the image blocks, and the index of the last text block (-1 when there is none). */
+function readContentBlocks(
+  v: Record<string, unknown>,
+  prefix: string,
+  violations: Violation[],
+): { content: unknown[]; images: ImageBlockRef[]; textIndex: number } {
   const images: ImageBlockRef[] = [];
   const content = Array.isArray(v.content) ? v.content : [];
   if (!Array.isArray(v.content)) {
@@ -145,75 +185,43 @@ function readCallToolResult(v: Record<string, unknown>, prefix: string): Omit<To
       violations.push({ path: `${prefix}/content/${index}`, message: 'content block without a type' });
     }
   });
+  return { content, images, textIndex };
+}
 
-  let isError = false;
+/** `isError` as a boolean (absent: false); any other type is a violation and reads as false. */
+function readIsError(v: Record<string, unknown>, prefix: string, violations: Violation[]): boolean {
   if (v.isError !== undefined && typeof v.isError !== 'boolean') {
     violations.push({
       path: `${prefix}/isError`,
       message: `isError must be a boolean, got ${describe(v.isError)}`,
     });
-  } else if (v.isError === true) {
-    isError = true;
+    return false;
   }
+  return v.isError === true;
+}
 
-  if (textIndex === -1) {
-    violations.push({ path: `${prefix}/content`, message: 'no text block: the envelope is missing' });
-    return {
-      envelope: synthesizedFailure(
-        'envelope-missing',
-        'the CallToolResult had no text block holding an envelope',
-      ),
-      isError,
-      images,
-      violations,
-      synthesized: true,
-    };
-  }
-
-  const textPath = `${prefix}/content/${textIndex}/text`;
-  const text = (content[textIndex] as Record<string, unknown>).text;
-  let parsed: unknown;
-  let parses = typeof text === 'string';
+/** The envelope text parsed, or null (with a violation) when it is not a string of JSON. */
+function parseEnvelopeText(
+  text: unknown,
+  textPath: string,
+  violations: Violation[],
+): { value: unknown } | null {
   if (typeof text === 'string') {
     try {
-      parsed = JSON.parse(text);
+      return { value: JSON.parse(text) };
     } catch {
-      parses = false;
+      // reported below
     }
   }
-  if (!parses) {
-    // Never quote the text: it can be megabytes, and it can hold image bytes.
-    violations.push({
-      path: textPath,
-      message:
-        typeof text === 'string'
-          ? `the last text block is not JSON (${text.length} chars)`
-          : `the last text block's text is ${describe(text)}, not a string`,
-    });
-    return {
-      envelope: synthesizedFailure(
-        'envelope-unparseable',
-        'the last text block of the CallToolResult is not JSON',
-      ),
-      isError,
-      images,
-      violations,
-      synthesized: true,
-    };
-  }
-
-  const read = readEnvelope(parsed, `${textPath}/#json`);
-  violations.push(...read.violations);
-  if (!read.synthesized && isError !== !read.envelope.ok) {
-    violations.push({
-      path: `${prefix}/isError`,
-      message: `isError must mirror !ok: isError is ${isError}, ok is ${read.envelope.ok}`,
-    });
-  }
-  const out: Omit<ToolOutput, 'kind'> = { envelope: read.envelope, isError, images, violations };
-  if (read.synthesized) out.synthesized = true;
-  else out.envelopePath = `${textPath}/#json`;
-  return out;
+  // Never quote the text: it can be megabytes, and it can hold image bytes.
+  violations.push({
+    path: textPath,
+    message:
+      typeof text === 'string'
+        ? `the last text block is not JSON (${text.length} chars)`
+        : `the last text block's text is ${describe(text)}, not a string`,
+  });
+  return null;
 }
 
 /** Maps a legacy CommandResult onto an envelope by the contract's table. */
