@@ -165,26 +165,29 @@ function planJob(doc: unknown, entry: Entry, prefix: string): Job | undefined {
   const parentSegs = segs.slice(0, -1);
   const key = segs[segs.length - 1] ?? '';
   const parent = segs.length > 0 ? getAt(doc, parentSegs) : undefined;
-  const base = { entry, container: undefined as Record<string, unknown> | undefined };
-  if (entry.loc.form === 'image-block' && isRecord(parent)) {
+  // An image block and a capture object are replaced whole; anything else is the string in place.
+  const kind =
+    entry.loc.form === 'image-block'
+      ? 'image-block'
+      : entry.loc.form === 'base64-field' && /base64$/i.test(key)
+        ? 'capture'
+        : 'string';
+  if (kind !== 'string' && isRecord(parent)) {
     return {
-      ...base,
-      kind: 'image-block',
+      entry,
+      kind,
       container: parent,
       replaceSegments: parentSegs,
       replacedPointer: prefix + formatPointer(parentSegs),
     };
   }
-  if (entry.loc.form === 'base64-field' && isRecord(parent) && /base64$/i.test(key)) {
-    return {
-      ...base,
-      kind: 'capture',
-      container: parent,
-      replaceSegments: parentSegs,
-      replacedPointer: prefix + formatPointer(parentSegs),
-    };
-  }
-  return { ...base, kind: 'string', replaceSegments: segs, replacedPointer: prefix + formatPointer(segs) };
+  return {
+    entry,
+    container: undefined,
+    kind: 'string',
+    replaceSegments: segs,
+    replacedPointer: prefix + formatPointer(segs),
+  };
 }
 
 function replacementFor(job: Job, image: SavedImage, blankCheck: BlankCheck | undefined): unknown {
@@ -210,15 +213,20 @@ const INVALID_ERRORS = [
   'truncated',
 ];
 
+/** What every level of a compaction shares: the store, and where images and violations are collected. */
+interface CompactionSink {
+  store: ArtifactStore;
+  images: CompactedImage[];
+  violations: Violation[];
+}
+
+/** Compact one level of `doc`: the nested JSON strings first, then the images located directly in it. */
 async function compactLevel(
   doc: unknown,
   entries: Entry[],
   prefix: string,
-  store: ArtifactStore,
-  images: CompactedImage[],
-  violations: Violation[],
+  sink: CompactionSink,
 ): Promise<unknown> {
-  // Nested JSON strings first: parse, compact inside, serialize back into the (copied) string's place.
   const nested = new Map<string, Entry[]>();
   const direct: Entry[] = [];
   for (const e of entries) {
@@ -231,63 +239,15 @@ async function compactLevel(
     group.push(e);
     nested.set(key, group);
   }
-  for (const [pointer, group] of nested) {
-    const segs = group[0]!.levels[0]!;
-    const text = getAt(doc, segs);
-    if (typeof text !== 'string') continue;
-    let inner: unknown;
-    try {
-      inner = JSON.parse(text);
-    } catch {
-      violations.push({
-        path: prefix + pointer,
-        message: 'image bytes located in a string that is not JSON',
-      });
-      continue;
-    }
-    const innerEntries = group.map((e) => ({ loc: e.loc, levels: e.levels.slice(1) }));
-    const compacted = await compactLevel(
-      inner,
-      innerEntries,
-      `${prefix}${pointer}/${JSON_MARKER}`,
-      store,
-      images,
-      violations,
-    );
-    doc = setAt(doc, segs, JSON.stringify(compacted));
-  }
-
+  for (const [pointer, group] of nested) doc = await compactNested(doc, pointer, group, prefix, sink);
   const jobs: Job[] = [];
   for (const e of direct) {
     const job = planJob(doc, e, prefix);
     if (job) jobs.push(job);
   }
   // Decode and save (decode once here; the store hashes and writes).
-  await Promise.all(
-    jobs.map(async (job) => {
-      const text = getAt(doc, job.entry.levels[0]!) as string;
-      const uri = parseImageDataUri(text);
-      const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
-      if (!Buffer.isBuffer(decoded)) {
-        job.saved = { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
-        return;
-      }
-      job.buffer = decoded;
-      const known = job.kind === 'capture' ? declaredBlankCheck(job.container?.blankCheck) : undefined;
-      job.saved = await store.save(decoded, known ? { knownBlankCheck: known } : {});
-    }),
-  );
-  // blankCheck: the declared one, else one known for the same bytes, else computed (a full decode).
-  const blankChecks = await Promise.all(
-    jobs.map(async (job) => {
-      const saved = job.saved!;
-      if (job.kind === 'capture' && declaredBlankCheck(job.container?.blankCheck)) return undefined;
-      if (saved.blankCheck) return saved.blankCheck; // declared with another copy of the same bytes
-      if (!job.buffer || !saved.sha256) return undefined;
-      if (saved.error && INVALID_ERRORS.some((p) => saved.error!.startsWith(p))) return undefined;
-      return store.ensureBlankCheck(saved.sha256, job.buffer);
-    }),
-  );
+  await Promise.all(jobs.map((job) => saveJob(doc, job, sink.store)));
+  const blankChecks = await Promise.all(jobs.map((job) => blankCheckFor(job, sink.store)));
   // Replace deepest first, so a replaced container never hides a deeper location.
   const order = jobs
     .map((_, i) => i)
@@ -296,14 +256,67 @@ async function compactLevel(
     const job = jobs[i]!;
     const saved = job.saved!;
     const blankCheck = blankChecks[i] ?? saved.blankCheck ?? declaredBlankCheck(job.container?.blankCheck);
-    declaredMismatches(job, saved, violations);
+    declaredMismatches(job, saved, sink.violations);
     doc = setAt(doc, job.replaceSegments, replacementFor(job, saved, blankCheck));
     const jsonPath = job.entry.loc.path;
     const record: CompactedImage = { ...saved, role: roleOf(jsonPath, job.entry.loc.form), jsonPath };
     if (blankCheck) record.blankCheck = blankCheck;
-    images.push(record);
+    sink.images.push(record);
   }
   return doc;
+}
+
+/** A nested JSON string: parsed, compacted inside, serialized back into the (copied) string's place. */
+async function compactNested(
+  doc: unknown,
+  pointer: string,
+  group: Entry[],
+  prefix: string,
+  sink: CompactionSink,
+): Promise<unknown> {
+  const segs = group[0]!.levels[0]!;
+  const text = getAt(doc, segs);
+  if (typeof text !== 'string') return doc;
+  let inner: unknown;
+  try {
+    inner = JSON.parse(text);
+  } catch {
+    sink.violations.push({
+      path: prefix + pointer,
+      message: 'image bytes located in a string that is not JSON',
+    });
+    return doc;
+  }
+  const innerEntries = group.map((e) => ({ loc: e.loc, levels: e.levels.slice(1) }));
+  const compacted = await compactLevel(inner, innerEntries, `${prefix}${pointer}/${JSON_MARKER}`, sink);
+  return setAt(doc, segs, JSON.stringify(compacted));
+}
+
+/** Decode a job's bytes and save them in the store (bad base64 is an artifactError, not a throw). */
+async function saveJob(doc: unknown, job: Job, store: ArtifactStore): Promise<void> {
+  const text = getAt(doc, job.entry.levels[0]!) as string;
+  const uri = parseImageDataUri(text);
+  const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
+  if (!Buffer.isBuffer(decoded)) {
+    job.saved = { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
+    return;
+  }
+  job.buffer = decoded;
+  const known = job.kind === 'capture' ? declaredBlankCheck(job.container?.blankCheck) : undefined;
+  job.saved = await store.save(decoded, known ? { knownBlankCheck: known } : {});
+}
+
+/**
+ * A job's blankCheck: undefined when the capture declares one (it wins), else one known for the same bytes,
+ * else computed (a full decode) unless the bytes are no image.
+ */
+async function blankCheckFor(job: Job, store: ArtifactStore): Promise<BlankCheck | undefined> {
+  const saved = job.saved!;
+  if (job.kind === 'capture' && declaredBlankCheck(job.container?.blankCheck)) return undefined;
+  if (saved.blankCheck) return saved.blankCheck; // declared with another copy of the same bytes
+  if (!job.buffer || !saved.sha256) return undefined;
+  if (saved.error && INVALID_ERRORS.some((p) => saved.error!.startsWith(p))) return undefined;
+  return store.ensureBlankCheck(saved.sha256, job.buffer);
 }
 
 /**
@@ -321,7 +334,7 @@ export async function compactImages(
   const violations: Violation[] = [];
   const copy = cloneJson(value);
   const entries = locations.map((loc) => ({ loc, levels: pointerLevels(loc.path) }));
-  const out = await compactLevel(copy, entries, '', store, images, violations);
+  const out = await compactLevel(copy, entries, '', { store, images, violations });
   const rank = new Map(locations.map((l, i) => [l.path, i]));
   images.sort((a, b) => (rank.get(a.jsonPath) ?? 0) - (rank.get(b.jsonPath) ?? 0));
   return { value: out, images, violations };
