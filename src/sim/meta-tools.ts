@@ -139,6 +139,29 @@ function accessResult(granted: string[], alreadyEnabled: string[], scope: 'reque
 /** request-command-access: ask the simulated operator to enable commands; blocks while the prompt is up. */
 export async function runRequestCommandAccess(ctx: ToolContext): Promise<ToolSuccess> {
   const table = ctx.commands;
+  const resolved = requestedCommands(ctx);
+  const alreadyEnabled = resolved.filter((k) => table.isEnabled(k));
+  const needed = resolved.filter((k) => !table.isEnabled(k));
+  if (needed.length === 0) return { result: accessResult([], alreadyEnabled, 'requested') };
+  const denied = needed.filter((k) => table.isDenied(k));
+  if (denied.length > 0)
+    throw internal(
+      'consent-denied',
+      `The operator already denied: ${denied.join(', ')}. A deny is final for this instance; do not ask again. If you believe it is essential, tell the user why and let them enable it themselves.`,
+    );
+  if (table.anyGrantActive) {
+    table.grant(needed);
+    return { result: accessResult(needed, alreadyEnabled, 'any') };
+  }
+  const answer = await askOperator(table);
+  refuseUnlessAllowed(answer, table, needed);
+  table.grant(needed);
+  if (answer === 'allow-any') table.armAnyGrant();
+  return { result: accessResult(needed, alreadyEnabled, answer === 'allow-any' ? 'any' : 'requested') };
+}
+
+/** The table keys a request names, once each; a malformed request or an unknown name is refused. */
+function requestedCommands(ctx: ToolContext): string[] {
   const { names, error } = commandNames(ctx.args.commands);
   if (error)
     throw badArguments(
@@ -159,7 +182,7 @@ export async function runRequestCommandAccess(ctx: ToolContext): Promise<ToolSuc
   const resolved: string[] = [];
   const unknown: string[] = [];
   for (const n of names) {
-    const key = table.resolve(n);
+    const key = ctx.commands.resolve(n);
     if (key === undefined) unknown.push(n);
     else if (!resolved.includes(key)) resolved.push(key);
   }
@@ -170,32 +193,27 @@ export async function runRequestCommandAccess(ctx: ToolContext): Promise<ToolSuc
       `Unknown command(s): ${unknown.join(', ')}. They are not in the loaded command table; nothing was asked of the operator. Fix the names and retry.`,
       'command',
     );
-  const alreadyEnabled = resolved.filter((k) => table.isEnabled(k));
-  const needed = resolved.filter((k) => !table.isEnabled(k));
-  if (needed.length === 0) return { result: accessResult([], alreadyEnabled, 'requested') };
-  const denied = needed.filter((k) => table.isDenied(k));
-  if (denied.length > 0)
-    throw internal(
-      'consent-denied',
-      `The operator already denied: ${denied.join(', ')}. A deny is final for this instance; do not ask again. If you believe it is essential, tell the user why and let them enable it themselves.`,
-    );
-  if (table.anyGrantActive) {
-    table.grant(needed);
-    return { result: accessResult(needed, alreadyEnabled, 'any') };
-  }
+  return resolved;
+}
+
+/** Put the prompt on the operator's screen (one at a time) and wait for the answer. */
+async function askOperator(table: CommandTable): Promise<ConsentAnswer> {
   if (table.pending)
     throw internal(
       'consent-pending',
       "Another request-command-access prompt is already on the operator's screen; one at a time. Wait for it to resolve, then retry.",
     );
   table.pending = true;
-  let answer: ConsentAnswer;
   try {
     await sleep(table.answerDelayMs);
-    answer = table.answer;
+    return table.answer;
   } finally {
     table.pending = false;
   }
+}
+
+/** Throw the refusal of an answer that is not allow or allow-any (a deny is remembered). */
+function refuseUnlessAllowed(answer: ConsentAnswer, table: CommandTable, needed: string[]): void {
   if (answer === 'unavailable')
     throw internal(
       'consent-unavailable',
@@ -213,9 +231,6 @@ export async function runRequestCommandAccess(ctx: ToolContext): Promise<ToolSuc
       `The operator denied enabling: ${needed.join(', ')}. This deny is final for this instance; do not ask again for these commands.`,
     );
   }
-  table.grant(needed);
-  if (answer === 'allow-any') table.armAnyGrant();
-  return { result: accessResult(needed, alreadyEnabled, answer === 'allow-any' ? 'any' : 'requested') };
 }
 
 // ---------------------------------------------------------------------------------------------
