@@ -118,47 +118,9 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
     return Promise.reject(
       new Error(`refusing to bind ${host} without a token: use a loopback address or set a token`),
     );
-  let port = options.port ?? 5151;
+  // The port asked for until the server listens, then the one it got (port 0: any free port).
+  const bound = { port: options.port ?? 5151 };
   let inFlight = 0;
-
-  const handle = async (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
-    const reject = (status: number, error: string) => {
-      req.resume();
-      send(res, status, { error });
-    };
-    // Gates run before the body is read, in the real server's order.
-    if (req.method !== 'POST') return reject(405, 'Only POST /mcp is supported');
-    if (pathname !== '/mcp') return reject(404, 'Not found: only POST /mcp is supported');
-    if (!isLoopbackAuthority(req.headers.host, port))
-      return reject(403, 'Forbidden: Host must be a loopback authority');
-    if (!isAllowedOrigin(req.headers.origin))
-      return reject(403, 'Forbidden: cross-origin requests are not allowed');
-    if (token && !bearerMatches(req.headers.authorization, token))
-      return reject(401, 'Unauthorized: a valid bearer token is required');
-    const body = await readBody(req);
-    if (!body.ok) return send(res, 413, { error: `Request body exceeds ${MAX_BODY_BYTES} bytes` });
-    let msg: unknown;
-    try {
-      msg = JSON.parse(body.text);
-    } catch (e) {
-      return send(res, 200, {
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: -32700, message: `Parse error: ${(e as Error).message}` },
-      });
-    }
-    if (Array.isArray(msg))
-      return send(res, 200, {
-        jsonrpc: '2.0',
-        id: null,
-        error: { code: -32600, message: 'Invalid Request: batches are not supported' },
-      });
-    const response = await dispatcher.dispatch(msg);
-    // A notification has no response; the real server answers a bare {"jsonrpc":"2.0"}.
-    send(res, 200, response ?? { jsonrpc: '2.0' });
-  };
-
   const server = http.createServer((req, res) => {
     if (inFlight >= MAX_HTTP_IN_FLIGHT) {
       req.resume();
@@ -175,19 +137,78 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
     };
     res.on('finish', release);
     res.on('close', release);
-    handle(req, res).catch((e: unknown) => send(res, 500, { error: (e as Error).message ?? String(e) }));
+    answerRequest(dispatcher, req, res, bound.port, token).catch((e: unknown) =>
+      send(res, 500, { error: (e as Error).message ?? String(e) }),
+    );
   });
+  return listening(server, host, bound);
+}
 
+/** The front door's refusal of a request (before its body is read), in the real server's order; null lets it in. */
+function frontDoorRefusal(
+  req: http.IncomingMessage,
+  port: number,
+  token: string | undefined,
+): [status: number, error: string] | null {
+  const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
+  if (req.method !== 'POST') return [405, 'Only POST /mcp is supported'];
+  if (pathname !== '/mcp') return [404, 'Not found: only POST /mcp is supported'];
+  if (!isLoopbackAuthority(req.headers.host, port))
+    return [403, 'Forbidden: Host must be a loopback authority'];
+  if (!isAllowedOrigin(req.headers.origin)) return [403, 'Forbidden: cross-origin requests are not allowed'];
+  if (token && !bearerMatches(req.headers.authorization, token))
+    return [401, 'Unauthorized: a valid bearer token is required'];
+  return null;
+}
+
+/** One request: the front door, the body, then its JSON-RPC message to the dispatcher. */
+async function answerRequest(
+  dispatcher: Dispatcher,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  port: number,
+  token: string | undefined,
+): Promise<void> {
+  const refusal = frontDoorRefusal(req, port, token);
+  if (refusal) {
+    req.resume();
+    return send(res, refusal[0], { error: refusal[1] });
+  }
+  const body = await readBody(req);
+  if (!body.ok) return send(res, 413, { error: `Request body exceeds ${MAX_BODY_BYTES} bytes` });
+  let msg: unknown;
+  try {
+    msg = JSON.parse(body.text);
+  } catch (e) {
+    return send(res, 200, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32700, message: `Parse error: ${(e as Error).message}` },
+    });
+  }
+  if (Array.isArray(msg))
+    return send(res, 200, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32600, message: 'Invalid Request: batches are not supported' },
+    });
+  const response = await dispatcher.dispatch(msg);
+  // A notification has no response; the real server answers a bare {"jsonrpc":"2.0"}.
+  send(res, 200, response ?? { jsonrpc: '2.0' });
+}
+
+/** Listen, and once listening learn the real port and hand back the listener. */
+function listening(server: http.Server, host: string, bound: { port: number }): Promise<HttpListener> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => {
+    server.listen(bound.port, host, () => {
       server.off('error', reject);
       const addr = server.address();
-      if (addr && typeof addr === 'object') port = addr.port;
+      if (addr && typeof addr === 'object') bound.port = addr.port;
       const urlHost = isIP(host) === 6 ? `[${host}]` : host;
       resolve({
-        url: `http://${urlHost}:${port}/mcp`,
-        port,
+        url: `http://${urlHost}:${bound.port}/mcp`,
+        port: bound.port,
         close: () =>
           new Promise<void>((done) => {
             server.close(() => done());
