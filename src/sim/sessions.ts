@@ -4,8 +4,17 @@ import path from 'node:path';
 import type { WindowInfo } from '../contract/types.js';
 import { artifactFileName, utcStamp } from '../paths/naming.js';
 
+/** What the server remembers of a session's activity, and reports in session-status. */
+export interface SessionMemory {
+  activeTarget?: WindowInfo;
+  lastAction?: string;
+  lastObservation?: Record<string, unknown>;
+  lastError?: Record<string, unknown>;
+  emergencyStop?: { at: string; source: string };
+}
+
 /** One server-side session: identity, artifact dir, and memory of the last target/observation/error. */
-export interface SimSession {
+export interface SimSession extends SessionMemory {
   id: string;
   startedAt: Date;
   /** The 100 ns ticks below the millisecond of startedAt (0..9999): .NET keeps 7 fractional digits. */
@@ -14,24 +23,14 @@ export interface SimSession {
   /** True for the implicit default session (created on first use; its id is on every envelope of its calls). */
   isDefault: boolean;
   ended: boolean;
-  activeTarget?: WindowInfo;
-  lastAction?: string;
-  lastObservation?: Record<string, unknown>;
-  lastError?: Record<string, unknown>;
-  emergencyStop?: { at: string; source: string };
   artifactCounter: number;
 }
 
 /** What session-start / session-status report about a session. */
-export interface SessionStatus {
+export interface SessionStatus extends SessionMemory {
   sessionId: string;
   startedAt: string;
   artifactDir: string;
-  activeTarget?: WindowInfo;
-  lastAction?: string;
-  lastObservation?: Record<string, unknown>;
-  lastError?: Record<string, unknown>;
-  emergencyStop?: { at: string; source: string };
   commandAccess: Record<string, unknown>;
   ended?: boolean;
 }
