@@ -11,13 +11,13 @@ import {
   obj,
   refuseElevated,
   requireTarget,
+  resolveTarget,
   resolveWindow,
   str,
   type ToolContext,
   ToolFailure,
   type ToolSuccess,
   target,
-  windowNotFound,
 } from './tool-kit.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -176,8 +176,7 @@ export async function runDrag(ctx: ToolContext): Promise<ToolSuccess> {
   const t = target(args);
   let w: SimWindow | undefined;
   if (hasTarget(t) || from.value || to.value) {
-    if (!hasTarget(t)) throw windowNotFound();
-    w = resolveWindow(desktop, t);
+    w = resolveTarget(desktop, t);
   }
   const point = (e: Endpoint, label: string): [number, number] => {
     if (!e.value) return w ? [w.x + e.x, w.y + e.y] : [e.x, e.y];

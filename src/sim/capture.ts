@@ -1,21 +1,22 @@
 /** The capture tool as the server runs it (CaptureCommand.cs, CaptureContent.cs): window or region, downscale, file, path-only. */
 import { writeFile } from 'node:fs/promises';
 import type { Warning } from '../contract/types.js';
-import { type Rect, type SimWindow, windowInfo } from './desktop.js';
+import { type SimWindow, windowInfo } from './desktop.js';
 import { blankCheck, encodePng, type Raster } from './raster.js';
 import {
   badArguments,
+  hasArea,
   hasTarget,
   int,
   num,
-  resolveWindow,
+  regionArg,
+  resolveTarget,
   roundHalfEven,
   str,
   type ToolContext,
   ToolFailure,
   type ToolSuccess,
   target,
-  windowNotFound,
 } from './tool-kit.js';
 
 /** Per side and in all, the biggest region the server captures (ScreenCapture.cs, #158). */
@@ -157,14 +158,9 @@ export async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
   const problem = captureArgsError(args);
   if (problem) throw badArguments(problem);
   const t = target(args);
-  const region: Rect = {
-    x: int(args, 'x') ?? 0,
-    y: int(args, 'y') ?? 0,
-    width: int(args, 'width') ?? 0,
-    height: int(args, 'height') ?? 0,
-  };
+  const region = regionArg(args);
   // A region counts only without a window selector; a target plus a region is a window capture.
-  const isRegion = region.width > 0 && region.height > 0 && !hasTarget(t);
+  const isRegion = hasArea(region) && !hasTarget(t);
   const warnings: Warning[] = [];
   let data: Record<string, unknown>;
   let failure: ToolFailure | undefined;
@@ -181,8 +177,7 @@ export async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
         detail: 'Captured region is blank (a flat fill); it may be off-screen or genuinely empty.',
       });
   } else {
-    if (!hasTarget(t)) throw windowNotFound();
-    const window = resolveWindow(desktop, t);
+    const window = resolveTarget(desktop, t);
     const frame = { ...(await grab(ctx, desktop.renderWindow(window))), window };
     data = windowCaptureData(frame);
     await writeFileIfRequested(args, frame.png, data);

@@ -4,14 +4,14 @@ import { regionSizeError } from './capture.js';
 import { type Rect, type SimWindow, windowInfo } from './desktop.js';
 import { blankCheck, blit, createRaster, type Raster } from './raster.js';
 import {
+  hasArea,
   hasTarget,
-  int,
-  resolveWindow,
+  regionArg,
+  resolveTarget,
   type ToolContext,
   ToolFailure,
   type ToolSuccess,
   target,
-  windowNotFound,
 } from './tool-kit.js';
 
 /** The pixels of `r` inside `rect` (relative to r's top-left). */
@@ -60,21 +60,15 @@ function finish(
 export async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
   const { args, desktop } = ctx;
   const t = target(args);
-  const region: Rect = {
-    x: int(args, 'x') ?? 0,
-    y: int(args, 'y') ?? 0,
-    width: int(args, 'width') ?? 0,
-    height: int(args, 'height') ?? 0,
-  };
-  const hasRegion = region.width > 0 && region.height > 0;
+  const region = regionArg(args);
+  const hasRegion = hasArea(region);
   const sizeError = hasRegion ? regionSizeError(region.width, region.height) : null;
   if (hasRegion && !hasTarget(t)) {
     if (sizeError) throw new ToolFailure('region-too-large', 'invalid-argument', sizeError, 'command');
     const lines = desktop.textIn(region);
     return finish(desktop.renderRegion(region), lines, undefined, { ...region, relativeTo: 'screen' });
   }
-  if (!hasTarget(t)) throw windowNotFound();
-  const w = resolveWindow(desktop, t);
+  const w = resolveTarget(desktop, t);
   const whole = desktop.renderWindow(w);
   if (!hasRegion)
     return finish(

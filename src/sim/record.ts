@@ -4,11 +4,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Warning } from '../contract/types.js';
 import { regionSizeError } from './capture.js';
-import { type Rect, windowInfo } from './desktop.js';
+import { windowInfo } from './desktop.js';
 import { fillRect, type Raster } from './raster.js';
 import {
+  hasArea,
   hasTarget,
   int,
+  regionArg,
   resolveWindow,
   roundHalfEven,
   sleep,
@@ -156,13 +158,8 @@ async function doStart(ctx: ToolContext, oneshot: boolean): Promise<ToolSuccess>
       false,
     );
   const t = target(args);
-  const region: Rect = {
-    x: int(args, 'x') ?? 0,
-    y: int(args, 'y') ?? 0,
-    width: int(args, 'width') ?? 0,
-    height: int(args, 'height') ?? 0,
-  };
-  const isRegion = region.width > 0 && region.height > 0 && !hasTarget(t);
+  const region = regionArg(args);
+  const isRegion = hasArea(region) && !hasTarget(t);
   if (isRegion) {
     const sizeError = regionSizeError(region.width, region.height);
     if (sizeError) throw fail('region-too-large', 'invalid-argument', sizeError, false);

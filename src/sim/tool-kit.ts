@@ -1,6 +1,6 @@
 /** What every simulated tool shares: its context, its failures, and the server's argument readers. */
 import type { ErrorCategory, Warning } from '../contract/types.js';
-import type { Desktop, MatchBy, SimWindow, WindowTarget } from './desktop.js';
+import type { Desktop, MatchBy, Rect, SimWindow, WindowTarget } from './desktop.js';
 import { MATCH_BY } from './desktop.js';
 import type { CommandTable } from './meta-tools.js';
 import type { SimRecorder } from './record.js';
@@ -134,6 +134,27 @@ export function requireTarget(args: Record<string, unknown>): WindowTarget {
   const t = target(args);
   if (!hasTarget(t)) throw windowNotFound();
   return t;
+}
+
+/** A target that must name a window, resolved: none given is window-not-found, as on the server. */
+export function resolveTarget(desktop: Desktop, t: WindowTarget): SimWindow {
+  if (!hasTarget(t)) throw windowNotFound();
+  return resolveWindow(desktop, t);
+}
+
+/** The `x, y, width, height` arguments as a rectangle (absent or not integers: 0). */
+export function regionArg(args: Record<string, unknown>): Rect {
+  return {
+    x: int(args, 'x') ?? 0,
+    y: int(args, 'y') ?? 0,
+    width: int(args, 'width') ?? 0,
+    height: int(args, 'height') ?? 0,
+  };
+}
+
+/** True for a region with a positive size (a smaller one counts as none). */
+export function hasArea(region: Rect): boolean {
+  return region.width > 0 && region.height > 0;
 }
 
 /** Resolve a target to one window or throw its miss. */
