@@ -79,26 +79,23 @@ export interface DisplayInfo {
   scale: number;
 }
 
+/** A monitor: the first is the primary, its device name counts from 1, its scale is its dpi over 96. */
+function monitor(index: number, bounds: Rect, workingHeight: number, dpi: number): DisplayInfo {
+  return {
+    index,
+    primary: index === 0,
+    deviceName: `\\\\.\\DISPLAY${index + 1}`,
+    bounds,
+    workingArea: { ...bounds, height: workingHeight },
+    dpi,
+    scale: dpi / 96,
+  };
+}
+
 /** The two monitors of the fake desktop: a 1080p primary and a 125 % secondary to its right. */
 export const DISPLAYS: readonly DisplayInfo[] = [
-  {
-    index: 0,
-    primary: true,
-    deviceName: '\\\\.\\DISPLAY1',
-    bounds: { x: 0, y: 0, width: 1920, height: 1080 },
-    workingArea: { x: 0, y: 0, width: 1920, height: 1032 },
-    dpi: 96,
-    scale: 1,
-  },
-  {
-    index: 1,
-    primary: false,
-    deviceName: '\\\\.\\DISPLAY2',
-    bounds: { x: 1920, y: 0, width: 1280, height: 1024 },
-    workingArea: { x: 1920, y: 0, width: 1280, height: 984 },
-    dpi: 120,
-    scale: 1.25,
-  },
+  monitor(0, { x: 0, y: 0, width: 1920, height: 1080 }, 1032, 96),
+  monitor(1, { x: 1920, y: 0, width: 1280, height: 1024 }, 984, 120),
 ];
 
 /** The union of all monitors. */
@@ -119,6 +116,9 @@ export const HANDLES = {
 /** The Notepad editor's text: it exercises the server's escaping (+ < > & ' and non-ASCII). */
 export const NOTEPAD_TEXT = "Hello + <world> & 'friends' — café ☕ 1+1=2";
 
+/** Window-relative (or screen) bounds: x, y, width, height. */
+type Bounds = [x: number, y: number, width: number, height: number];
+
 type ElementSpec = Omit<
   SimElement,
   'x' | 'y' | 'width' | 'height' | 'children' | 'isEnabled' | 'isOffscreen'
@@ -128,10 +128,10 @@ type ElementSpec = Omit<
 };
 
 /** Build an element from window-relative bounds; `origin` makes them absolute screen pixels. */
-function el(
+function elementAt(
   origin: { x: number; y: number },
   spec: ElementSpec,
-  bounds: [number, number, number, number],
+  bounds: Bounds,
   children: SimElement[] = [],
 ): SimElement {
   const { isEnabled = true, isOffscreen = false, ...rest } = spec;
@@ -148,26 +148,28 @@ function el(
   };
 }
 
+/** Builds elements of one window: window-relative bounds, the window's origin applied once. */
+type Place = (spec: ElementSpec, bounds: Bounds, children?: SimElement[]) => SimElement;
+
+/** The element builder of a window at `origin`. */
+function placeIn(origin: { x: number; y: number }): Place {
+  return (spec, bounds, children = []) => elementAt(origin, spec, bounds, children);
+}
+
 /** A standard title bar with its three caption buttons. */
-function titleBar(o: { x: number; y: number }, title: string, width: number): SimElement {
+function titleBar(el: Place, title: string, width: number): SimElement {
   return el(
-    o,
     { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
     [0, 0, width, 32],
-    captionButtons(o, width),
+    captionButtons(el, width),
   );
 }
 
-function captionButtons(
-  o: { x: number; y: number },
-  width: number,
-  closeEffect?: ElementEffect,
-): SimElement[] {
+function captionButtons(el: Place, width: number, closeEffect?: ElementEffect): SimElement[] {
   return [
-    el(o, { controlType: 'Button', name: 'Minimize', automationId: 'Minimize' }, [width - 96, 0, 32, 32]),
-    el(o, { controlType: 'Button', name: 'Maximize', automationId: 'Maximize' }, [width - 64, 0, 32, 32]),
+    el({ controlType: 'Button', name: 'Minimize', automationId: 'Minimize' }, [width - 96, 0, 32, 32]),
+    el({ controlType: 'Button', name: 'Maximize', automationId: 'Maximize' }, [width - 64, 0, 32, 32]),
     el(
-      o,
       {
         controlType: 'Button',
         name: 'Close',
@@ -179,8 +181,8 @@ function captionButtons(
   ];
 }
 
-function windowRoot(w: Omit<SimWindow, 'tree' | 'handle'>, children: SimElement[]): SimElement {
-  return el(
+function windowRoot(w: WindowLook, children: SimElement[]): SimElement {
+  return elementAt(
     w,
     { controlType: 'Window', name: w.title, className: w.className },
     [0, 0, w.width, w.height],
@@ -188,147 +190,138 @@ function windowRoot(w: Omit<SimWindow, 'tree' | 'handle'>, children: SimElement[
   );
 }
 
-function notepad(): SimWindow {
-  const base = {
-    title: 'Untitled - Notepad',
-    className: 'Notepad',
-    processName: 'notepad',
-    processId: 4120,
-    x: 120,
-    y: 80,
-    width: 800,
-    height: 600,
-    elevated: false,
-    blankCapture: false,
-    titleBar: [0, 120, 215] as Rgb,
-    client: [255, 255, 255] as Rgb,
-    text: [30, 30, 30] as Rgb,
+/** A window as the desktop holds it, apart from its handle and tree. */
+type WindowLook = Omit<SimWindow, 'tree' | 'handle'>;
+
+/** The windows present at start. */
+type StartWindow = keyof typeof HANDLES;
+
+/** Who owns each starting window and where it sits (screen pixels: x, y, width, height). */
+const PLACES: Record<
+  StartWindow,
+  [title: string, className: string, processName: string, processId: number, bounds: Bounds]
+> = {
+  saveAs: ['Save As', '#32770', 'notepad', 4120, [200, 140, 640, 480]],
+  notepad: ['Untitled - Notepad', 'Notepad', 'notepad', 4120, [120, 80, 800, 600]],
+  commandPrompt: ['Administrator: Command Prompt', 'ConsoleWindowClass', 'cmd', 7312, [960, 520, 720, 400]],
+  videoPlayer: ['Video Player', 'ApplicationFrameWindow', 'Video.UI', 9044, [2000, 160, 800, 450]],
+};
+
+/** How each starting window is drawn. */
+const PALETTES: Record<StartWindow, Pick<SimWindow, 'titleBar' | 'client' | 'text'>> = {
+  saveAs: { titleBar: [243, 243, 243], client: [249, 249, 249], text: [20, 20, 20] },
+  notepad: { titleBar: [0, 120, 215], client: [255, 255, 255], text: [30, 30, 30] },
+  commandPrompt: { titleBar: [255, 255, 255], client: [12, 12, 12], text: [204, 204, 204] },
+  videoPlayer: { titleBar: [32, 32, 32], client: [0, 0, 0], text: [255, 255, 255] },
+};
+
+/**
+ * A starting window with this handle: its place, palette and flags, and the tree `children` builds (with
+ * the window's element builder).
+ */
+function startWindow(
+  name: StartWindow,
+  handle: number,
+  flags: { elevated?: boolean; blankCapture?: boolean },
+  children: (el: Place, title: string) => SimElement[],
+): SimWindow {
+  const [title, className, processName, processId, [x, y, width, height]] = PLACES[name];
+  const look: WindowLook = {
+    title,
+    className,
+    processName,
+    processId,
+    x,
+    y,
+    width,
+    height,
+    elevated: flags.elevated ?? false,
+    blankCapture: flags.blankCapture ?? false,
+    ...PALETTES[name],
   };
-  const o = base;
-  const menuItem = (name: string, x: number, items: SimElement[] = []) =>
-    el(o, { controlType: 'MenuItem', name }, [x, 32, 48, 24], items);
-  const fileItems = [
-    el(o, { controlType: 'MenuItem', name: 'New', isOffscreen: true }, [4, 56, 200, 24]),
-    el(o, { controlType: 'MenuItem', name: 'Open...', isOffscreen: true }, [4, 80, 200, 24]),
-    el(o, { controlType: 'MenuItem', name: 'Save', isOffscreen: true }, [4, 104, 200, 24]),
-    el(
-      o,
-      { controlType: 'MenuItem', name: 'Save As...', isOffscreen: true, effect: 'open-save-as' },
-      [4, 128, 200, 24],
-    ),
-  ];
-  const tree = windowRoot(base, [
-    titleBar(o, base.title, 800),
-    el(
-      o,
-      { controlType: 'MenuBar', name: 'Application', automationId: 'MenuBar' },
-      [0, 32, 800, 24],
-      [
-        menuItem('File', 4, fileItems),
-        menuItem('Edit', 56),
-        menuItem('Format', 108),
-        menuItem('View', 160),
-        menuItem('Help', 212),
-      ],
-    ),
-    el(
-      o,
-      {
-        controlType: 'Document',
-        name: 'Text Editor',
-        automationId: '15',
-        className: 'Edit',
-        value: NOTEPAD_TEXT,
-      },
-      [0, 56, 800, 520],
-    ),
-    el(
-      o,
-      { controlType: 'StatusBar', name: 'Status Bar', automationId: 'StatusBar' },
-      [0, 576, 800, 24],
-      [
-        el(o, { controlType: 'Text', name: 'Ln 1, Col 1' }, [420, 580, 100, 16]),
-        el(o, { controlType: 'Text', name: '100%' }, [530, 580, 50, 16]),
-        el(o, { controlType: 'Text', name: 'Windows (CRLF)' }, [590, 580, 110, 16]),
-        el(o, { controlType: 'Text', name: 'UTF-8' }, [710, 580, 80, 16]),
-      ],
-    ),
-  ]);
-  return { ...base, handle: HANDLES.notepad, tree };
+  return { ...look, handle, tree: windowRoot(look, children(placeIn(look), title)) };
+}
+
+function notepad(): SimWindow {
+  return startWindow('notepad', HANDLES.notepad, {}, (el, title) => {
+    const menuItem = (name: string, x: number, items: SimElement[] = []) =>
+      el({ controlType: 'MenuItem', name }, [x, 32, 48, 24], items);
+    const fileItems = [
+      el({ controlType: 'MenuItem', name: 'New', isOffscreen: true }, [4, 56, 200, 24]),
+      el({ controlType: 'MenuItem', name: 'Open...', isOffscreen: true }, [4, 80, 200, 24]),
+      el({ controlType: 'MenuItem', name: 'Save', isOffscreen: true }, [4, 104, 200, 24]),
+      el(
+        { controlType: 'MenuItem', name: 'Save As...', isOffscreen: true, effect: 'open-save-as' },
+        [4, 128, 200, 24],
+      ),
+    ];
+    return [
+      titleBar(el, title, 800),
+      el(
+        { controlType: 'MenuBar', name: 'Application', automationId: 'MenuBar' },
+        [0, 32, 800, 24],
+        [
+          menuItem('File', 4, fileItems),
+          menuItem('Edit', 56),
+          menuItem('Format', 108),
+          menuItem('View', 160),
+          menuItem('Help', 212),
+        ],
+      ),
+      el(
+        {
+          controlType: 'Document',
+          name: 'Text Editor',
+          automationId: '15',
+          className: 'Edit',
+          value: NOTEPAD_TEXT,
+        },
+        [0, 56, 800, 520],
+      ),
+      el(
+        { controlType: 'StatusBar', name: 'Status Bar', automationId: 'StatusBar' },
+        [0, 576, 800, 24],
+        [
+          el({ controlType: 'Text', name: 'Ln 1, Col 1' }, [420, 580, 100, 16]),
+          el({ controlType: 'Text', name: '100%' }, [530, 580, 50, 16]),
+          el({ controlType: 'Text', name: 'Windows (CRLF)' }, [590, 580, 110, 16]),
+          el({ controlType: 'Text', name: 'UTF-8' }, [710, 580, 80, 16]),
+        ],
+      ),
+    ];
+  });
 }
 
 /** The Save As dialog: three buttons named Save (command bar, hidden default, the real one). */
 function saveAs(handle: number): SimWindow {
-  const base = {
-    title: 'Save As',
-    className: '#32770',
-    processName: 'notepad',
-    processId: 4120,
-    x: 200,
-    y: 140,
-    width: 640,
-    height: 480,
-    elevated: false,
-    blankCapture: false,
-    titleBar: [243, 243, 243] as Rgb,
-    client: [249, 249, 249] as Rgb,
-    text: [20, 20, 20] as Rgb,
-  };
-  const o = base;
-  const tree = windowRoot(base, [
+  return startWindow('saveAs', handle, {}, (el, title) => [
     el(
-      o,
-      { controlType: 'TitleBar', automationId: 'TitleBar', name: base.title },
+      { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
       [0, 0, 640, 32],
       [
         el(
-          o,
           { controlType: 'Button', name: 'Close', automationId: 'Close', effect: 'close-window' },
           [608, 0, 32, 32],
         ),
       ],
     ),
     el(
-      o,
       { controlType: 'ToolBar', name: 'Command Bar', automationId: 'CommandBar' },
       [0, 32, 640, 36],
       [
-        el(o, { controlType: 'Button', name: 'Save', automationId: 'CommandBar_Save' }, [8, 36, 72, 28]),
+        el({ controlType: 'Button', name: 'Save', automationId: 'CommandBar_Save' }, [8, 36, 72, 28]),
         el(
-          o,
           { controlType: 'Button', name: 'New folder', automationId: 'CommandBar_NewFolder' },
           [88, 36, 96, 28],
         ),
       ],
     ),
+    ...saveAsBrowser(el),
     el(
-      o,
-      { controlType: 'Tree', name: 'Navigation Pane', automationId: '100' },
-      [0, 68, 160, 300],
-      [
-        el(o, { controlType: 'TreeItem', name: 'Quick access' }, [8, 76, 144, 22]),
-        el(o, { controlType: 'TreeItem', name: 'This PC' }, [8, 100, 144, 22]),
-        el(o, { controlType: 'TreeItem', name: 'Documents', isSelected: true }, [8, 124, 144, 22]),
-        el(o, { controlType: 'TreeItem', name: 'Downloads' }, [8, 148, 144, 22]),
-      ],
-    ),
-    el(
-      o,
-      { controlType: 'List', name: 'Items View', automationId: 'ItemsView' },
-      [160, 68, 480, 300],
-      [
-        el(o, { controlType: 'ListItem', name: 'notes-old.txt' }, [168, 76, 464, 22]),
-        el(o, { controlType: 'ListItem', name: 'Résumé.txt' }, [168, 100, 464, 22]),
-        el(o, { controlType: 'ListItem', name: 'todo + ideas.txt' }, [168, 124, 464, 22]),
-      ],
-    ),
-    el(
-      o,
       { controlType: 'Edit', name: 'File name:', automationId: '1001', className: 'Edit', value: '*.txt' },
       [120, 380, 500, 24],
     ),
     el(
-      o,
       {
         controlType: 'ComboBox',
         name: 'Save as type:',
@@ -338,51 +331,62 @@ function saveAs(handle: number): SimWindow {
       [120, 410, 500, 24],
     ),
     el(
-      o,
       { controlType: 'Button', name: 'Save', automationId: 'SaveHiddenDefault', isOffscreen: true },
       [0, 0, 0, 0],
     ),
-    el(
-      o,
-      { controlType: 'Button', name: 'Save', automationId: '1', className: 'Button', effect: 'close-window' },
-      [420, 444, 96, 28],
-    ),
-    el(
-      o,
-      {
-        controlType: 'Button',
-        name: 'Cancel',
-        automationId: '2',
-        className: 'Button',
-        effect: 'close-window',
-      },
-      [528, 444, 96, 28],
-    ),
+    closingButton(el, 'Save', '1', [420, 444, 96, 28]),
+    closingButton(el, 'Cancel', '2', [528, 444, 96, 28]),
   ]);
-  return { ...base, handle, tree };
+}
+
+/** A dialog's push button that closes it. */
+function closingButton(el: Place, name: string, automationId: string, bounds: Bounds): SimElement {
+  return el(
+    { controlType: 'Button', name, automationId, className: 'Button', effect: 'close-window' },
+    bounds,
+  );
+}
+
+/** The Save As dialog's navigation pane and items view. */
+function saveAsBrowser(el: Place): SimElement[] {
+  const folders = ['Quick access', 'This PC', 'Documents', 'Downloads'];
+  const files = ['notes-old.txt', 'Résumé.txt', 'todo + ideas.txt'];
+  return [
+    el(
+      { controlType: 'Tree', name: 'Navigation Pane', automationId: '100' },
+      [0, 68, 160, 300],
+      stackedItems(el, 'TreeItem', folders, [8, 76, 144], 'Documents'),
+    ),
+    el(
+      { controlType: 'List', name: 'Items View', automationId: 'ItemsView' },
+      [160, 68, 480, 300],
+      stackedItems(el, 'ListItem', files, [168, 76, 464]),
+    ),
+  ];
+}
+
+/** Items 22 px high stacked 24 px apart from `top` (the one named `selected` is selected). */
+function stackedItems(
+  el: Place,
+  controlType: string,
+  names: string[],
+  [x, top, width]: [x: number, top: number, width: number],
+  selected?: string,
+): SimElement[] {
+  return names.map((name, i) =>
+    el({ controlType, name, ...(name === selected ? { isSelected: true } : {}) }, [
+      x,
+      top + 24 * i,
+      width,
+      22,
+    ]),
+  );
 }
 
 function commandPrompt(): SimWindow {
-  const base = {
-    title: 'Administrator: Command Prompt',
-    className: 'ConsoleWindowClass',
-    processName: 'cmd',
-    processId: 7312,
-    x: 960,
-    y: 520,
-    width: 720,
-    height: 400,
-    elevated: true,
-    blankCapture: false,
-    titleBar: [255, 255, 255] as Rgb,
-    client: [12, 12, 12] as Rgb,
-    text: [204, 204, 204] as Rgb,
-  };
-  const o = base;
-  const tree = windowRoot(base, [
-    titleBar(o, base.title, 720),
+  return startWindow('commandPrompt', HANDLES.commandPrompt, { elevated: true }, (el, title) => [
+    titleBar(el, title, 720),
     el(
-      o,
       {
         controlType: 'Document',
         name: 'Text Area',
@@ -392,48 +396,21 @@ function commandPrompt(): SimWindow {
       },
       [0, 32, 704, 368],
     ),
-    el(
-      o,
-      { controlType: 'ScrollBar', name: 'Vertical', automationId: 'VerticalScrollBar' },
-      [704, 32, 16, 368],
-    ),
+    el({ controlType: 'ScrollBar', name: 'Vertical', automationId: 'VerticalScrollBar' }, [704, 32, 16, 368]),
   ]);
-  return { ...base, handle: HANDLES.commandPrompt, tree };
 }
 
 function videoPlayer(): SimWindow {
-  const base = {
-    title: 'Video Player',
-    className: 'ApplicationFrameWindow',
-    processName: 'Video.UI',
-    processId: 9044,
-    x: 2000,
-    y: 160,
-    width: 800,
-    height: 450,
-    elevated: false,
-    blankCapture: true,
-    titleBar: [32, 32, 32] as Rgb,
-    client: [0, 0, 0] as Rgb,
-    text: [255, 255, 255] as Rgb,
-  };
-  const o = base;
-  const tree = windowRoot(base, [
-    titleBar(o, base.title, 800),
-    el(o, { controlType: 'Pane', name: 'Video', automationId: 'VideoSurface' }, [0, 32, 800, 362]),
-    el(o, { controlType: 'Button', name: 'Play', automationId: 'PlayPauseButton' }, [16, 402, 40, 32]),
+  return startWindow('videoPlayer', HANDLES.videoPlayer, { blankCapture: true }, (el, title) => [
+    titleBar(el, title, 800),
+    el({ controlType: 'Pane', name: 'Video', automationId: 'VideoSurface' }, [0, 32, 800, 362]),
+    el({ controlType: 'Button', name: 'Play', automationId: 'PlayPauseButton' }, [16, 402, 40, 32]),
     el(
-      o,
       { controlType: 'Slider', name: 'Seek', automationId: 'ProgressSlider', value: '0:42 / 3:15' },
       [64, 410, 600, 16],
     ),
-    el(
-      o,
-      { controlType: 'Button', name: 'Full screen', automationId: 'FullScreenButton' },
-      [744, 402, 40, 32],
-    ),
+    el({ controlType: 'Button', name: 'Full screen', automationId: 'FullScreenButton' }, [744, 402, 40, 32]),
   ]);
-  return { ...base, handle: HANDLES.videoPlayer, tree };
 }
 
 /** The WindowInfo the wire carries for a window. */
