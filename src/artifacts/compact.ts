@@ -4,7 +4,7 @@ import { isRecord } from '../util/json.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
 import type { HostFileRole } from './host-files.js';
 import { decodeBase64Fast, MIME_TYPE } from './image-file.js';
-import { cloneJson, getAt, JSON_MARKER, pointerLevels, setAt } from './json-pointer.js';
+import { cloneJson, getAt, JSON_MARKER, nestedJsonAt, pointerLevels, setAt } from './json-pointer.js';
 
 /** Where an image was found, for the `artifacts` table (host-* roles: a file named by a path on the MCEC host). */
 export type ImageRole =
@@ -275,12 +275,9 @@ async function compactNested(
   sink: CompactionSink,
 ): Promise<unknown> {
   const segs = group[0]!.levels[0]!;
-  const text = getAt(doc, segs);
-  if (typeof text !== 'string') return doc;
-  let inner: unknown;
-  try {
-    inner = JSON.parse(text);
-  } catch {
+  const inner = nestedJsonAt(doc, segs);
+  if (inner === 'no-string') return doc;
+  if (inner === 'not-json') {
     sink.violations.push({
       path: prefix + pointer,
       message: 'image bytes located in a string that is not JSON',
@@ -288,7 +285,7 @@ async function compactNested(
     return doc;
   }
   const innerEntries = group.map((e) => ({ loc: e.loc, levels: e.levels.slice(1) }));
-  const compacted = await compactLevel(inner, innerEntries, `${prefix}${pointer}/${JSON_MARKER}`, sink);
+  const compacted = await compactLevel(inner.value, innerEntries, `${prefix}${pointer}/${JSON_MARKER}`, sink);
   return setAt(doc, segs, JSON.stringify(compacted));
 }
 

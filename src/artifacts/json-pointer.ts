@@ -62,6 +62,20 @@ function isPlain(v: object): boolean {
   return proto === Object.prototype || proto === null;
 }
 
+/** What a string at a pointer holds as JSON: its value, or why there is none (no string there, not JSON). */
+export type NestedJson = { value: unknown } | 'no-string' | 'not-json';
+
+/** Parse the JSON text held in the string at `segments` (a nested envelope, a send_command output). */
+export function nestedJsonAt(root: unknown, segments: readonly string[]): NestedJson {
+  const text = getAt(root, segments);
+  if (typeof text !== 'string') return 'no-string';
+  try {
+    return { value: JSON.parse(text) };
+  } catch {
+    return 'not-json';
+  }
+}
+
 /**
  * Deep copy of plain objects and arrays, iterative (no stack overflow on deep nesting) and cycle-safe (a cycle
  * is copied as a cycle). Strings are shared (immutable); other objects (Buffer, Date) are kept by reference.
