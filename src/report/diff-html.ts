@@ -6,17 +6,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { SessionDiff } from './diff.js';
-import { escapeHtml as esc, renderPage } from './page-shell.js';
+import { escapeHtml as esc, paletteStyle, renderPage } from './page-shell.js';
 import { writeFileAtomic } from './write-atomic.js';
 
 const THUMB_WIDTH = 360;
 
-const STYLE = `:root{--bg:#f6f7f9;--card:#fff;--fg:#1f2328;--muted:#59636e;--line:#d8dee4;--soft:#eef1f4;
---ok:#1a7f37;--ok-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;--fault:#8250df;--fault-bg:#fbefff;--link:#0969da;
---sans:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Liberation Sans","DejaVu Sans",Arial,sans-serif;
---mono:ui-monospace,"SFMono-Regular","Cascadia Mono",Consolas,"Liberation Mono","DejaVu Sans Mono",monospace}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--card:#161b22;--fg:#e6edf3;--muted:#9198a1;--line:#30363d;--soft:#1f242c;
---ok:#3fb950;--ok-bg:#12261e;--fail:#f85149;--fail-bg:#2d1214;--fault:#bc8cff;--fault-bg:#231a33;--link:#4493f8}}
+const STYLE = `${paletteStyle('--fault:#8250df;--fault-bg:#fbefff;', '--fault:#bc8cff;--fault-bg:#231a33;')}
 *{box-sizing:border-box}html{background:var(--bg);color:var(--fg);font:14px/1.45 var(--sans)}body{margin:0}
 a{color:var(--link);text-decoration:none}a:hover{text-decoration:underline}code,pre{font-family:var(--mono);font-size:12.5px}
 h1,h2{margin:0;line-height:1.25}.muted{color:var(--muted)}.wrap{max-width:1280px;margin:0 auto;padding:0 20px}

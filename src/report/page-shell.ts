@@ -12,6 +12,19 @@ export function escapeHtml(text: unknown): string {
   );
 }
 
+/**
+ * report.html's palette and fonts as custom properties, light and dark (by the system's scheme); a page adds
+ * its own colour pairs (`light`, `dark`: `--name:value;` lists).
+ */
+export function paletteStyle(light: string, dark: string): string {
+  return `:root{--bg:#f6f7f9;--card:#fff;--fg:#1f2328;--muted:#59636e;--line:#d8dee4;--soft:#eef1f4;
+--ok:#1a7f37;--ok-bg:#dafbe1;--fail:#cf222e;--fail-bg:#ffebe9;${light}--link:#0969da;
+--sans:system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","Liberation Sans","DejaVu Sans",Arial,sans-serif;
+--mono:ui-monospace,"SFMono-Regular","Cascadia Mono",Consolas,"Liberation Mono","DejaVu Sans Mono",monospace}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--card:#161b22;--fg:#e6edf3;--muted:#9198a1;--line:#30363d;--soft:#1f242c;
+--ok:#3fb950;--ok-bg:#12261e;--fail:#f85149;--fail-bg:#2d1214;${dark}--link:#4493f8}}`;
+}
+
 /** A CSP source allowing exactly this inline text. */
 function hashSource(text: string): string {
   return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
