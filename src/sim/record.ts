@@ -3,21 +3,19 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Warning } from '../contract/types.js';
-import { regionSizeError } from './capture.js';
+import { downscale, regionSizeError } from './capture.js';
 import { windowInfo } from './desktop.js';
 import { fillRect, type Raster } from './raster.js';
+import type { ToolContext, ToolSuccess } from './tool-kit.js';
 import {
   hasArea,
   hasTarget,
   int,
   regionArg,
   resolveWindow,
-  roundHalfEven,
   sleep,
   str,
-  type ToolContext,
   ToolFailure,
-  type ToolSuccess,
   target,
 } from './tool-kit.js';
 
@@ -127,17 +125,6 @@ export async function encodeGif(r: Raster, frames: number, delayMs: number): Pro
     .toBuffer();
 }
 
-async function shrinkTo(r: Raster, maxWidth: number): Promise<Raster> {
-  if (r.width <= maxWidth) return r;
-  const height = Math.max(1, roundHalfEven(r.height * (maxWidth / r.width)));
-  const { default: sharp } = await import('sharp');
-  const data = await sharp(r.data, { raw: { width: r.width, height: r.height, channels: 3 } })
-    .resize(maxWidth, height, { fit: 'fill', kernel: 'cubic' })
-    .raw()
-    .toBuffer();
-  return { width: maxWidth, height, data };
-}
-
 function fail(
   code: string,
   category: 'invalid-argument' | 'no-target' | 'internal',
@@ -215,7 +202,8 @@ async function doStop(ctx: ToolContext, warnDiscarded = false): Promise<ToolSucc
       warnDiscarded,
     );
   const { recording, frames, durationMs } = stopped;
-  const raster = await shrinkTo(recording.raster, recording.maxWidth);
+  // Frames wider than the operator's limit are resampled as a capture is.
+  const raster = await downscale(recording.raster, recording.maxWidth);
   const gif = await encodeGif(raster, frames, Math.floor(1000 / recording.fps));
   const file = str(ctx.args, 'file');
   const out = file || path.join(ctx.tempDir, `mcec-rec-${localStamp(ctx.now())}.gif`);
