@@ -1,6 +1,7 @@
 /** The actuation tools the server added after click and invoke: window, drag, focus, clipboard, launch (src/Commands/*.cs). */
 import type { MatchBy, SimElement, SimWindow } from './desktop.js';
 import { toUiaElement, windowInfo } from './desktop.js';
+import type { ToolContext, ToolSuccess } from './tool-kit.js';
 import {
   ambiguous,
   badArguments,
@@ -14,9 +15,7 @@ import {
   resolveTarget,
   resolveWindow,
   str,
-  type ToolContext,
   ToolFailure,
-  type ToolSuccess,
   target,
 } from './tool-kit.js';
 

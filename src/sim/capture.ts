@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import type { Warning } from '../contract/types.js';
 import { type SimWindow, windowInfo } from './desktop.js';
 import { blankCheck, encodePng, type Raster } from './raster.js';
+import type { ToolContext, ToolSuccess } from './tool-kit.js';
 import {
   badArguments,
   hasArea,
@@ -13,9 +14,7 @@ import {
   resolveTarget,
   roundHalfEven,
   str,
-  type ToolContext,
   ToolFailure,
-  type ToolSuccess,
   target,
 } from './tool-kit.js';
 

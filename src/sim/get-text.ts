@@ -3,16 +3,8 @@
 import { regionSizeError } from './capture.js';
 import { type Rect, type SimWindow, windowInfo } from './desktop.js';
 import { blankCheck, blit, createRaster, type Raster } from './raster.js';
-import {
-  hasArea,
-  hasTarget,
-  regionArg,
-  resolveTarget,
-  type ToolContext,
-  ToolFailure,
-  type ToolSuccess,
-  target,
-} from './tool-kit.js';
+import type { ToolContext, ToolSuccess } from './tool-kit.js';
+import { hasArea, hasTarget, regionArg, resolveTarget, ToolFailure, target } from './tool-kit.js';
 
 /** The pixels of `r` inside `rect` (relative to r's top-left). */
 function crop(r: Raster, rect: Rect): Raster {

@@ -29,6 +29,7 @@ import { encodePng } from './raster.js';
 import { runRecord } from './record.js';
 import { TOOL_LISTINGS, type ToolListing } from './schemas.js';
 import type { SimSession } from './sessions.js';
+import type { ToolContext, ToolSuccess } from './tool-kit.js';
 import {
   ambiguous,
   badArguments,
@@ -40,9 +41,7 @@ import {
   resolveWindow,
   sleep,
   str,
-  type ToolContext,
   ToolFailure,
-  type ToolSuccess,
   target,
   timeoutArg,
 } from './tool-kit.js';
