@@ -1,53 +1,26 @@
-import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readZip, sha256, tempDir } from '../bundle/helpers.js';
 import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { BUNDLE_CLI, type ChildRun, runNode, runNodeSync } from '../support/programs.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
+const CLI = BUNDLE_CLI;
 const TRACE = fileURLToPath(new URL('./fixtures/trace-imports.mjs', import.meta.url));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+type Run = ChildRun;
 
 function run(
   args: string[],
   options: { env?: Record<string, string>; cwd?: string; node?: string[] } = {},
 ): Run {
-  const env: Record<string, string | undefined> = { ...process.env, ...options.env };
-  if (!options.env?.MCEC_SESSIONS_DIR) delete env.MCEC_SESSIONS_DIR;
-  const res = spawnSync(process.execPath, [...(options.node ?? []), CLI, ...args], {
-    encoding: 'utf8',
-    env,
-    cwd: options.cwd ?? ROOT,
-    timeout: 60_000,
-  });
-  return { code: res.status, stdout: res.stdout, stderr: res.stderr };
+  return runNodeSync([...(options.node ?? []), CLI, ...args], { ...options, timeoutMs: 60_000 });
 }
 
 /** run() without blocking, so independent error cases can run side by side. */
 function runAsync(args: string[]): Promise<Run> {
-  const env: Record<string, string | undefined> = { ...process.env };
-  delete env.MCEC_SESSIONS_DIR;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env, cwd: ROOT });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runNode([CLI, ...args]);
 }
 
 const DAY = 86_400_000;

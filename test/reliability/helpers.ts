@@ -3,17 +3,16 @@
  * text column of a session log and every text file of a bundle for image bytes and secrets, a heap figure
  * after GC, and the built CLI.
  */
-import { type SpawnSyncReturns, spawn, spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import Database from 'better-sqlite3';
+import { BUNDLE_CLI, type ChildRun, ROOT, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const BUNDLE_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-bundle.js');
+export { BUNDLE_CLI, ROOT } from '../support/programs.js';
 export const DIST_INDEX = path.join(ROOT, 'dist', 'index.js');
 
 /** The PNG signature as base64 starts every inline PNG; it must never appear in a log or a text file. */
@@ -148,21 +147,8 @@ export function bundleCli(args: string[], env: NodeJS.ProcessEnv = {}): SpawnSyn
 }
 
 /** Run the built mcec-bundle without blocking the event loop (so recording can go on meanwhile). */
-export function bundleCliAsync(
-  args: string[],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BUNDLE_CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => {
-      stdout += b.toString('utf8');
-    });
-    child.stderr.on('data', (b: Buffer) => {
-      stderr += b.toString('utf8');
-    });
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+export function bundleCliAsync(args: string[]): Promise<ChildRun> {
+  return runNode([BUNDLE_CLI, ...args]);
 }
 
 /** The one session dir under `sessionsDir` whose name ends with `-<id>`. */

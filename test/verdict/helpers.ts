@@ -1,41 +1,21 @@
 /** Shared parts of the verdict suites: the built CLI, a simulator with a recording HTTP proxy, the issue's run. */
-import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { readZip } from '../bundle/helpers.js';
 import { post } from '../proxy/helpers.js';
 import { FIXED_NOW, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
+import { BUNDLE_CLI, type ChildRun, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const BUNDLE_CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');
+export { BUNDLE_CLI } from '../support/programs.js';
 
-export interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type CliRun = ChildRun;
 
 /** Run the built `mcec-bundle` with `--sessions` appended where a command takes it. */
 export function runBundle(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
-  const childEnv: Record<string, string | undefined> = { ...process.env, ...env };
-  if (!env.MCEC_SESSIONS_DIR) delete childEnv.MCEC_SESSIONS_DIR;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BUNDLE_CLI, ...args], { env: childEnv, cwd: ROOT });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+  return runNode([BUNDLE_CLI, ...args], { env });
 }
 
 /** A fresh temp dir. */
