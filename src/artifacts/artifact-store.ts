@@ -7,6 +7,7 @@ import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
 import { computeBlankCheck } from './blank-check.js';
 import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
+import { placeNewFile } from './place-file.js';
 
 /** What became of one image's bytes. */
 export interface SavedImage {
@@ -383,7 +384,7 @@ export class ArtifactStore {
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const name = artifactFileName(prefix, this.now(), n, EXTENSION[format]);
-        const placed = await this.place(tmp, path.join(this.artifactsDir, name));
+        const placed = await placeNewFile(tmp, path.join(this.artifactsDir, name));
         if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number
           continue;
@@ -395,33 +396,6 @@ export class ArtifactStore {
       return { error: 'disk error: could not find a free artifact name' };
     } finally {
       await fsp.unlink(tmp).catch(() => undefined);
-    }
-  }
-
-  /**
-   * Give the complete temp file its final name without replacing anything: a hard link (then the temp is
-   * removed); where links are not supported (FAT, some shares), a rename to a name checked to be free.
-   */
-  private async place(tmp: string, file: string): Promise<'ok' | 'taken' | unknown> {
-    try {
-      await fsp.link(tmp, file);
-      return 'ok';
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') return 'taken';
-      if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') return err;
-    }
-    try {
-      await fsp.lstat(file);
-      return 'taken';
-    } catch {
-      // free: rename the temp onto it (nothing is replaced, so no open file is renamed over on Windows)
-    }
-    try {
-      await fsp.rename(tmp, file);
-      return 'ok';
-    } catch (err) {
-      return err;
     }
   }
 }

@@ -11,6 +11,13 @@ export const SAFE_SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 export const LOG_FILE = 'session.sqlite';
 /** Name of the artifact folder inside a session dir. */
 export const ARTIFACTS_DIR = 'artifacts';
+/** The folder beside `artifacts/` where thumbnails of its images are kept, by the sha256 of each image. */
+export const THUMBNAILS_DIR = 'thumbnails';
+
+/** `thumbnails/<sha256>-<width>.webp`: a kept thumbnail, relative to the session dir. */
+export function thumbnailRelativePath(sha256: string, width: number): string {
+  return `${THUMBNAILS_DIR}/${sha256}-${width}.webp`;
+}
 
 /** True when `id` may appear in a path as is. */
 export function isSafeSessionId(id: unknown): id is string {

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import type { CompactedImage } from '../artifacts/compact.js';
 import { compactImages } from '../artifacts/compact.js';
 import type { HostFileCollector, HostFileRef } from '../artifacts/host-files.js';
+import type { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { findImageBytes } from '../contract/image-bytes.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
 import type { Envelope, ToolOutput, Violation } from '../contract/types.js';
@@ -57,6 +58,8 @@ export interface CallRecordingDeps {
   closed: () => boolean;
   fillLastObservation: boolean;
   observationTools: ReadonlySet<string>;
+  /** Thumbnails of the images written (null: off); `underPressure` says the recorder's queue is past its mark. */
+  thumbnails: { queue: ThumbnailQueue; underPressure: () => boolean } | null;
 }
 
 /** A completed call on its way to the log. */
@@ -364,6 +367,7 @@ export class CallRecording {
       (i) => i.error?.startsWith('disk error') || i.error?.startsWith('artifact store'),
     );
     if (diskError) this.deps.ledger.note(s, 'artifact', diskError.error!, 0);
+    this.offerThumbnails(s, images);
     const omitted = s.artifacts?.omitted;
     if (omitted && omitted.images !== s.reportedOmittedImages) {
       s.reportedOmittedImages = omitted.images;
@@ -373,6 +377,25 @@ export class CallRecording {
         callSeq: call.seq,
         detail: JSON.stringify({ omittedImages: omitted.images, omittedBytes: omitted.bytes }),
       });
+    }
+  }
+
+  /**
+   * Each newly written image to the thumbnail queue, now that its file and row exist. Off the agent's path:
+   * the queue works apart from this one, and skips what it cannot take (a report makes those later).
+   */
+  private offerThumbnails(s: RecordedSession, images: CompactedImage[]): void {
+    const thumbnails = this.deps.thumbnails;
+    if (!thumbnails || !s.artifacts) return;
+    for (const img of images) {
+      if (!img.path || img.deduplicated || img.error) continue;
+      const job = {
+        sessionDir: s.dir,
+        sha256: img.sha256,
+        file: s.artifacts.absolutePath(img.path),
+        format: img.format,
+      };
+      thumbnails.queue.offer(job, thumbnails.underPressure());
     }
   }
 

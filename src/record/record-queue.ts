@@ -88,9 +88,14 @@ export class RecordQueue<J> {
 
   /** Undefined while there is room; past the high-water mark, a promise that resolves once there is. */
   room(): Promise<void> | undefined {
-    const { highWaterJobs, highWaterBytes } = this.limits;
-    if (this.jobs.length - this.head <= highWaterJobs && this.queuedBytes <= highWaterBytes) return undefined;
+    if (!this.underPressure()) return undefined;
     return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** True past the high-water mark (what `room()` would make a caller wait for), without waiting. */
+  underPressure(): boolean {
+    const { highWaterJobs, highWaterBytes } = this.limits;
+    return this.jobs.length - this.head > highWaterJobs || this.queuedBytes > highWaterBytes;
   }
 
   /** Process the queue now (a caller waits for a job's result); the commit is left to the next tick. */

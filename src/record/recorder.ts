@@ -8,8 +8,10 @@
  * outcomes). Recording never breaks a call: failures are counted, reported once on stderr and written as
  * `record-failure` events.
  */
+
 import { randomBytes } from 'node:crypto';
 import { HostFileCollector } from '../artifacts/host-files.js';
+import { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { isSafeSessionId, safeDerivedId } from '../paths/naming.js';
@@ -69,6 +71,8 @@ const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** How long a failing log waits before the next commit attempt. */
 const COMMIT_RETRY_MS = 100;
+/** At close, thumbnails still waiting after this long are left for a report to make. */
+const THUMBNAIL_CLOSE_MS = 2_000;
 /** The stored last good observation is clipped to this (the agent still gets it whole). */
 const MAX_OBSERVATION_CHARS = 256 * 1024;
 /** A pending row younger than this waits one commit: a call completing by then is written as one row. */
@@ -90,6 +94,8 @@ class RecorderImpl implements Recorder {
   private readonly queue: RecordQueue<Job>;
   /** The live OpenTelemetry export, when on: fed after each commit, off the agent's calls. */
   private readonly liveExport: LiveExportHook | null;
+  /** Thumbnails of written captures, made apart from the queue (null when `thumbnails: false`). */
+  private readonly thumbnails: ThumbnailQueue | null;
   /** Where a proxy's exchanges settle: the queue and the event API. */
   private readonly exchangeSink: ExchangeSink = {
     push: (job, size) => this.push(job, size),
@@ -131,6 +137,7 @@ class RecorderImpl implements Recorder {
       scrubText,
       observationTools: this.observationTools,
     });
+    this.thumbnails = options.thumbnails === false ? null : new ThumbnailQueue();
     this.calls = new CallRecording({
       registry: this.registry,
       ledger: this.ledger,
@@ -144,6 +151,9 @@ class RecorderImpl implements Recorder {
       closed: () => this.closed,
       fillLastObservation: this.fillLastObservation,
       observationTools: this.observationTools,
+      thumbnails: this.thumbnails
+        ? { queue: this.thumbnails, underPressure: () => this.queue.underPressure() }
+        : null,
     });
     this.liveExport = openLiveExport(options.otlp);
     this.queue = new RecordQueue<Job>(
@@ -551,6 +561,8 @@ class RecorderImpl implements Recorder {
     this.closed = true;
     this.queue.close();
     this.registry.closeAll();
+    // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
+    await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
   }
 }
 

@@ -71,6 +71,12 @@ export interface RecorderOptions {
    * path is read as is only when it is a native absolute path here (a Windows path on a Windows recorder).
    */
   hostPathMap?: Array<{ from: string; to: string }>;
+  /**
+   * Make thumbnails of the captures as they are written (default true), kept in `thumbnails/` for
+   * report.html and bundles, which then need no image decoder. Made one at a time apart from the recorder's
+   * queue; skipped under back-pressure or past 64 waiting (a report makes those when it needs them).
+   */
+  thumbnails?: boolean;
   /** Attach the last good observation to command-level failures that lack one (default true). */
   fillLastObservation?: boolean;
   /**

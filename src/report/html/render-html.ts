@@ -164,8 +164,12 @@ export async function renderReportHtmlParts(
   const thumbBudget = Math.floor(
     Math.min(settings.maxBytes * SHARES.thumbMax, Math.max(settings.maxBytes * SHARES.thumbMin, room)),
   );
-  // One decode at a time (when one is needed at all): lower peak memory, and the rows pass keeps the other core.
-  const planned = planThumbnails(requests, thumbBudget, { maxCount: settings.maxThumbnails, concurrency: 1 });
+  // Kept thumbnails are read; one decode at a time for those missing (lower peak memory; the rows keep a core).
+  const planned = planThumbnails(requests, thumbBudget, {
+    maxCount: settings.maxThumbnails,
+    concurrency: 1,
+    sessionDir: reader.dir,
+  });
   planned.catch(() => undefined); // awaited below; this only keeps an early rejection from being "unhandled"
 
   const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));

@@ -1,5 +1,21 @@
-/** Capture thumbnails for report.html: resized with sharp, embedded as data: URIs, kept within a byte budget. */
+/**
+ * Capture thumbnails for report.html, embedded as data: URIs and kept within a byte budget. Each is read from
+ * where the recorder kept it (`thumbnails/`, see src/artifacts/README.md), or made from the image with
+ * sharp, which is imported only then: a session whose thumbnails were all made at record time needs no decoder.
+ */
 import fs from 'node:fs';
+import {
+  encodeThumbnail,
+  keepThumbnail,
+  loadSharp,
+  MAX_ASPECT,
+  MAX_THUMBNAIL_WIDTH,
+  readKeptThumbnail,
+  THUMBNAIL_WIDTHS,
+  type ThumbnailImage,
+} from '../../artifacts/thumbnail.js';
+
+export { MAX_ASPECT, MAX_THUMBNAIL_WIDTH };
 
 /** One image the page would like a thumbnail of. */
 export interface ThumbnailRequest {
@@ -7,7 +23,7 @@ export interface ThumbnailRequest {
   key: string;
   /** Absolute path of the image file. */
   file: string;
-  /** sha256 (hex) of the image's bytes, as its artifact row recorded it: names its stored thumbnails. */
+  /** sha256 (hex) of the image's bytes, as its artifact row recorded it: names its kept thumbnails. */
   sha256?: string | null;
   /** Always kept when anything is (the failing call's suspect image, the last good observation's). */
   priority: boolean;
@@ -37,6 +53,8 @@ export interface ThumbnailPlan {
   failed: Map<string, string>;
   /** Sum of the data: URI lengths (characters = bytes, they are ASCII). */
   bytes: number;
+  /** Thumbnails read from where the recorder kept them, and made here (a decode each). */
+  sources: { kept: number; made: number };
 }
 
 export interface ThumbnailOptions {
@@ -48,41 +66,11 @@ export interface ThumbnailOptions {
   sampleSize?: number;
   /** Most thumbnails besides the priority ones (default: no limit); decoding costs ~10 ms of CPU per capture. */
   maxCount?: number;
+  /** The session dir whose `thumbnails/` holds kept thumbnails (read first, and kept there when made). */
+  sessionDir?: string;
 }
 
-/** The widest thumbnail made by default (the width report.html promises, which `verifyBundle` checks). */
-export const MAX_THUMBNAIL_WIDTH = 320;
-const DEFAULT_WIDTHS = [MAX_THUMBNAIL_WIDTH, 160, 80];
-/** A very tall capture is clipped to this height ratio so one thumbnail cannot dominate the page. */
-export const MAX_ASPECT = 2;
-/** Source images larger than this many pixels are refused rather than decoded (a hostile or corrupt file). */
-const MAX_INPUT_PIXELS = 80_000_000;
 const DATA_PREFIX = 'data:image/webp;base64,';
-
-type Sharp = typeof import('sharp')['default'];
-
-async function loadSharp(): Promise<Sharp> {
-  const sharp = (await import('sharp')).default;
-  // Each image is decoded once: libvips' operation cache (up to 50 MB by default) would only hold dead pixels.
-  sharp.cache(false);
-  return sharp;
-}
-
-async function encode(
-  sharp: Sharp,
-  input: Buffer,
-  width: number,
-): Promise<{ data: Buffer; width: number; height: number }> {
-  const { data, info } = await sharp(input, { limitInputPixels: MAX_INPUT_PIXELS })
-    .resize({ width, height: width * MAX_ASPECT, fit: 'inside', withoutEnlargement: true })
-    .webp({ quality: 60, effort: 2 })
-    .toBuffer({ resolveWithObject: true });
-  return { data, width: info.width, height: info.height };
-}
-
-function toThumb(key: string, out: { data: Buffer; width: number; height: number }): Thumbnail {
-  return { key, src: DATA_PREFIX + out.data.toString('base64'), width: out.width, height: out.height };
-}
 
 function reasonOf(err: unknown): string {
   const code = (err as NodeJS.ErrnoException)?.code;
@@ -108,11 +96,123 @@ async function mapPool<T, R>(items: T[], limit: number, fn: (item: T) => Promise
   return out;
 }
 
-/** The image's bytes: a regular file only (a symlink could point anywhere on the machine). */
-async function readImage(file: string): Promise<Buffer> {
+/** The image must be a regular file (a symlink could point anywhere on the machine), kept thumbnail or not. */
+async function checkImageFile(file: string): Promise<void> {
   const stat = await fs.promises.lstat(file);
   if (!stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'ENOTFILE' });
-  return fs.promises.readFile(file);
+}
+
+/**
+ * Thumbnails of one plan, by image and width: a kept one when there is one, else made (the widest from the
+ * image, the narrower from the widest, as the recorder makes them) and kept for next time.
+ */
+class ThumbnailSource {
+  private readonly made = new Map<string, Map<number, Promise<ThumbnailImage>>>();
+  readonly counts = { kept: 0, made: 0 };
+
+  constructor(
+    private readonly widths: readonly number[],
+    private readonly sessionDir: string | undefined,
+  ) {}
+
+  /** The thumbnail of `req` at `width` (one of the plan's widths); throws with the reason it cannot be had. */
+  get(req: ThumbnailRequest, width: number): Promise<ThumbnailImage> {
+    let perWidth = this.made.get(req.key);
+    if (!perWidth) {
+      perWidth = new Map();
+      this.made.set(req.key, perWidth);
+    }
+    let pending = perWidth.get(width);
+    if (!pending) {
+      pending = this.fetch(req, width);
+      perWidth.set(width, pending);
+    }
+    return pending;
+  }
+
+  private async fetch(req: ThumbnailRequest, width: number): Promise<ThumbnailImage> {
+    await checkImageFile(req.file);
+    const canonical = THUMBNAIL_WIDTHS.includes(width) && this.widths[0] === THUMBNAIL_WIDTHS[0];
+    if (canonical && this.sessionDir && req.sha256) {
+      const kept = await readKeptThumbnail(this.sessionDir, req.sha256, width);
+      if (kept) {
+        this.counts.kept += 1;
+        return kept;
+      }
+    }
+    const sharp = await loadSharp();
+    const widest = this.widths[0]!;
+    const made =
+      width === widest
+        ? await encodeThumbnail(sharp, await fs.promises.readFile(req.file), width)
+        : await encodeThumbnail(sharp, (await this.get(req, widest)).data, width);
+    this.counts.made += 1;
+    if (canonical && this.sessionDir && req.sha256) {
+      await keepThumbnail(this.sessionDir, req.sha256, width, made.data); // best effort, for next time
+    }
+    return made;
+  }
+
+  /** Forget what is held for `key` at other widths than `width` (the plan settled on one). */
+  keepOnly(width: number): void {
+    for (const perWidth of this.made.values()) {
+      for (const w of [...perWidth.keys()]) if (w !== width) perWidth.delete(w);
+    }
+  }
+}
+
+function toThumb(key: string, image: ThumbnailImage): Thumbnail {
+  return { key, src: DATA_PREFIX + image.data.toString('base64'), width: image.width, height: image.height };
+}
+
+/** Each image once (priority wins, newest order), priority first then newest; past `maxCount` left out. */
+function rankRequests(
+  requests: ThumbnailRequest[],
+  maxCount: number,
+): { ranked: ThumbnailRequest[]; capped: number } {
+  const unique = new Map<string, ThumbnailRequest>();
+  for (const r of requests) {
+    const seen = unique.get(r.key);
+    if (!seen) unique.set(r.key, { ...r });
+    else {
+      seen.priority ||= r.priority;
+      seen.order = Math.max(seen.order, r.order);
+      seen.sha256 ??= r.sha256;
+    }
+  }
+  const all = [...unique.values()].sort((a, b) =>
+    a.priority !== b.priority ? (a.priority ? -1 : 1) : b.order - a.order,
+  );
+  const priorityCount = all.filter((r) => r.priority).length;
+  const ranked = all.slice(0, priorityCount + Math.min(maxCount, all.length - priorityCount));
+  return { ranked, capped: all.length - ranked.length };
+}
+
+/**
+ * The widest width at which every candidate is expected to fit (from the samples' average size, 10% headroom),
+ * else the narrowest; and how many are expected to fit at it.
+ */
+async function chooseWidth(
+  source: ThumbnailSource,
+  samples: ThumbnailRequest[],
+  candidates: number,
+  budgetBytes: number,
+  widths: readonly number[],
+): Promise<{ width: number; expected: number }> {
+  const average = async (w: number): Promise<number> => {
+    let sum = 0;
+    for (const req of samples) sum += toThumb(req.key, await source.get(req, w)).src.length;
+    return samples.length === 0 ? 0 : sum / samples.length;
+  };
+  let width = widths.at(-1)!;
+  for (const w of widths) {
+    if ((await average(w)) * candidates <= budgetBytes * 0.9) {
+      width = w;
+      break;
+    }
+  }
+  const avg = await average(width);
+  return { width, expected: avg > 0 ? Math.floor((budgetBytes * 0.9) / avg) : candidates };
 }
 
 /** Make thumbnails for `requests` within `budgetBytes`: narrower first, then fewer (priority, then newest). */
@@ -121,104 +221,66 @@ export async function planThumbnails(
   budgetBytes: number,
   options: ThumbnailOptions = {},
 ): Promise<ThumbnailPlan> {
-  const widths = (options.widths ?? DEFAULT_WIDTHS).filter((w) => w > 0).sort((a, b) => b - a);
+  const widths = (options.widths ?? [...THUMBNAIL_WIDTHS]).filter((w) => w > 0).sort((a, b) => b - a);
   const concurrency = Math.max(1, options.concurrency ?? 2);
   const sampleSize = Math.max(1, options.sampleSize ?? 6);
-  const maxCount = Math.max(0, options.maxCount ?? Number.POSITIVE_INFINITY);
+  const { ranked, capped } = rankRequests(
+    requests,
+    Math.max(0, options.maxCount ?? Number.POSITIVE_INFINITY),
+  );
   const plan: ThumbnailPlan = {
     thumbs: new Map(),
     width: 0,
-    omitted: 0,
-    capped: 0,
+    omitted: capped,
+    capped,
     failed: new Map(),
     bytes: 0,
+    sources: { kept: 0, made: 0 },
   };
-  const unique = new Map<string, ThumbnailRequest>();
-  for (const r of requests) {
-    const seen = unique.get(r.key);
-    if (!seen) unique.set(r.key, { ...r });
-    else {
-      seen.priority ||= r.priority;
-      seen.order = Math.max(seen.order, r.order);
-    }
-  }
-  // Priority first, then newest first: the order in which images keep their thumbnails.
-  const all = [...unique.values()].sort((a, b) =>
-    a.priority !== b.priority ? (a.priority ? -1 : 1) : b.order - a.order,
-  );
-  const priorityCount = all.filter((r) => r.priority).length;
-  const ranked = all.slice(0, priorityCount + Math.min(maxCount, all.length - priorityCount));
-  plan.capped = all.length - ranked.length;
-  if (ranked.length === 0 || widths.length === 0) {
-    plan.omitted = plan.capped;
-    return plan;
-  }
-  const sharp = await loadSharp();
+  if (ranked.length === 0 || widths.length === 0) return plan;
+  const source = new ThumbnailSource(widths, options.sessionDir);
 
   // Sample the first few (the ones kept longest) to estimate the size per image; narrower only when needed.
-  const samples = new Map<string, Map<number, Thumbnail & { data: Buffer }>>();
-  await mapPool(ranked.slice(0, sampleSize), concurrency, async (req) => {
-    try {
-      const widest = await encode(sharp, await readImage(req.file), widths[0]!);
-      samples.set(req.key, new Map([[widths[0]!, { ...toThumb(req.key, widest), data: widest.data }]]));
-    } catch (err) {
-      plan.failed.set(req.key, reasonOf(err));
-    }
+  const sampled = ranked.slice(0, sampleSize);
+  await mapPool(sampled, concurrency, async (req) => {
+    await source.get(req, widths[0]!).catch((err: unknown) => plan.failed.set(req.key, reasonOf(err)));
   });
+  const samples = sampled.filter((r) => !plan.failed.has(r.key));
   const candidates = ranked.filter((r) => !plan.failed.has(r.key));
-  const average = async (w: number): Promise<number> => {
-    let sum = 0;
-    for (const [key, perWidth] of samples) {
-      let t = perWidth.get(w);
-      if (!t) {
-        // From the widest sample (a small WebP), not from the source: cheap.
-        const out = await encode(sharp, perWidth.get(widths[0]!)!.data, w);
-        t = { ...toThumb(key, out), data: out.data };
-        perWidth.set(w, t);
-      }
-      sum += t.src.length;
-    }
-    return samples.size === 0 ? 0 : sum / samples.size;
-  };
-  // The widest width at which every image is expected to fit; else the narrowest, and only as many as fit.
-  let width = widths.at(-1)!;
-  for (const w of widths) {
-    // 10% headroom: the sample's average is only an estimate of the rest.
-    if ((await average(w)) * candidates.length <= budgetBytes * 0.9) {
-      width = w;
-      break;
-    }
-  }
-  const avg = await average(width);
-  const expected = avg > 0 ? Math.floor((budgetBytes * 0.9) / avg) : candidates.length;
+  const { width, expected } = await chooseWidth(source, samples, candidates.length, budgetBytes, widths);
+  source.keepOnly(width);
   const keepPriority = candidates.filter((r) => r.priority).length;
   const chosen = candidates.slice(0, Math.max(keepPriority, Math.min(candidates.length, expected)));
-
   const made = await mapPool(chosen, concurrency, async (req): Promise<Thumbnail | null> => {
-    const sampled = samples.get(req.key)?.get(width);
-    if (sampled) return { key: sampled.key, src: sampled.src, width: sampled.width, height: sampled.height };
     try {
-      return toThumb(req.key, await encode(sharp, await readImage(req.file), width));
+      return toThumb(req.key, await source.get(req, width));
     } catch (err) {
       plan.failed.set(req.key, reasonOf(err));
       return null;
     }
   });
-  // The estimate can be off: drop from the least important end until the real total fits.
-  let total = 0;
-  const kept: Thumbnail[] = [];
-  made.forEach((thumb, i) => {
-    if (!thumb) return;
-    const isPriority = chosen[i]!.priority;
-    if (!isPriority && total + thumb.src.length > budgetBytes) return;
-    kept.push(thumb);
-    total += thumb.src.length;
-  });
-  for (const t of kept) plan.thumbs.set(t.key, t);
-  plan.width = kept.length > 0 ? width : 0;
-  plan.bytes = total;
+  fitBudget(plan, made, chosen, budgetBytes);
+  plan.width = plan.thumbs.size > 0 ? width : 0;
   // Images that failed while being made are reported as failed, not as omitted.
   const failedLate = chosen.filter((r) => plan.failed.has(r.key)).length;
-  plan.omitted = plan.capped + Math.max(0, candidates.length - kept.length - failedLate);
+  plan.omitted = capped + Math.max(0, candidates.length - plan.thumbs.size - failedLate);
+  plan.sources = { ...source.counts };
   return plan;
+}
+
+/** The estimate can be off: drop from the least important end until the real total fits (priority always stays). */
+function fitBudget(
+  plan: ThumbnailPlan,
+  made: Array<Thumbnail | null>,
+  chosen: ThumbnailRequest[],
+  budgetBytes: number,
+): void {
+  let total = 0;
+  made.forEach((thumb, i) => {
+    if (!thumb) return;
+    if (!chosen[i]!.priority && total + thumb.src.length > budgetBytes) return;
+    plan.thumbs.set(thumb.key, thumb);
+    total += thumb.src.length;
+  });
+  plan.bytes = total;
 }
