@@ -11,9 +11,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { createRecorder } from '../src/record/index.js';
 import type { RecorderOptions } from '../src/record/types.js';
-import { type CallToolResult, smallResults } from './lib/fixtures.js';
+import { type CallToolResult, captureCallToolResult, screenshotPng, smallResults } from './lib/fixtures.js';
 import { alternate, fmtMs, gc, mean, median, nowMs, percentile, round, turn } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
 
@@ -195,6 +196,12 @@ export const figure: Figure = {
     } finally {
       await collector.close();
     }
+    // Captures between the timed calls, their thumbnails made meanwhile: on against off, in the same run.
+    const thumbRounds = ctx.quick ? 2 : 6;
+    const thumbCalls = ctx.quick ? 1000 : 4000;
+    ctx.log(`find ok while captures are thumbnailed: ${thumbRounds} rounds x ${thumbCalls} calls per arm`);
+    const thumbs = await measureWithCaptures(find, thumbRounds, thumbCalls, ctx.tmp);
+    rows.push(thumbnailRow(thumbs, thumbRounds, thumbCalls));
     // A failed call waits for the queue: it may get the session's last good observation attached.
     const failRounds = ctx.quick ? 2 : 4;
     const failCalls = ctx.quick ? 300 : 1500;
@@ -216,6 +223,97 @@ export const figure: Figure = {
     return { rows, notes: [] };
   },
 };
+
+/** A capture between timed calls every this many calls (an agent captures every few actions). */
+const CAPTURE_EVERY = 40;
+
+/**
+ * The same timed finds through two recorders, thumbnails on and off, with an untimed capture of a distinct
+ * 800x600 screenshot every CAPTURE_EVERY calls: the on arm makes their thumbnails while the finds are timed.
+ */
+async function measureWithCaptures(
+  find: CallToolResult,
+  rounds: number,
+  calls: number,
+  tmp: string,
+): Promise<{ on: number[]; off: number[]; bare: number[]; made: number }> {
+  const args = { window: 'Untitled - Notepad', by: 'automationid', value: '15' };
+  const base = await screenshotPng(800, 600, 77);
+  let variant = 0;
+  const dispatch = async (tool: string) => (tool === 'capture' ? captureOf(base, variant++) : find);
+  const arms = { on: true, off: false } as const;
+  const recorders = Object.fromEntries(
+    Object.entries(arms).map(([name, thumbnails]) => [
+      name,
+      createRecorder({
+        sessionsDir: path.join(tmp, `sessions-thumbs-${name}`),
+        stderr: () => {},
+        thumbnails,
+      }),
+    ]),
+  ) as Record<keyof typeof arms, ReturnType<typeof createRecorder>>;
+  const timed = async (call: Call): Promise<number> => {
+    const times: number[] = [];
+    for (let i = 0; i < calls; i++) {
+      if (i % CAPTURE_EVERY === 0) await call('capture', args);
+      const t0 = nowMs();
+      await call('find', args);
+      times.push(nowMs() - t0);
+      await turn();
+    }
+    return median(times);
+  };
+  const wrapped = { on: recorders.on.wrap(dispatch), off: recorders.off.wrap(dispatch) };
+  for (const call of [dispatch, wrapped.on, wrapped.off]) await timed(call); // warm-up
+  const out = await alternate(rounds, {
+    bare: async () => timed(dispatch),
+    on: async () => timed(wrapped.on),
+    off: async () => timed(wrapped.off),
+  });
+  for (const r of Object.values(recorders)) await r.close();
+  const thumbsOf = (dir: string) =>
+    fs.readdirSync(dir).reduce((n, d) => {
+      const t = path.join(dir, d, 'thumbnails');
+      return n + (fs.existsSync(t) ? fs.readdirSync(t).filter((f) => f.endsWith('-320.webp')).length : 0);
+    }, 0);
+  return { ...out, made: thumbsOf(path.join(tmp, 'sessions-thumbs-on')) };
+}
+
+/** A distinct capture (the PNG with a text chunk naming `n`): a new sha256, the same decode cost. */
+function captureOf(png: Buffer, n: number): CallToolResult {
+  const text = Buffer.from(`Comment\u0000variant ${n}`, 'latin1');
+  const chunk = Buffer.alloc(12 + text.length);
+  chunk.writeUInt32BE(text.length, 0);
+  chunk.write('tEXt', 4, 'latin1');
+  text.copy(chunk, 8);
+  chunk.writeUInt32BE(zlib.crc32(chunk.subarray(4, 8 + text.length)) >>> 0, 8 + text.length);
+  const iend = png.length - 12;
+  const variant = Buffer.concat([png.subarray(0, iend), chunk, png.subarray(iend)]);
+  return captureCallToolResult(variant, 800, 600);
+}
+
+function thumbnailRow(
+  m: { on: number[]; off: number[]; bare: number[]; made: number },
+  rounds: number,
+  calls: number,
+): Row {
+  const on = added(m.on, m.bare);
+  const off = added(m.off, m.bare);
+  const ratio = on.median / off.median;
+  return {
+    name: 'successful find while captures are thumbnailed (median call)',
+    budget: '<= 1.2x thumbnails off',
+    measured: `${fmtMs(on.median)} added per call`,
+    baseline: `${fmtMs(off.median)} added per call, thumbnails off`,
+    ratio: round(ratio, 3),
+    holds: ratio <= 1.2,
+    notes: [
+      `${rounds} rounds x ${calls} timed finds per arm, an untimed capture (800x600, distinct) every ${CAPTURE_EVERY} calls;`,
+      `the on arm made ${m.made} sets of thumbnails meanwhile. Both arms in the same run, alternated.`,
+    ],
+    data: { addedMsPerRound: { on: on.perRound, off: off.perRound }, thumbnailsMade: m.made },
+  };
+}
 
 /** An OTLP/HTTP endpoint that reads each request and answers 200: the collector's cost is not ours. */
 async function startCollector(): Promise<{ url: string; requests(): number; close(): Promise<void> }> {

@@ -39,7 +39,7 @@ import {
   type SkippedFile,
 } from './images.js';
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
-import { buildToolCallLog, type ToolCallLog } from './tool-call-log.js';
+import { type ToolCallLog, writeToolCallLog } from './tool-call-log.js';
 import { packageVersion } from './version.js';
 import { writeZip, type ZipEntry } from './zip.js';
 
@@ -88,7 +88,7 @@ const MAX_SIZE_ROUNDS = 4;
 interface SessionFacts {
   session: SessionRow;
   summary: SessionSummary;
-  /** tool-calls.jsonl's facts; its bytes are in `logFile` (8 MB held until the zip is written otherwise). */
+  /** tool-calls.jsonl's facts; its bytes are in `logFile`, written there as they were made. */
   log: Omit<ToolCallLog, 'data'>;
   logFile: { file: string; size: number };
   images: ImageFile[];
@@ -324,9 +324,11 @@ async function readSession(
     const rows = reader.artifacts();
     const { images, skipped } = listImageFiles(dir, rows);
     const keep = protectedImages(summary, rows);
-    const { data, ...log } = buildToolCallLog(reader, session.session_id, { onCall: () => progress.step() });
-    const logFile = { file: path.join(tmpDir, 'tool-calls.jsonl'), size: data.length };
-    fs.writeFileSync(logFile.file, data);
+    const file = path.join(tmpDir, 'tool-calls.jsonl');
+    const { size, ...log } = writeToolCallLog(reader, session.session_id, file, {
+      onCall: () => progress.step(),
+    });
+    const logFile = { file, size };
     const report = new ReportStream(reader, summary, { templatesDir });
     streaming = true;
     return { session, summary, log, logFile, images, skipped, keep, report };

@@ -2,6 +2,7 @@
  * `tool-calls.jsonl` in the existing evidence bundle's format (mcec-wire §6): one line per JSON-RPC message,
  * `{ts, sessionId, direction, method, payload}`, rebuilt from the call rows and `exchange` events of a log.
  */
+import fs from 'node:fs';
 import type { CallRow, EventRow } from '../store/schema.js';
 import { isRecord } from '../util/json.js';
 import { REDACTED_BASE64, scrubImageBytes } from './scrub.js';
@@ -62,11 +63,52 @@ export function buildToolCallLog(
   sessionId: string,
   options: ToolCallLogOptions = {},
 ): ToolCallLog {
+  const out = new GrowingBuffer(options.capBytes ?? TOOL_CALL_LOG_CAP);
+  const facts = writeLines(source, sessionId, out, options);
+  return { data: out.toBuffer(), ...facts };
+}
+
+/**
+ * buildToolCallLog into `file` (created, never replaced), a few hundred KiB at a time: the log is never whole
+ * in memory. Returns what buildToolCallLog does but the bytes, and their size.
+ */
+export function writeToolCallLog(
+  source: ToolCallLogSource,
+  sessionId: string,
+  file: string,
+  options: ToolCallLogOptions = {},
+): Omit<ToolCallLog, 'data'> & { size: number } {
+  const out = new FileLines(file);
+  try {
+    const facts = writeLines(source, sessionId, out, options);
+    out.close();
+    return { ...facts, size: out.length };
+  } catch (err) {
+    out.close();
+    throw err;
+  }
+}
+
+/** Where the lines go: bytes that can be cut back to an earlier length. */
+interface LineSink {
+  length: number;
+  /** Append `text` and a newline; `size` is its UTF-8 length plus one. */
+  writeLine(text: string, size: number): void;
+  /** Drop everything past `length` bytes. */
+  truncate(length: number): void;
+}
+
+/** The log's lines into `out`, within the cap (then the truncation line). */
+function writeLines(
+  source: ToolCallLogSource,
+  sessionId: string,
+  out: LineSink,
+  options: ToolCallLogOptions,
+): Omit<ToolCallLog, 'data'> {
   const cap = options.capBytes ?? TOOL_CALL_LOG_CAP;
   const truncationSize = Buffer.byteLength(TRUNCATION_LINE) + 1;
   const sessionIdJson = JSON.stringify(sessionId);
   // Lines go straight into bytes: holding them as strings would keep every row's text alive until the end.
-  const out = new GrowingBuffer(cap);
   const sizes: number[] = [];
   const isCallRequest: boolean[] = [];
   let truncated = false;
@@ -113,7 +155,6 @@ export function buildToolCallLog(
     sizes.push(truncationSize);
   }
   return {
-    data: out.toBuffer(),
     lines: sizes.length,
     calls: isCallRequest.filter(Boolean).length,
     truncated,
@@ -122,7 +163,7 @@ export function buildToolCallLog(
 }
 
 /** A byte buffer that doubles up to a limit, for text written line by line. */
-class GrowingBuffer {
+class GrowingBuffer implements LineSink {
   private buf: Buffer;
   length = 0;
 
@@ -151,6 +192,64 @@ class GrowingBuffer {
   /** The bytes written (a view: the buffer is at most twice their size). */
   toBuffer(): Buffer {
     return this.buf.subarray(0, this.length);
+  }
+}
+
+/** Lines into a new file through a 256 KiB staging buffer; cutting back below what was written truncates it. */
+class FileLines implements LineSink {
+  private readonly fd: number;
+  private readonly staging = Buffer.allocUnsafe(256 * 1024);
+  private staged = 0;
+  private flushed = 0;
+  private open = true;
+
+  constructor(file: string) {
+    this.fd = fs.openSync(file, 'wx');
+  }
+
+  get length(): number {
+    return this.flushed + this.staged;
+  }
+
+  writeLine(text: string, size: number): void {
+    if (this.staged + size > this.staging.length) this.flush();
+    if (size > this.staging.length) {
+      fs.writeSync(this.fd, `${text}\n`);
+      this.flushed += size;
+      return;
+    }
+    this.staged += this.staging.write(text, this.staged, 'utf8');
+    this.staging[this.staged] = 10;
+    this.staged += 1;
+  }
+
+  truncate(length: number): void {
+    if (length >= this.flushed) {
+      this.staged = length - this.flushed;
+      return;
+    }
+    fs.ftruncateSync(this.fd, length);
+    this.flushed = length;
+    this.staged = 0;
+  }
+
+  /** Write what is staged and close the file (idempotent). */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    try {
+      this.flush();
+    } finally {
+      fs.closeSync(this.fd);
+    }
+  }
+
+  private flush(): void {
+    let at = 0;
+    while (at < this.staged)
+      at += fs.writeSync(this.fd, this.staging, at, this.staged - at, this.flushed + at);
+    this.flushed += this.staged;
+    this.staged = 0;
   }
 }
 

@@ -1,7 +1,15 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Base64RunScanner, longestBase64Run, scrubImageBytes } from '../../src/bundle/scrub.js';
-import { buildToolCallLog, hasBase64Run, TRUNCATION_LINE } from '../../src/bundle/tool-call-log.js';
+import {
+  buildToolCallLog,
+  hasBase64Run,
+  TRUNCATION_LINE,
+  writeToolCallLog,
+} from '../../src/bundle/tool-call-log.js';
 import type { CallRow, EventRow } from '../../src/store/schema.js';
 import { parseByteSize, parseDuration } from '../../src/util/units.js';
 import { bundleValidators, inlineImages } from './helpers.js';
@@ -234,6 +242,30 @@ describe('buildToolCallLog', () => {
       for (const l of text) expect(line(JSON.parse(l))).toEqual([]);
     }
     expect(buildToolCallLog(source(rows), 's', { capBytes: full.data.length }).truncated).toBe(false);
+  });
+
+  it('writes the same bytes into a file, a staging buffer at a time, cut back across writes at the cap', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-log-'));
+    try {
+      // ~1 KB per call: 2,000 calls cross the 256 KiB staging buffer several times.
+      const rows = Array.from({ length: 2_000 }, (_, i) =>
+        row(i + 1, { envelope: JSON.stringify({ ok: true, result: { text: 'é'.repeat(400 + (i % 300)) } }) }),
+      );
+      const full = buildToolCallLog(source(rows), 's');
+      for (const cap of [undefined, 262_144 + 500, 600_000, full.data.length - 1]) {
+        const inMemory = buildToolCallLog(source(rows), 's', { capBytes: cap });
+        const file = path.join(dir, `log-${cap}.jsonl`);
+        const written = writeToolCallLog(source(rows), 's', file, { capBytes: cap });
+        expect(fs.readFileSync(file).equals(inMemory.data)).toBe(true);
+        const { data, ...facts } = inMemory;
+        expect(written).toEqual({ ...facts, size: data.length });
+      }
+      expect(() => writeToolCallLog(source(rows), 's', path.join(dir, `log-${undefined}.jsonl`))).toThrow(
+        /EEXIST/,
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('replaces image bytes wherever they hide: args, base64 fields, data URIs, escaped nested JSON', () => {
