@@ -10,7 +10,7 @@
  * shows. A report reads a kept
  * thumbnail instead of decoding the image again.
  */
-import fs, { promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { thumbnailRelativePath } from '../paths/naming.js';
 import { placeNewFile, tempFileIn } from './place-file.js';
@@ -125,7 +125,10 @@ export async function keepThumbnail(
   const dir = path.dirname(file);
   let tmp: string | null = null;
   try {
-    if (!fs.existsSync(dir)) await fsp.mkdir(dir, { recursive: true });
+    // The folder, never the session dir itself: a session dir removed meanwhile stays removed.
+    await fsp.mkdir(dir).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EEXIST') throw err;
+    });
     tmp = tempFileIn(dir, 'thumb');
     await fsp.writeFile(tmp, data, { flag: 'wx' });
     const placed = await placeNewFile(tmp, file);

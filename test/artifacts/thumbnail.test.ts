@@ -79,6 +79,9 @@ describe('thumbnails of a capture', () => {
     fs.writeFileSync(thumbnailFile(dir, id, 160), png);
     expect(await readKeptThumbnail(dir, id, 160)).toBeNull();
     expect(await keepThumbnail(dir, '../../etc', 320, t320!.data)).toBe(false);
+    // A session dir removed meanwhile is not made again.
+    expect(await keepThumbnail(path.join(dir, 'gone'), id, 320, t320!.data)).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'gone'))).toBe(false);
     expect(await readKeptThumbnail(dir, '../x', 320)).toBeNull();
   });
 });

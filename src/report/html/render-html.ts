@@ -72,8 +72,6 @@ export interface ReportHtmlPage {
   head: string;
   /** The page after the rows; null when the template has no rows. */
   tail: string | null;
-  /** Rows shown. */
-  rowCount: number;
   /** Each shown row's HTML, in order. */
   rows(): Generator<string>;
 }
@@ -212,11 +210,7 @@ export async function renderReportHtmlParts(
     skipped,
   });
   const shell = renderShell(tpl, { ...page, notices: notes, tools: toolList(measured.tools) }, kept.length);
-  return {
-    ...shell,
-    rowCount: shell.tail === null ? 0 : kept.length,
-    rows: () => keptRows(reader, rows, kept, thumbsBySeq),
-  };
+  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq) };
 }
 
 /** Each kept row's final HTML (format characters escaped): kept by the plan, or rendered again from the log. */

@@ -153,7 +153,7 @@ class ThumbnailSource {
     return made;
   }
 
-  /** Forget what is held for `key` at other widths than `width` (the plan settled on one). */
+  /** Let go of every thumbnail held at other widths than `width` (the plan settled on one). */
   keepOnly(width: number): void {
     for (const perWidth of this.made.values()) {
       for (const w of [...perWidth.keys()]) if (w !== width) perWidth.delete(w);
