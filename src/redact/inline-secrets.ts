@@ -10,6 +10,7 @@
  * that is a protected word (a tool name, an error code or category) is never redacted by an assignment.
  * No regex with large counted repeats or nested quantifiers runs; the assignment scan reads at most 1 MiB.
  */
+import { replaceSpans, type Span } from './automaton.js';
 
 /** Longer strings are not scanned for assignments (they are payloads, not command lines). */
 const MAX_SCAN = 1024 * 1024;
@@ -92,10 +93,8 @@ function isStop(c: number, escapedKey: boolean): boolean {
   );
 }
 
-interface Edit {
-  start: number;
-  end: number;
-}
+/** A range of the text to replace. */
+type Edit = Span;
 
 function skipBlanks(s: string, i: number): number {
   let j = i;
@@ -327,11 +326,5 @@ export function scrubInlineSecrets(text: string, replacement: string, options: I
     if (prev && e.start <= prev.end) prev.end = Math.max(prev.end, e.end);
     else merged.push({ ...e });
   }
-  let out = '';
-  let last = 0;
-  for (const e of merged) {
-    out += text.slice(last, e.start) + replacement;
-    last = e.end;
-  }
-  return out + text.slice(last);
+  return replaceSpans(text, merged, replacement);
 }
