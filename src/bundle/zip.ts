@@ -169,7 +169,9 @@ export async function writeZip(
     }
     const { file, size } = entry.source;
     zip.addReadStreamLazy(name, { ...opts, size }, (cb) => {
-      const input = fs.createReadStream(file, { highWaterMark: READ_CHUNK });
+      // `end` sizes each read to what is left: a read buffer larger than the rest of the file would be copied.
+      const bounds = size > 0 ? { end: size - 1 } : {};
+      const input = fs.createReadStream(file, { highWaterMark: READ_CHUNK, ...bounds });
       input.on('error', fail);
       cb(null, input.pipe(hashing(name, hashes, fail, options.onEntry)));
     });

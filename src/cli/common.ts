@@ -1,4 +1,5 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
+import v8 from 'node:v8';
 import { type Command, CommanderError } from 'commander';
 
 export { resolveSessionsDir, sessionsDirOrigin } from '../paths/sessions-dir.js';
@@ -56,4 +57,15 @@ export async function runProgram(
     process.stderr.write(`${program.name()}: ${detail(err as Error)}\n`);
     process.exit(1);
   }
+}
+
+/**
+ * Keep V8's young generation at its starting size (1 MiB semi-spaces) for the rest of this process. A
+ * bundle's garbage is short-lived rows and strings: letting the young generation grow to its 16 MiB
+ * semi-spaces adds about 40 MB to peak memory for a few percent of time (BENCHMARKS.md, bundle). Only on
+ * V8 11-13 (Node 20-24), which have the flag (an unknown one prints an error); later ones hold it at >= 2.
+ */
+export function keepYoungGenerationSmall(): void {
+  const major = Number(process.versions.v8.split('.')[0]);
+  if (major >= 11 && major <= 13) v8.setFlagsFromString('--semi-space-growth-factor=1');
 }

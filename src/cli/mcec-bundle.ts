@@ -24,7 +24,7 @@ import {
   addSummaryCommand,
   addVerdictCommand,
 } from './bundle/session-commands.js';
-import { commanderExitCode, EXIT_USAGE, UsageError } from './common.js';
+import { commanderExitCode, EXIT_USAGE, keepYoungGenerationSmall, UsageError } from './common.js';
 
 /** The commands, in the order `--help` lists them. */
 const COMMANDS: ReadonlyArray<(program: Command) => void> = [
@@ -111,6 +111,7 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
+keepYoungGenerationSmall();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;

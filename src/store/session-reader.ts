@@ -407,16 +407,14 @@ export class SessionReader {
 
   /** Counts and sums over the whole log, in SQL. */
   stats(): SessionStats {
-    const byStatus = this.stmt('SELECT status, count(*) AS n FROM calls GROUP BY status').all() as Array<{
-      status: string;
-      n: number;
-    }>;
-    const count = (s: string) => byStatus.find((r) => r.status === s)?.n ?? 0;
+    // One scan of the calls: each scan reads every row's pages, payloads included.
     const sums = this.stmt(
       `SELECT count(*) AS calls, max(seq) AS lastSeq, coalesce(sum(payload_dropped), 0) AS dropped,
           coalesce(sum(CASE WHEN violations IS NOT NULL AND json_valid(violations)
             AND json_type(violations) = 'array' THEN json_array_length(violations) ELSE 0 END), 0) AS violations,
-          max(coalesce(ended_at, started_at)) AS lastCallAt
+          max(coalesce(ended_at, started_at)) AS lastCallAt,
+          count(*) FILTER (WHERE status = 'ok') AS ok, count(*) FILTER (WHERE status = 'failed') AS failed,
+          count(*) FILTER (WHERE status = 'fault') AS fault, count(*) FILTER (WHERE status = 'pending') AS pending
          FROM calls`,
     ).get() as {
       calls: number;
@@ -424,6 +422,10 @@ export class SessionReader {
       dropped: number;
       violations: number;
       lastCallAt: string | null;
+      ok: number;
+      failed: number;
+      fault: number;
+      pending: number;
     };
     const warnings = (this.stmt('SELECT count(*) AS n FROM warnings').get() as { n: number }).n;
     const artifacts = (this.stmt('SELECT count(*) AS n FROM artifacts').get() as { n: number }).n;
@@ -441,10 +443,10 @@ export class SessionReader {
         .at(-1) ?? null;
     return {
       calls: sums.calls,
-      ok: count('ok'),
-      failed: count('failed'),
-      fault: count('fault'),
-      pending: count('pending'),
+      ok: sums.ok,
+      failed: sums.failed,
+      fault: sums.fault,
+      pending: sums.pending,
       warnings,
       artifacts,
       violations: sums.violations,
