@@ -6,8 +6,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { createRecorder } from '../src/record/index.js';
+import { SessionReader } from '../src/store/session-reader.js';
 import { type CallToolResult, smallResults } from './lib/fixtures.js';
 import { alternate, fmtMB, gc, MemorySampler, median, nowMs, round, turn } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
@@ -61,18 +61,15 @@ async function recordedRun(results: CallToolResult[], total: number, dir: string
   const wrapped = recorder.wrap(dispatchOf(results));
   const t0 = nowMs();
   const returnMs = await drive(wrapped, total, sampler);
-  const info = recorder.session(recorder.defaultSessionId);
   await recorder.close();
   const totalMs = nowMs() - t0;
   sampler.stop();
   const [sessionDir] = fs.readdirSync(dir).filter((d) => fs.existsSync(path.join(dir, d, 'session.sqlite')));
   if (!sessionDir) throw new Error('no session recorded');
-  const db = new Database(path.join(dir, sessionDir, 'session.sqlite'), { readonly: true });
-  const rows = (db.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
-  const completedRows = (
-    db.prepare("SELECT count(*) AS n FROM calls WHERE status = 'ok'").get() as { n: number }
-  ).n;
-  db.close();
+  // The calls land in the session their envelopes name, not the recorder's default one: read its log.
+  const reader = SessionReader.open(path.join(dir, sessionDir));
+  const stats = reader.stats();
+  reader.close();
   fs.rmSync(dir, { recursive: true, force: true });
   return {
     callsPerSec: total / (totalMs / 1000),
@@ -82,9 +79,9 @@ async function recordedRun(results: CallToolResult[], total: number, dir: string
     peakHeapUsed: sampler.peakHeapUsed,
     baseRss: base.rss,
     baseHeapUsed: base.heapUsed,
-    rows,
-    completedRows,
-    lostCalls: info?.counts.lostCalls ?? -1,
+    rows: stats.calls,
+    completedRows: stats.ok,
+    lostCalls: stats.lostCalls,
   };
 }
 
