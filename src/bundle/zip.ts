@@ -1,11 +1,11 @@
 /**
- * Writing a deterministic zip with yazl: fixed mtime and mode on every entry, entries in the order given,
- * file data streamed (never held in memory) and hashed on the way through.
+ * Writing a deterministic zip: fixed time and mode on every entry, entries in the order given, file data read
+ * into a few reused buffers (never held whole, no garbage per chunk), hashed on the way through. Each local
+ * header is written first and completed in place once its entry's CRC-32 and sizes are known, so the zip
+ * has no data descriptors; zip64 records are added when offsets or the entry count outgrow the classic ones.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
 import zlib from 'node:zlib';
 
 /** Where an entry's bytes come from. */
@@ -39,177 +39,370 @@ export interface ZipWriteOptions {
   onEntry?: (name: string) => void;
 }
 
-/** Read and write in 1 MiB chunks: fewer round trips to the thread pool than the 64 KiB default. */
-const READ_CHUNK = 1024 * 1024;
-/**
- * Deflated files are read 128 KiB at a time: deflate is slower than the disk, and each read is a fresh buffer
- * that lives until a GC, so 1 MiB reads piled up 20-30 MB of them (peak memory) for no speed.
- */
-const DEFLATE_READ_CHUNK = 128 * 1024;
-
+/** Size of each read buffer; three are reused for every file (one being read, two being written). */
+const CHUNK = 1024 * 1024;
+/** Writes up to this size (headers, small entries, deflate output) are gathered into one buffer of STAGE. */
+const SMALL = 64 * 1024;
+const STAGE = 1024 * 1024;
 /** Regular file, rw-r--r--: fixed so the bytes do not depend on the umask or the source files' modes. */
 const FILE_MODE = 0o100644;
+/** Made by UNIX (3), spec version 4.5 (zip64); needed to extract: 2.0, or 4.5 when an entry uses zip64. */
+const MADE_BY = (3 << 8) | 45;
+const NEEDED = 20;
+const NEEDED_ZIP64 = 45;
+/** General purpose flag: names are UTF-8. */
+const UTF8_NAMES = 0x0800;
+const MAX_32 = 0xffffffff;
+const MAX_16 = 0xffff;
 
-/** Streams a file through sha256 on its way into the zip. */
-class HashingPassThrough extends Transform {
-  private readonly hash = createHash('sha256');
-  bytes = 0;
-  digest: string | null = null;
-
-  override _transform(chunk: Buffer, _enc: BufferEncoding, done: TransformCallback): void {
-    this.hash.update(chunk);
-    this.bytes += chunk.length;
-    done(null, chunk);
-  }
-
-  override _flush(done: TransformCallback): void {
-    this.digest = this.hash.digest('hex');
-    done();
-  }
+/** One entry as the central directory lists it. */
+interface Written {
+  name: Buffer;
+  method: number;
+  crc: number;
+  compressed: number;
+  size: number;
+  offset: number;
 }
 
-/**
- * The local wall-clock Date whose fields equal `date`'s UTC fields: yazl writes DOS times from local fields,
- * so this makes the bytes the same in every time zone (the Info-ZIP UT field, which is absolute, is off).
- */
-export function dosStableDate(date: Date): Date {
-  const d = Number.isNaN(date.getTime()) ? new Date(Date.UTC(1980, 0, 1)) : date;
-  return new Date(
-    d.getUTCFullYear(),
-    d.getUTCMonth(),
-    d.getUTCDate(),
-    d.getUTCHours(),
-    d.getUTCMinutes(),
-    d.getUTCSeconds(),
-  );
-}
-
-type Crc32Module = { unsigned: (data: Buffer | string, previous?: number | Buffer) => number };
-let crcPatched = false;
-
-/**
- * yazl computes CRC-32 with buffer-crc32, a byte loop in JS (about a third of a bundle's CPU time); point it at
- * zlib.crc32 (native, Node >= 20.15) when both agree on test vectors. Same results, so the zip is unchanged.
- */
-function useNativeCrc32(): void {
-  if (crcPatched) return;
-  crcPatched = true;
-  const native = (zlib as { crc32?: (data: Buffer | string, value?: number) => number }).crc32;
-  if (typeof native !== 'function') return;
-  try {
-    const fromYazl = createRequire(createRequire(import.meta.url).resolve('yazl'));
-    const mod = fromYazl('buffer-crc32') as Crc32Module;
-    const js = mod.unsigned;
-    const sample = Buffer.from('mcec-recorder crc32 check \u00e9\u0000\u00ff', 'utf8');
-    const agree = [0, 1, 0xdeadbeef].every((prev) => js(sample, prev) === native(sample, prev) >>> 0);
-    if (!agree) return;
-    mod.unsigned = (data, previous) => {
-      const prev = Buffer.isBuffer(previous) ? previous.readUInt32BE(0) : (previous ?? 0);
-      return native(data, prev >>> 0) >>> 0;
-    };
-  } catch {
-    // keep yazl's own CRC-32
-  }
-}
-
-/** Write `entries` then `final` to `outFile`; resolves with the zip's size and every entry's size and hash. */
+/** Write `entries` then `final` to `outFile` (created, never replaced); resolves with its size and hashes. */
 export async function writeZip(
   outFile: string,
   entries: readonly ZipEntry[],
   final: FinalEntry,
   options: ZipWriteOptions,
 ): Promise<{ bytes: number; hashes: Map<string, { bytes: number; sha256: string }> }> {
-  useNativeCrc32();
-  const { ZipFile } = await import('yazl');
-  const zip = new ZipFile();
+  const out = await ZipOutput.create(outFile, dosDateTime(options.mtime));
   const hashes = new Map<string, { bytes: number; sha256: string }>();
-  const mtime = dosStableDate(options.mtime);
-  const base = { mtime, mode: FILE_MODE, forceDosTimestamp: true };
-
-  const out = fs.createWriteStream(outFile, { flags: 'wx', highWaterMark: READ_CHUNK });
-  let fail: (err: Error) => void = () => {};
-  const finished = new Promise<void>((resolve, reject) => {
-    let settled = false;
-    fail = (err: Error) => {
-      if (settled) return;
-      settled = true;
-      // An input that cannot be read stops the zip: yazl would wait for it forever.
-      zip.outputStream.unpipe(out);
-      out.destroy();
-      reject(err);
-    };
-    out.on('close', () => {
-      if (!settled) {
-        settled = true;
-        resolve();
-      }
-    });
-    out.on('error', fail);
-    zip.on('error', fail);
-  });
-  zip.outputStream.on('error', (err: Error) => fail(err));
-  zip.outputStream.pipe(out);
-
-  for (const entry of entries) {
-    const opts = entry.compress
-      ? { ...base, compress: true, compressionLevel: entry.level ?? 6 }
-      : { ...base, compress: false };
-    if ('buffer' in entry.source) {
-      const data = entry.source.buffer;
-      hashes.set(entry.name, { bytes: data.length, sha256: sha256(data) });
-      zip.addBuffer(data, entry.name, opts);
+  try {
+    for (const entry of entries) {
+      const hash = createHash('sha256');
+      const size = await out.entry(entry, hash);
+      hashes.set(entry.name, { bytes: size, sha256: hash.digest('hex') });
       options.onEntry?.(entry.name);
-      continue;
     }
-    const name = entry.name;
-    if ('stream' in entry.source) {
-      // Made as yazl asks for it, once the entries before it are written; hashed on the way like a file.
-      const chunks = entry.source.stream;
-      zip.addReadStreamLazy(name, opts, (cb) => {
-        const input = Readable.from(chunks(), { objectMode: false });
-        input.on('error', fail);
-        cb(null, input.pipe(hashing(name, hashes, fail, options.onEntry)));
-      });
-      continue;
-    }
-    const { file, size } = entry.source;
-    zip.addReadStreamLazy(name, { ...opts, size }, (cb) => {
-      // `end` sizes each read to what is left: a read buffer larger than the rest of the file would be copied.
-      const bounds = size > 0 ? { end: size - 1 } : {};
-      const highWaterMark = entry.compress ? DEFLATE_READ_CHUNK : READ_CHUNK;
-      const input = fs.createReadStream(file, { highWaterMark, ...bounds });
-      input.on('error', fail);
-      cb(null, input.pipe(hashing(name, hashes, fail, options.onEntry)));
-    });
+    const manifest = final.build(hashes);
+    await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, createHash('sha256'));
+    const bytes = await out.finish();
+    return { bytes, hashes };
+  } finally {
+    await out.close();
   }
-  // yazl asks for this stream only after every earlier entry was fully read, so all hashes are known.
-  zip.addReadStreamLazy(final.name, { ...base, compress: true }, (cb) => {
-    const missing = entries.filter((e) => !hashes.has(e.name)).map((e) => e.name);
-    if (missing.length > 0) {
-      cb(new Error(`internal: ${final.name} built before ${missing.join(', ')} was read`), Readable.from([]));
-      return;
-    }
-    cb(null, Readable.from([final.build(hashes)]));
-  });
-  zip.end();
-  await finished;
-  return { bytes: fs.statSync(outFile).size, hashes };
 }
 
-/** A pass-through that records the entry's size and sha256 in `hashes` once its data has gone through. */
-function hashing(
-  name: string,
-  hashes: Map<string, { bytes: number; sha256: string }>,
-  fail: (err: Error) => void,
-  onEntry: ((name: string) => void) | undefined,
-): HashingPassThrough {
-  const hasher = new HashingPassThrough();
-  hasher.on('finish', () => onEntry?.(name));
-  hasher.on('end', () => {
-    if (hasher.digest) hashes.set(name, { bytes: hasher.bytes, sha256: hasher.digest });
-  });
-  hasher.on('error', fail);
-  return hasher;
+/** The zip file being written: a position, the buffers, the central directory so far. */
+class ZipOutput {
+  private position = 0;
+  private readonly written: Written[] = [];
+  private readonly buffers = [0, 1, 2].map(() => Buffer.allocUnsafeSlow(CHUNK));
+  /** Writes of file data in flight, oldest first: a buffer is read into again only once its write is done. */
+  private readonly inFlight: Array<Promise<unknown>> = [];
+  /** Small writes not yet in the file: bytes `stageStart ..` of the zip. */
+  private readonly stage = Buffer.allocUnsafeSlow(STAGE);
+  private stageStart = 0;
+  private stageLength = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly handle: fs.promises.FileHandle,
+    private readonly time: { date: number; time: number },
+  ) {}
+
+  static async create(file: string, time: { date: number; time: number }): Promise<ZipOutput> {
+    return new ZipOutput(await fs.promises.open(file, 'wx'), time);
+  }
+
+  /** Write one entry (header, data, header completed); returns its uncompressed size. */
+  async entry(entry: ZipEntry, hash: Hash): Promise<number> {
+    const name = Buffer.from(entry.name, 'utf8');
+    if (name.length > MAX_16) throw new Error(`zip entry name too long: ${entry.name.slice(0, 80)}...`);
+    const method = entry.compress ? 8 : 0;
+    const offset = this.position;
+    const header = this.localHeader(name, method);
+    await this.write(header);
+    const data = new DataSink(this, hash, entry.compress ? (entry.level ?? 6) : null);
+    const source = entry.source;
+    if ('buffer' in source) await data.add(source.buffer);
+    else if ('stream' in source) for await (const chunk of source.stream()) await data.add(chunk);
+    else await this.readFile(source.file, source.size, data);
+    const { crc, size, compressed } = await data.end();
+    if (size >= MAX_32 || compressed >= MAX_32) {
+      throw new Error(`${entry.name} is ${size} bytes: files of 4 GiB or more cannot be bundled`);
+    }
+    const sizes = Buffer.alloc(12);
+    sizes.writeUInt32LE(crc, 0);
+    sizes.writeUInt32LE(compressed, 4);
+    sizes.writeUInt32LE(size, 8);
+    await this.patch(sizes, offset + 14);
+    this.written.push({ name, method, crc, compressed, size, offset });
+    return size;
+  }
+
+  /** Feed `size` bytes of `file` to `data`, reading into the reused buffers; a file of another size fails. */
+  private async readFile(file: string, size: number, data: DataSink): Promise<void> {
+    const input = await fs.promises.open(file, 'r');
+    try {
+      let at = 0;
+      for (let turn = 0; ; turn++) {
+        const buffer = this.buffers[turn % this.buffers.length]!;
+        // The write that last used this buffer (three turns ago) must be done before it is read into again.
+        while (this.inFlight.length >= this.buffers.length) await this.inFlight.shift();
+        const { bytesRead } = await input.read(buffer, 0, CHUNK, at);
+        if (bytesRead === 0) break;
+        at += bytesRead;
+        if (at > size) break;
+        await data.add(buffer.subarray(0, bytesRead), true);
+      }
+      if (at !== size)
+        throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
+    } finally {
+      await input.close();
+    }
+  }
+
+  /**
+   * Append bytes at the end. Small ones are copied into the stage; `track` keeps a large write in flight (its
+   * buffer is reused later, once the write is done) instead of waiting for it.
+   */
+  write(data: Buffer, track = false): Promise<void> {
+    const at = this.position;
+    this.position += data.length;
+    if (!track && data.length <= SMALL) {
+      // The stage holds one contiguous run: bytes after a large write start a new one.
+      const contiguous = this.stageStart + this.stageLength === at;
+      const full = this.stageLength + data.length > STAGE;
+      const flushed = !contiguous || full ? this.flushStage() : Promise.resolve();
+      if (this.stageLength === 0) this.stageStart = at;
+      data.copy(this.stage, this.stageLength);
+      this.stageLength += data.length;
+      return flushed;
+    }
+    const done = writeAll(this.handle, data, at);
+    if (!track) return done;
+    done.catch(() => undefined); // awaited later, by the next read or drain(); no unhandled rejection meanwhile
+    this.inFlight.push(done);
+    return Promise.resolve();
+  }
+
+  /** Overwrite bytes written earlier at `at` (a header completed): in the stage while they are there. */
+  private patch(data: Buffer, at: number): Promise<void> {
+    const from = at - this.stageStart;
+    if (this.stageLength > 0 && from >= 0 && from + data.length <= this.stageLength) {
+      data.copy(this.stage, from);
+      return Promise.resolve();
+    }
+    return writeAll(this.handle, data, at);
+  }
+
+  /** Write the stage's bytes out and empty it (a copy goes out: the stage is refilled at once). */
+  private flushStage(): Promise<void> {
+    if (this.stageLength === 0) return Promise.resolve();
+    const bytes = Buffer.from(this.stage.subarray(0, this.stageLength));
+    const at = this.stageStart;
+    this.stageLength = 0;
+    return writeAll(this.handle, bytes, at);
+  }
+
+  /** Wait for every write in flight. */
+  async drain(): Promise<void> {
+    await this.flushStage();
+    while (this.inFlight.length > 0) await this.inFlight.shift();
+  }
+
+  /** The central directory and end records; returns the zip's size. */
+  async finish(): Promise<number> {
+    await this.drain();
+    const start = this.position;
+    for (const w of this.written) await this.write(this.centralRecord(w));
+    const size = this.position - start;
+    const count = this.written.length;
+    if (count >= MAX_16 || start >= MAX_32 || size >= MAX_32)
+      await this.write(zip64End(count, size, start, this.position));
+    await this.write(classicEnd(count, size, start));
+    await this.drain();
+    return this.position;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled(this.inFlight.splice(0));
+    await this.handle.close();
+  }
+
+  private localHeader(name: Buffer, method: number): Buffer {
+    const h = Buffer.alloc(30 + name.length);
+    h.writeUInt32LE(0x04034b50, 0);
+    h.writeUInt16LE(NEEDED, 4);
+    h.writeUInt16LE(UTF8_NAMES, 6);
+    h.writeUInt16LE(method, 8);
+    h.writeUInt16LE(this.time.time, 10);
+    h.writeUInt16LE(this.time.date, 12);
+    // CRC-32 and sizes (14..25) are written in place once known; no extra field.
+    h.writeUInt16LE(name.length, 26);
+    name.copy(h, 30);
+    return h;
+  }
+
+  private centralRecord(w: Written): Buffer {
+    const zip64 = w.offset >= MAX_32;
+    const extra = zip64 ? 12 : 0;
+    const r = Buffer.alloc(46 + w.name.length + extra);
+    r.writeUInt32LE(0x02014b50, 0);
+    r.writeUInt16LE(MADE_BY, 4);
+    r.writeUInt16LE(zip64 ? NEEDED_ZIP64 : NEEDED, 6);
+    r.writeUInt16LE(UTF8_NAMES, 8);
+    r.writeUInt16LE(w.method, 10);
+    r.writeUInt16LE(this.time.time, 12);
+    r.writeUInt16LE(this.time.date, 14);
+    r.writeUInt32LE(w.crc, 16);
+    r.writeUInt32LE(w.compressed, 20);
+    r.writeUInt32LE(w.size, 24);
+    r.writeUInt16LE(w.name.length, 28);
+    r.writeUInt16LE(extra, 30);
+    // comment length, disk number, internal attributes: 0
+    r.writeUInt32LE((FILE_MODE << 16) >>> 0, 38);
+    r.writeUInt32LE(zip64 ? MAX_32 : w.offset, 42);
+    w.name.copy(r, 46);
+    if (zip64) {
+      const at = 46 + w.name.length;
+      r.writeUInt16LE(0x0001, at);
+      r.writeUInt16LE(8, at + 2);
+      r.writeBigUInt64LE(BigInt(w.offset), at + 4);
+    }
+    return r;
+  }
+}
+
+/** An entry's data on its way into the zip: CRC-32 and sha256 of the bytes, deflated or stored. */
+class DataSink {
+  private crc = 0;
+  private size = 0;
+  private compressed = 0;
+  private readonly deflate: zlib.DeflateRaw | null;
+  /** Output of the deflater written so far (in order, one after another). */
+  private flushed: Promise<void> = Promise.resolve();
+  private failure: Error | null = null;
+
+  constructor(
+    private readonly out: ZipOutput,
+    private readonly hash: Hash,
+    level: number | null,
+  ) {
+    this.deflate = level === null ? null : zlib.createDeflateRaw({ level });
+    this.deflate?.on('data', (chunk: Buffer) => {
+      this.compressed += chunk.length;
+      this.flushed = this.flushed.then(() => this.out.write(chunk));
+      this.flushed.catch(() => undefined); // awaited by end()
+    });
+    this.deflate?.on('error', (err: Error) => {
+      this.failure = err;
+    });
+  }
+
+  /** Take `chunk` in; `reused` says its buffer is read into again later (stored data is then written tracked). */
+  async add(chunk: Buffer, reused = false): Promise<void> {
+    if (chunk.length === 0) return;
+    this.crc = crc32(chunk, this.crc);
+    this.hash.update(chunk);
+    this.size += chunk.length;
+    if (!this.deflate) {
+      this.compressed += chunk.length;
+      await this.out.write(chunk, reused);
+      return;
+    }
+    // Resolved once zlib has consumed the chunk, so its buffer may be reused.
+    await new Promise<void>((resolve, reject) =>
+      this.deflate!.write(chunk, (err) => (err ? reject(err) : resolve())),
+    );
+    if (this.failure) throw this.failure;
+  }
+
+  async end(): Promise<{ crc: number; size: number; compressed: number }> {
+    if (this.deflate) {
+      const deflate = this.deflate;
+      await new Promise<void>((resolve, reject) => {
+        deflate.once('end', resolve);
+        deflate.once('error', reject);
+        deflate.end();
+        deflate.resume();
+      });
+      await this.flushed;
+    }
+    if (this.failure) throw this.failure;
+    return { crc: this.crc >>> 0, size: this.size, compressed: this.compressed };
+  }
+}
+
+async function writeAll(handle: fs.promises.FileHandle, data: Buffer, at: number): Promise<void> {
+  let done = 0;
+  while (done < data.length) {
+    const { bytesWritten } = await handle.write(data, done, data.length - done, at + done);
+    done += bytesWritten;
+  }
+}
+
+/** The end of central directory record (its counts and offsets at their 16/32-bit maximum when zip64). */
+function classicEnd(count: number, size: number, start: number): Buffer {
+  const e = Buffer.alloc(22);
+  e.writeUInt32LE(0x06054b50, 0);
+  e.writeUInt16LE(Math.min(count, MAX_16), 8);
+  e.writeUInt16LE(Math.min(count, MAX_16), 10);
+  e.writeUInt32LE(Math.min(size, MAX_32), 12);
+  e.writeUInt32LE(Math.min(start, MAX_32), 16);
+  return e;
+}
+
+/** The zip64 end of central directory record at `at`, and its locator. */
+function zip64End(count: number, size: number, start: number, at: number): Buffer {
+  const e = Buffer.alloc(56 + 20);
+  e.writeUInt32LE(0x06064b50, 0);
+  e.writeBigUInt64LE(44n, 4);
+  e.writeUInt16LE(MADE_BY, 12);
+  e.writeUInt16LE(NEEDED_ZIP64, 14);
+  e.writeBigUInt64LE(BigInt(count), 24);
+  e.writeBigUInt64LE(BigInt(count), 32);
+  e.writeBigUInt64LE(BigInt(size), 40);
+  e.writeBigUInt64LE(BigInt(start), 48);
+  e.writeUInt32LE(0x07064b50, 56);
+  e.writeBigUInt64LE(BigInt(at), 64);
+  e.writeUInt32LE(1, 72);
+  return e;
+}
+
+/**
+ * DOS date and time fields holding `date`'s UTC wall-clock time, so the bytes are the same in every time zone
+ * (no extended timestamp field is written). Dates DOS cannot hold become 1980-01-01 00:00.
+ */
+export function dosDateTime(date: Date): { date: number; time: number } {
+  const y = date.getUTCFullYear();
+  if (Number.isNaN(y) || y < 1980 || y > 2107) return { date: (1 << 5) | 1, time: 0 };
+  return {
+    date: ((y - 1980) << 9) | ((date.getUTCMonth() + 1) << 5) | date.getUTCDate(),
+    time: (date.getUTCHours() << 11) | (date.getUTCMinutes() << 5) | (date.getUTCSeconds() >> 1),
+  };
+}
+
+type Crc32 = (data: Buffer, value: number) => number;
+
+/** CRC-32 (zip's): zlib's native one (Node >= 20.15), else a table in JS. */
+const crc32: Crc32 =
+  typeof (zlib as { crc32?: Crc32 }).crc32 === 'function'
+    ? (zlib as unknown as { crc32: Crc32 }).crc32
+    : tableCrc32();
+
+function tableCrc32(): Crc32 {
+  const table = new Int32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c;
+  }
+  return (data, value) => {
+    let c = ~value;
+    for (let i = 0; i < data.length; i++) c = table[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
+    return ~c >>> 0;
+  };
 }
 
 /** Hex sha256 of a buffer. */

@@ -8,6 +8,9 @@ export function openSessionDb(file: string, options: { readonly?: boolean } = {}
   if (options.readonly) {
     const db = new Database(file, { readonly: true, fileMustExist: true });
     db.pragma('busy_timeout = 2000');
+    // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
+    // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
+    db.pragma('cache_size = -2000');
     const version = db.pragma('user_version', { simple: true }) as number;
     if (version > SCHEMA_VERSION) {
       db.close();
