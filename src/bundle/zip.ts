@@ -95,8 +95,10 @@ class ZipOutput {
   private position = 0;
   private readonly written: Written[] = [];
   private readonly buffers = [0, 1, 2].map(() => Buffer.allocUnsafeSlow(CHUNK));
-  /** Writes of file data in flight, oldest first: a buffer is read into again only once its write is done. */
-  private readonly inFlight: Array<Promise<unknown>> = [];
+  /** Per buffer, the write of its bytes still in flight: it is read into again only once that is done. */
+  private readonly busy: Array<Promise<void>> = this.buffers.map(() => Promise.resolve());
+  /** The buffer the next read goes into (the rotation runs on across files). */
+  private nextBuffer = 0;
   /** Small writes not yet in the file: bytes `stageStart ..` of the zip. */
   private readonly stage = Buffer.allocUnsafeSlow(STAGE);
   private stageStart = 0;
@@ -143,15 +145,16 @@ class ZipOutput {
     const input = await fs.promises.open(file, 'r');
     try {
       let at = 0;
-      for (let turn = 0; ; turn++) {
-        const buffer = this.buffers[turn % this.buffers.length]!;
-        // The write that last used this buffer (three turns ago) must be done before it is read into again.
-        while (this.inFlight.length >= this.buffers.length) await this.inFlight.shift();
+      for (;;) {
+        const index = this.nextBuffer;
+        this.nextBuffer = (index + 1) % this.buffers.length;
+        await this.busy[index];
+        const buffer = this.buffers[index]!;
         const { bytesRead } = await input.read(buffer, 0, CHUNK, at);
         if (bytesRead === 0) break;
         at += bytesRead;
         if (at > size) break;
-        await data.add(buffer.subarray(0, bytesRead), true);
+        await data.add(buffer.subarray(0, bytesRead), index);
       }
       if (at !== size)
         throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
@@ -161,13 +164,13 @@ class ZipOutput {
   }
 
   /**
-   * Append bytes at the end. Small ones are copied into the stage; `track` keeps a large write in flight (its
-   * buffer is reused later, once the write is done) instead of waiting for it.
+   * Append bytes at the end. Small ones are copied into the stage. Bytes in read buffer `borrowed` are written
+   * in flight, not waited for: the buffer is busy until that write is done.
    */
-  write(data: Buffer, track = false): Promise<void> {
+  write(data: Buffer, borrowed?: number): Promise<void> {
     const at = this.position;
     this.position += data.length;
-    if (!track && data.length <= SMALL) {
+    if (borrowed === undefined && data.length <= SMALL) {
       // The stage holds one contiguous run: bytes after a large write start a new one.
       const contiguous = this.stageStart + this.stageLength === at;
       const full = this.stageLength + data.length > STAGE;
@@ -178,9 +181,9 @@ class ZipOutput {
       return flushed;
     }
     const done = writeAll(this.handle, data, at);
-    if (!track) return done;
-    done.catch(() => undefined); // awaited later, by the next read or drain(); no unhandled rejection meanwhile
-    this.inFlight.push(done);
+    if (borrowed === undefined) return done;
+    done.catch(() => undefined); // awaited later, by the next read into it or drain(); not unhandled meanwhile
+    this.busy[borrowed] = done;
     return Promise.resolve();
   }
 
@@ -206,7 +209,7 @@ class ZipOutput {
   /** Wait for every write in flight. */
   async drain(): Promise<void> {
     await this.flushStage();
-    while (this.inFlight.length > 0) await this.inFlight.shift();
+    await Promise.all(this.busy);
   }
 
   /** The central directory and end records; returns the zip's size. */
@@ -226,7 +229,7 @@ class ZipOutput {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled(this.inFlight.splice(0));
+    await Promise.allSettled(this.busy);
     await this.handle.close();
   }
 
@@ -300,15 +303,15 @@ class DataSink {
     });
   }
 
-  /** Take `chunk` in; `reused` says its buffer is read into again later (stored data is then written tracked). */
-  async add(chunk: Buffer, reused = false): Promise<void> {
+  /** Take `chunk` in; `borrowed` names the read buffer it lies in (stored, it is written in flight). */
+  async add(chunk: Buffer, borrowed?: number): Promise<void> {
     if (chunk.length === 0) return;
     this.crc = crc32(chunk, this.crc);
     this.hash.update(chunk);
     this.size += chunk.length;
     if (!this.deflate) {
       this.compressed += chunk.length;
-      await this.out.write(chunk, reused);
+      await this.out.write(chunk, borrowed);
       return;
     }
     // Resolved once zlib has consumed the chunk, so its buffer may be reused.

@@ -1,6 +1,6 @@
 /** The zip writer read back by real readers: yauzl (what verify and replay use) and Info-ZIP's unzip. */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -98,6 +98,28 @@ describe('writeZip', () => {
     // Fixed mode and UTC wall-clock time, whatever the umask and the zone.
     const info = spawnSync('zipinfo', ['-T', file, 'top/notes-é.md'], { encoding: 'utf8' });
     expect(info.stdout).toMatch(/^-rw-r--r--.*20261202\.101502 top\/notes-é\.md/m);
+  });
+
+  it('keeps every file whole when many files, some shorter and some longer than a read buffer, follow each other', async () => {
+    // The read buffers are reused from file to file while earlier writes may still be in flight.
+    const files: Array<{ name: string; data: Buffer }> = [];
+    const entries: ZipEntry[] = [];
+    for (let i = 0; i < 120; i++) {
+      const data = randomBytes(i % 7 === 0 ? 1_500_000 + i : 200_000 + i * 3_001);
+      const file = path.join(dir, `f${i}.bin`);
+      fs.writeFileSync(file, data);
+      files.push({ name: `top/f${String(i).padStart(3, '0')}.bin`, data });
+      entries.push({ name: files[i]!.name, source: { file, size: data.length }, compress: i % 10 === 9 });
+    }
+    const out = path.join(dir, 'many.zip');
+    const res = await writeZip(out, entries, manifest, { mtime: MTIME });
+    const back = await readBack(out);
+    for (const f of files) {
+      expect(sha256(back.get(f.name)!.data), f.name).toBe(sha256(f.data));
+      expect(res.hashes.get(f.name)!.sha256).toBe(sha256(f.data));
+    }
+    const unzip = spawnSync('unzip', ['-tq', out], { encoding: 'utf8' });
+    expect(unzip.status, unzip.stdout).toBe(0);
   });
 
   it('gives the same bytes for the same inputs', async () => {
