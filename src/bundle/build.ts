@@ -329,7 +329,7 @@ async function readSession(
       onCall: () => progress.step(),
     });
     const logFile = { file, size };
-    const report = new ReportStream(reader, summary, { templatesDir });
+    const report = new ReportStream(reader, summary, { templatesDir }, tmpDir);
     streaming = true;
     return { session, summary, log, logFile, images, skipped, keep, report };
   } finally {
@@ -348,8 +348,9 @@ class ReportStream {
     private readonly reader: SessionReader,
     summary: SessionSummary,
     options: ReportHtmlOptions,
+    spoolDir: string,
   ) {
-    this.page = renderReportHtmlParts(reader, summary, options, { keepRows: false });
+    this.page = renderReportHtmlParts(reader, summary, options, { keepRows: false, spoolDir });
     this.page.catch(() => undefined); // a failed plan fails the zip that asks for the page
   }
 

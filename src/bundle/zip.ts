@@ -314,10 +314,16 @@ class DataSink {
       await this.out.write(chunk, borrowed);
       return;
     }
-    // Resolved once zlib has consumed the chunk, so its buffer may be reused.
-    await new Promise<void>((resolve, reject) =>
-      this.deflate!.write(chunk, (err) => (err ? reject(err) : resolve())),
-    );
+    const deflate = this.deflate;
+    if (borrowed !== undefined) {
+      // Resolved once zlib has consumed the chunk, so its buffer may be read into again.
+      await new Promise<void>((resolve, reject) =>
+        deflate.write(chunk, (err) => (err ? reject(err) : resolve())),
+      );
+    } else if (!deflate.write(chunk)) {
+      // A chunk of its own (a rendered page part): zlib works on it while the next one is made, up to its buffer.
+      await new Promise<void>((resolve) => deflate.once('drain', resolve));
+    }
     if (this.failure) throw this.failure;
   }
 

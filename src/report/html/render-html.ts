@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { safeRelativePath } from '../../paths/naming.js';
+import type { CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { escapeFormatChars } from '../text.js';
 import type { SessionSummary } from '../types.js';
@@ -21,6 +22,7 @@ import {
   measureRows,
 } from './row-budget.js';
 import { type CallFacts, isRecording, RowRenderer, readCallFacts } from './row-renderer.js';
+import { RowSpool } from './row-spool.js';
 import type { RowThumb } from './row-view.js';
 import { loadReportTemplate, type ReportTemplate } from './template.js';
 import { planThumbnails, type ThumbnailPlan, type ThumbnailRequest } from './thumbnails.js';
@@ -141,7 +143,7 @@ export async function renderReportHtmlParts(
   reader: SessionReader,
   summary: SessionSummary,
   options: ReportHtmlOptions,
-  mode: { keepRows: boolean },
+  mode: { keepRows: boolean; spoolDir?: string },
 ): Promise<ReportHtmlPage> {
   const settings = settingsOf(options);
   const tpl = await loadReportTemplate(options.templatesDir);
@@ -171,7 +173,10 @@ export async function renderReportHtmlParts(
   planned.catch(() => undefined); // awaited below; this only keeps an early rejection from being "unhandled"
 
   const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));
-  const measured = await measureRows(reader, rows, facts, specials, mode.keepRows);
+  // A streamed page keeps its bare rows in a scratch file: the rows left bare are copied, not rendered again.
+  const spool = !mode.keepRows && mode.spoolDir ? new RowSpool(mode.spoolDir) : null;
+  const measured = await measureRows(reader, rows, facts, specials, { html: mode.keepRows, spool });
+  spool?.finish();
   const plan = await planned;
   rows.usePlan(plan);
 
@@ -210,19 +215,43 @@ export async function renderReportHtmlParts(
     skipped,
   });
   const shell = renderShell(tpl, { ...page, notices: notes, tools: toolList(measured.tools) }, kept.length);
-  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq) };
+  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq, spool) };
 }
 
-/** Each kept row's final HTML (format characters escaped): kept by the plan, or rendered again from the log. */
+/**
+ * Each kept row's final HTML (format characters escaped): kept by the plan, copied from the spool when it
+ * stayed bare, or rendered again from the log.
+ */
 function* keptRows(
   reader: SessionReader,
   rows: RowRenderer,
   kept: readonly Entry[],
   thumbsBySeq: ReadonlyMap<number, RowThumb[]>,
+  spool: RowSpool | null,
 ): Generator<string> {
   if (kept.length === 0) return;
   if (kept[0]!.html !== null) {
     for (const e of kept) yield escapeFormatChars(e.html!);
+    return;
+  }
+  const render = (row: CallRow | undefined, e: Entry): string => {
+    if (!row) throw new Error(`report.html: call #${e.seq} is no longer in the log`);
+    const counters = { clipped: 0, omitted: 0, bodyChars: 0 };
+    return escapeFormatChars(rows.render(row, e.line, e.allowance, thumbsBySeq.get(e.seq) ?? [], counters));
+  };
+  if (spool) {
+    const spooled = spool.reader();
+    try {
+      for (const e of kept) {
+        // Bare then and bare now: the same bytes (only rows owning an image depend on the thumbnail plan).
+        const bare = e.spooledAt >= 0 && e.allowance === 0 && !e.ownsImage && !thumbsBySeq.has(e.seq);
+        yield bare
+          ? escapeFormatChars(spooled.read(e.spooledAt, e.bytes - 1))
+          : render(reader.call(e.seq), e);
+      }
+    } finally {
+      spooled.close();
+    }
     return;
   }
   let i = 0;
@@ -230,12 +259,11 @@ function* keptRows(
     const e = kept[i];
     if (!e) return;
     if (row.seq < e.seq) continue; // left out of the timeline
-    if (row.seq > e.seq) throw new Error(`report.html: call #${e.seq} is no longer in the log`);
-    const counters = { clipped: 0, omitted: 0, bodyChars: 0 };
-    yield escapeFormatChars(rows.render(row, e.line, e.allowance, thumbsBySeq.get(e.seq) ?? [], counters));
+    if (row.seq > e.seq) render(undefined, e);
+    yield render(row, e);
     i += 1;
   }
-  if (i < kept.length) throw new Error(`report.html: call #${kept[i]!.seq} is no longer in the log`);
+  if (i < kept.length) render(undefined, kept[i]!);
 }
 
 /** What the page would like thumbnails of: each image once (GIFs aside), the key images first. */

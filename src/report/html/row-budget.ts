@@ -9,6 +9,7 @@ import type { SessionReader } from '../../store/session-reader.js';
 import { summarizeCall } from '../summarize-call.js';
 import { oneLine } from '../text.js';
 import type { CallFacts, RowRenderer } from './row-renderer.js';
+import type { RowSpool } from './row-spool.js';
 import { MIN_BODY_CHARS, type RowCounters, type RowThumb } from './row-view.js';
 
 /** Calls read from the log at a time: a page of rows is alive while it is rendered, so small pages keep old heap small. */
@@ -45,6 +46,8 @@ export interface Entry {
   allowance: number;
   /** The row's final HTML, kept only when the page is built whole in memory. */
   html: string | null;
+  /** Where the bare row lies in the row spool (a streamed page), or -1. */
+  spooledAt: number;
 }
 
 /** Calls left out of the timeline (the oldest plain successes first). */
@@ -92,7 +95,7 @@ export async function measureRows(
   rows: RowRenderer,
   facts: CallFacts,
   special: ReadonlySet<number>,
-  keepHtml: boolean,
+  keep: { html: boolean; spool: RowSpool | null },
 ): Promise<{ entries: Entry[]; tools: Map<string, number>; bareBytes: number }> {
   const entries: Entry[] = [];
   const tools = new Map<string, number>();
@@ -115,7 +118,8 @@ export async function measureRows(
       ownsImage,
       dropped: false,
       allowance: 0,
-      html: keepHtml ? html : null,
+      html: keep.html ? html : null,
+      spooledAt: keep.spool ? keep.spool.append(html) : -1,
     });
     bareBytes += bytes;
     if (entries.length % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));

@@ -1,0 +1,110 @@
+/**
+ * The bare rows of a streamed report.html, kept in a scratch file as they are measured so the rows that stay
+ * bare are copied from it instead of being read from the log and rendered a second time. Only rows go to the
+ * file, never the page; it is read back in order through one window of 1 MiB.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const STAGING = 256 * 1024;
+const WINDOW = 1024 * 1024;
+
+/** Rows appended in order, each found again by its byte offset. */
+export class RowSpool {
+  private readonly file: string;
+  private fd: number | null;
+  private readonly staging = Buffer.allocUnsafe(STAGING);
+  private staged = 0;
+  private flushed = 0;
+
+  /** A new scratch file in `dir` (a private temp dir that its owner removes). */
+  constructor(dir: string) {
+    this.file = path.join(dir, `report-rows-${randomBytes(4).toString('hex')}.html`);
+    this.fd = fs.openSync(this.file, 'wx');
+  }
+
+  /** Append a row's HTML; returns the byte offset it starts at. */
+  append(html: string): number {
+    if (this.fd === null) throw new Error('report.html row spool: append after finish');
+    const at = this.flushed + this.staged;
+    const size = Buffer.byteLength(html, 'utf8');
+    if (this.staged + size > STAGING) this.flush();
+    if (size > STAGING) {
+      writeAll(this.fd, Buffer.from(html, 'utf8'), this.flushed);
+      this.flushed += size;
+    } else {
+      this.staged += this.staging.write(html, this.staged, 'utf8');
+    }
+    return at;
+  }
+
+  /** No more rows: write what is staged and close the file for writing (idempotent). */
+  finish(): void {
+    if (this.fd === null) return;
+    try {
+      this.flush();
+    } finally {
+      fs.closeSync(this.fd);
+      this.fd = null;
+    }
+  }
+
+  /** A reader of the rows, asked for in ascending order; close it when done. */
+  reader(): SpoolReader {
+    this.finish();
+    return new SpoolReader(this.file);
+  }
+
+  private flush(): void {
+    if (this.staged === 0 || this.fd === null) return;
+    writeAll(this.fd, this.staging.subarray(0, this.staged), this.flushed);
+    this.flushed += this.staged;
+    this.staged = 0;
+  }
+}
+
+/** Reads spooled rows through a 1 MiB window that moves forward. */
+export class SpoolReader {
+  private fd: number | null;
+  private readonly window = Buffer.allocUnsafe(WINDOW);
+  private start = 0;
+  private length = 0;
+
+  constructor(file: string) {
+    this.fd = fs.openSync(file, 'r');
+  }
+
+  /** The row of `size` bytes at byte `at`, as text. */
+  read(at: number, size: number): string {
+    if (this.fd === null) throw new Error('report.html row spool: read after close');
+    if (at >= this.start && at + size <= this.start + this.length) {
+      return this.window.toString('utf8', at - this.start, at - this.start + size);
+    }
+    if (size > WINDOW) return readExactly(this.fd, Buffer.allocUnsafe(size), at).toString('utf8');
+    this.start = at;
+    this.length = fs.readSync(this.fd, this.window, 0, WINDOW, at);
+    if (this.length < size) throw new Error(`report.html row spool: ${size} bytes at ${at} are not there`);
+    return this.window.toString('utf8', 0, size);
+  }
+
+  close(): void {
+    if (this.fd !== null) fs.closeSync(this.fd);
+    this.fd = null;
+  }
+}
+
+function writeAll(fd: number, data: Buffer, at: number): void {
+  let done = 0;
+  while (done < data.length) done += fs.writeSync(fd, data, done, data.length - done, at + done);
+}
+
+function readExactly(fd: number, into: Buffer, at: number): Buffer {
+  let done = 0;
+  while (done < into.length) {
+    const n = fs.readSync(fd, into, done, into.length - done, at + done);
+    if (n === 0) throw new Error(`report.html row spool: ${into.length} bytes at ${at} are not there`);
+    done += n;
+  }
+  return into;
+}
