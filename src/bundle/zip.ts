@@ -74,19 +74,97 @@ export async function writeZip(
 ): Promise<{ bytes: number; hashes: Map<string, { bytes: number; sha256: string }> }> {
   const out = await ZipOutput.create(outFile, dosDateTime(options.mtime));
   const hashes = new Map<string, { bytes: number; sha256: string }>();
+  const early = deflateEarly(entries);
   try {
     for (const entry of entries) {
-      const hash = createHash('sha256');
-      const size = await out.entry(entry, hash);
-      hashes.set(entry.name, { bytes: size, sha256: hash.digest('hex') });
+      const made = early.get(entry);
+      hashes.set(entry.name, await out.entry(entry, made ? await made : null));
       options.onEntry?.(entry.name);
     }
     const manifest = final.build(hashes);
-    await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, createHash('sha256'));
+    await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, null);
     const bytes = await out.finish();
     return { bytes, hashes };
   } finally {
+    // Deflations still running read files their owner removes next: let them end first.
+    await Promise.allSettled(early.values());
     await out.close();
+  }
+}
+
+/** A file deflated ahead of its turn: its compressed bytes and what its headers and the manifest need. */
+interface Deflated {
+  crc: number;
+  size: number;
+  sha256: string;
+  chunks: Buffer[];
+  compressed: number;
+}
+
+/** Deflated files read ahead, at most this much of them in all (their compressed bytes wait in memory). */
+const EARLY_DEFLATE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Start deflating the larger compressed files (the log snapshot, tool-calls.jsonl) at once: zlib works on
+ * them in the thread pool while the entries before them (the images) are written, instead of the zip
+ * waiting on zlib when their turn comes.
+ */
+function deflateEarly(entries: readonly ZipEntry[]): Map<ZipEntry, Promise<Deflated>> {
+  const early = new Map<ZipEntry, Promise<Deflated>>();
+  let budget = EARLY_DEFLATE_BYTES;
+  for (const entry of entries) {
+    if (!entry.compress || !('file' in entry.source)) continue;
+    const { file, size } = entry.source;
+    if (size < SMALL || size > budget) continue;
+    budget -= size;
+    const made = deflateFile(file, size, entry.level ?? 6);
+    made.catch(() => undefined); // awaited at its turn, or settled in writeZip's finally
+    early.set(entry, made);
+  }
+  return early;
+}
+
+/** Deflate `size` bytes of `file` into memory, with their CRC-32 and sha256; a file of another size fails. */
+async function deflateFile(file: string, size: number, level: number): Promise<Deflated> {
+  const input = await fs.promises.open(file, 'r');
+  const deflate = zlib.createDeflateRaw({ level });
+  const chunks: Buffer[] = [];
+  let compressed = 0;
+  deflate.on('data', (chunk: Buffer) => {
+    chunks.push(chunk);
+    compressed += chunk.length;
+  });
+  const ended = new Promise<void>((resolve, reject) => {
+    deflate.on('end', resolve);
+    deflate.on('error', reject);
+  });
+  try {
+    const buffer = Buffer.allocUnsafeSlow(Math.min(CHUNK, size + 1));
+    const hash = createHash('sha256');
+    let crc = 0;
+    let at = 0;
+    for (;;) {
+      const { bytesRead } = await input.read(buffer, 0, buffer.length, at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+      if (at > size) break;
+      const chunk = buffer.subarray(0, bytesRead);
+      crc = crc32(chunk, crc);
+      hash.update(chunk);
+      await new Promise<void>((resolve, reject) =>
+        deflate.write(chunk, (err) => (err ? reject(err) : resolve())),
+      );
+    }
+    if (at !== size)
+      throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
+    deflate.end();
+    await ended;
+    return { crc: crc >>> 0, size, sha256: hash.digest('hex'), chunks, compressed };
+  } catch (err) {
+    deflate.destroy();
+    throw err;
+  } finally {
+    await input.close();
   }
 }
 
@@ -114,20 +192,28 @@ class ZipOutput {
     return new ZipOutput(await fs.promises.open(file, 'wx'), time);
   }
 
-  /** Write one entry (header, data, header completed); returns its uncompressed size. */
-  async entry(entry: ZipEntry, hash: Hash): Promise<number> {
+  /** Write one entry (header, data, header completed), or its data deflated ahead; returns its size and sha256. */
+  async entry(entry: ZipEntry, made: Deflated | null): Promise<{ bytes: number; sha256: string }> {
     const name = Buffer.from(entry.name, 'utf8');
     if (name.length > MAX_16) throw new Error(`zip entry name too long: ${entry.name.slice(0, 80)}...`);
     const method = entry.compress ? 8 : 0;
     const offset = this.position;
     const header = this.localHeader(name, method);
     await this.write(header);
-    const data = new DataSink(this, hash, entry.compress ? (entry.level ?? 6) : null);
-    const source = entry.source;
-    if ('buffer' in source) await data.add(source.buffer);
-    else if ('stream' in source) for await (const chunk of source.stream()) await data.add(chunk);
-    else await this.readFile(source.file, source.size, data);
-    const { crc, size, compressed } = await data.end();
+    const hash = createHash('sha256');
+    let sums: { crc: number; size: number; compressed: number };
+    if (made) {
+      for (const chunk of made.chunks) await this.write(chunk);
+      sums = made;
+    } else {
+      const data = new DataSink(this, hash, entry.compress ? (entry.level ?? 6) : null);
+      const source = entry.source;
+      if ('buffer' in source) await data.add(source.buffer);
+      else if ('stream' in source) for await (const chunk of source.stream()) await data.add(chunk);
+      else await this.readFile(source.file, source.size, data);
+      sums = await data.end();
+    }
+    const { crc, size, compressed } = sums;
     if (size >= MAX_32 || compressed >= MAX_32) {
       throw new Error(`${entry.name} is ${size} bytes: files of 4 GiB or more cannot be bundled`);
     }
@@ -137,7 +223,7 @@ class ZipOutput {
     sizes.writeUInt32LE(size, 8);
     await this.patch(sizes, offset + 14);
     this.written.push({ name, method, crc, compressed, size, offset });
-    return size;
+    return { bytes: size, sha256: made ? made.sha256 : hash.digest('hex') };
   }
 
   /** Feed `size` bytes of `file` to `data`, reading into the reused buffers; a file of another size fails. */

@@ -156,6 +156,18 @@ describe('writeZip', () => {
     ).rejects.toThrow(/EEXIST/);
   });
 
+  it('fails the same way when a larger text file, deflated ahead of its turn, changed size', async () => {
+    const file = path.join(dir, 'log.jsonl');
+    fs.writeFileSync(file, 'x'.repeat(200_000));
+    const entries: ZipEntry[] = [
+      { name: 'top/a.png', source: { buffer: Buffer.alloc(10) }, compress: false },
+      { name: 'top/log.jsonl', source: { file, size: 150_000 }, compress: true },
+    ];
+    await expect(writeZip(path.join(dir, 'out.zip'), entries, manifest, { mtime: MTIME })).rejects.toThrow(
+      /log\.jsonl changed while it was zipped: 150000 bytes expected/,
+    );
+  });
+
   it('fails cleanly when a listed file cannot be read', async () => {
     const out = path.join(dir, 'out.zip');
     const missing = path.join(dir, 'vanished.png');
