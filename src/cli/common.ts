@@ -1,5 +1,4 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
-import v8 from 'node:v8';
 import { type Command, CommanderError } from 'commander';
 
 export { resolveSessionsDir, sessionsDirOrigin } from '../paths/sessions-dir.js';
@@ -62,10 +61,13 @@ export async function runProgram(
 /**
  * Keep V8's young generation at its starting size (1 MiB semi-spaces) for the rest of this process. A
  * bundle's garbage is short-lived rows and strings: letting the young generation grow to its 16 MiB
- * semi-spaces adds about 40 MB to peak memory for a few percent of time (BENCHMARKS.md, bundle). Only on
- * V8 11-13 (Node 20-24), which have the flag (an unknown one prints an error); later ones hold it at >= 2.
+ * semi-spaces adds about 20 MB to peak memory for no speed (BENCHMARKS.md, bundle). Only on V8 11-13
+ * (Node 20-24), which have the flag (an unknown one prints an error); later ones hold it at >= 2. node:v8 is
+ * imported here, not at start-up: loading it costs `--help` 4 ms.
  */
-export function keepYoungGenerationSmall(): void {
+export async function keepYoungGenerationSmall(): Promise<void> {
   const major = Number(process.versions.v8.split('.')[0]);
-  if (major >= 11 && major <= 13) v8.setFlagsFromString('--semi-space-growth-factor=1');
+  if (major < 11 || major > 13) return;
+  const { default: v8 } = await import('node:v8');
+  v8.setFlagsFromString('--semi-space-growth-factor=1');
 }

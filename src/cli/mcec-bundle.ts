@@ -93,7 +93,7 @@ async function main(argv: string[]): Promise<number> {
   // --help must start fast (no /report/ module); everything else may print recorded text.
   const helpOnly =
     argv.length === 0 || argv.some((a) => ['-h', '--help', '-V', '--version', 'help'].includes(a));
-  if (!helpOnly) await loadOutputEscaping();
+  if (!helpOnly) await Promise.all([loadOutputEscaping(), keepYoungGenerationSmall()]);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
@@ -111,7 +111,6 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   throw err;
 });
 
-keepYoungGenerationSmall();
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
