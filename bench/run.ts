@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDist } from './lib/dist.js';
 import { machineInfo } from './lib/machine.js';
-import { renderBenchmarks } from './lib/report.js';
+import { type Results, renderBenchmarks } from './lib/report.js';
 import type { Figure, FigureResult } from './lib/types.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -154,7 +154,7 @@ async function main(): Promise<void> {
       );
     }
   }
-  const results = {
+  let results: Results = {
     quick: args.quick,
     machine: { ...machine, loadAverageAtEnd1m: Math.round(os.loadavg()[0]! * 100) / 100 },
     durationMs: Math.round(performance.now() - started),
@@ -164,11 +164,18 @@ async function main(): Promise<void> {
   // A partial run (--only) merges into the existing results instead of dropping the other figures.
   if (args.only && fs.existsSync(file)) {
     try {
-      const previous = JSON.parse(fs.readFileSync(file, 'utf8')) as typeof results;
+      const previous = JSON.parse(fs.readFileSync(file, 'utf8')) as Results;
       const kept = previous.figures.filter((f) => !selected.some((s) => s.id === f.id));
-      results.figures = FIGURES.map((f) => [...kept, ...figures].find((r) => r.id === f.id)).filter(
+      const merged = FIGURES.map((f) => [...kept, ...figures].find((r) => r.id === f.id)).filter(
         (r): r is FigureResult => r !== undefined,
       );
+      // The header stays the full run's; this run is listed as a re-run of its figures (older ones it
+      // replaces entirely are dropped).
+      const rerun = { figures: selected.map((f) => f.id), machine: results.machine };
+      const older = (previous.reruns ?? []).filter((r) =>
+        r.figures.some((id) => !rerun.figures.includes(id)),
+      );
+      results = { ...previous, figures: merged, reruns: [...older, rerun] };
     } catch {
       // an unreadable previous file is simply replaced
     }

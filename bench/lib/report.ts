@@ -14,6 +14,8 @@ export interface Results {
   machine: MachineInfo & { loadAverageAtEnd1m?: number };
   durationMs: number;
   figures: FigureResult[];
+  /** Figures measured again later by `--only` runs, merged in (the header above is the full run's). */
+  reruns?: Array<{ figures: string[]; machine: MachineInfo & { loadAverageAtEnd1m?: number } }>;
 }
 
 function cell(text: string): string {
@@ -30,6 +32,14 @@ export function renderResults(results: Results): string {
       `load average ${m.loadAverage1m} at the start and ${m.loadAverageAtEnd1m ?? '?'} at the end (${m.cpus} cores); ` +
       `the whole run took ${(results.durationMs / 1000).toFixed(0)} s${results.quick ? ' (quick mode)' : ''}.`,
   );
+  for (const r of results.reruns ?? []) {
+    lines.push('');
+    lines.push(
+      `Measured again by \`--only ${r.figures.join(',')}\` on ${r.machine.date.slice(0, 16).replace('T', ' ')} UTC, ` +
+        `commit ${r.machine.gitCommit ?? 'unknown'}, load average ${r.machine.loadAverage1m} at the start and ` +
+        `${r.machine.loadAverageAtEnd1m ?? '?'} at the end: those tables are from that run.`,
+    );
+  }
   lines.push('');
   const missed: string[] = [];
   for (const f of results.figures) {
