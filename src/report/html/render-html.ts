@@ -175,8 +175,12 @@ export async function renderReportHtmlParts(
   const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));
   // A streamed page keeps its bare rows in a scratch file: the rows left bare are copied, not rendered again.
   const spool = !mode.keepRows && mode.spoolDir ? new RowSpool(mode.spoolDir) : null;
-  const measured = await measureRows(reader, rows, facts, specials, { html: mode.keepRows, spool });
-  spool?.finish();
+  let measured: Awaited<ReturnType<typeof measureRows>>;
+  try {
+    measured = await measureRows(reader, rows, facts, specials, { html: mode.keepRows, spool });
+  } finally {
+    spool?.finish(); // closed for writing whatever happens: its dir is removed next (Windows: no open files)
+  }
   const plan = await planned;
   rows.usePlan(plan);
 
