@@ -126,50 +126,50 @@ function deflateEarly(entries: readonly ZipEntry[]): Map<ZipEntry, Promise<Defla
 
 /** Deflate `size` bytes of `file` into memory, with their CRC-32 and sha256; a file of another size fails. */
 async function deflateFile(file: string, size: number, level: number): Promise<Deflated> {
-  const input = await fs.promises.open(file, 'r');
-  const deflate = zlib.createDeflateRaw({ level });
   const chunks: Buffer[] = [];
-  let compressed = 0;
-  deflate.on('data', (chunk: Buffer) => {
-    chunks.push(chunk);
-    compressed += chunk.length;
-  });
-  const ended = new Promise<void>((resolve, reject) => {
-    deflate.on('end', resolve);
-    deflate.on('error', reject);
-  });
+  const hash = createHash('sha256');
+  const data = new DataSink({ write: async (chunk) => void chunks.push(chunk) }, hash, level);
+  // One buffer: each chunk is consumed by zlib before the next read.
+  const buffer = Buffer.allocUnsafeSlow(Math.min(CHUNK, size + 1));
+  await readFileChunks(
+    file,
+    size,
+    async () => ({ buffer, index: 0 }),
+    (chunk, index) => data.add(chunk, index),
+  );
+  return { ...(await data.end()), sha256: hash.digest('hex'), chunks };
+}
+
+/**
+ * Feed `size` bytes of `file` to `take`, each chunk read into the buffer `next` lends (`index` names it); a
+ * file of another size fails with its name.
+ */
+async function readFileChunks(
+  file: string,
+  size: number,
+  next: () => Promise<{ buffer: Buffer; index: number }>,
+  take: (chunk: Buffer, index: number) => Promise<void>,
+): Promise<void> {
+  const input = await fs.promises.open(file, 'r');
   try {
-    const buffer = Buffer.allocUnsafeSlow(Math.min(CHUNK, size + 1));
-    const hash = createHash('sha256');
-    let crc = 0;
     let at = 0;
     for (;;) {
+      const { buffer, index } = await next();
       const { bytesRead } = await input.read(buffer, 0, buffer.length, at);
       if (bytesRead === 0) break;
       at += bytesRead;
       if (at > size) break;
-      const chunk = buffer.subarray(0, bytesRead);
-      crc = crc32(chunk, crc);
-      hash.update(chunk);
-      await new Promise<void>((resolve, reject) =>
-        deflate.write(chunk, (err) => (err ? reject(err) : resolve())),
-      );
+      await take(buffer.subarray(0, bytesRead), index);
     }
     if (at !== size)
       throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
-    deflate.end();
-    await ended;
-    return { crc: crc >>> 0, size, sha256: hash.digest('hex'), chunks, compressed };
-  } catch (err) {
-    deflate.destroy();
-    throw err;
   } finally {
     await input.close();
   }
 }
 
 /** The zip file being written: a position, the buffers, the central directory so far. */
-class ZipOutput {
+class ZipOutput implements ByteSink {
   private position = 0;
   private readonly written: Written[] = [];
   private readonly buffers = [0, 1, 2].map(() => Buffer.allocUnsafeSlow(CHUNK));
@@ -226,27 +226,15 @@ class ZipOutput {
     return { bytes: size, sha256: made ? made.sha256 : hash.digest('hex') };
   }
 
-  /** Feed `size` bytes of `file` to `data`, reading into the reused buffers; a file of another size fails. */
-  private async readFile(file: string, size: number, data: DataSink): Promise<void> {
-    const input = await fs.promises.open(file, 'r');
-    try {
-      let at = 0;
-      for (;;) {
-        const index = this.nextBuffer;
-        this.nextBuffer = (index + 1) % this.buffers.length;
-        await this.busy[index];
-        const buffer = this.buffers[index]!;
-        const { bytesRead } = await input.read(buffer, 0, CHUNK, at);
-        if (bytesRead === 0) break;
-        at += bytesRead;
-        if (at > size) break;
-        await data.add(buffer.subarray(0, bytesRead), index);
-      }
-      if (at !== size)
-        throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
-    } finally {
-      await input.close();
-    }
+  /** Feed `size` bytes of `file` to `data` through the reused buffers, each once its last write is done. */
+  private readFile(file: string, size: number, data: DataSink): Promise<void> {
+    const next = async () => {
+      const index = this.nextBuffer;
+      this.nextBuffer = (index + 1) % this.buffers.length;
+      await this.busy[index];
+      return { buffer: this.buffers[index]!, index };
+    };
+    return readFileChunks(file, size, next, (chunk, index) => data.add(chunk, index));
   }
 
   /**
@@ -363,6 +351,12 @@ class ZipOutput {
   }
 }
 
+/** Where an entry's (deflated or stored) bytes go: the zip, or memory for a file deflated ahead. */
+interface ByteSink {
+  /** Append bytes; `borrowed` names the read buffer they lie in (written in flight, not waited for). */
+  write(data: Buffer, borrowed?: number): Promise<void>;
+}
+
 /** An entry's data on its way into the zip: CRC-32 and sha256 of the bytes, deflated or stored. */
 class DataSink {
   private crc = 0;
@@ -374,7 +368,7 @@ class DataSink {
   private failure: Error | null = null;
 
   constructor(
-    private readonly out: ZipOutput,
+    private readonly out: ByteSink,
     private readonly hash: Hash,
     level: number | null,
   ) {
