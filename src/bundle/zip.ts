@@ -1,12 +1,14 @@
 /**
  * Writing a deterministic zip: fixed time and mode on every entry, entries in the order given, file data read
- * into a few reused buffers (never held whole, no garbage per chunk), hashed on the way through. Each local
- * header is written first and completed in place once its entry's CRC-32 and sizes are known, so the zip
- * has no data descriptors; zip64 records are added when offsets or the entry count outgrow the classic ones.
+ * into a reused buffer (never held whole, no garbage per chunk), hashed on the way through. Stored files are
+ * copied by a helper thread at the place their size reserves (`StoredCopier`). Each local header is completed
+ * in place once its entry's CRC-32 and sizes are known, so the zip has no data descriptors; zip64 records are
+ * added when offsets or the entry count outgrow the classic ones.
  */
 import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
+import { StoredCopier } from './stored-copier.js';
 
 /** Where an entry's bytes come from. */
 export type ZipSource =
@@ -35,12 +37,22 @@ export interface FinalEntry {
 export interface ZipWriteOptions {
   /** The time written for every entry. */
   mtime: Date;
-  /** Called as each entry's data has been read. */
+  /** Called as each entry is in the zip (stored files copied by the thread: in the order they finish). */
   onEntry?: (name: string) => void;
+  /** Copy stored files on a helper thread (default true; false copies them on the main thread). */
+  copyThread?: boolean;
 }
 
-/** Size of each read buffer; three are reused for every file (one being read, two being written). */
+/** An entry's size and sha256, for the manifest. */
+export interface EntryHash {
+  bytes: number;
+  sha256: string;
+}
+
+/** Size of the read buffer, reused for every file read on the main thread. */
 const CHUNK = 1024 * 1024;
+/** Bytes a deflater takes in before the next chunk waits for it (a page part is about 64 KiB). */
+const DEFLATE_AHEAD = 256 * 1024;
 /** Writes up to this size (headers, small entries, deflate output) are gathered into one buffer of STAGE. */
 const SMALL = 64 * 1024;
 const STAGE = 1024 * 1024;
@@ -71,22 +83,23 @@ export async function writeZip(
   entries: readonly ZipEntry[],
   final: FinalEntry,
   options: ZipWriteOptions,
-): Promise<{ bytes: number; hashes: Map<string, { bytes: number; sha256: string }> }> {
-  const out = await ZipOutput.create(outFile, dosDateTime(options.mtime));
-  const hashes = new Map<string, { bytes: number; sha256: string }>();
+): Promise<{ bytes: number; hashes: Map<string, EntryHash> }> {
+  const out = await ZipOutput.create(outFile, options);
   const early = deflateEarly(entries);
+  const lastCopied = entries.findLastIndex((e) => out.copies(e));
   try {
-    for (const entry of entries) {
+    for (const [i, entry] of entries.entries()) {
       const made = early.get(entry);
-      hashes.set(entry.name, await out.entry(entry, made ? await made : null));
-      options.onEntry?.(entry.name);
+      await out.entry(entry, made ? await made : null);
+      if (i === lastCopied) out.copiesQueued();
     }
+    const hashes = await out.hashes();
     const manifest = final.build(hashes);
     await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, null);
     const bytes = await out.finish();
     return { bytes, hashes };
   } finally {
-    // Deflations still running read files their owner removes next: let them end first.
+    // Deflations and copies still running read files their owner removes next: let them end first.
     await Promise.allSettled(early.values());
     await out.close();
   }
@@ -129,37 +142,25 @@ async function deflateFile(file: string, size: number, level: number): Promise<D
   const chunks: Buffer[] = [];
   const hash = createHash('sha256');
   const data = new DataSink({ write: async (chunk) => void chunks.push(chunk) }, hash, level);
-  // One buffer: each chunk is consumed by zlib before the next read.
-  const buffer = Buffer.allocUnsafeSlow(Math.min(CHUNK, size + 1));
-  await readFileChunks(
-    file,
-    size,
-    async () => ({ buffer, index: 0 }),
-    (chunk, index) => data.add(chunk, index),
-  );
+  await readFileChunks(file, size, Buffer.allocUnsafeSlow(Math.min(CHUNK, size + 1)), data);
   return { ...(await data.end()), sha256: hash.digest('hex'), chunks };
 }
 
 /**
- * Feed `size` bytes of `file` to `take`, each chunk read into the buffer `next` lends (`index` names it); a
- * file of another size fails with its name.
+ * Feed `size` bytes of `file` to `data` through `buffer` (each chunk taken in before the next read); a file
+ * of another size fails with its name.
  */
-async function readFileChunks(
-  file: string,
-  size: number,
-  next: () => Promise<{ buffer: Buffer; index: number }>,
-  take: (chunk: Buffer, index: number) => Promise<void>,
-): Promise<void> {
+async function readFileChunks(file: string, size: number, buffer: Buffer, data: DataSink): Promise<void> {
   const input = await fs.promises.open(file, 'r');
   try {
     let at = 0;
     for (;;) {
-      const { buffer, index } = await next();
-      const { bytesRead } = await input.read(buffer, 0, buffer.length, at);
+      // One byte past what is left: a file that grew is caught without reading all of it.
+      const { bytesRead } = await input.read(buffer, 0, Math.min(buffer.length, size - at + 1), at);
       if (bytesRead === 0) break;
       at += bytesRead;
       if (at > size) break;
-      await take(buffer.subarray(0, bytesRead), index);
+      await data.add(buffer.subarray(0, bytesRead), true);
     }
     if (at !== size)
       throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
@@ -168,15 +169,14 @@ async function readFileChunks(
   }
 }
 
-/** The zip file being written: a position, the buffers, the central directory so far. */
+/** The zip file being written: a position, the stage, the entries so far and their sums. */
 class ZipOutput implements ByteSink {
   private position = 0;
   private readonly written: Written[] = [];
-  private readonly buffers = [0, 1, 2].map(() => Buffer.allocUnsafeSlow(CHUNK));
-  /** Per buffer, the write of its bytes still in flight: it is read into again only once that is done. */
-  private readonly busy: Array<Promise<void>> = this.buffers.map(() => Promise.resolve());
-  /** The buffer the next read goes into (the rotation runs on across files). */
-  private nextBuffer = 0;
+  /** Each entry's size and sha256, in zip order (a copied file's once the thread is done with it). */
+  private readonly sums: Array<{ name: string; hash: Promise<EntryHash> }> = [];
+  /** The read buffer for files read on the main thread. */
+  private readonly buffer = Buffer.allocUnsafeSlow(CHUNK);
   /** Small writes not yet in the file: bytes `stageStart ..` of the zip. */
   private readonly stage = Buffer.allocUnsafeSlow(STAGE);
   private stageStart = 0;
@@ -186,19 +186,33 @@ class ZipOutput implements ByteSink {
   private constructor(
     private readonly handle: fs.promises.FileHandle,
     private readonly time: { date: number; time: number },
+    private readonly copier: StoredCopier | null,
+    private readonly onEntry: ((name: string) => void) | undefined,
   ) {}
 
-  static async create(file: string, time: { date: number; time: number }): Promise<ZipOutput> {
-    return new ZipOutput(await fs.promises.open(file, 'wx'), time);
+  static async create(file: string, options: ZipWriteOptions): Promise<ZipOutput> {
+    const handle = await fs.promises.open(file, 'wx');
+    try {
+      const copier = options.copyThread === false ? null : StoredCopier.open(handle.fd);
+      return new ZipOutput(handle, dosDateTime(options.mtime), copier, options.onEntry);
+    } catch (err) {
+      await handle.close();
+      throw err;
+    }
   }
 
-  /** Write one entry (header, data, header completed), or its data deflated ahead; returns its size and sha256. */
-  async entry(entry: ZipEntry, made: Deflated | null): Promise<{ bytes: number; sha256: string }> {
+  /** Write one entry (header, data, header completed), or its data deflated ahead, or hand it to the copier. */
+  async entry(entry: ZipEntry, made: Deflated | null): Promise<void> {
     const name = Buffer.from(entry.name, 'utf8');
     if (name.length > MAX_16) throw new Error(`zip entry name too long: ${entry.name.slice(0, 80)}...`);
     const method = entry.compress ? 8 : 0;
     const offset = this.position;
     const header = this.localHeader(name, method);
+    const source = entry.source;
+    if (this.copies(entry) && 'file' in source) {
+      this.copy(entry.name, name, header, offset, source);
+      return;
+    }
     await this.write(header);
     const hash = createHash('sha256');
     let sums: { crc: number; size: number; compressed: number };
@@ -207,45 +221,73 @@ class ZipOutput implements ByteSink {
       sums = made;
     } else {
       const data = new DataSink(this, hash, entry.compress ? (entry.level ?? 6) : null);
-      const source = entry.source;
       if ('buffer' in source) await data.add(source.buffer);
       else if ('stream' in source) for await (const chunk of source.stream()) await data.add(chunk);
-      else await this.readFile(source.file, source.size, data);
+      else await readFileChunks(source.file, source.size, this.buffer, data);
       sums = await data.end();
     }
     const { crc, size, compressed } = sums;
-    if (size >= MAX_32 || compressed >= MAX_32) {
-      throw new Error(`${entry.name} is ${size} bytes: files of 4 GiB or more cannot be bundled`);
-    }
+    refuseHuge(entry.name, Math.max(size, compressed));
     const sizes = Buffer.alloc(12);
     sizes.writeUInt32LE(crc, 0);
     sizes.writeUInt32LE(compressed, 4);
     sizes.writeUInt32LE(size, 8);
     await this.patch(sizes, offset + 14);
     this.written.push({ name, method, crc, compressed, size, offset });
-    return { bytes: size, sha256: made ? made.sha256 : hash.digest('hex') };
+    this.sums.push({
+      name: entry.name,
+      hash: Promise.resolve({ bytes: size, sha256: made ? made.sha256 : hash.digest('hex') }),
+    });
+    this.onEntry?.(entry.name);
   }
 
-  /** Feed `size` bytes of `file` to `data` through the reused buffers, each once its last write is done. */
-  private readFile(file: string, size: number, data: DataSink): Promise<void> {
-    const next = async () => {
-      const index = this.nextBuffer;
-      this.nextBuffer = (index + 1) % this.buffers.length;
-      await this.busy[index];
-      return { buffer: this.buffers[index]!, index };
-    };
-    return readFileChunks(file, size, next, (chunk, index) => data.add(chunk, index));
+  /** Whether `entry` is a stored file the copier thread writes. */
+  copies(entry: ZipEntry): boolean {
+    return this.copier !== null && !entry.compress && 'file' in entry.source;
   }
 
-  /**
-   * Append bytes at the end. Small ones are copied into the stage. Bytes in read buffer `borrowed` are written
-   * in flight, not waited for: the buffer is busy until that write is done.
-   */
-  write(data: Buffer, borrowed?: number): Promise<void> {
+  /** Every file for the copier has been handed to it: it may exit once they are written. */
+  copiesQueued(): void {
+    this.copier?.end();
+  }
+
+  /** Reserve a stored file's place (its size is known) and let the copier fill it in while the zip goes on. */
+  private copy(
+    entryName: string,
+    name: Buffer,
+    header: Buffer,
+    offset: number,
+    source: { file: string; size: number },
+  ): void {
+    const { file, size } = source;
+    refuseHuge(entryName, size);
+    header.writeUInt32LE(size, 18);
+    header.writeUInt32LE(size, 22);
+    this.position += header.length + size;
+    const record: Written = { name, method: 0, crc: 0, compressed: size, size, offset };
+    this.written.push(record);
+    const hash = this.copier!.copy({ file, size, offset, header }).then((copied) => {
+      record.crc = copied.crc;
+      this.onEntry?.(entryName);
+      return { bytes: size, sha256: copied.sha256 };
+    });
+    hash.catch(() => undefined); // awaited by hashes() or finish(); not unhandled if the zip fails first
+    this.sums.push({ name: entryName, hash });
+  }
+
+  /** Every entry's size and sha256 so far, in zip order, once all are in the zip. */
+  async hashes(): Promise<Map<string, EntryHash>> {
+    const hashes = new Map<string, EntryHash>();
+    for (const { name, hash } of this.sums) hashes.set(name, await hash);
+    return hashes;
+  }
+
+  /** Append bytes at the end; small ones are copied into the stage (resolved once the caller may reuse them). */
+  write(data: Buffer): Promise<void> {
     const at = this.position;
     this.position += data.length;
-    if (borrowed === undefined && data.length <= SMALL) {
-      // The stage holds one contiguous run: bytes after a large write start a new one.
+    if (data.length <= SMALL) {
+      // The stage holds one contiguous run: bytes after a large write or a copied file start a new one.
       const contiguous = this.stageStart + this.stageLength === at;
       const full = this.stageLength + data.length > STAGE;
       const flushed = !contiguous || full ? this.flushStage() : Promise.resolve();
@@ -254,11 +296,7 @@ class ZipOutput implements ByteSink {
       this.stageLength += data.length;
       return flushed;
     }
-    const done = writeAll(this.handle, data, at);
-    if (borrowed === undefined) return done;
-    done.catch(() => undefined); // awaited later, by the next read into it or drain(); not unhandled meanwhile
-    this.busy[borrowed] = done;
-    return Promise.resolve();
+    return writeAll(this.handle, data, at);
   }
 
   /** Overwrite bytes written earlier at `at` (a header completed): in the stage while they are there. */
@@ -280,15 +318,10 @@ class ZipOutput implements ByteSink {
     return writeAll(this.handle, bytes, at);
   }
 
-  /** Wait for every write in flight. */
-  async drain(): Promise<void> {
-    await this.flushStage();
-    await Promise.all(this.busy);
-  }
-
-  /** The central directory and end records; returns the zip's size. */
+  /** The central directory and end records, once every entry is in; returns the zip's size. */
   async finish(): Promise<number> {
-    await this.drain();
+    await this.hashes(); // every copied file's CRC-32 is known
+    await this.flushStage();
     const start = this.position;
     for (const w of this.written) await this.write(this.centralRecord(w));
     const size = this.position - start;
@@ -296,14 +329,16 @@ class ZipOutput implements ByteSink {
     if (count >= MAX_16 || start >= MAX_32 || size >= MAX_32)
       await this.write(zip64End(count, size, start, this.position));
     await this.write(classicEnd(count, size, start));
-    await this.drain();
+    await this.flushStage();
     return this.position;
   }
 
+  /** Stop the copier (it writes into this file) and close the file. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled(this.busy);
+    await Promise.allSettled(this.sums.map((s) => s.hash));
+    await this.copier?.close();
     await this.handle.close();
   }
 
@@ -353,8 +388,8 @@ class ZipOutput implements ByteSink {
 
 /** Where an entry's (deflated or stored) bytes go: the zip, or memory for a file deflated ahead. */
 interface ByteSink {
-  /** Append bytes; `borrowed` names the read buffer they lie in (written in flight, not waited for). */
-  write(data: Buffer, borrowed?: number): Promise<void>;
+  /** Append bytes; resolved once the caller may reuse them. */
+  write(data: Buffer): Promise<void>;
 }
 
 /** An entry's data on its way into the zip: CRC-32 and sha256 of the bytes, deflated or stored. */
@@ -372,7 +407,10 @@ class DataSink {
     private readonly hash: Hash,
     level: number | null,
   ) {
-    this.deflate = level === null ? null : zlib.createDeflateRaw({ level });
+    // Room for page parts ahead of zlib, so the next part is made while zlib works on this one (zlib streams
+    // take the stream options too; their type does not list them).
+    const options = { level, writableHighWaterMark: DEFLATE_AHEAD } as zlib.ZlibOptions;
+    this.deflate = level === null ? null : zlib.createDeflateRaw(options);
     this.deflate?.on('data', (chunk: Buffer) => {
       this.compressed += chunk.length;
       this.flushed = this.flushed.then(() => this.out.write(chunk));
@@ -383,19 +421,19 @@ class DataSink {
     });
   }
 
-  /** Take `chunk` in; `borrowed` names the read buffer it lies in (stored, it is written in flight). */
-  async add(chunk: Buffer, borrowed?: number): Promise<void> {
+  /** Take `chunk` in; `reused`: it lies in a read buffer, so resolve only once it has been consumed. */
+  async add(chunk: Buffer, reused = false): Promise<void> {
     if (chunk.length === 0) return;
     this.crc = crc32(chunk, this.crc);
     this.hash.update(chunk);
     this.size += chunk.length;
     if (!this.deflate) {
       this.compressed += chunk.length;
-      await this.out.write(chunk, borrowed);
+      await this.out.write(chunk);
       return;
     }
     const deflate = this.deflate;
-    if (borrowed !== undefined) {
+    if (reused) {
       // Resolved once zlib has consumed the chunk, so its buffer may be read into again.
       await new Promise<void>((resolve, reject) =>
         deflate.write(chunk, (err) => (err ? reject(err) : resolve())),
@@ -421,6 +459,11 @@ class DataSink {
     if (this.failure) throw this.failure;
     return { crc: this.crc >>> 0, size: this.size, compressed: this.compressed };
   }
+}
+
+/** A zip entry of 4 GiB or more needs zip64 sizes, which this writer does not write: refuse it by name. */
+function refuseHuge(name: string, bytes: number): void {
+  if (bytes >= MAX_32) throw new Error(`${name} is ${bytes} bytes: files of 4 GiB or more cannot be bundled`);
 }
 
 async function writeAll(handle: fs.promises.FileHandle, data: Buffer, at: number): Promise<void> {

@@ -52,7 +52,14 @@ async function readBack(file: string): Promise<Map<string, { data: Buffer; entry
   return out;
 }
 
-describe('writeZip', () => {
+// Stored files are copied by a helper thread, or on the main thread (`copyThread: false`, and Node before
+// 20.15): every test of files runs both ways.
+describe.each([
+  { way: 'stored files copied by the helper thread', copyThread: true },
+  { way: 'stored files copied on the main thread', copyThread: false },
+])('writeZip, $way', ({ copyThread }) => {
+  const opts = { mtime: MTIME, copyThread };
+
   it('writes stored and deflated entries from buffers, files and streams that unzip and yauzl read back byte for byte', async () => {
     const png = await noisyPng(300, 200, 7);
     const pngFile = path.join(dir, 'shot.png');
@@ -72,7 +79,7 @@ describe('writeZip', () => {
       { name: 'top/report.html', source: { stream: () => page }, compress: true },
     ];
     const file = path.join(dir, 'out.zip');
-    const res = await writeZip(file, entries, manifest, { mtime: MTIME });
+    const res = await writeZip(file, entries, manifest, opts);
 
     expect(res.bytes).toBe(fs.statSync(file).size);
     const unzip = spawnSync('unzip', ['-tq', file], { encoding: 'utf8' });
@@ -101,7 +108,7 @@ describe('writeZip', () => {
   });
 
   it('keeps every file whole when many files, some shorter and some longer than a read buffer, follow each other', async () => {
-    // The read buffers are reused from file to file while earlier writes may still be in flight.
+    // The read buffer is reused from file to file; copied files land at their reserved places meanwhile.
     const files: Array<{ name: string; data: Buffer }> = [];
     const entries: ZipEntry[] = [];
     for (let i = 0; i < 120; i++) {
@@ -112,7 +119,7 @@ describe('writeZip', () => {
       entries.push({ name: files[i]!.name, source: { file, size: data.length }, compress: i % 10 === 9 });
     }
     const out = path.join(dir, 'many.zip');
-    const res = await writeZip(out, entries, manifest, { mtime: MTIME });
+    const res = await writeZip(out, entries, manifest, opts);
     const back = await readBack(out);
     for (const f of files) {
       expect(sha256(back.get(f.name)!.data), f.name).toBe(sha256(f.data));
@@ -130,28 +137,57 @@ describe('writeZip', () => {
     ];
     const a = path.join(dir, 'a.zip');
     const b = path.join(dir, 'b.zip');
-    await writeZip(a, entries, manifest, { mtime: MTIME });
-    await writeZip(b, entries, manifest, { mtime: MTIME });
+    await writeZip(a, entries, manifest, opts);
+    await writeZip(b, entries, manifest, opts);
     expect(fs.readFileSync(a).equals(fs.readFileSync(b))).toBe(true);
+  });
+
+  it('writes the same bytes as the other way, stored files between deflated ones included', async () => {
+    const files = [150_000, 2_500_000, 0, 70_000].map((size, i) => {
+      const file = path.join(dir, `in${i}.bin`);
+      fs.writeFileSync(file, i % 2 ? Buffer.alloc(size, 'ab') : randomBytes(size));
+      return { file, size };
+    });
+    const entries: ZipEntry[] = files.map((source, i) => ({
+      name: `top/f${i}`,
+      source,
+      compress: i === 1,
+    }));
+    entries.splice(2, 0, { name: 'top/mid.txt', source: { buffer: Buffer.from('between') }, compress: true });
+    const mine = path.join(dir, 'mine.zip');
+    const other = path.join(dir, 'other.zip');
+    await writeZip(mine, entries, manifest, opts);
+    await writeZip(other, entries, manifest, { mtime: MTIME, copyThread: !copyThread });
+    expect(fs.readFileSync(mine).equals(fs.readFileSync(other))).toBe(true);
+    expect(spawnSync('unzip', ['-tq', mine]).status).toBe(0);
   });
 
   it('fails with the file named when a file is not the size it was listed with, and never replaces the output', async () => {
     const file = path.join(dir, 'grew.txt');
     fs.writeFileSync(file, 'longer than listed');
-    const out = path.join(dir, 'out.zip');
-    await expect(
-      writeZip(out, [{ name: 'top/grew.txt', source: { file, size: 4 }, compress: true }], manifest, {
-        mtime: MTIME,
-      }),
-    ).rejects.toThrow(/grew\.txt changed while it was zipped: 4 bytes expected/);
+    for (const compress of [true, false]) {
+      const out = path.join(dir, `out-${compress}.zip`);
+      const entries: ZipEntry[] = [
+        { name: 'top/a.png', source: { file, size: 18 }, compress: false },
+        { name: 'top/grew.txt', source: { file, size: 4 }, compress },
+        { name: 'top/z.txt', source: { buffer: Buffer.from('after') }, compress: true },
+      ];
+      await expect(writeZip(out, entries, manifest, opts)).rejects.toThrow(
+        /grew\.txt changed while it was zipped: 4 bytes expected, 5 read/,
+      );
+      fs.writeFileSync(file, 'shrunk');
+      await expect(writeZip(`${out}2`, entries, manifest, opts)).rejects.toThrow(
+        /grew\.txt changed while it was zipped/,
+      );
+      fs.writeFileSync(file, 'longer than listed');
+    }
+    const out = path.join(dir, 'out-true.zip');
     await expect(
       writeZip(
         out,
         [{ name: 'top/missing', source: { file: path.join(dir, 'nope'), size: 1 }, compress: false }],
         manifest,
-        {
-          mtime: MTIME,
-        },
+        opts,
       ),
     ).rejects.toThrow(/EEXIST/);
   });
@@ -163,7 +199,7 @@ describe('writeZip', () => {
       { name: 'top/a.png', source: { buffer: Buffer.alloc(10) }, compress: false },
       { name: 'top/log.jsonl', source: { file, size: 150_000 }, compress: true },
     ];
-    await expect(writeZip(path.join(dir, 'out.zip'), entries, manifest, { mtime: MTIME })).rejects.toThrow(
+    await expect(writeZip(path.join(dir, 'out.zip'), entries, manifest, opts)).rejects.toThrow(
       /log\.jsonl changed while it was zipped: 150000 bytes expected/,
     );
   });
@@ -176,13 +212,13 @@ describe('writeZip', () => {
         out,
         [{ name: 'top/vanished.png', source: { file: missing, size: 10 }, compress: false }],
         manifest,
-        {
-          mtime: MTIME,
-        },
+        opts,
       ),
     ).rejects.toThrow(/ENOENT.*vanished\.png/);
   });
+});
 
+describe('writeZip', () => {
   it('adds the zip64 end records past 65,534 entries, which unzip and yauzl read', async () => {
     const entries: ZipEntry[] = [];
     for (let i = 0; i < 65_600; i++)
