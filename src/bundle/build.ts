@@ -19,7 +19,7 @@ import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
 import { moveIntoPlace, tempNameFor } from '../report/write-atomic.js';
-import type { SessionRow } from '../store/schema.js';
+import type { CallRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
 import { bundleDb } from './db-snapshot.js';
 import {
@@ -39,9 +39,9 @@ import {
   type SkippedFile,
 } from './images.js';
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
-import { type ToolCallLog, writeToolCallLog } from './tool-call-log.js';
+import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
-import { writeZip, type ZipEntry } from './zip.js';
+import { writeZip, type ZipEntry, type ZipSource } from './zip.js';
 
 /** Options of buildBundle. */
 export interface BundleOptions {
@@ -84,13 +84,21 @@ const DB_LEVEL = 3;
 /** Rewrites allowed when the estimated size was not enough to meet --max-bytes. */
 const MAX_SIZE_ROUNDS = 4;
 
+/** A file of the bundle's temp dir. */
+interface TempFile {
+  file: string;
+  size: number;
+}
+
+/** tool-calls.jsonl's facts, its bytes in `file`. */
+type LogFacts = Omit<ToolCallLog, 'data'> & TempFile;
+
 /** Everything read from the log, before anything is written. */
 interface SessionFacts {
   session: SessionRow;
   summary: SessionSummary;
-  /** tool-calls.jsonl's facts; its bytes are in `logFile`, written there as they were made. */
-  log: Omit<ToolCallLog, 'data'>;
-  logFile: { file: string; size: number };
+  /** tool-calls.jsonl, written as report.html's plan reads the calls (one pass over the log for both). */
+  log: Promise<LogFacts>;
   images: ImageFile[];
   skipped: SkippedFile[];
   /** Images a size cap must keep. */
@@ -103,7 +111,7 @@ interface SessionFacts {
 interface Layout {
   included: ImageFile[];
   entries: ZipEntry[];
-  manifest: (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>) => Buffer;
+  manifest: (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>) => Promise<Buffer>;
 }
 
 /** Everything a round of writing needs: the session's facts, the rendered documents, the options. */
@@ -111,7 +119,7 @@ interface BundlePlan {
   dir: string;
   top: string;
   facts: SessionFacts;
-  texts: Array<{ name: string; data: Buffer | { file: string; size: number } }>;
+  texts: Array<{ name: string; data: Buffer | Promise<TempFile> }>;
   dbFile: string | null;
   images: ImageFile[];
   dropped: DroppedFile[];
@@ -169,7 +177,7 @@ async function planBundle(
   const texts = [
     { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
     { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
-    { name: 'tool-calls.jsonl', data: facts.logFile },
+    { name: 'tool-calls.jsonl', data: facts.log },
     { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
   ];
   const images = withImages ? facts.images : [];
@@ -186,24 +194,27 @@ function layout(
   const { top, facts, options } = plan;
   const { summary, log } = facts;
   const included = plan.images.filter((img) => !capDrops.includes(img));
-  const sessionDoc = sessionJson(summary, {
-    artifacts: included.map((img) => img.path),
-    toolCallLogTruncated: log.truncated || summary.counts.droppedPayloads > 0,
-  });
-  const entries = zipEntries(
-    top,
-    [...plan.texts, { name: 'session.json', data: jsonBuffer(sessionDoc) }],
-    included,
-    plan.dbFile,
-  );
+  const sessionDoc = log.then((l) => ({
+    buffer: jsonBuffer(
+      sessionJson(summary, {
+        artifacts: included.map((img) => img.path),
+        toolCallLogTruncated: l.truncated || summary.counts.droppedPayloads > 0,
+      }),
+    ),
+  }));
+  const entries = zipEntries(top, plan.texts, included, plan.dbFile);
+  entries.push({ name: `${top}/session.json`, source: sessionDoc, compress: true });
   entries.push({
     name: `${top}/${REPORT_HTML_FILE}`,
     source: { stream: () => facts.report.chunks(copy) },
     compress: true,
   });
   entries.sort(byName);
-  const manifest = (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer =>
-    jsonBuffer(
+  const manifest = async (
+    hashes: ReadonlyMap<string, { bytes: number; sha256: string }>,
+  ): Promise<Buffer> => {
+    const { lines, calls, truncated, imagesRedacted } = await log;
+    return jsonBuffer(
       manifestJson({
         manifestVersion: MANIFEST_VERSION,
         bundle: top,
@@ -212,15 +223,11 @@ function layout(
         files: [...hashes].map(([name, h]) => ({ path: name.slice(top.length + 1), ...h })),
         dropped: [...plan.dropped, ...capDrops.map((img) => capDropped(img))],
         options: { images: options.withImages, db: options.withDb, maxBytes: options.maxBytes ?? null },
-        toolCallLog: {
-          lines: log.lines,
-          calls: log.calls,
-          truncated: log.truncated,
-          imagesRedacted: log.imagesRedacted,
-        },
+        toolCallLog: { lines, calls, truncated, imagesRedacted },
         limit: options.maxBytes === undefined ? null : { maxBytes: options.maxBytes, met: met ?? true },
       }),
     );
+  };
   return { included, entries, manifest };
 }
 
@@ -324,14 +331,12 @@ async function readSession(
     const rows = reader.artifacts();
     const { images, skipped } = listImageFiles(dir, rows);
     const keep = protectedImages(summary, rows);
-    const file = path.join(tmpDir, 'tool-calls.jsonl');
-    const { size, ...log } = writeToolCallLog(reader, session.session_id, file, {
+    const log = new ToolCallLogFile(reader, session.session_id, path.join(tmpDir, 'tool-calls.jsonl'), {
       onCall: () => progress.step(),
     });
-    const logFile = { file, size };
-    const report = new ReportStream(reader, summary, { templatesDir }, tmpDir);
+    const report = new ReportStream(reader, summary, { templatesDir }, tmpDir, log);
     streaming = true;
-    return { session, summary, log, logFile, images, skipped, keep, report };
+    return { session, summary, log: report.log, images, skipped, keep, report };
   } finally {
     if (!streaming) reader.close();
   }
@@ -343,15 +348,40 @@ async function readSession(
  */
 class ReportStream {
   private readonly page: Promise<ReportHtmlPage>;
+  /** tool-calls.jsonl, complete once the plan has read every call. */
+  readonly log: Promise<LogFacts>;
 
   constructor(
     private readonly reader: SessionReader,
     summary: SessionSummary,
     options: ReportHtmlOptions,
     spoolDir: string,
+    log: ToolCallLogFile,
   ) {
-    this.page = renderReportHtmlParts(reader, summary, options, { keepRows: false, spoolDir });
-    this.page.catch(() => undefined); // a failed plan fails the zip that asks for the page
+    let ended: (facts: LogFacts) => void = () => undefined;
+    let failed: (err: unknown) => void = () => undefined;
+    this.log = new Promise<LogFacts>((resolve, reject) => {
+      ended = resolve;
+      failed = reject;
+    });
+    // The log is complete as soon as the plan has read the last call (before the bodies are shared out).
+    const callRows = {
+      add: (row: CallRow) => log.add(row),
+      end: () => {
+        try {
+          ended({ ...log.end(), file: log.file });
+        } catch (err) {
+          failed(err);
+        }
+      },
+    };
+    this.page = renderReportHtmlParts(reader, summary, options, { keepRows: false, spoolDir, callRows });
+    this.page.catch((err: unknown) => {
+      log.abort();
+      failed(err);
+    });
+    // A failed plan fails the zip that asks for the page or the log.
+    this.log.catch(() => undefined);
   }
 
   /** The page's bytes, also written to `copy` when given. */
@@ -499,14 +529,16 @@ function jsonBuffer(value: unknown): Buffer {
 /** Zip entries of the files and documents (report.html is added by the caller, which sorts them). */
 function zipEntries(
   top: string,
-  texts: Array<{ name: string; data: Buffer | { file: string; size: number } }>,
+  texts: Array<{ name: string; data: Buffer | Promise<TempFile> }>,
   images: readonly ImageFile[],
   dbFile: string | null,
 ): ZipEntry[] {
   const entries: ZipEntry[] = [
     ...texts.map((t) => ({
       name: `${top}/${t.name}`,
-      source: Buffer.isBuffer(t.data) ? { buffer: t.data } : { file: t.data.file, size: t.data.size },
+      source: Buffer.isBuffer(t.data)
+        ? { buffer: t.data }
+        : t.data.then((f): ZipSource => ({ file: f.file, size: f.size })),
       compress: true,
     })),
     ...images.map((img) => ({

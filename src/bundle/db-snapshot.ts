@@ -8,10 +8,14 @@ import { openSessionDb } from '../store/open.js';
  * Copy `<sessionDir>/session.sqlite` to `destFile` with `VACUUM INTO` from a read-only connection: one read
  * transaction, so the copy is a snapshot even while the log is written; rebuilt row by row, so it holds no
  * free pages and two copies of the same content are byte-identical (the backup API copies pages as they lie).
+ * The copy is not synced to disk.
  */
 export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes: number } {
   const db = openSessionDb(path.join(sessionDir, LOG_FILE), { readonly: true });
   try {
+    // VACUUM INTO syncs the copy per this connection's setting; a copy (for a bundle, a temp file zipped and
+    // deleted) needs no sync: same bytes, 57 -> 36 ms for 8.7 MB here, far more on a slow disk.
+    db.pragma('synchronous = OFF');
     fs.rmSync(destFile, { force: true });
     db.prepare('VACUUM INTO ?').run(destFile);
   } finally {

@@ -25,15 +25,16 @@ export async function estimateZipBytes(entries: readonly ZipEntry[], listed: num
   for (const entry of entries) {
     total += entryOverhead(entry.name);
     const level = entry.level ?? 6;
-    if ('buffer' in entry.source) {
-      const data = entry.source.buffer;
+    const source = await entry.source;
+    if ('buffer' in source) {
+      const data = source.buffer;
       total += entry.compress ? zlib.deflateRawSync(data, { level }).length : data.length;
-    } else if ('stream' in entry.source) {
-      total += await deflatedSize(Readable.from(entry.source.stream()), entry.compress ? level : null);
+    } else if ('stream' in source) {
+      total += await deflatedSize(Readable.from(source.stream()), entry.compress ? level : null);
     } else if (!entry.compress) {
-      total += entry.source.size;
+      total += source.size;
     } else {
-      const input = fs.createReadStream(entry.source.file);
+      const input = fs.createReadStream(source.file);
       total += await deflatedSize(input, level);
     }
   }

@@ -64,28 +64,48 @@ export function buildToolCallLog(
   options: ToolCallLogOptions = {},
 ): ToolCallLog {
   const out = new GrowingBuffer(options.capBytes ?? TOOL_CALL_LOG_CAP);
-  const facts = writeLines(source, sessionId, out, options);
+  const lines = new LogLines(source, sessionId, out, options);
+  for (const row of source.calls()) if (!lines.add(row)) break;
+  const facts = lines.end(); // writes the last events and the truncation line: before the bytes are taken
   return { data: out.toBuffer(), ...facts };
 }
 
 /**
- * buildToolCallLog into `file` (created, never replaced), a few hundred KiB at a time: the log is never whole
- * in memory. Returns what buildToolCallLog does but the bytes, and their size.
+ * tool-calls.jsonl written into `file` (created, never replaced) as the call rows are handed to it, in seq
+ * order, a few hundred KiB at a time: the log is never whole in memory, and whoever reads the rows for another
+ * purpose (the bundle's report.html) can write the log on the same pass. The bytes are buildToolCallLog's.
  */
-export function writeToolCallLog(
-  source: ToolCallLogSource,
-  sessionId: string,
-  file: string,
-  options: ToolCallLogOptions = {},
-): Omit<ToolCallLog, 'data'> & { size: number } {
-  const out = new FileLines(file);
-  try {
-    const facts = writeLines(source, sessionId, out, options);
-    out.close();
-    return { ...facts, size: out.length };
-  } catch (err) {
-    out.close();
-    throw err;
+export class ToolCallLogFile {
+  private readonly out: FileLines;
+  private readonly lines: LogLines;
+
+  constructor(
+    source: Pick<ToolCallLogSource, 'events'>,
+    sessionId: string,
+    readonly file: string,
+    options: ToolCallLogOptions = {},
+  ) {
+    this.out = new FileLines(file);
+    this.lines = new LogLines(source, sessionId, this.out, options);
+  }
+
+  /** The next call row's lines; rows past the cap are left out. */
+  add(row: CallRow): void {
+    this.lines.add(row);
+  }
+
+  /** The events after the last call, the truncation line, the file closed: what buildToolCallLog returns but the bytes, and their size. */
+  end(): Omit<ToolCallLog, 'data'> & { size: number } {
+    try {
+      return { ...this.lines.end(), size: this.out.length };
+    } finally {
+      this.out.close(); // flushes what is staged: a failed write fails end()
+    }
+  }
+
+  /** Close the file without finishing the log (the bundle failed; its temp dir goes next). */
+  abort(): void {
+    this.out.close();
   }
 }
 
@@ -98,68 +118,84 @@ interface LineSink {
   truncate(length: number): void;
 }
 
-/** The log's lines into `out`, within the cap (then the truncation line). */
-function writeLines(
-  source: ToolCallLogSource,
-  sessionId: string,
-  out: LineSink,
-  options: ToolCallLogOptions,
-): Omit<ToolCallLog, 'data'> {
-  const cap = options.capBytes ?? TOOL_CALL_LOG_CAP;
-  const truncationSize = Buffer.byteLength(TRUNCATION_LINE) + 1;
-  const sessionIdJson = JSON.stringify(sessionId);
+/** The log's lines into `out`, a call row at a time, within the cap (then the truncation line). */
+class LogLines {
+  private readonly cap: number;
+  private readonly truncationSize = Buffer.byteLength(TRUNCATION_LINE) + 1;
+  private readonly sessionIdJson: string;
   // Lines go straight into bytes: holding them as strings would keep every row's text alive until the end.
-  const sizes: number[] = [];
-  const isCallRequest: boolean[] = [];
-  let truncated = false;
-  const json = new JsonCleaner();
+  private readonly sizes: number[] = [];
+  private readonly isCallRequest: boolean[] = [];
+  private truncated = false;
+  private readonly json = new JsonCleaner();
+  /** Exchange events and faults of no call, in time order; `nextEvent` is the first not written yet. */
+  private readonly events: EventRow[];
+  private nextEvent = 0;
 
-  const push = (line: Line): boolean => {
-    const text = lineText(line, sessionIdJson);
+  constructor(
+    source: Pick<ToolCallLogSource, 'events'>,
+    sessionId: string,
+    private readonly out: LineSink,
+    private readonly options: ToolCallLogOptions,
+  ) {
+    this.cap = options.capBytes ?? TOOL_CALL_LOG_CAP;
+    this.sessionIdJson = JSON.stringify(sessionId);
+    this.events = standaloneEvents(source);
+  }
+
+  /** The events before `row`, then its request and response lines; false once the cap is reached. */
+  add(row: CallRow): boolean {
+    if (this.truncated || !this.flushEventsUntil(row.started_at)) return false;
+    const [request, response] = callLines(row, this.json);
+    if (!this.push(request)) return false;
+    if (response && !this.push(response)) return false;
+    this.options.onCall?.();
+    return true;
+  }
+
+  /** The events after the last call (or the truncation line); what was written. */
+  end(): Omit<ToolCallLog, 'data'> {
+    if (!this.truncated) this.flushEventsUntil(null);
+    const { out, cap, truncationSize } = this;
+    if (this.truncated && out.length + truncationSize <= cap) {
+      out.writeLine(TRUNCATION_LINE, truncationSize);
+      this.sizes.push(truncationSize);
+    }
+    return {
+      lines: this.sizes.length,
+      calls: this.isCallRequest.filter(Boolean).length,
+      truncated: this.truncated,
+      imagesRedacted: this.json.redacted,
+    };
+  }
+
+  private push(line: Line): boolean {
+    const { out, cap, truncationSize, sizes } = this;
+    const text = lineText(line, this.sessionIdJson);
     const size = Buffer.byteLength(text) + 1;
     if (out.length + size > cap) {
       // Over the cap: take lines back until the truncation line fits, so the whole file stays within it.
-      truncated = true;
+      this.truncated = true;
       while (sizes.length > 0 && out.length + truncationSize > cap) {
-        isCallRequest.pop();
+        this.isCallRequest.pop();
         out.truncate(out.length - sizes.pop()!);
       }
       return false;
     }
     out.writeLine(text, size);
     sizes.push(size);
-    isCallRequest.push(line.method === 'tools/call' && line.direction === 'request');
+    this.isCallRequest.push(line.method === 'tools/call' && line.direction === 'request');
     return true;
-  };
+  }
 
-  const events = standaloneEvents(source);
-  let e = 0;
-  const flushEventsUntil = (ts: string | null): boolean => {
-    while (e < events.length && (ts === null || events[e]!.at <= ts)) {
-      for (const line of eventLines(events[e]!, json)) if (!push(line)) return false;
-      e += 1;
+  private flushEventsUntil(ts: string | null): boolean {
+    const { events } = this;
+    while (this.nextEvent < events.length && (ts === null || events[this.nextEvent]!.at <= ts)) {
+      for (const line of eventLines(events[this.nextEvent]!, this.json)) if (!this.push(line)) return false;
+      this.nextEvent += 1;
     }
     return true;
-  };
-
-  for (const row of source.calls()) {
-    if (!flushEventsUntil(row.started_at)) break;
-    const [request, response] = callLines(row, json);
-    if (!push(request)) break;
-    if (response && !push(response)) break;
-    options.onCall?.();
   }
-  if (!truncated) flushEventsUntil(null);
-  if (truncated && out.length + truncationSize <= cap) {
-    out.writeLine(TRUNCATION_LINE, truncationSize);
-    sizes.push(truncationSize);
-  }
-  return {
-    lines: sizes.length,
-    calls: isCallRequest.filter(Boolean).length,
-    truncated,
-    imagesRedacted: json.redacted,
-  };
 }
 
 /** A byte buffer that doubles up to a limit, for text written line by line. */
@@ -329,7 +365,7 @@ function looksLikeJson(text: string): boolean {
 }
 
 /** Exchange events and protocol faults that belong to no call row, in time order. */
-function standaloneEvents(source: ToolCallLogSource): EventRow[] {
+function standaloneEvents(source: Pick<ToolCallLogSource, 'events'>): EventRow[] {
   const picked = [
     ...source.events('exchange'),
     ...source.events('protocol-fault').filter((ev) => ev.call_seq == null),

@@ -21,7 +21,8 @@ export type ZipSource =
 export interface ZipEntry {
   /** Path inside the zip (forward slashes). */
   name: string;
-  source: ZipSource;
+  /** Known now, or later (awaited at the entry's turn; a file is deflated ahead once it is known). */
+  source: ZipSource | Promise<ZipSource>;
   /** Deflate (text) or store (already-compressed images). */
   compress: boolean;
   /** zlib level when compressed (default 6). */
@@ -31,7 +32,7 @@ export interface ZipEntry {
 /** The last entry, built once every other entry's hash is known (the manifest). */
 export interface FinalEntry {
   name: string;
-  build(hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer;
+  build(hashes: ReadonlyMap<string, { bytes: number; sha256: string }>): Buffer | Promise<Buffer>;
 }
 
 export interface ZipWriteOptions {
@@ -94,7 +95,7 @@ export async function writeZip(
       if (i === lastCopied) out.copiesQueued();
     }
     const hashes = await out.hashes();
-    const manifest = final.build(hashes);
+    const manifest = await final.build(hashes);
     await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, null);
     const bytes = await out.finish();
     return { bytes, hashes };
@@ -103,6 +104,11 @@ export async function writeZip(
     await Promise.allSettled(early.values());
     await out.close();
   }
+}
+
+/** Whether a source is known yet (a later one is a promise). */
+function isKnown(source: ZipSource | Promise<ZipSource>): source is ZipSource {
+  return !(source instanceof Promise);
 }
 
 /** A file deflated ahead of its turn: its compressed bytes and what its headers and the manifest need. */
@@ -122,15 +128,18 @@ const EARLY_DEFLATE_BYTES = 64 * 1024 * 1024;
  * them in the thread pool while the entries before them (the images) are written, instead of the zip
  * waiting on zlib when their turn comes.
  */
-function deflateEarly(entries: readonly ZipEntry[]): Map<ZipEntry, Promise<Deflated>> {
-  const early = new Map<ZipEntry, Promise<Deflated>>();
+function deflateEarly(entries: readonly ZipEntry[]): Map<ZipEntry, Promise<Deflated | null>> {
+  const early = new Map<ZipEntry, Promise<Deflated | null>>();
   let budget = EARLY_DEFLATE_BYTES;
   for (const entry of entries) {
-    if (!entry.compress || !('file' in entry.source)) continue;
-    const { file, size } = entry.source;
-    if (size < SMALL || size > budget) continue;
-    budget -= size;
-    const made = deflateFile(file, size, entry.level ?? 6);
+    if (!entry.compress) continue;
+    const made = Promise.resolve(entry.source).then((source) => {
+      if (!('file' in source)) return null;
+      const { file, size } = source;
+      if (size < SMALL || size > budget) return null;
+      budget -= size;
+      return deflateFile(file, size, entry.level ?? 6);
+    });
     made.catch(() => undefined); // awaited at its turn, or settled in writeZip's finally
     early.set(entry, made);
   }
@@ -206,9 +215,9 @@ class ZipOutput implements ByteSink {
     const name = Buffer.from(entry.name, 'utf8');
     if (name.length > MAX_16) throw new Error(`zip entry name too long: ${entry.name.slice(0, 80)}...`);
     const method = entry.compress ? 8 : 0;
+    const source = await entry.source;
     const offset = this.position;
     const header = this.localHeader(name, method);
-    const source = entry.source;
     if (this.copies(entry) && 'file' in source) {
       this.copy(entry.name, name, header, offset, source);
       return;
@@ -241,9 +250,9 @@ class ZipOutput implements ByteSink {
     this.onEntry?.(entry.name);
   }
 
-  /** Whether `entry` is a stored file the copier thread writes. */
+  /** Whether `entry` is a stored file the copier thread writes (one known when the zip starts). */
   copies(entry: ZipEntry): boolean {
-    return this.copier !== null && !entry.compress && 'file' in entry.source;
+    return this.copier !== null && !entry.compress && isKnown(entry.source) && 'file' in entry.source;
   }
 
   /** Every file for the copier has been handed to it: it may exit once they are written. */

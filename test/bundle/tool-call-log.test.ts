@@ -7,8 +7,8 @@ import { Base64RunScanner, longestBase64Run, scrubImageBytes } from '../../src/b
 import {
   buildToolCallLog,
   hasBase64Run,
+  ToolCallLogFile,
   TRUNCATION_LINE,
-  writeToolCallLog,
 } from '../../src/bundle/tool-call-log.js';
 import type { CallRow, EventRow } from '../../src/store/schema.js';
 import { parseByteSize, parseDuration } from '../../src/util/units.js';
@@ -255,12 +255,15 @@ describe('buildToolCallLog', () => {
       for (const cap of [undefined, 262_144 + 500, 600_000, full.data.length - 1]) {
         const inMemory = buildToolCallLog(source(rows), 's', { capBytes: cap });
         const file = path.join(dir, `log-${cap}.jsonl`);
-        const written = writeToolCallLog(source(rows), 's', file, { capBytes: cap });
+        // Rows handed over one at a time, as the bundle does while report.html measures them.
+        const writer = new ToolCallLogFile(source(rows), 's', file, { capBytes: cap });
+        for (const r of rows) writer.add(r);
+        const written = writer.end();
         expect(fs.readFileSync(file).equals(inMemory.data)).toBe(true);
         const { data, ...facts } = inMemory;
         expect(written).toEqual({ ...facts, size: data.length });
       }
-      expect(() => writeToolCallLog(source(rows), 's', path.join(dir, `log-${undefined}.jsonl`))).toThrow(
+      expect(() => new ToolCallLogFile(source(rows), 's', path.join(dir, `log-${undefined}.jsonl`))).toThrow(
         /EEXIST/,
       );
     } finally {

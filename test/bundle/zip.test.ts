@@ -192,6 +192,40 @@ describe.each([
     ).rejects.toThrow(/EEXIST/);
   });
 
+  it('takes sources known later: each awaited at its turn, a larger file deflated as soon as it is known', async () => {
+    const log = Buffer.from('{"line":"later"}\n'.repeat(20_000));
+    const file = path.join(dir, 'later.jsonl');
+    let known: (source: { file: string; size: number }) => void = () => undefined;
+    const laterFile = new Promise<{ file: string; size: number }>((resolve) => {
+      known = resolve;
+    });
+    const entries: ZipEntry[] = [
+      { name: 'top/a.txt', source: { buffer: Buffer.from('first') }, compress: true },
+      {
+        name: 'top/b.json',
+        source: laterFile.then(() => ({ buffer: Buffer.from('{"b":1}') })),
+        compress: true,
+      },
+      { name: 'top/c.jsonl', source: laterFile, compress: true },
+    ];
+    const out = path.join(dir, 'later.zip');
+    const writing = writeZip(out, entries, manifest, opts);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    fs.writeFileSync(file, log); // made while the zip waits for it
+    known({ file, size: log.length });
+    const res = await writing;
+    const back = await readBack(out);
+    expect(back.get('top/b.json')!.data.toString()).toBe('{"b":1}');
+    expect(back.get('top/c.jsonl')!.data.equals(log)).toBe(true);
+    expect(res.hashes.get('top/c.jsonl')).toEqual({ bytes: log.length, sha256: sha256(log) });
+    const rejected = Promise.reject(new Error('the plan failed'));
+    rejected.catch(() => undefined); // its owner marks it handled, as the bundle does
+    const failed = [{ name: 'top/x', source: rejected, compress: true }];
+    await expect(writeZip(path.join(dir, 'failed.zip'), failed, manifest, opts)).rejects.toThrow(
+      'the plan failed',
+    );
+  });
+
   it('fails the same way when a larger text file, deflated ahead of its turn, changed size', async () => {
     const file = path.join(dir, 'log.jsonl');
     fs.writeFileSync(file, 'x'.repeat(200_000));

@@ -15,6 +15,7 @@ import { lastGoodImageOf, notices, pageContext } from './page-view.js';
 import {
   allotBodies,
   BODY_LIMITS,
+  type CallRowListener,
   callsInSmallPages,
   dropOverflow,
   type Entry,
@@ -138,12 +139,22 @@ function specialSeqs(summary: SessionSummary): { failingSeq: number | null; last
   };
 }
 
+/** How renderReportHtmlParts keeps the rows, and who else sees them. */
+export interface PageMode {
+  /** Keep each row's final HTML (a page built whole), or render the rows again as they are streamed. */
+  keepRows: boolean;
+  /** Where a streamed page spools its bare rows (a scratch dir), so rows left bare are copied, not rendered again. */
+  spoolDir?: string;
+  /** Handed every call row, in seq order, as the rows are measured (the bundle writes tool-calls.jsonl on this pass). */
+  callRows?: CallRowListener;
+}
+
 /** Plan the page: rows measured, thumbnails made, bodies shared out, the page around the rows rendered. */
 export async function renderReportHtmlParts(
   reader: SessionReader,
   summary: SessionSummary,
   options: ReportHtmlOptions,
-  mode: { keepRows: boolean; spoolDir?: string },
+  mode: PageMode,
 ): Promise<ReportHtmlPage> {
   const settings = settingsOf(options);
   const tpl = await loadReportTemplate(options.templatesDir);
@@ -177,7 +188,11 @@ export async function renderReportHtmlParts(
   const spool = !mode.keepRows && mode.spoolDir ? new RowSpool(mode.spoolDir) : null;
   let measured: Awaited<ReturnType<typeof measureRows>>;
   try {
-    measured = await measureRows(reader, rows, facts, specials, { html: mode.keepRows, spool });
+    measured = await measureRows(reader, rows, facts, specials, {
+      html: mode.keepRows,
+      spool,
+      callRows: mode.callRows,
+    });
   } finally {
     spool?.finish(); // closed for writing whatever happens: its dir is removed next (Windows: no open files)
   }

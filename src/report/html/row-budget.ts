@@ -63,6 +63,12 @@ function byteLength(text: string): number {
 
 const noCounters = (): RowCounters => ({ clipped: 0, omitted: 0, bodyChars: 0 });
 
+/** Someone else reading the call rows on the measuring pass: every row in seq order, then `end`. */
+export interface CallRowListener {
+  add(row: CallRow): void;
+  end(): void;
+}
+
 /** Every call in seq order from `fromSeq`, fetched a few dozen at a time. */
 export function* callsInSmallPages(reader: SessionReader, fromSeq = 0): Generator<CallRow> {
   let from = fromSeq;
@@ -95,12 +101,13 @@ export async function measureRows(
   rows: RowRenderer,
   facts: CallFacts,
   special: ReadonlySet<number>,
-  keep: { html: boolean; spool: RowSpool | null },
+  keep: { html: boolean; spool: RowSpool | null; callRows?: CallRowListener },
 ): Promise<{ entries: Entry[]; tools: Map<string, number>; bareBytes: number }> {
   const entries: Entry[] = [];
   const tools = new Map<string, number>();
   let bareBytes = 0;
   for (const row of callsInSmallPages(reader)) {
+    keep.callRows?.add(row);
     const line = summarizeCall(row);
     const html = rows.render(row, line, 0, [], noCounters());
     const bytes = byteLength(html) + 1;
@@ -124,6 +131,7 @@ export async function measureRows(
     bareBytes += bytes;
     if (entries.length % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
   }
+  keep.callRows?.end();
   return { entries, tools, bareBytes };
 }
 
