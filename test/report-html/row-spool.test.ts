@@ -37,6 +37,33 @@ describe('RowSpool', () => {
     );
   });
 
+  it('reads rows spooled out of order (rows with bodies, newest first) aside, between bare rows read in order', () => {
+    const spool = new RowSpool(dir);
+    const bare = Array.from(
+      { length: 5000 },
+      (_, i) => `<details id="b${i}">bare ${'é'.repeat(i % 300)}</details>`,
+    );
+    const bareAt = bare.map((html) => spool.append(html));
+    const bodies = [4999, 4000, 12].map((seq) => ({
+      seq,
+      html: `<details id="f${seq}">${'body ✓ '.repeat(2000)}</details>`,
+    }));
+    const bodyAt = bodies.map((b) => spool.append(b.html));
+    const reader = spool.reader();
+    try {
+      // The stream's order: bare rows ascending, each row with bodies read aside where it falls.
+      for (let i = 0; i < bare.length; i++) {
+        const k = bodies.findIndex((b) => b.seq === i);
+        if (k >= 0)
+          expect(reader.readAside(bodyAt[k]!, Buffer.byteLength(bodies[k]!.html))).toBe(bodies[k]!.html);
+        else expect(reader.read(bareAt[i]!, Buffer.byteLength(bare[i]!))).toBe(bare[i]);
+      }
+    } finally {
+      reader.close();
+    }
+    expect(() => reader.readAside(0, 5)).toThrow(/read after close/);
+  });
+
   it('refuses to append once read, and says so when asked for bytes that are not there', () => {
     const spool = new RowSpool(dir);
     const at = spool.append('<details>one</details>');

@@ -183,20 +183,50 @@ export async function renderReportHtmlParts(
   });
   planned.catch(() => undefined); // awaited below; this only keeps an early rejection from being "unhandled"
 
-  const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));
-  // A streamed page keeps its bare rows in a scratch file: the rows left bare are copied, not rendered again.
+  // A streamed page keeps its rows in a scratch file as they are rendered (bare when measured, with bodies
+  // when those are shared out), so no row is read and rendered a second time to be streamed.
   const spool = !mode.keepRows && mode.spoolDir ? new RowSpool(mode.spoolDir) : null;
-  let measured: Awaited<ReturnType<typeof measureRows>>;
   try {
-    measured = await measureRows(reader, rows, facts, specials, {
-      html: mode.keepRows,
+    return await planPage(
+      reader,
+      summary,
+      { tpl, facts, rows, settings, seqs, requests, planned },
+      mode,
       spool,
-      callRows: mode.callRows,
-    });
+    );
   } finally {
     spool?.finish(); // closed for writing whatever happens: its dir is removed next (Windows: no open files)
   }
-  const plan = await planned;
+}
+
+/** What renderReportHtmlParts reads before the rows are measured. */
+interface PageFacts {
+  tpl: ReportTemplate;
+  facts: CallFacts;
+  rows: RowRenderer;
+  settings: ReturnType<typeof settingsOf>;
+  seqs: ReturnType<typeof specialSeqs>;
+  requests: ThumbnailRequest[];
+  planned: Promise<ThumbnailPlan>;
+}
+
+/** renderReportHtmlParts once the page's facts are read: rows measured, bodies shared out, the shell rendered. */
+async function planPage(
+  reader: SessionReader,
+  summary: SessionSummary,
+  read: PageFacts,
+  mode: PageMode,
+  spool: RowSpool | null,
+): Promise<ReportHtmlPage> {
+  const { tpl, facts, rows, settings, seqs, requests } = read;
+  const special = Math.min(BODY_LIMITS.special, Math.floor(settings.maxBytes / 40));
+  const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));
+  const measured = await measureRows(reader, rows, facts, specials, {
+    html: mode.keepRows,
+    spool,
+    callRows: mode.callRows,
+  });
+  const plan = await read.planned;
   rows.usePlan(plan);
 
   const page = pageContext(summary, {
@@ -222,7 +252,8 @@ export async function renderReportHtmlParts(
   );
   const kept = measured.entries.filter((e) => !e.dropped);
   const free = rowBudget - kept.reduce((n, e) => n + e.bytes, 0) - thumbBytes;
-  const counts = allotBodies(reader, rows, kept, { free, special, thumbsBySeq });
+  const counts = allotBodies(reader, rows, kept, { free, special, thumbsBySeq }, spool);
+  spool?.finish();
 
   const notes = notices(summary, {
     limit: decimalSize(settings.maxBytes),
@@ -264,9 +295,9 @@ function* keptRows(
       for (const e of kept) {
         // Bare then and bare now: the same bytes (only rows owning an image depend on the thumbnail plan).
         const bare = e.spooledAt >= 0 && e.allowance === 0 && !e.ownsImage && !thumbsBySeq.has(e.seq);
-        yield bare
-          ? escapeFormatChars(spooled.read(e.spooledAt, e.bytes - 1))
-          : render(reader.call(e.seq), e);
+        if (e.final) yield escapeFormatChars(spooled.readAside(e.final.at, e.final.bytes));
+        else if (bare) yield escapeFormatChars(spooled.read(e.spooledAt, e.bytes - 1));
+        else yield render(reader.call(e.seq), e);
       }
     } finally {
       spooled.close();

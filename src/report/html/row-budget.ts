@@ -48,6 +48,8 @@ export interface Entry {
   html: string | null;
   /** Where the bare row lies in the row spool (a streamed page), or -1. */
   spooledAt: number;
+  /** Where the row's final HTML lies in the spool when it was rendered with bodies or thumbnails (a streamed page). */
+  final: { at: number; bytes: number } | null;
 }
 
 /** Calls left out of the timeline (the oldest plain successes first). */
@@ -127,6 +129,7 @@ export async function measureRows(
       allowance: 0,
       html: keep.html ? html : null,
       spooledAt: keep.spool ? keep.spool.append(html) : -1,
+      final: null,
     });
     bareBytes += bytes;
     if (entries.length % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
@@ -198,13 +201,15 @@ class Allotment {
 
 /**
  * Pass 2: bodies. The failing call and the last good observation first, then the newest calls first; each row
- * that shows more than its bare self is rendered to learn its size (and kept only with `keepHtml`).
+ * that shows more than its bare self is rendered to learn its size, and its final HTML kept (a page built
+ * whole) or spooled (a streamed page), so it is not rendered again.
  */
 export function allotBodies(
   reader: SessionReader,
   rows: RowRenderer,
   kept: Entry[],
   budget: { free: number; special: number; thumbsBySeq: ReadonlyMap<number, RowThumb[]> },
+  spool: RowSpool | null,
 ): { clipped: number; omitted: number } {
   const counts = { clipped: 0, omitted: 0 };
   const specials = kept.filter((e) => e.special);
@@ -236,6 +241,7 @@ export function allotBodies(
     share.free -= grown;
     e.allowance = allowance;
     if (e.html !== null) e.html = html;
+    else if (spool) e.final = { at: spool.append(html), bytes: byteLength(html) };
   }
   return counts;
 }

@@ -1,7 +1,8 @@
 /**
- * The bare rows of a streamed report.html, kept in a scratch file as they are measured so the rows that stay
- * bare are copied from it instead of being read from the log and rendered a second time. Only rows go to the
- * file, never the page; it is read back in order through one window of 1 MiB.
+ * The rows of a streamed report.html, kept in a scratch file as they are rendered (bare rows as they are
+ * measured, rows with bodies as those are shared out) so they are copied from it instead of being read from
+ * the log and rendered a second time. Only rows go to the file, never the page. Bare rows are read back in
+ * order through one window of 1 MiB; the rows with bodies, spooled newest first, each by one read of its own.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -86,6 +87,12 @@ export class SpoolReader {
     this.length = fs.readSync(this.fd, this.window, 0, WINDOW, at);
     if (this.length < size) throw new Error(`report.html row spool: ${size} bytes at ${at} are not there`);
     return this.window.toString('utf8', 0, size);
+  }
+
+  /** The row of `size` bytes at byte `at`, read on its own (the window stays where the ordered rows are). */
+  readAside(at: number, size: number): string {
+    if (this.fd === null) throw new Error('report.html row spool: read after close');
+    return readExactly(this.fd, Buffer.allocUnsafe(size), at).toString('utf8');
   }
 
   close(): void {
