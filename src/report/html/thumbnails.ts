@@ -71,6 +71,8 @@ export interface ThumbnailOptions {
 }
 
 const DATA_PREFIX = 'data:image/webp;base64,';
+/** Thumbnails asked for at once: most are kept ones, a few small reads each, so several are in flight. */
+const READS_AT_ONCE = 16;
 
 function reasonOf(err: unknown): string {
   const code = (err as NodeJS.ErrnoException)?.code;
@@ -102,18 +104,42 @@ async function checkImageFile(file: string): Promise<void> {
   if (!stat.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'ENOTFILE' });
 }
 
+/** At most `limit` jobs run at once; the others wait their turn in order. */
+class Slots {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(job: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running += 1;
+    try {
+      return await job();
+    } finally {
+      this.running -= 1;
+      this.waiting.shift()?.();
+    }
+  }
+}
+
 /**
  * Thumbnails of one plan, by image and width: a kept one when there is one, else made (the widest from the
- * image, the narrower from the widest, as the recorder makes them) and kept for next time.
+ * image, the narrower from the widest, as the recorder makes them) and kept for next time. Kept ones are read
+ * several at a time; images are decoded `decodes` at a time (each decode holds an image and a libvips worker).
  */
 class ThumbnailSource {
   private readonly made = new Map<string, Map<number, Promise<ThumbnailImage>>>();
+  private readonly decodes: Slots;
   readonly counts = { kept: 0, made: 0 };
 
   constructor(
     private readonly widths: readonly number[],
     private readonly sessionDir: string | undefined,
-  ) {}
+    decodes: number,
+  ) {
+    this.decodes = new Slots(decodes);
+  }
 
   /** The thumbnail of `req` at `width` (one of the plan's widths); throws with the reason it cannot be had. */
   get(req: ThumbnailRequest, width: number): Promise<ThumbnailImage> {
@@ -142,10 +168,11 @@ class ThumbnailSource {
     }
     const sharp = await loadSharp();
     const widest = this.widths[0]!;
-    const made =
-      width === widest
-        ? await encodeThumbnail(sharp, await fs.promises.readFile(req.file), width)
-        : await encodeThumbnail(sharp, (await this.get(req, widest)).data, width);
+    // The narrower are made from the widest, which is had first (outside the slot: it takes one itself).
+    const from = width === widest ? null : (await this.get(req, widest)).data;
+    const made = await this.decodes.run(async () =>
+      encodeThumbnail(sharp, from ?? (await fs.promises.readFile(req.file)), width),
+    );
     this.counts.made += 1;
     if (canonical && this.sessionDir && req.sha256) {
       await keepThumbnail(this.sessionDir, req.sha256, width, made.data); // best effort, for next time
@@ -222,7 +249,7 @@ export async function planThumbnails(
   options: ThumbnailOptions = {},
 ): Promise<ThumbnailPlan> {
   const widths = (options.widths ?? [...THUMBNAIL_WIDTHS]).filter((w) => w > 0).sort((a, b) => b - a);
-  const concurrency = Math.max(1, options.concurrency ?? 2);
+  const decodes = Math.max(1, options.concurrency ?? 2);
   const sampleSize = Math.max(1, options.sampleSize ?? 6);
   const { ranked, capped } = rankRequests(
     requests,
@@ -238,11 +265,11 @@ export async function planThumbnails(
     sources: { kept: 0, made: 0 },
   };
   if (ranked.length === 0 || widths.length === 0) return plan;
-  const source = new ThumbnailSource(widths, options.sessionDir);
+  const source = new ThumbnailSource(widths, options.sessionDir, decodes);
 
   // Sample the first few (the ones kept longest) to estimate the size per image; narrower only when needed.
   const sampled = ranked.slice(0, sampleSize);
-  await mapPool(sampled, concurrency, async (req) => {
+  await mapPool(sampled, READS_AT_ONCE, async (req) => {
     await source.get(req, widths[0]!).catch((err: unknown) => plan.failed.set(req.key, reasonOf(err)));
   });
   const samples = sampled.filter((r) => !plan.failed.has(r.key));
@@ -251,7 +278,7 @@ export async function planThumbnails(
   source.keepOnly(width);
   const keepPriority = candidates.filter((r) => r.priority).length;
   const chosen = candidates.slice(0, Math.max(keepPriority, Math.min(candidates.length, expected)));
-  const made = await mapPool(chosen, concurrency, async (req): Promise<Thumbnail | null> => {
+  const made = await mapPool(chosen, READS_AT_ONCE, async (req): Promise<Thumbnail | null> => {
     try {
       return toThumb(req.key, await source.get(req, width));
     } catch (err) {
