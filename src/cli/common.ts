@@ -69,5 +69,9 @@ export async function keepYoungGenerationSmall(): Promise<void> {
   const major = Number(process.versions.v8.split('.')[0]);
   if (major < 11 || major > 13) return;
   const { default: v8 } = await import('node:v8');
-  v8.setFlagsFromString('--semi-space-growth-factor=1');
+  const flag = '--semi-space-growth-factor=1';
+  v8.setFlagsFromString(flag);
+  // Starting a worker thread (the zip's copier) puts V8's flags back to their defaults: set it again once
+  // the worker is up, or the young generation grows to 34 MB after all.
+  process.on('worker', (worker) => worker.once('online', () => v8.setFlagsFromString(flag)));
 }
