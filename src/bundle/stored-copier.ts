@@ -21,6 +21,9 @@ export interface Copied {
   sha256: string;
 }
 
+/** The thread is gone (it could not start, or stopped): the job was not done, and can be done elsewhere. */
+export class CopierStopped extends Error {}
+
 /** The thread's code (plain CommonJS, so it runs the same from `src/` under vitest and from `dist/`). */
 const SOURCE = String.raw`
 const { parentPort, workerData } = require('node:worker_threads');
@@ -76,7 +79,7 @@ parentPort.on('message', (job) => {
 export class StoredCopier {
   private readonly worker: Worker;
   private readonly pending: Array<{ resolve: (c: Copied) => void; reject: (e: Error) => void }> = [];
-  private failure: Error | null = null;
+  private failure: CopierStopped | null = null;
   private closed: Promise<void> | null = null;
 
   private constructor(fd: number) {
@@ -90,12 +93,16 @@ export class StoredCopier {
         else waiting.reject(Object.assign(new Error(m.message), m.code ? { code: m.code } : {}));
       },
     );
-    const fail = (err: Error) => {
+    const fail = (err: CopierStopped) => {
       this.failure ??= err;
       for (const waiting of this.pending.splice(0)) waiting.reject(err);
     };
-    this.worker.on('error', fail);
-    this.worker.on('exit', (code) => fail(new Error(`the zip's copying thread stopped (exit code ${code})`)));
+    this.worker.on('error', (err) =>
+      fail(new CopierStopped(`the zip's copying thread failed: ${err.message}`)),
+    );
+    this.worker.on('exit', (code) =>
+      fail(new CopierStopped(`the zip's copying thread stopped (exit code ${code})`)),
+    );
   }
 
   /** A copier for `fd`, or null when stored files have to be copied on the main thread. */
@@ -103,7 +110,7 @@ export class StoredCopier {
     return typeof (zlib as { crc32?: unknown }).crc32 === 'function' ? new StoredCopier(fd) : null;
   }
 
-  /** Queue one file; resolves with its sums once it and its header are in the zip. */
+  /** Queue one file; resolves with its sums once it and its header are in the zip (CopierStopped: not copied). */
   copy(job: CopyJob): Promise<Copied> {
     if (this.failure) return Promise.reject(this.failure);
     const done = new Promise<Copied>((resolve, reject) => this.pending.push({ resolve, reject }));

@@ -8,7 +8,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { StoredCopier } from './stored-copier.js';
+import { type Copied, CopierStopped, type CopyJob, StoredCopier } from './stored-copier.js';
 
 /** Where an entry's bytes come from. */
 export type ZipSource =
@@ -186,6 +186,9 @@ class ZipOutput implements ByteSink {
   private readonly sums: Array<{ name: string; hash: Promise<EntryHash> }> = [];
   /** The read buffer for files read on the main thread. */
   private readonly buffer = Buffer.allocUnsafeSlow(CHUNK);
+  /** Copier jobs done here after its thread stopped: one at a time, through their own buffer. */
+  private copiedHere: Promise<void> = Promise.resolve();
+  private asideBuffer: Buffer | null = null;
   /** Small writes not yet in the file: bytes `stageStart ..` of the zip. */
   private readonly stage = Buffer.allocUnsafeSlow(STAGE);
   private stageStart = 0;
@@ -275,13 +278,37 @@ class ZipOutput implements ByteSink {
     this.position += header.length + size;
     const record: Written = { name, method: 0, crc: 0, compressed: size, size, offset };
     this.written.push(record);
-    const hash = this.copier!.copy({ file, size, offset, header }).then((copied) => {
-      record.crc = copied.crc;
+    const job = { file, size, offset, header };
+    const copied = this.copier!.copy(job).catch((err: unknown) => {
+      if (!(err instanceof CopierStopped)) throw err;
+      return this.copyHere(job); // the thread is gone: never a lost bundle for it
+    });
+    const hash = copied.then((c) => {
+      record.crc = c.crc;
       this.onEntry?.(entryName);
-      return { bytes: size, sha256: copied.sha256 };
+      return { bytes: size, sha256: c.sha256 };
     });
     hash.catch(() => undefined); // awaited by hashes() or finish(); not unhandled if the zip fails first
     this.sums.push({ name: entryName, hash });
+  }
+
+  /** A copier's job done on the main thread instead, one at a time, at the place the job reserved. */
+  private copyHere(job: CopyJob): Promise<Copied> {
+    const run = this.copiedHere.then(async () => {
+      this.asideBuffer ??= Buffer.allocUnsafeSlow(CHUNK);
+      const hash = createHash('sha256');
+      const data = new DataSink(new PlacedBytes(this.handle, job.offset + job.header.length), hash, null);
+      await readFileChunks(job.file, job.size, this.asideBuffer, data);
+      const { crc } = await data.end();
+      job.header.writeUInt32LE(crc, 14);
+      await writeAll(this.handle, job.header, job.offset);
+      return { crc, sha256: hash.digest('hex') };
+    });
+    this.copiedHere = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
   }
 
   /** Every entry's size and sha256 so far, in zip order, once all are in the zip. */
@@ -399,6 +426,20 @@ class ZipOutput implements ByteSink {
 interface ByteSink {
   /** Append bytes; resolved once the caller may reuse them. */
   write(data: Buffer): Promise<void>;
+}
+
+/** Bytes written one after another from a given place of the zip (a copier's job done on the main thread). */
+class PlacedBytes implements ByteSink {
+  constructor(
+    private readonly handle: fs.promises.FileHandle,
+    private at: number,
+  ) {}
+
+  write(data: Buffer): Promise<void> {
+    const at = this.at;
+    this.at += data.length;
+    return writeAll(this.handle, data, at);
+  }
 }
 
 /** An entry's data on its way into the zip: CRC-32 and sha256 of the bytes, deflated or stored. */

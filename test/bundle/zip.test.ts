@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Entry, ZipFile } from 'yauzl';
 import { dosDateTime, writeZip, type ZipEntry } from '../../src/bundle/zip.js';
@@ -249,6 +250,39 @@ describe.each([
         opts,
       ),
     ).rejects.toThrow(/ENOENT.*vanished\.png/);
+  });
+});
+
+describe('writeZip when its copying thread dies', () => {
+  it('copies the files the thread did not on the main thread, at their places: the same bytes', async () => {
+    const entries: ZipEntry[] = [];
+    for (let i = 0; i < 12; i++) {
+      const file = path.join(dir, `img${i}.png`);
+      fs.writeFileSync(file, randomBytes(100_000 + i * 70_000));
+      entries.push({
+        name: `top/artifacts/img${i}.png`,
+        source: { file, size: fs.statSync(file).size },
+        compress: false,
+      });
+    }
+    entries.push({ name: 'top/z.md', source: { buffer: Buffer.from('# after') }, compress: true });
+    const expected = path.join(dir, 'expected.zip');
+    await writeZip(expected, entries, manifest, { mtime: MTIME, copyThread: false });
+    // Killed as soon as it starts, and killed after its first file.
+    const kills: Array<(w: Worker) => void> = [
+      (w) => void w.terminate(),
+      (w) => w.once('message', () => void w.terminate()),
+    ];
+    for (const [i, kill] of kills.entries()) {
+      const out = path.join(dir, `killed${i}.zip`);
+      process.on('worker', kill);
+      try {
+        await writeZip(out, entries, manifest, { mtime: MTIME, copyThread: true });
+      } finally {
+        process.off('worker', kill);
+      }
+      expect(fs.readFileSync(out).equals(fs.readFileSync(expected)), `kill ${i}`).toBe(true);
+    }
   });
 });
 
