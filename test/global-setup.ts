@@ -5,12 +5,10 @@ import { fileURLToPath } from 'node:url';
 export default function setup(): void {
   const root = fileURLToPath(new URL('..', import.meta.url));
   try {
-    execFileSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
-      cwd: root,
-      stdio: 'inherit',
-    });
+    // The same build as `npm run build`: tsc, then mcec-bundle bundled (scripts/build.mjs).
+    execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' });
   } catch {
     // tsc still emits on type errors; `npm run typecheck` is what fails the run for them.
-    console.warn('global-setup: tsc reported errors; CLI tests run against what it emitted');
+    console.warn('global-setup: the build reported errors; CLI tests run against what it emitted');
   }
 }

@@ -21,21 +21,17 @@ export function distIsStale(root: string): boolean {
   return newestMtime(path.join(root, 'src'), '.ts') > newestMtime(dist, '.js');
 }
 
-/** Build dist/ with tsc when it is stale; tsc still emits on type errors (which are not ours to judge here). */
+/** Build dist/ as `npm run build` does when it is stale; tsc still emits on type errors (not ours to judge here). */
 export function ensureDist(root: string, log: (m: string) => void): void {
   if (!distIsStale(root)) return;
-  log('dist/ is stale: building with tsc -p tsconfig.build.json');
+  log('dist/ is stale: building with scripts/build.mjs');
   try {
-    execFileSync(
-      process.execPath,
-      [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-      {
-        cwd: root,
-        stdio: ['ignore', 'ignore', 'inherit'],
-      },
-    );
+    execFileSync(process.execPath, [path.join(root, 'scripts', 'build.mjs')], {
+      cwd: root,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
   } catch {
-    log('tsc reported errors; measuring what it emitted');
+    log('the build reported errors; measuring what it emitted');
   }
   if (!fs.existsSync(path.join(root, 'dist', 'cli', 'mcec-bundle.js')))
     throw new Error('dist/ could not be built');

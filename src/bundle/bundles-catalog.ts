@@ -56,7 +56,7 @@ export async function catalogOfBundles(
 
 /** Read one bundle's log snapshot into a scratch session dir and make its catalog entry. */
 async function entryOfBundle(zip: string, scratch: string): Promise<CatalogEntry> {
-  const yauzl = await import('yauzl');
+  const { default: yauzl } = await import('yauzl'); // the default: a bundler gives a CommonJS module no named exports
   const file = await yauzl.openPromise(zip, {
     lazyEntries: true,
     validateEntrySizes: true,

@@ -25,7 +25,7 @@ export const ZIP_READ_LIMITS: Readonly<ZipReadLimits> = Object.freeze({
  * `unsafeName`), declared sizes enforced while inflating, closed by the caller.
  */
 export async function openZip(zipPath: string): Promise<ZipFile> {
-  const yauzl = await import('yauzl');
+  const { default: yauzl } = await import('yauzl'); // the default: a bundler gives a CommonJS module no named exports
   return yauzl.openPromise(zipPath, {
     lazyEntries: true,
     decodeStrings: false,

@@ -60,8 +60,14 @@ export async function precompiledModuleText(templatesDir: string): Promise<strin
   ].join('\n');
 }
 
-// Run directly: rewrite precompiled-templates.ts next to this file from the package's templates/.
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+// Run directly: rewrite precompiled-templates.ts next to this file from the package's templates/. The file
+// name is checked too: bundled into a program's entry (scripts/build.mjs), this module shares its URL.
+const argv1 = process.argv[1];
+if (
+  argv1 &&
+  /^precompile\.[jt]s$/.test(path.basename(argv1)) &&
+  import.meta.url === pathToFileURL(path.resolve(argv1)).href
+) {
   const here = path.dirname(fileURLToPath(import.meta.url));
   const out = path.join(here, 'precompiled-templates.ts');
   fs.writeFileSync(out, await precompiledModuleText(path.join(here, '..', '..', 'templates')));
