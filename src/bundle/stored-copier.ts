@@ -107,7 +107,12 @@ export class StoredCopier {
 
   /** A copier for `fd`, or null when stored files have to be copied on the main thread. */
   static open(fd: number): StoredCopier | null {
-    return typeof (zlib as { crc32?: unknown }).crc32 === 'function' ? new StoredCopier(fd) : null;
+    if (typeof (zlib as { crc32?: unknown }).crc32 !== 'function') return null;
+    try {
+      return new StoredCopier(fd);
+    } catch {
+      return null; // no thread to be had here (a host that forbids them): the main thread copies
+    }
   }
 
   /** Queue one file; resolves with its sums once it and its header are in the zip (CopierStopped: not copied). */
