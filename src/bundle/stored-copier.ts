@@ -25,7 +25,7 @@ export interface Copied {
 export class CopierStopped extends Error {}
 
 /** The thread's code (plain CommonJS, so it runs the same from `src/` under vitest and from `dist/`). */
-const SOURCE = String.raw`
+const SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { createHash } = require('node:crypto');
 const fs = require('node:fs');
