@@ -2,9 +2,9 @@
  * `tool-calls.jsonl` in the existing evidence bundle's format (mcec-wire §6): one line per JSON-RPC message,
  * `{ts, sessionId, direction, method, payload}`, rebuilt from the call rows and `exchange` events of a log.
  */
-import fs from 'node:fs';
 import type { CallRow, EventRow } from '../store/schema.js';
 import { isRecord } from '../util/json.js';
+import { StagedFile } from '../util/staged-file.js';
 import { REDACTED_BASE64, scrubImageBytes } from './scrub.js';
 
 /** The existing bundle's cap on the log: 8 MB, then one truncation line and no more. */
@@ -231,61 +231,30 @@ class GrowingBuffer implements LineSink {
   }
 }
 
-/** Lines into a new file through a 256 KiB staging buffer; cutting back below what was written truncates it. */
+/** Lines into a new file through a staging buffer; cutting back below what was written truncates it. */
 class FileLines implements LineSink {
-  private readonly fd: number;
-  private readonly staging = Buffer.allocUnsafe(256 * 1024);
-  private staged = 0;
-  private flushed = 0;
-  private open = true;
+  private readonly out: StagedFile;
 
   constructor(file: string) {
-    this.fd = fs.openSync(file, 'wx');
+    this.out = new StagedFile(file);
   }
 
   get length(): number {
-    return this.flushed + this.staged;
+    return this.out.length;
   }
 
   writeLine(text: string, size: number): void {
-    if (this.staged + size > this.staging.length) this.flush();
-    if (size > this.staging.length) {
-      fs.writeSync(this.fd, `${text}\n`);
-      this.flushed += size;
-      return;
-    }
-    this.staged += this.staging.write(text, this.staged, 'utf8');
-    this.staging[this.staged] = 10;
-    this.staged += 1;
+    this.out.append(text, size - 1);
+    this.out.append('\n', 1);
   }
 
   truncate(length: number): void {
-    if (length >= this.flushed) {
-      this.staged = length - this.flushed;
-      return;
-    }
-    fs.ftruncateSync(this.fd, length);
-    this.flushed = length;
-    this.staged = 0;
+    this.out.truncate(length);
   }
 
   /** Write what is staged and close the file (idempotent). */
   close(): void {
-    if (!this.open) return;
-    this.open = false;
-    try {
-      this.flush();
-    } finally {
-      fs.closeSync(this.fd);
-    }
-  }
-
-  private flush(): void {
-    let at = 0;
-    while (at < this.staged)
-      at += fs.writeSync(this.fd, this.staging, at, this.staged - at, this.flushed + at);
-    this.flushed += this.staged;
-    this.staged = 0;
+    this.out.close();
   }
 }
 

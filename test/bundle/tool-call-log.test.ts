@@ -247,9 +247,15 @@ describe('buildToolCallLog', () => {
   it('writes the same bytes into a file, a staging buffer at a time, cut back across writes at the cap', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-log-'));
     try {
-      // ~1 KB per call: 2,000 calls cross the 256 KiB staging buffer several times.
+      // ~1 KB per call: 2,000 calls cross the 256 KiB staging buffer several times; three lines are larger
+      // than the buffer (a big `windows` envelope), and are written where they belong, not at the start.
       const rows = Array.from({ length: 2_000 }, (_, i) =>
-        row(i + 1, { envelope: JSON.stringify({ ok: true, result: { text: 'é'.repeat(400 + (i % 300)) } }) }),
+        row(i + 1, {
+          envelope: JSON.stringify({
+            ok: true,
+            result: { text: 'é'.repeat(i % 700 === 350 ? 200_000 : 400 + (i % 300)) },
+          }),
+        }),
       );
       const full = buildToolCallLog(source(rows), 's');
       for (const cap of [undefined, 262_144 + 500, 600_000, full.data.length - 1]) {

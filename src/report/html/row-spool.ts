@@ -7,61 +7,34 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { StagedFile } from '../../util/staged-file.js';
 
-const STAGING = 256 * 1024;
 const WINDOW = 1024 * 1024;
 
 /** Rows appended in order, each found again by its byte offset. */
 export class RowSpool {
-  private readonly file: string;
-  private fd: number | null;
-  private readonly staging = Buffer.allocUnsafe(STAGING);
-  private staged = 0;
-  private flushed = 0;
+  private readonly out: StagedFile;
 
   /** A new scratch file in `dir` (a private temp dir that its owner removes). */
   constructor(dir: string) {
-    this.file = path.join(dir, `report-rows-${randomBytes(4).toString('hex')}.html`);
-    this.fd = fs.openSync(this.file, 'wx');
+    this.out = new StagedFile(path.join(dir, `report-rows-${randomBytes(4).toString('hex')}.html`));
   }
 
   /** Append a row's HTML; returns the byte offset it starts at. */
   append(html: string): number {
-    if (this.fd === null) throw new Error('report.html row spool: append after finish');
-    const at = this.flushed + this.staged;
-    const size = Buffer.byteLength(html, 'utf8');
-    if (this.staged + size > STAGING) this.flush();
-    if (size > STAGING) {
-      writeAll(this.fd, Buffer.from(html, 'utf8'), this.flushed);
-      this.flushed += size;
-    } else {
-      this.staged += this.staging.write(html, this.staged, 'utf8');
-    }
-    return at;
+    if (this.out.closed) throw new Error('report.html row spool: append after finish');
+    return this.out.append(html, Buffer.byteLength(html, 'utf8'));
   }
 
   /** No more rows: write what is staged and close the file for writing (idempotent). */
   finish(): void {
-    if (this.fd === null) return;
-    try {
-      this.flush();
-    } finally {
-      fs.closeSync(this.fd);
-      this.fd = null;
-    }
+    this.out.close();
   }
 
   /** A reader of the rows, asked for in ascending order; close it when done. */
   reader(): SpoolReader {
     this.finish();
-    return new SpoolReader(this.file);
-  }
-
-  private flush(): void {
-    if (this.staged === 0 || this.fd === null) return;
-    writeAll(this.fd, this.staging.subarray(0, this.staged), this.flushed);
-    this.flushed += this.staged;
-    this.staged = 0;
+    return new SpoolReader(this.out.file);
   }
 }
 
@@ -99,11 +72,6 @@ export class SpoolReader {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
   }
-}
-
-function writeAll(fd: number, data: Buffer, at: number): void {
-  let done = 0;
-  while (done < data.length) done += fs.writeSync(fd, data, done, data.length - done, at + done);
 }
 
 function readExactly(fd: number, into: Buffer, at: number): Buffer {
