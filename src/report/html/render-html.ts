@@ -141,9 +141,9 @@ function specialSeqs(summary: SessionSummary): { failingSeq: number | null; last
 
 /** How renderReportHtmlParts keeps the rows, and who else sees them. */
 export interface PageMode {
-  /** Keep each row's final HTML (a page built whole), or render the rows again as they are streamed. */
+  /** Keep each row's final HTML (a page built whole), or stream the rows (from the spool, else rendered again). */
   keepRows: boolean;
-  /** Where a streamed page spools its bare rows (a scratch dir), so rows left bare are copied, not rendered again. */
+  /** Where a streamed page spools its rows as they are rendered (a scratch dir), so none is rendered twice. */
   spoolDir?: string;
   /** Handed every call row, in seq order, as the rows are measured (the bundle writes tool-calls.jsonl on this pass). */
   callRows?: CallRowListener;
