@@ -128,7 +128,7 @@ export async function measureRows(
       dropped: false,
       allowance: 0,
       html: keep.html ? html : null,
-      spooledAt: keep.spool ? keep.spool.append(html) : -1,
+      spooledAt: keep.spool ? keep.spool.append(html, bytes - 1) : -1,
       final: null,
     });
     bareBytes += bytes;
@@ -228,20 +228,20 @@ export function allotBodies(
     const rowThumbBytes = thumbs.reduce((n, t) => n + t.src.length, 0);
     const local = noCounters();
     let html = rows.render(row, e.line, allowance, thumbs, local);
-    let grown = byteLength(html) + 1 - e.bytes - rowThumbBytes;
-    if (allowance > 0 && grown > share.room()) {
+    let htmlBytes = byteLength(html);
+    if (allowance > 0 && htmlBytes + 1 - e.bytes - rowThumbBytes > share.room()) {
       // The escaped text came out bigger than its allowance: show this row without bodies.
       Object.assign(local, noCounters());
       allowance = 0;
       html = rows.render(row, e.line, 0, thumbs, local);
-      grown = byteLength(html) + 1 - e.bytes - rowThumbBytes;
+      htmlBytes = byteLength(html);
     }
     counts.clipped += local.clipped;
     counts.omitted += local.omitted;
-    share.free -= grown;
+    share.free -= htmlBytes + 1 - e.bytes - rowThumbBytes;
     e.allowance = allowance;
     if (e.html !== null) e.html = html;
-    else if (spool) e.final = { at: spool.append(html), bytes: byteLength(html) };
+    else if (spool) e.final = { at: spool.append(html, htmlBytes), bytes: htmlBytes };
   }
   return counts;
 }

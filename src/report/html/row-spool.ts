@@ -20,10 +20,10 @@ export class RowSpool {
     this.out = new StagedFile(path.join(dir, `report-rows-${randomBytes(4).toString('hex')}.html`));
   }
 
-  /** Append a row's HTML; returns the byte offset it starts at. */
-  append(html: string): number {
+  /** Append a row's HTML (`bytes` long in UTF-8, when the caller has measured it); returns its byte offset. */
+  append(html: string, bytes = Buffer.byteLength(html, 'utf8')): number {
     if (this.out.closed) throw new Error('report.html row spool: append after finish');
-    return this.out.append(html, Buffer.byteLength(html, 'utf8'));
+    return this.out.append(html, bytes);
   }
 
   /** No more rows: write what is staged and close the file for writing (idempotent). */
