@@ -234,6 +234,7 @@ export async function runFocus(ctx: ToolContext): Promise<ToolSuccess> {
       'command',
       { ...windowInfo(w) },
     );
+  if (element) desktop.setFocus(w, element);
   const result: Record<string, unknown> = { focused: true, window: windowInfo(w), focusHandle: w.handle };
   if (element) result.element = toUiaElement(element);
   if (point) result.at = point;

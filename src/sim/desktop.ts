@@ -25,6 +25,11 @@ export type ElementEffect = 'close-window' | 'open-save-as';
 /** An element of the simulated tree: the wire fields plus the effect of invoking it. */
 export interface SimElement extends UiaElement {
   effect?: ElementEffect;
+  /**
+   * A password box (UIA IsPassword): drawn as one dot per character, its value never on the wire (UIA's
+   * ValuePattern refuses it) and read by OCR as dots.
+   */
+  isPassword?: boolean;
   children: SimElement[];
 }
 
@@ -113,6 +118,9 @@ export const HANDLES = {
   videoPlayer: 262410,
 } as const;
 
+/** Control types that hold text typed or pasted into them while they have keyboard focus. */
+const TYPABLE = new Set(['Edit', 'Document', 'ComboBox']);
+
 /** The Notepad editor's text: it exercises the server's escaping (+ < > & ' and non-ASCII). */
 export const NOTEPAD_TEXT = "Hello + <world> & 'friends' — café ☕ 1+1=2";
 
@@ -194,7 +202,7 @@ function windowRoot(w: WindowLook, children: SimElement[]): SimElement {
 type WindowLook = Omit<SimWindow, 'tree' | 'handle'>;
 
 /** The windows present at start. */
-type StartWindow = keyof typeof HANDLES;
+type StartWindow = keyof typeof HANDLES | 'signIn';
 
 /** Who owns each starting window and where it sits (screen pixels: x, y, width, height). */
 const PLACES: Record<
@@ -205,6 +213,7 @@ const PLACES: Record<
   notepad: ['Untitled - Notepad', 'Notepad', 'notepad', 4120, [120, 80, 800, 600]],
   commandPrompt: ['Administrator: Command Prompt', 'ConsoleWindowClass', 'cmd', 7312, [960, 520, 720, 400]],
   videoPlayer: ['Video Player', 'ApplicationFrameWindow', 'Video.UI', 9044, [2000, 160, 800, 450]],
+  signIn: ['Sign in', '#32770', 'CredentialUIBroker', 5220, [1000, 200, 480, 300]],
 };
 
 /** How each starting window is drawn. */
@@ -213,6 +222,7 @@ const PALETTES: Record<StartWindow, Pick<SimWindow, 'titleBar' | 'client' | 'tex
   notepad: { titleBar: [0, 120, 215], client: [255, 255, 255], text: [30, 30, 30] },
   commandPrompt: { titleBar: [255, 255, 255], client: [12, 12, 12], text: [204, 204, 204] },
   videoPlayer: { titleBar: [32, 32, 32], client: [0, 0, 0], text: [255, 255, 255] },
+  signIn: { titleBar: [243, 243, 243], client: [249, 249, 249], text: [20, 20, 20] },
 };
 
 /**
@@ -413,6 +423,46 @@ function videoPlayer(): SimWindow {
   ]);
 }
 
+/**
+ * A sign-in dialog (opened on demand, see `Desktop.openSignIn`): a user name box, a password box (dots) and an
+ * API token box that shows what is typed, so tests can prove a secret's pixels are gone from a capture.
+ */
+function signIn(handle: number): SimWindow {
+  return startWindow('signIn', handle, {}, (el, title) => [
+    el(
+      { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
+      [0, 0, 480, 32],
+      [
+        el(
+          { controlType: 'Button', name: 'Close', automationId: 'Close', effect: 'close-window' },
+          [448, 0, 32, 32],
+        ),
+      ],
+    ),
+    el({ controlType: 'Text', name: 'Sign in to Contoso' }, [24, 44, 300, 20]),
+    el(
+      { controlType: 'Edit', name: 'User name', automationId: 'UserName', className: 'Edit' },
+      [24, 80, 432, 28],
+    ),
+    el(
+      {
+        controlType: 'Edit',
+        name: 'Password',
+        automationId: 'PasswordBox',
+        className: 'Edit',
+        isPassword: true,
+      },
+      [24, 124, 432, 28],
+    ),
+    el(
+      { controlType: 'Edit', name: 'API token', automationId: 'ApiToken', className: 'Edit' },
+      [24, 168, 432, 28],
+    ),
+    closingButton(el, 'Sign in', '1', [252, 250, 96, 28]),
+    closingButton(el, 'Cancel', '2', [360, 250, 96, 28]),
+  ]);
+}
+
 /** The WindowInfo the wire carries for a window. */
 export function windowInfo(w: SimWindow): WindowInfo {
   return {
@@ -442,7 +492,7 @@ export function uiaNode(e: SimElement, children: UiaElement[]): UiaElement {
   if (e.name !== undefined) out.name = e.name;
   if (e.automationId !== undefined) out.automationId = e.automationId;
   if (e.className !== undefined) out.className = e.className;
-  if (e.value !== undefined) out.value = e.value;
+  if (e.value !== undefined && !e.isPassword) out.value = e.value;
   if (e.isSelected !== undefined) out.isSelected = e.isSelected;
   out.children = children;
   return out as UiaElement;
@@ -496,6 +546,8 @@ export class Desktop {
   private nextPid = 11_000;
   /** The system text clipboard (the clipboard tool reads and writes it). */
   clipboard = '';
+  /** The control with keyboard focus: typed and pasted text goes there. */
+  private focused?: { window: SimWindow; element: SimElement };
 
   constructor() {
     this.open = [saveAs(HANDLES.saveAs), notepad(), commandPrompt(), videoPlayer()];
@@ -653,6 +705,43 @@ export class Desktop {
     if (this.open.length !== before) this.closed.add(handle);
   }
 
+  /**
+   * Give keyboard focus to a control of `w` (focus, a click, invoke setfocus). Only text boxes keep it as the
+   * target of typing; anything else leaves no control focused.
+   */
+  setFocus(w: SimWindow, e: SimElement): void {
+    this.focused = TYPABLE.has(e.controlType) && !e.isOffscreen ? { window: w, element: e } : undefined;
+  }
+
+  /** The focused text box, while its window is open. */
+  focusedElement(): { window: SimWindow; element: SimElement } | undefined {
+    const f = this.focused;
+    return f && this.open.includes(f.window) ? f : undefined;
+  }
+
+  /** Type text into the focused text box (`chars:`); false when no text box has focus. */
+  typeText(text: string): boolean {
+    const f = this.focusedElement();
+    if (!f) return false;
+    f.element.value = (f.element.value ?? '') + text;
+    return true;
+  }
+
+  /** Paste the clipboard into the focused text box (ctrl-v); false when no text box has focus. */
+  paste(): boolean {
+    return this.typeText(this.clipboard);
+  }
+
+  /** Open the Sign in dialog on top (a new handle each time), unless one is open. */
+  openSignIn(): SimWindow {
+    const existing = this.open.find((w) => w.title === 'Sign in');
+    if (existing) return existing;
+    const w = signIn(this.nextHandle);
+    this.nextHandle += 2;
+    this.open.unshift(w);
+    return w;
+  }
+
   /** Open a fresh Save As dialog on top (a new handle each time), unless one is open. */
   openSaveAs(): SimWindow {
     const existing = this.open.find((w) => w.title === 'Save As');
@@ -723,8 +812,7 @@ export class Desktop {
     const lines: string[] = [w.title];
     for (const e of descendants(w.tree)) {
       if (e.isOffscreen || e.width === 0) continue;
-      if (e.value !== undefined) lines.push(...e.value.split(/\r?\n/).filter((l) => l.length > 0));
-      else if (e.name && TEXTUAL.has(e.controlType)) lines.push(e.name);
+      lines.push(...linesOf(e));
     }
     return lines.join('\n');
   }
@@ -734,6 +822,7 @@ const TEXTUAL = new Set(['Text', 'Button', 'MenuItem', 'ListItem', 'TreeItem']);
 
 /** The lines OCR reads from one element: its value's lines, or the name of a textual control. */
 function linesOf(e: SimElement): string[] {
+  if (e.isPassword) return e.value ? ['•'.repeat(e.value.length)] : [];
   if (e.value !== undefined) return e.value.split(/\r?\n/).filter((l) => l.length > 0);
   return e.name && TEXTUAL.has(e.controlType) ? [e.name] : [];
 }
@@ -759,6 +848,11 @@ function drawText(r: Raster, text: string, x: number, y: number, maxWidth: numbe
     fillRect(r, cx, y, w, 7, color);
     cx += w + 6;
   }
+}
+
+/** A password box's stand-in glyphs: one 6x6 dot per character, 10 px apart. */
+function drawDots(r: Raster, count: number, x: number, y: number, maxWidth: number, color: Rgb): void {
+  for (let i = 0; i < count && (i + 1) * 10 <= maxWidth; i++) fillRect(r, x + i * 10, y, 6, 6, color);
 }
 
 const BUTTON: Rgb = [225, 225, 225];
@@ -789,6 +883,10 @@ function drawElement(r: Raster, w: SimWindow, e: SimElement): void {
     case 'Document':
     case 'ComboBox': {
       strokeRect(r, x, y, e.width, e.height, BORDER);
+      if (e.isPassword) {
+        drawDots(r, (e.value ?? '').length, x + 8, y + Math.floor(e.height / 2) - 3, e.width - 16, w.text);
+        break;
+      }
       const lines = (e.value ?? '').split(/\r?\n/);
       lines.forEach((line, i) => {
         drawText(r, line, x + 8, y + 8 + i * 14, e.width - 16, w.text);

@@ -65,6 +65,8 @@ export interface SimulatorOptions {
   consentDelayMs?: number;
   /** The operator's AllowSessionProvisioning opt-in (default false: provision-session is refused). */
   allowProvisioning?: boolean;
+  /** Open the Sign in dialog (a password box and an API token box) on top of the desktop at start. */
+  signIn?: boolean;
 }
 
 /** The raw send_command built-ins the simulated operator has enabled (the sim's legacy command table). */
@@ -203,6 +205,7 @@ export class SimulatorCore {
 
   constructor(options: SimulatorOptions = {}) {
     this.now = options.now ?? (() => new Date());
+    if (options.signIn) this.desktop.openSignIn();
     this.token = options.token;
     this.modalGraceMs = options.modalGraceMs ?? 750;
     this.pollMs = options.pollMs ?? 50;

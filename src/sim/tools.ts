@@ -240,6 +240,7 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
       );
     e.value = text;
   }
+  if (action === 'setfocus') ctx.desktop.setFocus(w, e);
   if (action === 'select') {
     const parent = [w.tree, ...descendants(w.tree)].find((p) => p.children.includes(e));
     for (const sibling of parent?.children ?? [])
@@ -307,7 +308,10 @@ async function runClick(ctx: ToolContext): Promise<ToolSuccess> {
     hit = desktop.hitTest(p.x, p.y);
     if (hit) refuseElevated(hit.window);
   }
-  if (hit && button === 'left') applyEffect(ctx, hit.window, hit.element);
+  if (hit && button === 'left') {
+    desktop.setFocus(hit.window, hit.element);
+    applyEffect(ctx, hit.window, hit.element);
+  }
   return { result: { clicked: true, at: point, button, count } };
 }
 
@@ -432,8 +436,11 @@ async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
     };
   }
   // Keystroke and mouse commands of the legacy table: the server answers with plain text.
-  if (/^(chars:|key:|keydown:|keyup:|mouse:|vk_|shiftdown:|shiftup:)/i.test(command))
+  if (/^(chars:|key:|keydown:|keyup:|mouse:|vk_|shiftdown:|shiftup:)/i.test(command)) {
+    // What `chars:` types lands in the focused text box, so a capture shows it.
+    if (/^chars:/i.test(command)) ctx.desktop.typeText(command.slice('chars:'.length));
     return { result: { output: 'ok' } };
+  }
   throw new ToolFailure(
     'unknown-command',
     'internal',
