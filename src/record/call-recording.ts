@@ -16,6 +16,7 @@ import type { Redactor } from '../redact/redactor.js';
 import { isRecord } from '../util/json.js';
 import { agentValue, unrecordedValue } from './agent-value.js';
 import { type ClientSaw, handBack, type LateAnswer, type RecordedCall } from './call.js';
+import type { Clock } from './clock.js';
 import type { FailureLedger } from './failure-ledger.js';
 import {
   envelopeText,
@@ -52,6 +53,8 @@ export interface CallRecordingDeps {
   ledger: FailureLedger;
   redactor: Redactor;
   hostFiles: HostFileCollector;
+  /** The recorder's clocks (the wall clock stamps artifact rows and events). */
+  clock: Clock;
   /** Run a stage (fault seam, throws tagged with the stage). */
   stage: <T>(name: RecordStage, fn: () => T) => T;
   /** True once the recorder has closed: nothing more is written. */
@@ -336,7 +339,7 @@ export class CallRecording {
       log.completeCall(row);
       const warnings = env?.warnings ?? [];
       for (const w of warnings) log.addWarning({ callSeq: call.seq, code: w.code, detail: w.detail ?? null });
-      const now = images.length > 0 ? isoTime(new Date()) : '';
+      const now = images.length > 0 ? isoTime(this.deps.clock.date()) : '';
       for (const img of images) log.addArtifact(artifactRow(call.seq, img, now));
       s.callStored(warnings.length, images.length);
     });
@@ -361,7 +364,7 @@ export class CallRecording {
       s.addEvent('protocol-fault', fault, call.seq);
     }
     if (call.tool === 'session-end' && env?.ok && s.status === 'open') {
-      this.deps.registry.end(s, { via: 'session-end' }, call.endedAt ?? new Date());
+      this.deps.registry.end(s, { via: 'session-end' }, call.endedAt ?? this.deps.clock.date());
     }
     const diskError = images.find(
       (i) => i.error?.startsWith('disk error') || i.error?.startsWith('artifact store'),
@@ -372,7 +375,7 @@ export class CallRecording {
     if (omitted && omitted.images !== s.reportedOmittedImages) {
       s.reportedOmittedImages = omitted.images;
       s.log?.setLatestEvent({
-        at: new Date().toISOString(),
+        at: this.deps.clock.date().toISOString(),
         kind: 'artifact-limit',
         callSeq: call.seq,
         detail: JSON.stringify({ omittedImages: omitted.images, omittedBytes: omitted.bytes }),

@@ -14,6 +14,8 @@ import { validDate } from './values.js';
 export interface ExchangeSink {
   push(job: Job, size: number): void;
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
+  /** The recorder's wall clock, for stamps the proxy did not give. */
+  now(): Date;
 }
 
 /** What a closed recorder hands a proxy: an exchange that records nothing. */
@@ -33,7 +35,7 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
   let state: 'open' | 'timed-out' | 'settled' = 'open';
   let saw: ClientSaw | undefined;
   const times = (m?: ExchangeMeta) => {
-    const endedAt = validDate(m?.endedAt) ?? new Date();
+    const endedAt = validDate(m?.endedAt) ?? sink.now();
     return { endedAt, durationMs: endedAt.getTime() - (validDate(m?.startedAt) ?? startedAt).getTime() };
   };
   const settle = (answer: { output?: unknown; oversize?: OversizeAnswer }, m?: ExchangeMeta) => {
@@ -96,19 +98,19 @@ export function otherExchange(sink: ExchangeSink, request: unknown, method: stri
   return {
     complete: (response, m) => {
       if (state === 'settled') return;
-      settle(response, validDate(m?.endedAt) ?? new Date(), roughSize(response));
+      settle(response, validDate(m?.endedAt) ?? sink.now(), roughSize(response));
       noteSaw();
     },
     tooLarge: (answer) => {
       if (state === 'settled') return;
       const failed = `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
-      settle(null, new Date(), SMALL_JOB_BYTES, failed);
+      settle(null, sink.now(), SMALL_JOB_BYTES, failed);
       sink.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
       noteSaw();
     },
     fail: (reason) => {
       if (state === 'settled') return;
-      settle(null, new Date(), SMALL_JOB_BYTES, typeof reason === 'string' ? reason : String(reason));
+      settle(null, sink.now(), SMALL_JOB_BYTES, typeof reason === 'string' ? reason : String(reason));
     },
     // The proxy records its own proxy-error event; the exchange is written when it settles.
     timedOut: (reason) => {

@@ -100,6 +100,7 @@ class RecorderImpl implements Recorder {
   private readonly exchangeSink: ExchangeSink = {
     push: (job, size) => this.push(job, size),
     event: (sessionId, kind, detail) => this.event(sessionId, kind, detail),
+    now: () => this.clock.date(),
   };
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -147,6 +148,7 @@ class RecorderImpl implements Recorder {
         pathMap: options.hostPathMap ?? [],
         ...(options.limits?.maxHostFileBytes ? { maxFileBytes: options.limits.maxHostFileBytes } : {}),
       }),
+      clock,
       stage: (name, fn) => this.stage(name, fn),
       closed: () => this.closed,
       fillLastObservation: this.fillLastObservation,
@@ -175,7 +177,7 @@ class RecorderImpl implements Recorder {
     let lastShape: OutputShape | undefined;
     const wrapped = async (tool: string, args: Record<string, unknown>): Promise<unknown> => {
       if (this.closed) return dispatch(tool, args);
-      const call = this.startCall(tool, args, null, null, this.transport, new Date());
+      const call = this.startCall(tool, args, null, null, this.transport, this.clock.date());
       let output: unknown;
       try {
         output = await dispatch(tool, args);
@@ -223,7 +225,7 @@ class RecorderImpl implements Recorder {
   }
 
   private finishReturned(call: RecordedCall, output: unknown, ok: boolean): unknown {
-    call.endedAt = new Date();
+    call.endedAt = this.clock.date();
     call.durationMs = performance.now() - call.t0;
     call.output = output;
     call.queuedBytes = roughSize(output);
@@ -231,7 +233,7 @@ class RecorderImpl implements Recorder {
   }
 
   private finishThrown(call: RecordedCall, err: unknown, shape: OutputShape): Promise<unknown> {
-    call.endedAt = new Date();
+    call.endedAt = this.clock.date();
     call.durationMs = performance.now() - call.t0;
     call.thrown = { message: thrownMessage(err), shape };
     const value = this.lastObservationSettled()
@@ -450,7 +452,7 @@ class RecorderImpl implements Recorder {
       const exported = this.liveExport?.changedCounts(s.id);
       if (exported) {
         log.setLatestEvent({
-          at: isoTime(new Date()),
+          at: isoTime(this.clock.date()),
           kind: 'otlp-export',
           callSeq: null,
           detail: JSON.stringify(exported),
@@ -474,7 +476,7 @@ class RecorderImpl implements Recorder {
   // ---------------------------------------------------------------- the rest of the API
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
-    const startedAt = validDate(meta.startedAt) ?? new Date();
+    const startedAt = validDate(meta.startedAt) ?? this.clock.date();
     if (this.closed) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
     if (req?.method !== 'tools/call')
@@ -502,7 +504,7 @@ class RecorderImpl implements Recorder {
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
     if (this.closed) return;
     const id = typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined;
-    this.push({ type: 'event', sessionId: id, kind, detail, at: new Date() }, SMALL_JOB_BYTES);
+    this.push({ type: 'event', sessionId: id, kind, detail, at: this.clock.date() }, SMALL_JOB_BYTES);
   }
 
   rememberSecret(secret: string): void {
@@ -519,7 +521,7 @@ class RecorderImpl implements Recorder {
   async end(sessionId: string, verdict: { passed?: boolean; reason?: string } = {}): Promise<void> {
     if (this.closed) return;
     this.push(
-      { type: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: new Date() },
+      { type: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: this.clock.date() },
       SMALL_JOB_BYTES,
     );
     await this.flush();
@@ -550,7 +552,7 @@ class RecorderImpl implements Recorder {
 
   private async closeNow(): Promise<void> {
     await this.flush();
-    this.registry.endAll(new Date());
+    this.registry.endAll(this.clock.date());
     this.queue.commitNow(true);
     if (this.liveExport) {
       // Bounded (shutdownTimeoutMs): then each exported session's final counts go in its log.
@@ -572,8 +574,8 @@ export function createRecorder(options: RecorderOptions = {}): Recorder {
 }
 
 /**
- * createRecorder on a given scheduling clock: tests move an AdvancingClock past a retry interval instead of
- * sleeping through it. Not part of the package's API (index.ts does not export it).
+ * createRecorder on given clocks: tests move an AdvancingClock past a retry interval instead of sleeping through
+ * it, or start its wall clock on a fixture date. Not part of the package's API (index.ts does not export it).
  */
 export function createRecorderOnClock(options: RecorderOptions, clock: Clock): Recorder {
   return new RecorderImpl(options, clock);

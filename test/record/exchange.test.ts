@@ -10,6 +10,7 @@ function sink() {
   const s: ExchangeSink = {
     push: (job) => jobs.push(job),
     event: (_id, kind, detail) => events.push({ kind, detail }),
+    now: () => new Date('2026-12-02T10:00:01.000Z'),
   };
   return { s, jobs, events };
 }

@@ -4,7 +4,8 @@ process.env.TZ = 'Asia/Kolkata';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRecorder } from '../../src/record/index.js';
+import { AdvancingClock } from '../../src/record/clock.js';
+import { createRecorderOnClock } from '../../src/record/recorder.js';
 import type { CallRow } from '../../src/store/schema.js';
 import {
   calls,
@@ -169,11 +170,12 @@ describe('an MCEC-shaped session through wrap', () => {
       'session-end': () =>
         callToolResult({ sessionId: SID, ok: true, result: { sessionId: SID, ended: true } }),
     };
-    const recorder = createRecorder({
-      sessionsDir: root,
-      scenario: 'notepad save',
-      stderr: (l) => stderr.push(l),
-    });
+    // The recorder's wall clock runs from the fixture's day: the server's startedAt is within its skew limit
+    // whatever today's date is.
+    const recorder = createRecorderOnClock(
+      { sessionsDir: root, scenario: 'notepad save', stderr: (l) => stderr.push(l) },
+      new AdvancingClock(new Date('2026-12-02T10:15:01.000Z')),
+    );
     const dispatch = recorder.wrap(async (tool: string, args: Record<string, unknown>) => {
       const out = script[tool]!(args);
       outputs[`${tool}#${Object.keys(outputs).filter((k) => k.startsWith(`${tool}#`)).length + 1}`] = out;

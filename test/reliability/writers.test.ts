@@ -9,6 +9,7 @@ import { fork } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sessionDirName } from '../../src/paths/naming.js';
 import { renderFailureSummary } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
@@ -18,7 +19,9 @@ import { removeRoot, reportFigure, sessionDirOf, tempRoot } from './helpers.js';
 const CHILD = fileURLToPath(new URL('./fixtures/two-writers-child.mjs', import.meta.url));
 const CALLS = 300;
 const SESSION_ID = 'a11ce0b0b001';
-const STARTED_AT = '2026-12-02T10:15:02.000Z';
+// The server's session-start time: an hour before this run, on the second (inside the recorder's skew limit
+// on any date, and far enough from the recorder's own clock that a dir named from that clock would differ).
+const STARTED_AT = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000).toISOString();
 
 interface Done {
   pid: number;
@@ -90,7 +93,7 @@ describe('two processes write one session', () => {
     }
 
     const dir = sessionDirOf(sessionsDir, SESSION_ID);
-    expect(path.basename(dir)).toBe(`20261202-101502-${SESSION_ID}`);
+    expect(path.basename(dir)).toBe(sessionDirName(new Date(STARTED_AT), SESSION_ID));
     const reader = SessionReader.open(dir);
     try {
       const rows = [...reader.calls()];
