@@ -2,9 +2,7 @@
  * The bug bundle: one deterministic zip of a session (rendered reports, the existing bundle's JSON files, the
  * images and a snapshot of the log), written to a temp name and renamed, so no half-written zip is left.
  */
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { describeFsError } from '../paths/disk-errors.js';
 import { LOG_FILE, parseSessionDirName, sessionDirName } from '../paths/naming.js';
@@ -21,6 +19,7 @@ import type { SessionSummary, Verdict } from '../report/types.js';
 import { moveIntoPlace, tempNameFor } from '../report/write-atomic.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
+import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
 import { bundleDb } from './db-snapshot.js';
 import {
   byPath,
@@ -135,7 +134,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     throw new Error(`maxBytes must be a positive integer, got ${maxBytes}`);
   }
   if (options.output !== undefined) refuseOutputInSession(dir, options.output);
-  const tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundle-'));
+  const tmpDir = makeTempDir('mcec-bundle');
   let opened: SessionFacts | null = null;
   try {
     const progress = new Progress(options.onProgress);
@@ -240,6 +239,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
   const { maxBytes } = options;
   const output = resolveOutput(plan.dir, top, options.output);
   fs.mkdirSync(path.dirname(output), { recursive: true });
+  removeDeadPartials(path.dirname(output)); // what killed runs left beside their bundles
   progress.expect(plan.images.length + plan.texts.length + 4);
   const warnings: string[] = [];
   let capDrops = maxBytes === undefined ? [] : await firstCapDrops(plan, maxBytes);
@@ -252,7 +252,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
       copy = options.reportHtmlInSessionDir ? SessionReportCopy.open(plan.dir, warnings) : null;
       const { included, entries, manifest } = layout(plan, capDrops, met, copy);
       if (tmp) fs.rmSync(tmp, { force: true });
-      tmp = `${output}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+      tmp = tempNameFor(output);
       const { bytes } = await writeZip(
         tmp,
         entries,

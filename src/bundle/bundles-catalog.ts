@@ -5,13 +5,14 @@
  * skipped and said so.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry } from 'yauzl';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { readCatalogEntry } from '../report/catalog-entry.js';
 import { Catalog, type CatalogEntry } from '../store/catalog.js';
+import { foreignLogProblem } from '../store/foreign-log.js';
+import { makeTempDir } from '../util/temp-files.js';
 
 /** Largest session.sqlite read out of a bundle. */
 const MAX_LOG_BYTES = 2 * 1024 ** 3;
@@ -27,7 +28,7 @@ export async function catalogOfBundles(
     .sort();
   const catalog = Catalog.memory();
   const skipped: Array<{ zip: string; why: string }> = [];
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-bundles-'));
+  const scratch = makeTempDir('mcec-bundles');
   const seen = new Set<string>();
   let bundles = 0;
   try {
@@ -80,6 +81,12 @@ async function entryOfBundle(zip: string, scratch: string): Promise<CatalogEntry
       await file.openReadStreamPromise(found.entry),
       fs.createWriteStream(path.join(dir, LOG_FILE)),
     );
+    // A foreign log is data: checked against our schema before any query runs on it.
+    const problem = foreignLogProblem(path.join(dir, LOG_FILE));
+    if (problem) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw new Error(`its ${LOG_FILE} is refused: ${problem}`);
+    }
     const entry = readCatalogEntry(dir);
     fs.rmSync(dir, { recursive: true, force: true });
     if (entry.session.error !== null)

@@ -1,16 +1,19 @@
 /**
  * Checking a bundle without extracting it: entry names, layout, every manifest hash and size, CRCs, that no
- * JSON or text file carries image bytes and that report.html runs only its own scripts. Bounded in time and
- * memory whatever the zip (see VerifyOptions).
+ * JSON or text file carries image bytes, that report.html runs only its own scripts and that the log is one
+ * this recorder wrote (copied to a temp file and checked by `foreignLogProblem`, never queried). Bounded in
+ * time and memory whatever the zip (see VerifyOptions).
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Entry, ZipFile } from 'yauzl';
-import { parseSessionDirName } from '../paths/naming.js';
+import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { escapeFormatChars } from '../report/text.js';
+import { foreignLogProblem } from '../store/foreign-log.js';
 import { isRecord } from '../util/json.js';
+import { makeTempDir } from '../util/temp-files.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
 import { checkJsonFile, checkJsonLines } from './verify-json.js';
@@ -114,6 +117,7 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
   let entries = 0;
   const files = new Map<string, FileFacts>();
   const tops = new Set<string>();
+  const scratch = new Scratch();
   try {
     const listing = await listEntries(zip, caps, add);
     entries = listing.entries;
@@ -124,7 +128,7 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
     for (const l of listing.listed) {
       if (l.isDir) continue;
       try {
-        files.set(l.name, await readFacts(zip, l.entry, l.name, caps, ownScripts));
+        files.set(l.name, await readFacts(zip, l.entry, l.name, caps, ownScripts, scratch));
       } catch (err) {
         add(`entry ${shownName(l.name)}: cannot be read: ${quoteText((err as Error).message)}`);
       }
@@ -133,6 +137,7 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
     add(`zip structure: ${quoteText((err as Error).message)}`);
   } finally {
     zip.close();
+    scratch.remove();
   }
   checkLayout(tops, files, add);
   const top = tops.size === 1 ? [...tops][0]! : null;
@@ -360,14 +365,38 @@ function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'html' | 'png' | 'opa
   return 'binary';
 }
 
+/** A temp dir for the log's copy, made on first use and removed (a killed run's by the next run). */
+class Scratch {
+  private dir: string | null = null;
+
+  file(name: string): string {
+    this.dir ??= makeTempDir('mcec-verify');
+    return path.join(this.dir, name);
+  }
+
+  remove(): void {
+    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
+    this.dir = null;
+  }
+}
+
+/** `<top>/session.sqlite`: the one entry verify copies out, to check it as a foreign log. */
+function isBundleLog(name: string): boolean {
+  const parts = name.split('/');
+  return parts.length === 2 && parts[1] === LOG_FILE;
+}
+
 async function readFacts(
   zip: ZipFile,
   entry: Entry,
   name: string,
   caps: typeof VERIFY_DEFAULTS,
   ownScripts: ReadonlySet<string>,
+  scratch: Scratch,
 ): Promise<FileFacts> {
   const kind = kindOf(name);
+  const logCopy = isBundleLog(name) ? scratch.file(LOG_FILE) : null;
+  const logFd = logCopy ? fs.openSync(logCopy, 'wx') : null;
   const stream = await zip.openReadStreamPromise(entry);
   const hash = createHash('sha256');
   let crc = 0;
@@ -386,16 +415,21 @@ async function readFacts(
   const chunks: Buffer[] = [];
   let head = Buffer.alloc(0);
   let tail = Buffer.alloc(0);
-  for await (const chunk of stream as AsyncIterable<Buffer>) {
-    hash.update(chunk);
-    crc = zlib.crc32(chunk, crc);
-    bytes += chunk.length;
-    scanner?.feed(chunk);
-    if (keep) chunks.push(chunk);
-    if (kind === 'png') {
-      if (head.length < PNG_SIGNATURE.length) head = Buffer.concat([head, chunk]).subarray(0, 8);
-      tail = Buffer.concat([tail, chunk]).subarray(-PNG_IEND.length);
+  try {
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (logFd !== null) fs.writeSync(logFd, chunk);
+      hash.update(chunk);
+      crc = zlib.crc32(chunk, crc);
+      bytes += chunk.length;
+      scanner?.feed(chunk);
+      if (keep) chunks.push(chunk);
+      if (kind === 'png') {
+        if (head.length < PNG_SIGNATURE.length) head = Buffer.concat([head, chunk]).subarray(0, 8);
+        tail = Buffer.concat([tail, chunk]).subarray(-PNG_IEND.length);
+      }
     }
+  } finally {
+    if (logFd !== null) fs.closeSync(logFd);
   }
   const facts: FileFacts = {
     bytes,
@@ -429,6 +463,11 @@ async function readFacts(
     );
   }
   if (scanner?.finding) facts.imageProblems.push(scanner.finding);
+  if (logCopy) {
+    const problem = foreignLogProblem(logCopy);
+    if (problem) facts.imageProblems.push(problem);
+    fs.rmSync(logCopy, { force: true });
+  }
   return facts;
 }
 

@@ -2,10 +2,10 @@
  * Source loading: what `mcec-replay` was given (a session id or prefix, a session dir, a bundle zip) as a
  * session dir on disk. A bundle's log and images are extracted into a temp dir, removed by `cleanup()`;
  * only `<top>/session.sqlite` and `<top>/artifacts/<file>` are written, after the names were checked as
- * verify does (no `..`, no absolute paths, no symlinks) and within size caps.
+ * verify does (no `..`, no absolute paths, no symlinks) and within size caps, and the log is refused unless
+ * its schema is ours (`foreignLogProblem`) before anything queries it.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry, ZipFile } from 'yauzl';
@@ -19,7 +19,9 @@ import {
 } from '../bundle/zip-read.js';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
+import { foreignLogProblem } from '../store/foreign-log.js';
 import { resolveSession } from '../store/session-reader.js';
+import { makeTempDir } from '../util/temp-files.js';
 
 /** A recording ready to replay. */
 export interface ReplaySource {
@@ -59,7 +61,7 @@ export async function openReplaySource(
       throw new SourceError(
         `${input}: a file that is not a bundle (.zip); give a session id, a session dir or a bundle`,
       );
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-replay-bundle-'));
+    const tmp = makeTempDir('mcec-replay-bundle');
     const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
     try {
       const dir = await extractBundle(input, tmp);
@@ -131,6 +133,9 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
       // Exclusive create: a name twice in the zip is refused, never overwritten.
       await pipeline(stream, fs.createWriteStream(path.join(dir, ...rel.split('/')), { flags: 'wx' }));
     }
+    // A foreign log is data: checked against our schema before any query runs on it.
+    const problem = foreignLogProblem(path.join(dir, LOG_FILE));
+    if (problem) throw new SourceError(`${zipPath}: refusing its ${LOG_FILE}: ${problem}`);
     return dir;
   } finally {
     zip.close();

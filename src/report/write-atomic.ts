@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { partialNameFor } from '../util/temp-files.js';
 
 /** Write `text` to `file` through a temp file and a rename, so readers never see half a document. */
 export function writeFileAtomic(file: string, text: string | Uint8Array): void {
@@ -15,7 +15,7 @@ export function writeFileAtomic(file: string, text: string | Uint8Array): void {
 
 /** A temp name beside `file` (`<file>.<pid>.<random>.partial`: never bundled, never taken for the file). */
 export function tempNameFor(file: string): string {
-  return `${file}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+  return partialNameFor(file);
 }
 
 /**

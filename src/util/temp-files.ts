@@ -1,0 +1,105 @@
+/**
+ * Temp files and dirs carry their writer's pid in their names (`<prefix>-<pid>-<random>` dirs under the OS
+ * temp dir, `<file>.<pid>.<8 hex>.partial` beside an output, `.capture-<pid>-<n>-<random>.partial` in
+ * `artifacts/`), so a later run can tell a dead writer's leftovers (a kill -9 runs no cleanup) from a live
+ * one's and remove them. A pid is only judged on this machine: the temp dir and a sessions dir are local.
+ */
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** Whether a process with this pid runs (EPERM: it runs as another user). */
+export function pidAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** A temp name beside `file` (`<file>.<pid>.<random>.partial`: never bundled, never taken for the file). */
+export function partialNameFor(file: string): string {
+  return `${file}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
+}
+
+/** The writer pid in a temp file's name, or null when the name is not one of ours. */
+export function partialWriterPid(name: string): number | null {
+  const m =
+    /\.(\d{1,10})\.[0-9a-f]{8}\.partial$/.exec(name) ?? /^\.capture-(\d{1,10})-.*\.partial$/.exec(name);
+  return m ? Number(m[1]) : null;
+}
+
+/** Remove the temp files in `dir` (not below it) whose writer is dead; the files and bytes removed. */
+export function removeDeadPartials(dir: string): { files: number; bytes: number } {
+  const out = { files: 0, bytes: 0 };
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return out;
+  }
+  for (const name of names) {
+    const pid = partialWriterPid(name);
+    if (pid === null || pidAlive(pid)) continue;
+    const file = path.join(dir, name);
+    try {
+      const st = fs.lstatSync(file);
+      if (!st.isFile()) continue;
+      fs.rmSync(file, { force: true });
+      out.files += 1;
+      out.bytes += st.size;
+    } catch {
+      // gone meanwhile, or not ours to remove
+    }
+  }
+  return out;
+}
+
+/** `<prefix>-<pid>-XXXXXX` dirs under `parent`, made by mkdtemp. */
+function tempDirPattern(prefix: string): RegExp {
+  return new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-(\\d{1,10})-[A-Za-z0-9]{6}$`);
+}
+
+/** Remove the `<prefix>-<pid>-*` dirs under `parent` whose process is dead; the dirs removed. */
+export function removeDeadTempDirs(prefix: string, parent = os.tmpdir()): number {
+  const pattern = tempDirPattern(prefix);
+  let removed = 0;
+  let names: string[];
+  try {
+    names = fs.readdirSync(parent);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const m = pattern.exec(name);
+    if (!m || pidAlive(Number(m[1]))) continue;
+    try {
+      fs.rmSync(path.join(parent, name), { recursive: true, force: true });
+      removed += 1;
+    } catch {
+      // not ours to remove
+    }
+  }
+  return removed;
+}
+
+/**
+ * A fresh temp dir `<parent>/<prefix>-<pid>-XXXXXX`, after removing the ones dead processes left with the
+ * same prefix.
+ */
+export function makeTempDir(prefix: string, parent = os.tmpdir()): string {
+  removeDeadTempDirs(prefix, parent);
+  return fs.mkdtempSync(path.join(parent, `${prefix}-${process.pid}-`));
+}
+
+/** The prefixes of the temp dirs this package makes (swept by `prune`). */
+export const TEMP_DIR_PREFIXES = [
+  'mcec-bundle',
+  'mcec-bundles',
+  'mcec-replay-bundle',
+  'mcec-verify',
+] as const;

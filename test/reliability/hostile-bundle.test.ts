@@ -1,0 +1,172 @@
+/**
+ * A bundle whose session.sqlite was rewritten by an attacker, with the manifest's hashes made consistent:
+ * the log is data, never code. Through the built CLIs: `verify` fails it, `mcec-replay` and `triage
+ * --bundles` refuse it within seconds, and the temp dirs of killed runs are removed by the next run.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/bundle/build.js';
+import { foreignLogProblem } from '../../src/store/foreign-log.js';
+import { readZip, sha256, tempDir } from '../bundle/helpers.js';
+import { calls, deadPid, FixtureSession } from '../helpers/fixture-session.js';
+import { BUNDLE_CLI, ROOT, runNode } from '../support/programs.js';
+import { removeDir } from '../support/temp.js';
+import { reportFigure } from './helpers.js';
+
+const REPLAY_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-replay.js');
+
+let root: string;
+let good: string;
+
+/** Rewrite a bundle: `tamper` changes its log (a copy on disk); the manifest's sizes and hashes follow. */
+async function tamperedBundle(name: string, tamper: (db: Database.Database) => void): Promise<string> {
+  const entries = await readZip(good);
+  const scratch = path.join(root, `${name}.sqlite`);
+  const log = entries.find((e) => e.name.endsWith('/session.sqlite'))!;
+  fs.writeFileSync(scratch, log.data);
+  const db = new Database(scratch);
+  tamper(db);
+  db.close();
+  log.data = fs.readFileSync(scratch);
+  const manifest = entries.find((e) => e.name.endsWith('/manifest.json'))!;
+  const doc = JSON.parse(manifest.data.toString('utf8')) as {
+    files: Array<{ path: string; bytes: number; sha256: string }>;
+  };
+  for (const f of doc.files) {
+    if (f.path === 'session.sqlite') Object.assign(f, { bytes: log.data.length, sha256: sha256(log.data) });
+  }
+  manifest.data = Buffer.from(JSON.stringify(doc, null, 2));
+  const { ZipFile } = await import('yazl');
+  const zip = new ZipFile();
+  for (const e of entries) zip.addBuffer(e.data, e.name, { compressionLevel: 9 });
+  zip.end();
+  const file = path.join(root, 'hostile', `${name}.zip`);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  await new Promise<void>((resolve, reject) => {
+    zip.outputStream.pipe(fs.createWriteStream(file)).on('close', resolve).on('error', reject);
+  });
+  return file;
+}
+
+/** `calls` renamed away and a view of that name that never ends (a recursive query). */
+function recursiveView(db: Database.Database): void {
+  db.exec(`ALTER TABLE calls RENAME TO calls_real;
+    CREATE VIEW calls AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)
+      SELECT c.* FROM calls_real c, n;`);
+}
+
+/** A view whose every row carries 400 MB strings. */
+function hugeStrings(db: Database.Database): void {
+  db.exec(`ALTER TABLE calls RENAME TO calls_real;
+    CREATE VIEW calls AS SELECT seq, tool, printf('%.*c', 400000000, 'x') AS args, rpc_id, transport,
+      started_at, ended_at, duration_ms, status, ok, error_code, error_category,
+      printf('%.*c', 400000000, 'y') AS error_detail, output_kind, printf('%.*c', 400000000, 'z') AS envelope,
+      response, violations, payload_dropped, writer FROM calls_real;`);
+}
+
+beforeAll(async () => {
+  root = tempDir('mcec-hostile-bundle-');
+  const sessionsDir = path.join(root, 'sessions');
+  const s = FixtureSession.create(sessionsDir);
+  s.call(calls.displays());
+  s.call(calls.findSave());
+  s.call(calls.ambiguousFind());
+  s.end();
+  good = (await buildBundle(s.dir, { output: path.join(root, 'good.zip') })).bundle;
+}, 120_000);
+
+afterAll(() => removeDir(root));
+
+describe('a bundle whose log is not ours', () => {
+  it('is refused by the check for a view, a trigger, an extra or changed table, and passes as built', async () => {
+    const problem = async (name: string, tamper: (db: Database.Database) => void) => {
+      const zip = await tamperedBundle(name, tamper);
+      const entries = await readZip(zip);
+      const file = path.join(root, `${name}-check.sqlite`);
+      fs.writeFileSync(file, entries.find((e) => e.name.endsWith('/session.sqlite'))!.data);
+      return foreignLogProblem(file);
+    };
+    expect(await problem('same', () => {})).toBeNull();
+    expect(await problem('view', recursiveView)).toMatch(/view "calls".*no views or triggers/);
+    expect(
+      await problem('trigger', (db) =>
+        db.exec('CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM calls; END'),
+      ),
+    ).toMatch(/trigger "t"/);
+    expect(await problem('extra', (db) => db.exec('CREATE TABLE extra (x)'))).toMatch(/table "extra"/);
+    expect(
+      await problem('generated', (db) =>
+        db.exec(
+          "ALTER TABLE calls RENAME TO c0; CREATE TABLE calls AS SELECT * FROM c0; DROP TABLE c0; ALTER TABLE calls ADD COLUMN g TEXT AS (printf('%.*c', 400000000, 'x'))",
+        ),
+      ),
+    ).toMatch(/table "calls"|index/);
+    expect(await problem('version', (db) => db.pragma('user_version = 99'))).toMatch(/version 99/);
+    // A value over the cap (measured from the record header, never loaded).
+    const big = path.join(root, 'big.sqlite');
+    fs.copyFileSync(path.join(root, 'same.sqlite'), big);
+    const db = new Database(big);
+    db.prepare('UPDATE calls SET envelope = ? WHERE seq = 1').run('x'.repeat(2 * 1024 * 1024));
+    db.close();
+    expect(foreignLogProblem(big, { maxValueBytes: 1024 * 1024 })).toMatch(
+      /calls\.envelope holds a value of 2097152 bytes/,
+    );
+  }, 120_000);
+
+  it('fails verify, and mcec-replay and triage --bundles refuse it within seconds (built CLIs)', async () => {
+    const view = await tamperedBundle('recursive-view', recursiveView);
+    const huge = await tamperedBundle('huge-strings', hugeStrings);
+    const figures: Record<string, number> = {};
+    for (const zip of [view, huge]) {
+      const name = path.basename(zip, '.zip');
+      let t = performance.now();
+      const verify = await runNode([BUNDLE_CLI, 'verify', zip]);
+      figures[`verify-${name}-ms`] = Math.round(performance.now() - t);
+      expect(verify.code, verify.stdout + verify.stderr).toBe(1);
+      expect(verify.stdout + verify.stderr).toMatch(
+        /session\.sqlite: not a session log this recorder wrote: it has a view "calls"/,
+      );
+      t = performance.now();
+      const replay = await runNode(['--max-old-space-size=512', REPLAY_CLI, zip, '--stdio']);
+      figures[`replay-${name}-ms`] = Math.round(performance.now() - t);
+      expect(replay.code).not.toBe(0);
+      expect(replay.stderr).toMatch(/refusing its session\.sqlite: not a session log this recorder wrote/);
+    }
+    // triage over the folder holding both (and nothing else): it answers, naming each zip it skipped.
+    const t = performance.now();
+    const triage = await runNode([BUNDLE_CLI, 'triage', '--bundles', path.dirname(view), '--json']);
+    figures['triage-ms'] = Math.round(performance.now() - t);
+    expect(triage.stdout + triage.stderr).toMatch(/recursive-view\.zip/);
+    expect(triage.stdout + triage.stderr).toMatch(/huge-strings\.zip/);
+    expect(triage.stdout + triage.stderr).toMatch(/is refused: not a session log this recorder wrote/);
+    for (const ms of Object.values(figures)) expect(ms).toBeLessThan(60_000);
+    // The bundle as built still verifies and replays.
+    const ok = await runNode([BUNDLE_CLI, 'verify', good]);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    reportFigure('hostile-bundle', figures);
+  }, 300_000);
+
+  it('a killed run’s temp dir is removed by the next run; a live one’s is kept', async () => {
+    const tmp = path.join(root, 'tmp');
+    fs.mkdirSync(tmp);
+    const dead = path.join(tmp, `mcec-replay-bundle-${deadPid()}-AbC123`);
+    const deadVerify = path.join(tmp, `mcec-verify-${deadPid()}-xYz789`);
+    const live = path.join(tmp, `mcec-replay-bundle-${process.pid}-QwE456`);
+    for (const d of [dead, deadVerify, live]) {
+      fs.mkdirSync(path.join(d, 'top'), { recursive: true });
+      fs.writeFileSync(path.join(d, 'top', 'session.sqlite'), 'left by a kill -9');
+    }
+    const env = { TMPDIR: tmp, TMP: tmp, TEMP: tmp };
+    const replay = await runNode([REPLAY_CLI, good, '--stdio'], { env });
+    expect(replay.code, replay.stderr).toBe(0);
+    const verify = await runNode([BUNDLE_CLI, 'verify', good], { env });
+    expect(verify.code).toBe(0);
+    expect(fs.existsSync(dead)).toBe(false);
+    expect(fs.existsSync(deadVerify)).toBe(false);
+    expect(fs.existsSync(live)).toBe(true);
+    // and the runs left nothing of their own
+    expect(fs.readdirSync(tmp).sort()).toEqual([path.basename(live)]);
+  }, 120_000);
+});
