@@ -16,7 +16,9 @@ export function serverInfoFrom(result: Record<string, unknown>, redact: (v: unkn
   };
   if (typeof result.protocolVersion === 'string') server.protocolVersion = result.protocolVersion;
   if (result.commandAccess !== undefined) {
-    const access = jsonOrNull(redact(result.commandAccess));
+    // Redacted where it stands (under `commandAccess`), so its `note` is read as the server's prose.
+    const redacted = redact({ commandAccess: result.commandAccess }) as { commandAccess?: unknown };
+    const access = jsonOrNull(isRecord(redacted) ? redacted.commandAccess : null);
     // A map of tool names: a few hundred bytes on MCEC; anything huge is not kept.
     if (access !== null && access.length <= 64 * 1024) server.commandAccess = JSON.parse(access);
   }

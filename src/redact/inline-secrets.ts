@@ -28,6 +28,12 @@ export interface InlineOptions {
   isProtected?: (value: string) => boolean;
   /** Called with each value found (for remembering). */
   found?: (value: string) => void;
+  /**
+   * The text is server-authored prose (a tool description, instructions): only `key=value` with the value
+   * right after the `=`, and JSON `"key":"value"`, are assignments; `key: value` and `--key value` are
+   * sentences there ("credential: HTTP requests").
+   */
+  prose?: boolean;
 }
 
 interface Quote {
@@ -135,6 +141,10 @@ function assignments(text: string, replacement: string, options: InlineOptions, 
     const keyQuote = flag ? undefined : quoteAt(text, i);
     if (keyQuote) i += keyQuote.token.length;
     const afterKey = i;
+    if (options.prose && !keyQuote) {
+      // Prose: only `key=value`, nothing between.
+      if (text.charCodeAt(i) !== 61 || i + 1 >= text.length || text.charCodeAt(i + 1) <= 32) continue;
+    }
     i = skipBlanks(text, i);
     const sep = text.charCodeAt(i);
     if (sep === 61 || sep === 58) {

@@ -65,6 +65,73 @@ const MAX_VOCABULARY = 2000;
 /** Keys whose short identifier values are codes, categories or tool names: evidence, never blanked by
  * server-taught secrets or inline patterns (only by secrets from arguments and configuration). */
 const PROTECTED_FIELDS = new Set(['code', 'category', 'errorCode', 'errorCategory', 'tool', 'method']);
+/**
+ * Where a value stands, for the rules that follow the protocol's structure (README "Protocol structure"):
+ * - `data`: anything (arguments, results, events);
+ * - `schema`: a JSON Schema (a tool's inputSchema/outputSchema or a subschema): its `description`, `title`
+ *   and `$comment` are prose, its `properties`-like maps hold names;
+ * - `names`: a JSON Schema's `properties` (or `$defs`, ...): keys are argument names, never secret keys,
+ *   and each schema under them stays a schema;
+ * - `described`: an object whose `title` and `description` are server-authored prose (serverInfo, a tool's
+ *   annotations);
+ * - `commandAccess`: MCEC's commandAccess block, whose `note` is prose.
+ */
+type Place = 'data' | 'schema' | 'names' | 'described' | 'commandAccess';
+/** How one string is scrubbed: as data, as a protected identifier (codes), or as server-authored prose. */
+type StringMode = 'data' | 'protected' | 'prose';
+
+/** A JSON Schema's prose keywords. */
+const SCHEMA_PROSE = new Set(['description', 'title', '$comment']);
+/** JSON Schema keywords holding maps from a name to a subschema. */
+const SCHEMA_NAME_MAPS = new Set([
+  'properties',
+  'patternProperties',
+  '$defs',
+  'definitions',
+  'dependentSchemas',
+]);
+/** JSON Schema keywords holding one subschema or an array of them. */
+const SCHEMA_SUBSCHEMAS = new Set([
+  'items',
+  'additionalItems',
+  'prefixItems',
+  'additionalProperties',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+  'propertyNames',
+  'contains',
+  'not',
+  'if',
+  'then',
+  'else',
+  'anyOf',
+  'oneOf',
+  'allOf',
+]);
+const DESCRIBED_PROSE = new Set(['title', 'description']);
+const COMMAND_ACCESS_PROSE = new Set(['note']);
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** A tool definition of a tools/list result: `{name, inputSchema, ...}`. */
+function isToolDefinition(o: Record<string, unknown>): boolean {
+  return typeof o.name === 'string' && isPlainObject(o.inputSchema);
+}
+
+/** An initialize result: `{protocolVersion, serverInfo, ...}`. */
+function isInitializeResult(o: Record<string, unknown>): boolean {
+  return typeof o.protocolVersion === 'string' && isPlainObject(o.serverInfo);
+}
+
+/** A name (tool, argument) kept as is: a short string without whitespace. */
+function isName(v: string): boolean {
+  if (v.length === 0 || v.length > 128) return false;
+  for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) <= 32) return false;
+  return true;
+}
+
 /** What a protected field's value looks like when it is an identifier. */
 function isIdentifier(v: string): boolean {
   if (v.length === 0 || v.length > 128) return false;
@@ -148,6 +215,7 @@ class SecretRedactor implements Redactor {
     isProtected: (value: string) => this.vocabulary.has(value),
     found: (value: string) => this.learn(value, this.source),
   };
+  private readonly inlineProse = { ...this.inline, prose: true };
 
   constructor(options: RedactOptions) {
     this.isSecretKey = secretKeyMatcher(options.keys);
@@ -189,28 +257,33 @@ class SecretRedactor implements Redactor {
 
   scrubText(text: string, call?: RedactContext): string {
     if (typeof text !== 'string') return text;
-    if (call === undefined) return this.scrub(text, false);
+    if (call === undefined) return this.scrub(text);
     const saved = this.echoes;
     this.echoes = this.echoesOf(call);
     try {
-      return this.scrub(text, false);
+      return this.scrub(text);
     } finally {
       this.echoes = saved;
     }
   }
 
-  /** The scrubbing pipeline for one string; `protectedField` keeps codes safe from server-taught values. */
-  private scrub(text: string, protectedField: boolean): string {
+  /**
+   * The scrubbing pipeline for one string. `protected` keeps codes safe from server-taught values; `prose`
+   * (server-authored documentation) skips what reads typing or `key: value` into words: a `chars:` there
+   * documents the command, and "credential: HTTP requests" is a sentence.
+   */
+  private scrub(text: string, mode: StringMode = 'data'): string {
     let out = text;
     for (const [orig, repl] of this.echoes) if (out.includes(orig)) out = out.split(orig).join(repl);
-    if (!this.keepTypedText) out = scrubTypedCommands(out);
-    if (out.length >= 4 && !this.store.empty) out = this.store.scrub(out, REDACTED, protectedField);
+    if (!this.keepTypedText && mode !== 'prose') out = scrubTypedCommands(out);
+    if (out.length >= 4 && !this.store.empty) out = this.store.scrub(out, REDACTED, mode === 'protected');
     for (const re of this.patterns) {
       re.lastIndex = 0;
       out = out.replace(re, REDACTED);
     }
-    if (protectedField) return out;
-    if (this.inlineSecrets && out.length > 5) out = scrubInlineSecrets(out, REDACTED, this.inline);
+    if (mode === 'protected') return out;
+    if (this.inlineSecrets && out.length > 5)
+      out = scrubInlineSecrets(out, REDACTED, mode === 'prose' ? this.inlineProse : this.inline);
     return out.length >= MIN_IMAGE_TEXT ? scrubImageText(out) : out;
   }
 
@@ -279,10 +352,11 @@ class SecretRedactor implements Redactor {
     depth: number,
     ancestors: Set<object>,
     topLevel?: Map<string, string>,
+    place: Place = 'data',
   ): unknown {
     switch (typeof value) {
       case 'string':
-        return this.scrub(value, false);
+        return this.scrub(value);
       case 'number':
       case 'boolean':
       case 'undefined':
@@ -301,15 +375,18 @@ class SecretRedactor implements Redactor {
     if (obj instanceof ArrayBuffer) return `[binary: ${obj.byteLength} bytes]`;
     if (obj instanceof Date) return Number.isNaN(obj.getTime()) ? null : obj.toISOString();
     if (obj instanceof Error) {
-      return { name: obj.name, message: this.scrub(obj.message, false) };
+      return { name: obj.name, message: this.scrub(obj.message) };
     }
     ancestors.add(obj);
     try {
       if (Array.isArray(obj)) {
+        // An array of subschemas (anyOf, prefixItems) stays schemas; any other array is data.
+        const inner: Place = place === 'schema' ? 'schema' : 'data';
         const out = new Array(obj.length);
         for (let i = 0; i < obj.length; i++) {
           const v = obj[i];
-          out[i] = typeof v === 'string' ? this.scrub(v, false) : this.copy(v, depth + 1, ancestors);
+          out[i] =
+            typeof v === 'string' ? this.scrub(v) : this.copy(v, depth + 1, ancestors, undefined, inner);
         }
         return out;
       }
@@ -325,8 +402,15 @@ class SecretRedactor implements Redactor {
         const v = src[key];
         if (typeof v === 'string' && isIdentifier(v)) this.learnCode(v);
       }
+      const tool = place === 'data' && isToolDefinition(src);
+      const initialize = place === 'data' && !tool && isInitializeResult(src);
       for (const key of keys) {
         const v = src[key];
+        // A JSON Schema's property names are argument names: the schema under `token` stays a schema.
+        if (place === 'names' && isPlainObject(v)) {
+          setKey(out, key, this.copy(v, depth + 1, ancestors, undefined, 'schema'));
+          continue;
+        }
         if (this.isSecretKey(key)) {
           setKey(out, key, this.secretValue(v));
           continue;
@@ -336,16 +420,45 @@ class SecretRedactor implements Redactor {
           setKey(out, key, typed);
           continue;
         }
+        const inner = this.placeOf(place, key, v, tool, initialize);
         if (typeof v === 'string') {
-          setKey(out, key, this.scrub(v, PROTECTED_FIELDS.has(key) && isIdentifier(v)));
+          setKey(out, key, this.scrubField(place, key, v, tool, initialize));
           continue;
         }
-        setKey(out, key, this.copy(v, depth + 1, ancestors));
+        setKey(out, key, this.copy(v, depth + 1, ancestors, undefined, inner));
       }
       return out;
     } finally {
       ancestors.delete(obj);
     }
+  }
+
+  /** Where the value under `key` of an object standing at `place` stands. */
+  private placeOf(place: Place, key: string, v: unknown, tool: boolean, initialize: boolean): Place {
+    if (place === 'schema') {
+      if (SCHEMA_NAME_MAPS.has(key)) return 'names';
+      return SCHEMA_SUBSCHEMAS.has(key) ? 'schema' : 'data';
+    }
+    if (tool) {
+      if (key === 'inputSchema' || key === 'outputSchema') return 'schema';
+      if (key === 'annotations') return 'described';
+    }
+    if (initialize && key === 'serverInfo') return 'described';
+    if (key === 'commandAccess' && isPlainObject(v)) return 'commandAccess';
+    return 'data';
+  }
+
+  /** One string field of an object standing at `place`. */
+  private scrubField(place: Place, key: string, v: string, tool: boolean, initialize: boolean): string {
+    // Names are not secrets: a tool's name and a schema's `required` argument names stay as they are.
+    if (tool && key === 'name' && isName(v)) return v;
+    const prose =
+      (place === 'schema' && SCHEMA_PROSE.has(key)) ||
+      ((place === 'described' || tool) && DESCRIBED_PROSE.has(key)) ||
+      (place === 'commandAccess' && COMMAND_ACCESS_PROSE.has(key)) ||
+      (initialize && key === 'instructions');
+    if (prose) return this.scrub(v, 'prose');
+    return this.scrub(v, PROTECTED_FIELDS.has(key) && isIdentifier(v) ? 'protected' : 'data');
   }
 
   /** `[redacted]` for a value under a secret key, remembering its strings; empty values stay as they are. */
