@@ -3,7 +3,7 @@
  * so `list` of 10,000 sessions starts about as fast as `node` and one SQLite query.
  */
 import path from 'node:path';
-import { refreshCatalog } from '../report/catalog.js';
+import { withCatalog } from '../report/catalog.js';
 import type { Verdict } from '../report/types.js';
 import type { CatalogSession } from '../store/catalog.js';
 
@@ -72,14 +72,14 @@ export async function listSessionSummaries(
   sessionsDir: string,
   options: { failedOnly?: boolean; onWarning?: (message: string) => void } = {},
 ): Promise<SessionListing[]> {
-  const { catalog, warning } = await refreshCatalog(sessionsDir);
-  if (warning) options.onWarning?.(warning);
-  let rows: CatalogSession[];
-  try {
-    rows = catalog.sessions(options.failedOnly ? { verdict: 'FAIL' } : {});
-  } finally {
-    catalog.close();
-  }
+  const rows: CatalogSession[] = await withCatalog(
+    sessionsDir,
+    ({ catalog, warning }) => {
+      if (warning) options.onWarning?.(warning);
+      return catalog.sessions(options.failedOnly ? { verdict: 'FAIL' } : {});
+    },
+    { onRebuild: options.onWarning },
+  );
   const out: SessionListing[] = [];
   for (const row of rows) {
     // A session without a tool call is not a run (the recorder writes none; older versions did).
@@ -100,11 +100,12 @@ export async function sessionTable(
   sessionsDir: string,
   options: { failedOnly?: boolean; onWarning?: (message: string) => void } = {},
 ): Promise<string> {
-  const { catalog, warning } = await refreshCatalog(sessionsDir);
-  if (warning) options.onWarning?.(warning);
-  try {
-    return catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
-  } finally {
-    catalog.close();
-  }
+  return withCatalog(
+    sessionsDir,
+    ({ catalog, warning }) => {
+      if (warning) options.onWarning?.(warning);
+      return catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
+    },
+    { onRebuild: options.onWarning },
+  );
 }

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { createRedactor } from '../redact/redactor.js';
-import { refreshCatalog } from '../report/catalog.js';
+import { withCatalog } from '../report/catalog.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
@@ -129,6 +129,8 @@ export interface PruneOptions {
   now?: Date;
   /** Told about each session that was old enough to remove but kept because it is still being written. */
   onKept?: (session: SessionLocation, reason: KeptReason) => void;
+  /** Told when the catalog had to be rebuilt (it was damaged). */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -143,13 +145,9 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   const root = path.resolve(sessionsDir);
   const pruned: PrunedSession[] = [];
   const removed: string[] = [];
-  const { catalog } = await refreshCatalog(root);
-  let rows: CatalogSession[];
-  try {
-    rows = catalog.sessions();
-  } finally {
-    catalog.close();
-  }
+  const rows: CatalogSession[] = await withCatalog(root, ({ catalog }) => catalog.sessions(), {
+    onRebuild: options.onWarning,
+  });
   for (const row of rows) {
     const parsed = parseSessionDirName(row.dir_name);
     if (!parsed) continue;

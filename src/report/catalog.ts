@@ -8,7 +8,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { CATALOG_FILE, Catalog, type CatalogEntry, type CatalogRowState } from '../store/catalog.js';
+import {
+  CATALOG_FILE,
+  Catalog,
+  type CatalogEntry,
+  type CatalogRowState,
+  isCatalogDamage,
+} from '../store/catalog.js';
 import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
 
 /** A dir or sessions-dir time this close to now may still move within the file system's time tick. */
@@ -203,16 +209,49 @@ async function indexSessions(
   return indexed;
 }
 
-/** Open the catalog for writing; a file that is not a database (a cache, after all) is rebuilt. */
+/** Open the catalog for writing; a file that is damaged or not ours (a cache, after all) is rebuilt. */
 function openWritable(root: string): Catalog {
   try {
     return Catalog.open(root);
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
-    if (code !== 'SQLITE_NOTADB' && code !== 'SQLITE_CORRUPT') throw err;
-    for (const suffix of ['', '-wal', '-shm'])
-      fs.rmSync(path.join(root, CATALOG_FILE + suffix), { force: true });
+    if (!isCatalogDamage(err)) throw err;
+    removeCatalogFiles(root);
     return Catalog.open(root);
+  }
+}
+
+function removeCatalogFiles(root: string): void {
+  for (const suffix of ['', '-wal', '-shm'])
+    fs.rmSync(path.join(root, CATALOG_FILE + suffix), { force: true });
+}
+
+/**
+ * Refresh the catalog of `sessionsDir`, give it to `use`, close it. A catalog found damaged on the way (a bad
+ * page met by any query, here or in `use`) is removed and rebuilt from the session logs, once, and `use` runs
+ * again: a cache never makes a command fail on every run. `onRebuild` is told why.
+ */
+export async function withCatalog<T>(
+  sessionsDir: string,
+  use: (res: RefreshResult) => T | Promise<T>,
+  options: { full?: boolean; now?: () => number; onRebuild?: (why: string) => void } = {},
+): Promise<T> {
+  const root = path.resolve(sessionsDir);
+  for (let attempt = 0; ; attempt++) {
+    let res: RefreshResult | null = null;
+    try {
+      res = await refreshCatalog(root, { ...options, full: options.full || attempt > 0 });
+      return await use(res);
+    } catch (err) {
+      if (attempt > 0 || !isCatalogDamage(err)) throw err;
+      res?.catalog.close();
+      res = null;
+      removeCatalogFiles(root);
+      options.onRebuild?.(
+        `the catalog ${path.join(root, CATALOG_FILE)} was damaged (${(err as Error).message}); rebuilt from the session logs`,
+      );
+    } finally {
+      res?.catalog.close();
+    }
   }
 }
 

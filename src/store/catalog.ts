@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { parseSessionDirName } from '../paths/naming.js';
+import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
 
 /** The catalog's file name, at the root of the sessions dir. */
 export const CATALOG_FILE = 'catalog.sqlite';
@@ -180,6 +181,36 @@ function migrate(db: Db): void {
   }
 }
 
+/** `catalog.sqlite` is damaged or not the catalog this recorder writes: a cache, so it is rebuilt. */
+export class CatalogDamagedError extends Error {
+  readonly code = 'MCEC_CATALOG_DAMAGED';
+}
+
+/** Whether `err` says the catalog's file is damaged or not ours (rather than busy, or unwritable). */
+export function isCatalogDamage(err: unknown): boolean {
+  if (err instanceof CatalogDamagedError) return true;
+  const code = String((err as { code?: unknown } | null)?.code ?? '');
+  const message = String((err as { message?: unknown } | null)?.message ?? '');
+  return (
+    code.startsWith('SQLITE_CORRUPT') ||
+    code === 'SQLITE_NOTADB' ||
+    (code.startsWith('SQLITE_ERROR') && /^no such (table|column|index)|already exists$/.test(message))
+  );
+}
+
+let catalogSchema: SchemaObject[] | null = null;
+
+/** How the file's schema differs from the catalog's (same version, other tables), or null. */
+function schemaProblem(db: Db): string | null {
+  if (!catalogSchema) {
+    const mem = new Database(':memory:');
+    migrate(mem);
+    catalogSchema = readSchema(mem, Number.POSITIVE_INFINITY);
+    mem.close();
+  }
+  return compareSchema(readSchema(db, 200), catalogSchema);
+}
+
 /**
  * The catalog of one sessions dir. `open` for reading never creates anything; for writing it creates and
  * migrates the file. A writer also holds a read-only connection while it closes, so its close does not
@@ -201,8 +232,8 @@ export class Catalog {
 
   /**
    * Open the catalog of `sessionsDir`: read-only (null when there is none, it is of another schema version
-   * or not a database) or
-   * for writing (created when missing). Throws on I/O errors.
+   * or schema, or not a database) or for writing (created when missing; a `CatalogDamagedError` when it has
+   * other tables). Throws on I/O errors.
    */
   static open(sessionsDir: string, options: { readonly: true; busyTimeoutMs?: number }): Catalog | null;
   static open(sessionsDir: string, options?: { readonly?: false; busyTimeoutMs?: number }): Catalog;
@@ -218,7 +249,10 @@ export class Catalog {
       try {
         db = new Database(file, { readonly: true, fileMustExist: true });
         db.pragma(`busy_timeout = ${busy}`);
-        if ((db.pragma('user_version', { simple: true }) as number) === CATALOG_SCHEMA_VERSION) {
+        if (
+          (db.pragma('user_version', { simple: true }) as number) === CATALOG_SCHEMA_VERSION &&
+          schemaProblem(db) === null
+        ) {
           return new Catalog(file, db, null, true);
         }
       } catch {
@@ -238,14 +272,19 @@ export class Catalog {
         guard = null; // not a database yet, or mid-creation: the writer below reports real problems
       }
     }
-    let db: Db;
+    let db: Db | null = null;
     try {
       db = new Database(file);
       db.pragma(`busy_timeout = ${busy}`);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       migrate(db);
+      const problem = schemaProblem(db);
+      if (problem) {
+        throw new CatalogDamagedError(`${file}: not the sessions catalog: ${problem}`);
+      }
     } catch (err) {
+      db?.close();
       guard?.close();
       throw err;
     }

@@ -8,18 +8,12 @@
  */
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
 
 /** Largest value (text or blob, in bytes) a foreign log may hold; a reader holds one at a time. */
 export const FOREIGN_LOG_MAX_VALUE_BYTES = 64 * 1024 * 1024;
 /** Schema objects read from `sqlite_master` before the file is refused (ours has about 20). */
 const MAX_SCHEMA_OBJECTS = 200;
-
-interface SchemaObject {
-  type: string;
-  name: string;
-  tbl_name: string;
-  sql: string | null;
-}
 
 const expectedByVersion = new Map<number, SchemaObject[]>();
 
@@ -38,18 +32,6 @@ function expectedSchema(version: number): SchemaObject[] {
   }
   return objects;
 }
-
-function readSchema(db: Database.Database, max: number): SchemaObject[] {
-  const out: SchemaObject[] = [];
-  const stmt = db.prepare('SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name');
-  for (const row of stmt.iterate() as Iterable<SchemaObject>) {
-    out.push(row);
-    if (out.length > max) break;
-  }
-  return out;
-}
-
-const key = (o: SchemaObject) => `${o.type} ${JSON.stringify(o.name)}`;
 
 /**
  * Why the log at `file` must not be read, or null when it is one of ours. Never throws: a file SQLite cannot
@@ -80,23 +62,6 @@ export function foreignLogProblem(file: string, options: { maxValueBytes?: numbe
   } finally {
     db.close();
   }
-}
-
-/** The first difference between the file's schema and ours, or null. */
-function compareSchema(found: SchemaObject[], expected: SchemaObject[]): string | null {
-  const want = new Map(expected.map((o) => [key(o), o]));
-  // A view or trigger is named first: it is what would run a query of the file's author.
-  const rank = (o: SchemaObject) => (o.type === 'view' || o.type === 'trigger' ? 0 : 1);
-  for (const o of [...found].sort((a, b) => rank(a) - rank(b))) {
-    const w = want.get(key(o));
-    if (!w)
-      return `it has a ${o.type} ${JSON.stringify(o.name.slice(0, 100))} (${o.type === 'view' || o.type === 'trigger' ? 'a log has no views or triggers' : 'not in the schema'})`;
-    if (w.tbl_name !== o.tbl_name || w.sql !== o.sql)
-      return `${o.type} ${JSON.stringify(o.name)} is not defined as the schema defines it`;
-    want.delete(key(o));
-  }
-  const missing = [...want.values()][0];
-  return missing ? `its ${missing.type} ${JSON.stringify(missing.name)} is missing` : null;
 }
 
 /**

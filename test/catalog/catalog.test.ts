@@ -14,7 +14,7 @@ import { pruneSessions, summarizeSession } from '../../src/bundle/sessions.js';
 import { createRecorder } from '../../src/record/index.js';
 import { refreshCatalog } from '../../src/report/catalog.js';
 import { appendSessionEvent } from '../../src/store/append-event.js';
-import { CATALOG_FILE, Catalog } from '../../src/store/catalog.js';
+import { CATALOG_FILE, CATALOG_SCHEMA_VERSION, Catalog } from '../../src/store/catalog.js';
 import { cli, runNode, scratchRoot, validator } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/record-child.mjs', import.meta.url));
@@ -143,6 +143,54 @@ describe('catalog: a generated fleet', () => {
     expect(listed.map((l) => l.verdict)).toEqual([fleet.sessions[5]!.passed ? 'PASS' : 'FAIL']);
     expect(warnings.join('\n')).toMatch(/cannot be written/);
   });
+
+  it('a damaged page or a catalog of other tables is rebuilt by the next command, each command (built CLI)', () => {
+    const file = path.join(sessionsDir, CATALOG_FILE);
+    const expected = JSON.parse(cli(['list', '--json', '--sessions', sessionsDir]).stdout).length as number;
+    /** One page of the sessions table overwritten with garbage (the WAL checkpointed first). */
+    const damagePage = () => {
+      const db = new Database(file);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      const root = db
+        .prepare("SELECT rootpage FROM sqlite_master WHERE name = 'sessions'")
+        .pluck()
+        .get() as number;
+      const pageSize = db.pragma('page_size', { simple: true }) as number;
+      db.close();
+      const fd = fs.openSync(file, 'r+');
+      fs.writeSync(fd, Buffer.alloc(pageSize, 0x5a), 0, pageSize, (root - 1) * pageSize);
+      fs.closeSync(fd);
+    };
+    const commands: string[][] = [
+      ['list', '--json'],
+      ['index'],
+      ['triage', '--json'],
+      ['prune', '--older-than', '36500d', '--dry-run'],
+      ['report', '--all'],
+    ];
+    for (const args of commands) {
+      damagePage();
+      const first = cli([...args, '--sessions', sessionsDir]);
+      expect(first.code, `${args[0]}: ${first.stderr}`).toBe(0);
+      expect(first.stderr).toMatch(/damaged .*rebuilt from the session logs/);
+      const again = cli([...args, '--sessions', sessionsDir]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stderr).not.toMatch(/damaged/);
+    }
+    // The right version number, other tables.
+    for (const f of fs.readdirSync(sessionsDir).filter((n) => n.startsWith(CATALOG_FILE))) {
+      fs.rmSync(path.join(sessionsDir, f));
+    }
+    const other = new Database(file);
+    other.exec('CREATE TABLE meta (k); CREATE TABLE sessions (x); INSERT INTO sessions VALUES (1)');
+    other.pragma(`user_version = ${CATALOG_SCHEMA_VERSION}`);
+    other.close();
+    for (const args of commands) {
+      const res = cli([...args, '--sessions', sessionsDir]);
+      expect(res.code, `${args[0]}: ${res.stderr}`).toBe(0);
+    }
+    expect(JSON.parse(cli(['list', '--json', '--sessions', sessionsDir]).stdout).length).toBe(expected);
+  }, 300_000);
 
   it('prune picks its candidates from the catalog and drops the rows of what it removed', async () => {
     const cutoff = Date.parse('2026-11-25T00:59:00.000Z');

@@ -67,12 +67,17 @@ Example:
     )
     .action(async (opts: SessionsOption) => {
       const dir = sessionsDir(opts);
-      const { refreshCatalog } = await import('../../report/catalog.js');
-      const res = await refreshCatalog(dir, { full: true });
-      const total = res.catalog.sessions().length;
-      res.catalog.close();
-      if (res.warning) warn(res.warning);
-      print(`${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`);
+      const { withCatalog } = await import('../../report/catalog.js');
+      const line = await withCatalog(
+        dir,
+        (res) => {
+          if (res.warning) warn(res.warning);
+          const total = res.catalog.sessions().length;
+          return `${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`;
+        },
+        { full: true, onRebuild: warn },
+      );
+      print(line);
     });
 }
 
@@ -117,32 +122,10 @@ Examples:
     .action((opts: TriageCliOptions) => triage(opts));
 }
 
-/** The catalog triage reads: of a folder of bundle zips, or of the sessions dir (refreshed). */
-async function triageSource(
-  opts: TriageCliOptions,
-): Promise<{ catalog: Catalog; source: { kind: 'sessions' | 'bundles'; path: string } }> {
-  if (opts.bundles !== undefined) {
-    const dir = path.resolve(opts.bundles);
-    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
-      throw new UsageError(`--bundles ${dir} is not a directory`);
-    }
-    const { catalogOfBundles } = await import('../../bundle/bundles-catalog.js');
-    const res = await catalogOfBundles(dir);
-    for (const s of res.skipped) printErr(`mcec-bundle: skipped ${s.zip}: ${s.why}`);
-    return { catalog: res.catalog, source: { kind: 'bundles', path: dir } };
-  }
-  const dir = sessionsDir(opts);
-  const { refreshCatalog } = await import('../../report/catalog.js');
-  const res = await refreshCatalog(dir);
-  if (res.warning) warn(res.warning);
-  return { catalog: res.catalog, source: { kind: 'sessions', path: dir } };
-}
-
 async function triage(opts: TriageCliOptions): Promise<void> {
   if (opts.json && opts.md) throw new UsageError('give one of --json and --md');
   const t = await import('../../report/triage.js');
-  const { catalog, source } = await triageSource(opts);
-  try {
+  const render = (catalog: Catalog, source: { kind: 'sessions' | 'bundles'; path: string }): string => {
     const rules =
       opts.rules !== undefined
         ? t.loadFingerprintRules(path.resolve(opts.rules))
@@ -158,12 +141,36 @@ async function triage(opts: TriageCliOptions): Promise<void> {
       source,
       now,
     });
-    if (opts.json) print(JSON.stringify(report, null, 2));
-    else if (opts.md) print(t.renderTriageMarkdown(report));
-    else print(t.renderTriageText(report));
-  } finally {
-    catalog.close();
+    if (opts.json) return JSON.stringify(report, null, 2);
+    return opts.md ? t.renderTriageMarkdown(report) : t.renderTriageText(report);
+  };
+  // A folder of bundle zips (collected from many machines), read into a catalog in memory.
+  if (opts.bundles !== undefined) {
+    const dir = path.resolve(opts.bundles);
+    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new UsageError(`--bundles ${dir} is not a directory`);
+    }
+    const { catalogOfBundles } = await import('../../bundle/bundles-catalog.js');
+    const res = await catalogOfBundles(dir);
+    for (const s of res.skipped) printErr(`mcec-bundle: skipped ${s.zip}: ${s.why}`);
+    try {
+      print(render(res.catalog, { kind: 'bundles', path: dir }));
+    } finally {
+      res.catalog.close();
+    }
+    return;
   }
+  const dir = sessionsDir(opts);
+  const { withCatalog } = await import('../../report/catalog.js');
+  const text = await withCatalog(
+    dir,
+    (res) => {
+      if (res.warning) warn(res.warning);
+      return render(res.catalog, { kind: 'sessions', path: dir });
+    },
+    { onRebuild: warn },
+  );
+  print(text);
 }
 
 interface DiffCliOptions extends SessionsOption {
@@ -212,19 +219,20 @@ Examples:
 
 /** The dir of the latest passing run of `run`'s scenario before it; an error when there is none. */
 async function lastPassDir(root: string, run: { dirName: string }): Promise<string> {
-  const { refreshCatalog } = await import('../../report/catalog.js');
+  const { withCatalog } = await import('../../report/catalog.js');
   const { lastPassOf } = await import('../../report/diff.js');
-  const { catalog } = await refreshCatalog(root);
-  try {
-    const pass = lastPassOf(catalog, run.dirName);
-    if (pass) return path.join(root, pass.dir_name);
-    const scenario = catalog.session(run.dirName)?.scenario;
-    throw new Error(
-      `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} before ${run.dirName}`,
-    );
-  } finally {
-    catalog.close();
-  }
+  return withCatalog(
+    root,
+    ({ catalog }) => {
+      const pass = lastPassOf(catalog, run.dirName);
+      if (pass) return path.join(root, pass.dir_name);
+      const scenario = catalog.session(run.dirName)?.scenario;
+      throw new Error(
+        `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} before ${run.dirName}`,
+      );
+    },
+    { onRebuild: warn },
+  );
 }
 
 async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Promise<void> {
@@ -292,6 +300,7 @@ async function prune(opts: PruneCliOptions): Promise<void> {
     recentMs: opts.keepRecent, // undefined: DEFAULT_PRUNE_RECENT_MS (10 min)
     keepFailed: opts.keepFailed,
     dryRun: opts.dryRun,
+    onWarning: warn,
     onKept: (loc, why) =>
       printErr(
         `kept ${loc.dir}: ${why.kind === 'live-writer' ? why.detail : `its log was written at ${why.writtenAt} (within --keep-recent)`}`,

@@ -70,18 +70,19 @@ export function addReportCommand(program: Command): void {
 
 /** index.html of every session in `dir`, with the triage groups; returns its path. */
 async function writeIndexPage(dir: string): Promise<string> {
-  const { refreshCatalog } = await import('../../report/catalog.js');
+  const { withCatalog } = await import('../../report/catalog.js');
   const { triage, loadFingerprintRules, RULES_FILE } = await import('../../report/triage.js');
   const { writeIndexHtml } = await import('../../report/index-html.js');
-  const res = await refreshCatalog(dir);
-  try {
-    if (res.warning) warn(res.warning);
-    const rules = loadFingerprintRules(path.join(dir, RULES_FILE), { optional: true });
-    const report = triage(res.catalog, { rules, source: { kind: 'sessions', path: dir } });
-    return writeIndexHtml(dir, res.catalog.sessions(), report);
-  } finally {
-    res.catalog.close();
-  }
+  return withCatalog(
+    dir,
+    (res) => {
+      if (res.warning) warn(res.warning);
+      const rules = loadFingerprintRules(path.join(dir, RULES_FILE), { optional: true });
+      const report = triage(res.catalog, { rules, source: { kind: 'sessions', path: dir } });
+      return writeIndexHtml(dir, res.catalog.sessions(), report);
+    },
+    { onRebuild: warn },
+  );
 }
 
 /** `issue-body <sessionId>`: the bug-report body in Markdown. */
