@@ -8,6 +8,7 @@ import http from 'node:http';
 import { BoundedMessage, peekAnswer } from './bounded.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import type { ProxyPendingExchange } from './recorder-port.js';
+import { isEventStream, type SseEvent, SseParser } from './sse.js';
 import { formatDuration, type RequestTimeout, type TimeoutPolicy, timeoutFor } from './timeouts.js';
 import { sessionIdOf, type WireRecording } from './wire-recording.js';
 
@@ -62,6 +63,12 @@ class ForwardedRequest {
   private readonly startedAt = new Date();
   private upstream!: http.ClientRequest;
   private pending: ProxyPendingExchange | null = null;
+  /** The id of the request recorded (null: an id-less request, answered with id null). */
+  private requestId: string | number | null = null;
+  /** The MCP session the request belongs to (its Mcp-Session-Id), keeping ids of sessions apart. */
+  private readonly scope: string;
+  /** An event stream carried an event too large to record (maybe the call's answer). */
+  private streamOversize: number | null = null;
   /** How the target's answer is recorded once it is complete (null: not recorded). */
   private recordAnswer: ((status: number, answer: BoundedMessage) => void) | null = null;
   private callSession: string | undefined;
@@ -80,6 +87,8 @@ class ForwardedRequest {
     private readonly recorded: boolean,
   ) {
     this.timeout = { ms: ctx.timeouts.defaultMs, source: 'default' };
+    const session = req.headers['mcp-session-id'];
+    this.scope = typeof session === 'string' ? session : '';
   }
 
   start(): void {
@@ -99,7 +108,8 @@ class ForwardedRequest {
     res.on('close', () => this.onClientClose());
     // Recording starts after the bytes left; the message also decides the timeout (per tool).
     if (this.recorded) this.beginRecording();
-    this.armTimer(this.timeout.ms, () => this.onTimeout());
+    // Only a call waits under the timeout; a GET (a live event stream) or DELETE is the client's own affair.
+    if (this.recorded) this.armTimer(this.timeout.ms, () => this.onTimeout());
   }
 
   private beginRecording(): void {
@@ -110,7 +120,8 @@ class ForwardedRequest {
     if (message.kind === 'request') {
       this.timeout = timeoutFor(this.ctx.timeouts, message.message);
       this.callSession = sessionIdOf(message.message);
-      const pending = wire.begin(message.message, at);
+      this.requestId = message.id;
+      const pending = wire.begin(message.message, at, this.scope);
       this.pending = pending;
       this.recordAnswer = (status, answer) => {
         const whole = answer.whole();
@@ -133,8 +144,11 @@ class ForwardedRequest {
     } else if (message.kind === 'notification') {
       this.recordAnswer = (_status, answer) =>
         wire.notification(message.message, at, parseBounded(answer) ?? null);
+    } else if (message.kind === 'response') {
+      // The client answering a request of the server (sampling, elicitation, roots): a reply, not a fault.
+      wire.clientReply(message.message, at, this.scope);
     } else {
-      const reason = message.kind === 'invalid' ? message.reason : 'a response sent as a request';
+      const reason = message.reason;
       this.recordAnswer = (_status, answer) =>
         wire.invalid(reason, text, message.message, at, parseBounded(answer));
     }
@@ -199,10 +213,31 @@ class ForwardedRequest {
   private onClientClose(): void {
     if (this.res.writableFinished || this.client === 'answered-504') return;
     this.client = 'gone';
+    if (!this.recorded || (this.streaming && this.pending === null)) {
+      // Nothing to record (a GET stream, DELETE): the target's side goes with the client.
+      this.quit();
+      return;
+    }
     if (!this.finished) this.pending?.clientLeft('the client disconnected before the answer');
-    // An answer paused for a slow client is read on, for the recording.
+    // An answer paused for a slow client is read on, for the recording; a stream for a bounded while.
+    if (this.streaming && !this.finished)
+      this.armTimer(this.ctx.lateAnswerMs, () =>
+        this.give(
+          `no answer on the event stream within ${formatDuration(this.ctx.lateAnswerMs)} after the client left`,
+        ),
+      );
     this.answerStream?.resume();
   }
+
+  /** Drop the request quietly: nothing waits for it. */
+  private quit(): void {
+    if (this.finished) return;
+    this.settle();
+    this.upstream.destroy();
+  }
+
+  /** The answer is an event stream (MCP's Streamable HTTP): passed through live, read event by event. */
+  private streaming = false;
 
   private answerStream: http.IncomingMessage | undefined;
 
@@ -210,35 +245,60 @@ class ForwardedRequest {
     this.answerStarted = true;
     this.answerStream = answer;
     const status = answer.statusCode ?? 502;
+    this.streaming = isEventStream(answer.headers['content-type']);
     const toClient = this.client === 'waiting' && !this.clientGone();
     if (toClient) {
       this.client = 'streaming';
       this.res.writeHead(status, answer.statusMessage, responseHeaders(answer.rawHeaders));
+      this.res.flushHeaders(); // the status and headers now, not with the first body byte
     }
     const copy = new BoundedMessage(this.ctx.maxRecordBytes);
-    // Once the answer has begun, the same limit bounds each silence inside it.
+    const stream = this.streaming
+      ? new SseParser((event) => this.onStreamEvent(event), this.ctx.maxRecordBytes)
+      : null;
     const stalled = () =>
       this.targetFailed(`target stalled for ${formatDuration(this.timeout.ms)} inside its answer`, 502);
-    this.armTimer(this.timeout.ms, stalled);
+    if (this.client !== 'streaming' && !this.recorded) {
+      this.quit(); // a pass-through nobody listens to any more
+      return;
+    }
+    if (this.client === 'streaming' && (this.streaming || !this.recorded)) {
+      // A live stream (or a pass-through) may be silent as long as it likes: only the client ends it.
+      if (this.timer) clearTimeout(this.timer);
+    } else if (this.streaming) {
+      // Read on for the recording, for a bounded while: the client is gone or got a 504.
+      if (this.client === 'gone')
+        this.armTimer(this.ctx.lateAnswerMs, () =>
+          this.give('no answer on the event stream after the client left'),
+        );
+    } else {
+      // Once a JSON answer has begun, the same limit bounds each silence inside it.
+      this.armTimer(this.timeout.ms, stalled);
+    }
+    const keepCopy = this.recordAnswer !== null && stream === null;
     answer.on('data', (chunk: Buffer) => {
-      if (this.recordAnswer) copy.push(chunk);
-      this.timer?.refresh();
+      if (keepCopy) copy.push(chunk);
+      if (!this.streaming) this.timer?.refresh();
       if (this.client === 'streaming' && !this.clientGone() && !this.res.write(chunk)) {
         // A slow client: wait for it (its silence is not the target's), reading on if it leaves.
         answer.pause();
-        if (this.timer) clearTimeout(this.timer);
+        if (this.timer && !this.streaming) clearTimeout(this.timer);
         this.res.once('drain', () => {
-          this.timer?.refresh();
+          if (!this.streaming) this.timer?.refresh();
           answer.resume();
         });
       }
+      stream?.push(chunk);
     });
     answer.on('end', () => {
       if (this.finished) return;
       this.settle();
       if (this.client === 'streaming' && !this.clientGone()) this.res.end();
       try {
-        this.recordAnswer?.(status, copy);
+        if (stream) {
+          stream.end();
+          this.streamEnded();
+        } else this.recordAnswer?.(status, copy);
       } catch {
         // recording never breaks the wire
       }
@@ -248,6 +308,40 @@ class ForwardedRequest {
       if (!answer.complete) this.targetFailed('target cut its answer short', 502);
     });
   }
+
+  /** One event of a streamed answer: the call's answer, or a message of the server while it runs. */
+  private onStreamEvent(event: SseEvent): void {
+    try {
+      const at = new Date();
+      if (event.kind === 'oversize') {
+        this.streamOversize = Math.max(this.streamOversize ?? 0, event.bytes);
+        return;
+      }
+      const message = classifyMessage(event.data);
+      const { wire } = this.ctx;
+      if (message.kind === 'response') {
+        if (this.pending && !this.answered && (message.id === this.requestId || message.id === null)) {
+          this.answered = true;
+          this.pending.complete(message.message);
+        } else wire.orphanResponse(message.message, at);
+      } else if (message.kind === 'invalid') {
+        wire.fault('response', `event-stream data ${message.reason}`, event.data);
+      } else wire.fromServer(message, at, this.pending ?? undefined, this.scope);
+    } catch {
+      // recording never breaks the wire
+    }
+  }
+
+  /** The event stream ended: a call it never answered fails (or is oversize, when one event was). */
+  private streamEnded(): void {
+    if (!this.pending || this.answered) return;
+    if (this.streamOversize !== null) {
+      this.pending.tooLarge({ bytes: this.streamOversize, limit: this.ctx.maxRecordBytes });
+    } else this.pending.fail('the event stream ended without an answer to the call');
+  }
+
+  /** The call's answer came on its event stream. */
+  private answered = false;
 
   private onUpstreamError(err: NodeJS.ErrnoException): void {
     if (this.client === 'answered-504') {

@@ -87,14 +87,19 @@ class StdioPairing {
         this.wire.notification(message.message, now);
         return;
       case 'response':
-        return; // the client answering a request of the server: passed through, not a tool exchange
+        // The client answering a request of the server (sampling, elicitation, roots): paired with it.
+        this.wire.clientReply(message.message, now);
+        return;
       case 'invalid':
         this.awaitFaultAnswer(message.reason, text, message.message, now);
         return;
     }
   }
 
-  /** One line from the server. Requests and notifications from it are not tool exchanges. */
+  /**
+   * One line from the server: a response settles its request; a notification (progress, log) is an event of
+   * the call its progress token names, or of the connection; a request waits for the client's reply.
+   */
   serverLine(line: Buffer): void {
     if (isBlankLine(line)) return;
     const text = line.toString('utf8');
@@ -110,7 +115,8 @@ class StdioPairing {
       else this.wire.orphanResponse(message.message, now);
     } else if (message.kind === 'invalid') {
       this.wire.fault('response', message.reason, text);
-    }
+    } else if (message.kind === 'request') this.wire.fromServer(message, now, this.soleCall());
+    else this.wire.fromServer(message, now);
   }
 
   /** A server line over the cap: the call it answers (by the id at its start) gets an oversize row. */
@@ -144,6 +150,18 @@ class StdioPairing {
       this.wire.fault('request', bad.reason, bad.text);
     }
     this.inFlight.clear();
+  }
+
+  /**
+   * The one request in flight, if only one is: stdio does not say which call a request of the server comes
+   * from, so it is filed with a call only when no other could own it. (Notifications go by their progress
+   * token alone: a server also logs on its own, between calls.)
+   */
+  private soleCall(): ProxyPendingExchange | undefined {
+    if (this.idless.length + this.inFlight.size !== 1) return undefined;
+    if (this.idless.length === 1) return this.idless[0]!.pending;
+    const [queue] = this.inFlight.values();
+    return queue!.length === 1 ? queue![0] : undefined;
   }
 
   /** The oldest request in flight with this id, taken off its queue. */

@@ -2,7 +2,7 @@
 
 import { routingArgument } from '../record/routing.js';
 import { declarationOf, isRecorderMethod } from './declarations.js';
-import { classifyParsed, excerpt, type WireMessage } from './jsonrpc.js';
+import { classifyParsed, excerpt, idKey, type WireMessage } from './jsonrpc.js';
 import {
   type ProxyExchangeMeta,
   type ProxyOversizeAnswer,
@@ -17,17 +17,39 @@ const NOOP_PENDING: ProxyPendingExchange = {
   timedOut() {},
   clientLeft() {},
   tooLarge() {},
+  note() {},
 };
+
+/** Server requests awaiting the client's reply, at most this many (the oldest is recorded unanswered). */
+const MAX_SERVER_REQUESTS = 256;
+
+/** A request of the server (sampling, elicitation, roots, ping) waiting for the client's reply. */
+interface ServerRequest {
+  method: string;
+  id: string | number;
+  params: unknown;
+  at: Date;
+  /** The call whose answer carried it (HTTP) or named by its progress token; else the connection's. */
+  call: ProxyPendingExchange | undefined;
+}
 
 /** Records wire traffic of one proxy into a recorder. */
 export class WireRecording {
+  /** Calls in flight by their progress token (`params._meta.progressToken`), keyed with their scope. */
+  private readonly progressTokens = new Map<string, ProxyPendingExchange>();
+  /** Requests of the server by scope and id, until the client replies. */
+  private readonly serverRequests = new Map<string, ServerRequest>();
+
   constructor(
     private readonly recorder: ProxyRecorder,
     private readonly transport: 'http' | 'stdio',
   ) {}
 
-  /** A request with an id went to the server: a pending exchange, settled when its response comes. */
-  begin(message: Record<string, unknown>, startedAt: Date): ProxyPendingExchange {
+  /**
+   * A request with an id went to the server: a pending exchange, settled when its response comes. `scope`
+   * keeps ids of different MCP sessions apart (HTTP: the Mcp-Session-Id; stdio: one scope).
+   */
+  begin(message: Record<string, unknown>, startedAt: Date, scope = ''): ProxyPendingExchange {
     let pending: ProxyPendingExchange;
     try {
       pending = this.recorder.beginExchange(message, { transport: this.transport, startedAt });
@@ -35,6 +57,12 @@ export class WireRecording {
       return NOOP_PENDING;
     }
     const transport = this.transport;
+    const token = progressTokenOf(message);
+    const tokenKey = token === undefined ? undefined : `${scope}\n${idKey(token)}`;
+    const forget = () => {
+      if (tokenKey !== undefined && this.progressTokens.get(tokenKey) === wrapped)
+        this.progressTokens.delete(tokenKey);
+    };
     let settled = false;
     // Every call is guarded: a recorder that throws is counted by itself, if at all; the wire goes on.
     const guard = (fn: () => void) => {
@@ -47,9 +75,10 @@ export class WireRecording {
     const settle = (fn: () => void) => {
       if (settled) return;
       settled = true;
+      forget();
       guard(fn);
     };
-    return {
+    const wrapped: ProxyPendingExchange = {
       complete(response: unknown, meta?: ProxyExchangeMeta) {
         settle(() => pending.complete(response, { transport, startedAt, endedAt: new Date(), ...meta }));
       },
@@ -66,7 +95,85 @@ export class WireRecording {
       clientLeft(reason: string) {
         if (!settled) guard(() => pending.clientLeft(reason));
       },
+      note(kind: string, detail: Record<string, unknown>, at?: Date) {
+        guard(() => pending.note(kind, detail, at));
+      },
     };
+    if (tokenKey !== undefined) this.progressTokens.set(tokenKey, wrapped);
+    return wrapped;
+  }
+
+  /**
+   * A message the server sent on its own (on a call's event stream, a GET stream, or a stdio line): a
+   * notification becomes an event of its call (the stream's call, else the one its progress token names),
+   * else of the connection; a request waits for the client's reply. `call` is the call whose answer
+   * stream carried it.
+   */
+  fromServer(message: WireMessage, at: Date, call?: ProxyPendingExchange, scope = ''): void {
+    if (message.kind === 'notification') {
+      const params = message.message.params;
+      const owner = this.byProgressToken(params, scope) ?? call;
+      const detail = { method: message.method, params: params ?? null };
+      if (owner) owner.note('notification', detail, at);
+      else recordEvent(this.recorder, 'notification', { ...detail, transport: this.transport });
+      return;
+    }
+    if (message.kind !== 'request' || message.id === null) return;
+    const key = `${scope}\n${idKey(message.id)}`;
+    if (this.serverRequests.size >= MAX_SERVER_REQUESTS) {
+      const [oldestKey, oldest] = this.serverRequests.entries().next().value as [string, ServerRequest];
+      this.serverRequests.delete(oldestKey);
+      this.serverRequestEvent(oldest, { unanswered: true });
+    }
+    const params = message.message.params;
+    this.serverRequests.set(key, {
+      method: message.method,
+      id: message.id,
+      params: params ?? null,
+      at,
+      call: this.byProgressToken(params, scope) ?? call,
+    });
+  }
+
+  /**
+   * The client's JSON-RPC response to a request of the server (sampling, elicitation, roots): the pair is
+   * an event of the call that was running, or of the connection. Never a protocol fault.
+   */
+  clientReply(message: Record<string, unknown>, at: Date, scope = ''): void {
+    const id = message.id;
+    const key = typeof id === 'string' || typeof id === 'number' ? `${scope}\n${idKey(id)}` : undefined;
+    const request = key === undefined ? undefined : this.serverRequests.get(key);
+    if (key !== undefined && request) {
+      this.serverRequests.delete(key);
+      this.serverRequestEvent(request, replyOf(message), at);
+      return;
+    }
+    recordEvent(this.recorder, 'server-request', {
+      method: null,
+      id: id ?? null,
+      ...replyOf(message),
+      unpaired: true,
+      transport: this.transport,
+    });
+  }
+
+  private serverRequestEvent(request: ServerRequest, reply: Record<string, unknown>, at = new Date()): void {
+    const detail = {
+      method: request.method,
+      id: request.id,
+      params: request.params,
+      ...reply,
+      replyMs: Math.max(0, at.getTime() - request.at.getTime()),
+    };
+    if (request.call) request.call.note('server-request', detail, request.at);
+    else recordEvent(this.recorder, 'server-request', { ...detail, transport: this.transport });
+  }
+
+  private byProgressToken(params: unknown, scope: string): ProxyPendingExchange | undefined {
+    if (params === null || typeof params !== 'object') return undefined;
+    const token = (params as { progressToken?: unknown }).progressToken;
+    if (typeof token !== 'string' && typeof token !== 'number') return undefined;
+    return this.progressTokens.get(`${scope}\n${idKey(token)}`);
   }
 
   /**
@@ -142,6 +249,21 @@ export class WireRecording {
       // recording never breaks the wire
     }
   }
+}
+
+/** A request's `params._meta.progressToken`, when it asks for progress. */
+function progressTokenOf(message: Record<string, unknown>): string | number | undefined {
+  const params = message.params;
+  if (params === null || typeof params !== 'object') return undefined;
+  const meta = (params as { _meta?: unknown })._meta;
+  if (meta === null || typeof meta !== 'object') return undefined;
+  const token = (meta as { progressToken?: unknown }).progressToken;
+  return typeof token === 'string' || typeof token === 'number' ? token : undefined;
+}
+
+/** What the client replied: its result or its error. */
+function replyOf(message: Record<string, unknown>): Record<string, unknown> {
+  return 'error' in message ? { error: message.error ?? null } : { result: message.result ?? null };
 }
 
 /** The session a tools/call request names, as MCEC reads it (src/record/routing.ts), when it names one. */

@@ -25,6 +25,7 @@ export const NOOP_EXCHANGE: PendingExchange = {
   timedOut() {},
   clientLeft() {},
   tooLarge() {},
+  note() {},
 };
 
 /**
@@ -81,6 +82,9 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
     clientLeft: (reason) => {
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
     },
+    note: (kind, detail, at) => {
+      sink.push({ type: 'call-event', call, kind, detail, at: validDate(at) ?? new Date() }, SMALL_JOB_BYTES);
+    },
   };
 }
 
@@ -119,5 +123,6 @@ export function otherExchange(sink: ExchangeSink, request: unknown, method: stri
     clientLeft: (reason) => {
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
     },
+    note: (kind, detail) => sink.event(undefined, kind, { ...detail, during: method }),
   };
 }

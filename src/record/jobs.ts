@@ -8,6 +8,8 @@ export type Job =
   | { type: 'complete'; call: RecordedCall }
   /** The real answer to a call already recorded as a proxy timeout. */
   | { type: 'late'; call: RecordedCall; late: LateAnswer; saw: ClientSaw }
+  /** An event of a call (a streamed notification, a server request and its reply), in the call's session. */
+  | { type: 'call-event'; call: RecordedCall; kind: string; detail: unknown; at: Date }
   /** A declared event (step, verdict, free-form); without a session id, the connection's. */
   | { type: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
   /** A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications). */

@@ -75,6 +75,8 @@ const COMMIT_RETRY_MS = 100;
 const THUMBNAIL_CLOSE_MS = 2_000;
 /** The stored last good observation is clipped to this (the agent still gets it whole). */
 const MAX_OBSERVATION_CHARS = 256 * 1024;
+/** A call's event (a streamed notification, a server request) is clipped to this. */
+const MAX_CALL_EVENT_CHARS = 64 * 1024;
 /** A pending row younger than this waits one commit: a call completing by then is written as one row. */
 const HOLD_PENDING_MS = 10;
 
@@ -355,6 +357,9 @@ class RecorderImpl implements Recorder {
       case 'event':
         this.processEvent(job.sessionId, job.kind, job.detail, job.at);
         return undefined;
+      case 'call-event':
+        this.processCallEvent(job.call, job.kind, job.detail, job.at);
+        return undefined;
       case 'exchange':
         this.processExchange(job.request, job.response, job.at, job.failed);
         return undefined;
@@ -381,6 +386,19 @@ class RecorderImpl implements Recorder {
     const s = this.registry.obtain(id, 'argument', at);
     s.declared += 1;
     s.note(kind, stored, null, at);
+  }
+
+  /**
+   * An event of a call (what the server streamed while it ran, its requests and the client's replies): in
+   * the call's session with its seq, redacted and bounded like a last observation.
+   */
+  private processCallEvent(call: RecordedCall, kind: string, detail: unknown, at: Date): void {
+    if (this.closed) return;
+    const redacted = this.stage('redact', () => withoutImageBytes(this.redactor.redact(detail)));
+    const stored = clipForLog(redacted, MAX_CALL_EVENT_CHARS).value;
+    const s = call.session;
+    if (s) s.note(kind, stored, call.seq, at);
+    else this.registry.connectionEvent(kind, stored, at);
   }
 
   /**

@@ -163,6 +163,12 @@ export interface PendingExchange {
   clientLeft(reason: string): void;
   /** The answer reached the client but was too large to record: a row without payload and an `oversize-message` event. */
   tooLarge(answer: OversizeAnswer, meta?: ExchangeMeta): void;
+  /**
+   * Something that happened during the exchange (a streamed progress or log notification, a request of the
+   * server and the client's reply): an event of its call (a tools/call) or of the connection; any time
+   * before or after it settles.
+   */
+  note(kind: string, detail: Record<string, unknown>, at?: Date): void;
 }
 
 export interface Recorder {

@@ -55,6 +55,8 @@ export interface Collected {
   /** timedOut / clientLeft notes, in order. */
   notes: Array<{ request: unknown; kind: 'timedOut' | 'clientLeft'; reason: string }>;
   oversize: Array<{ request: unknown; answer: ProxyOversizeAnswer }>;
+  /** Events of an exchange (streamed notifications, server requests with the client's replies). */
+  callEvents: Array<{ request: unknown; kind: string; detail: Record<string, unknown> }>;
   exchanges: Array<{ request: unknown; response: unknown }>;
   events: Array<{ kind: string; detail: Record<string, unknown> }>;
   secrets: string[];
@@ -73,6 +75,7 @@ export function collectingRecorder(): ProxyRecorder & {
     failed: [],
     notes: [],
     oversize: [],
+    callEvents: [],
     exchanges: [],
     events: [],
     secrets: [],
@@ -88,6 +91,7 @@ export function collectingRecorder(): ProxyRecorder & {
         timedOut: (reason) => collected.notes.push({ request, kind: 'timedOut', reason }),
         clientLeft: (reason) => collected.notes.push({ request, kind: 'clientLeft', reason }),
         tooLarge: (answer) => collected.oversize.push({ request, answer }),
+        note: (kind, detail) => collected.callEvents.push({ request, kind, detail }),
       };
     },
     recordExchange(request, response) {

@@ -1,0 +1,200 @@
+/**
+ * Real MCP software through both proxies: the official SDK client against @modelcontextprotocol/server-everything
+ * (Streamable HTTP with streamed answers, and stdio). The client gets what it gets without the proxy, and the
+ * recording lists every call with its real outcome, its progress and the server's requests.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import { createRecorder } from '../../src/record/index.js';
+import { isProcessAlive } from '../../src/store/session-reader.js';
+import { tempDir } from '../support/temp.js';
+import { deadPort, waitFor } from './helpers.js';
+import { readSessions } from './sim-script.js';
+
+const require = createRequire(import.meta.url);
+const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
+const MCEC_RECORD = path.resolve('dist/cli/mcec-record.js');
+
+let tmp: string;
+const cleanups: Array<() => Promise<void> | void> = [];
+beforeEach(() => {
+  tmp = tempDir('mcp-everything-');
+});
+afterEach(async () => {
+  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => {});
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+/** server-everything over Streamable HTTP on a free port; resolves once it listens. */
+async function startEverythingHttp(): Promise<{ url: string; child: ChildProcess }> {
+  const port = await deadPort();
+  const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
+    env: { ...process.env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  cleanups.push(() => {
+    child.kill();
+  });
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    const onData = (c: Buffer) => {
+      seen += c.toString();
+      if (seen.includes('listening on port')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server-everything exited ${code}: ${seen}`)));
+  });
+  return { url: `http://127.0.0.1:${port}/mcp`, child };
+}
+
+/** A client that can be sampled, elicited and asked for roots, answering each the same way every time. */
+async function connect(transport: Transport): Promise<Client> {
+  const client = new Client(
+    { name: 'recorder-test', version: '1.0.0' },
+    { capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } } },
+  );
+  client.setRequestHandler(CreateMessageRequestSchema, async () => ({
+    role: 'assistant',
+    content: { type: 'text', text: 'sampled answer' },
+    model: 'test-model',
+    stopReason: 'endTurn',
+  }));
+  client.setRequestHandler(ElicitRequestSchema, async () => ({
+    action: 'accept',
+    content: { name: 'Ada', check: true, firstLine: 'x', email: 'ada@example.com', integer: 3 },
+  }));
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({
+    roots: [{ uri: 'file:///work/project', name: 'project' }],
+  }));
+  await client.connect(transport);
+  return client;
+}
+
+/** The conversation: every kind of answer server-everything gives (text, image, links, progress, requests). */
+async function converse(client: Client): Promise<{ results: unknown[]; progress: number[] }> {
+  const progress: number[] = [];
+  const results: unknown[] = [];
+  const tools = await client.listTools();
+  results.push(tools.tools.map((t) => t.name).sort());
+  results.push(await client.callTool({ name: 'echo', arguments: { message: 'hello' } }));
+  results.push(await client.callTool({ name: 'get-sum', arguments: { a: 2, b: 3 } }));
+  results.push(await client.callTool({ name: 'get-tiny-image', arguments: {} }));
+  results.push(await client.callTool({ name: 'get-resource-links', arguments: { count: 2 } }));
+  results.push(
+    await client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 0.4, steps: 2 } },
+      undefined,
+      { onprogress: (p) => progress.push(p.progress) },
+    ),
+  );
+  results.push(await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hi' } }));
+  results.push(await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }));
+  results.push(await client.callTool({ name: 'get-roots-list', arguments: {} }));
+  results.push(await client.callTool({ name: 'no-such-tool', arguments: {} }));
+  results.push(await client.ping());
+  return { results, progress };
+}
+
+/** What the recording says of each call: tool, status, and its events' kinds and methods. */
+function recorded(root: string) {
+  const sessions = readSessions(root);
+  return sessions.map((s) => ({
+    session: s.session,
+    calls: s.calls.map((c) => ({
+      tool: c.tool,
+      status: c.status,
+      events: s.events
+        .filter((e) => e.call_seq === c.seq && (e.kind === 'notification' || e.kind === 'server-request'))
+        .map((e) => `${e.kind} ${String(e.detail.method)}`),
+    })),
+    faults: s.events.filter((e) => e.kind === 'protocol-fault' || e.kind === 'proxy-error'),
+  }));
+}
+
+const EXPECTED_EVENTS: Record<string, string[]> = {
+  'trigger-long-running-operation': [
+    'notification notifications/progress',
+    'notification notifications/progress',
+  ],
+  'trigger-sampling-request': ['server-request sampling/createMessage'],
+  'trigger-elicitation-request': ['server-request elicitation/create'],
+};
+
+describe('the SDK client and server-everything through the proxies', () => {
+  it('over Streamable HTTP: same results as direct; every call recorded with its outcome, progress and server requests', async () => {
+    const server = await startEverythingHttp();
+    const direct = await connect(new StreamableHTTPClientTransport(new URL(server.url)));
+    const expected = await converse(direct);
+    await direct.close();
+
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
+    cleanups.push(() => proxy.close());
+    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    const got = await converse(client);
+    await client.close(); // DELETE of the MCP session, passed through
+    await proxy.close();
+    await recorder.close();
+
+    // The SDK client may drop the last progress that races its answer (direct too): the results must match.
+    expect(got.results).toEqual(expected.results);
+    expect(got.progress.length).toBeGreaterThan(0);
+    const calls = recorded(sessionsDir).flatMap((s) => s.calls);
+    expect(calls.map((c) => c.tool)).toEqual([
+      'echo',
+      'get-sum',
+      'get-tiny-image',
+      'get-resource-links',
+      'trigger-long-running-operation',
+      'trigger-sampling-request',
+      'trigger-elicitation-request',
+      'get-roots-list',
+      'no-such-tool',
+    ]);
+    for (const c of calls) expect(c.events).toEqual(EXPECTED_EVENTS[c.tool] ?? []);
+    expect(recorded(sessionsDir).flatMap((s) => s.faults)).toEqual([]);
+  }, 120_000);
+
+  it('over stdio (mcec-record stdio): same results as direct; progress and server requests recorded with their calls', async () => {
+    const direct = await connect(
+      new StdioClientTransport({ command: process.execPath, args: [EVERYTHING, 'stdio'], stderr: 'ignore' }),
+    );
+    const expected = await converse(direct);
+    await direct.close();
+
+    const sessionsDir = path.join(tmp, 'sessions');
+    fs.mkdirSync(sessionsDir);
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MCEC_RECORD, 'stdio', '--sessions', sessionsDir, '--', process.execPath, EVERYTHING, 'stdio'],
+      stderr: 'ignore',
+    });
+    const client = await connect(transport);
+    const got = await converse(client);
+    const recorderPid = transport.pid!;
+    await client.close();
+    // The recorder writes and exits when the server exits (the client closed its stdin).
+    await waitFor(() => !isProcessAlive(recorderPid), 20_000);
+
+    expect(got.results).toEqual(expected.results);
+    const calls = recorded(sessionsDir).flatMap((s) => s.calls);
+    expect(calls.map((c) => c.tool)).toContain('trigger-long-running-operation');
+    for (const c of calls) expect(c.events).toEqual(EXPECTED_EVENTS[c.tool] ?? []);
+    expect(recorded(sessionsDir).flatMap((s) => s.faults)).toEqual([]);
+  }, 120_000);
+});
