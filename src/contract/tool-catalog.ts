@@ -17,12 +17,15 @@ export type McecToolKind = 'observation' | 'read-only' | 'action' | 'meta' | 'li
 /**
  * Which top-level string arguments of a call are text typed into windows or put on the clipboard:
  * `keys` always; with `rule: 'command-line'` each key holds a legacy command line whose typed part only is
- * text; with `rule: 'value-when-typing-action'` also `value` when `action` types and no `by` is given
- * (with `by`, `value` is MCEC's element selector).
+ * text. `remember`: the text is also remembered as a secret, since it comes back elsewhere (clipboard text
+ * is pasted and read back). `answerKeys`: fields of the answer's `result` holding the same kind of user text
+ * (clipboard get's `text`).
  */
 export interface TypedTextSpec {
   keys: readonly string[];
-  rule?: 'command-line' | 'value-when-typing-action';
+  rule?: 'command-line';
+  remember?: true;
+  answerKeys?: readonly string[];
 }
 
 /** The one-line summarizers of `src/report/summarize-call.ts`, by the key a catalog row names. */
@@ -68,17 +71,14 @@ export const MCEC_TOOL_CATALOG = {
   window: { kind: 'action', typedText: TEXT_AND_KEYS },
   find: { kind: 'observation', summarizer: 'find' },
   'wait-for': { kind: 'observation', summarizer: 'find' },
-  invoke: {
-    kind: 'action',
-    typedText: { keys: ['text', 'keys'], rule: 'value-when-typing-action' },
-    summarizer: 'invoke',
-  },
+  // invoke's `value` is always the element selector (`by` defaults to name); only `text` (setvalue) is typed.
+  invoke: { kind: 'action', typedText: { keys: ['text'] }, summarizer: 'invoke' },
   drag: { kind: 'action', typedText: TEXT_AND_KEYS, summarizer: 'drag' },
   click: { kind: 'action', typedText: TEXT_AND_KEYS, summarizer: 'click' },
   focus: { kind: 'action', typedText: TEXT_AND_KEYS, summarizer: 'focus' },
   clipboard: {
     kind: 'action',
-    typedText: { keys: ['text', 'value', 'content', 'data'] },
+    typedText: { keys: ['text', 'value', 'content', 'data'], remember: true, answerKeys: ['text'] },
     summarizer: 'clipboard',
   },
   record: { kind: 'action', typedText: TEXT_AND_KEYS, summarizer: 'record' },

@@ -14,7 +14,9 @@ export {
 } from './secret-keys.js';
 export { SecretStore } from './secret-store.js';
 export {
+  hideAnswerText,
   redactCommandLine,
+  rememberedTypedText,
   scrubTypedCommands,
   typedTextEchoes,
   typedTextMarker,

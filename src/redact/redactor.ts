@@ -5,7 +5,15 @@ import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
 import { scrubInlineSecrets } from './inline-secrets.js';
 import { secretKeyMatcher } from './secret-keys.js';
 import { type SecretSource, SecretStore } from './secret-store.js';
-import { scrubTypedCommands, typedTextEchoes, typedTextReplacements } from './typed-text.js';
+import {
+  hideAnswerText,
+  MIN_ECHOED_TYPED_TEXT,
+  rememberedTypedText,
+  scrubTypedCommands,
+  typedTextEchoes,
+  typedTextMarker,
+  typedTextReplacements,
+} from './typed-text.js';
 
 export {
   MAX_SCRUBBED_SECRET,
@@ -299,11 +307,23 @@ class SecretRedactor implements Redactor {
   }
 
   redact(value: unknown, call?: RedactContext): unknown {
-    return this.walkRoot(value, undefined, 'output', call);
+    if (call === undefined || this.keepTypedText) return this.walkRoot(value, undefined, 'output', call);
+    // User text in the answer (clipboard get's `text`): its length where it stands, scrubbed from the rest
+    // of the answer, and remembered when it looks like a credential (a word like `Save` is not).
+    const answer = hideAnswerText(String(call.tool), value);
+    for (const text of answer.texts) this.learn(text, 'output');
+    const extra = answer.texts
+      .filter((t) => t.length >= MIN_ECHOED_TYPED_TEXT)
+      .map((t): [string, string] => [t, typedTextMarker(t)]);
+    return this.walkRoot(answer.value, undefined, 'output', call, extra);
   }
 
   redactArgs(tool: string, args: unknown): unknown {
     const plain = typeof args === 'object' && args !== null && !Array.isArray(args);
+    if (plain && !this.keepTypedText)
+      // Clipboard text is pasted and read back: remembered, so every later echo of it is scrubbed.
+      for (const text of rememberedTypedText(String(tool), args as Record<string, unknown>))
+        this.learn(text, 'args');
     const typed =
       plain && !this.keepTypedText
         ? typedTextReplacements(String(tool), args as Record<string, unknown>)
@@ -316,12 +336,15 @@ class SecretRedactor implements Redactor {
     topLevel: Map<string, string> | undefined,
     source: SecretSource,
     call: RedactContext | undefined,
+    extraEchoes: Array<[string, string]> = [],
   ): unknown {
     const savedSource = this.source;
     const savedEchoes = this.echoes;
     this.source = source;
     try {
       this.echoes = call ? this.echoesOf(call) : [];
+      if (extraEchoes.length > 0)
+        this.echoes = [...this.echoes, ...echoPairs(extraEchoes)].sort((a, b) => b[0].length - a[0].length);
       const version = this.store.version;
       const out = this.frozenCopy(value, topLevel);
       if (this.store.version === version) return out;

@@ -4,11 +4,10 @@
  * keeps only its length unless the user opts in. The choice, by tool (names compared lower case without
  * `-`/`_`):
  * - an MCEC tool: the `typedText` of its row in the tool catalog (`src/contract/tool-catalog.ts`), so
- *   clipboard `text`, `value`, `content`, `data` (the text set; a read has none of them); invoke `text` and
- *   `keys`, and `value` only when `action` is a typing action (value, setvalue, settext, type, typetext,
- *   sendkeys, keys, input, fill, append) and no `by` is given: with `by`, `value` is the element selector
- *   (MCEC's `{by, value}`), which the log must keep to be useful; the other actions `text` and `keys`;
- *   observation, read-only and lifecycle tools nothing;
+ *   clipboard `text`, `value`, `content`, `data` (the text set) and get's answer `text` (both remembered as
+ *   secrets: clipboard text is pasted and read back); invoke `text` only (its `value` is always the element
+ *   selector, which the log must keep to be useful); the other actions `text` and `keys`; observation,
+ *   read-only and lifecycle tools nothing;
  * - send_command (and `command` of other servers): the command line (`command`, `line`, `cmd`, `text`) when it types text: MCEC's raw
  *   `chars:<text>` (found anywhere in the line, any case, as MCEC's unanchored `(\w+:)(.+)` parse finds it;
  *   everything after the first `chars:` becomes its length), a single character (MCEC presses that key:
@@ -41,18 +40,6 @@ const TYPING_NAME_SPEC: TypedTextSpec = { keys: ['text', 'keys'] };
 /** The command-line spec of other servers' `command` tool (as MCEC's send_command). */
 const COMMAND_SPEC: TypedTextSpec = { keys: ['command', 'line', 'cmd', 'text'], rule: 'command-line' };
 const TYPING_NAME = /type|key|text|input|fill|write|paste/;
-const TYPING_ACTIONS = new Set([
-  'value',
-  'setvalue',
-  'settext',
-  'type',
-  'typetext',
-  'sendkeys',
-  'keys',
-  'input',
-  'fill',
-  'append',
-]);
 const TYPING_VERBS = new Set([
   'type',
   'typetext',
@@ -158,20 +145,73 @@ export function typedTextReplacements(tool: string, args: Record<string, unknown
     }
     return out;
   }
-  const keys = [...spec.keys];
-  const action = args.action;
-  if (
-    spec.rule === 'value-when-typing-action' &&
-    args.by === undefined &&
-    typeof action === 'string' &&
-    TYPING_ACTIONS.has(normalizeKey(action))
-  )
-    keys.push('value');
-  for (const k of keys) {
+  for (const k of spec.keys) {
     const v = args[k];
     if (typeof v === 'string' && Object.hasOwn(args, k)) out.set(k, typedTextMarker(v));
   }
   return out;
+}
+
+/** The typed text of a call that is also remembered as a secret (clipboard text): the original values. */
+export function rememberedTypedText(tool: string, args: Record<string, unknown>): string[] {
+  if (typedTextSpec(tool)?.remember !== true) return [];
+  const out: string[] = [];
+  for (const key of typedTextReplacements(tool, args).keys()) {
+    const v = args[key];
+    if (typeof v === 'string') out.push(v);
+  }
+  return out;
+}
+
+/** Envelope text of a text block worth parsing for an answer's user text (a clipboard holds little). */
+const MAX_ANSWER_BLOCK = 4 * 1024 * 1024;
+
+/**
+ * A call's answer with the user text its result carries (clipboard get's `text`) replaced by its length,
+ * and those texts. Reads an envelope (`{result: {text}}`); in a CallToolResult or a JSON-RPC response, the
+ * envelope text blocks are only read (the texts are then scrubbed wherever they stand). `value` is never
+ * changed; unchanged when the tool's answers hold no user text.
+ */
+export function hideAnswerText(tool: string, value: unknown): { value: unknown; texts: string[] } {
+  const keys = typedTextSpec(tool)?.answerKeys;
+  const texts: string[] = [];
+  if (!keys) return { value, texts };
+  const hidden = hideInEnvelope(value, keys, texts);
+  collectFromBlocks(value, keys, texts, 0);
+  return { value: hidden, texts };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** An envelope's copy with `result[key]` strings replaced by their length (and noted), else `value` itself. */
+function hideInEnvelope(value: unknown, keys: readonly string[], texts: string[]): unknown {
+  if (!isObject(value) || !isObject(value.result) || typeof value.ok !== 'boolean') return value;
+  let result: Record<string, unknown> | undefined;
+  for (const key of keys) {
+    const text = value.result[key];
+    if (typeof text !== 'string' || !Object.hasOwn(value.result, key)) continue;
+    texts.push(text);
+    result ??= { ...value.result };
+    result[key] = typedTextMarker(text);
+  }
+  return result ? { ...value, result } : value;
+}
+
+/** The answer texts inside a CallToolResult's (or a JSON-RPC response's) envelope text blocks. */
+function collectFromBlocks(value: unknown, keys: readonly string[], texts: string[], depth: number): void {
+  if (!isObject(value) || depth > 2) return;
+  if (isObject(value.result) && !('ok' in value)) collectFromBlocks(value.result, keys, texts, depth + 1);
+  if (!Array.isArray(value.content)) return;
+  for (const block of value.content) {
+    if (!isObject(block) || typeof block.text !== 'string' || block.text.length > MAX_ANSWER_BLOCK) continue;
+    try {
+      hideInEnvelope(JSON.parse(block.text), keys, texts);
+    } catch {
+      // not an envelope
+    }
+  }
 }
 
 /** Just after the quote (`'`, `"`, `` ` ``, `\u0022`) that opens the text holding the command at `open`, or -1. */

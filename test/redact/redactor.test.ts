@@ -182,13 +182,15 @@ describe('typed text', () => {
       { action: 'set', text: '[typed text: 13 chars]' },
     ],
     ['clipboard', { action: 'get' }, { action: 'get' }],
+    // invoke's `value` is always MCEC's selector (by defaults to name), whatever the action: kept.
+    ['invoke', { value: 'Password', action: 'setvalue' }, { value: 'Password', action: 'setvalue' }],
+    ['invoke', { action: 'type', value: 'hi' }, { action: 'type', value: 'hi' }],
+    ['invoke', { action: 'select', value: 'Option 2' }, { action: 'select', value: 'Option 2' }],
     [
       'invoke',
-      { target: { name: 'Search' }, action: 'setvalue', value: 'my query' },
-      { target: { name: 'Search' }, action: 'setvalue', value: '[typed text: 8 chars]' },
+      { value: 'Password', action: 'setvalue', text: 'hunter2' },
+      { value: 'Password', action: 'setvalue', text: '[typed text: 7 chars]' },
     ],
-    ['invoke', { action: 'type', value: 'hi' }, { action: 'type', value: '[typed text: 2 chars]' }],
-    ['invoke', { action: 'select', value: 'Option 2' }, { action: 'select', value: 'Option 2' }],
     ['invoke', { action: 'click' }, { action: 'click' }],
     // MCEC selects the element with {by, value}: that value is a selector, not typed text.
     ['invoke', { by: 'automationid', value: '1' }, { by: 'automationid', value: '1' }],
@@ -225,10 +227,39 @@ describe('typed text', () => {
     });
   });
 
-  it('typed text is never remembered as a secret', () => {
+  it('typed text is never remembered as a secret; clipboard text is (it is pasted and read back)', () => {
     const fresh = createRedactor();
-    fresh.redactArgs('clipboard', { text: 'common words' });
-    expect(fresh.scrubText('common words')).toBe('common words');
+    fresh.redactArgs('send_command', { command: 'chars:common words' });
+    fresh.redactArgs('focus', { text: 'other words' });
+    expect(fresh.scrubText('common words, other words')).toBe('common words, other words');
+    fresh.redactArgs('clipboard', { action: 'set', text: 'Clip-Secret 7' });
+    expect(fresh.scrubText('pasted: Clip-Secret 7')).toBe(`pasted: ${REDACTED}`);
+  });
+
+  it("clipboard get's answer text is hidden with its length and scrubbed from the rest of the answer", () => {
+    const fresh = createRedactor();
+    const call = { tool: 'clipboard', args: { action: 'get' } };
+    const env = { ok: true, sessionId: '5f19c9c01a3f', result: { text: 'Copied-Pw-8812!', length: 15 } };
+    expect(fresh.redact(env, call)).toEqual({
+      ...env,
+      result: { text: '[typed text: 15 chars]', length: 15 },
+    });
+    // The same answer as MCEC's CallToolResult (envelope text escaped as MCEC escapes it).
+    const block = { content: [{ type: 'text', text: mcecStringify(env) }], isError: false };
+    expect(JSON.stringify(fresh.redact(block, call))).not.toContain('Copied-Pw-8812');
+    // Remembered (it looks like a credential): a later echo in another call's output is scrubbed.
+    expect(fresh.redact({ text: 'field shows Copied-Pw-8812!' })).toEqual({
+      text: `field shows ${REDACTED}`,
+    });
+    // A plain word read from the clipboard is hidden where it stands but not remembered (evidence stays).
+    const word = { ok: true, sessionId: '5f19c9c01a3f', result: { text: 'Save', length: 4 } };
+    expect(fresh.redact(word, call)).toEqual({
+      ...word,
+      result: { text: '[typed text: 4 chars]', length: 4 },
+    });
+    expect(fresh.scrubText('button Save')).toBe('button Save');
+    // keepTypedText keeps it.
+    expect(createRedactor({ keepTypedText: true }).redact(env, call)).toEqual(env);
   });
 });
 
