@@ -78,6 +78,12 @@ export interface BundleResult {
   reportHtml: string | null;
 }
 
+/** What `mcec-bundle <id> --json` prints and the MCP tool bundle answers (`schema/bundle-result.schema.json`). */
+export function bundleResultJson(r: BundleResult) {
+  const { bundle, sessionId, bytes, files, verdict, dropped, limitMet, reportHtml, warnings } = r;
+  return { bundle, sessionId, bytes, files, verdict, dropped, limitMet, reportHtml, warnings };
+}
+
 /** zlib level for the log snapshot: it is most of the bytes, and level 6 costs 3x the time for ~10% size. */
 const DB_LEVEL = 3;
 /** Rewrites allowed when the estimated size was not enough to meet --max-bytes. */

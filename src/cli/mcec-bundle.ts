@@ -17,6 +17,7 @@ import {
   addTriageCommand,
 } from './bundle/fleet-commands.js';
 import { EXIT_FAILED, loadOutputEscaping, neutralized, printErr } from './bundle/io.js';
+import { addMcpCommand } from './bundle/mcp-command.js';
 import {
   addIssueBodyCommand,
   addReportCommand,
@@ -42,6 +43,7 @@ const COMMANDS: ReadonlyArray<(program: Command) => void> = [
   addPruneCommand,
   addExportCommand,
   addJunitCommand,
+  addMcpCommand,
 ];
 
 /** The program with every command. */
@@ -77,6 +79,7 @@ Examples:
   mcec-bundle prune --older-than 7d --keep-failed --dry-run
   mcec-bundle export --since 7d --otlp http://collector:4318/v1/traces
   mcec-bundle junit --since 24h -o results.xml
+  mcec-bundle mcp --sessions /srv/mcec-sessions  serve the sessions to an agent (MCP over stdio)
 
 Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions.
 Exit codes: 0 done, 1 the work failed, 2 bad usage. The work fails on an unknown session, a missing

@@ -192,7 +192,8 @@ export function alignKeys(a: readonly string[], b: readonly string[]): Array<[nu
   return out;
 }
 
-function callOf(row: CallRow): DiffCall {
+/** A call as the diff shows it: redacted arguments as one clipped line, its outcome. */
+export function diffCallOf(row: CallRow): DiffCall {
   return {
     seq: row.seq,
     tool: oneLine(row.tool, 80),
@@ -388,8 +389,8 @@ function firstDivergenceOf(
   return {
     index,
     kind: pair.kind,
-    a: pair.a === null ? null : callOf(bySeqA.get(pair.a)!),
-    b: pair.b === null ? null : callOf(bySeqB.get(pair.b)!),
+    a: pair.a === null ? null : diffCallOf(bySeqA.get(pair.a)!),
+    b: pair.b === null ? null : diffCallOf(bySeqB.get(pair.b)!),
   };
 }
 

@@ -457,6 +457,47 @@ export class Catalog {
   }
 
   /**
+   * One page of the sessions `list` shows (those holding a call, or unreadable), newest first, and how many
+   * match in all: two indexed queries however many sessions there are (the MCP tool list_sessions).
+   * `fingerprint` matches a fingerprint of the session's unrecovered failures exactly.
+   */
+  page(
+    filter: { since?: string; scenario?: string; verdict?: 'PASS' | 'FAIL'; fingerprint?: string },
+    offset: number,
+    limit: number,
+  ): { total: number; rows: CatalogSession[] } {
+    const where = ['(calls > 0 OR error IS NOT NULL)'];
+    const params: unknown[] = [];
+    if (filter.since !== undefined) {
+      where.push('coalesce(started_at, last_activity_at) >= ?');
+      params.push(filter.since);
+    }
+    if (filter.scenario !== undefined) {
+      where.push('scenario = ?');
+      params.push(filter.scenario);
+    }
+    if (filter.verdict !== undefined) {
+      where.push('verdict = ?');
+      params.push(filter.verdict);
+    }
+    if (filter.fingerprint !== undefined) {
+      where.push('EXISTS (SELECT 1 FROM json_each(sessions.fingerprints) WHERE json_each.value = ?)');
+      params.push(filter.fingerprint);
+    }
+    const cond = where.join(' AND ');
+    const total = this.db
+      .prepare(`SELECT count(*) FROM sessions WHERE ${cond}`)
+      .pluck()
+      .get(...params) as number;
+    const rows = this.db
+      .prepare(
+        `SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${cond} ORDER BY dir_name DESC LIMIT ? OFFSET ?`,
+      )
+      .all(...params, limit, offset) as CatalogSession[];
+    return { total, rows };
+  }
+
+  /**
    * The `list` table's rows as one string, rendered by SQLite: columns ID, START (UTC), DURATION, CALLS,
    * FAILURES, VERDICT, each padded to its widest cell (or its `header`), oldest first, '' when none. One
    * string, not 10,000 rows of JS values: those cost `list` more in allocation and GC than the query.

@@ -1,0 +1,128 @@
+/**
+ * The evidence server on a transport: stdio (an MCP client starts `mcec-bundle mcp`), or Streamable HTTP on
+ * `POST /mcp`, stateless (a fresh SDK server and transport per request, nothing kept between requests),
+ * behind the proxies' gates: loopback only unless allowed, the same Host/Origin checks, a 1 MiB body limit.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { hostOriginRejection, isLoopbackHost } from '../proxy/gates.js';
+import { createEvidenceServer, type EvidenceServerOptions } from './server.js';
+
+/** Largest request body read (MCEC's and the proxy's limit). */
+const MAX_BODY_BYTES = 1024 * 1024;
+const ENDPOINT = '/mcp';
+
+/** Serve on stdin/stdout until stdin closes; resolves when the client has gone. */
+export async function serveStdio(options: EvidenceServerOptions): Promise<void> {
+  const server = createEvidenceServer(options);
+  const transport = new StdioServerTransport();
+  const closed = new Promise<void>((resolve) => {
+    server.onclose = () => resolve();
+    process.stdin.once('end', () => resolve());
+  });
+  await server.connect(transport);
+  await closed;
+  await server.close();
+}
+
+/** Options of {@link serveHttp}. */
+export interface HttpServeOptions extends EvidenceServerOptions {
+  host: string;
+  port: number;
+  /** Listen on a non-loopback host and skip the loopback Host check (default false). */
+  allowRemote?: boolean;
+}
+
+/** A running HTTP server. */
+export interface EvidenceHttpServer {
+  /** `http://host:port/mcp`. */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+function reply(res: http.ServerResponse, status: number, message: string): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message }, id: null }));
+}
+
+/** Read a JSON body of at most MAX_BODY_BYTES; null after answering the client when it is not one. */
+async function readBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<unknown | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      reply(res, 413, `request body over ${MAX_BODY_BYTES} bytes`);
+      req.destroy();
+      return null;
+    }
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    reply(res, 400, 'the body is not JSON');
+    return null;
+  }
+}
+
+/** Serve Streamable HTTP on `POST /mcp` (JSON answers); resolves once listening. */
+export async function serveHttp(options: HttpServeOptions): Promise<EvidenceHttpServer> {
+  const host = options.host.startsWith('[') ? options.host.slice(1, -1) : options.host;
+  if (!isLoopbackHost(host) && !options.allowRemote) {
+    throw new Error(`refusing to listen on non-loopback host ${host} (pass --allow-remote to allow it)`);
+  }
+  let port = options.port;
+  const httpServer = http.createServer(async (req, res) => {
+    try {
+      const rejection = hostOriginRejection(
+        { host: req.headers.host, origin: req.headers.origin },
+        port,
+        options.allowRemote ?? false,
+      );
+      if (rejection) return reply(res, 403, rejection);
+      const q = (req.url ?? '').indexOf('?');
+      if ((q < 0 ? req.url : req.url!.slice(0, q)) !== ENDPOINT)
+        return reply(res, 404, `not found: use POST ${ENDPOINT}`);
+      if (req.method !== 'POST') {
+        res.setHeader('allow', 'POST');
+        return reply(res, 405, 'this server is stateless: POST only');
+      }
+      const body = await readBody(req, res);
+      if (body === null) return;
+      const server = createEvidenceServer(options);
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: true,
+      });
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
+      });
+      await server.connect(transport);
+      await transport.handleRequest(req, res, body);
+    } catch (err) {
+      (options.log ?? ((l: string) => process.stderr.write(`${l}\n`)))(
+        `mcec-bundle mcp: ${(err as Error).stack ?? String(err)}`,
+      );
+      reply(res, 500, 'internal error');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(options.port, host, () => resolve());
+  });
+  port = (httpServer.address() as AddressInfo).port;
+  const shown = host.includes(':') ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${port}${ENDPOINT}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => resolve());
+      }),
+  };
+}
