@@ -77,19 +77,25 @@ export async function serveHttp(options: HttpServeOptions): Promise<EvidenceHttp
   }
   let port = options.port;
   const httpServer = http.createServer(async (req, res) => {
+    // A refusal drains the body and closes the connection, so a keep-alive client's next request is clean.
+    const refuse = (status: number, message: string) => {
+      req.resume();
+      res.setHeader('connection', 'close');
+      reply(res, status, message);
+    };
     try {
       const rejection = hostOriginRejection(
         { host: req.headers.host, origin: req.headers.origin },
         port,
         options.allowRemote ?? false,
       );
-      if (rejection) return reply(res, 403, rejection);
+      if (rejection) return refuse(403, rejection);
       const q = (req.url ?? '').indexOf('?');
       if ((q < 0 ? req.url : req.url!.slice(0, q)) !== ENDPOINT)
-        return reply(res, 404, `not found: use POST ${ENDPOINT}`);
+        return refuse(404, `not found: use POST ${ENDPOINT}`);
       if (req.method !== 'POST') {
         res.setHeader('allow', 'POST');
-        return reply(res, 405, 'this server is stateless: POST only');
+        return refuse(405, 'this server is stateless: POST only');
       }
       const body = await readBody(req, res);
       if (body === null) return;
