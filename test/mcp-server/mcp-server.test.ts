@@ -176,11 +176,11 @@ describe.each(transports)('over %s', (_name, connect) => {
       uri: `mcec-session://${path.basename(demo.failDir)}/failure-summary.md`,
     });
     answers.push(JSON.stringify(md));
-    expect(md.contents[0]!.text).toContain('frame-all-black');
+    expect((md.contents[0] as { text: string }).text).toContain('frame-all-black');
     const html = await client.readResource({ uri: `mcec-session://${demo.failId}/report.html` });
     answers.push(JSON.stringify(html));
     expect(html.contents[0]!.mimeType).toBe('text/html');
-    expect(html.contents[0]!.text).toContain('<html');
+    expect((html.contents[0] as { text: string }).text).toContain('<html');
     const templates = await client.listResourceTemplates();
     expect(templates.resourceTemplates).toHaveLength(2);
   });
