@@ -89,35 +89,32 @@ export class SessionsEvidence {
     const offset = args.cursor === undefined ? 0 : cursorOffset(args.cursor);
     const limit = args.limit ?? LIMITS.pageDefault;
     const since = args.since === undefined ? undefined : await sinceTime(args.since);
-    const { refreshCatalog } = await import('../report/catalog.js');
+    const { withCatalog } = await import('../report/catalog.js');
     const { listingOf } = await import('../bundle/list.js');
-    const { catalog } = await refreshCatalog(this.sessionsDir);
-    try {
-      const { total, rows } = catalog.page(
+    const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
+      catalog.page(
         { verdict: args.verdict, scenario: args.scenario, since, fingerprint: args.fingerprint },
         offset,
         limit,
-      );
-      const sessions = rows.map((row) => {
-        const listing = listingOf(this.sessionsDir, row);
-        listing.verdictReason =
-          listing.verdictReason === null ? null : clipText(listing.verdictReason, LIMITS.summaryChars);
-        listing.fingerprints = listing.fingerprints.slice(0, 20);
-        return listing;
-      });
-      const next = offset + rows.length < total ? String(offset + rows.length) : null;
-      return {
-        total,
-        offset,
-        sessions,
-        nextCursor: next,
-        note: next
-          ? `${total - offset - rows.length} more sessions match: call again with cursor "${next}"`
-          : null,
-      };
-    } finally {
-      catalog.close();
-    }
+      ),
+    );
+    const sessions = rows.map((row) => {
+      const listing = listingOf(this.sessionsDir, row);
+      listing.verdictReason =
+        listing.verdictReason === null ? null : clipText(listing.verdictReason, LIMITS.summaryChars);
+      listing.fingerprints = listing.fingerprints.slice(0, 20);
+      return listing;
+    });
+    const next = offset + rows.length < total ? String(offset + rows.length) : null;
+    return {
+      total,
+      offset,
+      sessions,
+      nextCursor: next,
+      note: next
+        ? `${total - offset - rows.length} more sessions match: call again with cursor "${next}"`
+        : null,
+    };
   }
 
   /** get_summary: the failure summary's facts and its Markdown. */
@@ -280,21 +277,17 @@ export class SessionsEvidence {
   async triage(args: { since?: string; scenario?: string; includeRecovered?: boolean; maxGroups?: number }) {
     const since = args.since === undefined ? undefined : await sinceTime(args.since);
     const t = await import('../report/triage.js');
-    const { refreshCatalog } = await import('../report/catalog.js');
+    const { withCatalog } = await import('../report/catalog.js');
     const rules = t.loadFingerprintRules(path.join(this.sessionsDir, t.RULES_FILE), { optional: true });
-    const { catalog } = await refreshCatalog(this.sessionsDir);
-    let report: ReturnType<typeof t.triage>;
-    try {
-      report = t.triage(catalog, {
+    const report = await withCatalog(this.sessionsDir, ({ catalog }) =>
+      t.triage(catalog, {
         since,
         scenario: args.scenario,
         includeRecovered: args.includeRecovered,
         rules,
         source: { kind: 'sessions', path: this.sessionsDir },
-      });
-    } finally {
-      catalog.close();
-    }
+      }),
+    );
     const maxGroups = args.maxGroups ?? LIMITS.triageGroupsDefault;
     const omitted = {
       groups: Math.max(0, report.groups.length - maxGroups),
@@ -333,10 +326,9 @@ export class SessionsEvidence {
     let a: { dir: string; dirName: string };
     if (args.against !== undefined) a = this.locate(args.against);
     else {
-      const { refreshCatalog } = await import('../report/catalog.js');
+      const { withCatalog } = await import('../report/catalog.js');
       const { lastPassOf } = await import('../report/diff.js');
-      const { catalog } = await refreshCatalog(this.sessionsDir);
-      try {
+      a = await withCatalog(this.sessionsDir, ({ catalog }) => {
         const pass = lastPassOf(catalog, b.dirName);
         if (!pass) {
           const scenario = catalog.session(b.dirName)?.scenario;
@@ -344,10 +336,8 @@ export class SessionsEvidence {
             `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} started before ${b.dirName}; give against to compare with another session`,
           );
         }
-        a = { dir: path.join(this.sessionsDir, pass.dir_name), dirName: pass.dir_name };
-      } finally {
-        catalog.close();
-      }
+        return { dir: path.join(this.sessionsDir, pass.dir_name), dirName: pass.dir_name };
+      });
     }
     if (a.dirName === b.dirName) throw new ToolError('against names the same session: give another one');
     const d = await import('../report/diff.js');
@@ -441,22 +431,19 @@ export class SessionsEvidence {
     offset: number,
     limit: number,
   ): Promise<{ rows: SessionLocationLite[]; next: number | null }> {
-    const { refreshCatalog } = await import('../report/catalog.js');
-    const { catalog } = await refreshCatalog(this.sessionsDir);
-    try {
-      const { total, rows } = catalog.page({}, offset, limit);
-      return {
-        rows: rows.map((r) => ({
-          dirName: r.dir_name,
-          sessionId: r.session_id,
-          scenario: r.scenario,
-          verdict: r.verdict,
-        })),
-        next: offset + rows.length < total ? offset + rows.length : null,
-      };
-    } finally {
-      catalog.close();
-    }
+    const { withCatalog } = await import('../report/catalog.js');
+    const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
+      catalog.page({}, offset, limit),
+    );
+    return {
+      rows: rows.map((r) => ({
+        dirName: r.dir_name,
+        sessionId: r.session_id,
+        scenario: r.scenario,
+        verdict: r.verdict,
+      })),
+      next: offset + rows.length < total ? offset + rows.length : null,
+    };
   }
 }
 
