@@ -12,6 +12,9 @@ export async function launchChromium(): Promise<Browser> {
   const { chromium } = await import('playwright-core');
   return chromium.launch({
     executablePath: CHROMIUM,
+    // A clock-shifted run (faketime's LD_PRELOAD) tests the recorder's dates, not the browser's: Chromium runs
+    // on the real clock.
+    env: browserEnv(),
     args: [
       '--headless',
       '--no-sandbox',
@@ -23,6 +26,15 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+}
+
+/** This process's environment less faketime's preload and settings. */
+function browserEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && k !== 'LD_PRELOAD' && !k.startsWith('FAKETIME')) env[k] = v;
+  }
+  return env;
 }
 
 /** What a page did while loading: console errors, uncaught exceptions, every request URL. */
