@@ -18,7 +18,8 @@ import { isSafeSessionId, safeDerivedId } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { catalogSessionEnded } from '../store/catalog.js';
-import { LogPool } from '../store/log-pool.js';
+import { DEFAULT_MAX_OPEN_LOGS, LogPool, maxOpenLogsFor } from '../store/log-pool.js';
+import { processFileLimit } from '../util/file-limit.js';
 import { isRecord } from '../util/json.js';
 import { agentValue, decidableFailure } from './agent-value.js';
 import { newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
@@ -109,6 +110,18 @@ class RecorderImpl implements Recorder {
   /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
   private observationsInFlight = 0;
 
+  /** The log pool's size from the process's file limit; says so on stderr when the limit shrinks it. */
+  private logPoolSize(): number {
+    const limit = processFileLimit();
+    const size = maxOpenLogsFor(limit);
+    if (size < DEFAULT_MAX_OPEN_LOGS) {
+      this.ledger.notice(
+        `mcec-recorder: this process may open ${limit} files (ulimit -n): keeping at most ${size} session logs open at once (${DEFAULT_MAX_OPEN_LOGS} otherwise)`,
+      );
+    }
+    return size;
+  }
+
   constructor(options: RecorderOptions, clock: Clock) {
     this.options = options;
     this.clock = clock;
@@ -134,7 +147,7 @@ class RecorderImpl implements Recorder {
       maxLogBytes,
       maxArtifactBytes: options.limits?.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES,
       clock,
-      logPool: new LogPool(options.maxOpenLogs),
+      logPool: new LogPool(options.maxOpenLogs ?? this.logPoolSize()),
       faults: options.faults,
       ledger: this.ledger,
       scrubText,

@@ -102,7 +102,8 @@ export interface RecorderOptions {
   /** Group-commit interval: at most one transaction per session per this many ms under load (default 4). */
   commitIntervalMs?: number;
   /**
-   * Session logs kept open at once (default 64; each holds three file descriptors). Past it the least
+   * Session logs kept open at once (default 64, or half the process's file limit over three when that is
+   * less: 42 under `ulimit -n 256`, said on stderr; each holds three file descriptors). Past it the least
    * recently used log is closed and reopened on its next write; an ended session's log closes at once.
    */
   maxOpenLogs?: number;

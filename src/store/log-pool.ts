@@ -6,6 +6,18 @@
 
 /** Default number of session logs a recorder keeps open at once. */
 export const DEFAULT_MAX_OPEN_LOGS = 64;
+/** File descriptors one open log holds (the database, its WAL and its shared memory). */
+const FDS_PER_LOG = 3;
+
+/**
+ * Logs to keep open under a process limit of `fileLimit` open files (null: none known): at most half the
+ * limit goes to logs, the rest stays for sockets (a proxy's clients and its connections to MCEC), image
+ * files and the runtime. 42 under `ulimit -n 256`, the default from 384 up.
+ */
+export function maxOpenLogsFor(fileLimit: number | null): number {
+  if (fileLimit === null) return DEFAULT_MAX_OPEN_LOGS;
+  return Math.max(1, Math.min(DEFAULT_MAX_OPEN_LOGS, Math.floor(fileLimit / 2 / FDS_PER_LOG)));
+}
 
 /** What the pool can close: a log whose handle reopens on demand. */
 export interface PooledLog {

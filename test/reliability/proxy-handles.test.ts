@@ -1,0 +1,171 @@
+/**
+ * Handles bounded in the HTTP proxy: the built `mcec-record http` under `ulimit -n 256`, 32 keep-alive
+ * clients recording 1,000 sessions (3 calls each, left open) through it to the simulator. The log pool is
+ * sized from the process's file limit, so the sockets keep room: no client gets a 502 and every call is in
+ * its log. Before, the pool kept 64 logs (192 descriptors) whatever the limit: 1,276 of 3,000 calls were
+ * answered 502 and 2,814 lost from the recording.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSimulator } from '../../src/sim/index.js';
+import { listSessions } from '../../src/store/session-reader.js';
+import { ROOT } from '../support/programs.js';
+import { tempDir } from '../support/temp.js';
+import { removeRoot, reportFigure } from './helpers.js';
+
+const RECORD_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
+const SESSIONS = 1000;
+const CLIENTS = 32;
+
+function scratchRoot(): string {
+  for (const base of ['/dev/shm', os.tmpdir()]) {
+    try {
+      return tempDir('mcec-pfd-', base);
+    } catch {
+      // not writable here: try the next
+    }
+  }
+  throw new Error('no writable temp dir');
+}
+
+/** One tools/call; the simulator's own 503 (over its 16 requests in flight, as MCEC) is tried again. */
+async function rpcCall(
+  agent: http.Agent,
+  url: URL,
+  id: number,
+  name: string,
+  args: object,
+  statuses: Map<number, number>,
+): Promise<{ status: number; body: string }> {
+  for (;;) {
+    const res = await rpcOnce(agent, url, id, name, args);
+    statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+    if (res.status !== 503 || !res.body.includes('Server busy')) return res;
+  }
+}
+
+function rpcOnce(agent: http.Agent, url: URL, id: number, name: string, args: object) {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name, arguments: args },
+  });
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (s: string) => {
+          text += s;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('handles: the HTTP proxy under ulimit -n 256', () => {
+  const root = scratchRoot();
+  afterAll(() => removeRoot(root));
+
+  it('32 keep-alive clients, 1,000 open sessions: no 502, every call recorded', async () => {
+    const sim = createSimulator({ seed: 11, sessionsRoot: path.join(root, 'sim') });
+    const upstream = await sim.listenHttp({ port: 0 });
+    const sessionsDir = path.join(root, 'sessions');
+    const child = spawn(
+      'bash',
+      [
+        '-c',
+        'ulimit -n 256 && exec "$0" "$@"',
+        process.execPath,
+        RECORD_CLI,
+        'http',
+        '--listen',
+        '127.0.0.1:0',
+        '--target',
+        upstream.url,
+        '--sessions',
+        sessionsDir,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const url = await new Promise<URL>((resolve, reject) => {
+        const timer = setInterval(() => {
+          const m = /recording (http:\/\/\S+) ->/.exec(stderr);
+          if (m) {
+            clearInterval(timer);
+            resolve(new URL(m[1]!));
+          }
+        }, 20);
+        child.on('exit', () => {
+          clearInterval(timer);
+          reject(new Error(`mcec-record exited: ${stderr}`));
+        });
+      });
+      const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
+      const statuses = new Map<number, number>();
+      let next = 0;
+      let id = 0;
+      const t0 = performance.now();
+      const worker = async () => {
+        while (next < SESSIONS) {
+          next += 1;
+          const start = await rpcCall(agent, url, ++id, 'session-start', {}, statuses);
+          if (start.status !== 200) continue;
+          const envelope = JSON.parse(JSON.parse(start.body).result.content.at(-1).text);
+          const sessionId = envelope.sessionId as string;
+          for (const [tool, args] of [
+            ['find', { sessionId, window: 'Save As', value: 'Save' }],
+            ['windows', { sessionId }],
+          ] as const) {
+            await rpcCall(agent, url, ++id, tool, args, statuses);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: CLIENTS }, worker));
+      const wallMs = Math.round(performance.now() - t0);
+      agent.destroy();
+      child.kill('SIGINT');
+      expect(await exited, stderr).toBe(0);
+      const busy = statuses.get(503) ?? 0;
+      statuses.delete(503);
+      expect(Object.fromEntries(statuses)).toEqual({ 200: SESSIONS * 3 });
+      expect(stderr).toMatch(/may open 256 files \(ulimit -n\): keeping at most 42 session logs open/);
+      expect(stderr).not.toMatch(/recording failed|unable to open/i);
+      const sessions = listSessions(sessionsDir);
+      expect(sessions).toHaveLength(SESSIONS);
+      let recorded = 0;
+      for (const s of sessions) {
+        const db = new Database(path.join(s.dir, 'session.sqlite'), { readonly: true, fileMustExist: true });
+        recorded += db
+          .prepare("SELECT count(*) FROM calls WHERE status != 'pending'")
+          .pluck()
+          .get() as number;
+        db.close();
+      }
+      // Every answer the clients got is a completed call in its log (the simulator's busy answers too).
+      expect(recorded).toBe(SESSIONS * 3 + busy);
+      reportFigure('proxy-handles', { sessions: SESSIONS, calls: recorded, busyRetried: busy, wallMs });
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await upstream.close();
+      fs.rmSync(path.join(root, 'sim'), { recursive: true, force: true });
+    }
+  }, 600_000);
+});
