@@ -11,6 +11,7 @@ import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from '../paths/naming.js';
+import { keepAside } from './keep-aside.js';
 import type { LogPool, PooledLog } from './log-pool.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
@@ -766,13 +767,18 @@ export class SessionLog implements PooledLog {
     this.identity = null;
     this.closeDb();
     const aside = `${this.file}.corrupt-${Date.now()}`;
-    try {
-      fs.renameSync(this.file, aside);
-      this.recovery!.reasons.push(`moved aside to ${path.basename(aside)}`);
-    } catch {
-      fs.rmSync(this.file, { force: true });
+    if (!keepAside(this.file, aside)) {
+      // Never deleted: the log stays unusable (calls are counted lost) until the file can be moved.
+      this.recovery!.reasons.push('could not be moved aside: left in place, nothing written over it');
+      throw err;
     }
-    for (const suffix of ['-wal', '-shm']) fs.rmSync(`${this.file}${suffix}`, { force: true });
+    this.recovery!.reasons.push(`moved aside to ${path.basename(aside)}`);
+    // The WAL goes with it (it may hold the newest rows); left behind, SQLite would replay it into the fresh log.
+    if (fs.existsSync(`${this.file}-wal`) && !keepAside(`${this.file}-wal`, `${aside}-wal`)) {
+      this.recovery!.reasons.push('its WAL could not be moved aside: nothing written until it can');
+      throw err;
+    }
+    fs.rmSync(`${this.file}-shm`, { force: true });
     this.reopen();
   }
 
