@@ -31,6 +31,7 @@ export {
   ERROR_CATEGORIES,
   type ErrorCategory,
   type FailureEnvelope,
+  type MaskedRegion,
   type SuccessEnvelope,
   type ToolError,
   type ToolOutput,
@@ -41,6 +42,9 @@ export {
   type WindowInfo,
 } from './contract/types.js';
 export { validateCaptureSummary, validateEnvelope } from './contract/validate.js';
+// Secrets out of the pixels: the masking options and the user's rules (a rules file's JSON).
+export { MaskRuleError, parseMaskRules } from './mask/rules.js';
+export type { MaskMode, MaskOptions, MaskRule } from './mask/types.js';
 export { type HttpProxy, type HttpProxyOptions, startHttpProxy } from './proxy/http.js';
 export { runStdioProxy, type StdioProxyOptions } from './proxy/stdio.js';
 // Recording: wrap a dispatch, or put a proxy on the wire.

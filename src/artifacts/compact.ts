@@ -1,5 +1,11 @@
 import { formatPointer, parseImageDataUri } from '../contract/image-bytes.js';
-import type { BlankCheck, CaptureSummary, ImageBytesLocation, Violation } from '../contract/types.js';
+import type {
+  BlankCheck,
+  CaptureSummary,
+  ImageBytesLocation,
+  MaskedRegion,
+  Violation,
+} from '../contract/types.js';
 import { isRecord } from '../util/json.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
 import type { HostFileRole } from './host-files.js';
@@ -15,8 +21,40 @@ export type ImageRole =
   | 'nested'
   | HostFileRole;
 
+/** An image about to be saved, as a masker sees it. */
+export interface ImageToMask {
+  bytes: Buffer;
+  /** The object that held it (a capture result, a capture-summary's container), when there is one. */
+  container?: Record<string, unknown>;
+  role: ImageRole;
+}
+
+/** What a masker decided: bytes to save instead (painted), the regions, or why nothing may be stored. */
+export interface MaskOutcome {
+  bytes?: Buffer;
+  masked?: MaskedRegion[];
+  /** The original is kept (mask mode on-export): `masked` is painted when it leaves the machine. */
+  onExport?: boolean;
+  /** The image had to be masked and could not be: it is not stored (the summary's artifactError). */
+  refuse?: string;
+}
+
+/**
+ * Masks an image before it is written (src/mask, wired by the recorder): artifacts writes what it gets back,
+ * so an unmasked secret never reaches the disk.
+ */
+export type ImageMasker = (image: ImageToMask) => Promise<MaskOutcome>;
+
+/** The masks an image got (see MaskOutcome). */
+export interface MaskFacts {
+  /** The regions masked in the file. */
+  masked?: MaskedRegion[];
+  /** True when the file is the original and `masked` is painted on export. */
+  maskedOnExport?: boolean;
+}
+
 /** One image taken out of a value. */
-export interface CompactedImage extends SavedImage {
+export interface CompactedImage extends SavedImage, MaskFacts {
   role: ImageRole;
   /** JSON pointer (with `#json` markers) of the string that held the bytes (or, for a host file, its path). */
   jsonPath: string;
@@ -60,7 +98,7 @@ function declaredBlankCheck(v: unknown): BlankCheck | undefined {
  */
 export function captureSummaryOf(
   container: Record<string, unknown> | undefined,
-  image: SavedImage,
+  image: SavedImage & MaskFacts,
   artifactPath?: string,
 ): CaptureSummary {
   const c = container ?? {};
@@ -79,6 +117,10 @@ export function captureSummaryOf(
   if (artifact !== undefined && image.error === undefined) summary.artifact = artifact;
   else summary.artifactError = image.error ?? 'no artifact written';
   if (image.sha256) summary.sha256 = image.sha256;
+  if (image.masked && image.masked.length > 0) {
+    summary.masked = image.masked;
+    if (image.maskedOnExport) summary.maskedOnExport = true;
+  }
   return summary;
 }
 
@@ -118,6 +160,7 @@ interface Job {
   kind: 'capture' | 'image-block' | 'string';
   saved?: SavedImage;
   buffer?: Buffer;
+  mask?: MaskOutcome;
 }
 
 function sameEncoding(declared: string, format: string): boolean {
@@ -141,7 +184,7 @@ function declaredMismatches(job: Job, image: SavedImage, out: Violation[]): void
         path: `${at}/height`,
         message: `declared height ${h} but the image is ${image.height} high`,
       });
-    if (b !== undefined && b !== image.bytes)
+    if (b !== undefined && b !== image.bytes && !job.mask?.bytes)
       out.push({ path: `${at}/bytes`, message: `declared bytes ${b} but the image has ${image.bytes}` });
     if (typeof c.encoding === 'string' && !sameEncoding(c.encoding, image.format))
       out.push({
@@ -191,7 +234,11 @@ function planJob(doc: unknown, entry: Entry, prefix: string): Job | undefined {
 }
 
 function replacementFor(job: Job, image: SavedImage, blankCheck: BlankCheck | undefined): unknown {
-  const withBlank: SavedImage = blankCheck && !image.blankCheck ? { ...image, blankCheck } : image;
+  let withBlank: SavedImage & MaskFacts = blankCheck && !image.blankCheck ? { ...image, blankCheck } : image;
+  if (job.mask?.masked?.length) {
+    withBlank = { ...withBlank, masked: job.mask.masked };
+    if (job.mask.onExport) withBlank.maskedOnExport = true;
+  }
   if (job.kind === 'image-block') {
     const block: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(job.container!)) if (k !== 'data' && k !== '__proto__') block[k] = v;
@@ -216,6 +263,7 @@ const INVALID_ERRORS = [
 /** What every level of a compaction shares: the store, and where images and violations are collected. */
 interface CompactionSink {
   store: ArtifactStore;
+  masker?: ImageMasker;
   images: CompactedImage[];
   violations: Violation[];
 }
@@ -246,7 +294,7 @@ async function compactLevel(
     if (job) jobs.push(job);
   }
   // Decode and save (decode once here; the store hashes and writes).
-  await Promise.all(jobs.map((job) => saveJob(doc, job, sink.store)));
+  await Promise.all(jobs.map((job) => saveJob(doc, job, sink.store, sink.masker)));
   const blankChecks = await Promise.all(jobs.map((job) => blankCheckFor(job, sink.store)));
   // Replace deepest first, so a replaced container never hides a deeper location.
   const order = jobs
@@ -261,6 +309,10 @@ async function compactLevel(
     const jsonPath = job.entry.loc.path;
     const record: CompactedImage = { ...saved, role: roleOf(jsonPath, job.entry.loc.form), jsonPath };
     if (blankCheck) record.blankCheck = blankCheck;
+    if (job.mask?.masked?.length) {
+      record.masked = job.mask.masked;
+      if (job.mask.onExport) record.maskedOnExport = true;
+    }
     sink.images.push(record);
   }
   return doc;
@@ -290,7 +342,7 @@ async function compactNested(
 }
 
 /** Decode a job's bytes and save them in the store (bad base64 is an artifactError, not a throw). */
-async function saveJob(doc: unknown, job: Job, store: ArtifactStore): Promise<void> {
+async function saveJob(doc: unknown, job: Job, store: ArtifactStore, masker?: ImageMasker): Promise<void> {
   const text = getAt(doc, job.entry.levels[0]!) as string;
   const uri = parseImageDataUri(text);
   const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
@@ -298,9 +350,19 @@ async function saveJob(doc: unknown, job: Job, store: ArtifactStore): Promise<vo
     job.saved = { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
     return;
   }
-  job.buffer = decoded;
+  let bytes = decoded;
+  if (masker) {
+    const role = roleOf(job.entry.loc.path, job.entry.loc.form);
+    job.mask = await masker({ bytes: decoded, ...(job.container ? { container: job.container } : {}), role });
+    if (job.mask.refuse !== undefined) {
+      job.saved = { sha256: '', bytes: 0, error: job.mask.refuse, deduplicated: false };
+      return;
+    }
+    if (job.mask.bytes) bytes = job.mask.bytes;
+  }
+  job.buffer = bytes;
   const known = job.kind === 'capture' ? declaredBlankCheck(job.container?.blankCheck) : undefined;
-  job.saved = await store.save(decoded, known ? { knownBlankCheck: known } : {});
+  job.saved = await store.save(bytes, known ? { knownBlankCheck: known } : {});
 }
 
 /**
@@ -326,12 +388,18 @@ export async function compactImages(
   value: unknown,
   locations: ImageBytesLocation[],
   store: ArtifactStore,
+  masker?: ImageMasker,
 ): Promise<CompactResult> {
   const images: CompactedImage[] = [];
   const violations: Violation[] = [];
   const copy = cloneJson(value);
   const entries = locations.map((loc) => ({ loc, levels: pointerLevels(loc.path) }));
-  const out = await compactLevel(copy, entries, '', { store, images, violations });
+  const out = await compactLevel(copy, entries, '', {
+    store,
+    images,
+    violations,
+    ...(masker ? { masker } : {}),
+  });
   const rank = new Map(locations.map((l, i) => [l.path, i]));
   images.sort((a, b) => (rank.get(a.jsonPath) ?? 0) - (rank.get(b.jsonPath) ?? 0));
   return { value: out, images, violations };

@@ -10,7 +10,7 @@ import { formatPointer, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
 import type { ArtifactStore, SavedImage } from './artifact-store.js';
-import type { CompactResult } from './compact.js';
+import type { CompactResult, ImageMasker, MaskFacts } from './compact.js';
 import { cloneJson, getAt } from './json-pointer.js';
 
 /** Where a host file was named: a path-only capture, a capture's `file`, a `record` GIF, the server's observation. */
@@ -28,7 +28,7 @@ export interface HostFileRef {
 }
 
 /** One host file's fate: a SavedImage (a copy, or why not) plus where it lies on the MCEC host. */
-export interface CollectedHostFile extends SavedImage {
+export interface CollectedHostFile extends SavedImage, MaskFacts {
   role: HostFileRole;
   jsonPath: string;
   hostPath: string;
@@ -279,13 +279,14 @@ export class HostFileCollector {
     envelope: unknown,
     refs: readonly HostFileRef[],
     store: ArtifactStore,
+    masker?: ImageMasker,
   ): Promise<{ value: unknown; files: CollectedHostFile[] }> {
     const value = cloneJson(envelope);
     const files: CollectedHostFile[] = [];
     for (const ref of refs) {
-      let saved: SavedImage;
+      let saved: SavedImage & MaskFacts;
       try {
-        saved = await this.copy(ref, getAt(value, ref.container), store);
+        saved = await this.copy(ref, getAt(value, ref.container), store, masker);
       } catch (err) {
         saved = notCopied(`artifact store failure: ${errorText(err)}`);
       }
@@ -294,6 +295,11 @@ export class HostFileCollector {
       if (isRecord(container)) {
         if (saved.path && saved.error === undefined) container[`${ref.key}Copy`] = saved.path;
         else container[`${ref.key}CopyError`] = saved.error ?? 'not copied';
+        // The copy's masks beside it (a capture-summary's own `masked` when the container is one).
+        if (saved.masked?.length) {
+          container.masked = saved.masked;
+          if (saved.maskedOnExport) container.maskedOnExport = true;
+        }
       }
     }
     return { value, files };
@@ -308,8 +314,9 @@ export class HostFileCollector {
     envelope: unknown,
     refs: readonly HostFileRef[],
     store: ArtifactStore,
+    masker?: ImageMasker,
   ): Promise<CompactResult> {
-    const { value, files } = await this.collect(compacted ? compacted.value : envelope, refs, store);
+    const { value, files } = await this.collect(compacted ? compacted.value : envelope, refs, store, masker);
     return {
       value,
       images: [...(compacted?.images ?? []), ...files],
@@ -317,7 +324,12 @@ export class HostFileCollector {
     };
   }
 
-  private async copy(ref: HostFileRef, container: unknown, store: ArtifactStore): Promise<SavedImage> {
+  private async copy(
+    ref: HostFileRef,
+    container: unknown,
+    store: ArtifactStore,
+    masker?: ImageMasker,
+  ): Promise<SavedImage & MaskFacts> {
     const where = resolveHostPath(ref.hostPath, this.options);
     if ('error' in where) return notCopied(where.error);
     let read: Awaited<ReturnType<typeof readHostFile>>;
@@ -338,9 +350,37 @@ export class HostFileCollector {
       if (!first.error?.startsWith('disk error')) return { ...first, deduplicated: true };
     }
     const known = isRecord(container) ? declaredBlankCheck(container.blankCheck) : undefined;
-    const pending = this.save(read.buf, store, ref.role, known);
+    const pending = this.maskThenSave(
+      read.buf,
+      isRecord(container) ? container : undefined,
+      ref,
+      store,
+      known,
+      masker,
+    );
     bySession.set(read.identity, pending);
     return pending;
+  }
+
+  /** The file's bytes through the masker (when there is one), then saved; a refusal saves nothing. */
+  private async maskThenSave(
+    buf: Buffer,
+    container: Record<string, unknown> | undefined,
+    ref: HostFileRef,
+    store: ArtifactStore,
+    known: BlankCheck | undefined,
+    masker: ImageMasker | undefined,
+  ): Promise<SavedImage & MaskFacts> {
+    if (!masker) return this.save(buf, store, ref.role, known);
+    const mask = await masker({ bytes: buf, ...(container ? { container } : {}), role: ref.role });
+    if (mask.refuse !== undefined)
+      return { ...notCopied(mask.refuse), ...(mask.masked ? { masked: mask.masked } : {}) };
+    const saved: SavedImage & MaskFacts = await this.save(mask.bytes ?? buf, store, ref.role, known);
+    if (mask.masked?.length) {
+      saved.masked = mask.masked;
+      if (mask.onExport) saved.maskedOnExport = true;
+    }
+    return saved;
   }
 
   private async save(

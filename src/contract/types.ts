@@ -71,6 +71,18 @@ export interface BlankCheck {
   dominantIsDark: boolean;
 }
 
+/**
+ * One region painted over in a stored image (src/mask): image pixels, why, which rule, what it covers, and why
+ * it covers more than that when it was widened (fail-closed).
+ */
+export interface MaskedRegion {
+  rect: { x: number; y: number; width: number; height: number };
+  reason: string;
+  rule: string;
+  target?: string;
+  widened?: string;
+}
+
 /** What stands in a log or an error in place of a capture's image bytes. */
 export interface CaptureSummary {
   kind: 'capture-summary';
@@ -88,6 +100,10 @@ export interface CaptureSummary {
   artifactError?: string;
   /** sha256 of the image bytes, when they were decoded. */
   sha256?: string;
+  /** The regions masked in the stored image (or, with maskedOnExport, to be masked when it leaves). */
+  masked?: MaskedRegion[];
+  /** The session keeps the original: `masked` is painted in bundles and exports only. */
+  maskedOnExport?: true;
 }
 
 /** One breach of the contract, located by a JSON pointer into the value checked. */

@@ -18,6 +18,7 @@ import { agentValue, unrecordedValue } from './agent-value.js';
 import { type ClientSaw, handBack, type LateAnswer, type RecordedCall } from './call.js';
 import type { Clock } from './clock.js';
 import type { FailureLedger } from './failure-ledger.js';
+import type { CaptureMasking } from './masking.js';
 import {
   envelopeText,
   isPlainResponse,
@@ -63,6 +64,8 @@ export interface CallRecordingDeps {
   observationTools: ReadonlySet<string>;
   /** Thumbnails of the images written (null: off); `underPressure` says the recorder's queue is past its mark. */
   thumbnails: { queue: ThumbnailQueue; underPressure: () => boolean } | null;
+  /** Secrets out of the pixels: masks each image before it is written (null: masking off). */
+  masking: CaptureMasking | null;
 }
 
 /** A completed call on its way to the log. */
@@ -200,10 +203,12 @@ export class CallRecording {
       return;
     }
     if (!fs.existsSync(s.dir)) fs.mkdirSync(s.dir, { recursive: true }); // a vanished dir: artifacts need it
+    const { call } = c;
+    const masker = this.deps.masking?.maskerFor({ seq: call.seq, tool: call.tool, args: call.args }, c.env);
     let [envelopeCompaction, responseCompaction] = await this.deps.stage('compact', () =>
       Promise.all([
-        envLocations.length > 0 ? compactImages(c.env, envLocations, store) : undefined,
-        respLocations.length > 0 ? compactImages(c.response, respLocations, store) : undefined,
+        envLocations.length > 0 ? compactImages(c.env, envLocations, store, masker) : undefined,
+        respLocations.length > 0 ? compactImages(c.response, respLocations, store, masker) : undefined,
       ]),
     );
     if (c.hostRefs.length > 0) {
@@ -212,7 +217,13 @@ export class CallRecording {
         const images = imagesOf(envelopeCompaction, responseCompaction);
         handBack(c.call, this.valueFor(c, (envelopeCompaction?.value ?? c.env) as Envelope, images));
       }
-      envelopeCompaction = await this.deps.hostFiles.addTo(envelopeCompaction, c.env, c.hostRefs, store);
+      envelopeCompaction = await this.deps.hostFiles.addTo(
+        envelopeCompaction,
+        c.env,
+        c.hostRefs,
+        store,
+        masker,
+      );
     }
     // Last check: whatever compaction could not take out is not stored.
     if (
@@ -249,6 +260,8 @@ export class CallRecording {
   ): void {
     const { call, s, out } = c;
     this.deps.registry.attach(s);
+    // What this call showed of the screen and where it typed, for the masks of later captures.
+    this.deps.masking?.learn({ seq: call.seq, tool: call.tool, args: call.args }, c.env);
     if (envelopeCompaction) c.violations.push(...envelopeCompaction.violations);
     if (responseCompaction) c.violations.push(...responseCompaction.violations);
     const compactEnv = (envelopeCompaction ? envelopeCompaction.value : c.env) as Envelope | undefined;

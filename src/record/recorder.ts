@@ -30,6 +30,7 @@ import { type ExchangeSink, NOOP_EXCHANGE, otherExchange, toolCallExchange } fro
 import { FailureLedger } from './failure-ledger.js';
 import type { Job } from './jobs.js';
 import { type LiveExportHook, openLiveExport } from './live-export.js';
+import { CaptureMasking } from './masking.js';
 import {
   type OutputShape,
   quickOutcome,
@@ -171,6 +172,13 @@ class RecorderImpl implements Recorder {
       thumbnails: this.thumbnails
         ? { queue: this.thumbnails, underPressure: () => this.queue.underPressure() }
         : null,
+      masking:
+        options.mask?.enabled === false
+          ? null
+          : new CaptureMasking(
+              { typedText: options.redact?.keepTypedText !== true, ...options.mask },
+              options.redact?.keys ?? [],
+            ),
     });
     this.liveExport = openLiveExport(options.otlp);
     this.queue = new RecordQueue<Job>(

@@ -142,6 +142,8 @@ export function artifactRow(callSeq: number, img: CompactedImage, createdAt: str
     error: img.error ?? null,
     created_at: createdAt,
     host_path: img.hostPath ?? null,
+    masks: img.masked?.length ? JSON.stringify(img.masked) : null,
+    masks_painted: img.masked?.length ? (img.maskedOnExport ? 0 : 1) : null,
   };
 }
 

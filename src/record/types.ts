@@ -1,4 +1,5 @@
 /** The recorder's public types (the agreed API shared with report, bundle, proxy, sim and demo). */
+import type { MaskOptions } from '../mask/types.js';
 import type { CallCounts } from '../store/schema.js';
 
 /** An agent's tool dispatch: what `wrap` takes and gives back. */
@@ -77,6 +78,14 @@ export interface RecorderOptions {
    * queue; skipped under back-pressure or past 64 waiting (a report makes those when it needs them).
    */
   thumbnails?: boolean;
+  /**
+   * Secrets out of the pixels (src/mask/README.md): regions of captures that may show a secret are painted
+   * over before the image is written. On by default for text typed, set or pasted into an element (unless
+   * `redact.keepTypedText`), and for Edit elements named like a secret key; `rules` add the user's (by window,
+   * element or window-relative rectangle); `mode: 'on-export'` keeps originals in the session dir and masks
+   * bundles only; `enabled: false` turns masking off.
+   */
+  mask?: MaskOptions;
   /** Attach the last good observation to command-level failures that lack one (default true). */
   fillLastObservation?: boolean;
   /**

@@ -113,6 +113,13 @@ export const MIGRATIONS: readonly string[] = [
   -- server's capture-summary artifact): the path as the host wrote it. The copy, when one was made, is path.
   ALTER TABLE artifacts ADD COLUMN host_path TEXT;
   `,
+  `
+  -- Regions masked in an image because they may show a secret (src/mask): JSON [{rect, reason, rule, ...}]
+  -- in image pixels. masks_painted: 1 when the file has them painted, 0 when the file is the original
+  -- (mask mode on-export: bundles paint them). NULL/NULL for an image without masks.
+  ALTER TABLE artifacts ADD COLUMN masks TEXT;
+  ALTER TABLE artifacts ADD COLUMN masks_painted INTEGER;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
@@ -187,6 +194,10 @@ export interface ArtifactRow {
   created_at: string;
   /** The file's path on the MCEC host, for host-* roles (version 3; undefined in an older log). */
   host_path?: string | null;
+  /** JSON MaskedRegion[] of the image (version 4; undefined in an older log, null without masks). */
+  masks?: string | null;
+  /** 1: the file has the masks painted; 0: it is the original (mask mode on-export). */
+  masks_painted?: number | null;
 }
 
 /** Row of `events` as stored. */

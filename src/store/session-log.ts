@@ -159,6 +159,8 @@ const ARTIFACT_COLUMNS = [
   'error',
   'created_at',
   'host_path',
+  'masks',
+  'masks_painted',
 ] as const;
 
 function upsertSql(table: string, columns: readonly string[], key: string, extra: string[] = []): string {

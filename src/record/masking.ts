@@ -1,0 +1,121 @@
+/**
+ * Masking while recording: the screen knowledge learned from every call (src/mask) and, for a call with
+ * images, the masker that compaction and the host-file copier run on each image before it is written. One
+ * per recorder: sessions of one recorder share one desktop, so a secret typed in one session is masked in
+ * the captures of any other.
+ */
+import type { ImageMasker, ImageToMask, MaskOutcome } from '../artifacts/compact.js';
+import { headerDimensions } from '../artifacts/image-file.js';
+import { sniffImageFormat } from '../contract/image-bytes.js';
+import type { Envelope } from '../contract/types.js';
+import { ScreenKnowledge, windowOf } from '../mask/knowledge.js';
+import { paintMasks } from '../mask/paint.js';
+import { type ImageFrame, planMasks } from '../mask/plan.js';
+import type { MaskMode, MaskOptions, MaskRule } from '../mask/types.js';
+import { isRecord } from '../util/json.js';
+
+/** One call as masking sees it. */
+export interface MaskedCall {
+  seq: number;
+  tool: string;
+  args: unknown;
+}
+
+const TARGET_KEYS = ['window', 'handle', 'process', 'className', 'foreground'];
+
+/** The window or screen region an image shows, from the object that held it or the call that made it. */
+export function frameOf(
+  container: Record<string, unknown> | undefined,
+  call: MaskedCall,
+  envelope: Envelope | undefined,
+  ownFrameOnly: boolean,
+): ImageFrame | undefined {
+  const own = container ? windowOf(container.window) : undefined;
+  if (own) return windowFrame(own);
+  if (ownFrameOnly) return undefined; // an earlier observation: the call's own frame is not its frame
+  const result = envelope?.ok
+    ? envelope.result
+    : envelope && !envelope.ok
+      ? envelope.error.partialResult
+      : undefined;
+  const fromResult = isRecord(result) ? windowOf(result.window) : undefined;
+  if (fromResult) return windowFrame(fromResult);
+  const args = isRecord(call.args) ? call.args : {};
+  if (
+    call.tool === 'capture' &&
+    !TARGET_KEYS.some((k) => args[k] !== undefined && args[k] !== '' && args[k] !== false)
+  ) {
+    const n = (k: string) =>
+      typeof args[k] === 'number' && Number.isFinite(args[k]) ? (args[k] as number) : NaN;
+    const r = { x: n('x'), y: n('y'), width: n('width'), height: n('height') };
+    if (Object.values(r).every(Number.isFinite) && r.width > 0 && r.height > 0) return { screen: r };
+  }
+  return undefined;
+}
+
+function windowFrame(w: NonNullable<ReturnType<typeof windowOf>>): ImageFrame {
+  return {
+    screen: w.rect,
+    window: { handle: w.handle, title: w.title, className: w.className, processName: w.processName },
+  };
+}
+
+export class CaptureMasking {
+  readonly mode: MaskMode;
+  private readonly enabled: boolean;
+  private readonly rules: readonly MaskRule[];
+  private readonly knowledge: ScreenKnowledge;
+  private readonly limitInputPixels: number | undefined;
+
+  constructor(
+    options: MaskOptions = {},
+    secretKeys: ReadonlyArray<string | RegExp> = [],
+    limitInputPixels?: number,
+  ) {
+    this.enabled = options.enabled !== false;
+    this.mode = options.mode ?? 'before-write';
+    this.rules = options.rules ?? [];
+    this.limitInputPixels = limitInputPixels;
+    this.knowledge = new ScreenKnowledge({
+      typedText: options.typedText,
+      secretFields: options.secretFields,
+      secretKeys,
+    });
+  }
+
+  /** Learn what a completed call shows of the screen and where it typed (after its own images were masked). */
+  learn(call: MaskedCall, envelope: Envelope | undefined): void {
+    if (this.enabled) this.knowledge.learn({ ...call, envelope });
+  }
+
+  /** The masker for a call's images, or undefined when nothing could apply (no secrets known, no rules). */
+  maskerFor(call: MaskedCall, envelope: Envelope | undefined): ImageMasker | undefined {
+    if (!this.enabled || (this.knowledge.empty && this.rules.length === 0)) return undefined;
+    return (image) => this.mask(image, call, envelope);
+  }
+
+  private async mask(
+    image: ImageToMask,
+    call: MaskedCall,
+    envelope: Envelope | undefined,
+  ): Promise<MaskOutcome> {
+    const format = sniffImageFormat(image.bytes);
+    const dims = format ? headerDimensions(image.bytes, format) : undefined;
+    const ownOnly = image.role === 'lastObservation' || image.role === 'host-observation';
+    const frame = frameOf(image.container, call, envelope, ownOnly);
+    if (!dims)
+      return { refuse: 'not stored: the image may show a secret and its size could not be read to mask it' };
+    const masked = planMasks(frame, dims, this.knowledge, this.rules);
+    if (masked.length === 0) return {};
+    if (this.mode === 'on-export') return { masked, onExport: true };
+    const painted = await paintMasks(
+      image.bytes,
+      format,
+      masked.map((m) => m.rect),
+      this.limitInputPixels,
+    );
+    if ('error' in painted)
+      return { masked, refuse: `not stored: ${painted.error} (it needed ${masked.length} mask(s))` };
+    return { bytes: painted.bytes, masked };
+  }
+}

@@ -1,0 +1,242 @@
+/**
+ * Secrets out of the pixels: real captures of the simulator's Sign in dialog, recorded through `wrap`, read
+ * back from the session's artifacts and decoded by sharp.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, describe, expect, it } from 'vitest';
+import { validateCaptureSummary } from '../../src/contract/index.js';
+import type { MaskedRegion } from '../../src/contract/types.js';
+import type { MaskOptions } from '../../src/mask/types.js';
+import { createRecorder } from '../../src/record/index.js';
+import { createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { calls, sessionDirs, tempDir, withLog } from './helpers.js';
+
+const roots: string[] = [];
+afterAll(() => {
+  for (const r of roots) fs.rmSync(r, { recursive: true, force: true });
+});
+
+type Rect = { x: number; y: number; width: number; height: number };
+// biome-ignore lint/suspicious/noExplicitAny: assertion-only view of parsed JSON
+type Loose = Record<string, any>;
+
+interface Run {
+  dir: string;
+  call: (tool: string, args?: Record<string, unknown>) => Promise<Loose>;
+  finish: () => Promise<void>;
+  sim: ReturnType<typeof createSimulator>;
+}
+
+/** A recorder wrapped around a simulator with the Sign in dialog open; `call` returns the agent's envelope. */
+async function record(mask?: MaskOptions): Promise<Run> {
+  const root = tempDir();
+  const simRoot = tempDir();
+  roots.push(root, simRoot);
+  const sim = createSimulator({ seed: 11, signIn: true, sessionsRoot: simRoot });
+  const recorder = createRecorder({ sessionsDir: root, ...(mask ? { mask } : {}) });
+  const dispatch = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
+  const sessionId = envelopeOf((await dispatch('session-start', {})) as never).sessionId!;
+  const run: Run = {
+    dir: '',
+    sim,
+    call: async (tool, args = {}) =>
+      envelopeOf((await dispatch(tool, { sessionId, ...args })) as never) as Loose,
+    finish: async () => {
+      await recorder.close();
+      run.dir = path.join(root, sessionDirs(root).find((d) => d.endsWith(sessionId))!);
+    },
+  };
+  return run;
+}
+
+/** The stored capture-summary of a call (its envelope's result) and the decoded pixels of its artifact. */
+async function storedCapture(dir: string, seq: number) {
+  const row = calls(dir).find((r) => r.seq === seq)!;
+  const env = JSON.parse(row.envelope!) as Loose;
+  const summary = (env.ok ? env.result : env.error.partialResult) as Loose;
+  expect(validateCaptureSummary(summary).violations).toEqual([]);
+  const file = path.join(dir, summary.artifact as string);
+  const { data, info } = await sharp(fs.readFileSync(file))
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { summary, data, width: info.width, height: info.height, file };
+}
+
+async function rawOf(base64: string) {
+  const { data, info } = await sharp(Buffer.from(base64, 'base64'))
+    .removeAlpha()
+    .raw()
+    .toBuffer({ resolveWithObject: true });
+  return { data, width: info.width, height: info.height };
+}
+
+const inside = (r: Rect, x: number, y: number) =>
+  x >= r.x && y >= r.y && x < r.x + r.width && y < r.y + r.height;
+
+/** Pixels of `rect` (image pixels) that are not the mask colour. */
+function unmasked(img: { data: Buffer; width: number }, rect: Rect): number {
+  let n = 0;
+  for (let y = rect.y; y < rect.y + rect.height; y++)
+    for (let x = rect.x; x < rect.x + rect.width; x++) {
+      const i = (y * img.width + x) * 3;
+      if (img.data[i] !== 0 || img.data[i + 1] !== 0 || img.data[i + 2] !== 0) n++;
+    }
+  return n;
+}
+
+/** Pixels outside every mask that differ between two images of the same size. */
+function changedOutside(
+  a: { data: Buffer; width: number; height: number },
+  b: { data: Buffer },
+  masks: MaskedRegion[],
+) {
+  let n = 0;
+  for (let y = 0; y < a.height; y++)
+    for (let x = 0; x < a.width; x++) {
+      if (masks.some((m) => inside(m.rect, x, y))) continue;
+      const i = (y * a.width + x) * 3;
+      if (a.data[i] !== b.data[i] || a.data[i + 1] !== b.data[i + 1] || a.data[i + 2] !== b.data[i + 2]) n++;
+    }
+  return n;
+}
+
+/** An element's rectangle in a window capture of its window, from a find result. */
+function fieldRect(found: Loose, scale = 1): Rect {
+  const e = found.result.element;
+  const w = found.result.window;
+  return {
+    x: Math.floor((e.x - w.x) * scale),
+    y: Math.floor((e.y - w.y) * scale),
+    width: Math.ceil(e.width * scale),
+    height: Math.ceil(e.height * scale),
+  };
+}
+
+const TOKEN = 'ghp_0123456789abcdefTOKEN';
+
+describe('masks from what the recorder knows', () => {
+  it('a token typed into a field: every pixel of the field is the mask in the stored image, nothing else changed', async () => {
+    const run = await record();
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
+    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const capture = await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    const field = fieldRect(found);
+    expect(unmasked(stored, field)).toBe(0);
+    const original = await rawOf(capture.result.base64);
+    expect(unmasked(original, field)).toBeGreaterThan(0); // the agent got the real pixels
+    expect(changedOutside(original, stored, stored.summary.masked)).toBe(0);
+    const typed = (stored.summary.masked as MaskedRegion[]).find((m) => m.rule === 'typed-text')!;
+    expect(typed).toMatchObject({ reason: 'typed secret', rect: field });
+    expect(typed.widened).toBeUndefined();
+    expect(typed.target).toContain('ApiToken');
+    // The artifacts row carries the masks; the file is the masked one.
+    const row = withLog(run.dir, (db) =>
+      db.prepare('SELECT masks, masks_painted FROM artifacts').get(),
+    ) as Loose;
+    expect(JSON.parse(row.masks)).toEqual(stored.summary.masked);
+    expect(row.masks_painted).toBe(1);
+  });
+
+  it('a field named like a secret is masked before anything is typed; invoke setvalue masks its element', async () => {
+    const run = await record();
+    await run.call('query', { window: 'Sign in' });
+    await run.call('invoke', {
+      window: 'Sign in',
+      by: 'automationid',
+      value: 'UserName',
+      action: 'setvalue',
+      text: 'alice@example.com',
+    });
+    const capture = await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    const rules = (stored.summary.masked as MaskedRegion[]).map((m) => `${m.rule} ${m.target}`).sort();
+    expect(rules).toEqual([
+      "secret-field Edit 'API token' (automationid ApiToken) in 'Sign in'",
+      "secret-field Edit 'Password' (automationid PasswordBox) in 'Sign in'",
+      "typed-text Edit 'User name' (automationid UserName) in 'Sign in'",
+    ]);
+    for (const m of stored.summary.masked as MaskedRegion[]) expect(unmasked(stored, m.rect)).toBe(0);
+    expect(changedOutside(await rawOf(capture.result.base64), stored, stored.summary.masked)).toBe(0);
+  });
+
+  it('the window moved between find and capture: the mask covers the whole window and says why', async () => {
+    const run = await record();
+    await run.call('focus', { window: 'Sign in', at: { by: 'automationid', value: 'PasswordBox' } });
+    await run.call('send_command', { command: 'chars:hunter2hunter2' });
+    await run.call('window', { window: 'Sign in', action: 'move', x: 300, y: 260 });
+    await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    // One region: the typed secret (the Password field's own look is the same element).
+    expect((stored.summary.masked as MaskedRegion[]).map((m) => m.rule)).toEqual(['typed-text']);
+    for (const m of stored.summary.masked as MaskedRegion[]) {
+      expect(m.rect).toEqual({ x: 0, y: 0, width: 480, height: 300 });
+      expect(m.widened).toMatch(/moved from 1000,200 to 300,260 since the element was seen \(call #\d+\)/);
+    }
+    expect(unmasked(stored, { x: 0, y: 0, width: 480, height: 300 })).toBe(0);
+  });
+
+  it('seen again after the move, the element is placed exactly again', async () => {
+    const run = await record();
+    await run.call('focus', { window: 'Sign in', at: { by: 'automationid', value: 'PasswordBox' } });
+    await run.call('send_command', { command: 'chars:hunter2hunter2' });
+    await run.call('window', { window: 'Sign in', action: 'move', x: 300, y: 260 });
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'PasswordBox' });
+    await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    expect(stored.summary.masked).toEqual([
+      expect.objectContaining({ rule: 'typed-text', rect: fieldRect(found) }),
+    ]);
+  });
+
+  it('a downscaled capture (maxWidth) is masked at its scale, rounded outward', async () => {
+    const run = await record();
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
+    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+    await run.call('send_command', { command: `chars:${TOKEN}` });
+    await run.call('capture', { window: 'Sign in', maxWidth: 240 });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    expect(stored.width).toBe(240);
+    const field = fieldRect(found, 0.5);
+    const typed = (stored.summary.masked as MaskedRegion[]).find((m) => m.rule === 'typed-text')!;
+    // The field at half scale, grown by the resampling margin on each side, and covered.
+    expect(typed.rect.x).toBeLessThanOrEqual(field.x);
+    expect(typed.rect.y).toBeLessThanOrEqual(field.y);
+    expect(typed.rect.x + typed.rect.width).toBeGreaterThanOrEqual(field.x + field.width);
+    expect(typed.rect.y + typed.rect.height).toBeGreaterThanOrEqual(field.y + field.height);
+    expect(typed.rect.width).toBeLessThan(field.width + 10);
+    expect(typed.widened).toMatch(/image scaled x0\.5/);
+    expect(unmasked(stored, typed.rect)).toBe(0);
+  });
+
+  it('a region capture containing the field is masked in screen coordinates', async () => {
+    const run = await record();
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
+    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const capture = await run.call('capture', { x: 900, y: 300, width: 700, height: 200 });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    const e = found.result.element;
+    const field = { x: e.x - 900, y: e.y - 300, width: e.width, height: e.height };
+    const typed = (stored.summary.masked as MaskedRegion[]).find((m) => m.rule === 'typed-text')!;
+    expect(typed.rect).toEqual(field);
+    expect(unmasked(stored, field)).toBe(0);
+    expect(changedOutside(await rawOf(capture.result.base64), stored, stored.summary.masked)).toBe(0);
+  });
+});
