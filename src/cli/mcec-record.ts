@@ -1,8 +1,11 @@
 #!/usr/bin/env node
 /** mcec-record: record MCEC tool calls on the wire (HTTP or stdio) without changing the agent's code. */
 
+import fs from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
+import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
+import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
@@ -78,6 +81,43 @@ interface CommonOptions {
   maxRecordBytes: string;
   otlp?: string;
   otlpHeader?: Record<string, string>;
+  mask?: MaskRule[];
+  maskRules?: string;
+  maskMode?: string;
+  /** false with --no-masking. */
+  masking?: boolean;
+}
+
+/** `--mask 'key=value;...'` (repeatable): one mask rule. */
+function collectMask(value: string, previous: MaskRule[] = []): MaskRule[] {
+  try {
+    return [...previous, parseMaskArg(value)];
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+}
+
+/** The recorder's mask options from --mask, --mask-rules, --mask-mode and --no-masking. */
+function maskOptions(options: CommonOptions): MaskOptions {
+  if (options.masking === false) return { enabled: false };
+  const mode = options.maskMode ?? 'before-write';
+  if (mode !== 'before-write' && mode !== 'on-export')
+    throw new UsageError(`--mask-mode must be before-write or on-export, got ${JSON.stringify(mode)}`);
+  const rules = [...(options.mask ?? [])];
+  if (options.maskRules !== undefined) {
+    let text: string;
+    try {
+      text = fs.readFileSync(options.maskRules, 'utf8');
+    } catch (e) {
+      throw new UsageError(`--mask-rules ${options.maskRules}: ${(e as Error).message}`);
+    }
+    try {
+      rules.push(...parseMaskRulesText(text, `--mask-rules ${options.maskRules}`));
+    } catch (e) {
+      throw new UsageError((e as Error).message);
+    }
+  }
+  return { mode, rules };
 }
 
 /** `--host-path-map FROM=TO` (repeatable): FROM as the MCEC host writes it, TO where it is readable here. */
@@ -111,7 +151,19 @@ function addCommonOptions(command: Command): Command {
       '--otlp <url>',
       'send spans live to an OpenTelemetry collector, e.g. http://collector:4318/v1/traces (also: OTEL_TRACES_EXPORTER=otlp)',
     )
-    .option('--otlp-header <name=value>', 'an HTTP header for the collector (repeatable)', collectHeader);
+    .option('--otlp-header <name=value>', 'an HTTP header for the collector (repeatable)', collectHeader)
+    .option(
+      '--mask <rule>',
+      "paint over a region of every capture: 'window=TITLE', 'window=TITLE;by=automationid;value=ID', 'process=NAME;rect=X,Y,W,H' (repeatable; typed secrets and secret fields are masked anyway)",
+      collectMask,
+    )
+    .option('--mask-rules <file>', 'mask rules from a JSON file (schema/mask-rules.schema.json)')
+    .option(
+      '--mask-mode <mode>',
+      'before-write (masks painted before an image is written) or on-export (originals kept here, bundles masked)',
+      'before-write',
+    )
+    .option('--no-masking', 'do not mask captures (typed secrets stay visible in screenshots)');
 }
 
 function collectHeader(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -123,8 +175,10 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
   const { createRecorder } = await import('../record/index.js');
+  const mask = maskOptions(options);
   return createRecorder({
     transport,
+    mask,
     copyHostFiles: options.hostFiles !== false,
     hostPathMap: options.hostPathMap ?? [],
     limits: { maxHostFileBytes },

@@ -74,6 +74,8 @@ export class CaptureMasking {
   ) {
     this.enabled = options.enabled !== false;
     this.mode = options.mode ?? 'before-write';
+    // Bundles do not paint stored masks yet: an original kept here would leave the machine unmasked.
+    if (this.mode !== 'before-write') throw new Error(`mask mode ${this.mode} is not available yet`);
     this.rules = options.rules ?? [];
     this.limitInputPixels = limitInputPixels;
     this.knowledge = new ScreenKnowledge({

@@ -4,6 +4,7 @@ import { safeRelativePath } from '../paths/naming.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
 import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
+import { maskedImagesOf } from './masked-images.js';
 import { recoveryForCall } from './recovery.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
 import { argsLine, describeTarget, type TargetKey, targetKeyOf, targetOf, windowShownBy } from './target.js';
@@ -545,6 +546,7 @@ export async function buildSummary(
       })),
       lastGoodObservation: lastGoodObservation(reader, failingRow, observationToolsOf(session)),
       hostFiles: hostFilesOf(artifacts),
+      maskedImages: maskedImagesOf(artifacts),
       timeline: { omitted: stats.calls - timeline.length, lines: timeline },
       ...stepsPart(reader, time),
       environment: environmentOf(reader, session),

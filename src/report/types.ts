@@ -37,6 +37,25 @@ export interface ImageDigest {
   tool: string;
 }
 
+/** One image with masked regions (src/mask): how many, by reason, and how many were widened (fail-closed). */
+export interface MaskedImageDigest {
+  artifact: string;
+  seq: number;
+  regions: number;
+  /** `2 typed secret, 1 secret field`. */
+  reasons: string;
+  widened: number;
+  /** False when the session keeps the original (mask mode on-export): bundles paint the regions. */
+  painted: boolean;
+}
+
+export interface MaskedImagesSummary {
+  /** Distinct images with masks. */
+  total: number;
+  images: MaskedImageDigest[];
+  omitted: number;
+}
+
 /** The failing call's target window as the log describes it (its own partialResult or an earlier result). */
 export interface TargetDigest {
   title: string | null;
@@ -162,6 +181,8 @@ export interface SessionSummary {
   suspectImage: ImageDigest | null;
   /** Files the server wrote on its host (path-only captures, capture file, record GIFs, its observations). */
   hostFiles: HostFilesSummary;
+  /** Images with regions masked because they may show a secret, counted per image. */
+  maskedImages: MaskedImagesSummary;
   timeline: { omitted: number; lines: TimelineLine[] };
   /** Steps declared by a runner (newest 500), and how many older ones were left out. */
   steps: StepDigest[];

@@ -240,3 +240,55 @@ describe('masks from what the recorder knows', () => {
     expect(changedOutside(await rawOf(capture.result.base64), stored, stored.summary.masked)).toBe(0);
   });
 });
+
+describe('a bundle of a session that typed a secret into a field and captured the window (default options)', () => {
+  it('holds no image where the field survives, and its report.html and failure summary say where and why', async () => {
+    const { buildBundle } = await import('../../src/bundle/build.js');
+    const { readZip } = await import('../bundle/helpers.js');
+    const run = await record();
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
+    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const inline = await run.call('capture', { window: 'Sign in' }); // inline base64 and an image block
+    await run.call('capture', { window: 'Sign in', pathOnly: true }); // a file on the "MCEC host", copied
+    await run.call('capture', { window: 'Sign in', scale: 0.75 });
+    await run.call('capture', { x: 900, y: 150, width: 800, height: 400 });
+    await run.finish();
+    const out = path.join(path.dirname(run.dir), 'bundle.zip');
+    await buildBundle(run.dir, { output: out });
+    const entries = await readZip(out);
+    const pngs = entries.filter((e) => e.name.endsWith('.png'));
+    // The path-only copy is the inline capture's bytes: masked alike, it is the same file.
+    expect(pngs.length).toBe(3);
+    const original = await rawOf(inline.result.base64);
+    const field = fieldRect(found);
+    let windowSized = 0;
+    for (const png of pngs) {
+      const { data, info } = await sharp(png.data).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+      const img = { data, width: info.width, height: info.height };
+      if (info.width === 480 && info.height === 300) {
+        windowSized += 1;
+        expect(unmasked(img, field), png.name).toBe(0);
+      }
+      // No image holds the field's original pixels anywhere: compare each row of the field with every row.
+      const fieldRow = original.data.subarray(
+        ((field.y + 14) * original.width + field.x) * 3,
+        ((field.y + 14) * original.width + field.x + field.width) * 3,
+      );
+      expect(unmasked(original, { ...field, y: field.y + 14, height: 1 })).toBeGreaterThan(0);
+      expect(data.includes(fieldRow), png.name).toBe(false);
+    }
+    expect(windowSized).toBe(1);
+    const rows = withLog(run.dir, (db) => db.prepare('SELECT role, path, masks FROM artifacts').all()) as Loose[];
+    // Every copy of every capture (results, image blocks, the host file) is masked.
+    expect(new Set(rows.map((r) => r.role))).toEqual(new Set(['host-capture', 'image-block', 'result']));
+    for (const r of rows) expect(JSON.parse(r.masks).length, r.role).toBeGreaterThan(0);
+    const page = entries.find((e) => e.name.endsWith('/report.html'))!.data.toString('utf8');
+    expect(page).toContain('<svg class="mk"');
+    expect(page).toContain('masked: typed secret');
+    expect(page).toMatch(/<title>masked: typed secret \(typed-text\); over Edit &#x27;API token&#x27;/);
+    const summary = entries.find((e) => e.name.endsWith('/failure-summary.md'))!.data.toString('utf8');
+    expect(summary).toContain('## Masked images');
+    expect(summary).toMatch(/masked region\(s\) \(\d typed secret/);
+  });
+});

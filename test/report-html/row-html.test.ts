@@ -48,6 +48,47 @@ describe('the built-in row partial as a plain function', () => {
       images: [
         { href: 'artifacts/a.png', label: 'screen: a.png (800x600 1 KB)', note: '' },
         { href: null, label: 'screen image not kept', note: 'no file <x>' },
+        {
+          href: 'artifacts/b.png',
+          label: 'result: b.png',
+          note: '',
+          mask: {
+            width: 480,
+            height: 300,
+            thumb: 'data:image/webp;base64,UklG=',
+            label: '2 masked region(s)',
+            boxes: [
+              {
+                x: 24,
+                y: 168,
+                w: 432,
+                h: 28,
+                tx: 27,
+                ty: 180,
+                fs: 11,
+                label: 'masked: typed secret',
+                title: "over Edit 'API <token>'",
+              },
+              {
+                x: 0,
+                y: 0,
+                w: 480,
+                h: 300,
+                tx: 3,
+                ty: 13,
+                fs: 11,
+                label: 'masked: secret field',
+                title: 'widened: moved',
+              },
+            ],
+          },
+        },
+        {
+          href: 'artifacts/c.png',
+          label: 'result: c.png',
+          note: '',
+          mask: { width: 10, height: 10, thumb: null, label: '1', boxes: [] },
+        },
       ],
       blocks: [
         { title: 'Arguments', html: new hb.SafeString('{ &amp; }'), note: null },

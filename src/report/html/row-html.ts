@@ -5,7 +5,7 @@
  */
 
 /** sha256 of the built-in `call` partial source this function mirrors (see rowPartialSource). */
-export const BUILT_IN_ROW_PARTIAL_SHA256 = '8121df49bf4da7a25074cdcb37221fba6851ca2d394e2c77eb4e8e79db3cef04';
+export const BUILT_IN_ROW_PARTIAL_SHA256 = 'be2bf24ca34498260f26943aa500a51d2763fcfb0be21f0cad40cda4cc0fd216';
 
 const ESCAPES: Record<string, string> = {
   '&': '&amp;',
@@ -44,6 +44,18 @@ function raw(value: unknown): string {
 
 function list(value: unknown): Array<Record<string, unknown>> {
   return Array.isArray(value) ? (value as Array<Record<string, unknown>>) : [];
+}
+
+/** An image's masked regions as an SVG of labelled boxes (over its thumbnail when there is one). */
+function maskDrawing(m: Record<string, unknown>): string {
+  let out = `<svg class="mk" viewBox="0 0 ${esc(m.width)} ${esc(m.height)}" role="img" aria-label="${esc(m.label)}">`;
+  if (truthy(m.thumb))
+    out += `<image href="${esc(m.thumb)}" width="${esc(m.width)}" height="${esc(m.height)}"/>`;
+  for (const b of list(m.boxes)) {
+    out += `<g><title>${esc(b.title)}</title><rect x="${esc(b.x)}" y="${esc(b.y)}" width="${esc(b.w)}" height="${esc(b.h)}"/>`;
+    out += `<text x="${esc(b.tx)}" y="${esc(b.ty)}" font-size="${esc(b.fs)}">${esc(b.label)}</text></g>`;
+  }
+  return `${out}</svg>`;
 }
 
 /** One timeline row from its context (rowContext's result), as the built-in partial renders it. */
@@ -92,6 +104,7 @@ export function renderBuiltInRow(c: Record<string, unknown>): string {
       out += '<li>';
       out += truthy(img.href) ? `<a href="${esc(img.href)}">${esc(img.label)}</a>` : esc(img.label);
       if (truthy(img.note)) out += ` <span class="muted">${esc(img.note)}</span>`;
+      if (truthy(img.mask)) out += maskDrawing(img.mask as Record<string, unknown>);
       out += '</li>';
     }
     out += '</ul>';

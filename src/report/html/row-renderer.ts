@@ -1,9 +1,17 @@
 /** What report.html knows about each call besides its row (warnings, images, recoveries), and rendering a row. */
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
+import { masksOf } from '../masked-images.js';
 import { formatBytes, oneLine } from '../text.js';
 import { type ImageRef, imageRef } from './image-ref.js';
-import { type RowCounters, type RowImage, type RowThumb, rowContext } from './row-view.js';
+import {
+  type MaskBox,
+  type MaskMap,
+  type RowCounters,
+  type RowImage,
+  type RowThumb,
+  rowContext,
+} from './row-view.js';
 import type { ReportTemplate } from './template.js';
 import type { ThumbnailPlan } from './thumbnails.js';
 
@@ -57,6 +65,33 @@ export function readCallFacts(reader: SessionReader, artifactBase: string): Call
   return { warningsBySeq, artifactsBySeq, firstSeqOfImage, refs, sha256Of, imageOwners, recoveredSeqs };
 }
 
+/** An artifact's masks as labelled boxes (null without masks or without the image's size). */
+function maskMap(a: ArtifactRow, thumb: string | null): MaskMap | null {
+  const masks = masksOf(a);
+  const width = a.width ?? 0;
+  const height = a.height ?? 0;
+  if (masks.length === 0 || width <= 0 || height <= 0) return null;
+  const fs = Math.max(8, Math.round(Math.max(width, height) / 45));
+  const boxes: MaskBox[] = masks.slice(0, 64).map((m) => {
+    const why = [`masked: ${m.reason} (${m.rule})`];
+    if (m.target) why.push(`over ${m.target}`);
+    if (m.widened) why.push(`widened: ${m.widened}`);
+    return {
+      x: m.rect.x,
+      y: m.rect.y,
+      w: m.rect.width,
+      h: m.rect.height,
+      tx: m.rect.x + 3,
+      ty: m.rect.y + Math.min(Math.max(fs, m.rect.height - 3), fs + 2),
+      fs,
+      label: `masked: ${oneLine(m.reason, 40)}`,
+      title: oneLine(why.join('; '), 600),
+    };
+  });
+  const pending = a.masks_painted === 0 ? ' (painted in bundles; this copy is the original)' : '';
+  return { width, height, thumb, label: `${masks.length} masked region(s)${pending}`, boxes };
+}
+
 /** GIFs (`record` recordings) are linked, not thumbnailed: a still of one frame would pass for a capture. */
 export function isRecording(key: string): boolean {
   return key.toLowerCase().endsWith('.gif');
@@ -93,7 +128,7 @@ export class RowRenderer {
         isLastGood: row.seq === special.lastGoodSeq,
         warnings: facts.warningsBySeq.get(row.seq) ?? [],
         thumbs,
-        images: this.imagesOf(row.seq),
+        images: this.imagesOf(row.seq, thumbs),
       },
       allowance,
       counters,
@@ -101,7 +136,7 @@ export class RowRenderer {
     return this.tpl.renderRow(context).trim();
   }
 
-  private imagesOf(seq: number): RowImage[] {
+  private imagesOf(seq: number, thumbs: readonly RowThumb[]): RowImage[] {
     const list: RowImage[] = [];
     const seen = new Set<string>();
     for (const a of this.facts.artifactsBySeq.get(seq) ?? []) {
@@ -124,6 +159,7 @@ export class RowRenderer {
         href: ref.href,
         label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`,
         note: this.imageNote(ref.key, seq),
+        mask: maskMap(a, thumbs.find((t) => t.href === ref.href)?.src ?? null),
       });
     }
     return list;

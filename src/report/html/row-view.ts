@@ -13,11 +13,36 @@ export const MIN_BODY_CHARS = 240;
 /** A thumbnail in a row, linked to its full image. */
 export type RowThumb = Thumbnail & { href: string; label: string };
 
+/** One masked region drawn as a labelled box (image pixels; the label's place and size). */
+export interface MaskBox {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  tx: number;
+  ty: number;
+  fs: number;
+  /** `masked: typed secret`. */
+  label: string;
+  /** The whole story: reason, rule, what it covers, why it was widened. */
+  title: string;
+}
+
+/** Where an image's regions were masked and why, drawn over its thumbnail when the row has one. */
+export interface MaskMap {
+  width: number;
+  height: number;
+  thumb: string | null;
+  label: string;
+  boxes: MaskBox[];
+}
+
 /** An image line in a row's body. */
 export interface RowImage {
   href: string | null;
   label: string;
   note: string;
+  mask?: MaskMap | null;
 }
 
 /** What rendering a row's bodies did. */
