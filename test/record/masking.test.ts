@@ -279,7 +279,9 @@ describe('a bundle of a session that typed a secret into a field and captured th
       expect(data.includes(fieldRow), png.name).toBe(false);
     }
     expect(windowSized).toBe(1);
-    const rows = withLog(run.dir, (db) => db.prepare('SELECT role, path, masks FROM artifacts').all()) as Loose[];
+    const rows = withLog(run.dir, (db) =>
+      db.prepare('SELECT role, path, masks FROM artifacts').all(),
+    ) as Loose[];
     // Every copy of every capture (results, image blocks, the host file) is masked.
     expect(new Set(rows.map((r) => r.role))).toEqual(new Set(['host-capture', 'image-block', 'result']));
     for (const r of rows) expect(JSON.parse(r.masks).length, r.role).toBeGreaterThan(0);
