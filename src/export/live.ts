@@ -76,14 +76,20 @@ export class LiveTraceExport {
     for (const dir of [...this.sessions.keys()]) this.forget(dir);
     const limit = this.options.shutdownTimeoutMs ?? 5000;
     let timer: NodeJS.Timeout | undefined;
+    let late = false;
     await Promise.race([
       this.sink.shutdown(),
       new Promise<void>((resolve) => {
         // Not unref'd: the SDK's own timers are, and a process at its end must live until the spans are out.
-        timer = setTimeout(resolve, limit);
+        timer = setTimeout(() => {
+          late = true;
+          resolve();
+        }, limit);
       }),
     ]);
     if (timer) clearTimeout(timer);
+    // What the collector has not answered by now is dropped: its connections must not hold the exit.
+    if (late) this.sink.abandon();
   }
 
   private track(dir: string): Tracked {

@@ -30,6 +30,9 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
+import http from 'node:http';
+import https from 'node:https';
+import type net from 'node:net';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { OtlpExportOptions } from '../record/types.js';
 import type { SpanPlan } from './span-plan.js';
@@ -60,6 +63,42 @@ export interface OtlpSink {
   /** In all, or for one session (by `mcp.session.id`). */
   counts(sessionId?: string): ExportCounts;
   shutdown(): Promise<void>;
+  /** Close every connection to the collector now (a shutdown that did not end in time): nothing holds the exit. */
+  abandon(): void;
+}
+
+/**
+ * The SDK's HTTP transport times a request out only when its socket is idle (`req.setTimeout`): a collector
+ * that answers 200 and then drips one byte a second holds the export, and the process, for ever. This agent
+ * gives every connection a wall-clock deadline (one connection per request: no keep-alive) after which the
+ * socket is destroyed, so the request fails as a timeout; and `destroyAll` ends what is left at shutdown.
+ */
+function deadlineAgent(protocol: string, deadlineMs: number): http.Agent & { destroyAll(): void } {
+  const Base = protocol === 'https:' ? https.Agent : http.Agent;
+  const sockets = new Set<net.Socket>();
+  const agent = new Base({ keepAlive: false }) as http.Agent & { destroyAll(): void };
+  // createConnection is Agent's documented hook; its typings do not declare it.
+  const base = agent as unknown as { createConnection(options: object, cb: unknown): net.Socket };
+  const create = base.createConnection.bind(agent);
+  base.createConnection = (options: object, cb: unknown) => {
+    const socket = create(options, cb);
+    sockets.add(socket);
+    const timer = setTimeout(
+      () => socket.destroy(new Error(`the collector did not answer within ${deadlineMs} ms`)),
+      deadlineMs,
+    );
+    timer.unref();
+    socket.once('close', () => {
+      clearTimeout(timer);
+      sockets.delete(socket);
+    });
+    return socket;
+  };
+  agent.destroyAll = () => {
+    for (const s of sockets) s.destroy();
+    agent.destroy();
+  };
+  return agent;
 }
 
 /** Ids the planner chose, handed to the SDK for the next span it starts. */
@@ -212,14 +251,18 @@ class CountingOtlpSink implements OtlpSink {
   private queueLost = 0;
   private stopping: Promise<void> | null = null;
   private stopped = false;
+  private readonly agent: ReturnType<typeof deadlineAgent>;
 
   constructor(options: OtlpOptions) {
     this.url = resolveTracesUrl(options.url);
+    const timeoutMillis = options.exportTimeoutMillis ?? 10_000;
+    this.agent = deadlineAgent(new URL(this.url).protocol, timeoutMillis);
     this.exporter = new CountingExporter(
       new OTLPTraceExporter({
         url: this.url,
         ...(options.headers ? { headers: options.headers } : {}),
-        timeoutMillis: options.exportTimeoutMillis ?? 10_000,
+        timeoutMillis,
+        httpAgentOptions: () => this.agent,
       }),
     );
     this.provider = tracerProvider(options, this.ids, this.exporter);
@@ -264,8 +307,13 @@ class CountingOtlpSink implements OtlpSink {
   shutdown(): Promise<void> {
     this.stopping ??= this.settle(() => this.provider.shutdown()).then(() => {
       this.stopped = true;
+      this.agent.destroyAll();
     });
     return this.stopping;
+  }
+
+  abandon(): void {
+    this.agent.destroyAll();
   }
 
   private sessionCounts(sessionId: string): ExportCounts {
