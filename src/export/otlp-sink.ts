@@ -4,6 +4,10 @@
  * `OTEL_EXPORTER_OTLP_*` and `OTEL_BSP_*` variables. Ours are the ids (planned, see trace-ids.ts) and the
  * counts: every span handed over is exported, failed, or dropped, and the sink says how many of each.
  */
+
+import http from 'node:http';
+import https from 'node:https';
+import type net from 'node:net';
 import {
   type Context,
   ROOT_CONTEXT,
@@ -30,9 +34,6 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
-import http from 'node:http';
-import https from 'node:https';
-import type net from 'node:net';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import type { OtlpExportOptions } from '../record/types.js';
 import type { SpanPlan } from './span-plan.js';
