@@ -1,10 +1,16 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
 import { type Command, CommanderError } from 'commander';
 
-export { resolveSessionsDir, sessionsDirOrigin } from '../paths/sessions-dir.js';
+export { resolveSessionsDir, sessionsDirOrigin, sessionsDirProblem } from '../paths/sessions-dir.js';
 
 /** The exit code of bad usage (unknown option, bad value). */
 export const EXIT_USAGE = 2;
+
+/** The exit codes all four programs share, as every --help and the README print them. */
+export const EXIT_CODES_HELP = `Exit codes (the same for mcec-record, mcec-bundle, mcec-replay and mcec-sim):
+  0  done
+  1  what was checked failed, or what was named was not found or cannot be read or written
+  2  bad usage: an unknown command or option, a missing or bad value (the message says which)`;
 
 /** Bad usage: printed with a hint and exit code 2. */
 export class UsageError extends Error {}
@@ -39,6 +45,39 @@ export function usageExitCode(err: unknown, program: string, hint: string): numb
   return EXIT_USAGE;
 }
 
+/** `-v` alone means `--version` (the programs' short flag is -V, but -v is what people type first). */
+export function versionAlias(args: string[]): string[] {
+  return args.length === 1 && args[0] === '-v' ? ['--version'] : args;
+}
+
+/** Edits between two short words (command names), a swap of neighbours counting one: for "did you mean". */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i]);
+  for (let j = 1; j <= b.length; j++) d[0]![j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = best;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The name in `names` that `word` is most likely a typo of (at most 2 edits, or a prefix), or null. */
+export function similarName(word: string, names: readonly string[]): string | null {
+  const w = word.toLowerCase();
+  let best: { name: string; d: number } | null = null;
+  for (const name of names) {
+    const d = name.startsWith(w) && w.length >= 3 ? 0 : editDistance(w, name);
+    if (d <= Math.min(2, Math.max(1, Math.floor(name.length / 3))) && (!best || d < best.d))
+      best = { name, d };
+  }
+  return best?.name ?? null;
+}
+
 /**
  * Run a program on `process.argv` and exit the way every program does: 0/2 for --help and usage problems
  * (with `hint`), 1 with `<program>: <detail>` on stderr for any other error (`detail`: its message by default).
@@ -48,12 +87,20 @@ export async function runProgram(
   hint: string,
   detail: (err: Error) => string = (err) => err.message,
 ): Promise<void> {
+  const args = process.argv.slice(2);
+  // Nothing given: the help, as a usage problem (exit 2) that teaches.
+  if (args.length === 0) {
+    program.outputHelp();
+    process.exit(EXIT_USAGE);
+  }
   try {
-    await program.parseAsync(process.argv);
+    await program.parseAsync(versionAlias(args), { from: 'user' });
   } catch (err) {
     const usage = usageExitCode(err, program.name(), hint);
     if (usage !== undefined) process.exit(usage);
-    process.stderr.write(`${program.name()}: ${detail(err as Error)}\n`);
+    const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    const next = inUse ? ': another program listens there; choose another port (0 picks a free one)' : '';
+    process.stderr.write(`${program.name()}: ${detail(err as Error)}${next}\n`);
     process.exit(1);
   }
 }

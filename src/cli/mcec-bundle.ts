@@ -25,7 +25,15 @@ import {
   addSummaryCommand,
   addVerdictCommand,
 } from './bundle/session-commands.js';
-import { commanderExitCode, EXIT_USAGE, keepYoungGenerationSmall, UsageError } from './common.js';
+import {
+  commanderExitCode,
+  EXIT_CODES_HELP,
+  EXIT_USAGE,
+  keepYoungGenerationSmall,
+  similarName,
+  UsageError,
+  versionAlias,
+} from './common.js';
 
 /** The commands, in the order `--help` lists them. */
 const COMMANDS: ReadonlyArray<(program: Command) => void> = [
@@ -82,8 +90,10 @@ Examples:
   mcec-bundle mcp --sessions /srv/mcec-sessions  serve the sessions to an agent (MCP over stdio)
 
 Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions.
-Exit codes: 0 done, 1 the work failed, 2 bad usage. The work fails on an unknown session, a missing
-sessions dir, a bad zip, an I/O error, or a --max-bytes that could not be met (the zip is still written).`,
+
+${EXIT_CODES_HELP}
+  mcec-bundle exits 1 for an unknown or ambiguous session, a missing sessions dir, a zip that fails
+  verify, an I/O error, or a --max-bytes that could not be met (the zip is still written).`,
     );
 
   for (const add of COMMANDS) add(program);
@@ -91,8 +101,14 @@ sessions dir, a bad zip, an I/O error, or a --max-bytes that could not be met (t
 }
 
 /** Run the program on `argv` and return the exit code. */
-async function main(argv: string[]): Promise<number> {
+async function main(given: string[]): Promise<number> {
   const program = buildProgram();
+  // Nothing given: the help, as a usage problem (exit 2) that teaches.
+  if (given.length === 0) {
+    program.outputHelp();
+    return EXIT_USAGE;
+  }
+  const argv = versionAlias(given);
   // --help must start fast (no /report/ module); everything else may print recorded text.
   const helpOnly =
     argv.length === 0 || argv.some((a) => ['-h', '--help', '-V', '--version', 'help'].includes(a));
@@ -102,7 +118,14 @@ async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     const usage = commanderExitCode(err);
-    if (usage !== undefined) return usage;
+    if (usage !== undefined) {
+      // `lst --failed`: the default command took "lst" for a session id and commander refused the rest.
+      const word = argv[0] ?? '';
+      const names = program.commands.map((c) => c.name());
+      const meant = usage === EXIT_USAGE && !names.includes(word) ? similarName(word, names) : null;
+      if (meant) printErr(`mcec-bundle: unknown command "${word}": did you mean mcec-bundle ${meant}?`);
+      return usage;
+    }
     printErr(`mcec-bundle: ${describeFsError(err)}`);
     return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
   }

@@ -9,7 +9,7 @@ import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
-import { EXIT_USAGE, parseListen, runProgram, UsageError } from './common.js';
+import { EXIT_CODES_HELP, EXIT_USAGE, parseListen, runProgram, UsageError } from './common.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`mcec-record: ${message}\n`);
@@ -285,7 +285,11 @@ Examples:
   mcec-record stdio --sessions /abs/sessions -- <MCEC server command> [its args]
   mcec-record stdio --sessions ./sessions -- mcec-sim --stdio      # the bundled simulator
 
-Exit codes: 2 bad usage; stdio mode exits with the server's own exit code (128+signal when killed).`;
+${EXIT_CODES_HELP}
+  mcec-record http exits 1 when it cannot listen or record (the port is taken, the sessions dir cannot be
+  written). mcec-record stdio stands in for the server, so once the server ran it exits with the server's
+  own exit code (128+signal when killed, 127 when it cannot be started); 1 and 2 as above before
+  the server starts.`;
 
 const HTTP_HELP = `
 Examples:

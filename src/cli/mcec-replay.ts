@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { parseListen, runProgram, UsageError } from './common.js';
+import { EXIT_CODES_HELP, parseListen, runProgram, UsageError } from './common.js';
 
 function parseNumber(name: string, value: string, max: number): number {
   const n = Number(value);
@@ -67,11 +67,14 @@ target-elevated, ...), one of the 12 categories (timeout, ambiguous-selector, st
 invalid-argument, capture-blank, focus, elevation, foreground, internal, ocr-blank, ocr-no-text: each gives
 its usual code) or CODE:CATEGORY.
 
-The report (on exit, stderr; --json for JSON, --report FILE to keep it) lists calls matched, unmatched with
-the nearest recorded call and why it did not match, recordings never used, the first divergence, injected
-faults, and answers that hold a redaction (replayed as recorded, never as real values).
-Exit codes: 0 done, 1 a --lockdown replay met an unmatched call or a strict replay diverged (or the
-recording could not be read), 2 bad usage.
+The report (on exit: on stdout with --listen, on stderr with --stdio, whose stdout is the wire; --json for
+JSON, --report FILE to keep it) lists calls matched, unmatched with the nearest recorded call and why it did
+not match, recordings never used, the first divergence, injected faults, and answers that hold a redaction
+(replayed as recorded, never as real values).
+
+${EXIT_CODES_HELP}
+  mcec-replay exits 1 when a --lockdown replay met an unmatched call, a strict replay diverged, or the
+  recording cannot be found or read (no such file, no such session or an ambiguous prefix, not a bundle).
 `;
 
 /** Build the mcec-replay program (exported for tests). */
@@ -171,22 +174,28 @@ async function startReplay(
       ...parsed,
     });
   } catch (e) {
-    if (e instanceof replay.SourceError) throw new UsageError(e.message);
+    // A source that is not an id, a dir or a file is bad usage; one that names nothing readable is a failure.
+    if (e instanceof replay.SourceError && e.reason === 'invalid-id') throw new UsageError(e.message);
     throw e;
   }
 }
 
 /** Serve over HTTP until SIGINT, SIGTERM or a strict replay's divergence. */
 async function serveHttpUntilStopped(handle: ReplayHandle): Promise<void> {
-  process.stderr.write(`mcec-replay: serving ${handle.sessionId} on ${handle.url}\n`);
   await new Promise<void>((resolve) => {
+    let stopped = false;
     const stop = (why: string) => {
+      if (stopped) return;
+      stopped = true;
       process.stderr.write(`mcec-replay: ${why}, closing\n`);
       resolve();
     };
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
+    // `ended` also resolves when the replay is closed: only a divergence before any signal is one.
     handle.ended.then(() => stop('the replay diverged from the recorded sequence'));
+    // After the handlers: whoever reads the notice may signal at once.
+    process.stderr.write(`mcec-replay: serving ${handle.sessionId} on ${handle.url}\n`);
   });
 }
 

@@ -3,7 +3,7 @@
 
 import { Command } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { parseListen, runProgram, UsageError } from './common.js';
+import { EXIT_CODES_HELP, parseListen, runProgram, UsageError } from './common.js';
 
 function parseSeed(value: string): number {
   if (!/^\d{1,10}$/.test(value))
@@ -44,6 +44,9 @@ Examples:
 Simulator controls (through send_command; they bypass every gate):
   sim:emergency-stop on|off   latch or release the operator's emergency stop (every call fails emergency-stopped)
   sim:throw                   make the handler fault (-32603 on stdio, HTTP 500)
+
+${EXIT_CODES_HELP}
+  mcec-sim exits 1 when it cannot serve (the port is taken, the address is not local).
 `;
 
 /** Build the mcec-sim program (exported for tests). */
@@ -83,10 +86,6 @@ export function buildProgram(): Command {
         return;
       }
       const listener = await sim.listenHttp({ host: listen!.host, port: listen!.port });
-      process.stderr.write(
-        `mcec-sim: listening on ${listener.url}${token ? ' (bearer token required)' : ''}\n`,
-      );
-      process.stderr.write(`mcec-sim: sessions under ${sim.sessionsRoot}\n`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
           process.stderr.write(`mcec-sim: ${signal}, closing\n`);
@@ -94,6 +93,11 @@ export function buildProgram(): Command {
         };
         process.once('SIGINT', () => stop('SIGINT'));
         process.once('SIGTERM', () => stop('SIGTERM'));
+        // After the handlers: whoever reads the notice may signal at once.
+        process.stderr.write(
+          `mcec-sim: listening on ${listener.url}${token ? ' (bearer token required)' : ''}\n`,
+        );
+        process.stderr.write(`mcec-sim: sessions under ${sim.sessionsRoot}\n`);
       });
     });
   return program;

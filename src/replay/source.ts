@@ -18,7 +18,7 @@ import {
   zipEntries,
 } from '../bundle/zip-read.js';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { resolveSessionsDir } from '../paths/sessions-dir.js';
+import { resolveSessionsDir, sessionsDirProblem } from '../paths/sessions-dir.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { resolveSession } from '../store/session-reader.js';
 import { makeTempDir } from '../util/temp-files.js';
@@ -34,8 +34,26 @@ export interface ReplaySource {
   cleanup(): void;
 }
 
+/**
+ * Why a source cannot be loaded: `invalid-id` is bad usage (not an id, a dir or a file); `not-found` and
+ * `ambiguous` name no one recording; `unreadable` exists but is no recording (not a zip, not a bundle, no log).
+ */
+export type SourceProblem = 'invalid-id' | 'not-found' | 'ambiguous' | 'unreadable';
+
 /** A source that cannot be loaded: the message says why and what to give instead. */
-export class SourceError extends Error {}
+export class SourceError extends Error {
+  constructor(
+    message: string,
+    readonly reason: SourceProblem = 'unreadable',
+  ) {
+    super(message);
+  }
+}
+
+/** Given as a path (a .zip, or with a separator): a missing one is a missing file, not a bad session id. */
+function looksLikePath(input: string): boolean {
+  return /[\\/]/.test(input) || /\.zip$/i.test(input) || input.startsWith('.');
+}
 
 /**
  * Caps on what is extracted from a bundle: verify's. Typed here so the public declarations do not reach
@@ -68,17 +86,30 @@ export async function openReplaySource(
       return { kind: 'bundle', input, dir, cleanup };
     } catch (e) {
       cleanup();
-      throw e;
+      if (e instanceof SourceError) throw e;
+      // A truncated or damaged zip fails while its entries are read.
+      throw new SourceError(
+        `${path.resolve(input)}: not a readable bundle (${(e as Error).message}); give a bundle written by mcec-bundle, and check it with mcec-bundle verify`,
+      );
     }
   }
   if (stat?.isDirectory()) {
     if (!fs.existsSync(path.join(input, LOG_FILE)))
-      throw new SourceError(`${input}: no ${LOG_FILE} in this directory (give a session dir, id or bundle)`);
+      throw new SourceError(
+        `${path.resolve(input)}: no ${LOG_FILE} in this directory; give a session dir (sessions/<yyyyMMdd-HHmmss>-<id>), a session id or a bundle .zip`,
+      );
     return { kind: 'session-dir', input, dir: path.resolve(input), cleanup: none };
   }
+  if (looksLikePath(input))
+    throw new SourceError(
+      `${path.resolve(input)}: no such file or directory; give a bundle .zip, a session dir or a session id`,
+      'not-found',
+    );
   const sessionsDir = resolveSessionsDir(options.sessionsDir);
+  const problem = sessionsDirProblem(sessionsDir, options.sessionsDir);
+  if (problem) throw new SourceError(problem, 'not-found');
   const found = resolveSession(sessionsDir, input);
-  if (!found.ok) throw new SourceError(found.message);
+  if (!found.ok) throw new SourceError(found.message, found.reason);
   return { kind: 'session-id', input, dir: found.session.dir, cleanup: none };
 }
 
@@ -88,7 +119,9 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
   try {
     zip = await openZip(zipPath);
   } catch (e) {
-    throw new SourceError(`${zipPath}: not a readable zip (${(e as Error).message})`);
+    throw new SourceError(
+      `${path.resolve(zipPath)}: not a readable zip (${(e as Error).message}); give a bundle written by mcec-bundle`,
+    );
   }
   try {
     const wanted: Array<{ entry: Entry; rel: string }> = [];
@@ -122,10 +155,12 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
     }
     if (top === null || !parseSessionDirName(top))
       throw new SourceError(
-        `${zipPath}: no session folder (<yyyyMMdd-HHmmss>-<id>/) at the top; not a bundle`,
+        `${zipPath}: no session folder (<yyyyMMdd-HHmmss>-<id>/) at the top; not a bundle written by mcec-bundle`,
       );
     if (!wanted.some((w) => w.rel === LOG_FILE))
-      throw new SourceError(`${zipPath}: the bundle holds no ${LOG_FILE}; nothing to replay`);
+      throw new SourceError(
+        `${zipPath}: the bundle holds no ${LOG_FILE} (built with --no-db?); nothing to replay: bundle the session again without --no-db, or replay its session dir`,
+      );
     const dir = path.join(into, top);
     fs.mkdirSync(path.join(dir, 'artifacts'), { recursive: true });
     for (const { entry, rel } of wanted) {

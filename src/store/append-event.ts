@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_FILE } from '../paths/naming.js';
+import { describeLogError } from './open.js';
 import { SCHEMA_VERSION } from './schema.js';
 
 /** How long to wait for the recorder's commit lock; its commits take milliseconds. */
@@ -21,7 +22,12 @@ export function appendSessionEvent(
 ): number {
   const file = path.join(dir, LOG_FILE);
   if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
-  const db = new Database(file, { fileMustExist: true });
+  let db: Database.Database;
+  try {
+    db = new Database(file, { fileMustExist: true });
+  } catch (err) {
+    throw describeLogError(file, err);
+  }
   try {
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // WAL without a sync per commit: the lock is held for well under a millisecond, so the recorder's short
@@ -41,6 +47,8 @@ export function appendSessionEvent(
         return Number(insert.run(at.toISOString(), kind, JSON.stringify(detail)).lastInsertRowid);
       })
       .immediate();
+  } catch (err) {
+    throw describeLogError(file, err);
   } finally {
     db.close();
   }

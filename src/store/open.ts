@@ -1,21 +1,48 @@
+import path from 'node:path';
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
 export type SessionDb = Database.Database;
 
+/**
+ * SQLite's error about a log, said with the file's path and what to do (SQLite's own message names
+ * neither); any other error unchanged. The result keeps the error's `code`.
+ */
+export function describeLogError(file: string, err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return err;
+  const said = (err as Error).message;
+  let next: string;
+  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT'))
+    next = 'the file is damaged or is not a log mcec-recorder wrote; its artifacts/ are still readable';
+  else if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN'))
+    next = `make ${path.dirname(file)} and the files in it writable by this user (SQLite writes -wal and -shm files beside the log)`;
+  else if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))
+    next = 'another process holds the log locked; try again once it is done';
+  else return err;
+  return Object.assign(new Error(`${file}: ${said} (${code}): ${next}`), { code });
+}
+
 /** Open (and, for a writer, create and migrate) a session log with the pragmas the design asks for. */
 export function openSessionDb(file: string, options: { readonly?: boolean } = {}): SessionDb {
   if (options.readonly) {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    db.pragma('busy_timeout = 2000');
-    // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
-    // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
-    db.pragma('cache_size = -2000');
-    const version = db.pragma('user_version', { simple: true }) as number;
+    let db: SessionDb | undefined;
+    let version: number;
+    try {
+      db = new Database(file, { readonly: true, fileMustExist: true });
+      db.pragma('busy_timeout = 2000');
+      // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
+      // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
+      db.pragma('cache_size = -2000');
+      version = db.pragma('user_version', { simple: true }) as number;
+    } catch (err) {
+      db?.close();
+      throw describeLogError(file, err);
+    }
     if (version > SCHEMA_VERSION) {
       db.close();
       throw new Error(
-        `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION})`,
+        `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
       );
     }
     return db;

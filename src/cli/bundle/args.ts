@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { parseByteSize, parseDuration } from '../../util/units.js';
-import { resolveSessionsDir, sessionsDirOrigin, UsageError } from '../common.js';
+import { resolveSessionsDir, sessionsDirProblem, UsageError } from '../common.js';
 
 export interface SessionsOption {
   sessions?: string;
@@ -23,15 +23,8 @@ export const TEMPLATES_HELP = 'templates that override the built-in ones by file
 /** The sessions dir to read; a missing one is an error (a typo must not read as "no sessions"). */
 export function sessionsDir(opts: SessionsOption): string {
   const dir = resolveSessionsDir(opts.sessions);
-  let stat: fs.Stats | undefined;
-  try {
-    stat = fs.statSync(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  const from = sessionsDirOrigin(opts.sessions);
-  if (!stat) throw new Error(`the sessions dir ${dir} (${from}) does not exist`);
-  if (!stat.isDirectory()) throw new Error(`the sessions dir ${dir} (${from}) is not a directory`);
+  const problem = sessionsDirProblem(dir, opts.sessions);
+  if (problem) throw new Error(problem);
   return dir;
 }
 

@@ -1,6 +1,6 @@
 /** `mcec-bundle [bundle] <id>` writes a session's bug bundle; `verify <zip>` checks one. */
 import type { Command } from 'commander';
-import { UsageError } from '../common.js';
+import { similarName, UsageError } from '../common.js';
 import {
   locate,
   outputPath,
@@ -58,11 +58,32 @@ Examples:
   mcec-bundle bundle 5f19c9c01a3f --no-db -o bug.zip
   mcec-bundle 5f19c9 --max-bytes 25MB --json`,
     )
-    .action((id: string, opts: BundleCliOptions) => bundle(id, opts));
+    .action((id: string, opts: BundleCliOptions) => bundle(id, opts, program));
 }
 
-async function bundle(id: string, opts: BundleCliOptions): Promise<void> {
-  const session = await locate(id, opts);
+/**
+ * The session to bundle. The default command reads any word as a session id, so a word that names no
+ * session but looks like a mistyped command (`lsit`, `version`) is said to be one: bad usage, exit 2.
+ */
+async function locateOrSuggest(id: string, opts: BundleCliOptions, program: Command) {
+  try {
+    return await locate(id, opts);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    const names = program.commands.map((c) => c.name()).filter((n) => n !== 'bundle');
+    const command = similarName(id, [...names, 'help']);
+    const flag = similarName(id, ['version']) ? '--version' : null;
+    const meant = command ? `mcec-bundle ${command}` : flag ? `mcec-bundle ${flag}` : null;
+    if (meant)
+      throw new UsageError(
+        `unknown command "${id}": did you mean ${meant}? (as a session id: ${(err as Error).message.split('\n')[0]})`,
+      );
+    throw err;
+  }
+}
+
+async function bundle(id: string, opts: BundleCliOptions, program: Command): Promise<void> {
+  const session = await locateOrSuggest(id, opts, program);
   const { buildBundle } = await import('../../bundle/build.js');
   const progress = progressReporter();
   let result: Awaited<ReturnType<typeof buildBundle>>;
