@@ -71,9 +71,12 @@ export function visibleSeqs(page: Page): Promise<number[]> {
   );
 }
 
-/** Every <img> on the page with its decoded width (the tests' tsconfig has no DOM lib, hence the casts). */
+/**
+ * Every <img> on the page with its decoded width, but the player's stage (it shows one of these thumbnails);
+ * the tests' tsconfig has no DOM lib, hence the casts.
+ */
 export function images(page: Page): Promise<Array<{ src: string; naturalWidth: number }>> {
-  return page.$$eval('img', (list) =>
+  return page.$$eval('img:not(#p-img)', (list) =>
     list.map((el) => {
       const img = el as unknown as { src: string; naturalWidth: number };
       return { src: img.src.slice(0, 30), naturalWidth: img.naturalWidth };

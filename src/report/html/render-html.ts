@@ -22,6 +22,8 @@ import {
   estimateBareBytes,
   measureRows,
 } from './row-budget.js';
+import { PlayerCollector, type PlayerModel } from '../player/model.js';
+import { playerView } from '../player/player-view.js';
 import { type CallFacts, isRecording, RowRenderer, readCallFacts } from './row-renderer.js';
 import { RowSpool } from './row-spool.js';
 import type { RowThumb } from './row-view.js';
@@ -77,6 +79,8 @@ export interface ReportHtmlPage {
   tail: string | null;
   /** Each shown row's HTML, in order. */
   rows(): Generator<string>;
+  /** The run as the player shows it (run.gif is drawn from it too). */
+  player: PlayerModel;
 }
 
 /** Render report.html for one session: a server-rendered timeline that filters with JavaScript and reads without it. */
@@ -221,11 +225,26 @@ async function planPage(
   const { tpl, facts, rows, settings, seqs, requests } = read;
   const special = Math.min(BODY_LIMITS.special, Math.floor(settings.maxBytes / 40));
   const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));
+  // The player's model is read on the same pass over the log as the rows.
+  const collector = new PlayerCollector({
+    artifactsBySeq: facts.artifactsBySeq,
+    firstSeqOfImage: facts.firstSeqOfImage,
+    keyOf: (a) => imageRef(reader.dir, a.path, settings.artifactBase)?.key ?? null,
+    serverVersion: serverVersionOf(summary),
+    failingSeq: seqs.failingSeq,
+  });
   const measured = await measureRows(reader, rows, facts, specials, {
     html: mode.keepRows,
     spool,
-    callRows: mode.callRows,
+    callRows: {
+      add: (row) => {
+        collector.add(row);
+        mode.callRows?.add(row);
+      },
+      end: () => mode.callRows?.end(),
+    },
   });
+  const player = collector.finish();
   const plan = await read.planned;
   rows.usePlan(plan);
 
@@ -238,12 +257,13 @@ async function planPage(
     imageCount: facts.refs.size,
     recorderVersion: reader.session().recorder_version,
   });
+  const { thumbsBySeq, thumbBytes } = placeThumbnails(plan, facts);
+  page.player = playerView(player, thumbsBySeq, settings.maxBytes);
   const shellBytes = Buffer.byteLength(
     tpl.render({ ...page, rowsHtml: '', notices: [], tools: [], shownCalls: 0 }),
     'utf8',
   );
   const rowBudget = settings.maxBytes - shellBytes - SHARES.shellMargin;
-  const { thumbsBySeq, thumbBytes } = placeThumbnails(plan, facts);
   const specialCount = measured.entries.filter((e) => e.special).length;
   const skipped = dropOverflow(
     measured.entries,
@@ -265,7 +285,7 @@ async function planPage(
     skipped,
   });
   const shell = renderShell(tpl, { ...page, notices: notes, tools: toolList(measured.tools) }, kept.length);
-  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq, spool) };
+  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq, spool), player };
 }
 
 /**
@@ -396,6 +416,14 @@ function renderShell(
   const at = shell.indexOf(mark);
   if (at === -1) return { head: shell, tail: null }; // a custom template without the rows
   return { head: shell.slice(0, at), tail: shell.slice(at + mark.length) };
+}
+
+/** The MCEC server's version from the session's environment (how click/drag pixels with a target are read). */
+function serverVersionOf(summary: SessionSummary): string | null {
+  const server = summary.environment.server;
+  if (!server || typeof server !== 'object') return null;
+  const version = (server as Record<string, unknown>).version;
+  return typeof version === 'string' ? version : null;
 }
 
 /** "5 MB", "400 KB": the page's cap as people write it (decimal units, like the 5 MB in the docs). */
