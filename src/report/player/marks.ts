@@ -27,11 +27,12 @@ export type Mark =
 
 /** Marks a step keeps at most (an ambiguous selector can match many elements). */
 export const MAX_MARKS = 12;
-/** Characters of a label or caption at most. */
+/** Characters of a label drawn on the image at most, and of a caption (a line of text under it). */
 export const MAX_LABEL_CHARS = 90;
+export const MAX_CAPTION_CHARS = 240;
 
-/** A label clipped to MAX_LABEL_CHARS on one line. */
-export function label(text: string): string {
+/** A label clipped to `max` characters on one line. */
+export function label(text: string, max = MAX_LABEL_CHARS): string {
   const flat = text.replace(/\s+/g, ' ').trim();
-  return flat.length <= MAX_LABEL_CHARS ? flat : `${flat.slice(0, MAX_LABEL_CHARS - 1)}…`;
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1)}…`;
 }

@@ -18,7 +18,7 @@ import {
   rectText,
   sameRect,
 } from './frame-map.js';
-import { type BoxTone, label, MAX_MARKS, type Mark } from './marks.js';
+import { type BoxTone, label, MAX_CAPTION_CHARS, MAX_MARKS, type Mark } from './marks.js';
 
 /** One image of the run. */
 export interface PlayerFrame {
@@ -318,7 +318,13 @@ export class PlayerCollector {
 
   private failureCaption(row: CallRow): Mark[] {
     if (row.status === 'ok' || !row.error_code) return [];
-    return [{ kind: 'caption', text: label(`${row.tool} failed: ${row.error_code}`), tone: 'failed' }];
+    return [
+      {
+        kind: 'caption',
+        text: label(`${row.tool} failed: ${row.error_code}`, MAX_CAPTION_CHARS),
+        tone: 'failed',
+      },
+    ];
   }
 
   /** Remember every window rect a result shows (WindowInfo in result.window, or a windows list). */
@@ -384,7 +390,7 @@ export class PlayerCollector {
     if (!target.sameWindow && acted?.title) {
       draw.windowBox(acted, `'${acted.title}' · another window: where it was, not in this image`);
     }
-    const what = this.describe(row, args, env, result, err, win, draw);
+    const what = this.describe(row, args, env, result, err, acted, draw);
     if (!env && row.envelope && row.envelope.length > MAX_ENVELOPE_CHARS) {
       draw.note('its envelope is too large to read for the overlay');
     }
@@ -410,8 +416,9 @@ export class PlayerCollector {
     switch (row.tool) {
       case 'click': {
         const at = isRecord(args.at) ? args.at : null;
-        const button = str(args, 'button') ?? 'left';
-        const count = typeof args.count === 'number' ? args.count : 1;
+        const button = str(result, 'button') ?? str(args, 'button') ?? 'left';
+        const count =
+          typeof result?.count === 'number' ? result.count : typeof args.count === 'number' ? args.count : 1;
         const gesture = `${button}${count === 2 ? ' double-click' : count > 2 ? ` click x${count}` : ' click'}`;
         const point = this.pointOfAction(result?.at, at, args, win, version);
         if (point.ok) {
@@ -675,7 +682,7 @@ class Drawing {
   }
 
   caption(text: string, tone?: 'note' | 'failed'): void {
-    this.marks.push({ kind: 'caption', text: label(text), ...(tone ? { tone } : {}) });
+    this.marks.push({ kind: 'caption', text: label(text, MAX_CAPTION_CHARS), ...(tone ? { tone } : {}) });
   }
 
   note(text: string): void {
