@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { safeRelativePath } from '../../paths/naming.js';
 import type { CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
+import { PlayerCollector, type PlayerModel } from '../player/model.js';
+import { playerView } from '../player/player-view.js';
 import { escapeFormatChars } from '../text.js';
 import type { SessionSummary } from '../types.js';
 import { applyCsp } from './csp.js';
@@ -22,8 +24,6 @@ import {
   estimateBareBytes,
   measureRows,
 } from './row-budget.js';
-import { PlayerCollector, type PlayerModel } from '../player/model.js';
-import { playerView } from '../player/player-view.js';
 import { type CallFacts, isRecording, RowRenderer, readCallFacts } from './row-renderer.js';
 import { RowSpool } from './row-spool.js';
 import type { RowThumb } from './row-view.js';
