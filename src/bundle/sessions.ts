@@ -162,6 +162,8 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
       stamp: parsed.stamp,
     };
     if (!isRegularFile(path.join(loc.dir, LOG_FILE))) continue;
+    // Before this reader opens the log: opening one (re)creates its -wal file with a fresh time.
+    const written = logWrittenAt(loc.dir);
     let lastActivity: string;
     let verdict: Verdict | null = null;
     let liveWriter: string | null = null;
@@ -193,7 +195,6 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
       options.onKept?.(loc, { kind: 'live-writer', detail: liveWriter });
       continue;
     }
-    const written = logWrittenAt(loc.dir);
     if (written !== null && now - written < recentMs) {
       options.onKept?.(loc, { kind: 'recently-written', writtenAt: new Date(written).toISOString() });
       continue;
@@ -223,13 +224,17 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   return pruned;
 }
 
-/** The newest modification time (ms) of a session's log and its WAL, or null when neither can be read. */
+/**
+ * The newest modification time (ms) of a session's log and its WAL, or null when neither can be read. An
+ * empty WAL holds no write: any reader (list, show, a catalog sweep) creates one when it opens the log.
+ */
 function logWrittenAt(dir: string): number | null {
   let newest: number | null = null;
   for (const name of [LOG_FILE, `${LOG_FILE}-wal`]) {
     try {
-      const t = fs.lstatSync(path.join(dir, name)).mtimeMs;
-      if (newest === null || t > newest) newest = t;
+      const stat = fs.lstatSync(path.join(dir, name));
+      if (name !== LOG_FILE && stat.size === 0) continue;
+      if (newest === null || stat.mtimeMs > newest) newest = stat.mtimeMs;
     } catch {
       // no WAL once the writer closed cleanly
     }

@@ -82,7 +82,9 @@ describe('mcec-bundle', () => {
         expect(res.stdout).toContain(cmd);
         expect(res.stdout).toMatch(new RegExp(`\\n  mcec-bundle ${cmd === 'bundle' ? '5f19c9' : cmd}`));
       }
-      expect(res.stdout).toMatch(/Exit codes \(the same for mcec-record, mcec-bundle.*\n  0  done\n  1  .*\n  2  bad usage/);
+      expect(res.stdout).toMatch(
+        /Exit codes \(the same for mcec-record, mcec-bundle.*\n {2}0 {2}done\n {2}1 {2}.*\n {2}2 {2}bad usage/,
+      );
       const prune = run(['prune', '--help']);
       expect(prune.code).toBe(0);
       expect(prune.stdout).toContain('mcec-bundle prune --older-than 7d');
@@ -316,6 +318,10 @@ describe('mcec-bundle', () => {
         for (const f of fs.readdirSync(path.join(copy, dir)))
           fs.utimesSync(path.join(copy, dir, f), monthAgo, monthAgo);
       }
+      // A read is not a write: show and list open the logs (SQLite creates an empty -wal file, now).
+      expect(run(['show', OLD_PASS, '-s', copy]).code).toBe(0);
+      expect(run(['list', '-s', copy]).code).toBe(0);
+      expect(fs.existsSync(path.join(copy, dirs[OLD_PASS]!, 'session.sqlite-wal'))).toBe(true);
       // A zip beside the old PASS session goes with it.
       fs.writeFileSync(path.join(copy, `${dirs[OLD_PASS]}.zip`), 'zip');
       const dry = run(['prune', '--older-than', '7d', '--dry-run', '-s', copy]);
@@ -325,6 +331,10 @@ describe('mcec-bundle', () => {
       expect(dry.stdout).not.toContain(dirs[PASS_ID]);
       expect(fs.existsSync(path.join(copy, dirs[OLD_PASS]!))).toBe(true);
 
+      // 0 is a duration too: every session not written lately.
+      const zero = run(['prune', '--older-than', '0m', '--dry-run', '-s', copy]);
+      expect(zero.code, zero.stderr).toBe(0);
+      expect(zero.stdout).toContain(dirs[OLD_PASS]);
       const keep = run(['prune', '--older-than', '7d', '--keep-failed', '-s', copy]);
       expect(keep.code).toBe(0);
       expect(keep.stdout).toContain(`removed ${path.join(copy, dirs[OLD_PASS]!)} and ${dirs[OLD_PASS]}.zip`);

@@ -278,7 +278,7 @@ export function addPruneCommand(program: Command): void {
     program
       .command('prune')
       .description('delete sessions (and their zips) whose last activity is older than a duration')
-      .requiredOption('--older-than <duration>', 'e.g. 7d, 12h, 30m', durationArg)
+      .requiredOption('--older-than <duration>', 'e.g. 7d, 12h, 30m (0: any age)', durationOrZeroArg)
       .option(
         '--keep-recent <duration>',
         'keep any session whose log was written within this long, whatever its status (default: 10m; 0: off). ' +
