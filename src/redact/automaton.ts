@@ -3,7 +3,14 @@
  * scan does not grow with the number of patterns. Built once per set of patterns (rebuilt on change by the
  * caller); pure, no regex. Folding is per UTF-16 unit (`toLowerCase` of that unit when it stays one unit),
  * so a match keeps its length and positions map back to the original text.
+ *
+ * A node with many children (random secrets: the root's children each have ~16 at 1,000 secrets) gets a
+ * dense row over the patterns' alphabet holding its complete transitions (failure links resolved), so a
+ * step costs one array read whatever the secrets' shape; sparse nodes (deep in one secret) keep sibling lists.
  */
+
+/** Children from which a node gets a dense row. */
+const DENSE_CHILDREN = 4;
 
 /** One UTF-16 unit folded to lower case (ASCII fast path). */
 export function foldUnit(c: number): number {
@@ -30,6 +37,11 @@ export class Automaton {
   private readonly fail: Int32Array;
   /** Length of the longest pattern that ends at this node (itself or through failure links), 0 if none. */
   private readonly out: Int32Array;
+  /** Unit -> its index in the patterns' alphabet (0: a unit no pattern holds). */
+  private readonly alpha: Uint16Array;
+  /** Per node: its dense row's start in `dense`, or -1. */
+  private readonly denseRow: Int32Array;
+  private readonly dense: Int32Array;
 
   constructor(patterns: Iterable<string>) {
     const list = [...new Set([...patterns].filter((p) => p.length > 0).map(foldString))];
@@ -63,6 +75,23 @@ export class Automaton {
       }
       this.out[node] = p.length;
     }
+    // The alphabet, and which nodes get a dense row.
+    this.alpha = new Uint16Array(65536);
+    let alphaSize = 1;
+    for (let n = 1; n < nodes; n++) {
+      const c = this.label[n]!;
+      if (this.alpha[c] === 0) this.alpha[c] = alphaSize++;
+    }
+    this.denseRow = new Int32Array(nodes).fill(-1);
+    let rows = 0;
+    for (let n = 1; n < nodes; n++) {
+      let count = 0;
+      for (let ch = this.child[n]!; ch !== -1 && count < DENSE_CHILDREN; ch = this.sibling[ch]!) count++;
+      if (count >= DENSE_CHILDREN) this.denseRow[n] = rows++ * alphaSize;
+    }
+    this.dense = new Int32Array(rows * alphaSize);
+    const units = new Uint16Array(alphaSize);
+    for (let c = 0; c < 65536; c++) if (this.alpha[c] !== 0) units[this.alpha[c]!] = c;
     // Breadth first: failure links and inherited outputs.
     const queue = new Int32Array(nodes);
     let head = 0;
@@ -76,6 +105,15 @@ export class Automaton {
     }
     while (head < tail) {
       const node = queue[head++]!;
+      // Its failure link is shallower, so complete already: the row's misses step from there.
+      const row = this.denseRow[node]!;
+      if (row !== -1) {
+        for (let a = 1; a < alphaSize; a++) {
+          const c = units[a]!;
+          const direct = this.findChild(node, c);
+          this.dense[row + a] = direct !== -1 ? direct : this.step(this.fail[node]!, c);
+        }
+      }
       for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!) {
         const c = this.label[ch]!;
         this.fail[ch] = this.step(this.fail[node]!, c);
@@ -96,6 +134,9 @@ export class Automaton {
     let s = state;
     for (;;) {
       if (s === 0) return this.root[c]!;
+      const row = this.denseRow[s]!;
+      // A unit outside the alphabet leads nowhere from any state (index 0 of every row is 0: the root).
+      if (row !== -1) return this.dense[row + this.alpha[c]!]!;
       const next = this.findChild(s, c);
       if (next !== -1) return next;
       s = this.fail[s]!;

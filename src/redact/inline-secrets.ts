@@ -302,14 +302,16 @@ function tokens(text: string, edits: Edit[]): void {
       from = j;
     }
   }
-  // PEM private keys: `-----BEGIN ... PRIVATE KEY-----` to the matching END line (or the end of a cut text).
+  // PEM private keys (`-----BEGIN ... PRIVATE KEY-----`) and PGP ones (`... PRIVATE KEY BLOCK-----`) to the
+  // matching END line (or the end of a cut text).
   from = 0;
   for (;;) {
     const at = text.indexOf('-----BEGIN ', from);
     if (at === -1) break;
     const head = text.indexOf('-----', at + 11);
     from = at + 11;
-    if (head === -1 || head - at > 80 || !text.slice(at, head).endsWith('PRIVATE KEY')) continue;
+    const label = head === -1 ? '' : text.slice(at, head);
+    if (head - at > 80 || !(label.endsWith('PRIVATE KEY') || label.endsWith('PRIVATE KEY BLOCK'))) continue;
     const endAt = text.indexOf('-----END ', head + 5);
     const close = endAt === -1 ? -1 : text.indexOf('-----', endAt + 9);
     const end = close === -1 ? text.length : close + 5;

@@ -429,26 +429,29 @@ class SecretRedactor implements Redactor {
       const initialize = place === 'data' && !tool && isInitializeResult(src);
       for (const key of keys) {
         const v = src[key];
+        // A remembered secret used as a key (a map keyed by a token) is scrubbed too; only trusted ones, so
+        // server-taught values never rename the structure.
+        const name = this.keyName(key, out);
         // A JSON Schema's property names are argument names: the schema under `token` stays a schema.
         if (place === 'names' && isPlainObject(v)) {
-          setKey(out, key, this.copy(v, depth + 1, ancestors, undefined, 'schema'));
+          setKey(out, name, this.copy(v, depth + 1, ancestors, undefined, 'schema'));
           continue;
         }
         if (this.isSecretKey(key)) {
-          setKey(out, key, this.secretValue(v));
+          setKey(out, name, this.secretValue(v));
           continue;
         }
         const typed = topLevel?.get(key);
         if (typed !== undefined) {
-          setKey(out, key, typed);
+          setKey(out, name, typed);
           continue;
         }
         const inner = this.placeOf(place, key, v, tool, initialize);
         if (typeof v === 'string') {
-          setKey(out, key, this.scrubField(place, key, v, tool, initialize));
+          setKey(out, name, this.scrubField(place, key, v, tool, initialize));
           continue;
         }
-        setKey(out, key, this.copy(v, depth + 1, ancestors, undefined, inner));
+        setKey(out, name, this.copy(v, depth + 1, ancestors, undefined, inner));
       }
       return out;
     } finally {
@@ -469,6 +472,16 @@ class SecretRedactor implements Redactor {
     if (initialize && key === 'serverInfo') return 'described';
     if (key === 'commandAccess' && isPlainObject(v)) return 'commandAccess';
     return 'data';
+  }
+
+  /** `key` with remembered argument and configuration secrets scrubbed, made unique among `out`'s keys. */
+  private keyName(key: string, out: Record<string, unknown>): string {
+    if (key.length < 4 || this.store.empty) return key;
+    const scrubbed = this.store.scrub(key, REDACTED, true);
+    if (scrubbed === key) return key;
+    let name = scrubbed;
+    for (let n = 2; Object.hasOwn(out, name); n++) name = `${scrubbed} (${n})`;
+    return name;
   }
 
   /** One string field of an object standing at `place`. */

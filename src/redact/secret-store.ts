@@ -2,8 +2,9 @@
  * Remembered secrets, kept per source with a fixed budget each, so text from one source can never push out
  * a secret learned from another: a flood of `token=...` in server output forgets only older values seen in
  * server output. All forms of all secrets (see echoes.ts) go into two Aho-Corasick automata, one for the
- * trusted sources (arguments, configuration) and one for server output, rebuilt lazily after a change, so
- * a scan costs the same with 1 or 1,000 secrets.
+ * trusted sources (arguments, configuration) and one for server output; values learned since one was
+ * built go into a small automaton of their own (batched: the big one is rebuilt per 32 new values, not per
+ * value), so a scan costs about the same with 1 or 1,000 secrets, and learning one costs little.
  */
 
 import { Automaton, replaceSpans, type Span } from './automaton.js';
@@ -23,8 +24,6 @@ export const SECRET_BUDGET: Readonly<Record<SecretSource, number>> = {
   config: 1000,
   output: 256,
 };
-/** Server-output values searched with indexOf before their automaton is rebuilt. */
-const PENDING_MAX = 32;
 /** Characters of secret text kept per source (bounds the automaton's size whatever the lengths). */
 const CHAR_BUDGET: Readonly<Record<SecretSource, number>> = {
   args: 256 * 1024,
@@ -55,20 +54,68 @@ class Pool {
   }
 }
 
+/** Values learned since a matcher's automaton was built, kept in a small automaton of their own. */
+const RECENT_MAX = 32;
+/** A scan of a text this long first folds the recent values into the main automaton (one pass, not two). */
+const CONSOLIDATE_TEXT = 64 * 1024;
+
+/**
+ * The secrets of some pools as one automaton, plus a small one for values learned since it was built: a
+ * new secret costs a rebuild of the small one (at most RECENT_MAX values), the big one is rebuilt once
+ * RECENT_MAX accumulate or before a long text is scanned, so a new password on every call costs the same
+ * as a new server-output value, whatever the secrets look like.
+ */
+class Matcher {
+  private main: Automaton | undefined;
+  private recent: Automaton | undefined;
+  private recentForms: string[] = [];
+  private recentValues = 0;
+
+  constructor(private readonly pools: readonly Pool[]) {}
+
+  /** `value` joined one of the pools. */
+  learned(value: string): void {
+    if (!this.main || this.recentValues >= RECENT_MAX) {
+      this.reset();
+      return;
+    }
+    this.recentForms.push(...echoForms(value));
+    this.recentValues += 1;
+    this.recent = undefined;
+  }
+
+  /** Every span of `text` some secret covers (sorted, merged). */
+  find(text: string): Span[] {
+    if (!this.main || (this.recentValues > 0 && text.length >= CONSOLIDATE_TEXT)) {
+      this.reset();
+      this.main = build(this.pools);
+    }
+    const spans = this.main.find(text);
+    if (this.recentValues === 0) return spans;
+    this.recent ??= new Automaton(this.recentForms);
+    const more = this.recent.find(text);
+    return more.length === 0 ? spans : mergeSpans(spans, more);
+  }
+
+  private reset(): void {
+    this.main = undefined;
+    this.recent = undefined;
+    this.recentForms = [];
+    this.recentValues = 0;
+  }
+}
+
 export class SecretStore {
   private readonly pools: Record<SecretSource, Pool> = {
     args: new Pool(SECRET_BUDGET.args, CHAR_BUDGET.args),
     config: new Pool(SECRET_BUDGET.config, CHAR_BUDGET.config),
     output: new Pool(SECRET_BUDGET.output, CHAR_BUDGET.output),
   };
-  private trusted: Automaton | undefined;
-  private untrusted: Automaton | undefined;
-  private trustedStale = false;
-  private untrustedStale = false;
+  private readonly trusted = new Matcher([this.pools.args, this.pools.config]);
+  private readonly untrusted = new Matcher([this.pools.output]);
   private frozen = 0;
-  /** Forms of server-output values learned since the untrusted automaton was built (matched exactly). */
-  private pending: string[] = [];
-  private pendingValues = 0;
+  /** Values learned while frozen, applied to the matchers on thaw. */
+  private deferred: Array<{ value: string; source: SecretSource }> = [];
   /** Bumped on every change (callers re-scrub what they copied before a secret was learned). */
   version = 0;
 
@@ -80,13 +127,8 @@ export class SecretStore {
     if (source === 'output' && (this.pools.args.values.has(v) || this.pools.config.values.has(v)))
       return false;
     if (!this.pools[source].add(v)) return false;
-    if (source !== 'output') this.trustedStale = true;
-    else if (this.untrusted && this.pendingValues < PENDING_MAX) {
-      // Searched with indexOf until PENDING_MAX accumulate: a new value per call does not rebuild per call.
-      this.pending.push(...echoForms(v));
-      if (++this.pendingValues >= PENDING_MAX) this.untrustedStale = true;
-    } else this.untrustedStale = true;
-    if (this.frozen === 0) this.thaw();
+    if (this.frozen > 0) this.deferred.push({ value: v, source });
+    else this.matcherOf(source).learned(v);
     this.version++;
     return true;
   }
@@ -99,14 +141,17 @@ export class SecretStore {
     this.frozen++;
   }
 
-  /** Apply what was learned while frozen: the changed automata are rebuilt on next use. */
+  /** Apply what was learned while frozen. */
   thaw(): void {
     if (this.frozen > 0) this.frozen--;
     if (this.frozen > 0) return;
-    if (this.trustedStale) this.trusted = undefined;
-    if (this.untrustedStale) this.dropUntrusted();
-    this.trustedStale = false;
-    this.untrustedStale = false;
+    const learned = this.deferred;
+    this.deferred = [];
+    for (const { value, source } of learned) this.matcherOf(source).learned(value);
+  }
+
+  private matcherOf(source: SecretSource): Matcher {
+    return source === 'output' ? this.untrusted : this.trusted;
   }
 
   /** How many secrets each source holds. */
@@ -134,39 +179,16 @@ export class SecretStore {
    */
   scrub(text: string, replacement: string, trustedOnly = false): string {
     if (text.length < MIN_SCRUBBED_SECRET) return text;
-    let spans = this.trustedAutomaton().find(text);
+    let spans = this.trusted.find(text);
     if (!trustedOnly && this.pools.output.values.size > 0) {
-      const more = this.untrustedAutomaton().find(text);
-      for (const form of this.pending) {
-        for (let at = text.indexOf(form); at !== -1; at = text.indexOf(form, at + 1))
-          more.push({ start: at, end: at + form.length });
-      }
-      if (more.length > 0) spans = spans.length === 0 ? mergeSpans([], more) : mergeSpans(spans, more);
+      const more = this.untrusted.find(text);
+      if (more.length > 0) spans = spans.length === 0 ? more : mergeSpans(spans, more);
     }
     return replaceSpans(text, spans, replacement);
   }
-
-  private dropUntrusted(): void {
-    this.untrusted = undefined;
-    this.pending = [];
-    this.pendingValues = 0;
-  }
-
-  private trustedAutomaton(): Automaton {
-    if (!this.trusted) this.trusted = build([this.pools.args, this.pools.config]);
-    return this.trusted;
-  }
-
-  private untrustedAutomaton(): Automaton {
-    if (!this.untrusted) {
-      this.dropUntrusted();
-      this.untrusted = build([this.pools.output]);
-    }
-    return this.untrusted;
-  }
 }
 
-function build(pools: Pool[]): Automaton {
+function build(pools: readonly Pool[]): Automaton {
   const forms: string[] = [];
   for (const p of pools) for (const v of p.values) forms.push(...echoForms(v));
   return new Automaton(forms);
