@@ -6,6 +6,7 @@ import { createRedactor } from '../redact/redactor.js';
 import { withCatalog } from '../report/catalog.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
+import { FULL_FACTS, type SummaryFacts, summaryFacts } from '../report/summary-facts.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
 
 export { listingOf, listSessionSummaries, type SessionListing } from './list.js';
@@ -43,6 +44,15 @@ export async function failureSummaryText(
   options: { templatesDir?: string } = {},
 ): Promise<string> {
   return renderFailureSummary(await summarizeSession(dir), options);
+}
+
+/** The failure summary's facts with its Markdown (`schema/summary.schema.json`): `mcec-bundle show --json`. */
+export async function failureSummaryFacts(
+  dir: string,
+  options: { templatesDir?: string } = {},
+): Promise<SummaryFacts> {
+  const summary = await summarizeSession(dir);
+  return summaryFacts(summary, await renderFailureSummary(summary, options), FULL_FACTS);
 }
 
 /** The bug-report body as Markdown (ends with the name of the zip to attach). */

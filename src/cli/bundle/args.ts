@@ -53,7 +53,7 @@ export function outputPath(output: string | undefined): string | undefined {
 export async function locate(
   idOrPrefix: string,
   opts: SessionsOption,
-): Promise<{ dir: string; dirName: string }> {
+): Promise<{ dir: string; dirName: string; sessionId: string }> {
   const { resolveSession } = await import('../../store/session-reader.js');
   const found = resolveSession(sessionsDir(opts), idOrPrefix);
   if (found.ok) return found.session;

@@ -22,6 +22,7 @@ interface BundleCliOptions extends SessionsOption {
 }
 
 interface VerifyCliOptions {
+  json?: boolean;
   maxEntryBytes?: number;
   maxTotalBytes?: number;
   maxJsonBytes?: number;
@@ -37,10 +38,7 @@ export function addBundleCommand(program: Command): void {
         'write the bug bundle (a zip) of a session and print its path (the default command); its report.html is also written into the session dir (path on stderr)',
       )
       .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
-      .option(
-        '--json',
-        'print {"bundle", "bytes", "files", "verdict", "dropped", "limitMet", "reportHtml"} as JSON',
-      )
+      .option('--json', 'print the result as JSON (schema/bundle-result.schema.json)')
       .option('--no-images', 'leave the images out')
       .option('--no-db', 'leave session.sqlite out')
       .option(
@@ -108,8 +106,8 @@ async function bundle(id: string, opts: BundleCliOptions, program: Command): Pro
   // The zip is written either way (it is still the evidence), but a cap that was not met is a failed job.
   if (result.limitMet === false) process.exitCode = EXIT_FAILED;
   if (opts.json) {
-    const { bundle, bytes, files, verdict, dropped, limitMet, reportHtml } = result;
-    print(JSON.stringify({ bundle, bytes, files, verdict, dropped, limitMet, reportHtml }));
+    const { bundleResultJson } = await import('../../bundle/build.js');
+    print(JSON.stringify(bundleResultJson(result)));
     return;
   }
   // stdout stays the zip's path alone (scripts take it with $(...)); the page's path is for the person.
@@ -134,6 +132,7 @@ export function addVerifyCommand(program: Command): void {
       sizeArg,
     )
     .option('--templates <dir>', "the templates the bundle was built with (report.html's own scripts)")
+    .option('--json', 'print {"zip", "ok", "entries", "problems"} as JSON (schema/verify.schema.json)')
     .addHelpText('after', '\nExample:\n  mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip')
     .action((zip: string, opts: VerifyCliOptions) => verify(zip, opts));
 }
@@ -146,6 +145,11 @@ async function verify(zip: string, opts: VerifyCliOptions): Promise<void> {
     maxJsonBytes: opts.maxJsonBytes,
     templatesDir: opts.templates,
   });
+  if (opts.json) {
+    print(JSON.stringify({ zip, ok: res.ok, entries: res.entries, problems: res.problems }));
+    if (!res.ok) process.exitCode = EXIT_FAILED;
+    return;
+  }
   if (res.ok) {
     print(`ok: ${zip} (${res.entries} entries)`);
     return;

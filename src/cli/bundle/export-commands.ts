@@ -43,7 +43,7 @@ export function addExportCommand(program: Command): void {
       )
       .option('-H, --header <name=value>', 'an HTTP header for the collector (repeatable)', headerArg, {})
       .option('--include-arguments', "put each call's (redacted) arguments on its span")
-      .option('--json', 'print the result as JSON'),
+      .option('--json', 'print the result as JSON (schema/export.schema.json)'),
   )
     .addHelpText(
       'after',
@@ -86,6 +86,7 @@ interface JunitCliOptions extends SessionsOption {
   format: 'junit' | 'github';
   output?: string;
   templates?: string;
+  json?: boolean;
 }
 
 /** `junit`: a testcase per session, or GitHub workflow annotations. */
@@ -100,7 +101,11 @@ export function addJunitCommand(program: Command): void {
       .option('--scenario <name>', 'only sessions of this scenario')
       .option('--format <format>', 'junit (XML) or github (workflow annotations)', formatArg, 'junit')
       .option('-o, --output <file>', 'write to a file instead of stdout')
-      .option('--templates <dir>', TEMPLATES_HELP),
+      .option('--templates <dir>', TEMPLATES_HELP)
+      .option(
+        '--json',
+        'with -o: print what was written as JSON (schema/junit-summary.schema.json) instead of a line on stderr',
+      ),
   )
     .addHelpText(
       'after',
@@ -116,6 +121,8 @@ Examples:
 
 async function junit(opts: JunitCliOptions): Promise<void> {
   const output = outputPath(opts.output);
+  if (opts.json && !output)
+    throw new UsageError('--json needs -o FILE: without it stdout is the report itself');
   const { selectSessions, junitXml, githubAnnotations, scenarioOf } = await import(
     '../../export/ci-report.js'
   );
@@ -129,6 +136,20 @@ async function junit(opts: JunitCliOptions): Promise<void> {
   if (output) {
     const { writeFileAtomic } = await import('../../report/write-atomic.js');
     writeFileAtomic(output, text);
-    printErr(`wrote ${output} (${plural(sessions.length, 'session')})`);
+    if (opts.json) {
+      const passed = sessions.filter((s) => s.summary?.verdict === 'PASS').length;
+      const unreadable = sessions.filter((s) => s.summary === null).length;
+      const failed = sessions.length - passed - unreadable;
+      print(
+        JSON.stringify({
+          format: opts.format,
+          output,
+          sessions: sessions.length,
+          passed,
+          failed,
+          unreadable,
+        }),
+      );
+    } else printErr(`wrote ${output} (${plural(sessions.length, 'session')})`);
   } else process.stdout.write(text);
 }

@@ -25,7 +25,7 @@ export function addListCommand(program: Command): void {
         'list sessions that hold tool calls: id, start, duration, calls, failures, verdict (oldest first)',
       )
       .option('--failed', 'only sessions whose verdict is FAIL')
-      .option('--json', 'print the list as JSON'),
+      .option('--json', 'print the list as JSON (schema/session-listing.schema.json)'),
   )
     .addHelpText('after', '\nExample:\n  mcec-bundle list --failed --json')
     .action((opts) => list(opts));
@@ -52,9 +52,8 @@ export function addIndexCommand(program: Command): void {
   withSessions(
     program
       .command('index')
-      .description(
-        'rebuild the sessions catalog (catalog.sqlite in the sessions dir) from every session log',
-      ),
+      .description('rebuild the sessions catalog (catalog.sqlite in the sessions dir) from every session log')
+      .option('--json', 'print the result as JSON (schema/index.schema.json)'),
   )
     .addHelpText(
       'after',
@@ -65,7 +64,7 @@ verdict mark the sessions they change); index re-reads every session, for a dir 
 Example:
   mcec-bundle index --sessions /srv/mcec-sessions`,
     )
-    .action(async (opts: SessionsOption) => {
+    .action(async (opts: SessionsOption & { json?: boolean }) => {
       const dir = sessionsDir(opts);
       const { withCatalog } = await import('../../report/catalog.js');
       const line = await withCatalog(
@@ -73,6 +72,17 @@ Example:
         (res) => {
           if (res.warning) warn(res.warning);
           const total = res.catalog.sessions().length;
+          if (opts.json) {
+            const { file: catalog } = res.catalog;
+            const { indexed, removed } = res;
+            return JSON.stringify({
+              catalog,
+              sessions: total,
+              indexed,
+              removed,
+              warning: res.warning ?? null,
+            });
+          }
           return `${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`;
         },
         { full: true, onRebuild: warn },
@@ -270,6 +280,7 @@ interface PruneCliOptions extends SessionsOption {
   keepRecent?: number;
   keepFailed?: boolean;
   dryRun?: boolean;
+  json?: boolean;
 }
 
 /** `prune --older-than <duration>`. */
@@ -286,7 +297,8 @@ export function addPruneCommand(program: Command): void {
         durationOrZeroArg,
       )
       .option('--keep-failed', 'keep sessions whose verdict is FAIL')
-      .option('--dry-run', 'list what would be deleted, delete nothing'),
+      .option('--dry-run', 'list what would be deleted, delete nothing')
+      .option('--json', 'print what was removed and kept as JSON (schema/prune.schema.json)'),
   )
     .addHelpText('after', '\nExample:\n  mcec-bundle prune --older-than 7d --keep-failed --dry-run')
     .action((opts: PruneCliOptions) => prune(opts));
@@ -295,17 +307,33 @@ export function addPruneCommand(program: Command): void {
 async function prune(opts: PruneCliOptions): Promise<void> {
   const dir = sessionsDir(opts);
   const { pruneSessions } = await import('../../bundle/sessions.js');
+  const kept: Array<{ dir: string; reason: string; detail: string }> = [];
   const pruned = await pruneSessions(dir, {
     olderThanMs: opts.olderThan,
     recentMs: opts.keepRecent, // undefined: DEFAULT_PRUNE_RECENT_MS (10 min)
     keepFailed: opts.keepFailed,
     dryRun: opts.dryRun,
     onWarning: warn,
-    onKept: (loc, why) =>
-      printErr(
-        `kept ${loc.dir}: ${why.kind === 'live-writer' ? why.detail : `its log was written at ${why.writtenAt} (within --keep-recent)`}`,
-      ),
+    onKept: (loc, why) => {
+      const detail =
+        why.kind === 'live-writer'
+          ? why.detail
+          : `its log was written at ${why.writtenAt} (within --keep-recent)`;
+      kept.push({ dir: loc.dir, reason: why.kind, detail });
+      if (!opts.json) printErr(`kept ${loc.dir}: ${detail}`);
+    },
   });
+  if (opts.json) {
+    const removed = pruned.map(({ dirName, dir, zip, lastActivity, verdict }) => ({
+      dirName,
+      dir,
+      zip,
+      lastActivity,
+      verdict,
+    }));
+    print(JSON.stringify({ sessionsDir: dir, dryRun: opts.dryRun === true, removed, kept }));
+    return;
+  }
   const verb = opts.dryRun ? 'would remove' : 'removed';
   for (const p of pruned) {
     print(

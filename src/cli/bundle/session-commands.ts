@@ -12,17 +12,34 @@ import {
 } from './args.js';
 import { print, warn } from './io.js';
 
-type RenderOptions = SessionsOption & { templates?: string };
+type RenderOptions = SessionsOption & { templates?: string; json?: boolean };
+
+/** What `summary --json` and `report --json` print (schema/written-file.schema.json). */
+function writtenFile(
+  kind: 'failure-summary' | 'report-html' | 'index-html',
+  file: string,
+  session: { dirName: string; sessionId: string } | null,
+): string {
+  return JSON.stringify({
+    kind,
+    path: file,
+    sessionId: session?.sessionId ?? null,
+    dirName: session?.dirName ?? null,
+  });
+}
 
 /** `show <sessionId>`: the failure summary in the terminal. */
 export function addShowCommand(program: Command): void {
   withSessions(program.command('show <sessionId>').description('print the failure summary of a session'))
     .addHelpText('after', '\nExample:\n  mcec-bundle show 5f19c9 | less')
     .option('--templates <dir>', TEMPLATES_HELP)
+    .option('--json', "print the summary's facts and its Markdown as JSON (schema/summary.schema.json)")
     .action(async (id: string, opts: RenderOptions) => {
       const session = await locate(id, opts);
-      const { failureSummaryText } = await import('../../bundle/sessions.js');
-      print(await failureSummaryText(session.dir, { templatesDir: templatesDir(opts.templates) }));
+      const sessions = await import('../../bundle/sessions.js');
+      const render = { templatesDir: templatesDir(opts.templates) };
+      if (opts.json) print(JSON.stringify(await sessions.failureSummaryFacts(session.dir, render)));
+      else print(await sessions.failureSummaryText(session.dir, render));
     });
 }
 
@@ -34,11 +51,16 @@ export function addSummaryCommand(program: Command): void {
       .description('write failure-summary.md into the session dir and print its path'),
   )
     .option('--templates <dir>', TEMPLATES_HELP)
+    .option(
+      '--json',
+      'print {"kind", "path", "sessionId", "dirName"} as JSON (schema/written-file.schema.json)',
+    )
     .addHelpText('after', '\nExample:\n  mcec-bundle summary 5f19c9')
     .action(async (id: string, opts: RenderOptions) => {
       const session = await locate(id, opts);
       const { writeFailureSummary } = await import('../../bundle/sessions.js');
-      print(await writeFailureSummary(session.dir, { templatesDir: templatesDir(opts.templates) }));
+      const file = await writeFailureSummary(session.dir, { templatesDir: templatesDir(opts.templates) });
+      print(opts.json ? writtenFile('failure-summary', file, session) : file);
     });
 }
 
@@ -53,6 +75,10 @@ export function addReportCommand(program: Command): void {
   )
     .option('--templates <dir>', TEMPLATES_HELP)
     .option('--all', 'write index.html in the sessions dir: every session, filters, the triage groups')
+    .option(
+      '--json',
+      'print {"kind", "path", "sessionId", "dirName"} as JSON (schema/written-file.schema.json)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  xdg-open "$(mcec-bundle report 5f19c9)"\n  xdg-open "$(mcec-bundle report --all)"',
@@ -61,10 +87,14 @@ export function addReportCommand(program: Command): void {
       if (opts.all ? id !== undefined : id === undefined) {
         throw new UsageError('give a session, or --all for the index page of every session');
       }
-      if (opts.all) return print(await writeIndexPage(sessionsDir(opts)));
+      if (opts.all) {
+        const index = await writeIndexPage(sessionsDir(opts));
+        return print(opts.json ? writtenFile('index-html', index, null) : index);
+      }
       const session = await locate(id!, opts);
       const { writeReportHtml } = await import('../../report/html/write-report.js');
-      print(await writeReportHtml(session.dir, { templatesDir: templatesDir(opts.templates) }));
+      const file = await writeReportHtml(session.dir, { templatesDir: templatesDir(opts.templates) });
+      print(opts.json ? writtenFile('report-html', file, session) : file);
     });
 }
 
@@ -111,7 +141,10 @@ export function addVerdictCommand(program: Command): void {
       .command('verdict <sessionId> <pass|fail>')
       .description('declare a session passed or failed (stored in its log; the newest declaration wins)')
       .option('-r, --reason <text>', 'why, in a sentence (shown beside the verdict everywhere)')
-      .option('--json', 'print {"sessionId", "passed", "reason", "verdict", "verdictReason"} as JSON'),
+      .option(
+        '--json',
+        'print {"sessionId", "passed", "reason", "verdict", "verdictReason"} as JSON (schema/verdict.schema.json)',
+      ),
   )
     .addHelpText(
       'after',
