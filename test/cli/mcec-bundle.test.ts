@@ -146,12 +146,14 @@ describe('mcec-bundle', () => {
       const json = JSON.parse(res.stdout);
       expect(Object.keys(json)).toEqual([
         'bundle',
+        'sessionId',
         'bytes',
         'files',
         'verdict',
         'dropped',
         'limitMet',
         'reportHtml',
+        'warnings',
       ]);
       expect(json).toMatchObject({ bundle: out, verdict: 'PASS', bytes: fs.statSync(out).size });
       expect(json.reportHtml).toBe(path.join(sessions, dirs[PASS_ID]!, 'report.html'));
