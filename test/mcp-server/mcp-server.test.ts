@@ -273,7 +273,7 @@ describe('the HTTP front door', () => {
     const { runNode } = await import('../support/programs.js');
     const { BUNDLE_CLI } = await import('../support/programs.js');
     const run = await runNode([BUNDLE_CLI, 'mcp', '--sessions', sessions, '--listen', '0.0.0.0:0']);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2); // bad usage, as for mcec-record http
     expect(run.stderr).toMatch(/non-loopback/);
   });
 });

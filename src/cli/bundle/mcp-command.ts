@@ -1,6 +1,6 @@
 /** `mcp`: the MCP server over the sessions dir (src/mcp-server), on stdio or Streamable HTTP. */
 import type { Command } from 'commander';
-import { parseListen } from '../common.js';
+import { parseListen, UsageError } from '../common.js';
 import { type SessionsOption, sessionsDir, withSessions } from './args.js';
 import { printErr } from './io.js';
 
@@ -40,6 +40,14 @@ Examples:
 async function mcp(opts: McpCliOptions): Promise<void> {
   const dir = sessionsDir(opts);
   const listen = opts.listen === undefined ? undefined : parseListen('--listen', opts.listen);
+  if (listen && !opts.allowRemote) {
+    const { isLoopbackHost } = await import('../../proxy/gates.js');
+    if (!isLoopbackHost(listen.host)) {
+      throw new UsageError(
+        `refusing to listen on non-loopback host ${listen.host} (--allow-remote allows it)`,
+      );
+    }
+  }
   const server = await import('../../mcp-server/index.js');
   if (!listen) {
     await server.serveStdio({ sessionsDir: dir });
