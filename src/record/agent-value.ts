@@ -48,7 +48,7 @@ export interface AgentValueInput {
 }
 
 /**
- * The agent's value: the output itself (the same object), except a throw (an `unhandled-exception` failure
+ * The agent's value: the output itself (the same object), except a throw (an `unhandled` failure
  * in the dispatch's shape, with the session's last good observation), a failure whose `lastObservation` had
  * image bytes (the capture-summary, absolute artifact path), and a command-level failure without a
  * `lastObservation` (the session's, when filling is on).

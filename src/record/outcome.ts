@@ -88,7 +88,7 @@ export function withLastObservation(
   return undefined;
 }
 
-/** The `internal` / `unhandled-exception` failure for a dispatch that threw, in the shape it returns. */
+/** The `internal` / `unhandled` failure for a dispatch that threw, in the shape it returns. */
 export function thrownFailure(
   tool: string,
   message: string,
@@ -96,7 +96,7 @@ export function thrownFailure(
   lastObservation: Record<string, unknown> | undefined,
   shape: OutputShape,
 ): { envelope: Envelope; output: unknown } {
-  const error: ToolError = { code: 'unhandled-exception', category: 'internal', detail: message };
+  const error: ToolError = { code: 'unhandled', category: 'internal', detail: message };
   if (lastObservation) error.lastObservation = lastObservation;
   const envelope: Envelope = sessionId === undefined ? { ok: false, error } : { sessionId, ok: false, error };
   switch (shape) {
@@ -111,7 +111,7 @@ export function thrownFailure(
           success: false,
           command: tool,
           error: message,
-          errorCode: 'unhandled-exception',
+          errorCode: 'unhandled',
           errorCategory: 'internal',
         },
       };
@@ -131,10 +131,13 @@ export function thrownMessage(err: unknown): string {
   }
 }
 
-/** True for a command-level failure, which the server would have given the last good observation. */
+/**
+ * True for a command-level failure, which the server would have given the last good observation: any
+ * failure of an observation or action tool except the refusals made before it ran (the catalog's error
+ * table). Command-level `invalid-argument` failures (action-unknown, region-too-large) carry one.
+ */
 export function isCommandLevelFailure(tool: string, error: ToolError): boolean {
   if (META_TOOLS.has(tool)) return false;
-  if (error.category === 'invalid-argument') return false;
   return !REFUSAL_CODES.has(error.code);
 }
 

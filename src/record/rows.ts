@@ -121,7 +121,7 @@ export function oversizeRow(call: RecordedCall, o: OversizeAnswer): CallRow {
 export function metadataOnlyRow(call: RecordedCall, ok: boolean | undefined): CallRow {
   const row = endedRow(call, ok === true ? 'ok' : 'failed');
   row.ok = ok === undefined ? null : ok ? 1 : 0;
-  row.error_code = call.thrown ? 'unhandled-exception' : null;
+  row.error_code = call.thrown ? 'unhandled' : null;
   row.payload_dropped = 1;
   return row;
 }

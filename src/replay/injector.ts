@@ -4,7 +4,11 @@
  * where MCEC attaches one, a blank PNG as a capture-blank's partialResult), so one recorded happy path
  * tests an agent's every error branch.
  */
-import { REFUSAL_CODES } from '../contract/tool-catalog.js';
+import {
+  categoryOfCode as catalogCategoryOfCode,
+  codesOfCategory,
+  REFUSAL_CODES,
+} from '../contract/tool-catalog.js';
 import { ERROR_CATEGORIES, type ErrorCategory } from '../contract/types.js';
 
 /** One parsed `--inject` rule. */
@@ -20,61 +24,6 @@ export interface Injection {
   /** The category given, else the code's own (frame-* on get-text is ocr-blank). */
   category: ErrorCategory | null;
 }
-
-/** MCEC's argument errors (category invalid-argument); the first is the category's default. */
-const INVALID_ARGUMENT_CODES = [
-  'bad-arguments',
-  'region-too-large',
-  'region-out-of-bounds',
-  'ocr-image-too-large',
-  'pattern-unsupported',
-  'action-unknown',
-  'clipboard-text-missing',
-  'launch-path-missing',
-  'record-action-unknown',
-  'recording-in-progress',
-  'no-recording',
-  'windows-unknown-condition',
-  'windows-no-criteria',
-  'unknown-session',
-  'invalid-argument',
-];
-
-/** The catalog's refusals that are not argument errors: MCEC gives them all category internal. */
-const INTERNAL_REFUSALS = [...REFUSAL_CODES].filter((code) => !INVALID_ARGUMENT_CODES.includes(code));
-
-/** Codes MCEC produces, by category (mcec-wire §3); the first is the category's default. */
-const CODES: Record<ErrorCategory, string[]> = {
-  timeout: ['wait-condition-timeout'],
-  'ambiguous-selector': ['selector-matched-2'],
-  'stale-element': ['element-stale', 'window-closed'],
-  'no-target': ['element-not-found', 'window-not-found'],
-  'invalid-argument': INVALID_ARGUMENT_CODES,
-  'capture-blank': ['frame-all-black', 'frame-uniform'],
-  'ocr-blank': ['frame-all-black', 'frame-uniform'],
-  'ocr-no-text': ['ocr-no-text'],
-  focus: ['focus-not-confirmed', 'focus-not-set'],
-  elevation: ['target-elevated'],
-  foreground: ['foreground-not-set'],
-  internal: [
-    'unhandled',
-    'uia-faulted',
-    'invoke-faulted',
-    'capture-exception',
-    'get-text-exception',
-    'ocr-unavailable',
-    'launch-failed',
-    'record-no-frames',
-    'record-write-failed',
-    'record-exception',
-    ...INTERNAL_REFUSALS,
-    'no-output',
-    'engine-unavailable',
-    'command-dropped',
-    'send-command-timeout',
-    'provisioning-failed',
-  ],
-};
 
 /** Refusals MCEC checks before routing: stamped with its default session, no lastObservation. */
 const PRE_ROUTING = new Set(['emergency-stopped', 'consent-pending', 'bootstrap-only']);
@@ -116,18 +65,15 @@ function isCategory(s: string): s is ErrorCategory {
   return (ERROR_CATEGORIES as readonly string[]).includes(s);
 }
 
-/** The category MCEC gives `code` on `tool`, or null for a code it does not produce. */
+/** The category MCEC gives `code` on `tool`, or null for a code it does not produce (the catalog's table). */
 export function categoryOfCode(code: string, tool: string | null): ErrorCategory | null {
   if (/^selector-matched-\d+$/.test(code)) return 'ambiguous-selector';
-  if ((code === 'frame-all-black' || code === 'frame-uniform') && tool === 'get-text') return 'ocr-blank';
-  if (code === 'unknown-command' && tool === 'request-command-access') return 'invalid-argument';
-  for (const category of ERROR_CATEGORIES) if (CODES[category].includes(code)) return category;
-  return null;
+  return catalogCategoryOfCode(code, tool);
 }
 
-/** The default code of a category. */
+/** The usual code of a category: its first in the catalog's table. */
 export function defaultCode(category: ErrorCategory): string {
-  return CODES[category][0]!;
+  return codesOfCategory(category)[0]!;
 }
 
 /**
@@ -239,13 +185,8 @@ export async function injectedFailure(
         : (DETAILS[code] ?? `${code} (${category})`);
   const error: Record<string, unknown> = { code, category, detail };
   const preRouting = PRE_ROUTING.has(code);
-  const refusal =
-    preRouting ||
-    category === 'invalid-argument' ||
-    code === 'agent-commands-disabled' ||
-    code === 'unknown-tool' ||
-    code.startsWith('consent-') ||
-    code === 'command-disabled';
+  // Refused before the tool ran: no observation. Command-level failures (invalid-argument ones included) carry it.
+  const refusal = preRouting || REFUSAL_CODES.has(code);
   if (!refusal && ctx.tool !== 'send_command' && !ctx.tool.startsWith('session-') && ctx.lastObservation)
     error.lastObservation = ctx.lastObservation;
   const window = ctx.window ?? (ctx.lastObservation?.window as Record<string, unknown> | undefined) ?? null;

@@ -74,15 +74,10 @@ function findOne(ctx: ToolContext, w: SimWindow, by: MatchBy, value: string, pre
   const found = ctx.desktop.findElements(w, by, value);
   if (found.length > 1) {
     const f = ambiguous(found.length, by, value);
-    throw new ToolFailure(f.code, f.category, `${prefix}${f.detail}`, 'command');
+    throw new ToolFailure(f.code, f.category, `${prefix}${f.detail}`);
   }
   if (found.length === 0)
-    throw new ToolFailure(
-      'element-not-found',
-      'no-target',
-      `${prefix}element not found (${by}='${value}')`,
-      'command',
-    );
+    throw new ToolFailure('element-not-found', 'no-target', `${prefix}element not found (${by}='${value}')`);
   return found[0]!;
 }
 
@@ -128,8 +123,7 @@ export async function runWindow(ctx: ToolContext): Promise<ToolSuccess> {
   const y = int(args, 'y');
   const width = int(args, 'width');
   const height = int(args, 'height');
-  const invalid = (detail: string) =>
-    new ToolFailure('invalid-argument', 'invalid-argument', detail, 'command');
+  const invalid = (detail: string) => new ToolFailure('invalid-argument', 'invalid-argument', detail);
   if (action === '') throw invalid("Unsupported window action ''.");
   if (action === 'move' && (x === undefined || y === undefined)) throw invalid('move requires x and y.');
   if (action === 'resize' && (width === undefined || height === undefined))
@@ -231,7 +225,6 @@ export async function runFocus(ctx: ToolContext): Promise<ToolSuccess> {
       'focus-not-confirmed',
       'focus',
       'The target window is foreground but keyboard focus did not land in it (no focusable control took focus, or focus went to a sibling control). App keyboard shortcuts may not reach the intended control. Try a `click` on the exact control first, or drive it with `invoke` instead of keystrokes.',
-      'command',
       { ...windowInfo(w) },
     );
   if (element) desktop.setFocus(w, element);
@@ -251,12 +244,7 @@ export async function runClipboard(ctx: ToolContext): Promise<ToolSuccess> {
   if (action === 'set') {
     const text = str(ctx.args, 'text');
     if (!text)
-      throw new ToolFailure(
-        'clipboard-text-missing',
-        'invalid-argument',
-        'clipboard set requires text.',
-        'command',
-      );
+      throw new ToolFailure('clipboard-text-missing', 'invalid-argument', 'clipboard set requires text.');
     ctx.desktop.clipboard = text;
     return { result: { set: true, length: text.length } };
   }
@@ -268,7 +256,6 @@ export async function runClipboard(ctx: ToolContext): Promise<ToolSuccess> {
     'action-unknown',
     'invalid-argument',
     `Unknown clipboard action '${action}'. Use set or get.`,
-    'command',
   );
 }
 
@@ -284,7 +271,6 @@ export async function runLaunch(ctx: ToolContext): Promise<ToolSuccess> {
       'launch-path-missing',
       'invalid-argument',
       "launch requires a non-empty 'path' (executable, shell: protocol, or .lnk).",
-      'command',
     );
   const base = file
     .replace(/^.*[\\/]/, '')
@@ -295,7 +281,6 @@ export async function runLaunch(ctx: ToolContext): Promise<ToolSuccess> {
       'launch-failed',
       'internal',
       'Launch failed: An error occurred trying to start process. The system cannot find the file specified.',
-      'command',
     );
   // Notepad is single-instance on Windows 11: the new process hands over to the open window.
   const pid = ctx.desktop.nextProcessId();

@@ -165,7 +165,7 @@ export async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
   let failure: ToolFailure | undefined;
   if (isRegion) {
     const sizeError = regionSizeError(region.width, region.height);
-    if (sizeError) throw new ToolFailure('region-too-large', 'invalid-argument', sizeError, 'command');
+    if (sizeError) throw new ToolFailure('region-too-large', 'invalid-argument', sizeError);
     // Pixels off every monitor come back black, as CopyFromScreen returns them.
     const frame = await grab(ctx, desktop.renderRegion(region));
     data = regionCaptureData(frame);
@@ -186,7 +186,6 @@ export async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
         check.dominantIsDark ? 'frame-all-black' : 'frame-uniform',
         'capture-blank',
         'Captured frame is blank (a flat fill); the window may be minimized, cloaked, or rendering off-screen.',
-        'command',
         data,
       );
   }

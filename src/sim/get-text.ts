@@ -29,7 +29,6 @@ function finish(
       check.dominantIsDark ? 'frame-all-black' : 'frame-uniform',
       'ocr-blank',
       'Captured region is blank (a flat fill); the window may be minimized, cloaked, or off-screen.',
-      'command',
       data,
     );
   const text = lines.join('\n');
@@ -42,7 +41,6 @@ function finish(
       'ocr-no-text',
       'ocr-no-text',
       'OCR could not read any text in the region (low contrast, unsupported script, or too small). Try a larger region, foreground the window, or fall back to capture.',
-      'command',
       data,
     );
   return { result: data };
@@ -56,7 +54,7 @@ export async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
   const hasRegion = hasArea(region);
   const sizeError = hasRegion ? regionSizeError(region.width, region.height) : null;
   if (hasRegion && !hasTarget(t)) {
-    if (sizeError) throw new ToolFailure('region-too-large', 'invalid-argument', sizeError, 'command');
+    if (sizeError) throw new ToolFailure('region-too-large', 'invalid-argument', sizeError);
     const lines = desktop.textIn(region);
     return finish(desktop.renderRegion(region), lines, undefined, { ...region, relativeTo: 'screen' });
   }
@@ -72,7 +70,7 @@ export async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
       w,
       undefined,
     );
-  if (sizeError) throw new ToolFailure('region-out-of-bounds', 'invalid-argument', sizeError, 'command');
+  if (sizeError) throw new ToolFailure('region-out-of-bounds', 'invalid-argument', sizeError);
   if (
     region.x < 0 ||
     region.y < 0 ||
@@ -83,7 +81,6 @@ export async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
       'region-out-of-bounds',
       'invalid-argument',
       `Region (${region.x},${region.y}) ${region.width}x${region.height} is outside the ${whole.width}x${whole.height} window capture. Re-query for fresh bounds or shrink the region.`,
-      'command',
     );
   const onScreen = { x: w.x + region.x, y: w.y + region.y, width: region.width, height: region.height };
   const lines = w.blankCapture || w.minimized ? [] : desktop.textIn(onScreen, w);

@@ -126,7 +126,7 @@ function commandNames(node: unknown): { names?: string[]; error?: string } {
   return names.length > 0 ? { names } : {};
 }
 
-const internal = (code: string, detail: string) => new ToolFailure(code, 'internal', detail, 'command');
+const internal = (code: string, detail: string) => new ToolFailure(code, 'internal', detail);
 
 function accessResult(granted: string[], alreadyEnabled: string[], scope: 'requested' | 'any') {
   const result: Record<string, unknown> = { granted, alreadyEnabled, scope };
@@ -191,7 +191,6 @@ function requestedCommands(ctx: ToolContext): string[] {
       'unknown-command',
       'invalid-argument',
       `Unknown command(s): ${unknown.join(', ')}. They are not in the loaded command table; nothing was asked of the operator. Fix the names and retry.`,
-      'command',
     );
   return resolved;
 }

@@ -132,7 +132,7 @@ function fail(
   warned: boolean,
 ) {
   const warnings: Warning[] = warned ? [{ code: DISCARDED_CODE, detail: DISCARDED_DETAIL }] : [];
-  return new ToolFailure(code, category, detail, 'command', undefined, warnings);
+  return new ToolFailure(code, category, detail, undefined, warnings);
 }
 
 async function doStart(ctx: ToolContext, oneshot: boolean): Promise<ToolSuccess> {

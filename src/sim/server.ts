@@ -2,7 +2,7 @@
 import { randomInt } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { INSTALL_TOOLS } from '../contract/tool-catalog.js';
+import { GATED_BY_DEFAULT, INSTALL_TOOLS, SERVED_DURING_CONSENT } from '../contract/tool-catalog.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
 import { Desktop } from './desktop.js';
@@ -21,7 +21,6 @@ import { roundTripUtc, SessionStore, type SimSession } from './sessions.js';
 import {
   badArguments,
   CATALOG_TOOLS,
-  GATED_BY_DEFAULT,
   type ToolContext,
   type ToolDef,
   ToolFailure,
@@ -104,17 +103,6 @@ export interface SimulatorGates {
   agentCommands: boolean;
 }
 
-/** Tools the real server still serves while a consent prompt is open (its ServedDuringConsent flag). */
-const SERVED_DURING_CONSENT = new Set([
-  'capture',
-  'get-text',
-  'query',
-  'displays',
-  'windows',
-  'find',
-  'wait-for',
-  'record',
-]);
 /** The only tools of the provisioning bootstrap; their `sessionId` names an install, never a session. */
 const BOOTSTRAP_TOOLS = INSTALL_TOOLS;
 
@@ -123,7 +111,6 @@ function agentCommandsDisabled(): ToolFailure {
     'agent-commands-disabled',
     'internal',
     'Agent commands are disabled. Set AgentCommandsEnabled=true to opt in.',
-    'refusal',
   );
 }
 
@@ -132,7 +119,6 @@ function emergencyStopped(): ToolFailure {
     'emergency-stopped',
     'internal',
     'Emergency stop is engaged: the operator halted this session. All tool calls are refused until they re-arm. Stop and tell the user; do not retry.',
-    'refusal',
   );
 }
 
@@ -141,7 +127,6 @@ function bootstrapOnly(): ToolFailure {
     'bootstrap-only',
     'internal',
     "This is MCEC's installed copy serving the provisioning bootstrap: only provision-session and end-session are available here. Call provision-session to get a fresh, disposable, isolated MCEC instance.",
-    'refusal',
   );
 }
 
@@ -150,7 +135,6 @@ function consentPending(): ToolFailure {
     'consent-pending',
     'internal',
     `An operator consent prompt (request-command-access) is open; actuation is paused until the operator answers. Only observation tools (${[...SERVED_DURING_CONSENT].join('/')}) are served right now. Wait for the pending request-command-access call to return, then retry.`,
-    'refusal',
   );
 }
 
@@ -160,7 +144,6 @@ function unknownSession(argSession: string): ToolFailure {
     'unknown-session',
     'invalid-argument',
     `Unknown sessionId '${argSession}'. It was never started or has ended. Call session-start to get a fresh sessionId, or omit sessionId to use the default session.`,
-    'refusal',
   );
 }
 
@@ -287,7 +270,7 @@ export class SimulatorCore {
     const session = this.routedSession(name, tool, argSession);
     if (!session) return this.failure(argSession!, unknownSession(argSession!), undefined);
     const refuse = (f: ToolFailure) => this.failure(session.id, f, undefined);
-    if (!tool) return refuse(new ToolFailure('unknown-tool', 'internal', `Unknown tool: ${name}`, 'refusal'));
+    if (!tool) return refuse(new ToolFailure('unknown-tool', 'internal', `Unknown tool: ${name}`));
     if (!this.gates.agentCommands && tool.kind !== 'meta' && tool.routed)
       return refuse(agentCommandsDisabled());
     return this.runTool(tool, name, args, session, argSession);
@@ -344,13 +327,13 @@ export class SimulatorCore {
       const failure =
         e instanceof ToolFailure
           ? e
-          : new ToolFailure('unhandled', 'internal', `Unhandled error: ${(e as Error).message}`, 'command');
+          : new ToolFailure('unhandled', 'internal', `Unhandled error: ${(e as Error).message}`);
       // A lifecycle refusal names the session it was about (session-status's unknown id is echoed).
       const stamp =
         tool.kind === 'lifecycle' && failure.code === 'unknown-session' && argSession !== null
           ? argSession
           : session.id;
-      if (failure.kind === 'refusal') return this.failure(stamp, failure, undefined);
+      if (failure.refusal) return this.failure(stamp, failure, undefined);
       if (tool.routed) session.lastAction = name;
       // send_command failures never carry an observation, and are not kept as the session's last error.
       if (tool.kind === 'meta') return this.failure(stamp, failure, undefined);
@@ -454,7 +437,6 @@ export class SimulatorCore {
         'unknown-command',
         'internal',
         `Unknown simulator control '${command}'; use 'sim:emergency-stop|consent-pending|bootstrap-only|agent-commands on|off', 'sim:consent allow|allow-any|deny|timeout|unavailable' or 'sim:throw'.`,
-        'command',
       ),
       undefined,
     );

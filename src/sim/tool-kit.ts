@@ -1,4 +1,5 @@
 /** What every simulated tool shares: its context, its failures, and the server's argument readers. */
+import { REFUSAL_CODES } from '../contract/tool-catalog.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import type { Desktop, MatchBy, Rect, SimWindow, WindowTarget } from './desktop.js';
 import { MATCH_BY } from './desktop.js';
@@ -7,25 +8,30 @@ import type { SimRecorder } from './record.js';
 import type { SessionStore, SimSession } from './sessions.js';
 
 /**
- * A tool call that did not succeed. `refusal` is raised before the tool ran (bad arguments, unknown
- * session, gates) and never carries lastObservation; `command` is a command-level failure that does.
+ * A tool call that did not succeed. Whether it is a refusal made before the tool ran (bad arguments,
+ * unknown session, gates: no lastObservation) or a command-level failure (which carries one) is its
+ * code's row in the catalog's error table (`MCEC_ERROR_CODES`).
  */
 export class ToolFailure extends Error {
   constructor(
     readonly code: string,
     readonly category: ErrorCategory,
     readonly detail: string,
-    readonly kind: 'refusal' | 'command',
     readonly partialResult?: Record<string, unknown>,
     readonly warnings: Warning[] = [],
   ) {
     super(detail);
   }
+
+  /** Refused before the tool ran (the catalog's error table says so of its code). */
+  get refusal(): boolean {
+    return REFUSAL_CODES.has(this.code);
+  }
 }
 
 /** A refusal with code bad-arguments (category invalid-argument). */
 export function badArguments(detail: string): ToolFailure {
-  return new ToolFailure('bad-arguments', 'invalid-argument', detail, 'refusal');
+  return new ToolFailure('bad-arguments', 'invalid-argument', detail);
 }
 
 /** What a tool returns when it succeeds. */
@@ -126,7 +132,7 @@ export function hasTarget(t: WindowTarget): boolean {
 
 /** The server's one window-not-found failure (no selector at all resolves to no window). */
 export function windowNotFound(): ToolFailure {
-  return new ToolFailure('window-not-found', 'no-target', 'No matching window', 'command');
+  return new ToolFailure('window-not-found', 'no-target', 'No matching window');
 }
 
 /** The target of a tool that always needs a window: none given is window-not-found, as on the server. */
@@ -160,7 +166,7 @@ export function hasArea(region: Rect): boolean {
 /** Resolve a target to one window or throw its miss. */
 export function resolveWindow(desktop: Desktop, t: WindowTarget): SimWindow {
   const r = desktop.resolve(t);
-  if ('miss' in r) throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail, 'command');
+  if ('miss' in r) throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail);
   return r.window;
 }
 
@@ -185,7 +191,6 @@ export function ambiguous(n: number, by: MatchBy, value: string): ToolFailure {
     `selector-matched-${n}`,
     'ambiguous-selector',
     `The selector (${by}='${value}') matched ${n} elements; refusing to guess which one. Narrow it: prefer automationId, or add className or a more specific name.`,
-    'command',
   );
 }
 
@@ -196,7 +201,6 @@ export function refuseElevated(w: SimWindow): void {
       'target-elevated',
       'elevation',
       'UI Automation was denied access to the target; it runs at a higher integrity level (UAC) than MCEC and cannot be observed or driven. Surface this to the operator; do not retry.',
-      'command',
     );
 }
 

@@ -124,7 +124,7 @@ function lookOnce(
   if ('miss' in r) {
     // While waiting, a window that has not appeared yet is just a miss; a closed handle or ambiguity is final.
     if (waiting && r.miss.code === 'window-not-found') return {};
-    throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail, 'command');
+    throw new ToolFailure(r.miss.code, r.miss.category, r.miss.detail);
   }
   const found = ctx.desktop.findElements(r.window, by, value);
   if (found.length > 1) throw ambiguous(found.length, by, value);
@@ -165,7 +165,6 @@ async function runWaitFor(ctx: ToolContext): Promise<ToolSuccess> {
       'wait-condition-timeout',
       'timeout',
       `wait-for exhausted its timeout (${timeoutMs} ms) before ${look.by}='${look.value}' appeared in ${describeTarget(look.t)}.`,
-      'command',
     );
   return { result: findResult(look) };
 }
@@ -209,7 +208,6 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
       'action-unknown',
       'invalid-argument',
       `Unknown invoke action '${action}'; use one of ${INVOKE_ACTIONS.join(', ')}.`,
-      'command',
     );
   const found = ctx.desktop.findElements(w, by, value);
   if (found.length === 0)
@@ -217,7 +215,6 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
       'element-not-found',
       'no-target',
       `Invoke failed: no element with ${by}='${value}' in '${w.title}'.`,
-      'command',
     );
   if (found.length > 1) throw ambiguous(found.length, by, value);
   const e = found[0]!;
@@ -227,17 +224,11 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
       'pattern-unsupported',
       'invalid-argument',
       `A ${e.controlType} does not support the ${action} action.`,
-      'command',
     );
   if (action === 'setvalue') {
     const text = str(args, 'text');
     if (text === undefined)
-      throw new ToolFailure(
-        'invalid-argument',
-        'invalid-argument',
-        "setvalue needs a 'text' argument.",
-        'command',
-      );
+      throw new ToolFailure('invalid-argument', 'invalid-argument', "setvalue needs a 'text' argument.");
     e.value = text;
   }
   if (action === 'setfocus') ctx.desktop.setFocus(w, e);
@@ -292,7 +283,6 @@ async function runClick(ctx: ToolContext): Promise<ToolSuccess> {
           'element-not-found',
           'no-target',
           `No element with ${at.by}='${at.value}' in '${w.title}'.`,
-          'command',
         );
       if (found.length > 1) throw ambiguous(found.length, at.by, at.value);
       const e = found[0]!;
@@ -335,7 +325,6 @@ async function runWindows(ctx: ToolContext): Promise<ToolSuccess> {
       'windows-unknown-condition',
       'invalid-argument',
       `Unknown condition '${condition}'; use appears, disappears or foreground.`,
-      'command',
     );
   const timeoutMs = timeoutArg(args, 0);
   if (!filtered && (timeoutMs > 0 || condition !== 'appears'))
@@ -343,7 +332,6 @@ async function runWindows(ctx: ToolContext): Promise<ToolSuccess> {
       'windows-no-criteria',
       'invalid-argument',
       'A wait, or the disappears/foreground conditions, need at least one filter (window, process, className).',
-      'command',
     );
   const select = () =>
     desktop
@@ -441,12 +429,7 @@ async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
     if (/^chars:/i.test(command)) ctx.desktop.typeText(command.slice('chars:'.length));
     return { result: { output: 'ok' } };
   }
-  throw new ToolFailure(
-    'unknown-command',
-    'internal',
-    `Unknown command: '${command.slice(0, 80)}'.`,
-    'command',
-  );
+  throw new ToolFailure('unknown-command', 'internal', `Unknown command: '${command.slice(0, 80)}'.`);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -469,7 +452,6 @@ function sessionTarget(ctx: ToolContext): SimSession {
       'unknown-session',
       'invalid-argument',
       `Unknown sessionId '${raw}'. It was never started or has ended. Call session-start, or omit sessionId for the default session.`,
-      'refusal',
     );
   return s;
 }
@@ -530,9 +512,6 @@ const BEHAVIOUR: Record<McecToolName, (ctx: ToolContext) => Promise<ToolSuccess>
 /** The gated agent tools (ToolCatalog.All): they run only while enabled in the command table. */
 export const CATALOG_TOOLS: readonly string[] = toolsOfKind('observation', 'read-only', 'action');
 
-/** The catalog tools the operator has to grant first (ProvisionedByDefault false): only launch. */
-export const GATED_BY_DEFAULT: readonly string[] = ['launch'];
-
 /** A catalog tool's run behind the per-command Enabled gate (the executor's command-disabled refusal). */
 function gated(name: string, run: (ctx: ToolContext) => Promise<ToolSuccess>) {
   return async (ctx: ToolContext): Promise<ToolSuccess> => {
@@ -541,7 +520,6 @@ function gated(name: string, run: (ctx: ToolContext) => Promise<ToolSuccess>) {
         'command-disabled',
         'internal',
         `The '${name}' command is disabled. Call request-command-access with the command name and a one-line reason; the operator will be asked on screen. Do not edit mcec.commands or any config file.`,
-        'refusal',
       );
     return run(ctx);
   };

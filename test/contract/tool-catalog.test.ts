@@ -1,14 +1,21 @@
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  categoryOfCode,
+  codesOfCategory,
+  GATED_BY_DEFAULT,
   INSTALL_TOOLS,
   LIFECYCLE_TOOLS,
+  MCEC_ERROR_CODES,
   MCEC_TOOL_CATALOG,
   MCEC_TOOL_NAMES,
   META_TOOLS,
   OBSERVATION_TOOLS,
+  REFUSAL_CODES,
+  SERVED_DURING_CONSENT,
   TYPING_TOOLS,
 } from '../../src/contract/tool-catalog.js';
+import { ERROR_CATEGORIES } from '../../src/contract/types.js';
 import { createRecorder } from '../../src/record/index.js';
 import { typedTextReplacements } from '../../src/redact/typed-text.js';
 import { buildSummary } from '../../src/report/index.js';
@@ -78,6 +85,138 @@ describe('the MCEC tool catalog', () => {
         expect(summarizeCall(row), name).not.toBe(generic);
       else expect(summarizeCall(row), name).toBe(generic);
     }
+  });
+});
+
+/** mcec-wire §3's table: the codes MCEC produces, by category (selector-matched-N as selector-matched-2). */
+const WIRE_CODES: Record<string, string[]> = {
+  timeout: ['wait-condition-timeout'],
+  'ambiguous-selector': ['selector-matched-2'],
+  'stale-element': ['window-closed', 'element-stale'],
+  'no-target': ['window-not-found', 'element-not-found'],
+  'invalid-argument': [
+    'region-too-large',
+    'region-out-of-bounds',
+    'ocr-image-too-large',
+    'pattern-unsupported',
+    'action-unknown',
+    'clipboard-text-missing',
+    'launch-path-missing',
+    'record-action-unknown',
+    'recording-in-progress',
+    'no-recording',
+    'windows-unknown-condition',
+    'windows-no-criteria',
+    'bad-arguments',
+    'unknown-session',
+    'invalid-argument',
+  ],
+  'capture-blank': ['frame-all-black', 'frame-uniform'],
+  'ocr-no-text': ['ocr-no-text'],
+  focus: ['focus-not-confirmed', 'focus-not-set'],
+  elevation: ['target-elevated'],
+  foreground: ['foreground-not-set'],
+  internal: [
+    'uia-faulted',
+    'invoke-faulted',
+    'capture-exception',
+    'get-text-exception',
+    'ocr-unavailable',
+    'launch-failed',
+    'record-no-frames',
+    'record-write-failed',
+    'record-exception',
+    'unhandled',
+    'agent-commands-disabled',
+    'emergency-stopped',
+    'bootstrap-only',
+    'consent-pending',
+    'consent-denied',
+    'consent-timeout',
+    'consent-unavailable',
+    'command-disabled',
+    'unknown-tool',
+    'unknown-command',
+    'no-output',
+    'engine-unavailable',
+    'command-dropped',
+    'send-command-timeout',
+    'provisioning-not-authorized',
+    'provisioning-failed',
+    'session-token-invalid',
+  ],
+};
+
+describe("MCEC's error table", () => {
+  it("holds exactly mcec-wire §3's codes, each with its category (and the per-tool exceptions)", () => {
+    const table = MCEC_ERROR_CODES as Record<string, { category: string }>;
+    expect(Object.keys(table).sort()).toEqual(Object.values(WIRE_CODES).flat().sort());
+    for (const [category, codes] of Object.entries(WIRE_CODES))
+      for (const code of codes) expect(table[code]!.category, code).toBe(category);
+    expect(categoryOfCode('frame-uniform', 'get-text')).toBe('ocr-blank');
+    expect(categoryOfCode('unknown-command', 'request-command-access')).toBe('invalid-argument');
+    expect(categoryOfCode('unknown-command', 'send_command')).toBe('internal');
+    expect(categoryOfCode('selector-matched-17', 'find')).toBe('ambiguous-selector');
+    expect(categoryOfCode('unhandled-exception', null)).toBeNull();
+    for (const category of ERROR_CATEGORIES)
+      expect(codesOfCategory(category).length, category).toBeGreaterThan(0);
+    expect(codesOfCategory('internal')[0]).toBe('unhandled');
+  });
+
+  it('marks as refusals exactly the codes MCEC decides before a tool runs (mcec-wire §9)', () => {
+    expect([...REFUSAL_CODES].sort()).toEqual(
+      [
+        'bad-arguments',
+        'unknown-session',
+        'agent-commands-disabled',
+        'emergency-stopped',
+        'bootstrap-only',
+        'consent-pending',
+        'consent-denied',
+        'consent-timeout',
+        'consent-unavailable',
+        'command-disabled',
+        'unknown-tool',
+        'unknown-command',
+        'engine-unavailable',
+        'provisioning-not-authorized',
+        'session-token-invalid',
+      ].sort(),
+    );
+    for (const code of ['action-unknown', 'region-too-large', 'recording-in-progress', 'invalid-argument'])
+      expect(REFUSAL_CODES.has(code), code).toBe(false);
+  });
+
+  it('holds the gate facts the simulator serves: served during consent, gated by default', () => {
+    expect([...SERVED_DURING_CONSENT]).toEqual([
+      'capture',
+      'get-text',
+      'query',
+      'displays',
+      'windows',
+      'find',
+      'wait-for',
+      'record',
+    ]);
+    expect(GATED_BY_DEFAULT).toEqual(['launch']);
+  });
+
+  it("is what the simulator follows: a command's invalid-argument failure carries the last observation, a refusal none", async () => {
+    const sim = createSimulator({ seed: 3, sessionsRoot: makeSessionsDir() });
+    const env = async (tool: string, args: Record<string, unknown>) => {
+      const out = await sim.callTool(tool, args);
+      return JSON.parse((out.content.at(-1) as { text: string }).text);
+    };
+    expect((await env('find', { window: 'Save As', by: 'automationid', value: '1' })).ok).toBe(true);
+    const unknownAction = await env('clipboard', { action: 'paste' });
+    expect(unknownAction.error).toMatchObject({ code: 'action-unknown', category: 'invalid-argument' });
+    expect(unknownAction.error.lastObservation).toBeTruthy();
+    const badArgs = await env('capture', { window: 'Notepad', maxWidth: -1 });
+    expect(badArgs.error).toMatchObject({ code: 'bad-arguments', category: 'invalid-argument' });
+    expect(badArgs.error.lastObservation).toBeUndefined();
+    expect((await sim.callTool('session-start', {})).isError).toBe(false);
+    const commandAccess = (await env('session-status', {})).result.commandAccess;
+    expect(commandAccess.gatedTools).toEqual(GATED_BY_DEFAULT);
   });
 });
 

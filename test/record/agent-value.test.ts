@@ -70,7 +70,7 @@ describe('agentValue', () => {
     expect(lo.artifact).toBe('/tmp/s/artifacts/capture-1.png');
   });
 
-  it("turns a throw into an unhandled-exception failure naming the called session, with the session's observation", () => {
+  it("turns a throw into an unhandled failure naming the called session, with the session's observation", () => {
     const thrown = { message: 'boom', shape: 'envelope' as const };
     const value = agentValue({
       tool: 'click',
@@ -84,11 +84,11 @@ describe('agentValue', () => {
     expect(value).toEqual({
       sessionId: 'abc',
       ok: false,
-      error: { code: 'unhandled-exception', category: 'internal', detail: 'boom', lastObservation: OBS },
+      error: { code: 'unhandled', category: 'internal', detail: 'boom', lastObservation: OBS },
     });
     expect(unrecordedValue('click', undefined, thrown)).toEqual({
       ok: false,
-      error: { code: 'unhandled-exception', category: 'internal', detail: 'boom' },
+      error: { code: 'unhandled', category: 'internal', detail: 'boom' },
     });
   });
 });

@@ -55,7 +55,7 @@ describe('a failure handed back without waiting for the queue', () => {
     const thrown = await call('type', {});
     expect(envelopeIn(thrown)).toMatchObject({
       ok: false,
-      error: { code: 'unhandled-exception', lastObservation: FOUND },
+      error: { code: 'unhandled', lastObservation: FOUND },
     });
     await recorder.close();
     const [session] = sessionDirs(dir);

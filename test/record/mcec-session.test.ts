@@ -237,7 +237,7 @@ describe('an MCEC-shaped session through wrap', () => {
       [7, 'capture', 'failed', 'frame-all-black'],
       [8, 'clipboard', 'ok', null],
       [9, 'send_command', 'ok', null],
-      [10, 'click', 'failed', 'unhandled-exception'],
+      [10, 'click', 'failed', 'unhandled'],
       [11, 'invoke', 'failed', 'emergency-stopped'],
       [12, 'session-end', 'ok', null],
     ]);
@@ -398,7 +398,7 @@ describe('an MCEC-shaped session through wrap', () => {
       sessionId: SID,
       ok: false,
       error: {
-        code: 'unhandled-exception',
+        code: 'unhandled',
         category: 'internal',
         detail: 'pipe to MCEC closed',
         lastObservation: { found: true },

@@ -77,7 +77,7 @@ describe('thrownFailure', () => {
     expect(ctr.envelope).toEqual({
       sessionId: 'abc',
       ok: false,
-      error: { code: 'unhandled-exception', category: 'internal', detail: 'boom', lastObservation: lo },
+      error: { code: 'unhandled', category: 'internal', detail: 'boom', lastObservation: lo },
     });
     expect(ctr.output).toEqual({
       content: [{ type: 'text', text: JSON.stringify(ctr.envelope) }],
@@ -85,7 +85,7 @@ describe('thrownFailure', () => {
     });
     expect(thrownFailure('click', 'boom', undefined, undefined, 'envelope').output).toEqual({
       ok: false,
-      error: { code: 'unhandled-exception', category: 'internal', detail: 'boom' },
+      error: { code: 'unhandled', category: 'internal', detail: 'boom' },
     });
     expect(thrownFailure('click', 'boom', undefined, undefined, 'json-rpc').output).toMatchObject({
       jsonrpc: '2.0',
@@ -95,22 +95,28 @@ describe('thrownFailure', () => {
       success: false,
       command: 'click',
       error: 'boom',
-      errorCode: 'unhandled-exception',
+      errorCode: 'unhandled',
       errorCategory: 'internal',
     });
   });
 });
 
 describe('isCommandLevelFailure', () => {
-  it('excludes refusals, invalid arguments and meta tools (mcec-wire §3)', () => {
+  it('excludes refusals made before the tool ran and meta tools, not command-level argument errors (mcec-wire §9)', () => {
     const e = (code: string, category = 'internal') => ({ code, category, detail: '' }) as never;
     expect(isCommandLevelFailure('find', e('selector-matched-3', 'ambiguous-selector'))).toBe(true);
     expect(isCommandLevelFailure('wait-for', e('wait-condition-timeout', 'timeout'))).toBe(true);
     expect(isCommandLevelFailure('invoke', e('uia-faulted'))).toBe(true);
     expect(isCommandLevelFailure('invoke', e('emergency-stopped'))).toBe(false);
     expect(isCommandLevelFailure('invoke', e('consent-denied'))).toBe(false);
-    expect(isCommandLevelFailure('capture', e('region-too-large', 'invalid-argument'))).toBe(false);
+    // MCEC's commands check these while running, so their failures carry the last good observation.
+    expect(isCommandLevelFailure('capture', e('region-too-large', 'invalid-argument'))).toBe(true);
+    expect(isCommandLevelFailure('clipboard', e('action-unknown', 'invalid-argument'))).toBe(true);
+    expect(isCommandLevelFailure('record', e('recording-in-progress', 'invalid-argument'))).toBe(true);
+    // Refused before the tool ran: none.
     expect(isCommandLevelFailure('find', e('unknown-session', 'invalid-argument'))).toBe(false);
+    expect(isCommandLevelFailure('capture', e('bad-arguments', 'invalid-argument'))).toBe(false);
+    expect(isCommandLevelFailure('launch', e('command-disabled'))).toBe(false);
     expect(isCommandLevelFailure('send_command', e('send-command-timeout'))).toBe(false);
     expect(isCommandLevelFailure('session-end', e('unhandled'))).toBe(false);
   });

@@ -111,7 +111,7 @@ describe('rows', () => {
     expect(metadataOnlyRow(call({ thrown: { message: 'x', shape: 'envelope' } }), false)).toMatchObject({
       status: 'failed',
       ok: 0,
-      error_code: 'unhandled-exception',
+      error_code: 'unhandled',
       payload_dropped: 1,
     });
   });

@@ -104,6 +104,20 @@ describe('fault injection', () => {
     expect(run.reason).toBe('open notepad: Notepad or its editor is not there');
   });
 
+  it("a command's invalid-argument failure carries the last observation; bad-arguments does not (MCEC's table)", async () => {
+    const injected = async (rule: string) => {
+      const { answers, report } = await agentWith([rule]);
+      const hit = report.calls.find((c) => c.injected)!;
+      return answers[hit.n - 1]!.envelope.error;
+    };
+    const command = await injected('invoke#1=action-unknown');
+    const refusal = await injected('invoke#1=bad-arguments');
+    expect(command).toMatchObject({ code: 'action-unknown', category: 'invalid-argument' });
+    expect(command.lastObservation).toBeTruthy();
+    expect(refusal).toMatchObject({ code: 'bad-arguments', category: 'invalid-argument' });
+    expect(refusal.lastObservation).toBeUndefined();
+  });
+
   it("'*@5=emergency-stopped' and 'find=selector-matched-3' pick by replay order and by tool", async () => {
     const { answers, report } = await agentWith(['*@5=emergency-stopped', 'find=selector-matched-3']);
     expect(answers[4]!.envelope.error).toMatchObject({ code: 'emergency-stopped', category: 'internal' });
