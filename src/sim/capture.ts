@@ -181,12 +181,22 @@ export async function runCapture(ctx: ToolContext): Promise<ToolSuccess> {
     data = windowCaptureData(frame);
     await writeFileIfRequested(args, frame.png, data);
     const check = data.blankCheck as { blank: boolean; dominantIsDark: boolean };
+    // PrintWindow refused: MCEC blits the screen instead and warns (CaptureCommand.cs).
+    if (ctx.printWindowRefused)
+      warnings.push({
+        code: 'capture-fallback',
+        detail:
+          'PrintWindow was refused; used an on-screen blit, which returns black for composited/occluded surfaces and cannot see windows behind others.',
+      });
     if (check.blank)
       failure = new ToolFailure(
         check.dominantIsDark ? 'frame-all-black' : 'frame-uniform',
         'capture-blank',
-        'Captured frame is blank (a flat fill); the window may be minimized, cloaked, or rendering off-screen.',
+        ctx.printWindowRefused
+          ? 'Captured frame is blank; PrintWindow was refused and the on-screen-blit fallback returned a flat image (composited/occluded/minimized window or a locked session).'
+          : 'Captured frame is blank (a flat fill); the window may be minimized, cloaked, or rendering off-screen.',
         data,
+        warnings,
       );
   }
   await applyPathOnlyMode(ctx, data);

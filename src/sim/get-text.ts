@@ -46,8 +46,29 @@ function finish(
   return { result: data };
 }
 
+/** MCEC's warning when OCR ran on the on-screen blit (GetTextCommand.cs), on success and failure alike. */
+const OCR_FALLBACK = {
+  code: 'ocr-fallback',
+  detail:
+    'PrintWindow was refused; OCR ran on an on-screen blit, which may be wrong for composited/occluded surfaces.',
+};
+
 /** The get-text tool. */
 export async function runGetText(ctx: ToolContext): Promise<ToolSuccess> {
+  const hasWindow = hasTarget(target(ctx.args));
+  if (!ctx.printWindowRefused || !hasWindow) return getText(ctx);
+  try {
+    const out = await getText(ctx);
+    return { ...out, warnings: [...(out.warnings ?? []), OCR_FALLBACK] };
+  } catch (e) {
+    // Argument errors are found before any capture; what OCR decided carries the warning.
+    if (!(e instanceof ToolFailure) || e.category === 'invalid-argument' || e.category === 'no-target')
+      throw e;
+    throw new ToolFailure(e.code, e.category, e.detail, e.partialResult, [...e.warnings, OCR_FALLBACK]);
+  }
+}
+
+async function getText(ctx: ToolContext): Promise<ToolSuccess> {
   const { args, desktop } = ctx;
   const t = target(args);
   const region = regionArg(args);

@@ -16,7 +16,7 @@ export type { ConsentAnswer } from './meta-tools.js';
 export type { RecordLimits } from './record.js';
 export { DEFAULT_RECORD_LIMITS } from './record.js';
 export type { CallToolResult, ContentBlock, SimulatorOptions } from './server.js';
-export { PROTOCOL_VERSION, SIM_VERSION, SimulatorFault } from './server.js';
+export { PROTOCOL_VERSION, SIM_RAW_COMMANDS, SIM_VERSION, SimulatorFault } from './server.js';
 export { MAX_IN_FLIGHT } from './stdio.js';
 export { TOOLS } from './tools.js';
 export { escapeJsonText, serializeWire } from './wire.js';
@@ -33,6 +33,8 @@ export interface SimulatorControl {
   bootstrapOnly(on: boolean): void;
   /** The AgentCommandsEnabled opt-in (default on); off refuses the tools with `agent-commands-disabled`. */
   agentCommands(on: boolean): void;
+  /** Windows refuse PrintWindow: window captures and OCR fall back to a blit and warn `capture-fallback` / `ocr-fallback`. */
+  printWindowRefused(on: boolean): void;
 }
 
 /** A simulated MCEC server. */
@@ -76,6 +78,9 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       },
       agentCommands: (on) => {
         core.gates.agentCommands = on;
+      },
+      printWindowRefused: (on) => {
+        core.gates.printWindowRefused = on;
       },
     },
     listenHttp: (httpOptions = {}) =>

@@ -68,15 +68,24 @@ export interface SimulatorOptions {
   signIn?: boolean;
 }
 
-/** The raw send_command built-ins the simulated operator has enabled (the sim's legacy command table). */
+/**
+ * The raw send_command built-ins the simulated operator has enabled (the sim's legacy command table, as
+ * MCEC's `SendInputCommand.cs` builtins): the prefixes, the ctrl chords and a few VK names. MCEC has no
+ * `key:`, `keydown:` or `keyup:`.
+ */
 export const SIM_RAW_COMMANDS: readonly string[] = [
   'chars:',
-  'key:',
-  'keydown:',
-  'keyup:',
   'mouse:',
+  'pause:',
+  'mcec:',
   'shiftdown:',
   'shiftup:',
+  'ctrl-a',
+  'ctrl-c',
+  'ctrl-v',
+  'ctrl-x',
+  'ctrl-z',
+  'ctrl-s',
   'VK_ESCAPE',
   'VK_RETURN',
   'VK_TAB',
@@ -101,6 +110,11 @@ export interface SimulatorGates {
   bootstrapOnly: boolean;
   /** The AgentCommandsEnabled opt-in; off refuses the tools with `agent-commands-disabled`. */
   agentCommands: boolean;
+  /**
+   * Windows refuse PrintWindow (a locked session, a composited surface): window captures and OCR use the
+   * on-screen blit and say so with `capture-fallback` / `ocr-fallback` warnings.
+   */
+  printWindowRefused: boolean;
 }
 
 /** The only tools of the provisioning bootstrap; their `sessionId` names an install, never a session. */
@@ -171,7 +185,12 @@ export class SimulatorCore {
   readonly commands: CommandTable;
   private stopped = false;
   /** The other operator states that refuse calls before routing, and the agent-commands opt-in. */
-  readonly gates: SimulatorGates = { consentPending: false, bootstrapOnly: false, agentCommands: true };
+  readonly gates: SimulatorGates = {
+    consentPending: false,
+    bootstrapOnly: false,
+    agentCommands: true,
+    printWindowRefused: false,
+  };
   /** What the server answers per JSON-RPC method. */
   private readonly methods = new Map<string, JsonRpcMethod>([
     ['initialize', () => this.initializeResult()],
@@ -362,6 +381,7 @@ export class SimulatorCore {
       tempDir: this.tempDir,
       commands: this.commands,
       allowProvisioning: this.allowProvisioning,
+      printWindowRefused: this.gates.printWindowRefused,
     };
   }
 
@@ -428,6 +448,9 @@ export class SimulatorCore {
       } else if (verb === 'sim:agent-commands') {
         this.gates.agentCommands = on;
         output = on ? 'agent commands enabled' : 'agent commands disabled';
+      } else if (verb === 'sim:print-window-refused') {
+        this.gates.printWindowRefused = on;
+        output = on ? 'PrintWindow refused: captures and OCR use the on-screen blit' : 'PrintWindow works';
       }
       if (output !== undefined) return this.success(stamp, { result: { output } });
     }
@@ -436,7 +459,7 @@ export class SimulatorCore {
       new ToolFailure(
         'unknown-command',
         'internal',
-        `Unknown simulator control '${command}'; use 'sim:emergency-stop|consent-pending|bootstrap-only|agent-commands on|off', 'sim:consent allow|allow-any|deny|timeout|unavailable' or 'sim:throw'.`,
+        `Unknown simulator control '${command}'; use 'sim:emergency-stop|consent-pending|bootstrap-only|agent-commands|print-window-refused on|off', 'sim:consent allow|allow-any|deny|timeout|unavailable' or 'sim:throw'.`,
       ),
       undefined,
     );

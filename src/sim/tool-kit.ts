@@ -61,6 +61,8 @@ export interface ToolContext {
   commands: CommandTable;
   /** The operator's AllowSessionProvisioning opt-in. */
   allowProvisioning: boolean;
+  /** Window captures and OCR fall back to the on-screen blit (`capture-fallback` / `ocr-fallback`). */
+  printWindowRefused: boolean;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -404,6 +404,20 @@ async function legacyCapture(ctx: ToolContext, title: string): Promise<string> {
   return serializeWire({ success: true, command: 'capture', data });
 }
 
+/** MCEC's raw prefixes (`chars:<text>`, `mouse:...`, `pause:<ms>`, `mcec:exit`, `shiftdown:`/`shiftup:<mods>`). */
+const RAW_PREFIXES = ['chars:', 'mouse:', 'pause:', 'mcec:', 'shiftdown:', 'shiftup:'];
+/** MCEC's ctrl chords. */
+const RAW_CHORDS = ['ctrl-a', 'ctrl-c', 'ctrl-v', 'ctrl-x', 'ctrl-z', 'ctrl-s'];
+
+/** Which raw built-in a command line is (its prefix, chord, or `VK_`), or undefined: not a raw command. */
+function rawCommand(command: string): string | undefined {
+  const lower = command.toLowerCase();
+  const prefix = RAW_PREFIXES.find((p) => lower.startsWith(p));
+  if (prefix) return prefix;
+  if (RAW_CHORDS.includes(lower)) return lower;
+  return /^vk_[a-z0-9_]+$/.test(lower) ? 'VK_' : undefined;
+}
+
 async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
   const command = (str(ctx.args, 'command') ?? '').trim();
   if (command.length === 0) throw badArguments("send_command requires a non-empty 'command' argument.");
@@ -423,10 +437,13 @@ async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
       },
     };
   }
-  // Keystroke and mouse commands of the legacy table: the server answers with plain text.
-  if (/^(chars:|key:|keydown:|keyup:|mouse:|vk_|shiftdown:|shiftup:)/i.test(command)) {
-    // What `chars:` types lands in the focused text box, so a capture shows it.
-    if (/^chars:/i.test(command)) ctx.desktop.typeText(command.slice('chars:'.length));
+  // The raw built-ins of MCEC's legacy table (SendInputCommand.cs 59-64): the server answers with plain text.
+  const raw = rawCommand(command);
+  if (raw !== undefined) {
+    // What `chars:` types (or ctrl-v pastes) lands in the focused text box, so a capture shows it.
+    if (raw === 'chars:') ctx.desktop.typeText(command.slice('chars:'.length));
+    else if (raw === 'ctrl-v') ctx.desktop.paste();
+    else if (raw === 'pause:') await sleep(Math.min(Math.max(Number(command.slice(6)) || 0, 0), 10_000));
     return { result: { output: 'ok' } };
   }
   throw new ToolFailure('unknown-command', 'internal', `Unknown command: '${command.slice(0, 80)}'.`);

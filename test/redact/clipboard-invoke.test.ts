@@ -36,7 +36,7 @@ describe('clipboard text and invoke selectors, end to end', () => {
 
   beforeAll(async () => {
     root = tempDir();
-    const sim = createSimulator({ seed: 5, sessionsRoot: tempDir() });
+    const sim = createSimulator({ seed: 5, signIn: true, sessionsRoot: tempDir() });
     const recorder = createRecorder({
       sessionsDir: root,
       scenario: 'clipboard round trip',
@@ -52,6 +52,13 @@ describe('clipboard text and invoke selectors, end to end', () => {
     const got = envelopeOf((await dispatch('clipboard', { ...s, action: 'get' })) as never);
     // The agent gets the real answer; only the log hides it.
     expect(got.result).toEqual({ text: CLIP_SECRET, length: CLIP_SECRET.length });
+    // Pasted into the API token box and read back by find: a later echo of the remembered clipboard text.
+    await dispatch('click', { ...s, window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+    await dispatch('send_command', { ...s, command: 'ctrl-v' });
+    const pasted = envelopeOf(
+      (await dispatch('find', { ...s, window: 'Sign in', by: 'automationid', value: 'ApiToken' })) as never,
+    );
+    expect((pasted.result as { element: { value: string } }).element.value).toBe(CLIP_SECRET);
     await dispatch('invoke', { ...s, window: 'Sign in', value: 'Password', action: 'setvalue', text: TYPED });
     await dispatch('invoke', { ...s, window: 'Sign in', value: 'Password', action: 'setvalue' });
     await recorder.end(sessionId, { passed: false, reason: 'checking the clipboard' });
@@ -80,6 +87,11 @@ describe('clipboard text and invoke selectors, end to end', () => {
     for (const { file, text } of files)
       for (const secret of [CLIP_SECRET, TYPED])
         expect(leakedForm(text, secret), `${secret} in ${file}`).toBeUndefined();
+  });
+
+  it('the pasted value read back by find is scrubbed (the clipboard text was remembered)', () => {
+    const find = calls(dir).find((c) => c.tool === 'find')!;
+    expect(JSON.parse(find.envelope!).result.element.value).toBe('[redacted]');
   });
 
   it('set and get are stored with their lengths, like typed text', () => {
