@@ -302,7 +302,8 @@ Examples:
 Timeouts: a DURATION is a number with a unit: 500ms, 90s, 2m, 1h (at most 24h). --timeout DURATION sets
 the default (150s: above MCEC's own longest wait, request-command-access, which holds a call up to 120 s
 for the operator); --timeout TOOL=DURATION sets one tool's. A tools/call with its own timeout or timeoutMs
-argument (wait-for, find, windows) and no TOOL= setting waits that long plus 30 s if that is longer.
+argument (wait-for, find, windows), or a record with durationMs, and no TOOL= setting waits that long plus
+30 s if that is longer. MCEC's own send_command wait is fixed at 30 s (then send-command-timeout).
 Past the timeout the client gets 504 with a JSON {"error"} naming the tool, but MCEC may still run the
 call: the proxy keeps waiting up to 10 min, and a late answer replaces the 504 in the recording (with a
 late-answer event saying the client got 504).

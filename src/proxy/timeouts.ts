@@ -5,7 +5,11 @@
  * a `record` one-shot runs up to 60 s plus encoding).
  */
 export const DEFAULT_TIMEOUT_MS = 150_000;
-/** A call that asks MCEC to wait (a `timeout`/`timeoutMs` argument) is given this much more than it asked. */
+/**
+ * A call that asks MCEC to wait (a `timeout`/`timeoutMs` argument, or a `record` one-shot's `durationMs`) is
+ * given this much more than it asked. MCEC's own `send_command` wait is fixed: 30 s, then
+ * `send-command-timeout` (AgentToolExecutor.cs), well inside the default.
+ */
 export const ARGUMENT_TIMEOUT_GRACE_MS = 30_000;
 /** Longest timeout accepted (timers past 2^31 ms fire at once). */
 export const MAX_TIMEOUT_MS = 24 * 3_600_000;
@@ -44,8 +48,9 @@ function checkTimeout(name: string, ms: number): void {
 
 /**
  * The wait for one request: the tool's own setting when it has one; else the default, raised to the
- * call's own `timeout` or `timeoutMs` argument plus {@link ARGUMENT_TIMEOUT_GRACE_MS}, so a wait-for that
- * MCEC was asked to hold for 200 s is not cut at 150 s.
+ * call's own `timeout` or `timeoutMs` argument (for `record`, also `durationMs`: the operator may raise
+ * MCEC's 60 s recording limit, and a one-shot runs that long) plus {@link ARGUMENT_TIMEOUT_GRACE_MS}, so a
+ * wait-for that MCEC was asked to hold for 200 s is not cut at 150 s.
  */
 export function timeoutFor(
   policy: TimeoutPolicy,
@@ -60,19 +65,24 @@ export function timeoutFor(
   if (configured !== undefined) return { ms: configured, source: 'tool', ...named };
   const args = (params as { arguments?: unknown }).arguments;
   const asked =
-    args !== null && typeof args === 'object' ? argumentTimeout(args as Record<string, unknown>) : undefined;
+    args !== null && typeof args === 'object'
+      ? argumentTimeout(args as Record<string, unknown>, tool)
+      : undefined;
   if (asked !== undefined && asked + ARGUMENT_TIMEOUT_GRACE_MS > policy.defaultMs) {
     return { ms: Math.min(MAX_TIMEOUT_MS, asked + ARGUMENT_TIMEOUT_GRACE_MS), source: 'argument', ...named };
   }
   return { ms: policy.defaultMs, source: 'default', ...named };
 }
 
-function argumentTimeout(args: Record<string, unknown>): number | undefined {
-  for (const key of ['timeout', 'timeoutMs']) {
+/** The longest wait a call's own arguments ask of MCEC, or undefined. */
+function argumentTimeout(args: Record<string, unknown>, tool: string | undefined): number | undefined {
+  const keys = tool === 'record' ? ['timeout', 'timeoutMs', 'durationMs'] : ['timeout', 'timeoutMs'];
+  let longest: number | undefined;
+  for (const key of keys) {
     const v = args[key];
-    if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return v;
+    if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) longest = Math.max(longest ?? 0, v);
   }
-  return undefined;
+  return longest;
 }
 
 /** `150000` -> `150 s`, `90500` -> `90.5 s`, `250` -> `250 ms`: for messages. */

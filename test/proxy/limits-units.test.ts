@@ -41,6 +41,19 @@ describe('per-tool timeouts', () => {
     expect(timeoutFor(policy, call('find', { timeout: 2 ** 52 })).ms).toBe(24 * 3_600_000);
   });
 
+  it("counts a record one-shot's durationMs like a timeout argument (the operator may raise MCEC's 60 s limit)", () => {
+    const plain = timeoutPolicy(150_000);
+    expect(timeoutFor(plain, call('record', { action: 'oneshot', durationMs: 300_000 }))).toEqual({
+      ms: 330_000,
+      source: 'argument',
+      tool: 'record',
+    });
+    expect(timeoutFor(plain, call('record', { durationMs: 60_000 })).ms).toBe(150_000);
+    // Only record's durationMs is a wait; a per-tool setting still wins.
+    expect(timeoutFor(plain, call('drag', { durationMs: 300_000 })).ms).toBe(150_000);
+    expect(timeoutFor(policy, call('record', { durationMs: 300_000 })).ms).toBe(90_000);
+  });
+
   it('refuses unusable values and formats durations for messages', () => {
     expect(() => timeoutPolicy(0)).toThrow(RangeError);
     expect(() => timeoutPolicy(150_000, { record: 25 * 3_600_000 })).toThrow(/timeout of record/);
