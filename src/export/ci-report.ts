@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { escapeFormatChars } from '../report/text.js';
 import type { SessionSummary } from '../report/types.js';
 import { listSessions, type SessionLocation } from '../store/session-reader.js';
 
@@ -139,9 +140,13 @@ export function junitXml(sessions: CiSession[], options: { hostname: string }): 
   return `<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n${suites.join('\n')}\n</testsuites>\n`;
 }
 
-/** GitHub's workflow-command escaping: data escapes % CR LF, properties also `:` and `,`. */
+/**
+ * GitHub's workflow-command escaping (data escapes % CR LF, properties also `:` and `,`), after the control
+ * and bidi characters a terminal would run (an OSC 52 clipboard write, a screen clear, NUL, U+0085, U+202E)
+ * are written as `\uXXXX`, as every other command prints recorded text.
+ */
 function ghData(text: string): string {
-  return text.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
+  return escapeFormatChars(text).replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 }
 function ghProperty(text: string): string {
   return ghData(text).replace(/:/g, '%3A').replace(/,/g, '%2C');

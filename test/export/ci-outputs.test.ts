@@ -96,3 +96,33 @@ describe('mcec-bundle junit', () => {
     expect(bundleCli(['junit', '--format', 'tap']).status).toBe(2);
   });
 });
+
+describe('mcec-bundle junit --format github with hostile names', () => {
+  it('writes no control or bidi character of a scenario name or error to the terminal', async () => {
+    const dir = path.join(root, 'hostile-sessions');
+    const evil = 'save\x1b]52;c;ZXZpbA==\x07 \x1b[2J\x00 next\u0085line \u202eevil';
+    const recorder = createRecorder({ sessionsDir: dir, scenario: evil, stderr: () => {} });
+    const envelope = {
+      sessionId: 'evil-1',
+      ok: false,
+      error: { code: 'window-not-found', category: 'not-found', detail: `no window ${evil}` },
+    };
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+      content: [{ type: 'text', text: JSON.stringify(envelope) }],
+      isError: true,
+    }));
+    await call('find', { sessionId: 'evil-1', window: evil });
+    await recorder.end('evil-1', { passed: false });
+    await recorder.close();
+    const res = spawnSync(
+      process.execPath,
+      [path.join(ROOT, 'dist/cli/mcec-bundle.js'), 'junit', '--format', 'github', '--sessions', dir],
+      { encoding: 'utf8' },
+    );
+    expect(res.stdout).toContain('::error ');
+    // Only printable text and the lines' own breaks.
+    expect(res.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/);
+    expect(res.stdout).toContain('\\u001b]52;c;ZXZpbA==\\u0007');
+    expect(res.stdout).toContain('\\u202eevil');
+  });
+});
