@@ -25,7 +25,9 @@ h2{font-size:16px;margin-bottom:8px}table{border-collapse:collapse;width:100%}td
 th{font-weight:600;color:var(--muted)}tr.k-changed td{background:var(--fail-bg)}tr.k-only-a td,tr.k-only-b td{background:var(--fault-bg)}
 tr.first td{outline:2px solid var(--fail)}pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;background:var(--soft);padding:6px 8px;border-radius:6px}
 .shots{display:flex;flex-wrap:wrap;gap:12px}figure{margin:0}figure img{display:block;max-width:${THUMB_WIDTH}px;border:1px solid var(--line);border-radius:6px}
-figcaption{font-size:12px;color:var(--muted)}ul{margin:4px 0;padding-left:20px}`;
+figcaption{font-size:12px;color:var(--muted)}ul{margin:4px 0;padding-left:20px}
+td,.run{overflow-wrap:anywhere}figure{max-width:100%}figure img{max-width:min(100%,${THUMB_WIDTH}px)}
+@media (max-width:640px){.wrap{padding:0 8px}section{padding:10px}.runs{grid-template-columns:minmax(0,1fr)}td,th{padding:3px 4px}}`;
 
 /** A file path as a relative link from the page (URL-encoded segments). */
 function href(from: string, to: string): string {

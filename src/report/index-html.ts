@@ -25,7 +25,11 @@ section{background:var(--card);border:1px solid var(--line);border-radius:8px;pa
 table{border-collapse:collapse;width:100%}td,th{border-top:1px solid var(--line);padding:4px 8px;vertical-align:top;text-align:left}th{font-weight:600;color:var(--muted)}
 .v{font-weight:700;padding:1px 6px;border-radius:6px}.v-PASS{background:var(--ok-bg);color:var(--ok)}.v-FAIL{background:var(--fail-bg);color:var(--fail)}
 .v-none{background:var(--pend-bg);color:var(--pend)}.filters{display:flex;flex-wrap:wrap;gap:10px;margin-bottom:8px}
-.filters select,.filters input{font:inherit;padding:3px 6px;border:1px solid var(--line);border-radius:6px;background:var(--card);color:var(--fg)}`;
+.filters select,.filters input{font:inherit;padding:3px 6px;border:1px solid var(--line);border-radius:6px;background:var(--card);color:var(--fg)}
+.filters label{display:flex;gap:4px;align-items:center;max-width:100%;min-width:0}.filters select,.filters input{min-width:0;max-width:100%}
+td{overflow-wrap:anywhere}
+@media (max-width:640px){.wrap{padding:0 8px}section{padding:10px}table,tbody,tr,td{display:block;width:100%}thead{display:none}
+tr{border-top:1px solid var(--line);padding:6px 0}td{border:0;padding:1px 0}td[data-k]::before{content:attr(data-k) ": ";color:var(--muted)}}`;
 
 const SCRIPT = `(function(){var v=document.getElementById('f-verdict'),s=document.getElementById('f-scenario'),q=document.getElementById('f-text'),n=document.getElementById('shown');
 var rows=Array.prototype.slice.call(document.querySelectorAll('#sessions tbody tr'));document.getElementById('filters').hidden=false;
@@ -48,18 +52,18 @@ export function renderIndexHtml(
         ? `<a href="${encodeURIComponent(s.dir_name)}/report.html">${esc(s.session_id)}</a>`
         : `<a href="${encodeURIComponent(s.dir_name)}/">${esc(s.session_id)}</a> <span class="muted">(no report.html)</span>`;
       const status = s.status === 'open' ? ' (running)' : s.status === 'aborted' ? ' (aborted)' : '';
-      return `<tr data-verdict="${esc(verdict)}" data-scenario="${esc(s.scenario ?? '')}"><td>${link}</td><td><span class="v v-${verdict === 'PASS' || verdict === 'FAIL' ? verdict : 'none'}">${esc(verdict)}</span>${esc(status)}</td><td>${esc(s.scenario ?? '')}</td><td>${esc((s.started_at ?? '').slice(0, 19).replace('T', ' '))}</td><td>${esc(s.duration)}</td><td>${s.calls}</td><td>${s.failures}</td><td class="muted">${esc(s.verdict_reason ?? s.error ?? '')}</td></tr>`;
+      return `<tr data-verdict="${esc(verdict)}" data-scenario="${esc(s.scenario ?? '')}"><td>${link}</td><td><span class="v v-${verdict === 'PASS' || verdict === 'FAIL' ? verdict : 'none'}">${esc(verdict)}</span>${esc(status)}</td><td data-k="scenario">${esc(s.scenario ?? '')}</td><td data-k="start (UTC)">${esc((s.started_at ?? '').slice(0, 19).replace('T', ' '))}</td><td data-k="duration">${esc(s.duration)}</td><td data-k="calls">${s.calls}</td><td data-k="failures">${s.failures}</td><td class="muted">${esc(s.verdict_reason ?? s.error ?? '')}</td></tr>`;
     });
   const scenarios = [...new Set(sessions.map((s) => s.scenario).filter((x): x is string => !!x))].sort();
   const groups = report.groups
     .slice(0, 50)
     .map(
       (g) =>
-        `<tr><td>${g.count}</td><td>${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td>${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td>${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td title="${esc(g.trend.direction)}">${esc(sparkline(g.trend.buckets))} ${esc(g.trend.direction)}</td><td><a href="${encodeURIComponent(g.example.dirName)}/report.html">${esc(g.example.sessionId)}</a> #${g.example.seq}</td></tr>`,
+        `<tr><td data-k="count">${g.count}</td><td data-k="sessions">${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td data-k="target">${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td data-k="last seen">${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td data-k="trend" title="${esc(g.trend.direction)}">${esc(sparkline(g.trend.buckets))} ${esc(g.trend.direction)}</td><td data-k="example"><a href="${encodeURIComponent(g.example.dirName)}/report.html">${esc(g.example.sessionId)}</a> #${g.example.seq}</td></tr>`,
     );
   const flaky = report.flaky.map(
     (f) =>
-      `<tr><td>${esc(f.scenario)}</td><td>${(f.passRate * 100).toFixed(0)}%</td><td>${f.passed} of ${f.runs}</td><td><a href="${encodeURIComponent(f.lastFailed.dirName)}/report.html">${esc(f.lastFailed.sessionId)}</a></td></tr>`,
+      `<tr><td>${esc(f.scenario)}</td><td data-k="pass rate">${(f.passRate * 100).toFixed(0)}%</td><td data-k="passed">${f.passed} of ${f.runs}</td><td data-k="last FAIL"><a href="${encodeURIComponent(f.lastFailed.dirName)}/report.html">${esc(f.lastFailed.sessionId)}</a></td></tr>`,
   );
   const s = report.sessions;
   return renderPage({
