@@ -30,6 +30,7 @@ const FIGURES: Array<{ id: string; module: string; timeoutMs?: number }> = [
   { id: 'redaction', module: './redaction.js' },
   // Generating and indexing a 10,000-session fleet takes minutes on a busy machine.
   { id: 'list', module: './list.js', timeoutMs: 1_500_000 },
+  { id: 'mcp', module: './mcp.js', timeoutMs: 1_500_000 },
 ];
 
 interface Args {
@@ -50,7 +51,7 @@ function parseArgs(argv: string[]): Args {
     else if (a === '--result-file') args.resultFile = argv[++i] ?? null;
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction,list]\n',
+        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction,list,mcp]\n',
       );
       process.exit(0);
     } else {
