@@ -21,6 +21,11 @@ const MAX_LCS_CELLS = 16_000_000;
 const MAX_TREE_CHANGES = 50;
 /** Screenshot pairs compared (the first ones in call order). */
 const MAX_SCREENSHOTS = 50;
+/**
+ * Largest image compared, in pixels (an 8K screen is 33 M): decoding two 16383 x 16383 PNGs of 784 KB each
+ * takes 2 GB and half a minute; past the cap a pair is reported not compared, from the headers alone.
+ */
+export const MAX_DIFF_PIXELS = 40_000_000;
 /** Roles of a call's own image, best first. */
 const IMAGE_ROLES = ['result', 'image-block', 'nested', 'host-capture', 'host-capture-file', 'partialResult'];
 
@@ -464,10 +469,27 @@ async function compareImages(
   let imgA: { data: Buffer; info: { width: number; height: number } };
   let imgB: { data: Buffer; info: { width: number; height: number } };
   try {
-    imgA = await sharp(path.join(dirA, aImage)).ensureAlpha().raw().toBuffer({ resolveWithObject: true });
+    const metaA = await sharp(path.join(dirA, aImage)).metadata();
     const metaB = await sharp(path.join(dirB, bImage)).metadata();
+    for (const [name, m] of [
+      ['A', metaA],
+      ['B', metaB],
+    ] as const) {
+      const pixels = (m.width ?? 0) * (m.height ?? 0);
+      if (pixels > MAX_DIFF_PIXELS)
+        return {
+          ...base,
+          changedShare: 1,
+          note: `not compared: ${name} is ${m.width}x${m.height}, over the cap of ${MAX_DIFF_PIXELS} pixels`,
+        };
+    }
+    const limitInputPixels = MAX_DIFF_PIXELS;
+    imgA = await sharp(path.join(dirA, aImage), { limitInputPixels })
+      .ensureAlpha()
+      .raw()
+      .toBuffer({ resolveWithObject: true });
     const { width, height } = imgA.info;
-    let pipeline = sharp(path.join(dirB, bImage)).ensureAlpha();
+    let pipeline = sharp(path.join(dirB, bImage), { limitInputPixels }).ensureAlpha();
     if (metaB.width !== width || metaB.height !== height) {
       base.note = `sizes differ: ${width}x${height} and ${metaB.width}x${metaB.height}; B scaled to A's size`;
       pipeline = pipeline.resize(width, height, { fit: 'fill' });

@@ -76,6 +76,34 @@ describe('diff: three demo runs, two passing and one failing', () => {
     expect(text).toMatch(/capture A#\d+ \/ B#\d+: \d+\.\d+% of \d+x\d+ pixels changed/);
   });
 
+  it('a PNG bomb (16383 x 16383 claimed) is not decoded: the pair is reported not compared', async () => {
+    const bombs = path.join(root, 'bombs');
+    const [a, b] = [runs[0]!, runs[1]!].map((r) => {
+      const to = path.join(bombs, path.basename(r.dir));
+      fs.cpSync(r.dir, to, { recursive: true });
+      return to;
+    });
+    // A PNG whose header claims 16383 x 16383 pixels, its data cut short: only a decoder would notice.
+    const bomb = await sharp({ create: { width: 64, height: 64, channels: 3, background: '#000' } })
+      .png()
+      .toBuffer();
+    bomb.writeUInt32BE(16383, 16);
+    bomb.writeUInt32BE(16383, 20);
+    const { crc32 } = await import('node:zlib');
+    bomb.writeUInt32BE(crc32(bomb.subarray(12, 29)) >>> 0, 29);
+    for (const dir of [a!, b!]) {
+      for (const f of fs.readdirSync(path.join(dir, 'artifacts')).filter((n) => n.endsWith('.png')))
+        fs.writeFileSync(path.join(dir, 'artifacts', f), bomb);
+    }
+    const { diffSessions } = await import('../../src/report/diff.js');
+    const t = performance.now();
+    const d = await diffSessions(a!, b!, {});
+    expect(performance.now() - t).toBeLessThan(30_000);
+    expect(d.screenshots.length).toBeGreaterThan(0);
+    for (const shot of d.screenshots)
+      expect(shot.note).toMatch(/not compared: A is 16383x16383, over the cap/);
+  });
+
   it('--exit-code: 1 when the runs differ, 0 when they match; bad usage is 2', () => {
     const [p1, p2, failing] = runs as [(typeof runs)[0], (typeof runs)[0], (typeof runs)[0]];
     expect(
