@@ -359,7 +359,7 @@ export function renderTriageText(r: TriageReport, options: { maxGroups?: number 
   lines.push(
     groups.length === 0
       ? `No ${r.includeRecovered ? '' : 'unrecovered '}failures.`
-      : `Recurring ${r.includeRecovered ? '' : 'unrecovered '}failures (${r.groups.length} fingerprints):`,
+      : `Recurring ${r.includeRecovered ? '' : 'unrecovered '}failures (${r.groups.length} ${r.groups.length === 1 ? 'fingerprint' : 'fingerprints'}):`,
   );
   for (const g of groups) {
     lines.push(
@@ -419,7 +419,9 @@ export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: num
     for (const g of groups.filter((x) => x.recovery))
       out.push(`- \`${g.fingerprint}\` next: ${md(g.recovery!)}`);
     if (r.groups.length > groups.length)
-      out.push(`- ... and ${r.groups.length - groups.length} more fingerprints`);
+      out.push(
+        `- ... and ${r.groups.length - groups.length} more ${r.groups.length - groups.length === 1 ? 'fingerprint' : 'fingerprints'}`,
+      );
     out.push('');
   }
   out.push('### Flaky scenarios', '');

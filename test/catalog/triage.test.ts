@@ -87,6 +87,9 @@ describe('triage: a generated fleet of 2,000 sessions', () => {
       cli(['triage', '--json', '--scenario', SCENARIOS.player, '--sessions', sessionsDir]).stdout,
     ) as TriageReport;
     expect(player.groups.map((g) => g.code)).toEqual(['frame-all-black']);
+    // One group is one fingerprint, not "1 fingerprints".
+    const playerText = cli(['triage', '--scenario', SCENARIOS.player, '--sessions', sessionsDir]).stdout;
+    expect(playerText).toContain('(1 fingerprint):');
     expect(player.flaky.map((f) => f.scenario)).toEqual([SCENARIOS.player]);
     const none = JSON.parse(
       cli(['triage', '--json', '--since', '1h', '--sessions', sessionsDir]).stdout,
