@@ -7,8 +7,8 @@ export default function setup(): void {
   try {
     // The same build as `npm run build`: tsc, then mcec-bundle bundled (scripts/build.mjs).
     execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: root, stdio: 'inherit' });
-  } catch {
-    // tsc still emits on type errors; `npm run typecheck` is what fails the run for them.
-    console.warn('global-setup: the build reported errors; CLI tests run against what it emitted');
+  } catch (err) {
+    // CLI suites run against dist/: a failed build would test stale or half-written programs.
+    throw new Error(`global-setup: the build failed (node scripts/build.mjs): ${(err as Error).message}`);
   }
 }
