@@ -294,3 +294,82 @@ describe('a bundle of a session that typed a secret into a field and captured th
     expect(summary).toMatch(/masked region\(s\) \(\d typed secret/);
   });
 });
+
+describe("the user's rules", () => {
+  it('by window: the whole window; by selector: the element; by rectangle: window pixels at the capture scale', async () => {
+    const run = await record({
+      rules: [
+        { window: { title: 'notepad' }, label: 'editor' },
+        { window: { title: 'Sign in' }, element: { by: 'automationid', value: 'UserName' }, label: 'user' },
+        {
+          window: { process: 'CredentialUIBroker' },
+          rect: { x: 24, y: 44, width: 300, height: 20 },
+          label: 'banner',
+        },
+      ],
+      secretFields: false,
+    });
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'UserName' });
+    const notepad = await run.call('capture', { window: 'Notepad' });
+    await run.call('capture', { window: 'Sign in', maxWidth: 240 });
+    await run.finish();
+    const [first, second] = calls(run.dir).filter((r) => r.tool === 'capture');
+    const np = await storedCapture(run.dir, first!.seq);
+    expect(np.summary.masked).toEqual([
+      {
+        rect: { x: 0, y: 0, width: 800, height: 600 },
+        reason: 'user rule',
+        rule: 'user:editor',
+        target: "window 'Untitled - Notepad'",
+      },
+    ]);
+    expect(unmasked(np, { x: 0, y: 0, width: 800, height: 600 })).toBe(0);
+    expect(
+      unmasked(await rawOf(notepad.result.base64), { x: 0, y: 0, width: 800, height: 600 }),
+    ).toBeGreaterThan(0);
+    const si = await storedCapture(run.dir, second!.seq);
+    const byRule = new Map((si.summary.masked as MaskedRegion[]).map((m) => [m.rule, m]));
+    expect([...byRule.keys()].sort()).toEqual(['user:banner', 'user:user']);
+    const user = fieldRect(found, 0.5);
+    const banner = { x: 12, y: 22, width: 150, height: 10 };
+    for (const [rule, want] of [
+      ['user:user', user],
+      ['user:banner', banner],
+    ] as const) {
+      const got = byRule.get(rule)!.rect;
+      expect(got.x).toBeLessThanOrEqual(want.x);
+      expect(got.y).toBeLessThanOrEqual(want.y);
+      expect(got.x + got.width).toBeGreaterThanOrEqual(want.x + want.width);
+      expect(got.y + got.height).toBeGreaterThanOrEqual(want.y + want.height);
+      expect(got.width).toBeLessThanOrEqual(want.width + 6);
+      expect(unmasked(si, got)).toBe(0);
+    }
+  });
+
+  it('an element rule for a window whose element was never seen masks the whole window, and says so', async () => {
+    const run = await record({ rules: [{ window: { title: 'Sign in' }, element: { value: 'Password' } }] });
+    await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    expect(stored.summary.masked).toEqual([
+      {
+        rect: { x: 0, y: 0, width: 480, height: 300 },
+        reason: 'user rule',
+        rule: 'user:#1',
+        target: "window 'Sign in'",
+        widened: 'the element has not been seen in this window: widened to the window',
+      },
+    ]);
+  });
+
+  it('--no-masking / enabled: false stores the capture as it came', async () => {
+    const run = await record({ enabled: false, rules: [{ window: { title: 'Sign in' } }] });
+    const capture = await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    expect(stored.summary.masked).toBeUndefined();
+    expect(fs.readFileSync(stored.file).equals(Buffer.from(capture.result.base64, 'base64'))).toBe(true);
+  });
+});
