@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { MaskRule } from '../mask/types.js';
 import { describeFsError } from '../paths/disk-errors.js';
 import { LOG_FILE, parseSessionDirName, sessionDirName } from '../paths/naming.js';
 import {
@@ -37,6 +38,7 @@ import {
   protectedImages,
   type SkippedFile,
 } from './images.js';
+import { type BundleMasking, maskedSessionView } from './masked-view.js';
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
@@ -58,6 +60,11 @@ export interface BundleOptions {
   reportHtmlInSessionDir?: boolean;
   /** Progress in work units (calls, then files). */
   onProgress?: (done: number, total: number) => void;
+  /**
+   * Mask rules applied to the session's images while bundling (`--mask-rules FILE`), on top of the masks
+   * stored with each image; the session dir is not changed (see masked-view.ts).
+   */
+  maskRules?: MaskRule[];
 }
 
 /** What buildBundle wrote. */
@@ -121,7 +128,11 @@ interface Layout {
 
 /** Everything a round of writing needs: the session's facts, the rendered documents, the options. */
 interface BundlePlan {
+  /** Where the bundle's files are read: the session dir, or its masked view in the temp dir. */
   dir: string;
+  /** The session dir itself: where the zip goes by default, and report.html when asked. */
+  home: string;
+  masking: BundleMasking;
   top: string;
   facts: SessionFacts;
   texts: Array<{ name: string; data: Buffer | Promise<TempFile> }>;
@@ -144,9 +155,16 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   let opened: SessionFacts | null = null;
   try {
     const progress = new Progress(options.onProgress);
-    const facts = await readSession(dir, tmpDir, progress, options.templatesDir);
+    // Masks still to paint (mask mode on-export, new rules): the bundle reads a masked view of the session.
+    const view = await maskedSessionView(dir, tmpDir, options.maskRules ?? []);
+    const source = view.dir ?? dir;
+    const facts = await readSession(source, tmpDir, progress, options.templatesDir);
     opened = facts;
-    const plan = await planBundle(dir, tmpDir, facts, options, progress);
+    const plan = {
+      ...(await planBundle(source, tmpDir, facts, options, progress)),
+      home: dir,
+      masking: view.masking,
+    };
     return await writeBundle(plan, progress);
   } finally {
     await opened?.report.release();
@@ -186,7 +204,18 @@ async function planBundle(
     { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
   ];
   const images = withImages ? facts.images : [];
-  return { dir, top, facts, texts, dbFile, images, dropped, options: { ...options, withImages, withDb } };
+  return {
+    dir,
+    home: dir,
+    masking: { mode: 'before-write', paintedWhileBundling: 0, bundleRules: 0, notDecodable: 0 },
+    top,
+    facts,
+    texts,
+    dbFile,
+    images,
+    dropped,
+    options: { ...options, withImages, withDb },
+  };
 }
 
 /** The zip's entries and manifest when `capDrops` are left out for the size cap; `copy` gets report.html too. */
@@ -230,6 +259,7 @@ function layout(
         options: { images: options.withImages, db: options.withDb, maxBytes: options.maxBytes ?? null },
         toolCallLog: { lines, calls, truncated, imagesRedacted },
         limit: options.maxBytes === undefined ? null : { maxBytes: options.maxBytes, met: met ?? true },
+        masking: plan.masking,
       }),
     );
   };
@@ -243,7 +273,7 @@ function layout(
 async function writeBundle(plan: BundlePlan, progress: Progress): Promise<BundleResult> {
   const { top, facts, options } = plan;
   const { maxBytes } = options;
-  const output = resolveOutput(plan.dir, top, options.output);
+  const output = resolveOutput(plan.home, top, options.output);
   fs.mkdirSync(path.dirname(output), { recursive: true });
   removeDeadPartials(path.dirname(output)); // what killed runs left beside their bundles
   progress.expect(plan.images.length + plan.texts.length + 4);
@@ -255,7 +285,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
   try {
     for (let round = 0; ; round++) {
       copy?.abort();
-      copy = options.reportHtmlInSessionDir ? SessionReportCopy.open(plan.dir, warnings) : null;
+      copy = options.reportHtmlInSessionDir ? SessionReportCopy.open(plan.home, warnings) : null;
       const { included, entries, manifest } = layout(plan, capDrops, met, copy);
       if (tmp) fs.rmSync(tmp, { force: true });
       tmp = tempNameFor(output);

@@ -4,6 +4,7 @@
  */
 import type { SessionSummary } from '../report/types.js';
 import { isRecord } from '../util/json.js';
+import type { BundleMasking } from './masked-view.js';
 
 /** Version of the manifest.json layout. */
 export const MANIFEST_VERSION = 1;
@@ -136,6 +137,8 @@ export interface ManifestJson {
   options: { images: boolean; db: boolean; maxBytes: number | null };
   toolCallLog: { lines: number; calls: number; truncated: boolean; imagesRedacted: number };
   limit: { maxBytes: number; met: boolean } | null;
+  /** How the images' masks were painted (src/mask): when recorded (`before-write`) or some while bundling. */
+  masking: BundleMasking;
 }
 
 /** The manifest with its keys in their documented order (JSON key order is part of the bytes). */
@@ -150,6 +153,7 @@ export function manifestJson(m: ManifestJson): ManifestJson {
     options: m.options,
     toolCallLog: m.toolCallLog,
     limit: m.limit,
+    masking: m.masking,
   };
 }
 

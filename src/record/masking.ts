@@ -8,57 +8,11 @@ import type { ImageMasker, ImageToMask, MaskOutcome } from '../artifacts/compact
 import { headerDimensions } from '../artifacts/image-file.js';
 import { sniffImageFormat } from '../contract/image-bytes.js';
 import type { Envelope } from '../contract/types.js';
-import { ScreenKnowledge, windowOf } from '../mask/knowledge.js';
+import { frameOf, type MaskedCall } from '../mask/frame.js';
+import { ScreenKnowledge } from '../mask/knowledge.js';
 import { paintMasks } from '../mask/paint.js';
-import { type ImageFrame, planMasks } from '../mask/plan.js';
+import { planMasks } from '../mask/plan.js';
 import type { MaskMode, MaskOptions, MaskRule } from '../mask/types.js';
-import { isRecord } from '../util/json.js';
-
-/** One call as masking sees it. */
-export interface MaskedCall {
-  seq: number;
-  tool: string;
-  args: unknown;
-}
-
-const TARGET_KEYS = ['window', 'handle', 'process', 'className', 'foreground'];
-
-/** The window or screen region an image shows, from the object that held it or the call that made it. */
-export function frameOf(
-  container: Record<string, unknown> | undefined,
-  call: MaskedCall,
-  envelope: Envelope | undefined,
-  ownFrameOnly: boolean,
-): ImageFrame | undefined {
-  const own = container ? windowOf(container.window) : undefined;
-  if (own) return windowFrame(own);
-  if (ownFrameOnly) return undefined; // an earlier observation: the call's own frame is not its frame
-  const result = envelope?.ok
-    ? envelope.result
-    : envelope && !envelope.ok
-      ? envelope.error.partialResult
-      : undefined;
-  const fromResult = isRecord(result) ? windowOf(result.window) : undefined;
-  if (fromResult) return windowFrame(fromResult);
-  const args = isRecord(call.args) ? call.args : {};
-  if (
-    call.tool === 'capture' &&
-    !TARGET_KEYS.some((k) => args[k] !== undefined && args[k] !== '' && args[k] !== false)
-  ) {
-    const n = (k: string) =>
-      typeof args[k] === 'number' && Number.isFinite(args[k]) ? (args[k] as number) : NaN;
-    const r = { x: n('x'), y: n('y'), width: n('width'), height: n('height') };
-    if (Object.values(r).every(Number.isFinite) && r.width > 0 && r.height > 0) return { screen: r };
-  }
-  return undefined;
-}
-
-function windowFrame(w: NonNullable<ReturnType<typeof windowOf>>): ImageFrame {
-  return {
-    screen: w.rect,
-    window: { handle: w.handle, title: w.title, className: w.className, processName: w.processName },
-  };
-}
 
 export class CaptureMasking {
   readonly mode: MaskMode;
@@ -74,8 +28,6 @@ export class CaptureMasking {
   ) {
     this.enabled = options.enabled !== false;
     this.mode = options.mode ?? 'before-write';
-    // Bundles do not paint stored masks yet: an original kept here would leave the machine unmasked.
-    if (this.mode !== 'before-write') throw new Error(`mask mode ${this.mode} is not available yet`);
     this.rules = options.rules ?? [];
     this.limitInputPixels = limitInputPixels;
     this.knowledge = new ScreenKnowledge({

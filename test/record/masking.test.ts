@@ -373,3 +373,78 @@ describe("the user's rules", () => {
     expect(fs.readFileSync(stored.file).equals(Buffer.from(capture.result.base64, 'base64'))).toBe(true);
   });
 });
+
+describe('masks painted while bundling', () => {
+  it('on-export keeps the original in the session and paints the bundle; the manifest says which mode', async () => {
+    const { buildBundle } = await import('../../src/bundle/build.js');
+    const { readZip } = await import('../bundle/helpers.js');
+    const run = await record({ mode: 'on-export' });
+    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
+    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const capture = await run.call('capture', { window: 'Sign in' });
+    await run.finish();
+    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
+    const stored = await storedCapture(run.dir, seq);
+    expect(stored.summary.maskedOnExport).toBe(true);
+    expect(fs.readFileSync(stored.file).equals(Buffer.from(capture.result.base64, 'base64'))).toBe(true);
+    const out = path.join(path.dirname(run.dir), 'on-export.zip');
+    await buildBundle(run.dir, { output: out });
+    const entries = await readZip(out);
+    const manifest = JSON.parse(
+      entries.find((e) => e.name.endsWith('/manifest.json'))!.data.toString('utf8'),
+    );
+    expect(manifest.masking).toEqual({
+      mode: 'on-export',
+      paintedWhileBundling: 1,
+      bundleRules: 0,
+      notDecodable: 0,
+    });
+    const png = entries.find((e) => e.name.endsWith('.png'))!;
+    const { data, info } = await sharp(png.data).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    expect(unmasked({ data, width: info.width }, fieldRect(found))).toBe(0);
+    // The manifest's sha256 is the painted file's; the session dir still holds the original.
+    expect(fs.readFileSync(stored.file).equals(Buffer.from(capture.result.base64, 'base64'))).toBe(true);
+  });
+
+  it('--mask-rules paints new rules over an existing session, and a default bundle says before-write', async () => {
+    const { buildBundle } = await import('../../src/bundle/build.js');
+    const { readZip } = await import('../bundle/helpers.js');
+    const run = await record();
+    const capture = await run.call('capture', { window: 'Notepad' });
+    await run.finish();
+    const plain = path.join(path.dirname(run.dir), 'plain.zip');
+    await buildBundle(run.dir, { output: plain });
+    const before = await readZip(plain);
+    const m0 = JSON.parse(before.find((e) => e.name.endsWith('/manifest.json'))!.data.toString('utf8'));
+    expect(m0.masking).toEqual({
+      mode: 'before-write',
+      paintedWhileBundling: 0,
+      bundleRules: 0,
+      notDecodable: 0,
+    });
+    const out = path.join(path.dirname(run.dir), 'ruled.zip');
+    await buildBundle(run.dir, {
+      output: out,
+      maskRules: [
+        { window: { title: 'Notepad' }, rect: { x: 0, y: 56, width: 800, height: 100 }, label: 'doc' },
+      ],
+    });
+    const entries = await readZip(out);
+    const manifest = JSON.parse(
+      entries.find((e) => e.name.endsWith('/manifest.json'))!.data.toString('utf8'),
+    );
+    expect(manifest.masking).toMatchObject({ paintedWhileBundling: 1, bundleRules: 1 });
+    const png = entries.find((e) => e.name.endsWith('.png'))!;
+    const { data, info } = await sharp(png.data).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+    const rect = { x: 0, y: 56, width: 800, height: 100 };
+    expect(unmasked({ data, width: info.width }, rect)).toBe(0);
+    expect(
+      changedOutside(await rawOf(capture.result.base64), { data }, [
+        { rect, reason: 'user rule', rule: 'user:doc' },
+      ]),
+    ).toBe(0);
+    const page = entries.find((e) => e.name.endsWith('/report.html'))!.data.toString('utf8');
+    expect(page).toContain('masked: user rule');
+  });
+});

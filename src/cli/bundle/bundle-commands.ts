@@ -19,6 +19,7 @@ interface BundleCliOptions extends SessionsOption {
   db: boolean;
   maxBytes?: number;
   templates?: string;
+  maskRules?: string;
 }
 
 interface VerifyCliOptions {
@@ -46,7 +47,11 @@ export function addBundleCommand(program: Command): void {
         'drop the oldest images until the zip fits (10MB, 500KB; K/M/G = 1024-based)',
         sizeArg,
       )
-      .option('--templates <dir>', TEMPLATES_HELP),
+      .option('--templates <dir>', TEMPLATES_HELP)
+      .option(
+        '--mask-rules <file>',
+        "paint these mask rules (JSON, schema/mask-rules.schema.json) over the session's images in the bundle; the session is not changed",
+      ),
   )
     .addHelpText(
       'after',
@@ -54,6 +59,7 @@ export function addBundleCommand(program: Command): void {
 Examples:
   mcec-bundle 5f19c9
   mcec-bundle bundle 5f19c9c01a3f --no-db -o bug.zip
+  mcec-bundle bundle 5f19c9 --mask-rules mask-rules.json
   mcec-bundle 5f19c9 --max-bytes 25MB --json`,
     )
     .action((id: string, opts: BundleCliOptions) => bundle(id, opts, program));
@@ -82,6 +88,7 @@ async function locateOrSuggest(id: string, opts: BundleCliOptions, program: Comm
 
 async function bundle(id: string, opts: BundleCliOptions, program: Command): Promise<void> {
   const session = await locateOrSuggest(id, opts, program);
+  const maskRules = opts.maskRules === undefined ? undefined : await readMaskRules(opts.maskRules);
   const { buildBundle } = await import('../../bundle/build.js');
   const progress = progressReporter();
   let result: Awaited<ReturnType<typeof buildBundle>>;
@@ -94,6 +101,7 @@ async function bundle(id: string, opts: BundleCliOptions, program: Command): Pro
       templatesDir: templatesDir(opts.templates),
       reportHtmlInSessionDir: true,
       onProgress: progress.onProgress,
+      ...(maskRules ? { maskRules } : {}),
     });
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ERR_OUTPUT_IN_SESSION')
@@ -157,4 +165,21 @@ async function verify(zip: string, opts: VerifyCliOptions): Promise<void> {
   printErr(`${zip}: ${res.problems.length} problem(s):`);
   for (const p of res.problems) printErr(`  - ${p}`);
   process.exitCode = EXIT_FAILED;
+}
+
+/** `--mask-rules FILE`: the rules, or a usage error naming the file and what is wrong in it. */
+async function readMaskRules(file: string) {
+  const fs = await import('node:fs');
+  const { parseMaskRulesText } = await import('../../mask/rules.js');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new UsageError(`--mask-rules ${file}: ${(e as Error).message}`);
+  }
+  try {
+    return parseMaskRulesText(text, `--mask-rules ${file}`);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
 }
