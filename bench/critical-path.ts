@@ -103,7 +103,7 @@ async function measure(
 }
 
 /** Added latency per round (arm minus bare) for a statistic, then the median over rounds. */
-function added(arm: number[], bare: number[]): { perRound: number[]; median: number } {
+export function added(arm: number[], bare: number[]): { perRound: number[]; median: number } {
   const perRound = arm.map((v, i) => v - bare[i]!);
   return { perRound, median: median(perRound) };
 }
@@ -202,16 +202,6 @@ export const figure: Figure = {
     ctx.log(`find ok while captures are thumbnailed: ${thumbRounds} rounds x ${thumbCalls} calls per arm`);
     const thumbs = await measureWithCaptures(find, thumbRounds, thumbCalls, ctx.tmp);
     rows.push(thumbnailRow(thumbs, thumbRounds, thumbCalls));
-    // The same captures masked: a rule over part of each (decode, paint, encode before the file is written).
-    ctx.log(`find ok while captures are masked: ${thumbRounds} rounds x ${thumbCalls} calls per arm`);
-    const masked = await measureWithCaptures(find, thumbRounds, thumbCalls, ctx.tmp, {
-      label: 'mask',
-      on: {
-        mask: { rules: [{ window: { title: 'Notepad' }, rect: { x: 0, y: 56, width: 400, height: 100 } }] },
-      },
-      off: { mask: { enabled: false } },
-    });
-    rows.push(maskingRow(masked, thumbRounds, thumbCalls));
     // A failed call waits for the queue: it may get the session's last good observation attached.
     const failRounds = ctx.quick ? 2 : 4;
     const failCalls = ctx.quick ? 300 : 1500;
@@ -235,13 +225,13 @@ export const figure: Figure = {
 };
 
 /** A capture between timed calls every this many calls (an agent captures every few actions). */
-const CAPTURE_EVERY = 40;
+export const CAPTURE_EVERY = 40;
 
 /**
  * The same timed finds through two recorders, thumbnails on and off, with an untimed capture of a distinct
  * 800x600 screenshot every CAPTURE_EVERY calls: the on arm makes their thumbnails while the finds are timed.
  */
-async function measureWithCaptures(
+export async function measureWithCaptures(
   find: CallToolResult,
   rounds: number,
   calls: number,
@@ -293,27 +283,6 @@ async function measureWithCaptures(
       return n + (fs.existsSync(t) ? fs.readdirSync(t).filter((f) => f.endsWith('-320.webp')).length : 0);
     }, 0);
   return { ...out, made: thumbsOf(path.join(tmp, `sessions-${arms.label}-on`)) };
-}
-
-/** The same, masking on (a rule over part of every capture) against off: the painting happens off the call. */
-function maskingRow(m: { on: number[]; off: number[]; bare: number[] }, rounds: number, calls: number): Row {
-  const on = added(m.on, m.bare);
-  const off = added(m.off, m.bare);
-  const ratio = on.median / off.median;
-  return {
-    name: 'successful find while captures are masked (median call)',
-    budget: '<= 1.2x masking off',
-    measured: `${fmtMs(on.median)} added per call`,
-    baseline: `${fmtMs(off.median)} added per call, masking off`,
-    ratio: round(ratio, 3),
-    holds: ratio <= 1.2,
-    notes: [
-      `${rounds} rounds x ${calls} timed finds per arm, an untimed capture (800x600, distinct) every ${CAPTURE_EVERY} calls;`,
-      'the on arm has a mask rule over part of every capture, so each is decoded, painted and encoded again',
-      '(src/mask) before its file is written, in the queue. Both arms in the same run, alternated.',
-    ],
-    data: { addedMsPerRound: { on: on.perRound, off: off.perRound } },
-  };
 }
 
 /** A distinct capture (the PNG with a text chunk naming `n`): a new sha256, the same decode cost. */

@@ -22,6 +22,7 @@ const TMP = path.join(BENCH, 'tmp');
 /** Figures in the order they run, with the module that measures each. */
 const FIGURES: Array<{ id: string; module: string; timeoutMs?: number }> = [
   { id: 'critical-path', module: './critical-path.js' },
+  { id: 'masking', module: './masking.js' },
   { id: 'throughput', module: './throughput.js' },
   { id: 'compaction', module: './compaction.js' },
   { id: 'bundle', module: './bundle.js' },
