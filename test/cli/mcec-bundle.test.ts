@@ -103,7 +103,10 @@ describe('mcec-bundle', () => {
         .split('\n')
         .filter((u) => /\/dist\/cli\/mcec-bundle[-.][^/]*js$/.test(u))
         .flatMap(
-          (u) => fs.readFileSync(fileURLToPath(u), 'utf8').match(/^\/\/ (?:node_modules|dist)\/\S+/gm) ?? [],
+          // A checkout whose node_modules are links (CI's Node 22 copy) names them by their real path.
+          (u) =>
+            fs.readFileSync(fileURLToPath(u), 'utf8').match(/^\/\/ (?:\S*\/)?(?:node_modules|dist)\/\S+/gm) ??
+            [],
         )
         .map((comment) => `/${comment.slice(3)}`);
       const loaded = [urls, ...bundled].join('\n');
