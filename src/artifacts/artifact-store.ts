@@ -43,8 +43,11 @@ export interface SaveOptions {
   blankCheck?: boolean;
   /** A blankCheck declared next to the bytes (the envelope's); remembered for later copies of the same bytes. */
   knownBlankCheck?: BlankCheck;
-  /** File name prefix of a new file (default `capture`; a `record` GIF is a `recording`). */
-  namePrefix?: 'capture' | 'recording';
+  /**
+   * File name prefix of a new file (default `capture`; a `record` GIF is a `recording`; an image of a plain
+   * MCP result `image-call<seq>`). Letters, digits and `-` only.
+   */
+  namePrefix?: string;
 }
 
 /** Default pixel limit: 100 megapixels (a 4K frame is 8.3). */
@@ -305,7 +308,7 @@ export class ArtifactStore {
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
     const [d, written, blankCheck] = await Promise.all([
       dims,
-      this.write(buf, format, hashUpTo, options.namePrefix ?? 'capture'),
+      this.write(buf, format, hashUpTo, safePrefix(options.namePrefix)),
       !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined,
     ]);
     base.sha256 = hash();
@@ -398,4 +401,9 @@ export class ArtifactStore {
       await fsp.unlink(tmp).catch(() => undefined);
     }
   }
+}
+
+/** A file name prefix as given when it is safe (letters, digits, `-`), else `capture`. */
+function safePrefix(prefix: string | undefined): string {
+  return prefix !== undefined && /^[A-Za-z0-9-]{1,40}$/.test(prefix) ? prefix : 'capture';
 }

@@ -264,6 +264,8 @@ const INVALID_ERRORS = [
 interface CompactionSink {
   store: ArtifactStore;
   masker?: ImageMasker;
+  /** File name prefix of the images written (default `capture`). */
+  namePrefix?: string | undefined;
   images: CompactedImage[];
   violations: Violation[];
 }
@@ -294,7 +296,7 @@ async function compactLevel(
     if (job) jobs.push(job);
   }
   // Decode and save (decode once here; the store hashes and writes).
-  await Promise.all(jobs.map((job) => saveJob(doc, job, sink.store, sink.masker)));
+  await Promise.all(jobs.map((job) => saveJob(doc, job, sink.store, sink.masker, sink.namePrefix)));
   const blankChecks = await Promise.all(jobs.map((job) => blankCheckFor(job, sink.store)));
   // Replace deepest first, so a replaced container never hides a deeper location.
   const order = jobs
@@ -342,7 +344,13 @@ async function compactNested(
 }
 
 /** Decode a job's bytes and save them in the store (bad base64 is an artifactError, not a throw). */
-async function saveJob(doc: unknown, job: Job, store: ArtifactStore, masker?: ImageMasker): Promise<void> {
+async function saveJob(
+  doc: unknown,
+  job: Job,
+  store: ArtifactStore,
+  masker?: ImageMasker,
+  namePrefix?: string,
+): Promise<void> {
   const text = getAt(doc, job.entry.levels[0]!) as string;
   const uri = parseImageDataUri(text);
   const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
@@ -362,7 +370,10 @@ async function saveJob(doc: unknown, job: Job, store: ArtifactStore, masker?: Im
   }
   job.buffer = bytes;
   const known = job.kind === 'capture' ? declaredBlankCheck(job.container?.blankCheck) : undefined;
-  job.saved = await store.save(bytes, known ? { knownBlankCheck: known } : {});
+  job.saved = await store.save(bytes, {
+    ...(known ? { knownBlankCheck: known } : {}),
+    ...(namePrefix ? { namePrefix } : {}),
+  });
 }
 
 /**
@@ -389,6 +400,8 @@ export async function compactImages(
   locations: ImageBytesLocation[],
   store: ArtifactStore,
   masker?: ImageMasker,
+  /** File name prefix of the images written (default `capture`). */
+  namePrefix?: string,
 ): Promise<CompactResult> {
   const images: CompactedImage[] = [];
   const violations: Violation[] = [];
@@ -399,6 +412,7 @@ export async function compactImages(
     images,
     violations,
     ...(masker ? { masker } : {}),
+    namePrefix,
   });
   const rank = new Map(locations.map((l, i) => [l.path, i]));
   images.sort((a, b) => (rank.get(a.jsonPath) ?? 0) - (rank.get(b.jsonPath) ?? 0));

@@ -195,18 +195,19 @@ interface HttpCommandOptions extends CommonOptions {
   listen: string;
   target: string;
   allowRemote?: boolean;
-  maxBody: string;
+  maxBody?: string;
+  server: 'auto' | 'mcec' | 'mcp';
   timeout: string[];
 }
 
 async function runHttp(options: HttpCommandOptions): Promise<void> {
   const listen = parseListen('--listen', options.listen);
-  const maxBodyBytes = parseSize('--max-body', options.maxBody);
+  const maxBodyBytes = options.maxBody === undefined ? undefined : parseSize('--max-body', options.maxBody);
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
   const timeouts = parseTimeouts(options.timeout);
   const { startHttpProxy, ProxyConfigError, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
-  if (maxBodyBytes > maxRecordBytes) {
+  if (maxBodyBytes !== undefined && maxBodyBytes > maxRecordBytes) {
     throw new UsageError(
       `--max-body (${maxBodyBytes} bytes) cannot exceed --max-record-bytes (${maxRecordBytes} bytes): ` +
         'a request is read whole before it is forwarded',
@@ -219,7 +220,8 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
       listen,
       target: options.target,
       recorder,
-      maxBodyBytes,
+      ...(maxBodyBytes !== undefined ? { maxBodyBytes } : {}),
+      server: options.server,
       maxRecordBytes,
       timeoutMs: timeouts.defaultMs,
       toolTimeoutsMs: timeouts.perTool,
@@ -313,6 +315,16 @@ about 512MiB) reaches the client unchanged but is not recorded: its call gets a 
 (status from its isError when readable) and an oversize-message event. Memory use is bounded by this size
 per answer in flight.
 
+Streamed answers: an answer of Content-Type text/event-stream (an MCP server's Streamable HTTP) passes
+through live, headers at once and each event as it comes; the timeout bounds only the wait for an answer
+to begin, never a live stream (a streamed answer, a GET stream). GET and DELETE pass through untouched.
+
+Server kind (--server): the front door applies MCEC's rules in front of MCEC (at most 16 requests in
+flight, else 503; 1 MiB bodies, else 413; Host, then Origin, else 403; MCEC's own texts), and the MCP
+specification's in front of any other server (Host and Origin validation, 403 with a JSON-RPC error; the
+--max-body limit, 4MiB unless given). auto (the default) applies MCEC's until an initialize answer through
+the proxy names another server (serverInfo.name other than "MCEC"); mcec or mcp fix it.
+
 Paths: only POST to the target's exact path (query allowed) is forwarded and recorded; any other POST path
 (/./mcp, /%2e/mcp, //mcp, /mcp/) gets MCEC's own 404 from the proxy, since MCEC would normalize some of
 them and run the call unchecked.`;
@@ -361,9 +373,15 @@ function addHttpCommand(program: Command): void {
   )
     .option('--allow-remote', 'allow a non-loopback --listen host (no loopback Host check then)')
     .addOption(
-      new Option('--max-body <size>', 'largest request body forwarded (413 past it), like MCEC').default(
-        '1MiB',
+      new Option(
+        '--max-body <size>',
+        'largest request body forwarded (413 past it); default 1MiB for MCEC (its own), 4MiB for other servers',
       ),
+    )
+    .addOption(
+      new Option('--server <kind>', "whose rules the front door applies: MCEC's, the MCP spec's, or auto")
+        .choices(['auto', 'mcec', 'mcp'])
+        .default('auto'),
     )
     .addOption(
       new Option(

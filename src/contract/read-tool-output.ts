@@ -224,6 +224,47 @@ function parseEnvelopeText(
   return null;
 }
 
+/** The code of a failed plain tool result (`isError: true` from a server that is not MCEC). */
+export const PLAIN_TOOL_ERROR = 'tool-error';
+/** How much of a failed plain result's text its error detail keeps. */
+const PLAIN_DETAIL_CHARS = 2000;
+
+/**
+ * A tool result of an MCP server that is not MCEC, read as what it is: a CallToolResult (bare, or the result
+ * of a JSON-RPC response) without an envelope is ok unless `isError`; a failure's detail is its text. No
+ * contract applies, so there are no violations. Undefined when `read` (readToolOutput's reading) found an
+ * envelope (MCEC's, which is read as MCEC's) or the output is not a CallToolResult.
+ */
+export function readPlainToolResult(value: unknown, read: ToolOutput): ToolOutput | undefined {
+  if (!read.synthesized) return undefined;
+  const result =
+    read.kind === 'call-tool-result'
+      ? value
+      : read.kind === 'json-rpc-result' && isRecord(value)
+        ? value.result
+        : undefined;
+  if (!isRecord(result) || !Array.isArray(result.content)) return undefined;
+  const isError = result.isError === true;
+  let envelope: Envelope = { ok: true };
+  if (isError) {
+    const texts: string[] = [];
+    let chars = 0;
+    for (const block of result.content) {
+      if (chars >= PLAIN_DETAIL_CHARS) break;
+      if (isRecord(block) && block.type === 'text' && typeof block.text === 'string') {
+        const text = block.text.slice(0, PLAIN_DETAIL_CHARS - chars);
+        texts.push(text);
+        chars += text.length;
+      }
+    }
+    envelope = {
+      ok: false,
+      error: { code: PLAIN_TOOL_ERROR, category: 'internal', detail: texts.join('\n') },
+    };
+  }
+  return { kind: read.kind, envelope, isError, images: read.images, violations: [], plain: true };
+}
+
 /** Maps a legacy CommandResult onto an envelope by the contract's table. */
 function readLegacy(v: Record<string, unknown>): ToolOutput {
   const violations: Violation[] = [];

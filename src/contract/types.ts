@@ -171,6 +171,11 @@ export interface ToolOutput {
   violations: Violation[];
   /** True when the envelope was mapped from a legacy CommandResult. */
   legacy?: boolean;
+  /**
+   * True for a plain MCP tool result of a server that is not MCEC (no envelope in it): the envelope stands
+   * for its outcome only (`ok` is `!isError`), the result itself is the response.
+   */
+  plain?: boolean;
   /** True when the envelope was synthesized because none could be read. */
   synthesized?: boolean;
   /** Set for `json-rpc-error`. */

@@ -38,14 +38,24 @@ export function parseHostHeader(value: string): { host: string; port: number | n
   return { host, port: Number(portText) };
 }
 
-/** Why a request fails the Host/Origin gate, or null when it passes. */
+/**
+ * Why a request fails the Host/Origin gate, or null when it passes. Host first, then Origin: MCEC's order
+ * (`GateHttpRequest`), so a request failing both is refused for its Host, as MCEC refuses it.
+ */
 export function hostOriginRejection(
   headers: { host?: string | undefined; origin?: string | undefined },
   listenPort: number,
   allowNonLoopback: boolean,
 ): string | null {
+  if (!allowNonLoopback) {
+    const host = headers.host === undefined ? null : parseHostHeader(headers.host);
+    if (host === null) return 'host header missing or malformed';
+    if (!isLoopbackHost(host.host)) return 'host not allowed';
+    // Like the server: a Host without a port is accepted; one with a port must name the listening port.
+    if (host.port !== null && host.port !== listenPort) return 'host port does not match';
+  }
   const origin = headers.origin;
-  if (origin !== undefined) {
+  if (origin !== undefined && origin !== '') {
     let originHost: string | null = null;
     try {
       originHost = new URL(origin).hostname;
@@ -54,13 +64,53 @@ export function hostOriginRejection(
     }
     if (originHost === null || !isLoopbackHost(originHost)) return 'origin not allowed';
   }
-  if (allowNonLoopback) return null;
-  const host = headers.host === undefined ? null : parseHostHeader(headers.host);
-  if (host === null) return 'host header missing or malformed';
-  if (!isLoopbackHost(host.host)) return 'host not allowed';
-  // Like the server: a Host without a port is accepted; one with a port must name the listening port.
-  if (host.port !== null && host.port !== listenPort) return 'host port does not match';
   return null;
+}
+
+/** Which rules the proxy applies: MCEC's own (its limits and texts), or the MCP specification's. */
+export type TargetKind = 'mcec' | 'mcp';
+
+/** A refusal as the client gets it. */
+export interface Refusal {
+  status: number;
+  body: string;
+  contentType: string;
+}
+
+/** MCEC's bytes for its refusals (`McpHttpTransport.RejectHttp`, `WriteHttp`): `{"error": ...}`, application/json. */
+const MCEC_TEXT: Record<string, string> = {
+  host: 'Forbidden: Host must be a loopback authority',
+  origin: 'Forbidden: cross-origin requests are not allowed',
+};
+
+/**
+ * The 403 for a Host/Origin rejection: MCEC's exact text for MCEC; for another server a JSON-RPC error
+ * without an id (the MCP specification: a server MUST answer an invalid Origin with 403, and MAY say why
+ * in a JSON-RPC error), worded like the MCP SDK's own DNS-rebinding protection.
+ */
+export function hostOriginRefusal(kind: TargetKind, reason: string): Refusal {
+  const which = reason.startsWith('origin') ? 'origin' : 'host';
+  if (kind === 'mcec') return mcecRefusal(403, MCEC_TEXT[which]!);
+  return mcpRefusal(403, -32000, which === 'origin' ? 'Invalid Origin header' : 'Invalid Host header');
+}
+
+/** A refusal in MCEC's shape. */
+export function mcecRefusal(status: number, error: string): Refusal {
+  return { status, body: JSON.stringify({ error }), contentType: 'application/json' };
+}
+
+/** A refusal as an MCP server's JSON-RPC error without an id. */
+export function mcpRefusal(status: number, code: number, message: string): Refusal {
+  return {
+    status,
+    body: JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }),
+    contentType: 'application/json',
+  };
+}
+
+/** True when an `initialize` answer's server name is MCEC's (`serverInfo.name` "MCEC"). */
+export function isMcecName(name: string): boolean {
+  return name.trim().toLowerCase() === 'mcec';
 }
 
 /**

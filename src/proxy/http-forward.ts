@@ -6,6 +6,7 @@
 
 import http from 'node:http';
 import { BoundedMessage, peekAnswer } from './bounded.js';
+import type { TargetKind } from './gates.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import type { ProxyPendingExchange } from './recorder-port.js';
 import { isEventStream, type SseEvent, SseParser } from './sse.js';
@@ -24,6 +25,10 @@ export interface ForwardContext {
   maxRecordBytes: number;
   /** Requests in flight: each registers its abort (for close()) while it runs. */
   inFlight: Set<() => void>;
+  /** Whose rules apply now (MCEC's, or the MCP specification's). */
+  kind: () => TargetKind;
+  /** An `initialize` answer named the server (`serverInfo.name`). */
+  serverNamed: (name: string) => void;
 }
 
 // Per-connection headers that a proxy must not forward (RFC 9110 §7.6.1), plus the ones it rewrites.
@@ -121,7 +126,8 @@ class ForwardedRequest {
       this.timeout = timeoutFor(this.ctx.timeouts, message.message);
       this.callSession = sessionIdOf(message.message);
       this.requestId = message.id;
-      const pending = wire.begin(message.message, at, this.scope);
+      const begun = wire.begin(message.message, at, this.scope);
+      const pending = message.method === 'initialize' ? this.namingServer(begun) : begun;
       this.pending = pending;
       this.recordAnswer = (status, answer) => {
         const whole = answer.whole();
@@ -152,6 +158,20 @@ class ForwardedRequest {
       this.recordAnswer = (_status, answer) =>
         wire.invalid(reason, text, message.message, at, parseBounded(answer));
     }
+  }
+
+  /** The initialize exchange, telling the proxy the server's name when its answer comes. */
+  private namingServer(pending: ProxyPendingExchange): ProxyPendingExchange {
+    return {
+      ...pending,
+      complete: (response, meta) => {
+        const result = isRecordLike(response) ? response.result : undefined;
+        const info = isRecordLike(result) ? result.serverInfo : undefined;
+        const name = isRecordLike(info) ? info.name : undefined;
+        if (typeof name === 'string') this.ctx.serverNamed(name);
+        pending.complete(response, meta);
+      },
+    };
   }
 
   private clientGone(): boolean {
@@ -375,6 +395,10 @@ class ForwardedRequest {
     this.pending?.fail('proxy closed');
     if (!this.clientGone()) this.res.destroy();
   }
+}
+
+function isRecordLike(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function forwardHeaders(raw: string[], targetHost: string, length: number): string[] {

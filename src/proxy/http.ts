@@ -4,7 +4,17 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
-import { endpointPathRejection, hostOriginRejection, isLoopbackHost } from './gates.js';
+import {
+  endpointPathRejection,
+  hostOriginRefusal,
+  hostOriginRejection,
+  isLoopbackHost,
+  isMcecName,
+  mcecRefusal,
+  mcpRefusal,
+  type Refusal,
+  type TargetKind,
+} from './gates.js';
 import { type ForwardContext, forwardRequest, pathOnly, sendError } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
@@ -18,8 +28,17 @@ export interface HttpProxyOptions {
   /** The MCEC endpoint, e.g. `http://127.0.0.1:5151/mcp`. */
   target: string;
   recorder: ProxyRecorder;
-  /** Largest request body forwarded; larger ones get 413 (default 1 MiB, like the server). */
+  /**
+   * Largest request body forwarded; larger ones get 413. Default 1 MiB for MCEC (its own limit), 4 MiB for
+   * another MCP server (the MCP SDK's); a value given here applies to either.
+   */
   maxBodyBytes?: number;
+  /**
+   * Whose rules the proxy applies at its front door: `mcec` (MCEC's limits, texts and order: 16 requests in
+   * flight, 1 MiB, Host then Origin), `mcp` (the MCP specification's: Host and Origin validation, the body
+   * limit), or `auto` (default): MCEC's until an `initialize` answer through the proxy names another server.
+   */
+  server?: 'auto' | TargetKind;
   /** How long the target may take to begin its answer before the client gets 504 (default 150 s). */
   timeoutMs?: number;
   /** Per tool (`params.name` of a tools/call), instead of timeoutMs: e.g. `{ record: 90_000 }`. */
@@ -43,6 +62,10 @@ export interface HttpProxy {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** The body limit for a server that is not MCEC: the MCP TypeScript SDK's own (`MAXIMUM_MESSAGE_SIZE`). */
+export const DEFAULT_MCP_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** MCEC answers 503 past this many requests in flight (`MaxConcurrentHttpRequests`). */
+export const MCEC_MAX_IN_FLIGHT = 16;
 export const DEFAULT_LATE_ANSWER_MS = 10 * 60_000;
 export { DEFAULT_TIMEOUT_MS };
 
@@ -57,7 +80,9 @@ interface HttpSettings {
   listenHost: string;
   listenPort: number;
   allowNonLoopback: boolean;
-  maxBodyBytes: number;
+  /** The body limit per kind of server. */
+  maxBodyBytes: Record<TargetKind, number>;
+  server: 'auto' | TargetKind;
   maxRecordBytes: number;
   timeouts: ReturnType<typeof timeoutPolicy>;
 }
@@ -69,8 +94,12 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
   const listenHost = rawHost.startsWith('[') && rawHost.endsWith(']') ? rawHost.slice(1, -1) : rawHost;
   const listenPort = options.listen?.port ?? 5152;
   const allowNonLoopback = options.allowNonLoopback ?? false;
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
+  const given = options.maxBodyBytes;
+  const server = options.server ?? 'auto';
+  if (server !== 'auto' && server !== 'mcec' && server !== 'mcp') {
+    throw new ProxyConfigError(`server must be auto, mcec or mcp, got ${String(server)}`);
+  }
   if (!isLoopbackHost(listenHost) && !allowNonLoopback) {
     throw new ProxyConfigError(
       `refusing to listen on non-loopback host ${listenHost} (pass --allow-remote / allowNonLoopback to allow it)`,
@@ -85,18 +114,22 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
     throw new ProxyConfigError((err as Error).message);
   }
   // A request body is read whole before it is forwarded: it must fit in what can be recorded.
-  if (!Number.isSafeInteger(maxBodyBytes) || maxBodyBytes < 1 || maxBodyBytes > maxRecordBytes) {
+  if (given !== undefined && (!Number.isSafeInteger(given) || given < 1 || given > maxRecordBytes)) {
     throw new ProxyConfigError(
-      `the request body limit must be 1 to ${maxRecordBytes} bytes (the recording limit), got ${maxBodyBytes}`,
+      `the request body limit must be 1 to ${maxRecordBytes} bytes (the recording limit), got ${given}`,
     );
   }
+  const maxBodyBytes = {
+    mcec: given ?? Math.min(DEFAULT_MAX_BODY_BYTES, maxRecordBytes),
+    mcp: given ?? Math.min(DEFAULT_MCP_MAX_BODY_BYTES, maxRecordBytes),
+  };
   let timeouts: ReturnType<typeof timeoutPolicy>;
   try {
     timeouts = timeoutPolicy(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, options.toolTimeoutsMs);
   } catch (err) {
     throw new ProxyConfigError((err as Error).message);
   }
-  return { target, listenHost, listenPort, allowNonLoopback, maxBodyBytes, maxRecordBytes, timeouts };
+  return { target, listenHost, listenPort, allowNonLoopback, maxBodyBytes, server, maxRecordBytes, timeouts };
 }
 
 /**
@@ -110,6 +143,7 @@ function passesGates(
   settings: HttpSettings,
   port: number,
   wire: WireRecording,
+  kind: TargetKind,
 ): boolean {
   const post = req.method === 'POST';
   const { pathname } = settings.target;
@@ -128,12 +162,22 @@ function passesGates(
         settings.allowNonLoopback,
       );
   if (rejection !== null) {
-    sendError(res, 403, rejection);
-    wire.proxyError({ status: 403, reason: rejection });
+    sendRefusal(res, hostOriginRefusal(kind, rejection));
+    wire.proxyError({ status: 403, reason: rejection, server: kind });
     req.resume();
     return false;
   }
   return true;
+}
+
+/** Answer the client with a refusal's exact bytes. */
+function sendRefusal(res: http.ServerResponse, refusal: Refusal): void {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(refusal.status, {
+    'Content-Type': refusal.contentType,
+    'Content-Length': Buffer.byteLength(refusal.body),
+  });
+  res.end(refusal.body);
 }
 
 /**
@@ -145,6 +189,7 @@ function readBoundedBody(
   req: http.IncomingMessage,
   res: http.ServerResponse,
   limit: number,
+  kind: TargetKind,
   wire: WireRecording,
   onBody: (body: Buffer) => void,
 ): void {
@@ -155,8 +200,9 @@ function readBoundedBody(
   const tooLargeNow = () => {
     tooLarge = true;
     chunks.length = 0;
-    sendError(res, 413, `request body over ${limit} bytes`);
-    wire.proxyError({ status: 413, reason: 'body too large', bytes: size || declared, limit });
+    const text = `Request body exceeds ${limit} bytes`; // MCEC's words
+    sendRefusal(res, kind === 'mcec' ? mcecRefusal(413, text) : mcpRefusal(413, -32600, text));
+    wire.proxyError({ status: 413, reason: 'body too large', bytes: size || declared, limit, server: kind });
   };
   if (Number.isFinite(declared) && declared > limit) tooLargeNow();
   req.on('data', (chunk: Buffer) => {
@@ -214,6 +260,8 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   const settings = httpSettings(options);
   const { target, listenHost } = settings;
   const wire = new WireRecording(options.recorder, 'http');
+  // Until an initialize answer names the server, auto means MCEC's (stricter) rules.
+  let kind: TargetKind = settings.server === 'mcp' ? 'mcp' : 'mcec';
   const ctx: ForwardContext = {
     target,
     agent: new http.Agent({ keepAlive: true, maxFreeSockets: 16 }),
@@ -222,17 +270,34 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     lateAnswerMs: options.lateAnswerMs ?? DEFAULT_LATE_ANSWER_MS,
     maxRecordBytes: settings.maxRecordBytes,
     inFlight: new Set(),
+    kind: () => kind,
+    serverNamed: (name) => {
+      if (settings.server === 'auto') kind = isMcecName(name) ? 'mcec' : 'mcp';
+    },
   };
   const watchAuthorization = authorizationWatcher(options.recorder);
   let port = settings.listenPort;
+  let active = 0;
 
   const server = http.createServer((req, res) => {
     res.on('error', () => {});
     req.on('error', () => {});
-    if (!passesGates(req, res, settings, port, wire)) return;
+    active += 1;
+    res.once('close', () => {
+      active -= 1;
+    });
+    const kind = ctx.kind();
+    // MCEC refuses a request past its 16th in flight before any other check: so does the proxy in its place.
+    if (kind === 'mcec' && active > MCEC_MAX_IN_FLIGHT) {
+      sendRefusal(res, mcecRefusal(503, `Server busy: more than ${MCEC_MAX_IN_FLIGHT} requests in flight`));
+      wire.proxyError({ status: 503, reason: 'more than 16 requests in flight', server: kind });
+      req.resume();
+      return;
+    }
+    if (!passesGates(req, res, settings, port, wire, kind)) return;
     watchAuthorization(req.headers.authorization);
     const post = req.method === 'POST';
-    readBoundedBody(req, res, settings.maxBodyBytes, wire, (body) => {
+    readBoundedBody(req, res, settings.maxBodyBytes[kind], kind, wire, (body) => {
       if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
       else forwardRequest(ctx, req, res, body, post);
     });

@@ -52,7 +52,8 @@ export class WireRecording {
   begin(message: Record<string, unknown>, startedAt: Date, scope = ''): ProxyPendingExchange {
     let pending: ProxyPendingExchange;
     try {
-      pending = this.recorder.beginExchange(message, { transport: this.transport, startedAt });
+      const meta = { transport: this.transport, startedAt, ...(scope ? { mcpSessionId: scope } : {}) };
+      pending = this.recorder.beginExchange(message, meta);
     } catch {
       return NOOP_PENDING;
     }

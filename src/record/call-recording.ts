@@ -10,7 +10,7 @@ import { compactImages } from '../artifacts/compact.js';
 import type { HostFileCollector, HostFileRef } from '../artifacts/host-files.js';
 import type { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { findImageBytes } from '../contract/image-bytes.js';
-import { readToolOutput } from '../contract/read-tool-output.js';
+import { readPlainToolResult, readToolOutput } from '../contract/read-tool-output.js';
 import type { Envelope, ToolOutput, Violation } from '../contract/types.js';
 import type { Redactor } from '../redact/redactor.js';
 import { isRecord } from '../util/json.js';
@@ -149,6 +149,12 @@ export class CallRecording {
     return this.complete(call);
   }
 
+  /** The call's output read: as MCEC's envelope, or (a server that is not MCEC, no envelope) as a plain result. */
+  private read(call: RecordedCall): ToolOutput {
+    const read = call.readEarly ?? readToolOutput(call.output);
+    return (call.plainServer ? readPlainToolResult(call.output, read) : undefined) ?? read;
+  }
+
   private completeCall(call: RecordedCall): Promise<void> | undefined {
     const { stage, registry } = this.deps;
     if (this.deps.closed() || !call.session) {
@@ -164,7 +170,7 @@ export class CallRecording {
       this.completeOversize(call, s);
       return undefined;
     }
-    const out = call.thrown ? undefined : stage('parse', () => call.readEarly ?? readToolOutput(call.output));
+    const out = call.thrown ? undefined : stage('parse', () => this.read(call));
     const env = out?.envelope;
     const { s, unsafeFrom } = stage('route', () => registry.route(call, env));
     const violations: Violation[] = out ? [...out.violations] : [];
@@ -208,7 +214,16 @@ export class CallRecording {
     let [envelopeCompaction, responseCompaction] = await this.deps.stage('compact', () =>
       Promise.all([
         envLocations.length > 0 ? compactImages(c.env, envLocations, store, masker) : undefined,
-        respLocations.length > 0 ? compactImages(c.response, respLocations, store, masker) : undefined,
+        // A plain MCP result's images are named by their call (they are no MCEC captures).
+        respLocations.length > 0
+          ? compactImages(
+              c.response,
+              respLocations,
+              store,
+              masker,
+              c.out?.plain ? `image-call${c.call.seq}` : undefined,
+            )
+          : undefined,
       ]),
     );
     if (c.hostRefs.length > 0) {

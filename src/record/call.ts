@@ -40,6 +40,11 @@ export interface CallStart {
   startSessionId: string;
   /** How `startSessionId` was learned (the `via` of a session it creates). */
   startVia: SessionVia;
+  /**
+   * The server is not MCEC (its `initialize` said so): a result without an envelope is a plain MCP result,
+   * and the call stays in the MCP session it started in.
+   */
+  plainServer: boolean;
 }
 
 /** A call from its start to its row: what came back, where it is filed, what the queue holds of it. */
@@ -97,6 +102,7 @@ export function newCall(init: CallStart): RecordedCall {
     namedSessionId: init.namedSessionId,
     startSessionId: init.startSessionId,
     startVia: init.startVia,
+    plainServer: init.plainServer,
     seq: 0,
     argsJson: null,
     argsDropped: false,

@@ -245,7 +245,7 @@ export function plainResponseJson(v: unknown): string {
 /** The raw output's shape for the `response` column: the envelope's text block as "[envelope]". */
 export function responseShape(raw: unknown, out: ToolOutput): unknown {
   const mask = (r: unknown): unknown => {
-    if (!isRecord(r) || out.synthesized) return r;
+    if (!isRecord(r) || out.synthesized || out.plain) return r;
     if (isPlainCallToolResult(r)) return PLAIN_RESPONSES.get(r.isError as boolean)!.value;
     const i = envelopeBlockIndex(r);
     if (i < 0) return r;

@@ -9,7 +9,7 @@
  * `record-failure` events.
  */
 
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { HostFileCollector } from '../artifacts/host-files.js';
 import { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
@@ -108,6 +108,10 @@ class RecorderImpl implements Recorder {
   };
   private closed = false;
   private closing: Promise<void> | undefined;
+  /** Which server the proxy's `initialize` named (unknown until then: read as MCEC). */
+  private server: { kind: 'mcec' | 'other' | 'unknown'; slug: string } = { kind: 'unknown', slug: 'mcp' };
+  /** Names the MCP session of a server without session ids (stdio: one server process per recorder). */
+  private readonly processToken = randomBytes(4).toString('hex');
   /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
   private observationsInFlight = 0;
 
@@ -227,8 +231,26 @@ class RecorderImpl implements Recorder {
     method: string | null,
     transport: Transport,
     startedAt: Date,
+    mcpSession?: string,
   ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
+    if (mcpSession !== undefined) {
+      // A server that is not MCEC: its MCP session is the recording's, whatever the arguments say.
+      const call = newCall({
+        tool: name,
+        args,
+        rpcId,
+        method,
+        transport,
+        startedAt,
+        namedSessionId: undefined,
+        startSessionId: mcpSession,
+        startVia: 'mcp-session',
+        plainServer: true,
+      });
+      this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
+      return call;
+    }
     const named = routingArgument(name, args);
     // registry.startOf's rule, inline: this runs on the agent's critical path.
     const serverDefault = this.registry.serverDefaultId;
@@ -242,6 +264,7 @@ class RecorderImpl implements Recorder {
       namedSessionId: named,
       startSessionId: named ?? serverDefault ?? this.defaultSessionId,
       startVia: named !== undefined ? 'argument' : serverDefault !== undefined ? 'envelope' : 'default',
+      plainServer: false,
     });
     this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
     return call;
@@ -518,16 +541,55 @@ class RecorderImpl implements Recorder {
     const startedAt = validDate(meta.startedAt) ?? this.clock.date();
     if (this.closed) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
+    if (req?.method === 'initialize') return this.initializeExchange(request);
     if (req?.method !== 'tools/call')
       return otherExchange(this.exchangeSink, request, typeof req?.method === 'string' ? req.method : null);
     const params = isRecord(req.params) ? req.params : {};
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
     const args = isRecord(params.arguments) ? params.arguments : {};
     const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
-    const call = this.startCall(tool, args, rpcId, 'tools/call', meta.transport ?? this.transport, startedAt);
+    const mcpSession = this.server.kind === 'other' ? this.mcpSessionId(meta.mcpSessionId) : undefined;
+    const transport = meta.transport ?? this.transport;
+    const call = this.startCall(tool, args, rpcId, 'tools/call', transport, startedAt, mcpSession);
     const traceparent = isRecord(params._meta) ? params._meta.traceparent : undefined;
     if (typeof traceparent === 'string' && TRACEPARENT.test(traceparent)) call.traceparent = traceparent;
     return toolCallExchange(this.exchangeSink, call, startedAt);
+  }
+
+  /**
+   * `initialize`: its answer says which server this is, at once (the calls that follow are read by it):
+   * MCEC (`serverInfo.name` "MCEC") or another MCP server, whose results are plain and whose sessions are
+   * its MCP sessions.
+   */
+  private initializeExchange(request: unknown): PendingExchange {
+    const inner = otherExchange(this.exchangeSink, request, 'initialize');
+    return {
+      ...inner,
+      complete: (response, m) => {
+        const result = isRecord(response) && isRecord(response.result) ? response.result : undefined;
+        const info = result && isRecord(result.serverInfo) ? result.serverInfo : undefined;
+        if (info && typeof info.name === 'string') {
+          this.server = {
+            kind: info.name.trim().toLowerCase() === 'mcec' ? 'mcec' : 'other',
+            slug: sessionSlug(info.name),
+          };
+        }
+        inner.complete(response, m);
+      },
+    };
+  }
+
+  /**
+   * The recording's session id for an MCP session of a server that is not MCEC: the server's name and the
+   * `Mcp-Session-Id` (HTTP), or the server's name and a token of this server process (stdio, or a server
+   * without sessions). Never a 12-hex id, which would read as MCEC's.
+   */
+  private mcpSessionId(mcpSessionId: string | undefined): string {
+    const tail = typeof mcpSessionId === 'string' && mcpSessionId !== '' ? mcpSessionId : this.processToken;
+    const id = `${this.server.slug}-${tail}`;
+    return isSafeSessionId(id)
+      ? id
+      : `${this.server.slug}-${createHash('sha256').update(tail).digest('hex').slice(0, 16)}`;
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
@@ -605,6 +667,18 @@ class RecorderImpl implements Recorder {
     // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
     await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
   }
+}
+
+/** A server's name as the start of a path-safe session id: `mcp-servers-everything`; `mcp` when empty. */
+function sessionSlug(name: string): string {
+  const slug = name
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-|-$/g, '')
+    .slice(0, 24)
+    .replace(/-$/, '');
+  return slug === '' ? 'mcp' : slug;
 }
 
 /** Create a recorder (see RecorderOptions for the defaults). */

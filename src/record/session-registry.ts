@@ -225,6 +225,8 @@ export class SessionRegistry {
 
   /** Where a completed call goes: a session already known, or the id (and how it was learned) to record it under. */
   private routeTarget(call: RecordedCall, env: Envelope | undefined): RouteTarget {
+    // A server that is not MCEC has no session ids in its results: the call stays in its MCP session.
+    if (call.plainServer) return { raw: call.startSessionId, via: call.startVia, startedAt: call.startedAt };
     const envId =
       env && typeof env.sessionId === 'string' && env.sessionId !== '' ? env.sessionId : undefined;
     const code = env && !env.ok ? env.error.code : undefined;

@@ -12,7 +12,8 @@ import { isoTime } from './time.js';
 import type { SessionCounts } from './types.js';
 
 /** How a session came to be recorded (the `via` of its `session-start` event). */
-export type SessionVia = 'session-start' | 'envelope' | 'argument' | 'default';
+/** How a session became known; `mcp-session`: an MCP session of a server that is not MCEC. */
+export type SessionVia = 'session-start' | 'envelope' | 'argument' | 'default' | 'mcp-session';
 
 /** Events kept while a log cannot be opened; past this many the rest are counted, not kept. */
 const MAX_BUFFERED_EVENTS = 1000;

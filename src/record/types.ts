@@ -142,6 +142,8 @@ export interface ExchangeMeta {
   transport?: Transport;
   startedAt?: Date;
   endedAt?: Date;
+  /** The request's `Mcp-Session-Id` (Streamable HTTP): a server that is not MCEC gets a session per id. */
+  mcpSessionId?: string;
 }
 
 /** An answer a proxy passed to its client unchanged but did not record, because it was over its cap. */

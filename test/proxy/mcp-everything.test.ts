@@ -3,7 +3,7 @@
  * (Streamable HTTP with streamed answers, and stdio). The client gets what it gets without the proxy, and the
  * recording lists every call with its real outcome, its progress and the server's requests.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -27,6 +27,7 @@ import { readSessions } from './sim-script.js';
 const require = createRequire(import.meta.url);
 const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist/index.js');
 const MCEC_RECORD = path.resolve('dist/cli/mcec-record.js');
+const MCEC_BUNDLE = path.resolve('dist/cli/mcec-bundle.js');
 
 let tmp: string;
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -104,9 +105,43 @@ async function converse(client: Client): Promise<{ results: unknown[]; progress:
   results.push(await client.callTool({ name: 'trigger-sampling-request', arguments: { prompt: 'hi' } }));
   results.push(await client.callTool({ name: 'trigger-elicitation-request', arguments: {} }));
   results.push(await client.callTool({ name: 'get-roots-list', arguments: {} }));
-  results.push(await client.callTool({ name: 'no-such-tool', arguments: {} }));
   results.push(await client.ping());
   return { results, progress };
+}
+
+/** The sessions as `mcec-bundle list --json` lists them. */
+function listed(root: string): Array<Record<string, unknown>> {
+  const out = execFileSync(process.execPath, [MCEC_BUNDLE, 'list', '--json', '--sessions', root], {
+    encoding: 'utf8',
+  });
+  const parsed = JSON.parse(out) as
+    | { sessions?: Array<Record<string, unknown>> }
+    | Array<Record<string, unknown>>;
+  return Array.isArray(parsed) ? parsed : (parsed.sessions ?? []);
+}
+
+/** One plain call's row as recorded: ok with no violations and its result kept. */
+function expectTruthful(root: string): void {
+  const sessions = recorded(root);
+  expect(sessions).toHaveLength(1);
+  const [s] = sessions;
+  // Named after the server and its MCP session, not a 12-hex id that would read as MCEC's.
+  expect(s!.session.session_id).toMatch(/^mcp-servers-everything-/);
+  for (const c of s!.calls) {
+    expect({ tool: c.tool, status: c.status, violations: c.violations }).toEqual({
+      tool: c.tool,
+      status: 'ok',
+      violations: [],
+    });
+  }
+  // get-tiny-image's PNG is an artifact named by its call, not an MCEC capture.
+  const tiny = s!.calls.find((c) => c.tool === 'get-tiny-image')!;
+  expect(fs.readdirSync(path.join(s!.dir, 'artifacts'))).toEqual([
+    expect.stringMatching(new RegExp(`^image-call${tiny.seq}-.+\\.png$`)),
+  ]);
+  const list = listed(root);
+  expect(list).toHaveLength(1);
+  expect(list[0]).toMatchObject({ verdict: 'PASS', failures: 0 });
 }
 
 /** What the recording says of each call: tool, status, and its events' kinds and methods. */
@@ -114,9 +149,12 @@ function recorded(root: string) {
   const sessions = readSessions(root);
   return sessions.map((s) => ({
     session: s.session,
+    dir: s.dir,
     calls: s.calls.map((c) => ({
+      seq: c.seq,
       tool: c.tool,
       status: c.status,
+      violations: c.violations === null ? [] : JSON.parse(c.violations),
       events: s.events
         .filter((e) => e.call_seq === c.seq && (e.kind === 'notification' || e.kind === 'server-request'))
         .map((e) => `${e.kind} ${String(e.detail.method)}`),
@@ -164,10 +202,10 @@ describe('the SDK client and server-everything through the proxies', () => {
       'trigger-sampling-request',
       'trigger-elicitation-request',
       'get-roots-list',
-      'no-such-tool',
     ]);
     for (const c of calls) expect(c.events).toEqual(EXPECTED_EVENTS[c.tool] ?? []);
     expect(recorded(sessionsDir).flatMap((s) => s.faults)).toEqual([]);
+    expectTruthful(sessionsDir);
   }, 120_000);
 
   it('over stdio (mcec-record stdio): same results as direct; progress and server requests recorded with their calls', async () => {
@@ -196,5 +234,6 @@ describe('the SDK client and server-everything through the proxies', () => {
     expect(calls.map((c) => c.tool)).toContain('trigger-long-running-operation');
     for (const c of calls) expect(c.events).toEqual(EXPECTED_EVENTS[c.tool] ?? []);
     expect(recorded(sessionsDir).flatMap((s) => s.faults)).toEqual([]);
+    expectTruthful(sessionsDir);
   }, 120_000);
 });

@@ -27,6 +27,7 @@ const call = () =>
     namedSessionId: undefined,
     startSessionId: 'abc',
     startVia: 'default',
+    plainServer: false,
   });
 
 describe('toolCallExchange', () => {

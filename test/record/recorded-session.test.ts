@@ -26,6 +26,7 @@ function call(): RecordedCall {
     namedSessionId: undefined,
     startSessionId: 'a',
     startVia: 'default',
+    plainServer: false,
   });
 }
 

@@ -22,6 +22,7 @@ function call(more: Partial<RecordedCall> = {}): RecordedCall {
     namedSessionId: undefined,
     startSessionId: 'abc',
     startVia: 'default',
+    plainServer: false,
   });
   return Object.assign(
     c,

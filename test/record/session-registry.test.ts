@@ -53,6 +53,7 @@ function started(registry: SessionRegistry, tool: string, named?: string): Recor
     namedSessionId: named,
     startSessionId: start.id,
     startVia: start.via,
+    plainServer: false,
   });
   registry.obtain(start.id, start.via, call.startedAt).callStarted(call);
   return call;

@@ -1,0 +1,116 @@
+/**
+ * A server that is not MCEC (its initialize says so): plain CallToolResults are plain calls, its sessions are
+ * its MCP sessions, and an envelope it does send is still read as one.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRecorder } from '../../src/record/index.js';
+import { readSessions } from '../proxy/sim-script.js';
+import { tempDir } from '../support/temp.js';
+
+let tmp: string;
+beforeEach(() => {
+  tmp = tempDir('plain-server-');
+});
+afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const initialize = (name: string) => [
+  {
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {} },
+  },
+  {
+    jsonrpc: '2.0',
+    id: 0,
+    result: { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name, version: '1' } },
+  },
+];
+const call = (id: number, name: string, args: Record<string, unknown> = {}) => ({
+  jsonrpc: '2.0',
+  id,
+  method: 'tools/call',
+  params: { name, arguments: args },
+});
+const answer = (id: number, result: unknown) => ({ jsonrpc: '2.0', id, result });
+
+describe('a server that is not MCEC', () => {
+  it('records plain results truthfully: ok unless isError, content kept, no violations, one session per MCP session', async () => {
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const [init, initAnswer] = initialize('acme/files');
+    recorder.recordExchange(init, initAnswer, { transport: 'http' });
+    const a = { transport: 'http' as const, mcpSessionId: 'a1b2-c3' };
+    const b = { transport: 'http' as const, mcpSessionId: 'ffff-0000' };
+    recorder.recordExchange(
+      call(1, 'read', { path: 'x', sessionId: 'not-a-routing-id' }),
+      answer(1, {
+        content: [
+          { type: 'text', text: 'hello' },
+          { type: 'resource_link', uri: 'file:///x', name: 'x' },
+        ],
+      }),
+      a,
+    );
+    recorder.recordExchange(
+      call(2, 'read', { path: 'y' }),
+      answer(2, { content: [{ type: 'text', text: 'ENOENT: no such file y' }], isError: true }),
+      b,
+    );
+    const envelope = { ok: true, sessionId: null, result: { saved: true } };
+    recorder.recordExchange(
+      call(3, 'save', {}),
+      answer(3, { content: [{ type: 'text', text: JSON.stringify(envelope) }], isError: false }),
+      a,
+    );
+    await recorder.close();
+
+    const sessions = readSessions(sessionsDir);
+    expect(sessions.map((s) => s.session.session_id).sort()).toEqual([
+      'acme-files-a1b2-c3',
+      'acme-files-ffff-0000',
+    ]);
+    const byId = new Map(sessions.map((s) => [s.session.session_id, s]));
+    const first = byId.get('acme-files-a1b2-c3')!;
+    expect(first.calls.map((c) => [c.tool, c.status, c.violations])).toEqual([
+      ['read', 'ok', null],
+      ['save', 'ok', null],
+    ]);
+    // The plain result is kept as it came (text as text, the resource link as it is).
+    expect(JSON.parse(first.calls[0]!.response!)).toMatchObject({
+      result: {
+        content: [
+          { type: 'text', text: 'hello' },
+          { type: 'resource_link', uri: 'file:///x' },
+        ],
+      },
+    });
+    // An envelope in the text is still read as one.
+    expect(JSON.parse(first.calls[1]!.envelope!)).toMatchObject({ ok: true, result: { saved: true } });
+    const failed = byId.get('acme-files-ffff-0000')!.calls[0]!;
+    expect([failed.status, failed.error_code, failed.error_detail, failed.violations]).toEqual([
+      'failed',
+      'tool-error',
+      'ENOENT: no such file y',
+      null,
+    ]);
+  });
+
+  it('an MCEC server is still read as MCEC (a plain result there breaks the contract)', async () => {
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const [init, initAnswer] = initialize('MCEC');
+    recorder.recordExchange(init, initAnswer, { transport: 'http' });
+    recorder.recordExchange(call(1, 'windows'), answer(1, { content: [{ type: 'text', text: 'hello' }] }), {
+      transport: 'http',
+      mcpSessionId: 'x',
+    });
+    await recorder.close();
+    const [s] = readSessions(sessionsDir);
+    expect(s!.session.session_id).toMatch(/^[0-9a-f]{12}$/);
+    expect(s!.calls[0]!.status).toBe('failed');
+    expect(s!.calls[0]!.error_code).toBe('envelope-unparseable');
+  });
+});
