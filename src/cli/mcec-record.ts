@@ -207,9 +207,11 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   const timeouts = parseTimeouts(options.timeout);
   const { startHttpProxy, ProxyConfigError, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
-  if (maxBodyBytes !== undefined && maxBodyBytes > maxRecordBytes) {
+  // Unless given, the limit in front of MCEC is MCEC's own 1 MiB.
+  const bodyLimit = maxBodyBytes ?? 1024 * 1024;
+  if (bodyLimit > maxRecordBytes) {
     throw new UsageError(
-      `--max-body (${maxBodyBytes} bytes) cannot exceed --max-record-bytes (${maxRecordBytes} bytes): ` +
+      `--max-body (${bodyLimit} bytes) cannot exceed --max-record-bytes (${maxRecordBytes} bytes): ` +
         'a request is read whole before it is forwarded',
     );
   }

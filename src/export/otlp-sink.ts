@@ -61,7 +61,7 @@ export interface OtlpSink {
   emit(plan: SpanPlan): void;
   /** Send what is queued; resolves when sent or given up (never rejects). */
   flush(): Promise<void>;
-  /** In all, or for one session (by `mcp.session.id`). */
+  /** In all, or for one session (by `mcec.session.id`). */
   counts(sessionId?: string): ExportCounts;
   shutdown(): Promise<void>;
   /** Close every connection to the collector now (a shutdown that did not end in time): nothing holds the exit. */
@@ -120,7 +120,7 @@ interface Tally {
   failed: number;
 }
 
-const SESSION_ATTR = 'mcp.session.id';
+const SESSION_ATTR = 'mcec.session.id';
 
 /** Counts each batch's fate, in all and per session; the SDK's own exporter does the sending and retrying. */
 class CountingExporter implements SpanExporter {

@@ -23,6 +23,19 @@ function protocolVersionOf(environment: string): string | null {
   }
 }
 
+/** The server's own `Mcp-Session-Id`, when the recorder saw one (its `mcp-session` event). */
+function mcpSessionIdOf(events: EventRow[]): string | null {
+  for (const e of events) {
+    try {
+      const id = (JSON.parse(e.detail ?? '') as { mcpSessionId?: unknown }).mcpSessionId;
+      if (typeof id === 'string' && id !== '') return id;
+    } catch {
+      // an unreadable event names no session
+    }
+  }
+  return null;
+}
+
 /** The root span's facts: the verdict by the one rule (decideVerdict), the end or the last activity. */
 export function sessionFacts(reader: SessionReader): SessionFacts {
   const session = reader.session();
@@ -40,6 +53,7 @@ export function sessionFacts(reader: SessionReader): SessionFacts {
     failures: stats.failed + stats.fault,
     recorderVersion: session.recorder_version,
     protocolVersion: protocolVersionOf(session.environment),
+    mcpSessionId: mcpSessionIdOf(reader.events('mcp-session')),
   };
 }
 

@@ -19,10 +19,15 @@ export const ATTR = {
   mcpSessionId: 'mcp.session.id',
   mcpProtocolVersion: 'mcp.protocol.version',
   jsonrpcRequestId: 'jsonrpc.request.id',
+  rpcResponseStatusCode: 'rpc.response.status_code',
   genAiOperationName: 'gen_ai.operation.name',
   genAiToolName: 'gen_ai.tool.name',
   genAiToolCallArguments: 'gen_ai.tool.call.arguments',
   // Ours, namespaced.
+  /** The recording's session (MCEC's session id, or the one named after an MCP server's session). */
+  sessionId: 'mcec.session.id',
+  /** MCEC's own error code (the envelope's `error.code`, or the recorder's for a transport failure). */
+  errorCode: 'mcec.error.code',
   errorCategory: 'mcec.error.category',
   errorDetail: 'mcec.error.detail',
   callSeq: 'mcec.call.seq',
@@ -78,6 +83,8 @@ export interface SessionFacts {
   failures: number;
   recorderVersion: string;
   protocolVersion?: string | null;
+  /** The server's own MCP session id (`Mcp-Session-Id`), when the session had one. */
+  mcpSessionId?: string | null;
 }
 
 /** What one call's span is made of: its row and what the log holds about it. */
@@ -115,7 +122,7 @@ export function planSessionSpan(s: SessionFacts, steps: EventRow[] = []): SpanPl
   const start = date(s.startedAt, new Date(0));
   const end = date(s.endedAt, start);
   const attributes: Attributes = {
-    [ATTR.mcpSessionId]: s.sessionId,
+    [ATTR.sessionId]: s.sessionId,
     [ATTR.sessionStatus]: s.status,
     [ATTR.verdict]: s.verdict,
     [ATTR.verdictReason]: clip(s.verdictReason),
@@ -125,6 +132,7 @@ export function planSessionSpan(s: SessionFacts, steps: EventRow[] = []): SpanPl
   };
   if (s.scenario) attributes[ATTR.scenario] = s.scenario;
   if (s.protocolVersion) attributes[ATTR.mcpProtocolVersion] = s.protocolVersion;
+  if (s.mcpSessionId) attributes[ATTR.mcpSessionId] = s.mcpSessionId;
   return {
     name: s.scenario ? clip(s.scenario, 200) : `mcec session ${s.sessionId}`,
     kind: 'internal',
@@ -162,7 +170,7 @@ const TRANSPORT: Record<string, string> = { stdio: 'pipe', http: 'tcp' };
 
 /** One tool call's span, child of the agent's span when the call carried a `traceparent`, else of the root. */
 export function planCallSpan(
-  s: Pick<SessionFacts, 'sessionId' | 'startedAt' | 'endedAt'>,
+  s: Pick<SessionFacts, 'sessionId' | 'startedAt' | 'endedAt' | 'protocolVersion' | 'mcpSessionId'>,
   c: CallFacts,
   options: PlanOptions = {},
 ): SpanPlan {
@@ -177,11 +185,15 @@ export function planCallSpan(
     [ATTR.mcpMethodName]: 'tools/call',
     [ATTR.genAiOperationName]: 'execute_tool',
     [ATTR.genAiToolName]: row.tool,
-    [ATTR.mcpSessionId]: s.sessionId,
+    [ATTR.sessionId]: s.sessionId,
     [ATTR.callSeq]: row.seq,
     [ATTR.callStatus]: row.status,
   };
-  if (row.rpc_id !== null) attributes[ATTR.jsonrpcRequestId] = row.rpc_id;
+  // mcp.session.id is the server's Mcp-Session-Id only (MCEC's own session id is mcec.session.id).
+  if (s.mcpSessionId) attributes[ATTR.mcpSessionId] = s.mcpSessionId;
+  if (s.protocolVersion) attributes[ATTR.mcpProtocolVersion] = s.protocolVersion;
+  const rpcId = requestId(row.rpc_id);
+  if (rpcId !== null) attributes[ATTR.jsonrpcRequestId] = rpcId;
   const transport = TRANSPORT[row.transport];
   if (transport) attributes[ATTR.networkTransport] = transport;
   if (row.output_kind) attributes[ATTR.outputKind] = row.output_kind;
@@ -189,8 +201,11 @@ export function planCallSpan(
     attributes[ATTR.genAiToolCallArguments] = clip(row.args, 8192);
   let status: SpanPlan['status'] = { code: 'unset' };
   if (row.status !== 'ok') {
-    const type = row.error_code ?? (row.status === 'pending' ? 'pending' : row.status);
+    const type = errorType(row);
     attributes[ATTR.errorType] = type;
+    if (row.output_kind === 'json-rpc-error' && row.error_code) {
+      attributes[ATTR.rpcResponseStatusCode] = row.error_code;
+    } else if (row.error_code) attributes[ATTR.errorCode] = row.error_code;
     if (row.error_category) attributes[ATTR.errorCategory] = row.error_category;
     if (row.error_detail) attributes[ATTR.errorDetail] = clip(row.error_detail);
     status = {
@@ -227,6 +242,28 @@ export function planCallSpan(
     events,
     status,
   };
+}
+
+/**
+ * `error.type` as the MCP conventions say: `tool_error` for a tool result that failed (`isError`, an MCEC
+ * envelope with ok false), the JSON-RPC error code as a string for a protocol error, else the recorder's
+ * code for a failure at the transport (`proxy-error`), `pending` for a call never answered.
+ */
+function errorType(row: CallRow): string {
+  if (row.status === 'failed') return 'tool_error';
+  if (row.output_kind === 'json-rpc-error' && row.error_code) return row.error_code;
+  return row.error_code ?? (row.status === 'pending' ? 'pending' : row.status);
+}
+
+/** The JSON-RPC id as the log stores it (JSON text): a string or number for the attribute; null when none. */
+function requestId(stored: string | null): string | null {
+  if (stored === null || stored === 'null') return null;
+  try {
+    const id = JSON.parse(stored) as unknown;
+    return typeof id === 'string' ? id : typeof id === 'number' ? String(id) : null;
+  } catch {
+    return stored;
+  }
 }
 
 function artifactAttributes(a: ArtifactRow): Attributes {

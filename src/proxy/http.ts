@@ -114,13 +114,15 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
     throw new ProxyConfigError((err as Error).message);
   }
   // A request body is read whole before it is forwarded: it must fit in what can be recorded.
-  if (given !== undefined && (!Number.isSafeInteger(given) || given < 1 || given > maxRecordBytes)) {
+  const limit = given ?? DEFAULT_MAX_BODY_BYTES;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxRecordBytes) {
     throw new ProxyConfigError(
-      `the request body limit must be 1 to ${maxRecordBytes} bytes (the recording limit), got ${given}`,
+      `the request body limit must be 1 to ${maxRecordBytes} bytes (the recording limit), got ${limit}`,
     );
   }
   const maxBodyBytes = {
-    mcec: given ?? Math.min(DEFAULT_MAX_BODY_BYTES, maxRecordBytes),
+    mcec: limit,
+    // The SDK's 4 MiB is no server's hard limit: a smaller recording limit bounds it.
     mcp: given ?? Math.min(DEFAULT_MCP_MAX_BODY_BYTES, maxRecordBytes),
   };
   let timeouts: ReturnType<typeof timeoutPolicy>;

@@ -231,7 +231,7 @@ class RecorderImpl implements Recorder {
     method: string | null,
     transport: Transport,
     startedAt: Date,
-    mcpSession?: string,
+    mcpSession?: { id: string; mcpSessionId: string | undefined },
   ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
     if (mcpSession !== undefined) {
@@ -244,9 +244,10 @@ class RecorderImpl implements Recorder {
         transport,
         startedAt,
         namedSessionId: undefined,
-        startSessionId: mcpSession,
+        startSessionId: mcpSession.id,
         startVia: 'mcp-session',
         plainServer: true,
+        mcpSessionId: mcpSession.mcpSessionId,
       });
       this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
       return call;
@@ -548,7 +549,10 @@ class RecorderImpl implements Recorder {
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
     const args = isRecord(params.arguments) ? params.arguments : {};
     const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
-    const mcpSession = this.server.kind === 'other' ? this.mcpSessionId(meta.mcpSessionId) : undefined;
+    const mcpSession =
+      this.server.kind === 'other'
+        ? { id: this.mcpSessionId(meta.mcpSessionId), mcpSessionId: meta.mcpSessionId || undefined }
+        : undefined;
     const transport = meta.transport ?? this.transport;
     const call = this.startCall(tool, args, rpcId, 'tools/call', transport, startedAt, mcpSession);
     const traceparent = isRecord(params._meta) ? params._meta.traceparent : undefined;

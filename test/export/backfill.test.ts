@@ -50,13 +50,22 @@ describe('mcec-bundle export (backfill)', () => {
         'mcp.method.name': 'tools/call',
         'gen_ai.operation.name': 'execute_tool',
         'gen_ai.tool.name': call.tool,
-        'mcp.session.id': session.session_id,
+        'mcec.session.id': session.session_id,
       });
+      // MCEC's session id is no MCP session id (the conventions: only a real Mcp-Session-Id).
+      expect(span.attributes['mcp.session.id']).toBeUndefined();
       expect(span.startMs).toBe(Date.parse(call.started_at));
       if (call.status === 'ok') expect(span.status.code).toBe(0);
       else {
         expect(span.status.code).toBe(2);
-        expect(span.attributes['error.type']).toBe(call.error_code);
+        // The MCP conventions: tool_error for a failed result, the JSON-RPC code for a protocol error.
+        if (call.status === 'failed') {
+          expect(span.attributes['error.type']).toBe('tool_error');
+          expect(span.attributes['mcec.error.code']).toBe(call.error_code);
+        } else if (call.output_kind === 'json-rpc-error') {
+          expect(span.attributes['error.type']).toBe(call.error_code);
+          expect(span.attributes['rpc.response.status_code']).toBe(call.error_code);
+        } else expect(span.attributes['error.type']).toBe(call.error_code);
         expect(span.attributes['mcec.error.category']).toBe(call.error_category);
       }
       // Arguments are opt-in.

@@ -5,7 +5,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { planSession } from '../../src/export/session-spans.js';
 import { createRecorder } from '../../src/record/index.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { readSessions } from '../proxy/sim-script.js';
 import { tempDir } from '../support/temp.js';
 
@@ -112,5 +114,52 @@ describe('a server that is not MCEC', () => {
     expect(s!.session.session_id).toMatch(/^[0-9a-f]{12}$/);
     expect(s!.calls[0]!.status).toBe('failed');
     expect(s!.calls[0]!.error_code).toBe('envelope-unparseable');
+  });
+});
+
+describe('OpenTelemetry spans of a plain server (the MCP semantic conventions)', () => {
+  it('mcp.session.id is the real Mcp-Session-Id, tool_error for isError, no null request id, the protocol version', async () => {
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const [init, initAnswer] = initialize('acme/files');
+    recorder.recordExchange(init, initAnswer, { transport: 'http' });
+    const meta = { transport: 'http' as const, mcpSessionId: '6f1e-77' };
+    recorder.recordExchange(call(1, 'read'), answer(1, { content: [{ type: 'text', text: 'x' }] }), meta);
+    recorder.recordExchange(
+      { ...call(2, 'read'), id: null },
+      answer(2, { content: [{ type: 'text', text: 'no' }], isError: true }),
+      meta,
+    );
+    recorder.recordExchange(
+      call(3, 'read'),
+      { jsonrpc: '2.0', id: 3, error: { code: -32602, message: 'bad params' } },
+      meta,
+    );
+    await recorder.close();
+    const [s] = readSessions(sessionsDir);
+    const reader = SessionReader.open(s!.dir);
+    try {
+      const spans = planSession(reader);
+      const calls = spans.filter((p) => p.kind === 'client');
+      for (const span of spans) {
+        expect(span.attributes).toMatchObject({
+          'mcp.session.id': '6f1e-77',
+          'mcec.session.id': 'acme-files-6f1e-77',
+          'mcp.protocol.version': '2025-06-18',
+        });
+      }
+      expect(calls.map((c) => c.attributes['jsonrpc.request.id'])).toEqual(['1', undefined, '3']);
+      expect(calls[1]!.attributes).toMatchObject({
+        'error.type': 'tool_error',
+        'mcec.error.code': 'tool-error',
+      });
+      expect(calls[2]!.attributes).toMatchObject({
+        'error.type': '-32602',
+        'rpc.response.status_code': '-32602',
+      });
+      expect(calls[0]!.attributes['error.type']).toBeUndefined();
+    } finally {
+      reader.close();
+    }
   });
 });
