@@ -8,6 +8,7 @@ import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import { FULL_FACTS, type SummaryFacts, summaryFacts } from '../report/summary-facts.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
+import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
 
 export { listingOf, listSessionSummaries, type SessionListing } from './list.js';
 
@@ -230,6 +231,12 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     } catch {
       // a catalog we cannot write: the next reader's sweep drops the rows of the removed dirs
     }
+  }
+  // What killed runs left: bundle and page partials beside the sessions (named for their dead writer's pid)
+  // and this package's temp dirs of dead processes.
+  if (!options.dryRun) {
+    removeDeadPartials(root);
+    for (const prefix of TEMP_DIR_PREFIXES) removeDeadTempDirs(prefix);
   }
   return pruned;
 }

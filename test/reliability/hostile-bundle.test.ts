@@ -4,6 +4,7 @@
  * --bundles` refuse it within seconds, and the temp dirs of killed runs are removed by the next run.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -169,4 +170,19 @@ describe('a bundle whose log is not ours', () => {
     // and the runs left nothing of their own
     expect(fs.readdirSync(tmp).sort()).toEqual([path.basename(live)]);
   }, 120_000);
+
+  it('prune removes the partials and temp dirs of dead writers, never a live one’s', async () => {
+    const { pruneSessions } = await import('../../src/bundle/sessions.js');
+    const sessionsDir = path.join(root, 'prune-sessions');
+    fs.mkdirSync(sessionsDir, { recursive: true });
+    const dead = path.join(sessionsDir, `20261202-101500-abc.zip.${deadPid()}.0badc0de.partial`);
+    const live = path.join(sessionsDir, `20261202-101500-abc.zip.${process.pid}.0badc0de.partial`);
+    fs.writeFileSync(dead, 'half a zip');
+    fs.writeFileSync(live, 'a zip being written');
+    const tmpDead = fs.mkdtempSync(path.join(os.tmpdir(), `mcec-bundle-${deadPid()}-`));
+    await pruneSessions(sessionsDir, { olderThanMs: 1000 });
+    expect(fs.existsSync(dead)).toBe(false);
+    expect(fs.existsSync(live)).toBe(true);
+    expect(fs.existsSync(tmpDead)).toBe(false);
+  });
 });
