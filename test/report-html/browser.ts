@@ -7,7 +7,9 @@ export const CHROMIUM = process.env.MCEC_CHROMIUM ?? '/usr/bin/chromium';
 export const hasChromium = fs.existsSync(CHROMIUM);
 // Locally a missing browser skips the browser suites (with SKIP_MESSAGE); in CI it is a failure, never a skip.
 if (!hasChromium && process.env.CI)
-  throw new Error(`${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does), or set MCEC_CHROMIUM`);
+  throw new Error(
+    `${CHROMIUM} not found: CI must install Debian's chromium (.ci/run does), or set MCEC_CHROMIUM`,
+  );
 export const SKIP_MESSAGE = `report.html browser tests skipped: ${CHROMIUM} not found (CI installs Debian's chromium)`;
 
 /** Launch headless Chromium; playwright gives every launch a fresh temporary profile (user data dir). */
