@@ -14,6 +14,7 @@ import {
   renderReportHtmlParts,
 } from '../report/html/render-html.js';
 import { REPORT_HTML_FILE } from '../report/html/write-report.js';
+import type { PlayerModel } from '../report/player/model.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
@@ -39,6 +40,7 @@ import {
   type SkippedFile,
 } from './images.js';
 import { type BundleMasking, maskedSessionView } from './masked-view.js';
+import { RUN_GIF_FILE, type RunGif, writeRunGif } from './run-gif.js';
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
@@ -52,6 +54,8 @@ export interface BundleOptions {
   images?: boolean;
   /** Include the session.sqlite snapshot (default true). */
   db?: boolean;
+  /** Write run.gif, the run with the agent's actions drawn in, shown by bug-report.md (default true). */
+  gif?: boolean;
   /** Drop the oldest images (never the key ones) until the zip fits. */
   maxBytes?: number;
   /** Folder whose templates override the built-in ones by file name. */
@@ -139,7 +143,11 @@ interface BundlePlan {
   dbFile: string | null;
   images: ImageFile[];
   dropped: DroppedFile[];
-  options: BundleOptions & { withImages: boolean; withDb: boolean };
+  /** run.gif (made while the zip's first entries are written); null when there is none. */
+  gif: Promise<RunGif | null> | null;
+  /** Why run.gif could not be made, once it is known (a warning, not a failed bundle). */
+  gifProblem: string[];
+  options: BundleOptions & { withImages: boolean; withDb: boolean; withGif: boolean };
 }
 
 /** Build the bug bundle of the session in `sessionDir`. */
@@ -182,12 +190,34 @@ async function planBundle(
 ): Promise<BundlePlan> {
   const withImages = options.images !== false;
   const withDb = options.db !== false;
+  const withGif = options.gif !== false;
   const { session, summary } = facts;
   const top = topFolderName(dir, session);
-  const [failureSummary, bugReport] = await Promise.all([
-    renderFailureSummary(summary, { templatesDir: options.templatesDir }),
-    renderBugReport(summary, { templatesDir: options.templatesDir, bundleName: `${top}.zip` }),
-  ]);
+  const failureSummary = await renderFailureSummary(summary, { templatesDir: options.templatesDir });
+  // run.gif is drawn once the page's plan has read the calls, while the zip's first entries are written;
+  // bug-report.md, which shows it, is rendered when it is known.
+  const gifProblem: string[] = [];
+  const gif =
+    withGif && stillImages(facts.images) >= 2
+      ? facts.report
+          .player()
+          .then((model) => writeRunGif(dir, model, path.join(tmpDir, RUN_GIF_FILE)))
+          .catch((err: unknown) => {
+            gifProblem.push(`run.gif was not written: ${err instanceof Error ? err.message : String(err)}`);
+            return null;
+          })
+      : null;
+  const bugReport = (gif ?? Promise.resolve(null)).then(async (made) => {
+    const text = await renderBugReport(summary, {
+      templatesDir: options.templatesDir,
+      bundleName: `${top}.zip`,
+      runGif: made ? { path: RUN_GIF_FILE, frames: made.frames } : null,
+    });
+    const file = path.join(tmpDir, 'bug-report.md');
+    await fs.promises.writeFile(file, text, 'utf8');
+    return { file, size: Buffer.byteLength(text, 'utf8') };
+  });
+  bugReport.catch(() => undefined); // awaited at its turn in the zip
   progress.step();
   const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: s.reason ?? 'unreadable' }));
   let dbFile: string | null = null;
@@ -199,7 +229,7 @@ async function planBundle(
   }
   const texts = [
     { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
-    { name: 'bug-report.md', data: Buffer.from(bugReport, 'utf8') },
+    { name: 'bug-report.md', data: bugReport },
     { name: 'tool-calls.jsonl', data: facts.log },
     { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
   ];
@@ -214,7 +244,9 @@ async function planBundle(
     dbFile,
     images,
     dropped,
-    options: { ...options, withImages, withDb },
+    gif,
+    gifProblem,
+    options: { ...options, withImages, withDb, withGif },
   };
 }
 
@@ -243,11 +275,20 @@ function layout(
     source: { stream: () => facts.report.chunks(copy) },
     compress: true,
   });
+  const { gif } = plan;
+  if (gif) {
+    entries.push({
+      name: `${top}/${RUN_GIF_FILE}`,
+      source: gif.then((g): ZipSource => (g ? { file: g.file, size: g.bytes } : { none: true })),
+      compress: false,
+    });
+  }
   entries.sort(byName);
   const manifest = async (
     hashes: ReadonlyMap<string, { bytes: number; sha256: string }>,
   ): Promise<Buffer> => {
     const { lines, calls, truncated, imagesRedacted } = await log;
+    const made = gif ? await gif : null;
     return jsonBuffer(
       manifestJson({
         manifestVersion: MANIFEST_VERSION,
@@ -256,7 +297,13 @@ function layout(
         generator: { name: 'mcec-recorder', version: packageVersion() },
         files: [...hashes].map(([name, h]) => ({ path: name.slice(top.length + 1), ...h })),
         dropped: [...plan.dropped, ...capDrops.map((img) => capDropped(img))],
-        options: { images: options.withImages, db: options.withDb, maxBytes: options.maxBytes ?? null },
+        options: {
+          images: options.withImages,
+          db: options.withDb,
+          maxBytes: options.maxBytes ?? null,
+          gif: options.withGif,
+        },
+        runGif: made ? { frames: made.frames, width: made.width, height: made.height } : null,
         toolCallLog: { lines, calls, truncated, imagesRedacted },
         limit: options.maxBytes === undefined ? null : { maxBytes: options.maxBytes, met: met ?? true },
         masking: plan.masking,
@@ -312,6 +359,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
       }
       fs.renameSync(tmp, output);
       tmp = null;
+      warnings.push(...plan.gifProblem);
       const reportHtml = copy ? copy.commit(warnings) : null;
       copy = null;
       progress.finish();
@@ -420,6 +468,11 @@ class ReportStream {
     this.log.catch(() => undefined);
   }
 
+  /** The run as the page's player shows it (known once the plan has read the calls). */
+  async player(): Promise<PlayerModel> {
+    return (await this.page).player;
+  }
+
   /** The page's bytes, also written to `copy` when given. */
   async *chunks(copy: SessionReportCopy | null): AsyncGenerator<Buffer> {
     const page = await this.page;
@@ -496,6 +549,11 @@ class SessionReportCopy {
     this.fd = null;
     fs.rmSync(this.tmp, { force: true });
   }
+}
+
+/** Images a GIF can show (a `record` GIF is one item of the player, not a frame of run.gif). */
+function stillImages(images: readonly ImageFile[]): number {
+  return images.filter((img) => !img.path.toLowerCase().endsWith('.gif')).length;
 }
 
 function capDropped(img: ImageFile): DroppedFile {

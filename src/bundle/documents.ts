@@ -134,7 +134,9 @@ export interface ManifestJson {
   generator: { name: string; version: string };
   files: ManifestFile[];
   dropped: DroppedFile[];
-  options: { images: boolean; db: boolean; maxBytes: number | null };
+  options: { images: boolean; db: boolean; maxBytes: number | null; gif: boolean };
+  /** run.gif's frames and size; null when there is none (turned off, or fewer than two images). */
+  runGif: { frames: number; width: number; height: number } | null;
   toolCallLog: { lines: number; calls: number; truncated: boolean; imagesRedacted: number };
   limit: { maxBytes: number; met: boolean } | null;
   /** How the images' masks were painted (src/mask): when recorded (`before-write`) or some while bundling. */
@@ -150,7 +152,8 @@ export function manifestJson(m: ManifestJson): ManifestJson {
     generator: m.generator,
     files: [...m.files].sort(byPath),
     dropped: [...m.dropped].sort(byPath),
-    options: m.options,
+    options: { images: m.options.images, db: m.options.db, maxBytes: m.options.maxBytes, gif: m.options.gif },
+    runGif: m.runGif,
     toolCallLog: m.toolCallLog,
     limit: m.limit,
     masking: m.masking,

@@ -26,6 +26,7 @@ export async function estimateZipBytes(entries: readonly ZipEntry[], listed: num
     total += entryOverhead(entry.name);
     const level = entry.level ?? 6;
     const source = await entry.source;
+    if ('none' in source) continue;
     if ('buffer' in source) {
       const data = source.buffer;
       total += entry.compress ? zlib.deflateRawSync(data, { level }).length : data.length;

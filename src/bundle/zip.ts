@@ -15,7 +15,9 @@ export type ZipSource =
   | { buffer: Buffer }
   | { file: string; size: number }
   /** Made while it is zipped (report.html): a fresh iterable of chunks each time it is asked for. */
-  | { stream: () => AsyncIterable<Buffer> | Iterable<Buffer> };
+  | { stream: () => AsyncIterable<Buffer> | Iterable<Buffer> }
+  /** Nothing after all (an entry that could not be made, such as run.gif): no entry is written. */
+  | { none: true };
 
 /** One file of the zip. */
 export interface ZipEntry {
@@ -219,6 +221,7 @@ class ZipOutput implements ByteSink {
     if (name.length > MAX_16) throw new Error(`zip entry name too long: ${entry.name.slice(0, 80)}...`);
     const method = entry.compress ? 8 : 0;
     const source = await entry.source;
+    if ('none' in source) return;
     const offset = this.position;
     const header = this.localHeader(name, method);
     if (this.copies(entry) && 'file' in source) {

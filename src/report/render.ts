@@ -313,5 +313,6 @@ export function renderFailureSummary(summary: SessionSummary, options: RenderOpt
 /** Render `bug-report.md`, an issue body with the MCEC bug-report headings (at most 65,536 characters). */
 export function renderBugReport(summary: SessionSummary, options: BugReportOptions = {}): Promise<string> {
   const bundleName = oneLine(options.bundleName ?? `${summary.dirName}.zip`, 200);
-  return renderCapped(BUG_REPORT_TEMPLATE, summary, options, { bundleName });
+  const runGif = options.runGif ? { path: options.runGif.path, frames: options.runGif.frames } : null;
+  return renderCapped(BUG_REPORT_TEMPLATE, summary, options, { bundleName, runGif });
 }

@@ -230,6 +230,8 @@ export interface RenderOptions {
 export interface BugReportOptions extends RenderOptions {
   /** Name of the zip to attach (default `<dirName>.zip`). */
   bundleName?: string;
+  /** The bundle's run.gif (path beside bug-report.md, and its frame count), shown inline; null or absent: none. */
+  runGif?: { path: string; frames: number } | null;
 }
 
 /** Most characters a rendered document may have (a GitHub issue body's limit). */

@@ -17,6 +17,7 @@ interface BundleCliOptions extends SessionsOption {
   json?: boolean;
   images: boolean;
   db: boolean;
+  gif: boolean;
   maxBytes?: number;
   templates?: string;
   maskRules?: string;
@@ -42,6 +43,7 @@ export function addBundleCommand(program: Command): void {
       .option('--json', 'print the result as JSON (schema/bundle-result.schema.json)')
       .option('--no-images', 'leave the images out')
       .option('--no-db', 'leave session.sqlite out')
+      .option('--no-gif', "leave run.gif out (the run as an animated GIF with the agent's actions drawn in)")
       .option(
         '--max-bytes <size>',
         'drop the oldest images until the zip fits (10MB, 500KB; K/M/G = 1024-based)',
@@ -97,6 +99,7 @@ async function bundle(id: string, opts: BundleCliOptions, program: Command): Pro
       output: outputPath(opts.output),
       images: opts.images,
       db: opts.db,
+      gif: opts.gif,
       maxBytes: opts.maxBytes,
       templatesDir: templatesDir(opts.templates),
       reportHtmlInSessionDir: true,

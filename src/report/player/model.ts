@@ -24,6 +24,8 @@ import { type BoxTone, label, MAX_CAPTION_CHARS, MAX_MARKS, type Mark } from './
 export interface PlayerFrame {
   /** The image's key (its path in the session dir). */
   key: string;
+  /** sha256 of its bytes as its artifact row recorded it (names its kept thumbnails), else null. */
+  sha256: string | null;
   /** The call that first showed it. */
   seq: number;
   /** `image`, or `gif` for a `record` recording (shown as one item, not played frame by frame). */
@@ -281,6 +283,7 @@ export class PlayerCollector {
     const index = this.frames.length;
     this.frames.push({
       key: f.key,
+      sha256: f.artifact.sha256,
       seq: row.seq,
       kind: gif ? 'gif' : 'image',
       width,

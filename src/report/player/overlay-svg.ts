@@ -16,6 +16,8 @@ export interface OverlayOptions {
   title?: string;
   /** A red frame around the whole image: the failing call's step. */
   failing?: boolean;
+  /** Text at least this many pixels high once rendered at `width` (run.gif's small frames). */
+  minFontPx?: number;
 }
 
 const COLORS = {
@@ -45,7 +47,8 @@ export function overlaySvg(
   const w = Math.max(1, frameWidth);
   const h = Math.max(1, frameHeight);
   // One unit is 1/520 of the frame's width: labels of about 12 px on a 700 px stage, 9 px in a 520 px GIF.
-  const u = Math.max(w, h * 1.2) / 520;
+  const shown = (options.width ?? w) / w;
+  const u = Math.max(Math.max(w, h * 1.2) / 520, (options.minFontPx ?? 0) / 9 / shown);
   const font = 9 * u;
   const stroke = 1.6 * u;
   const parts: string[] = [];

@@ -1,0 +1,122 @@
+// run.gif in the bug bundle: the demo's run as an animated GIF that bug-report.md shows inline (decoded here
+// with sharp: frame count, size and delays within bounds), 60 frames chosen around the failure in a long
+// session, none with --no-gif or with fewer than two images.
+import path from 'node:path';
+import sharp from 'sharp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/bundle/build.js';
+import { verifyBundle } from '../../src/bundle/verify.js';
+import { runDemo } from '../../src/demo/index.js';
+import { createRecorder } from '../../src/index.js';
+import { createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { bundleValidators, readZip, sha256, unzipTest, type ZipEntryRead } from './helpers.js';
+
+const validators = bundleValidators();
+
+function entriesOf(entries: ZipEntryRead[]): Map<string, Buffer> {
+  return new Map(entries.map((e) => [e.name.slice(e.name.indexOf('/') + 1), e.data]));
+}
+
+/** A session through the simulator: `before` captures, a black one (the failure), `after` more, all distinct. */
+async function recordCaptures(sessionsDir: string, before: number, after: number): Promise<string> {
+  const sim = createSimulator({ sessionsRoot: path.join(sessionsDir, 'sim') });
+  const recorder = createRecorder({ sessionsDir, scenario: 'captures', stderr: () => {} });
+  const dispatch = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
+  const sessionId = envelopeOf(await dispatch('session-start', {})).sessionId as string;
+  // Each width makes another image (the same picture downscaled), so every capture is a frame.
+  const capture = (maxWidth: number) =>
+    dispatch('capture', { window: 'Untitled - Notepad', maxWidth, sessionId });
+  for (let i = 0; i < before; i++) await capture(300 + i);
+  await dispatch('capture', { window: 'Video Player', sessionId });
+  for (let i = 0; i < after; i++) await capture(600 + i);
+  await recorder.end(sessionId, { passed: false, reason: 'black player' });
+  await recorder.flush();
+  const dir = recorder.session(sessionId)!.dir;
+  await recorder.close();
+  return dir;
+}
+
+describe('run.gif', () => {
+  let root: string;
+  let demo: Awaited<ReturnType<typeof runDemo>>;
+
+  beforeAll(async () => {
+    root = makeSessionsDir();
+    demo = await runDemo({ sessionsDir: path.join(root, 'demo'), stderr: () => {} });
+  }, 120_000);
+  afterAll(() => removeDir(root));
+
+  it("is in the demo's bundle, listed in the manifest and shown inline by bug-report.md", async () => {
+    const files = entriesOf(await readZip(demo.bundle));
+    const gif = files.get('run.gif');
+    expect(gif).toBeDefined();
+    expect(gif!.length).toBeLessThan(5_000_000);
+    expect(gif!.subarray(0, 6).toString('latin1')).toBe('GIF89a');
+    const meta = await sharp(gif!, { animated: true }).metadata();
+    const manifest = JSON.parse(files.get('manifest.json')!.toString('utf8'));
+    expect(validators.manifest(manifest)).toEqual([]);
+    expect(manifest.options.gif).toBe(true);
+    expect(manifest.runGif).toEqual({ frames: meta.pages, width: meta.width, height: meta.pageHeight });
+    expect(manifest.files).toContainEqual({ path: 'run.gif', bytes: gif!.length, sha256: sha256(gif!) });
+    // Every step of the demo: the two captures and the six calls drawn on them; the black capture last, held.
+    expect(meta.pages).toBe(8);
+    expect(meta.width).toBe(800);
+    expect(meta.delay?.at(-1)).toBe(3000);
+    // The last frame is the failing capture: framed in red (the top-left pixel), black inside.
+    const last = await sharp(gif!, { page: 7 }).raw().toBuffer({ resolveWithObject: true });
+    const px = (x: number, y: number) => [
+      ...last.data.subarray((y * last.info.width + x) * last.info.channels).subarray(0, 3),
+    ];
+    expect(px(2, 200)[0]).toBeGreaterThan(150); // red border
+    expect(px(2, 200)[1]).toBeLessThan(80);
+    expect(px(400, 200)).toEqual([0, 0, 0]);
+    const bug = files.get('bug-report.md')!.toString('utf8');
+    expect(bug).toMatch(/^!\[The run, 8 frames: [^\]]*\]\(run\.gif\)$/m);
+    expect(demo.verify.ok).toBe(true);
+  });
+
+  it('is left out with gif: false (--no-gif), and bug-report.md does not mention it', async () => {
+    const out = path.join(root, 'nogif.zip');
+    await buildBundle(demo.sessionDir, { output: out, gif: false });
+    const files = entriesOf(await readZip(out));
+    expect(files.has('run.gif')).toBe(false);
+    expect(files.get('bug-report.md')!.toString('utf8')).not.toContain('run.gif');
+    const manifest = JSON.parse(files.get('manifest.json')!.toString('utf8'));
+    expect(manifest.options.gif).toBe(false);
+    expect(manifest.runGif).toBeNull();
+    expect(validators.manifest(manifest)).toEqual([]);
+    expect((await verifyBundle(out)).ok).toBe(true);
+  });
+
+  it('is not made for a session with one image', async () => {
+    const dir = await recordCaptures(path.join(root, 'one'), 0, 0);
+    const out = path.join(root, 'one.zip');
+    await buildBundle(dir, { output: out });
+    const files = entriesOf(await readZip(out));
+    expect(files.has('run.gif')).toBe(false);
+    expect(JSON.parse(files.get('manifest.json')!.toString('utf8')).runGif).toBeNull();
+  });
+
+  it('keeps 60 frames of a long run, chosen around the failure, within 800 px and 5 MB', async () => {
+    const dir = await recordCaptures(path.join(root, 'long'), 70, 40);
+    const out = path.join(root, 'long.zip');
+    const result = await buildBundle(dir, { output: out });
+    expect(result.warnings).toEqual([]);
+    const files = entriesOf(await readZip(out));
+    const gif = files.get('run.gif')!;
+    expect(gif.length).toBeLessThan(5_000_000);
+    const meta = await sharp(gif, { animated: true }).metadata();
+    expect(meta.pages).toBe(60);
+    expect(meta.width).toBeLessThanOrEqual(800);
+    // Two steps before the failure for each one after: the black capture is the 41st frame, held 3 s.
+    const held = meta.delay!.flatMap((d, i) => (d === 3000 ? [i] : []));
+    expect(held).toEqual([40, 59]);
+    const frame = await sharp(gif, { page: 40 }).raw().toBuffer({ resolveWithObject: true });
+    const centre =
+      (Math.floor(frame.info.height / 3) * frame.info.width + Math.floor(frame.info.width / 2)) *
+      frame.info.channels;
+    expect([...frame.data.subarray(centre, centre + 3)]).toEqual([0, 0, 0]);
+    expect(unzipTest(out)).toMatch(/No errors/);
+  });
+});
