@@ -36,8 +36,12 @@ export interface RunGif {
   height: number;
 }
 
-/** Pixels of all frames together at most (memory: 4 bytes each while encoding). */
-const PIXEL_BUDGET = 6_000_000;
+/**
+ * Pixels of all frames together at most: memory (4 bytes each while encoding) and time (the GIF encoder
+ * quantizes every frame) grow with it; 60 frames come out about 260 px wide, 8 frames 800.
+ */
+const PIXEL_BUDGET = 3_000_000;
+const MIN_WIDTH = 200;
 /** Below this width the frames come from the kept 320 px thumbnails. */
 const THUMB_WIDTH = 320;
 const MIN_WIDTH_FROM_IMAGES = 400;
@@ -115,7 +119,10 @@ async function encode(
   const widest = Math.max(...frames.map((f) => f.width));
   const byBudget = Math.floor(Math.sqrt(PIXEL_BUDGET / (steps.length * aspect)));
   const fromThumbs = byBudget < MIN_WIDTH_FROM_IMAGES;
-  const width = Math.max(16, Math.min(limits.maxWidth, widest, fromThumbs ? THUMB_WIDTH : byBudget));
+  const width = Math.max(
+    Math.min(MIN_WIDTH, widest),
+    Math.min(limits.maxWidth, widest, fromThumbs ? Math.min(THUMB_WIDTH, byBudget) : byBudget),
+  );
   const height = Math.max(16, Math.round(width * aspect));
   const page = width * height * 4;
   const pages = Buffer.alloc(page * steps.length);
@@ -142,8 +149,7 @@ async function encode(
         .ensureAlpha()
         .raw()
         .toBuffer();
-      // A composite after extend would be drawn on the wrong canvas; the SVG is the image's size, so
-      // sharp's order (resize, extend, composite) puts it at the top-left either way.
+      // The SVG is the resized image's size, drawn at the top-left; the canvas below it is background.
       raw.copy(pages, shown.length * page, 0, page);
       shown.push(i);
     } catch {
