@@ -431,24 +431,7 @@ export class Catalog {
   sessions(
     filter: { since?: string; until?: string; scenario?: string; verdict?: 'PASS' | 'FAIL' } = {},
   ): CatalogSession[] {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.since !== undefined) {
-      where.push('coalesce(started_at, last_activity_at) >= ?');
-      params.push(filter.since);
-    }
-    if (filter.until !== undefined) {
-      where.push('coalesce(started_at, last_activity_at) < ?');
-      params.push(filter.until);
-    }
-    if (filter.scenario !== undefined) {
-      where.push('scenario = ?');
-      params.push(filter.scenario);
-    }
-    if (filter.verdict !== undefined) {
-      where.push('verdict = ?');
-      params.push(filter.verdict);
-    }
+    const { where, params } = sessionFilter(filter);
     return this.db
       .prepare(
         `SELECT ${SESSION_COLUMNS} FROM sessions ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY dir_name`,
@@ -466,20 +449,8 @@ export class Catalog {
     offset: number,
     limit: number,
   ): { total: number; rows: CatalogSession[] } {
-    const where = ['(calls > 0 OR error IS NOT NULL)'];
-    const params: unknown[] = [];
-    if (filter.since !== undefined) {
-      where.push('coalesce(started_at, last_activity_at) >= ?');
-      params.push(filter.since);
-    }
-    if (filter.scenario !== undefined) {
-      where.push('scenario = ?');
-      params.push(filter.scenario);
-    }
-    if (filter.verdict !== undefined) {
-      where.push('verdict = ?');
-      params.push(filter.verdict);
-    }
+    const { where, params } = sessionFilter(filter);
+    where.unshift('(calls > 0 OR error IS NOT NULL)');
     if (filter.fingerprint !== undefined) {
       where.push('EXISTS (SELECT 1 FROM json_each(sessions.fingerprints) WHERE json_each.value = ?)');
       params.push(filter.fingerprint);
@@ -608,4 +579,28 @@ export function catalogSessionEnded(
   counts: { recordFailures: number },
 ): void {
   if (!touchCatalogSession(sessionsDir, sessionDir)) counts.recordFailures += 1;
+}
+
+/** The WHERE terms and parameters of a sessions filter (a session's time is its start, else its last activity). */
+function sessionFilter(filter: {
+  since?: string;
+  until?: string;
+  scenario?: string;
+  verdict?: 'PASS' | 'FAIL';
+}): {
+  where: string[];
+  params: unknown[];
+} {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  const term = (value: string | undefined, sql: string) => {
+    if (value === undefined) return;
+    where.push(sql);
+    params.push(value);
+  };
+  term(filter.since, 'coalesce(started_at, last_activity_at) >= ?');
+  term(filter.until, 'coalesce(started_at, last_activity_at) < ?');
+  term(filter.scenario, 'scenario = ?');
+  term(filter.verdict, 'verdict = ?');
+  return { where, params };
 }
