@@ -10,6 +10,13 @@ import { isBlankLine, LineSplitter } from './lines.js';
 import type { ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
 import { WireRecording } from './wire-recording.js';
 
+/**
+ * Server requests made on behalf of a tool call (a tool asks the client's model or its user). Others (roots/list,
+ * ping) are the connection's: a server sends them on its own, e.g. roots/list after initialization, whatever
+ * call happens to be running.
+ */
+const CALL_SCOPED_REQUESTS: ReadonlySet<string> = new Set(['sampling/createMessage', 'elicitation/create']);
+
 /** Options of {@link runStdioProxy}. */
 export interface StdioProxyOptions {
   /** The real server's program and arguments. */
@@ -115,7 +122,12 @@ class StdioPairing {
       else this.wire.orphanResponse(message.message, now);
     } else if (message.kind === 'invalid') {
       this.wire.fault('response', message.reason, text);
-    } else if (message.kind === 'request') this.wire.fromServer(message, now, this.soleCall());
+    } else if (message.kind === 'request')
+      this.wire.fromServer(
+        message,
+        now,
+        CALL_SCOPED_REQUESTS.has(message.method) ? this.soleCall() : undefined,
+      );
     else this.wire.fromServer(message, now);
   }
 
@@ -154,8 +166,8 @@ class StdioPairing {
 
   /**
    * The one request in flight, if only one is: stdio does not say which call a request of the server comes
-   * from, so it is filed with a call only when no other could own it. (Notifications go by their progress
-   * token alone: a server also logs on its own, between calls.)
+   * from, so a call-scoped one is filed with a call only when no other could own it. (Notifications go by
+   * their progress token alone: a server also logs on its own, between calls.)
    */
   private soleCall(): ProxyPendingExchange | undefined {
     if (this.idless.length + this.inFlight.size !== 1) return undefined;
