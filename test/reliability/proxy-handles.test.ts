@@ -159,8 +159,10 @@ describe('handles: the HTTP proxy under ulimit -n 256', () => {
           .get() as number;
         db.close();
       }
-      // Every answer the clients got is a completed call in its log (the simulator's busy answers too).
-      expect(recorded).toBe(SESSIONS * 3 + busy);
+      // Every 200 the clients got is a completed call in its log. A busy answer is a call too when the
+      // simulator gave it; the proxy's own 503 (MCEC's front door: past 16 in flight) never reached a server.
+      expect(recorded - SESSIONS * 3).toBeGreaterThanOrEqual(0);
+      expect(recorded - SESSIONS * 3).toBeLessThanOrEqual(busy);
       reportFigure('proxy-handles', { sessions: SESSIONS, calls: recorded, busyRetried: busy, wallMs });
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
