@@ -91,10 +91,10 @@ async function reportOf(dir: string): Promise<string> {
   }
 }
 
-function bundleWithoutSharp(sessionsDir: string, out: string) {
+function bundleWithoutSharp(sessionsDir: string, out: string, extra: string[] = ['--no-gif']) {
   return spawnSync(
     process.execPath,
-    ['--import', NO_SHARP, CLI, 'a1b2c3d4e5f6', '--sessions', sessionsDir, '-o', out],
+    ['--import', NO_SHARP, CLI, 'a1b2c3d4e5f6', '--sessions', sessionsDir, '-o', out, ...extra],
     { encoding: 'utf8', cwd: ROOT, timeout: 60_000 },
   );
 }
@@ -131,7 +131,7 @@ describe('thumbnails made at record time', () => {
     expect(withKept.split('src="data:image/webp;base64,').length - 1).toBeGreaterThanOrEqual(3);
   });
 
-  it('let a bundle be built without importing sharp, and the bundle holds no thumbnail file', async () => {
+  it('let a bundle be built without importing sharp (run.gif aside), and the bundle holds no thumbnail file', async () => {
     const sessionsDir = path.join(root, 'c');
     const { dir } = await record(sessionsDir, pngs);
     const out = path.join(root, 'c-out.zip');
@@ -145,6 +145,12 @@ describe('thumbnails made at record time', () => {
     const page = entries.find((e) => e.name.endsWith('/report.html'))!.data.toString('utf8');
     expect(page.split('src="data:image/webp;base64,').length - 1).toBeGreaterThanOrEqual(3);
     expect(page).not.toContain('not decodable');
+    // run.gif is drawn with sharp by design: without it the bundle is still made, and says the GIF is not.
+    fs.rmSync(out);
+    const withGif = bundleWithoutSharp(sessionsDir, out, []);
+    expect(withGif.status).toBe(0);
+    expect(withGif.stderr).toMatch(/run\.gif was not/);
+    expect((await readZip(out)).some((e) => e.name.endsWith('/report.html'))).toBe(true);
     // The hook really bites: without kept thumbnails the page needs sharp, which cannot be imported here.
     fs.rmSync(path.join(dir, 'thumbnails'), { recursive: true });
     fs.rmSync(out);
