@@ -268,6 +268,7 @@ function layout(
       }),
     ),
   }));
+  sessionDoc.catch(() => undefined); // awaited at its turn in the zip (or the estimate); a failed plan fails that
   const entries = zipEntries(top, plan.texts, included, plan.dbFile);
   entries.push({ name: `${top}/session.json`, source: sessionDoc, compress: true });
   entries.push({
