@@ -188,7 +188,7 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
           s.status === 'open'
             ? 'the session is open and its writer is running'
             : live
-              ? `its log is held open by pid ${live.pid} on ${live.host}`
+              ? `its writer, pid ${live.pid} on ${live.host}, is still running and has not closed it`
               : null;
         // Calls and events after the end (a writer that kept writing) count as activity too.
         lastActivity = latestIso([s.startedAt, s.endedAt, reader.stats().lastActivityAt]);

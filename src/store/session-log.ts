@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type Database from 'better-sqlite3';
+import Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from '../paths/naming.js';
 import { keepAside } from './keep-aside.js';
@@ -265,6 +265,8 @@ export class SessionLog implements PooledLog {
   /** Identifies this writer in the `writers` table; its row id there once registered in the open file. */
   private readonly token = randomBytes(8).toString('hex');
   private writerId: number | null = null;
+  /** This writer has a row in the file that it has not marked closed yet (see `release`). */
+  private registered = false;
   /** Other writers already reported (their tokens). */
   private readonly seenWriters = new Set<string>();
   /** Pending rows held back by the running commit: they get their seqs in its transaction too. */
@@ -428,17 +430,39 @@ export class SessionLog implements PooledLog {
     return this.db !== null;
   }
 
-  /** Close the file handle now; the queue and counts stay, and the next commit reopens the file. */
+  /**
+   * Close the file handle now; the queue and counts stay, and the next commit reopens the file. The writer
+   * stays registered (`closed_at` NULL): this process may still write (an ended session's late calls, a
+   * pooled log), so `prune` keeps the session while the process runs. Only `close()` releases it.
+   */
   closeHandle(): void {
-    if (this.db && this.statements && this.writerId !== null) {
-      try {
-        // Not holding the log any more: prune may judge it by its file times again.
-        this.statements.unregister.run(new Date().toISOString(), this.token);
-      } catch {
-        // a locked or broken file: the row stays open and the live pid keeps the session protected
-      }
-    }
     this.closeDb();
+  }
+
+  /**
+   * Mark this writer's row closed (`closed_at`): the log is no longer this process's to write. Uses the open
+   * handle, else opens the file for that one update (never creating it). A locked or broken file keeps the
+   * row open, and then the writer's pid decides (dead once the process exits).
+   */
+  private release(): void {
+    if (!this.registered) return;
+    const at = new Date().toISOString();
+    try {
+      if (this.db && this.statements) this.statements.unregister.run(at, this.token);
+      else {
+        const db = new Database(this.file, { fileMustExist: true });
+        try {
+          db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
+          db.pragma('synchronous = NORMAL');
+          db.prepare('UPDATE writers SET closed_at = ? WHERE token = ?').run(at, this.token);
+        } finally {
+          db.close();
+        }
+      }
+      this.registered = false;
+    } catch {
+      // the row stays open: the pid check covers it once this process is gone
+    }
   }
 
   /** Take young, never-held pending call rows out of the queue (marked held); returns them. */
@@ -467,6 +491,7 @@ export class SessionLog implements PooledLog {
   /** Commit what is queued and close the file. Returns the last commit's outcome. */
   close(): CommitOutcome {
     const outcome = this.commit();
+    this.release();
     this.closeHandle();
     this.closed = true;
     return outcome;
@@ -507,6 +532,7 @@ export class SessionLog implements PooledLog {
       if (seq > this.highestSeq) this.highestSeq = seq;
     }
     this.writerId = written.writerId;
+    this.registered = true;
     for (const t of written.tokens) this.seenWriters.add(t);
     this.heldForCommit = [];
     this.dirtyFields.clear();

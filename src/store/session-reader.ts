@@ -316,8 +316,9 @@ export class SessionReader {
   }
 
   /**
-   * Writers holding the log open now: not closed, and alive when on this machine (one on another machine
-   * cannot be checked and counts as live). prune never removes a session with one.
+   * Writers that may still write the log: registered and not closed (a writer keeps its row open while its
+   * recorder holds the session, even with the file handle given back), and alive when on this machine (one
+   * on another machine cannot be checked and counts as live). prune never removes a session with one.
    */
   liveWriters(): WriterRow[] {
     const host = os.hostname();

@@ -3,6 +3,7 @@
  * recording after end(), pruned by its `ended_at`: 6 calls lost) reproduced against a real recorder and a
  * real sessions dir, and the rules that keep it: recent file times of the log and its WAL, a live writer.
  */
+import { type ChildProcess, fork } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,7 +12,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { pruneSessions } from '../../src/bundle/sessions.js';
 import { createRecorder } from '../../src/record/index.js';
 import { SessionLog } from '../../src/store/session-log.js';
-import { findResult, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
+import { runNode } from '../support/programs.js';
+import { BUNDLE_CLI, findResult, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
 
 const roots: string[] = [];
 afterAll(() => {
@@ -54,7 +56,7 @@ describe('prune while a writer still writes', () => {
       onKept: (loc, why) => kept.push(`${loc.sessionId}:${why.kind}`),
     });
     expect(pruned).toEqual([]);
-    expect(kept).toEqual([`${sessionId}:recently-written`]);
+    expect(kept).toEqual([`${sessionId}:live-writer`]); // its recorder still holds the session
     // The writer goes on after end(), as in the issue: six more calls.
     for (let n = 11; n <= 16; n++) await call('find', { sessionId, n });
     await recorder.close();
@@ -116,10 +118,68 @@ describe('prune while a writer still writes', () => {
     expect(kept).toEqual([
       JSON.stringify({
         kind: 'live-writer',
-        detail: `its log is held open by pid ${process.pid} on ${os.hostname()}`,
+        detail: `its writer, pid ${process.pid} on ${os.hostname()}, is still running and has not closed it`,
       }),
     ]);
     other.close();
     expect((await pruneSessions(sessionsDir, options)).map((p) => p.dirName)).toEqual([path.basename(dir)]);
+  });
+
+  it('keeps an ended session whose writer process still runs, even with --keep-recent 0 (the issue: 93 calls lost)', async () => {
+    const { root, sessionsDir } = tempRoot();
+    roots.push(root);
+    const sessionId = 'be11a0000003';
+    const child: ChildProcess = fork(
+      path.join(import.meta.dirname, 'fixtures', 'ended-writer-child.mjs'),
+      [sessionsDir, sessionId, '7', '93'],
+      { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+    );
+    const message = (kind: string) =>
+      new Promise<Record<string, unknown>>((resolve, reject) => {
+        const onMessage = (m: Record<string, unknown>) => {
+          if (m.kind !== kind) return;
+          child.off('message', onMessage);
+          resolve(m);
+        };
+        child.on('message', onMessage);
+        child.once('exit', (code) => reject(new Error(`the writer exited (${code}) before '${kind}'`)));
+      });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      const ended = await message('ended');
+      const dir = sessionDirOf(sessionsDir, sessionId);
+      // The session row says ended and the writer gave its log handle back; its process still runs.
+      const prune = (...extra: string[]) =>
+        runNode([BUNDLE_CLI, 'prune', '--older-than', '0', '--keep-recent', '0', '--json', ...extra], {
+          env: { MCEC_SESSIONS_DIR: sessionsDir },
+        });
+      const first = await prune();
+      expect(first.code, first.stderr).toBe(0);
+      const kept = JSON.parse(first.stdout) as { removed: unknown[]; kept: Array<Record<string, string>> };
+      expect(kept.removed).toEqual([]);
+      expect(kept.kept).toEqual([
+        {
+          dir,
+          reason: 'live-writer',
+          detail: expect.stringContaining(`pid ${ended.pid} on ${os.hostname()}`),
+        },
+      ]);
+      expect(fs.existsSync(path.join(dir, 'session.sqlite'))).toBe(true);
+      // The writer goes on after its end, as in the issue: every call lands.
+      const done = message('done');
+      child.send('go');
+      expect((await done).counts).toMatchObject({ calls: 100, lostCalls: 0, recordFailures: 0 });
+      await exited;
+      expect(callsIn(dir)).toEqual(Array.from({ length: 100 }, (_, i) => ({ n: i + 1, status: 'ok' })));
+      // Its writer is gone (closed and exited): now it goes.
+      const second = await prune();
+      expect(second.code, second.stderr).toBe(0);
+      expect(
+        (JSON.parse(second.stdout) as { removed: Array<{ dir: string }> }).removed.map((r) => r.dir),
+      ).toEqual([dir]);
+      expect(fs.existsSync(dir)).toBe(false);
+    } finally {
+      child.kill();
+    }
   });
 });
