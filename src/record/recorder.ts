@@ -17,7 +17,7 @@ import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { isSafeSessionId, safeDerivedId } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
-import { catalogSessionEnded } from '../store/catalog.js';
+import { CatalogTouches } from '../store/catalog-touches.js';
 import { DEFAULT_MAX_OPEN_LOGS, LogPool, maxOpenLogsFor } from '../store/log-pool.js';
 import { processFileLimit } from '../util/file-limit.js';
 import { isRecord } from '../util/json.js';
@@ -114,6 +114,8 @@ class RecorderImpl implements Recorder {
   private readonly processToken = randomBytes(4).toString('hex');
   /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
   private observationsInFlight = 0;
+  /** Ended sessions' catalog rows, touched without waiting for the catalog's lock. */
+  private readonly catalogTouches: CatalogTouches;
 
   /** The log pool's size from the process's file limit; says so on stderr when the limit shrinks it. */
   private logPoolSize(): number {
@@ -145,6 +147,7 @@ class RecorderImpl implements Recorder {
       clock,
       commitRetryMs: COMMIT_RETRY_MS,
     });
+    this.catalogTouches = new CatalogTouches(this.sessionsDir, (line) => this.ledger.notice(line));
     this.registry = new SessionRegistry({
       sessionsDir: this.sessionsDir,
       defaultSessionId: this.defaultSessionId,
@@ -530,7 +533,7 @@ class RecorderImpl implements Recorder {
       if (outcome.held) again = true;
       else {
         dirty.delete(s);
-        if (s.status !== 'open') catalogSessionEnded(this.sessionsDir, s.dir, s.counts);
+        if (s.status !== 'open') this.catalogTouches.sessionChanged(s.dir, s.counts);
       }
     }
     return { retry, again };
@@ -668,6 +671,7 @@ class RecorderImpl implements Recorder {
     this.closed = true;
     this.queue.close();
     this.registry.closeAll();
+    this.catalogTouches.close();
     // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
     await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
   }

@@ -540,45 +540,58 @@ export class Catalog {
   }
 }
 
+/** What `touchCatalogSession` did: touched the row (or there is no catalog), found it locked, or failed. */
+export type CatalogTouch = 'touched' | 'busy' | 'failed';
+
+/** Whether `err` is SQLite saying another connection holds a lock it needs. */
+function isBusy(err: unknown): boolean {
+  const code = String((err as { code?: unknown } | null)?.code ?? '');
+  return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
+}
+
 /**
  * Tell the catalog of `sessionsDir` that the session in `sessionDir` changed (ended, got a verdict): its
  * row is read again from the log by the next reader. Creates no catalog: without one there is nothing to
- * keep true. For the recorder: never throws, waits at most
- * `busyTimeoutMs` (default 1 s) for the catalog's lock, and returns false when it could not write.
+ * keep true. Never throws; waits at most `busyTimeoutMs` (default 1 s; 0: not at all) for the catalog's
+ * lock, on the calling thread.
  */
 export function touchCatalogSession(
   sessionsDir: string,
   sessionDir: string,
   options: { busyTimeoutMs?: number } = {},
-): boolean {
+): CatalogTouch {
   try {
     const dirName = path.basename(sessionDir);
     const parsed = parseSessionDirName(dirName);
-    if (!parsed || path.resolve(path.dirname(sessionDir)) !== path.resolve(sessionsDir)) return false;
+    if (!parsed || path.resolve(path.dirname(sessionDir)) !== path.resolve(sessionsDir)) return 'failed';
     // No catalog yet: nothing to keep true (the first reader creates it and reads every session).
-    if (!fs.existsSync(path.join(sessionsDir, CATALOG_FILE))) return true;
+    if (!fs.existsSync(path.join(sessionsDir, CATALOG_FILE))) return 'touched';
     const catalog = Catalog.open(sessionsDir, { busyTimeoutMs: options.busyTimeoutMs ?? 1000 });
     try {
       catalog.touch(dirName, parsed.sessionId);
     } finally {
       catalog.close();
     }
-    return true;
-  } catch {
-    return false;
+    return 'touched';
+  } catch (err) {
+    return isBusy(err) ? 'busy' : 'failed';
   }
 }
 
 /**
- * The recorder's hook when a session's end (or a verdict after it) is committed: touch its catalog row.
- * A failure is counted in `counts.recordFailures`, never thrown (the agent's call must not notice).
+ * Leave a session's change to the next reader of the catalog without writing the catalog: the session
+ * dir's and the sessions dir's times move to now, so the reader sweeps (the sessions dir changed) and reads
+ * the session again (its dir is newer than its row). Returns false when the times cannot be set.
  */
-export function catalogSessionEnded(
-  sessionsDir: string,
-  sessionDir: string,
-  counts: { recordFailures: number },
-): void {
-  if (!touchCatalogSession(sessionsDir, sessionDir)) counts.recordFailures += 1;
+export function handSessionToNextReader(sessionsDir: string, sessionDir: string): boolean {
+  try {
+    const now = new Date();
+    fs.utimesSync(sessionDir, now, now);
+    fs.utimesSync(sessionsDir, now, now);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The WHERE terms and parameters of a sessions filter (a session's time is its start, else its last activity). */
