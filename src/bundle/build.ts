@@ -121,6 +121,8 @@ interface SessionFacts {
   keep: Set<string>;
   /** report.html, planned while the zip's earlier entries are written, and streamed into it. */
   report: ReportStream;
+  /** Set when the session is still being recorded (its writer alive): the bundle is a snapshot of it. */
+  stillRecording: string | null;
 }
 
 /** What one write of the zip is made of. */
@@ -325,7 +327,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
   fs.mkdirSync(path.dirname(output), { recursive: true });
   removeDeadPartials(path.dirname(output)); // what killed runs left beside their bundles
   progress.expect(plan.images.length + plan.texts.length + 4);
-  const warnings: string[] = [];
+  const warnings: string[] = plan.facts.stillRecording ? [plan.facts.stillRecording] : [];
   let capDrops = maxBytes === undefined ? [] : await firstCapDrops(plan, maxBytes);
   let met: boolean | null = null;
   let tmp: string | null = null;
@@ -419,9 +421,15 @@ async function readSession(
     const log = new ToolCallLogFile(reader, session.session_id, path.join(tmpDir, 'tool-calls.jsonl'), {
       onCall: () => progress.step(),
     });
+    // 'open' only while a writer may still run (a dead writer's session reads as 'aborted').
+    const live = summary.status === 'open' ? reader.liveWriters()[0] : undefined;
+    const stillRecording =
+      summary.status === 'open'
+        ? `the session is still being recorded${live ? ` (pid ${live.pid} on ${live.host})` : ''}: the bundle holds its calls up to now; bundle it again once the run ended`
+        : null;
     const report = new ReportStream(reader, summary, { templatesDir }, tmpDir, log);
     streaming = true;
-    return { session, summary, log: report.log, images, skipped, keep, report };
+    return { session, summary, log: report.log, images, skipped, keep, report, stillRecording };
   } finally {
     if (!streaming) reader.close();
   }

@@ -65,8 +65,8 @@ export function listingOf(sessionsDir: string, row: CatalogSession): SessionList
 }
 
 /**
- * Every session under `sessionsDir` that holds a tool call (or cannot be read), oldest first, with its
- * verdict; `failedOnly` keeps FAIL ones. Read from the catalog (`catalog.sqlite`), refreshed first.
+ * Every session under `sessionsDir` that holds a tool call (or cannot be read), newest first (as index.html),
+ * with its verdict; `failedOnly` keeps FAIL ones. Read from the catalog (`catalog.sqlite`), refreshed first.
  */
 export async function listSessionSummaries(
   sessionsDir: string,
@@ -81,7 +81,7 @@ export async function listSessionSummaries(
     { onRebuild: options.onWarning },
   );
   const out: SessionListing[] = [];
-  for (const row of rows) {
+  for (const row of rows.reverse()) {
     // A session without a tool call is not a run (the recorder writes none; older versions did).
     if (row.error === null && row.calls === 0) continue;
     out.push(listingOf(sessionsDir, row));
@@ -93,8 +93,9 @@ export async function listSessionSummaries(
 const LIST_HEADER = ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'] as const;
 
 /**
- * The `list` table as text (ID, START, DURATION, CALLS, FAILURES, VERDICT), or '' when there is no session.
- * SQLite renders it into one string (Catalog.listTable): the fast path of `list`.
+ * The `list` table as text (ID, START, DURATION, CALLS, FAILURES, VERDICT), newest first, or '' when there is
+ * no session. SQLite renders it into one string (Catalog.listTable): the fast path of `list`. Under it, one
+ * line per UNREADABLE session saying why (the log's path and SQLite's error).
  */
 export async function sessionTable(
   sessionsDir: string,
@@ -104,7 +105,10 @@ export async function sessionTable(
     sessionsDir,
     ({ catalog, warning }) => {
       if (warning) options.onWarning?.(warning);
-      return catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
+      const table = catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
+      const reasons = catalog.unreadable({ failedOnly: options.failedOnly });
+      if (table === '' || reasons.length === 0) return table;
+      return `${table}\n\n${reasons.map((r) => `UNREADABLE ${r.session_id}: ${r.error}`).join('\n')}`;
     },
     { onRebuild: options.onWarning },
   );

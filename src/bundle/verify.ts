@@ -139,7 +139,7 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
     zip.close();
     scratch.remove();
   }
-  checkLayout(tops, files, add);
+  checkLayout(tops, files, add, entries);
   const top = tops.size === 1 ? [...tops][0]! : null;
   if (top !== null) checkManifest(top, files, add);
   for (const [name, facts] of files) {
@@ -471,9 +471,19 @@ async function readFacts(
   return facts;
 }
 
-function checkLayout(tops: Set<string>, files: Map<string, FileFacts>, add: (p: string) => void): void {
+function checkLayout(
+  tops: Set<string>,
+  files: Map<string, FileFacts>,
+  add: (p: string) => void,
+  entries: number,
+): void {
   if (tops.size === 0) {
-    add('the zip is empty');
+    // Entries refused one by one (unsafe names, links, encryption) leave nothing to lay out: not "empty".
+    add(
+      entries === 0
+        ? 'the zip is empty'
+        : `no entry left to check: all ${entries} ${entries === 1 ? 'entry was' : 'entries were'} refused (above)`,
+    );
     return;
   }
   if (tops.size > 1) {

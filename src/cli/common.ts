@@ -1,7 +1,13 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
 import { type Command, CommanderError } from 'commander';
 
-export { resolveSessionsDir, sessionsDirOrigin, sessionsDirProblem } from '../paths/sessions-dir.js';
+export {
+  relativeSessionsWarning,
+  resolveSessionsDir,
+  sessionsDirOrigin,
+  sessionsDirProblem,
+  windowsPathProblem,
+} from '../paths/sessions-dir.js';
 
 /** The exit code of bad usage (unknown option, bad value). */
 export const EXIT_USAGE = 2;

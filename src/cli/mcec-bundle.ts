@@ -89,7 +89,8 @@ Examples:
   mcec-bundle junit --since 24h -o results.xml
   mcec-bundle mcp --sessions /srv/mcec-sessions  serve the sessions to an agent (MCP over stdio)
 
-Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions.
+Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions. A <sessionId> is an id, a
+unique prefix of one, a session dir name, or the path of a session dir (sessions/20261202-101500-5f19c9c01a3f).
 
 ${EXIT_CODES_HELP}
   mcec-bundle exits 1 for an unknown or ambiguous session, a missing sessions dir, a zip that fails

@@ -9,7 +9,15 @@ import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
-import { EXIT_CODES_HELP, EXIT_USAGE, parseListen, runProgram, UsageError } from './common.js';
+import {
+  EXIT_CODES_HELP,
+  EXIT_USAGE,
+  parseListen,
+  relativeSessionsWarning,
+  runProgram,
+  UsageError,
+  windowsPathProblem,
+} from './common.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`mcec-record: ${message}\n`);
@@ -173,6 +181,8 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
 }
 
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
+  const foreign = windowsPathProblem(options.sessions);
+  if (foreign) throw new UsageError(foreign);
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
   const { createRecorder } = await import('../record/index.js');
   const mask = maskOptions(options);
@@ -272,6 +282,8 @@ async function runStdio(command: string, args: string[], options: CommonOptions)
   const running = runStdioProxy({ command, args, recorder, maxRecordBytes });
   // stdout is the protocol: everything of ours goes to stderr.
   process.stderr.write(`mcec-record: recording stdio of ${command}; sessions in ${sessionsDir}\n`);
+  const relative = relativeSessionsWarning(options.sessions);
+  if (relative) process.stderr.write(`mcec-record: warning: ${relative}\n`);
   const code = await running;
   // Let the last protocol bytes reach the client before exiting.
   const exit = () => process.exit(code);
@@ -334,7 +346,9 @@ them and run the call unchecked.`;
 const STDIO_HELP = `
 Example (an MCP client's server entry):
   { "command": "npx", "args": ["mcec-record", "stdio", "--sessions", "C:/mcec-sessions", "--", "<server>", "<args>"] }
-Give --sessions an absolute path: MCP clients start servers in a working directory of their choosing.
+Give --sessions an absolute path: MCP clients start servers in a working directory of their choosing
+(a relative one, the default ./sessions included, is warned about on stderr). A Windows path (C:/x) on
+Linux or macOS is refused: it would become a folder named C: in the working directory.
 Everything mcec-record says goes to stderr; stdout carries only the server's bytes.
 
 There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave

@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { EXIT_CODES_HELP, parseListen, runProgram, UsageError } from './common.js';
+import { EXIT_CODES_HELP, parseListen, runProgram, UsageError, windowsPathProblem } from './common.js';
 
 function parseNumber(name: string, value: string, max: number): number {
   const n = Number(value);
@@ -165,6 +165,8 @@ async function startReplay(
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
+  const foreign = windowsPathProblem(options.sessions);
+  if (foreign) throw new UsageError(foreign);
   try {
     return await replay.replaySession(source, {
       ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),

@@ -74,10 +74,17 @@ export interface OtlpSink {
  * gives every connection a wall-clock deadline (one connection per request: no keep-alive) after which the
  * socket is destroyed, so the request fails as a timeout; and `destroyAll` ends what is left at shutdown.
  */
-function deadlineAgent(protocol: string, deadlineMs: number): http.Agent & { destroyAll(): void } {
+type DeadlineAgent = http.Agent & {
+  destroyAll(): void;
+  /** The last connection error (`connect ECONNREFUSED 127.0.0.1:4318`): the SDK retries it out of sight. */
+  lastSocketError: string | null;
+};
+
+function deadlineAgent(protocol: string, deadlineMs: number): DeadlineAgent {
   const Base = protocol === 'https:' ? https.Agent : http.Agent;
   const sockets = new Set<net.Socket>();
-  const agent = new Base({ keepAlive: false }) as http.Agent & { destroyAll(): void };
+  const agent = new Base({ keepAlive: false }) as DeadlineAgent;
+  agent.lastSocketError = null;
   // createConnection is Agent's documented hook; its typings do not declare it.
   const base = agent as unknown as { createConnection(options: object, cb: unknown): net.Socket };
   const create = base.createConnection.bind(agent);
@@ -89,6 +96,9 @@ function deadlineAgent(protocol: string, deadlineMs: number): http.Agent & { des
       deadlineMs,
     );
     timer.unref();
+    socket.once('error', (err) => {
+      agent.lastSocketError = err.message;
+    });
     socket.once('close', () => {
       clearTimeout(timer);
       sockets.delete(socket);
@@ -252,7 +262,9 @@ class CountingOtlpSink implements OtlpSink {
   private queueLost = 0;
   private stopping: Promise<void> | null = null;
   private stopped = false;
-  private readonly agent: ReturnType<typeof deadlineAgent>;
+  /** Given up on (a shutdown past its wait): every span not exported by now is lost. */
+  private abandoned = false;
+  private readonly agent: DeadlineAgent;
 
   constructor(options: OtlpOptions) {
     this.url = resolveTracesUrl(options.url);
@@ -295,13 +307,15 @@ class CountingOtlpSink implements OtlpSink {
     if (sessionId !== undefined) return this.sessionCounts(sessionId);
     const exporter = this.exporter;
     // Once shut down, a batch still unanswered will not be waited for: it is lost.
-    const dropped = exporter.failed + this.refused + this.queueLost + (this.stopped ? exporter.inFlight : 0);
+    const dropped = this.abandoned
+      ? this.spans - exporter.exported
+      : exporter.failed + this.refused + this.queueLost + (this.stopped ? exporter.inFlight : 0);
     return {
       spans: this.spans,
       exported: exporter.exported,
       dropped,
       queued: Math.max(0, this.spans - exporter.exported - dropped),
-      lastError: exporter.lastError,
+      lastError: exporter.lastError ?? (dropped > 0 ? this.abandonedError() : null),
     };
   }
 
@@ -314,21 +328,31 @@ class CountingOtlpSink implements OtlpSink {
   }
 
   abandon(): void {
+    this.abandoned = true;
     this.agent.destroyAll();
+  }
+
+  /** Why spans were lost when no export said so: the collector never answered before the shutdown's wait ended. */
+  private abandonedError(): string | null {
+    if (!this.abandoned) return null;
+    const seen = this.agent.lastSocketError;
+    return `no answer from the collector before shutdown${seen ? ` (last connection error: ${seen})` : ''}`;
   }
 
   private sessionCounts(sessionId: string): ExportCounts {
     const handed = this.handedBySession.get(sessionId) ?? { spans: 0, refused: 0 };
     const tally = this.exporter.bySession.get(sessionId) ?? { exported: 0, failed: 0 };
     const settled = tally.exported + tally.failed + handed.refused;
-    // Per session, what the queue dropped is known only once the sink is shut down.
-    const dropped = tally.failed + handed.refused + (this.stopped ? handed.spans - settled : 0);
+    // Per session, what the queue dropped is known only once the sink is shut down (or given up on).
+    const over = this.stopped || this.abandoned;
+    const dropped = tally.failed + handed.refused + (over ? handed.spans - settled : 0);
+    const lastError = tally.failed > 0 ? this.exporter.lastError : dropped > 0 ? this.abandonedError() : null;
     return {
       spans: handed.spans,
       exported: tally.exported,
       dropped,
       queued: Math.max(0, handed.spans - tally.exported - dropped),
-      lastError: tally.failed > 0 ? this.exporter.lastError : null,
+      lastError,
     };
   }
 

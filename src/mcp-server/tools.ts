@@ -173,7 +173,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     name: 'triage',
     title: 'Recurring failures across sessions',
     description:
-      'Failures across sessions grouped by fingerprint (tool + error code + category + the detail without volatile numbers + the target window class and process): each group with its count, sessions, first and last seen, newest example (session and seq for get_call), next step, and a trend over the window (new, rising, falling, steady); then flaky scenarios (both PASS and FAIL) and the failure rate per tool. Largest maxGroups groups (default 10, at most 50).',
+      'Failures across sessions grouped by fingerprint (tool + error code + category + the detail without volatile numbers + the target window class and process): each group with its count, sessions, first and last seen, newest example (session and seq for get_call), next step, and a trend from the first run in the window to the last (new, rising, falling, steady, once; by failures per run); then flaky scenarios (both PASS and FAIL) and the failure rate per tool. Largest maxGroups groups (default 10, at most 50).',
     inputSchema: input({
       since: {
         type: 'string',

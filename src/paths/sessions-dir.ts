@@ -35,3 +35,37 @@ export function sessionsDirProblem(dir: string, explicit?: string | null): strin
     'give --sessions DIR (the dir the recorder writes sessions into) or set MCEC_SESSIONS_DIR'
   );
 }
+
+/**
+ * Why a sessions root given as a Windows path (`C:/x`, `C:\x`, `\\server\share`) cannot be used on this
+ * system: `path.resolve` would quietly make it a folder named `C:` under the working directory. Null on
+ * Windows and for any other path. `explicit` is --sessions; else $MCEC_SESSIONS_DIR is checked.
+ */
+export function windowsPathProblem(
+  explicit?: string | null,
+  platform: string = process.platform,
+): string | null {
+  if (platform === 'win32') return null;
+  const fromEnv = process.env.MCEC_SESSIONS_DIR?.trim() ? process.env.MCEC_SESSIONS_DIR : undefined;
+  const value = explicit || fromEnv;
+  if (!value || !/^(?:[A-Za-z]:(?:[\\/]|$)|\\\\)/.test(value.trim())) return null;
+  return (
+    `${sessionsDirOrigin(explicit)} ${JSON.stringify(value)} is a Windows path, but this system is ${platform}: ` +
+    `it would become ${path.resolve(value)}; give a path of this system (e.g. /srv/mcec-sessions)`
+  );
+}
+
+/**
+ * A warning when the sessions root is relative (given so, or the default ./sessions): for a program an MCP
+ * client starts (mcec-record stdio), the working directory is the client's choice. Null when it is absolute.
+ */
+export function relativeSessionsWarning(explicit?: string | null): string | null {
+  const fromEnv = process.env.MCEC_SESSIONS_DIR?.trim() ? process.env.MCEC_SESSIONS_DIR : undefined;
+  const value = explicit || fromEnv || './sessions';
+  if (path.isAbsolute(value)) return null;
+  return (
+    `the sessions dir ${JSON.stringify(value)} (${sessionsDirOrigin(explicit)}) is relative: sessions go to ` +
+    `${path.resolve(value)}, under the working directory the MCP client started this server in; give ` +
+    '--sessions an absolute path'
+  );
+}

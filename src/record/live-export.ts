@@ -66,6 +66,19 @@ export class LiveExportHook {
     return detail;
   }
 
+  /**
+   * After shutdown: one line saying what the collector did not get (with the last error), or null when every
+   * span was delivered. A short run must not end with spans lost in silence.
+   */
+  undelivered(): string | null {
+    const e = this.exporter;
+    if (!e) return null;
+    const c = e.counts();
+    if (c.spans === 0 || c.exported === c.spans) return null;
+    const why = c.lastError ? `: ${c.lastError}` : '';
+    return `OpenTelemetry export to ${e.url}: ${c.exported} of ${c.spans} spans delivered, ${c.dropped} dropped${why}`;
+  }
+
   /** Wait for the chained work, then flush the export (bounded by its shutdownTimeoutMs). */
   async shutdown(): Promise<void> {
     const e = await this.chain;

@@ -667,6 +667,8 @@ class RecorderImpl implements Recorder {
       await this.liveExport.shutdown();
       for (const s of this.registry.all()) if (s.log) this.registry.dirty.add(s);
       this.queue.commitNow(true);
+      const undelivered = this.liveExport.undelivered();
+      if (undelivered) this.ledger.notice(`mcec-recorder: ${undelivered}`);
     }
     this.closed = true;
     this.queue.close();

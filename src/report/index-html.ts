@@ -59,7 +59,7 @@ export function renderIndexHtml(
     .slice(0, 50)
     .map(
       (g) =>
-        `<tr><td data-k="count">${g.count}</td><td data-k="sessions">${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td data-k="target">${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td data-k="last seen">${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td data-k="trend" title="${esc(g.trend.direction)}">${esc(sparkline(g.trend.buckets))} ${esc(g.trend.direction)}</td><td data-k="example"><a href="${encodeURIComponent(g.example.dirName)}/report.html">${esc(g.example.sessionId)}</a> #${g.example.seq}</td></tr>`,
+        `<tr><td data-k="count">${g.count}</td><td data-k="sessions">${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td data-k="target">${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td data-k="last seen">${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td data-k="trend" title="${esc(g.trend.direction)}">${esc(sparkline(g.trend))} ${esc(g.trend.direction)}</td><td data-k="example"><a href="${encodeURIComponent(g.example.dirName)}/report.html">${esc(g.example.sessionId)}</a> #${g.example.seq}</td></tr>`,
     );
   const flaky = report.flaky.map(
     (f) =>

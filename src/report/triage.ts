@@ -37,6 +37,8 @@ export interface TriageOptions {
   now?: Date;
 }
 
+export type TrendDirection = 'new' | 'rising' | 'falling' | 'steady' | 'once';
+
 /** One group of failures sharing a fingerprint. */
 export interface TriageGroup {
   fingerprint: string;
@@ -60,10 +62,19 @@ export interface TriageGroup {
   example: { sessionId: string; dirName: string; seq: number; detail: string | null };
   recovery: string | null;
   trend: {
-    /** Failures per slice of the window, oldest first. */
+    /**
+     * Failures per slice of the trend's span (the first run in the window to the last, so `--since` does not
+     * change it for the same runs), oldest first.
+     */
     buckets: number[];
-    /** new: first seen in the window's last quarter; rising/falling: its rate per run moved by half or more between the halves. */
-    direction: 'new' | 'rising' | 'falling' | 'steady';
+    /** Runs that started in each slice: the sparkline shows failures per run, as the direction counts them. */
+    runs: number[];
+    /**
+     * new: only runs that started in the span's last quarter had it, runs before did not; once: a single
+     * failure, not new; rising/falling: its rate per run grew or shrank by half or more from the first half
+     * to the second (failures counted where their run started); else steady.
+     */
+    direction: TrendDirection;
   };
 }
 
@@ -115,7 +126,7 @@ export function triage(catalog: Catalog, options: TriageOptions = {}): TriageRep
     .filter((s) => s.calls > 0 || s.error !== null);
   const names = sessions.map((s) => s.dir_name);
   const rules = options.rules ?? [];
-  const window = trendWindow(sessions, options.since, until);
+  const window = trendWindow(sessions, until);
   const groups = groupFailures(catalog, sessions, window, rules, options.includeRecovered === true);
   return {
     version: 1,
@@ -138,7 +149,11 @@ export function triage(catalog: Catalog, options: TriageOptions = {}): TriageRep
   };
 }
 
-/** The window trends are counted in: its bounds, its halves and the runs in each. */
+/**
+ * The span trends are counted in: from the first run in the window to the last one's last activity, so the
+ * same runs get the same trend whatever `--since` or the clock says (a window reaching back before the first
+ * run would call every group "new"). Its halves and slices, and the runs in each.
+ */
 interface TrendWindow {
   startMs: number;
   /** The window's end (ISO), the time of a failure and a session that have none. */
@@ -148,23 +163,40 @@ interface TrendWindow {
   half: number;
   /** Runs per half, for rates: a group failing as often per run is steady however busy a day was. */
   runsIn: [number, number];
+  /** Runs that started in each slice. */
+  runsPerBucket: number[];
+  /** Runs that started before the span's last quarter (a group first seen in runs after them is new). */
+  runsBeforeLastQuarter: number;
   /** The trend bucket a time falls in (the last one for an unreadable time). */
   bucketOf(at: string | null): number;
 }
 
-function trendWindow(sessions: CatalogSession[], since: string | undefined, until: string): TrendWindow {
-  // The given since, else the oldest session in it.
-  const startMs = Date.parse(since ?? sessions.find((s) => s.started_at)?.started_at ?? until);
-  const span = Math.max(1, Date.parse(until) - startMs);
+function trendWindow(sessions: CatalogSession[], until: string): TrendWindow {
+  const untilMs = Date.parse(until);
+  const starts = sessions.map((s) => Date.parse(s.started_at ?? '')).filter((t) => Number.isFinite(t));
+  const startMs = starts.length > 0 ? Math.min(...starts) : untilMs;
+  let endMs = starts.length > 0 ? Math.max(...starts) : untilMs;
+  for (const s of sessions) {
+    const t = Date.parse(s.last_activity_at ?? s.ended_at ?? '');
+    if (Number.isFinite(t) && t > endMs) endMs = t;
+  }
+  const span = Math.max(1, Math.min(endMs, Math.max(untilMs, startMs)) - startMs + 1);
   const half = startMs + span / 2;
-  const runsIn: [number, number] = [0, 0];
-  for (const s of sessions) runsIn[Date.parse(s.started_at ?? until) < half ? 0 : 1] += 1;
   const bucketOf = (at: string | null) => {
     const t = at ? Date.parse(at) : Number.NaN;
     if (!Number.isFinite(t)) return TREND_BUCKETS - 1;
     return Math.min(TREND_BUCKETS - 1, Math.max(0, Math.floor(((t - startMs) / span) * TREND_BUCKETS)));
   };
-  return { startMs, until, span, half, runsIn, bucketOf };
+  const runsIn: [number, number] = [0, 0];
+  const runsPerBucket: number[] = new Array(TREND_BUCKETS).fill(0);
+  let runsBeforeLastQuarter = 0;
+  for (const s of sessions) {
+    const at = s.started_at ?? until;
+    runsIn[Date.parse(at) < half ? 0 : 1] += 1;
+    runsPerBucket[bucketOf(at)]! += 1;
+    if (Date.parse(at) < startMs + span * 0.75) runsBeforeLastQuarter += 1;
+  }
+  return { startMs, until, span, half, runsIn, runsPerBucket, runsBeforeLastQuarter, bucketOf };
 }
 
 /** A group while failures are added to it. */
@@ -173,6 +205,8 @@ interface GroupAccumulator {
   sessionSet: Set<string>;
   scenarioSet: Set<string>;
   halves: [number, number];
+  /** When the first run with this failure started (ms). */
+  firstRunStart: number;
   newest: CatalogFailure;
 }
 
@@ -239,11 +273,12 @@ function newGroup(fp: Fingerprint, f: CatalogFailure, s: CatalogSession, at: str
       lastSeen: at,
       example: { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null },
       recovery: recoveryFor(f.category, f.code),
-      trend: { buckets: new Array(TREND_BUCKETS).fill(0), direction: 'steady' },
+      trend: { buckets: new Array(TREND_BUCKETS).fill(0), runs: [], direction: 'steady' },
     },
     sessionSet: new Set(),
     scenarioSet: new Set(),
     halves: [0, 0],
+    firstRunStart: Number.POSITIVE_INFINITY,
     newest: f,
   };
 }
@@ -265,8 +300,11 @@ function addFailure(
     acc.newest = f;
     g.example = { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null };
   }
-  g.trend.buckets[window.bucketOf(at)]! += 1;
-  acc.halves[Date.parse(at) < window.half ? 0 : 1] += 1;
+  // Counted where its run started, as the runs are: the rates per run are then exact.
+  const runStart = s.started_at ?? at;
+  g.trend.buckets[window.bucketOf(runStart)]! += 1;
+  acc.halves[Date.parse(runStart) < window.half ? 0 : 1] += 1;
+  if (Date.parse(runStart) < acc.firstRunStart) acc.firstRunStart = Date.parse(runStart);
 }
 
 /** The group as reported: its distinct sessions and scenarios, the newest example's detail, its direction. */
@@ -275,16 +313,24 @@ function finishGroup(acc: GroupAccumulator, window: TrendWindow): TriageGroup {
   g.sessions = acc.sessionSet.size;
   g.scenarios = [...acc.scenarioSet].sort().map((x) => oneLine(x, 200));
   g.example.detail = acc.newest.detail === null ? null : clip(acc.newest.detail, 500);
-  const [r0, r1] = [ratio(acc.halves[0], window.runsIn[0]), ratio(acc.halves[1], window.runsIn[1])];
-  g.trend.direction =
-    Date.parse(g.firstSeen) >= window.startMs + window.span * 0.75
-      ? 'new'
-      : r1 >= r0 * 1.5 && acc.halves[1] - acc.halves[0] >= 2
-        ? 'rising'
-        : r1 <= r0 / 1.5 && acc.halves[0] - acc.halves[1] >= 2
-          ? 'falling'
-          : 'steady';
+  g.trend.runs = [...window.runsPerBucket];
+  g.trend.direction = trendDirection(acc, window);
   return g;
+}
+
+/** The direction the sparkline shows: by failures per run, never by a window the runs do not fill. */
+function trendDirection(acc: GroupAccumulator, window: TrendWindow): TrendDirection {
+  const g = acc.group;
+  // Runs before the last quarter all went without it (the first of them is the span's start).
+  if (acc.firstRunStart >= window.startMs + window.span * 0.75 && window.runsBeforeLastQuarter > 0)
+    return 'new';
+  if (g.count === 1) return 'once';
+  // Both halves hold a run (the span runs from the first to the last); a rate is failures per run.
+  const [r0, r1] = [ratio(acc.halves[0], window.runsIn[0]), ratio(acc.halves[1], window.runsIn[1])];
+  if (window.runsIn[0] === 0 || window.runsIn[1] === 0) return 'steady';
+  if (r1 >= r0 * 1.5) return 'rising';
+  if (r1 <= r0 / 1.5) return 'falling';
+  return 'steady';
 }
 
 function flakyScenarios(sessions: CatalogSession[]): FlakyScenario[] {
@@ -339,10 +385,17 @@ function pct(x: number): string {
 
 const SPARK = ' ▁▂▃▄▅▆▇█';
 
-/** A group's trend as a small bar per time slice. */
-export function sparkline(buckets: number[]): string {
-  const max = Math.max(...buckets);
-  return buckets.map((n) => (n === 0 ? '·' : SPARK[Math.max(1, Math.round((n / max) * 8))]!)).join('');
+/**
+ * A group's trend as a small bar per time slice: its failures per run there (the measure its direction is
+ * decided by), '·' where it did not fail.
+ */
+export function sparkline(trend: { buckets: number[]; runs?: number[] }): string {
+  const rates = trend.buckets.map((n, i) => {
+    const runs = trend.runs?.[i] ?? 0;
+    return runs > 0 ? n / runs : n;
+  });
+  const max = Math.max(...rates);
+  return rates.map((r) => (r === 0 ? '·' : SPARK[Math.max(1, Math.round((r / max) * 8))]!)).join('');
 }
 
 function windowLine(r: TriageReport): string {
@@ -364,7 +417,7 @@ export function renderTriageText(r: TriageReport, options: { maxGroups?: number 
   for (const g of groups) {
     lines.push(
       '',
-      `  ${g.count} x in ${g.sessions} session${g.sessions === 1 ? '' : 's'}  ${sparkline(g.trend.buckets)} ${g.trend.direction}  ${g.fingerprint}${g.rule ? ` (${g.rule})` : ''}`,
+      `  ${g.count} x in ${g.sessions} session${g.sessions === 1 ? '' : 's'}  ${sparkline(g.trend)} ${g.trend.direction}  ${g.fingerprint}${g.rule ? ` (${g.rule})` : ''}`,
       `    ${oneLine(g.tool, 40)} ${g.code ?? '-'} (${g.category ?? '-'})${g.className || g.process ? ` on ${[g.className, g.process].filter(Boolean).join(', ')}` : ''}`,
       `    ${oneLine(g.detail, 160)}`,
       `    first ${g.firstSeen.slice(0, 19)}Z, last ${g.lastSeen.slice(0, 19)}Z; example ${g.example.sessionId} call #${g.example.seq}`,
@@ -412,7 +465,7 @@ export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: num
     out.push('|---:|---:|---|---|---|---|---|---|---|---|');
     for (const g of groups) {
       out.push(
-        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')} (${md(g.category ?? '-')}) | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${g.firstSeen.slice(0, 16).replace('T', ' ')} | ${g.lastSeen.slice(0, 16).replace('T', ' ')} | ${sparkline(g.trend.buckets).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
+        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')} (${md(g.category ?? '-')}) | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${g.firstSeen.slice(0, 16).replace('T', ' ')} | ${g.lastSeen.slice(0, 16).replace('T', ' ')} | ${sparkline(g.trend).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
       );
     }
     out.push('');

@@ -261,6 +261,10 @@ export class Catalog {
       db?.close();
       return null;
     }
+    // SQLite opens a file it cannot write read-only without a word and fails at the first write, with a
+    // message naming no file: a read-only sessions dir is found here, by its path.
+    fs.accessSync(sessionsDir, fs.constants.W_OK);
+    if (fs.existsSync(file)) fs.accessSync(file, fs.constants.W_OK);
     let guard: Db | null = null;
     if (fs.existsSync(file)) {
       try {
@@ -470,7 +474,8 @@ export class Catalog {
 
   /**
    * The `list` table's rows as one string, rendered by SQLite: columns ID, START (UTC), DURATION, CALLS,
-   * FAILURES, VERDICT, each padded to its widest cell (or its `header`), oldest first, '' when none. One
+   * FAILURES, VERDICT, each padded to its widest cell (or its `header`), newest first (as index.html and the
+   * MCP list_sessions), '' when none. One
    * string, not 10,000 rows of JS values: those cost `list` more in allocation and GC than the query.
    */
   listTable(header: readonly string[], options: { failedOnly?: boolean } = {}): string {
@@ -494,12 +499,20 @@ export class Catalog {
          SELECT printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s', w.a, ${cell(0)}, w.b, ${cell(1)}, w.c, ${cell(2)},
                   w.d, ${cell(3)}, w.e, ${cell(4)}, ${cell(5)})
            || group_concat(char(10) || printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s',
-                w.a, id, w.b, start, w.c, dur, w.d, calls, w.e, failures, verdict), '' ORDER BY dir_name)
+                w.a, id, w.b, start, w.c, dur, w.d, calls, w.e, failures, verdict), '' ORDER BY dir_name DESC)
          FROM r, w`,
       )
       .pluck()
       .get() as string | null;
     return text ?? '';
+  }
+
+  /** Sessions whose log could not be read, newest first, with why (`list` prints the reasons under its table). */
+  unreadable(options: { failedOnly?: boolean } = {}): Array<{ session_id: string; error: string }> {
+    if (options.failedOnly) return []; // an unreadable log has no verdict
+    return this.db
+      .prepare('SELECT session_id, error FROM sessions WHERE error IS NOT NULL ORDER BY dir_name DESC')
+      .all() as Array<{ session_id: string; error: string }>;
   }
 
   /** One session's row, or undefined. */

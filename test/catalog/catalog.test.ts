@@ -36,7 +36,7 @@ describe('catalog: a generated fleet', () => {
     const listed = JSON.parse(res.stdout) as Array<Record<string, unknown>>;
     expect(validate(listed)).toEqual([]);
     expect(fs.existsSync(path.join(sessionsDir, CATALOG_FILE))).toBe(true);
-    expect(listed.map((l) => l.dirName)).toEqual(fleet.sessions.map((s) => s.dirName));
+    expect(listed.map((l) => l.dirName)).toEqual(fleet.sessions.map((s) => s.dirName).reverse()); // newest first
     for (const s of fleet.sessions) {
       const row = listed.find((l) => l.dirName === s.dirName)!;
       expect(row.verdict).toBe(s.passed ? 'PASS' : 'FAIL');
@@ -83,7 +83,7 @@ describe('catalog: a generated fleet', () => {
     expect([after.swept, after.indexed, after.removed]).toEqual([true, 1, 1]);
     const names = (await listSessionSummaries(sessionsDir)).map((l) => l.dirName);
     expect(names).not.toContain(gone.dirName);
-    expect(names.at(-1)).toBe(extra.dirName);
+    expect(names[0]).toBe(extra.dirName); // newest first
   });
 
   it('mcec-bundle verdict updates the row at once; a change behind its back is found by index or the next sweep', async () => {

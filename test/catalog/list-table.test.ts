@@ -35,7 +35,7 @@ function session(over: Partial<CatalogSession> & { dir_name: string; session_id:
 function referenceTable(rows: CatalogSession[]): string {
   const shown = rows
     .filter((r) => r.calls > 0 || r.error !== null)
-    .sort((a, b) => (a.dir_name < b.dir_name ? -1 : 1))
+    .sort((a, b) => (a.dir_name < b.dir_name ? 1 : -1)) // newest first
     .map((r) => [
       r.session_id,
       r.started_at && r.error === null
@@ -101,14 +101,14 @@ describe('Catalog.listTable', () => {
       expect(table).toBe(referenceTable(rows));
       const lines = table.split('\n');
       expect(lines).toHaveLength(6); // the header and five sessions: one without a call is not a run
-      expect(lines[1]).toMatch(
+      expect(lines.at(-1)).toMatch(
         /^long-session-id-from-a-client {2}2026-11-25 10:15:00Z {2}- +12345 {2}17 +FAIL \(running\)$/,
       );
       expect(lines.find((l) => l.startsWith('dddd'))).toMatch(
         /^dddddddddddd +20261125-101700 .* UNREADABLE$/,
       );
       expect(lines.find((l) => l.startsWith('cccc'))).toMatch(/FAIL \(aborted\)$/);
-      expect(lines.at(-1)).toMatch(/^é{12} {19}2026/);
+      expect(lines[1]).toMatch(/^é{12} {19}2026/);
     } finally {
       catalog.close();
     }
@@ -119,8 +119,8 @@ describe('Catalog.listTable', () => {
     try {
       const failed = catalog.listTable(HEADER, { failedOnly: true }).split('\n');
       expect(failed.slice(1).map((l) => l.split(' ')[0])).toEqual([
-        'long-session-id-from-a-client',
         'cccccccccccc',
+        'long-session-id-from-a-client',
       ]);
     } finally {
       catalog.close();

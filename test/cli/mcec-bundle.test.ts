@@ -243,12 +243,12 @@ describe('mcec-bundle', () => {
   });
 
   describe('list, show, summary, issue-body', () => {
-    it('list shows id, start, duration, calls, failures and verdict, oldest first', () => {
+    it('list shows id, start, duration, calls, failures and verdict, newest first (as index.html)', () => {
       const res = run(['list', '-s', sessions]);
       expect(res.code).toBe(0);
       const lines = res.stdout.trim().split('\n');
       expect(lines[0]).toMatch(/^ID\s+START \(UTC\)\s+DURATION\s+CALLS\s+FAILURES\s+VERDICT$/);
-      expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([OLD_FAIL, OLD_PASS, PASS_ID, FAIL_ID]);
+      expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([FAIL_ID, PASS_ID, OLD_PASS, OLD_FAIL]);
       expect(lines.find((l) => l.startsWith(FAIL_ID))).toMatch(/\s4\s+1\s+FAIL$/);
     });
 
@@ -256,8 +256,8 @@ describe('mcec-bundle', () => {
       const res = run(['list', '--failed', '--json', '-s', sessions]);
       expect(res.code).toBe(0);
       const rows = JSON.parse(res.stdout);
-      expect(rows.map((r: { id: string }) => r.id)).toEqual([OLD_FAIL, FAIL_ID]);
-      expect(rows[1]).toMatchObject({ verdict: 'FAIL', calls: 4, failures: 1, dirName: dirs[FAIL_ID] });
+      expect(rows.map((r: { id: string }) => r.id)).toEqual([FAIL_ID, OLD_FAIL]);
+      expect(rows[0]).toMatchObject({ verdict: 'FAIL', calls: 4, failures: 1, dirName: dirs[FAIL_ID] });
     });
 
     it('show prints the failure summary; summary writes it into the session dir', () => {

@@ -2,7 +2,7 @@
  * The recorder's live export end to end: the demo with --otlp, a proxied call under the agent's own trace,
  * and a collector that is down, each against a real OTLP/HTTP receiver.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -155,5 +155,66 @@ describe('createRecorder({ otlp })', () => {
         `- OpenTelemetry export to ${url.replace(/[.]/g, '\\.')}: 0 of 6 spans delivered, 6 not \\(`,
       ),
     );
+  }, 60_000);
+});
+
+describe('mcec-record stdio --otlp with the collector down (the built CLI, a short run)', () => {
+  it('says on stderr what was not delivered and why, and the log event carries the error', async () => {
+    const gone = await startOtlpReceiver();
+    const url = gone.url;
+    await gone.close();
+    const sessions = path.join(tempRoot(), 'sessions');
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(ROOT, 'dist/cli/mcec-record.js'),
+        'stdio',
+        '--sessions',
+        sessions,
+        '--otlp',
+        url,
+        '--',
+        process.execPath,
+        path.join(ROOT, 'dist/cli/mcec-sim.js'),
+        '--stdio',
+      ],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => {
+      stdout += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const until = async (done: () => boolean) => {
+      for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+    };
+    const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
+    send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+    });
+    await until(() => stdout.includes('"id":1'));
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'displays', arguments: {} } });
+    await until(() => stdout.includes('"id":2'));
+    child.stdin.end();
+    expect(await exited).toBe(0);
+    expect(stderr).toMatch(
+      new RegExp(
+        `OpenTelemetry export to ${url.replace(/[.]/g, '\\.')}: 0 of (\\d+) spans delivered, \\1 dropped: \\S`,
+      ),
+    );
+    const dir = path.join(sessions, sessionDirs(sessions)[0]!);
+    const [e] = events(dir, 'otlp-export');
+    expect(e?.data).toMatchObject({ exported: 0, queued: 0 });
+    expect(e?.data.dropped).toBe(e?.data.spans);
+    expect(e?.data.lastError).toMatch(/\S/); // the SDK's error, or: no answer before shutdown
+    expectEventsValid(dir);
   }, 60_000);
 });

@@ -2,8 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
+import { LOG_FILE, parseSessionDirName } from '../../paths/naming.js';
 import { parseByteSize, parseDuration } from '../../util/units.js';
-import { resolveSessionsDir, sessionsDirProblem, UsageError } from '../common.js';
+import { resolveSessionsDir, sessionsDirProblem, UsageError, windowsPathProblem } from '../common.js';
 
 export interface SessionsOption {
   sessions?: string;
@@ -22,6 +23,8 @@ export const TEMPLATES_HELP = 'templates that override the built-in ones by file
 
 /** The sessions dir to read; a missing one is an error (a typo must not read as "no sessions"). */
 export function sessionsDir(opts: SessionsOption): string {
+  const foreign = windowsPathProblem(opts.sessions);
+  if (foreign) throw new UsageError(foreign);
   const dir = resolveSessionsDir(opts.sessions);
   const problem = sessionsDirProblem(dir, opts.sessions);
   if (problem) throw new Error(problem);
@@ -49,16 +52,53 @@ export function outputPath(output: string | undefined): string | undefined {
   return abs;
 }
 
-/** Find a session by id, unique prefix or dir name; a hostile id is a usage error, a missing one a failure. */
-export async function locate(
-  idOrPrefix: string,
-  opts: SessionsOption,
-): Promise<{ dir: string; dirName: string; sessionId: string }> {
+/** A session as a command finds it. */
+export interface LocatedSession {
+  dir: string;
+  dirName: string;
+  sessionId: string;
+}
+
+/**
+ * Find a session by id, unique prefix, dir name, or the path of its dir (as mcec-replay takes it, e.g.
+ * sessions/20261202-101500-5f19c9c01a3f); a hostile id is a usage error, a missing one a failure.
+ */
+export async function locate(idOrPrefix: string, opts: SessionsOption): Promise<LocatedSession> {
+  if (/[\\/]/.test(idOrPrefix) || idOrPrefix === '.' || idOrPrefix === '..') {
+    return sessionDirAt(idOrPrefix);
+  }
   const { resolveSession } = await import('../../store/session-reader.js');
   const found = resolveSession(sessionsDir(opts), idOrPrefix);
   if (found.ok) return found.session;
   if (found.reason === 'invalid-id') throw new UsageError(found.message);
   throw new Error(found.message);
+}
+
+/**
+ * The session whose dir is at `input` (any path, not only under --sessions); it must hold a log. Anything
+ * else with a slash is neither a session dir nor an id: bad usage, as an id that is not path-safe.
+ */
+async function sessionDirAt(input: string): Promise<LocatedSession> {
+  const dir = path.resolve(input);
+  const isDir = fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true;
+  if (!isDir || !fs.statSync(path.join(dir, LOG_FILE), { throwIfNoEntry: false })?.isFile()) {
+    const why = isDir ? `no ${LOG_FILE} in ${dir}` : `${dir} does not exist`;
+    throw new UsageError(
+      `invalid session id ${JSON.stringify(input.slice(0, 200))}: not a session dir (${why}); give a session id, ` +
+        'a unique prefix of one, a session dir name, or the path of a session dir (sessions/<yyyyMMdd-HHmmss>-<id>)',
+    );
+  }
+  const dirName = path.basename(dir);
+  const parsed = parseSessionDirName(dirName);
+  if (parsed) return { dir, dirName, sessionId: parsed.sessionId };
+  // A dir renamed by hand: its id is in its log.
+  const { SessionReader } = await import('../../store/session-reader.js');
+  const reader = SessionReader.open(dir);
+  try {
+    return { dir, dirName, sessionId: reader.session().session_id };
+  } finally {
+    reader.close();
+  }
 }
 
 /** Session dirs started within `sinceMs`. */

@@ -157,7 +157,7 @@ Examples:
   mcec-bundle verdict 5f19c9 fail --reason "the invoice total was wrong"
   mcec-bundle verdict 5f19c9 pass --reason "the elevated console is expected on this machine"
   # CI around an agent behind mcec-record: judge the run by your own check
-  sid=$(mcec-bundle list --json | jq -r '.[-1].id')
+  sid=$(mcec-bundle list --json | jq -r '.[0].id')  # the newest session
   ./check-invoice || mcec-bundle verdict "$sid" fail --reason "check-invoice failed"`,
     )
     .action(async (id: string, word: string, opts: SessionsOption & { reason?: string; json?: boolean }) => {

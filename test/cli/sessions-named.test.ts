@@ -1,0 +1,224 @@
+/**
+ * How mcec-bundle names sessions and their troubles, through the built CLI: `list` newest first (as
+ * index.html) with the reason of each UNREADABLE session, a session given by its dir's path, a read-only
+ * sessions dir named with what to do, a bundle of a session still being recorded said to be a snapshot.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { BUNDLE_CLI, type ChildRun, runNode } from '../support/programs.js';
+import { tempDir } from '../support/temp.js';
+
+const run = (args: string[], cwd?: string): Promise<ChildRun> =>
+  runNode([BUNDLE_CLI, ...args], cwd ? { cwd } : {});
+
+/** A read-only view of `dir` (a read-only bind mount: root writes through chmod), or null when none can be made. */
+function readOnly(dir: string): { undo(): void } | null {
+  if (process.platform !== 'linux') return null;
+  if (process.getuid?.() !== 0) {
+    const all = [dir, ...fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, String(f)))];
+    const dirs = all.filter((p) => fs.statSync(p).isDirectory());
+    for (const d of dirs) fs.chmodSync(d, 0o555);
+    return {
+      undo: () => {
+        for (const d of dirs) fs.chmodSync(d, 0o755);
+      },
+    };
+  }
+  if (spawnSync('mount', ['--bind', dir, dir]).status !== 0) return null;
+  if (spawnSync('mount', ['-o', 'remount,bind,ro', dir]).status !== 0) {
+    spawnSync('umount', [dir]);
+    return null;
+  }
+  return { undo: () => spawnSync('umount', [dir]) };
+}
+
+let work: string;
+let sessions: string;
+const dirs: Record<string, string> = {};
+
+beforeAll(() => {
+  work = tempDir('mcec-sessions-named-');
+  sessions = path.join(work, 'sessions');
+  const days = ['2026-11-28', '2026-11-30', '2026-11-29'];
+  for (const [i, id] of ['a11ce0000001', 'b0b000000002', 'ca7000000003'].entries()) {
+    const s = FixtureSession.create(sessions, { sessionId: id, startedAt: new Date(`${days[i]}T09:00:00Z`) });
+    s.call(calls.displays());
+    s.end();
+    s.close();
+    dirs[id] = s.dir;
+  }
+  // ca7 becomes unreadable: its log overwritten with bytes that are no database.
+  for (const f of fs.readdirSync(dirs.ca7000000003!))
+    if (f.startsWith('session.sqlite-')) fs.rmSync(path.join(dirs.ca7000000003!, f));
+  fs.writeFileSync(path.join(dirs.ca7000000003!, 'session.sqlite'), Buffer.alloc(8192, 7));
+});
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+describe('mcec-bundle list', () => {
+  it('is newest first, table and --json alike, and says so in its help', async () => {
+    const table = await run(['list', '-s', sessions]);
+    expect(table.code, table.stderr).toBe(0);
+    const ids = table.stdout
+      .split('\n\n')[0]!
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(/\s+/)[0]);
+    expect(ids).toEqual(['b0b000000002', 'ca7000000003', 'a11ce0000001']);
+    const json = JSON.parse((await run(['list', '--json', '-s', sessions])).stdout) as Array<{ id: string }>;
+    expect(json.map((l) => l.id)).toEqual(ids);
+    expect((await run(['list', '--help'])).stdout).toContain('newest first');
+  });
+
+  it('says why a session is UNREADABLE: the log and the error, under the table and in --json', async () => {
+    const log = path.join(dirs.ca7000000003!, 'session.sqlite');
+    const table = await run(['list', '-s', sessions]);
+    expect(table.stdout).toMatch(/^ca7000000003 .*UNREADABLE$/m);
+    const [, notes] = table.stdout.split('\n\n');
+    expect(notes!.trim()).toBe(
+      `UNREADABLE ca7000000003: ${log}: file is not a database (SQLITE_NOTADB): the file is damaged or is not a log mcec-recorder wrote; its artifacts/ are still readable`,
+    );
+    const json = JSON.parse((await run(['list', '--json', '-s', sessions])).stdout) as Array<{
+      id: string;
+      error?: string;
+    }>;
+    expect(json.find((l) => l.id === 'ca7000000003')?.error).toContain(`${log}: file is not a database`);
+    expect(json.filter((l) => l.error !== undefined)).toHaveLength(1);
+  });
+});
+
+describe('a session named by the path of its dir', () => {
+  it('show, summary and verdict take it, absolute or relative, inside --sessions or not', async () => {
+    const byId = await run(['show', 'a11ce', '-s', sessions]);
+    expect(byId.code).toBe(0);
+    const abs = await run(['show', dirs.a11ce0000001!]);
+    expect(abs.code, abs.stderr).toBe(0);
+    expect(abs.stdout).toBe(byId.stdout);
+    const rel = await run(['show', path.join('sessions', path.basename(dirs.a11ce0000001!))], work);
+    expect(rel.stdout).toBe(byId.stdout);
+    const summary = await run(['summary', dirs.a11ce0000001!, '--json']);
+    expect(JSON.parse(summary.stdout)).toMatchObject({
+      sessionId: 'a11ce0000001',
+      path: path.join(dirs.a11ce0000001!, 'failure-summary.md'),
+    });
+  });
+
+  it('a path that is no session dir: exit 2 (no id either), naming it and what to give', async () => {
+    const missing = await run(['show', path.join(work, 'nope', 'x')]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain(`not a session dir (${path.join(work, 'nope', 'x')} does not exist)`);
+    const notSession = await run(['show', work]);
+    expect(notSession.code).toBe(2);
+    expect(notSession.stderr).toContain(
+      `not a session dir (no session.sqlite in ${work}); give a session id`,
+    );
+  });
+});
+
+describe('a read-only sessions dir', () => {
+  it('verdict names the log and what to make writable; list still lists, naming the catalog it cannot write', async () => {
+    const ro = path.join(work, 'ro');
+    fs.cpSync(sessions, ro, { recursive: true });
+    const view = readOnly(ro);
+    if (!view) return; // neither chmod (root) nor a bind mount works here
+    try {
+      const verdict = await run(['verdict', 'b0b0', 'fail', '-s', ro]);
+      expect(verdict.code).toBe(1);
+      const dir = path.join(ro, path.basename(dirs.b0b000000002!));
+      expect(verdict.stderr).toContain(`${path.join(dir, 'session.sqlite')}: `); // SQLite's words vary with how
+      expect(verdict.stderr).toContain(`make ${dir} and the files in it writable by this user`);
+      const list = await run(['list', '-s', ro]);
+      expect(list.code, list.stderr).toBe(0);
+      expect(list.stdout).toMatch(/^b0b000000002 .*PASS$/m);
+      expect(list.stderr).toContain(`the catalog ${path.join(ro, 'catalog.sqlite')} cannot be written`);
+    } finally {
+      view.undo();
+    }
+  });
+});
+
+describe('bundling a session still being recorded', () => {
+  it('warns that the bundle is a snapshot (stderr and --json), and still writes it', async () => {
+    const live = FixtureSession.create(path.join(work, 'live'), { sessionId: '11fe00000001' }); // writer: this process
+    live.call(calls.displays());
+    live.close();
+    const out = path.join(work, 'live.zip');
+    const res = await run([live.dir, '-o', out, '--no-gif']);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toMatch(
+      /warning: the session is still being recorded.*: the bundle holds its calls up to now; bundle it again once the run ended/,
+    );
+    expect(fs.existsSync(out)).toBe(true);
+    const json = await run([live.dir, '-o', out, '--no-gif', '--json']);
+    expect(JSON.parse(json.stdout).warnings[0]).toMatch(/^the session is still being recorded/);
+    const ended = await run([dirs.a11ce0000001!, '-o', path.join(work, 'ended.zip'), '--no-gif', '--json']);
+    expect(JSON.parse(ended.stdout).warnings).toEqual([]);
+  });
+});
+
+describe('a sessions dir that cannot be meant here', () => {
+  it.skipIf(process.platform === 'win32')(
+    'a Windows path on POSIX is bad usage in every program, naming what it would become',
+    async () => {
+      const cases: Array<[string, string[]]> = [
+        ['mcec-bundle', ['list', '--sessions', 'C:/mcec-sessions']],
+        ['mcec-bundle', ['show', 'abc', '-s', 'D:\\runs']],
+        ['mcec-replay', ['abc', '--stdio', '--sessions', 'C:/mcec-sessions']],
+        ['mcec-record', ['stdio', '--sessions', 'C:/mcec-sessions', '--', process.execPath, '-e', '0']],
+        ['mcec-record', ['http', '--sessions', '\\\\server\\share', '--listen', '127.0.0.1:0']],
+      ];
+      for (const [name, args] of cases) {
+        const r = await runNode([path.join(path.dirname(BUNDLE_CLI), `${name}.js`), ...args], { cwd: work });
+        expect(r.code, `${name} ${args.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toMatch(
+          /--sessions ".*" is a Windows path, but this system is \w+: it would become /,
+        );
+        expect(r.stderr).toContain('give a path of this system');
+      }
+      expect(fs.readdirSync(work).filter((f) => /^[A-Z]:|^\\/.test(f))).toEqual([]);
+      const fromEnv = await runNode([BUNDLE_CLI, 'list'], { cwd: work, env: { MCEC_SESSIONS_DIR: 'C:\\s' } });
+      expect(fromEnv.code).toBe(2);
+      expect(fromEnv.stderr).toContain('$MCEC_SESSIONS_DIR "C:\\\\s" is a Windows path');
+    },
+  );
+
+  it('mcec-record stdio warns when the sessions dir is relative (the MCP client picks the working dir)', async () => {
+    const record = path.join(path.dirname(BUNDLE_CLI), 'mcec-record.js');
+    const server = ['--', process.execPath, '-e', '0'];
+    const relative = await runNode([record, 'stdio', '--sessions', 'rel-sessions', ...server], { cwd: work });
+    expect(relative.stderr).toContain(
+      `mcec-record: warning: the sessions dir "rel-sessions" (--sessions) is relative: sessions go to ${path.join(work, 'rel-sessions')}, under the working directory the MCP client started this server in; give --sessions an absolute path`,
+    );
+    const byDefault = await runNode([record, 'stdio', ...server], { cwd: work });
+    expect(byDefault.stderr).toContain('the sessions dir "./sessions" (the default) is relative');
+    const absolute = await runNode([record, 'stdio', '--sessions', sessions, ...server], { cwd: work });
+    expect(absolute.stderr).not.toContain('warning');
+  });
+});
+
+describe('verify of a zip whose every entry was refused', () => {
+  it('says so, not "the zip is empty" (exit 1); an empty zip is still empty', async () => {
+    const { rawZip } = await import('../bundle/helpers.js');
+    const hostile = path.join(work, 'all-refused.zip');
+    fs.writeFileSync(
+      hostile,
+      rawZip([
+        { name: '../evil.txt', data: Buffer.from('x') },
+        { name: '/etc/evil.txt', data: Buffer.from('y') },
+      ]),
+    );
+    const r = await run(['verify', hostile]);
+    expect(r.code).toBe(1);
+    const said = r.stdout + r.stderr;
+    expect(said).toContain('no entry left to check: all 2 entries were refused (above)');
+    expect(said).not.toContain('the zip is empty');
+    const empty = path.join(work, 'empty.zip');
+    fs.writeFileSync(empty, rawZip([]));
+    const e = await run(['verify', empty]);
+    expect(e.code).toBe(1);
+    expect(e.stdout + e.stderr).toContain('the zip is empty');
+  });
+});
