@@ -301,3 +301,43 @@ export function failureAnswer(
   envelope.error = error;
   return { result: { content: [{ type: 'text', text: serializeWire(envelope) }], isError: true }, envelope };
 }
+
+/**
+ * A recorded call of a server that is not MCEC: its CallToolResult as the server sent it (every content
+ * block, structuredContent, isError), image blocks' bytes put back from artifacts/; no MCEC envelope is added.
+ * `envelope` is the recorder's reading of it (ok and code), for the replay's report only.
+ */
+export function buildPlainAnswer(call: RecordedCall, files: ArtifactFiles): BuiltAnswer {
+  const response = isRecord(call.response) ? call.response : {};
+  const stored = isRecord(response.result)
+    ? response.result
+    : Array.isArray(response.content)
+      ? response
+      : {};
+  const result = structuredClone(stored) as Record<string, unknown>;
+  const missing: string[] = [];
+  let restored = 0;
+  const blockRows = call.artifacts.filter((a) => a.role === 'image-block' && a.json_path);
+  const content = Array.isArray(result.content) ? result.content : [];
+  content.forEach((block, i) => {
+    if (!isRecord(block) || block.summary === undefined || typeof block.data === 'string') return;
+    const row = blockRows.find((r) => r.json_path!.endsWith(`/content/${i}/data`));
+    const data = row?.path ? files.base64(row.path) : null;
+    if (data === null) {
+      missing.push(`/content/${i}/data: ${row?.path ? `artifact ${row.path} is missing` : 'not written'}`);
+      return;
+    }
+    delete block.summary;
+    block.data = data;
+    restored++;
+  });
+  result.content = content;
+  const envelope = call.envelope ?? { ok: result.isError !== true };
+  return {
+    result: result as unknown as CallToolResult,
+    envelope,
+    restored,
+    missing,
+    redactions: redactionPointers(stored),
+  };
+}

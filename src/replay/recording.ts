@@ -54,6 +54,21 @@ export interface Recording {
   defaultSessionId: string | null;
   /** Pending calls left out of `calls` (the session was cut while they ran). */
   pendingCalls: number;
+  /** The recorded server is not MCEC (its serverInfo names another): its calls are plain MCP results. */
+  plainServer: boolean;
+}
+
+/** True when the recorded handshake (else the environment) names a server other than MCEC. */
+function isPlainServer(
+  initialize: Record<string, unknown> | null,
+  environment: Record<string, unknown>,
+): boolean {
+  const info = isRecord(initialize?.serverInfo)
+    ? initialize.serverInfo
+    : isRecord(environment.server)
+      ? environment.server
+      : {};
+  return typeof info.name === 'string' && info.name.trim().toLowerCase() !== 'mcec';
 }
 
 function parseJson(text: string | null): unknown {
@@ -124,17 +139,20 @@ export function loadRecording(dir: string): Recording {
         }
       }
       const environment = parseJson(session.environment);
+      const initialize = exchangeResult(reader, 'initialize');
+      const env = isRecord(environment) ? environment : {};
       return {
         dir,
         sessionId: session.session_id,
         scenario: session.scenario,
         calls,
-        initialize: exchangeResult(reader, 'initialize'),
+        initialize,
         toolsList: exchangeResult(reader, 'tools/list'),
-        environment: isRecord(environment) ? environment : {},
+        environment: env,
         sessionIds,
         defaultSessionId,
         pendingCalls,
+        plainServer: isPlainServer(initialize, env),
       };
     });
   } finally {

@@ -16,7 +16,7 @@ import {
 import { type CallToolResult, PROTOCOL_VERSION } from '../sim/server.js';
 import { toolListings } from '../sim/tools.js';
 import { isRecord } from '../util/json.js';
-import { ArtifactFiles, type BuiltAnswer, buildAnswer, failureAnswer } from './answer.js';
+import { ArtifactFiles, type BuiltAnswer, buildAnswer, buildPlainAnswer, failureAnswer } from './answer.js';
 import { type Injection, injectedFailure, pickInjection } from './injector.js';
 import { type Difference, type MatchDecision, Matcher, type ReplayOrder } from './matcher.js';
 import type { RecordedCall, Recording } from './recording.js';
@@ -298,7 +298,9 @@ export class ReplayCore {
       throw new RecordedRpcError(Number(served.errorCode), served.errorDetail ?? 'Internal error');
     }
     if (served.envelope === null) return this.noAnswer(served, args);
-    const built: BuiltAnswer = buildAnswer(served, this.files, (id) => this.matcher.liveSessionId(id));
+    const built: BuiltAnswer = this.recording.plainServer
+      ? buildPlainAnswer(served, this.files)
+      : buildAnswer(served, this.files, (id) => this.matcher.liveSessionId(id));
     entry.imagesRestored = built.restored;
     entry.imagesMissing = built.missing;
     entry.redacted = built.redactions;

@@ -19,6 +19,7 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
+import { replaySession } from '../../src/replay/index.js';
 import { isProcessAlive } from '../../src/store/session-reader.js';
 import { tempDir } from '../support/temp.js';
 import { deadPort, waitFor } from './helpers.js';
@@ -206,6 +207,18 @@ describe('the SDK client and server-everything through the proxies', () => {
     for (const c of calls) expect(c.events).toEqual(EXPECTED_EVENTS[c.tool] ?? []);
     expect(recorded(sessionsDir).flatMap((s) => s.faults)).toEqual([]);
     expectTruthful(sessionsDir);
+
+    // A replay of the recording answers the same conversation with the server's own results: plain
+    // CallToolResults as recorded (the image's bytes back from artifacts/), no MCEC envelope added.
+    const replay = await replaySession(recorded(sessionsDir)[0]!.dir, { http: { port: 0 }, order: 'strict' });
+    cleanups.push(async () => {
+      await replay.close();
+    });
+    const replayed = await connect(new StreamableHTTPClientTransport(new URL(replay.url)));
+    const again = await converse(replayed);
+    await replayed.close();
+    expect(again.results).toEqual(expected.results);
+    expect((await replay.close()).exitCode).toBe(0);
   }, 120_000);
 
   it('over stdio (mcec-record stdio): same results as direct; progress and server requests recorded with their calls', async () => {
