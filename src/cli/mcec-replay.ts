@@ -30,7 +30,8 @@ interface ReplayCliOptions {
 const HELP_AFTER = `
 The replay answers every tools/call from the recording, on MCEC's real wire (the server's escaping, the
 image block first, the envelope text last, isError), with the captured images put back byte for byte from
-the session's artifacts/. initialize and tools/list are answered as recorded.
+the session's artifacts/. initialize and tools/list are answered as recorded. A session recorded in front
+of another MCP server is answered as that server did: each CallToolResult as recorded, no envelope added.
 
 Matching: a live call takes the first unused recorded call of the same tool whose arguments match after the
 recorder's own redaction: session ids are mapped, handles and ids from earlier answers recognized,
