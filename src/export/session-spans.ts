@@ -23,11 +23,11 @@ function protocolVersionOf(environment: string): string | null {
   }
 }
 
-/** The server's own `Mcp-Session-Id`, when the recorder saw one (its `mcp-session` event). */
+/** The hash of the server's own `Mcp-Session-Id`, when the recorder saw one (its `mcp-session` event). */
 function mcpSessionIdOf(events: EventRow[]): string | null {
   for (const e of events) {
     try {
-      const id = (JSON.parse(e.detail ?? '') as { mcpSessionId?: unknown }).mcpSessionId;
+      const id = (JSON.parse(e.detail ?? '') as { mcpSessionHash?: unknown }).mcpSessionHash;
       if (typeof id === 'string' && id !== '') return id;
     } catch {
       // an unreadable event names no session

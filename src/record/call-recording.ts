@@ -97,7 +97,7 @@ export class CallRecording {
     if (this.deps.closed()) return;
     const s = registry.obtain(call.startSessionId, call.startVia, call.startedAt);
     s.callStarted(call);
-    if (call.mcpSessionId) s.noteMcpSession(call.mcpSessionId, call.startedAt);
+    if (call.mcpSessionHash) s.noteMcpSession(call.mcpSessionHash, call.startedAt);
     const argsJson = stage('redact', () => this.storedArgsJson(call.tool, call.args));
     if (argsJson !== null && !s.admitPayload(argsJson.length)) {
       call.argsDropped = true;

@@ -45,8 +45,8 @@ export interface CallStart {
    * and the call stays in the MCP session it started in.
    */
   plainServer: boolean;
-  /** The request's `Mcp-Session-Id` (Streamable HTTP), kept as the session's `mcp-session` event. */
-  mcpSessionId?: string | undefined;
+  /** The hash of the request's `Mcp-Session-Id` (`hashMcpSessionId`), kept as the session's `mcp-session` event. */
+  mcpSessionHash?: string | undefined;
 }
 
 /** A call from its start to its row: what came back, where it is filed, what the queue holds of it. */
@@ -105,7 +105,7 @@ export function newCall(init: CallStart): RecordedCall {
     startSessionId: init.startSessionId,
     startVia: init.startVia,
     plainServer: init.plainServer,
-    mcpSessionId: init.mcpSessionId,
+    mcpSessionHash: init.mcpSessionHash,
     seq: 0,
     argsJson: null,
     argsDropped: false,

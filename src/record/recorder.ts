@@ -59,6 +59,15 @@ import { jsonOrNull, validDate, withoutImageBytes } from './values.js';
 export { IMAGE_BYTES_OMITTED } from './values.js';
 
 const MiB = 1024 * 1024;
+
+/**
+ * An MCP session's name in the recording: the first 16 hex digits of the SHA-256 of its `Mcp-Session-Id`.
+ * The MCP specification treats that header as a credential-like token (whoever holds it can act in the
+ * session), so the value itself never reaches a session id, dir name, log, bundle or span.
+ */
+export function hashMcpSessionId(mcpSessionId: string): string {
+  return createHash('sha256').update(mcpSessionId).digest('hex').slice(0, 16);
+}
 /** Default stored payload per session. */
 export const DEFAULT_MAX_LOG_BYTES = 8 * MiB;
 /** Default artifact bytes per session. */
@@ -234,7 +243,7 @@ class RecorderImpl implements Recorder {
     method: string | null,
     transport: Transport,
     startedAt: Date,
-    mcpSession?: { id: string; mcpSessionId: string | undefined },
+    mcpSession?: { id: string; mcpSessionHash: string | undefined },
   ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
     if (mcpSession !== undefined) {
@@ -250,7 +259,7 @@ class RecorderImpl implements Recorder {
         startSessionId: mcpSession.id,
         startVia: 'mcp-session',
         plainServer: true,
-        mcpSessionId: mcpSession.mcpSessionId,
+        mcpSessionHash: mcpSession.mcpSessionHash,
       });
       this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
       return call;
@@ -552,9 +561,10 @@ class RecorderImpl implements Recorder {
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
     const args = isRecord(params.arguments) ? params.arguments : {};
     const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
+    const mcpSessionHash = meta.mcpSessionId ? hashMcpSessionId(meta.mcpSessionId) : undefined;
     const mcpSession =
       this.server.kind === 'other'
-        ? { id: this.mcpSessionId(meta.mcpSessionId), mcpSessionId: meta.mcpSessionId || undefined }
+        ? { id: `${this.server.slug}-${mcpSessionHash ?? this.processToken}`, mcpSessionHash }
         : undefined;
     const transport = meta.transport ?? this.transport;
     const call = this.startCall(tool, args, rpcId, 'tools/call', transport, startedAt, mcpSession);
@@ -584,19 +594,6 @@ class RecorderImpl implements Recorder {
         inner.complete(response, m);
       },
     };
-  }
-
-  /**
-   * The recording's session id for an MCP session of a server that is not MCEC: the server's name and the
-   * `Mcp-Session-Id` (HTTP), or the server's name and a token of this server process (stdio, or a server
-   * without sessions). Never a 12-hex id, which would read as MCEC's.
-   */
-  private mcpSessionId(mcpSessionId: string | undefined): string {
-    const tail = typeof mcpSessionId === 'string' && mcpSessionId !== '' ? mcpSessionId : this.processToken;
-    const id = `${this.server.slug}-${tail}`;
-    return isSafeSessionId(id)
-      ? id
-      : `${this.server.slug}-${createHash('sha256').update(tail).digest('hex').slice(0, 16)}`;
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {

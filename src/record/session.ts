@@ -119,11 +119,11 @@ export class RecordedSession {
   /** The server's own MCP session id was written (`mcp-session` event), once per session. */
   private mcpSessionNoted = false;
 
-  /** The server's `Mcp-Session-Id` for this session, written once as an `mcp-session` event. */
-  noteMcpSession(mcpSessionId: string, at: Date): void {
+  /** The hash of the server's `Mcp-Session-Id` for this session, written once as an `mcp-session` event. */
+  noteMcpSession(mcpSessionHash: string, at: Date): void {
     if (this.mcpSessionNoted) return;
     this.mcpSessionNoted = true;
-    this.note('mcp-session', { mcpSessionId }, null, at);
+    this.note('mcp-session', { mcpSessionHash }, null, at);
   }
 
   /** A call is filed here: it takes the next seq, counts as a pending call, and brings its stored args. */

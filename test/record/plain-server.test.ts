@@ -2,11 +2,14 @@
  * A server that is not MCEC (its initialize says so): plain CallToolResults are plain calls, its sessions are
  * its MCP sessions, and an envelope it does send is still read as one.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/bundle/index.js';
 import { planSession } from '../../src/export/session-spans.js';
 import { createRecorder } from '../../src/record/index.js';
+import { hashMcpSessionId } from '../../src/record/recorder.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readSessions } from '../proxy/sim-script.js';
 import { tempDir } from '../support/temp.js';
@@ -70,12 +73,14 @@ describe('a server that is not MCEC', () => {
     await recorder.close();
 
     const sessions = readSessions(sessionsDir);
-    expect(sessions.map((s) => s.session.session_id).sort()).toEqual([
-      'acme-files-a1b2-c3',
-      'acme-files-ffff-0000',
-    ]);
+    // Named by the server and a hash of the Mcp-Session-Id (a credential-like token, never stored).
+    const [idA, idB] = [
+      `acme-files-${hashMcpSessionId('a1b2-c3')}`,
+      `acme-files-${hashMcpSessionId('ffff-0000')}`,
+    ];
+    expect(sessions.map((s) => s.session.session_id).sort()).toEqual([idA, idB].sort());
     const byId = new Map(sessions.map((s) => [s.session.session_id, s]));
-    const first = byId.get('acme-files-a1b2-c3')!;
+    const first = byId.get(idA)!;
     expect(first.calls.map((c) => [c.tool, c.status, c.violations])).toEqual([
       ['read', 'ok', null],
       ['save', 'ok', null],
@@ -91,7 +96,7 @@ describe('a server that is not MCEC', () => {
     });
     // An envelope in the text is still read as one.
     expect(JSON.parse(first.calls[1]!.envelope!)).toMatchObject({ ok: true, result: { saved: true } });
-    const failed = byId.get('acme-files-ffff-0000')!.calls[0]!;
+    const failed = byId.get(idB)!.calls[0]!;
     expect([failed.status, failed.error_code, failed.error_detail, failed.violations]).toEqual([
       'failed',
       'tool-error',
@@ -118,7 +123,7 @@ describe('a server that is not MCEC', () => {
 });
 
 describe('OpenTelemetry spans of a plain server (the MCP semantic conventions)', () => {
-  it('mcp.session.id is the real Mcp-Session-Id, tool_error for isError, no null request id, the protocol version', async () => {
+  it('mcp.session.id is the hash of the real Mcp-Session-Id, tool_error for isError, no null request id, the protocol version', async () => {
     const sessionsDir = path.join(tmp, 'sessions');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
     const [init, initAnswer] = initialize('acme/files');
@@ -143,8 +148,8 @@ describe('OpenTelemetry spans of a plain server (the MCP semantic conventions)',
       const calls = spans.filter((p) => p.kind === 'client');
       for (const span of spans) {
         expect(span.attributes).toMatchObject({
-          'mcp.session.id': '6f1e-77',
-          'mcec.session.id': 'acme-files-6f1e-77',
+          'mcp.session.id': hashMcpSessionId('6f1e-77'),
+          'mcec.session.id': `acme-files-${hashMcpSessionId('6f1e-77')}`,
           'mcp.protocol.version': '2025-06-18',
         });
       }
@@ -161,5 +166,47 @@ describe('OpenTelemetry spans of a plain server (the MCP semantic conventions)',
     } finally {
       reader.close();
     }
+  });
+});
+
+describe('the Mcp-Session-Id is a credential-like token', () => {
+  it('its value reaches no session id, dir name, log, bundle or span; a 16-hex hash names the session', async () => {
+    const token = 'sess-7d9c2b0e4f6a41c8b5e3a9d1f0c2e7b4';
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const [init, initAnswer] = initialize('acme/files');
+    recorder.recordExchange(init, initAnswer, { transport: 'http' });
+    const meta = { transport: 'http' as const, mcpSessionId: token };
+    recorder.recordExchange(call(1, 'read'), answer(1, { content: [{ type: 'text', text: 'x' }] }), meta);
+    recorder.recordExchange(
+      call(2, 'read'),
+      answer(2, { content: [{ type: 'text', text: 'no' }], isError: true }),
+      meta,
+    );
+    await recorder.close();
+
+    const [s] = readSessions(sessionsDir);
+    expect(s!.session.session_id).toMatch(/^acme-files-[0-9a-f]{16}$/);
+    const mcpSession = s!.events.filter((e) => e.kind === 'mcp-session').map((e) => e.detail);
+    expect(mcpSession).toEqual([{ mcpSessionHash: hashMcpSessionId(token) }]);
+    // Every byte the recording wrote, the bundle's entries (read back by unzip) and the spans.
+    const written = (dir: string): string[] =>
+      fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+        const full = path.join(dir, e.name);
+        return [e.name, ...(e.isDirectory() ? written(full) : [fs.readFileSync(full).toString('latin1')])];
+      });
+    const bundle = await buildBundle(s!.dir, { output: path.join(tmp, 'bundle.zip') });
+    const unzipped = execFileSync('unzip', ['-p', bundle.bundle], { maxBuffer: 64 * 1024 * 1024 }).toString(
+      'latin1',
+    );
+    const reader = SessionReader.open(s!.dir);
+    let spans: string;
+    try {
+      spans = JSON.stringify(planSession(reader));
+    } finally {
+      reader.close();
+    }
+    for (const text of [...written(sessionsDir), unzipped, spans]) expect(text).not.toContain(token);
+    expect(spans).toContain(hashMcpSessionId(token));
   });
 });
