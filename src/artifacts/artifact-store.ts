@@ -22,9 +22,23 @@ export interface SavedImage {
   path?: string;
   /** Why no file was written: bad base64, not an image, truncated, too many pixels, over budget, disk error. */
   error?: string;
+  /** What kind of failure `error` is, for code that acts on it (the message is for people and may change). */
+  failure?: SaveFailure;
   blankCheck?: BlankCheck;
   /** True when these bytes had been seen before in this session (no new file). */
   deduplicated: boolean;
+}
+
+/**
+ * Why an image has no file: `invalid` bytes (not an image, truncated, a pixel bomb: no decode is worth trying),
+ * `refused` by a rule (a host file's path or kind, a capture that could not be masked), over the session's
+ * `budget`, a `disk` fault (may be transient: a later copy retries), or an unexpected `store` fault.
+ */
+export type SaveFailure = 'invalid' | 'refused' | 'budget' | 'disk' | 'store';
+
+/** Whether a failure is the recorder's own (disk, store), worth a ledger note, rather than the image's. */
+export function isStoreFault(failure: SaveFailure | undefined): boolean {
+  return failure === 'disk' || failure === 'store';
 }
 
 export interface ArtifactStoreOptions {
@@ -61,8 +75,16 @@ function loadSharp(): Promise<SharpModule> {
   return sharpModule;
 }
 
-function failed(error: string): SavedImage {
-  return { sha256: '', bytes: 0, error, deduplicated: false };
+/** No file: `error` says why to a person, `failure` to the code. */
+export function failed(error: string, failure: SaveFailure): SavedImage {
+  return { sha256: '', bytes: 0, error, failure, deduplicated: false };
+}
+
+/** A write that did not happen. */
+type WriteFault = { error: string; failure: 'disk' };
+
+function diskFault(what: unknown): WriteFault {
+  return { error: `disk error: ${typeof what === 'string' ? what : errorText(what)}`, failure: 'disk' };
 }
 
 /** Bytes per write call: big enough to keep syscalls few, small enough to interleave with hashing. */
@@ -142,17 +164,17 @@ export class ArtifactStore {
       let buf: Buffer;
       if (typeof data === 'string') {
         const decoded = decodeBase64Fast(data);
-        if (!Buffer.isBuffer(decoded)) return failed(`bad base64: ${decoded.error}`);
+        if (!Buffer.isBuffer(decoded)) return failed(`bad base64: ${decoded.error}`, 'invalid');
         buf = decoded;
       } else if (Buffer.isBuffer(data)) {
         buf = data;
       } else {
-        return failed('not image bytes (neither a Buffer nor a string)');
+        return failed('not image bytes (neither a Buffer nor a string)', 'invalid');
       }
-      if (buf.length === 0) return failed('empty image data');
+      if (buf.length === 0) return failed('empty image data', 'invalid');
       return await this.saveBuffer(buf, options);
     } catch (err) {
-      return failed(`artifact store failure: ${errorText(err)}`);
+      return failed(`artifact store failure: ${errorText(err)}`, 'store');
     }
   }
 
@@ -211,7 +233,7 @@ export class ArtifactStore {
     const pending = this.firstSave(buf, options, sha256);
     if (fp) this.byFingerprint.set(fp, pending);
     const saved = await pending;
-    if (saved.error?.startsWith('disk error')) {
+    if (saved.failure === 'disk') {
       // A disk error may be transient: let a later copy of the same bytes try again.
       if (fp && this.byFingerprint.get(fp) === pending) this.byFingerprint.delete(fp);
     } else if (!this.known.has(saved.sha256)) {
@@ -281,14 +303,18 @@ export class ArtifactStore {
     };
     const format = sniffImageFormat(buf);
     if (!format)
-      return { ...failed('not an image (unrecognised magic bytes)'), sha256: hash(), bytes: buf.length };
+      return {
+        ...failed('not an image (unrecognised magic bytes)', 'invalid'),
+        sha256: hash(),
+        bytes: buf.length,
+      };
     const base: SavedImage = { sha256: '', bytes: buf.length, format, deduplicated: false };
     if (options.knownBlankCheck) base.blankCheck = options.knownBlankCheck;
     const dims = this.dimensions(buf, format);
 
     /** A refusal before any write: facts from the header when it reads. */
-    const refuse = async (error: string): Promise<SavedImage> => {
-      const out: SavedImage = { ...base, sha256: hash(), error };
+    const refuse = async (error: string, failure: SaveFailure): Promise<SavedImage> => {
+      const out: SavedImage = { ...base, sha256: hash(), error, failure };
       const d = await dims;
       if (typeof d !== 'string') Object.assign(out, d);
       return out;
@@ -296,13 +322,13 @@ export class ArtifactStore {
     // Cheap checks first, so bombs, cut-off files and over-budget images are never written.
     const header = headerDimensions(buf, format);
     const bomb = header && this.tooManyPixels(header);
-    if (bomb) return refuse(bomb);
+    if (bomb) return refuse(bomb, 'invalid');
     const truncated = truncationOf(buf, format);
-    if (truncated) return refuse(truncated);
+    if (truncated) return refuse(truncated, 'invalid');
     if (this.used + buf.length > this.maxArtifactBytes) {
       this.omittedImages++;
       this.omittedBytes += buf.length;
-      return refuse(`over artifact budget (${this.maxArtifactBytes} bytes per session)`);
+      return refuse(`over artifact budget (${this.maxArtifactBytes} bytes per session)`, 'budget');
     }
 
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
@@ -318,7 +344,9 @@ export class ArtifactStore {
     if (problem || 'error' in written) {
       this.used -= buf.length;
       if ('path' in written) await this.remove(written.path); // sharp refused what the cheap checks let by
-      return { ...base, error: problem ?? (written as { error: string }).error };
+      return problem
+        ? { ...base, error: problem, failure: 'invalid' }
+        : { ...base, ...(written as WriteFault) };
     }
     return { ...base, path: written.path };
   }
@@ -345,7 +373,7 @@ export class ArtifactStore {
     format: ImageFormat,
     meanwhile: (end: number) => void,
     prefix: string,
-  ): Promise<{ path: string } | { error: string }> {
+  ): Promise<{ path: string } | WriteFault> {
     let n = ++this.counter;
     const tmp = path.join(
       this.artifactsDir,
@@ -355,17 +383,17 @@ export class ArtifactStore {
     try {
       handle = await fsp.open(tmp, 'wx');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return { error: `disk error: ${errorText(err)}` };
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return diskFault(err);
       // artifacts/ not there yet (or vanished): create it, never the session dir itself.
       const made = await fsp.mkdir(this.artifactsDir).then(
         () => undefined,
         (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
       );
-      if (made) return { error: `disk error: ${errorText(made)}` };
+      if (made) return diskFault(made);
       try {
         handle = await fsp.open(tmp, 'wx');
       } catch (again) {
-        return { error: `disk error: ${errorText(again)}` };
+        return diskFault(again);
       }
     }
     try {
@@ -382,7 +410,7 @@ export class ArtifactStore {
     } catch (err) {
       await handle.close().catch(() => undefined);
       await fsp.unlink(tmp).catch(() => undefined);
-      return { error: `disk error: ${errorText(err)}` };
+      return diskFault(err);
     }
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
@@ -392,11 +420,11 @@ export class ArtifactStore {
           n = ++this.counter; // a name left by an earlier writer of this session: next number
           continue;
         }
-        if (placed !== 'ok') return { error: `disk error: ${errorText(placed)}` };
+        if (placed !== 'ok') return diskFault(placed);
         this.written++;
         return { path: `${ARTIFACTS_DIR}/${name}` };
       }
-      return { error: 'disk error: could not find a free artifact name' };
+      return diskFault('could not find a free artifact name');
     } finally {
       await fsp.unlink(tmp).catch(() => undefined);
     }

@@ -7,7 +7,7 @@ import type {
   Violation,
 } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
-import type { ArtifactStore, SavedImage } from './artifact-store.js';
+import { type ArtifactStore, failed, type SavedImage } from './artifact-store.js';
 import type { HostFileRole } from './host-files.js';
 import { decodeBase64Fast, MIME_TYPE } from './image-file.js';
 import { cloneJson, getAt, JSON_MARKER, nestedJsonAt, pointerLevels, setAt } from './json-pointer.js';
@@ -251,15 +251,6 @@ function replacementFor(job: Job, image: SavedImage, blankCheck: BlankCheck | un
   return captureSummaryOf(job.kind === 'capture' ? job.container : undefined, withBlank);
 }
 
-const INVALID_ERRORS = [
-  'bad base64',
-  'empty image',
-  'not an image',
-  'not a readable',
-  'too many pixels',
-  'truncated',
-];
-
 /** What every level of a compaction shares: the store, and where images and violations are collected. */
 interface CompactionSink {
   store: ArtifactStore;
@@ -355,7 +346,7 @@ async function saveJob(
   const uri = parseImageDataUri(text);
   const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
   if (!Buffer.isBuffer(decoded)) {
-    job.saved = { sha256: '', bytes: 0, error: `bad base64: ${decoded.error}`, deduplicated: false };
+    job.saved = failed(`bad base64: ${decoded.error}`, 'invalid');
     return;
   }
   let bytes = decoded;
@@ -363,7 +354,7 @@ async function saveJob(
     const role = roleOf(job.entry.loc.path, job.entry.loc.form);
     job.mask = await masker({ bytes: decoded, ...(job.container ? { container: job.container } : {}), role });
     if (job.mask.refuse !== undefined) {
-      job.saved = { sha256: '', bytes: 0, error: job.mask.refuse, deduplicated: false };
+      job.saved = failed(job.mask.refuse, 'refused');
       return;
     }
     if (job.mask.bytes) bytes = job.mask.bytes;
@@ -385,7 +376,7 @@ async function blankCheckFor(job: Job, store: ArtifactStore): Promise<BlankCheck
   if (job.kind === 'capture' && declaredBlankCheck(job.container?.blankCheck)) return undefined;
   if (saved.blankCheck) return saved.blankCheck; // declared with another copy of the same bytes
   if (!job.buffer || !saved.sha256) return undefined;
-  if (saved.error && INVALID_ERRORS.some((p) => saved.error!.startsWith(p))) return undefined;
+  if (saved.failure === 'invalid') return undefined;
   return store.ensureBlankCheck(saved.sha256, job.buffer);
 }
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { formatPointer, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
-import type { ArtifactStore, SavedImage } from './artifact-store.js';
+import { type ArtifactStore, failed, type SavedImage } from './artifact-store.js';
 import type { CompactResult, ImageMasker, MaskFacts } from './compact.js';
 import { cloneJson, getAt } from './json-pointer.js';
 
@@ -248,10 +248,6 @@ function declaredBlankCheck(v: unknown): BlankCheck | undefined {
   return { blank: v.blank, dominantFraction: f, dominantIsDark: v.dominantIsDark === true };
 }
 
-function notCopied(error: string): SavedImage {
-  return { sha256: '', bytes: 0, error, deduplicated: false };
-}
-
 /** Copies the host files envelopes name into each session's ArtifactStore; never throws. */
 export class HostFileCollector {
   readonly enabled: boolean;
@@ -288,7 +284,7 @@ export class HostFileCollector {
       try {
         saved = await this.copy(ref, getAt(value, ref.container), store, masker);
       } catch (err) {
-        saved = notCopied(`artifact store failure: ${errorText(err)}`);
+        saved = failed(`artifact store failure: ${errorText(err)}`, 'store');
       }
       files.push({ ...saved, role: ref.role, jsonPath: ref.jsonPath, hostPath: ref.hostPath });
       const container = getAt(value, ref.container);
@@ -331,14 +327,14 @@ export class HostFileCollector {
     masker?: ImageMasker,
   ): Promise<SavedImage & MaskFacts> {
     const where = resolveHostPath(ref.hostPath, this.options);
-    if ('error' in where) return notCopied(where.error);
+    if ('error' in where) return failed(where.error, 'refused');
     let read: Awaited<ReturnType<typeof readHostFile>>;
     try {
       read = await readHostFile(where.local, where.root, this.maxFileBytes);
     } catch (err) {
-      return notCopied(errorText(err));
+      return failed(errorText(err), 'refused');
     }
-    if ('error' in read) return notCopied(read.error);
+    if ('error' in read) return failed(read.error, 'refused');
     let bySession = this.seen.get(store);
     if (!bySession) {
       bySession = new Map();
@@ -347,7 +343,7 @@ export class HostFileCollector {
     const earlier = bySession.get(read.identity);
     if (earlier) {
       const first = await earlier;
-      if (!first.error?.startsWith('disk error')) return { ...first, deduplicated: true };
+      if (first.failure !== 'disk') return { ...first, deduplicated: true };
     }
     const known = isRecord(container) ? declaredBlankCheck(container.blankCheck) : undefined;
     const pending = this.maskThenSave(
@@ -374,7 +370,7 @@ export class HostFileCollector {
     if (!masker) return this.save(buf, store, ref.role, known);
     const mask = await masker({ bytes: buf, ...(container ? { container } : {}), role: ref.role });
     if (mask.refuse !== undefined)
-      return { ...notCopied(mask.refuse), ...(mask.masked ? { masked: mask.masked } : {}) };
+      return { ...failed(mask.refuse, 'refused'), ...(mask.masked ? { masked: mask.masked } : {}) };
     const saved: SavedImage & MaskFacts = await this.save(mask.bytes ?? buf, store, ref.role, known);
     if (mask.masked?.length) {
       saved.masked = mask.masked;

@@ -5,6 +5,7 @@
  * proxy timeout, and what is kept when a stage fails.
  */
 import fs from 'node:fs';
+import { isStoreFault } from '../artifacts/artifact-store.js';
 import type { CompactedImage } from '../artifacts/compact.js';
 import { compactImages } from '../artifacts/compact.js';
 import type { HostFileCollector, HostFileRef } from '../artifacts/host-files.js';
@@ -395,10 +396,8 @@ export class CallRecording {
     if (call.tool === 'session-end' && env?.ok && s.status === 'open') {
       this.deps.registry.end(s, { via: 'session-end' }, call.endedAt ?? this.deps.clock.date());
     }
-    const diskError = images.find(
-      (i) => i.error?.startsWith('disk error') || i.error?.startsWith('artifact store'),
-    );
-    if (diskError) this.deps.ledger.note(s, 'artifact', diskError.error!, 0);
+    const storeFault = images.find((i) => isStoreFault(i.failure));
+    if (storeFault) this.deps.ledger.note(s, 'artifact', storeFault.error!, 0);
     this.offerThumbnails(s, images);
     const omitted = s.artifacts?.omitted;
     if (omitted && omitted.images !== s.reportedOmittedImages) {

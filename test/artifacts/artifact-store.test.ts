@@ -90,6 +90,7 @@ describe('ArtifactStore', () => {
     for (const bad of ['not base64 at all!!', 'iVBORw0KGgo=====', 'abcde', '']) {
       const saved = await s.save(bad);
       expect(saved.error).toMatch(/^bad base64/);
+      expect(saved.failure).toBe('invalid');
       expect(saved.path).toBeUndefined();
     }
     expect(fs.existsSync(path.join(dir, 'artifacts'))).toBe(false);
@@ -98,6 +99,7 @@ describe('ArtifactStore', () => {
   it('non-image bytes give "not an image"', async () => {
     const saved = await store().save(Buffer.from('just some text, definitely not a picture'));
     expect(saved.error).toMatch(/not an image/);
+    expect(saved.failure).toBe('invalid');
     expect(saved.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(saved.path).toBeUndefined();
   });
@@ -106,6 +108,7 @@ describe('ArtifactStore', () => {
     const png = await noisyPng(100, 100);
     const saved = await store().save(png.subarray(0, Math.floor(png.length / 2)));
     expect(saved.error).toMatch(/truncated png/);
+    expect(saved.failure).toBe('invalid');
     expect(saved.width).toBe(100); // the header was readable
     expect(saved.path).toBeUndefined();
   });
@@ -136,6 +139,7 @@ describe('ArtifactStore', () => {
     expect((await s.save(first)).path).toBeDefined();
     const over = await s.save(second);
     expect(over.error).toMatch(/over artifact budget/);
+    expect(over.failure).toBe('budget');
     expect(over).toMatchObject({ width: 30, height: 30, sha256: sha(second), bytes: second.length });
     await s.save(second); // same bytes again: not counted twice
     expect(s.omitted).toEqual({ images: 1, bytes: second.length });
@@ -148,6 +152,7 @@ describe('ArtifactStore', () => {
     fs.rmSync(dir, { recursive: true });
     const saved = await s.save(await solidPng(4, 4, [0, 0, 0]));
     expect(saved.error).toMatch(/^disk error: ENOENT/);
+    expect(saved.failure).toBe('disk');
     expect(fs.existsSync(dir)).toBe(false);
     fs.mkdirSync(dir); // for afterEach
   });
@@ -168,6 +173,7 @@ describe('ArtifactStore', () => {
       await solidPng(4, 4, [0, 0, 0]),
     );
     expect(saved.error).toMatch(/^disk error: ENOTDIR/);
+    expect(saved.failure).toBe('disk');
   });
 
   it.skipIf(process.getuid?.() === 0)('a read-only session dir gives a disk error', async () => {
