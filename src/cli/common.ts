@@ -1,5 +1,6 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
 import { type Command, CommanderError } from 'commander';
+import { parseDuration } from '../util/units.js';
 
 export {
   relativeSessionsWarning,
@@ -28,6 +29,19 @@ export function parseListen(option: string, value: string): { host: string; port
   if (!m || port > 65535) throw new UsageError(`${option} must be HOST:PORT, got ${JSON.stringify(value)}`);
   const host = m[1]!.startsWith('[') ? m[1]!.slice(1, -1) : m[1]!;
   return { host, port };
+}
+
+/** Default of `--body-timeout` (mcec-record http, mcec-replay --listen). */
+export const DEFAULT_BODY_TIMEOUT = '10s';
+
+/** `--body-timeout <duration>`: how long a request body may take to arrive (1 ms to 1 h). */
+export function parseBodyTimeout(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms > 3_600_000)
+    throw new UsageError(
+      `--body-timeout ${JSON.stringify(value)}: expected a duration such as 10s, 500ms or 2m (at most 1h)`,
+    );
+  return ms;
 }
 
 /**

@@ -10,8 +10,10 @@ import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
+  DEFAULT_BODY_TIMEOUT,
   EXIT_CODES_HELP,
   EXIT_USAGE,
+  parseBodyTimeout,
   parseListen,
   relativeSessionsWarning,
   runProgram,
@@ -208,6 +210,7 @@ interface HttpCommandOptions extends CommonOptions {
   maxBody?: string;
   server: 'auto' | 'mcec' | 'mcp';
   timeout: string[];
+  bodyTimeout: string;
 }
 
 async function runHttp(options: HttpCommandOptions): Promise<void> {
@@ -215,6 +218,7 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   const maxBodyBytes = options.maxBody === undefined ? undefined : parseSize('--max-body', options.maxBody);
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
   const timeouts = parseTimeouts(options.timeout);
+  const bodyTimeoutMs = parseBodyTimeout(options.bodyTimeout);
   const { startHttpProxy, ProxyConfigError, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
   // Unless given, the limit in front of MCEC is MCEC's own 1 MiB.
@@ -237,6 +241,7 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
       maxRecordBytes,
       timeoutMs: timeouts.defaultMs,
       toolTimeoutsMs: timeouts.perTool,
+      bodyTimeoutMs,
       allowNonLoopback: options.allowRemote ?? false,
     });
   } catch (err) {
@@ -322,7 +327,9 @@ argument (wait-for, find, windows), or a record with durationMs, and no TOOL= se
 30 s if that is longer. MCEC's own send_command wait is fixed at 30 s (then send-command-timeout).
 Past the timeout the client gets 504 with a JSON {"error"} naming the tool, but MCEC may still run the
 call: the proxy keeps waiting up to 10 min, and a late answer replaces the 504 in the recording (with a
-late-answer event saying the client got 504).
+late-answer event saying the client got 504). A request body must arrive within --body-timeout (10s)
+of its headers, else the client gets 408 and is hung up on: clients that trickle their bodies cannot hold
+the 16 requests MCEC serves at once.
 
 Oversize answers: an answer over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB, at most
 about 512MiB) reaches the client unchanged but is not recorded: its call gets a row without payload
@@ -406,6 +413,11 @@ function addHttpCommand(program: Command): void {
       )
         .default([], DEFAULT_TIMEOUT)
         .argParser((value: string, previous: string[]) => [...previous, value]),
+    )
+    .option(
+      '--body-timeout <duration>',
+      'how long a request body may take to arrive before the client gets 408',
+      DEFAULT_BODY_TIMEOUT,
     )
     .addOption(
       new Option('--max-record-bytes <size>', 'answers larger than this pass through unrecorded').default(

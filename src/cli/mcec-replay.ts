@@ -4,7 +4,15 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { EXIT_CODES_HELP, parseListen, runProgram, UsageError, windowsPathProblem } from './common.js';
+import {
+  DEFAULT_BODY_TIMEOUT,
+  EXIT_CODES_HELP,
+  parseBodyTimeout,
+  parseListen,
+  runProgram,
+  UsageError,
+  windowsPathProblem,
+} from './common.js';
 
 function parseNumber(name: string, value: string, max: number): number {
   const n = Number(value);
@@ -17,6 +25,7 @@ interface ReplayCliOptions {
   stdio?: boolean;
   listen?: string;
   token?: string;
+  bodyTimeout: string;
   sessions?: string;
   order: 'any' | 'strict';
   lockdown?: boolean;
@@ -46,7 +55,8 @@ Examples:
   # in an MCP client's config: the recording stands in for the MCEC server
   { "mcpServers": { "mcec": { "command": "npx", "args": ["mcec-replay", "/abs/sessions/<dir>.zip", "--stdio"] } } }
 
-  # over HTTP, as MCEC listens (POST /mcp, MCEC's Host/Origin/body checks); Ctrl+C prints the report
+  # over HTTP, as MCEC listens (POST /mcp, MCEC's Host/Origin/body checks; a body must arrive within
+  # --body-timeout, 10s, else 408: slow clients cannot hold the 16 request slots); Ctrl+C prints the report
   mcec-replay sessions/20261202-101500-5f19c9c01a3f --listen 127.0.0.1:5151
 
   # a regression test in CI: any call the recording does not hold fails replay-unmatched, exit 1
@@ -93,6 +103,11 @@ export function buildProgram(): Command {
     )
     .option('--token <token>', 'require Authorization: Bearer <token> over HTTP')
     .option(
+      '--body-timeout <duration>',
+      'over HTTP, how long a request body may take to arrive before the client gets 408',
+      DEFAULT_BODY_TIMEOUT,
+    )
+    .option(
       '--sessions <dir>',
       'where session ids are looked up (default: $MCEC_SESSIONS_DIR, else ./sessions)',
     )
@@ -131,13 +146,19 @@ async function runReplay(source: string, options: ReplayCliOptions): Promise<voi
   const listen = options.listen ? parseListen('--listen', options.listen) : undefined;
   const speed = parseNumber('--speed', options.speed, 1000);
   const tolerance = parseNumber('--tolerance', options.tolerance, 10_000);
+  const bodyTimeoutMs = parseBodyTimeout(options.bodyTimeout);
   // The replay (and through it SQLite, the redactor and sharp) loads only once the arguments are good.
   const replay = await import('../replay/index.js');
   const handle = await startReplay(replay, source, options, {
     speed,
     tolerance,
     http: listen
-      ? { host: listen.host, port: listen.port, ...(options.token ? { token: options.token } : {}) }
+      ? {
+          host: listen.host,
+          port: listen.port,
+          bodyTimeoutMs,
+          ...(options.token ? { token: options.token } : {}),
+        }
       : false,
   });
   if (options.stdio) await handle.serveStdio(process.stdin, process.stdout);
@@ -158,7 +179,11 @@ async function startReplay(
   replay: ReplayModule,
   source: string,
   options: ReplayCliOptions,
-  parsed: { speed: number; tolerance: number; http: { host: string; port: number; token?: string } | false },
+  parsed: {
+    speed: number;
+    tolerance: number;
+    http: { host: string; port: number; token?: string; bodyTimeoutMs: number } | false;
+  },
 ): Promise<ReplayHandle> {
   let inject: ReturnType<ReplayModule['parseInjection']>[];
   try {

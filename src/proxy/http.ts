@@ -18,7 +18,7 @@ import {
 import { type ForwardContext, forwardRequest, pathOnly, sendError } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
-import { DEFAULT_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
+import { DEFAULT_TIMEOUT_MS, formatDuration, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
 /** Options of {@link startHttpProxy}. */
@@ -49,6 +49,11 @@ export interface HttpProxyOptions {
   maxRecordBytes?: number;
   /** Allow a non-loopback listen host (and skip the loopback Host check); default false. */
   allowNonLoopback?: boolean;
+  /**
+   * How long a request body may take to arrive, from its headers (default 10 s): past it the client gets
+   * 408 and its connection is closed, so clients trickling their bodies cannot hold MCEC's 16 slots.
+   */
+  bodyTimeoutMs?: number;
 }
 
 /** A running proxy. */
@@ -67,6 +72,8 @@ export const DEFAULT_MCP_MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** MCEC answers 503 past this many requests in flight (`MaxConcurrentHttpRequests`). */
 export const MCEC_MAX_IN_FLIGHT = 16;
 export const DEFAULT_LATE_ANSWER_MS = 10 * 60_000;
+/** Default of `HttpProxyOptions.bodyTimeoutMs`. */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 export { DEFAULT_TIMEOUT_MS };
 
 /** An error thrown for options that cannot work (bad target, non-loopback listen without permission). */
@@ -85,6 +92,7 @@ interface HttpSettings {
   server: 'auto' | TargetKind;
   maxRecordBytes: number;
   timeouts: ReturnType<typeof timeoutPolicy>;
+  bodyTimeoutMs: number;
 }
 
 /** Check the options and fill in the defaults; throws ProxyConfigError for options that cannot work. */
@@ -131,7 +139,21 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
   } catch (err) {
     throw new ProxyConfigError((err as Error).message);
   }
-  return { target, listenHost, listenPort, allowNonLoopback, maxBodyBytes, server, maxRecordBytes, timeouts };
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  if (!Number.isSafeInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
+    throw new ProxyConfigError(`the body timeout must be a whole number of ms above 0, got ${bodyTimeoutMs}`);
+  }
+  return {
+    target,
+    listenHost,
+    listenPort,
+    allowNonLoopback,
+    maxBodyBytes,
+    server,
+    maxRecordBytes,
+    timeouts,
+    bodyTimeoutMs,
+  };
 }
 
 /**
@@ -183,18 +205,20 @@ function sendRefusal(res: http.ServerResponse, refusal: Refusal): void {
 }
 
 /**
- * Read a request body up to `limit` bytes (bounded for every request: memory), then hand it to `onBody`.
- * Past the limit: a 413 and a `proxy-error`; the rest is read and dropped so the client can read the 413,
- * and a flood (16 x the limit) is cut.
+ * Read a request body up to `limit` bytes (bounded for every request: memory) within `timeoutMs` of its
+ * headers (bounded in time: a slot), then hand it to `onBody`. Past the limit: a 413 and a `proxy-error`;
+ * the rest is read and dropped so the client can read the 413, and a flood (16 x the limit) is cut. Past
+ * the deadline: a 408 and a `proxy-error`, and the connection is closed.
  */
 function readBoundedBody(
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  limit: number,
+  bounds: { limit: number; timeoutMs: number },
   kind: TargetKind,
   wire: WireRecording,
   onBody: (body: Buffer) => void,
 ): void {
+  const { limit, timeoutMs } = bounds;
   const declared = Number(req.headers['content-length']);
   const chunks: Buffer[] = [];
   let size = 0;
@@ -206,6 +230,20 @@ function readBoundedBody(
     sendRefusal(res, kind === 'mcec' ? mcecRefusal(413, text) : mcpRefusal(413, -32600, text));
     wire.proxyError({ status: 413, reason: 'body too large', bytes: size || declared, limit, server: kind });
   };
+  const timer = setTimeout(() => {
+    chunks.length = 0;
+    req.removeAllListeners('data');
+    req.removeAllListeners('end');
+    req.pause();
+    const text = `Request body not received within ${formatDuration(timeoutMs)}`;
+    res.shouldKeepAlive = false;
+    sendRefusal(res, kind === 'mcec' ? mcecRefusal(408, text) : mcpRefusal(408, -32000, text));
+    // The rest of the body is never read: hang up once the 408 (or an earlier 413) is out.
+    if (res.writableFinished) req.socket.destroy();
+    else res.once('finish', () => req.socket.destroy());
+    wire.proxyError({ status: 408, reason: 'body too slow', bytes: size, timeoutMs, server: kind });
+  }, timeoutMs);
+  req.once('close', () => clearTimeout(timer));
   if (Number.isFinite(declared) && declared > limit) tooLargeNow();
   req.on('data', (chunk: Buffer) => {
     size += chunk.length;
@@ -220,6 +258,7 @@ function readBoundedBody(
     chunks.push(chunk);
   });
   req.on('end', () => {
+    clearTimeout(timer);
     if (!tooLarge) onBody(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
   });
 }
@@ -299,7 +338,8 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     if (!passesGates(req, res, settings, port, wire, kind)) return;
     watchAuthorization(req.headers.authorization);
     const post = req.method === 'POST';
-    readBoundedBody(req, res, settings.maxBodyBytes[kind], kind, wire, (body) => {
+    const bounds = { limit: settings.maxBodyBytes[kind], timeoutMs: settings.bodyTimeoutMs };
+    readBoundedBody(req, res, bounds, kind, wire, (body) => {
       if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
       else forwardRequest(ctx, req, res, body, post);
     });

@@ -39,7 +39,8 @@ export interface ReplaySessionOptions {
   /** Fault injection rules, as `--inject` takes them: `'capture#3=frame-all-black'`, `'*@5=emergency-stopped'`. */
   inject?: Array<string | Injection>;
   /** HTTP: loopback host (default 127.0.0.1) and port (default 0: any free port). `false`: no HTTP listener. */
-  http?: { host?: string; port?: number; token?: string } | false;
+  /** `bodyTimeoutMs`: how long a request body may take to arrive (default 10 s, then 408). */
+  http?: { host?: string; port?: number; token?: string; bodyTimeoutMs?: number } | false;
 }
 
 /** A running replay. */
@@ -95,6 +96,7 @@ export async function replaySession(
         host: http.host ?? '127.0.0.1',
         port: http.port ?? 0,
         ...(http.token ? { token: http.token } : {}),
+        ...(http.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: http.bodyTimeoutMs } : {}),
       });
     }
     let closed: Promise<ReplayReport> | null = null;

@@ -18,6 +18,11 @@ export interface HttpOptions {
   port?: number;
   /** When set, requests need `Authorization: Bearer <token>`. */
   token?: string;
+  /**
+   * How long a request's body may take to arrive, from its headers (default 10 s): past it the client gets
+   * 408 and its connection is closed, so clients that trickle their bodies cannot hold the request slots.
+   */
+  bodyTimeoutMs?: number;
 }
 
 /** A running HTTP transport. */
@@ -32,6 +37,8 @@ export interface HttpListener {
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** Requests served at once; past this the server answers 503. */
 export const MAX_HTTP_IN_FLIGHT = 16;
+/** Default of `HttpOptions.bodyTimeoutMs`. */
+export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 
 function isLoopbackName(name: string): boolean {
   const n = name.toLowerCase();
@@ -87,26 +94,56 @@ function send(res: http.ServerResponse, status: number, payload: unknown): void 
   res.end(body);
 }
 
-type Body = { ok: true; text: string } | { ok: false };
+type Body = { ok: true; text: string } | { ok: false; why: 'too-large' | 'too-slow' };
 
-/** Read the body, keeping at most MAX_BODY_BYTES; a larger one is drained (bounded) and reported too large. */
-function readBody(req: http.IncomingMessage): Promise<Body> {
+/**
+ * Read the body, keeping at most MAX_BODY_BYTES (a larger one is drained, bounded, and reported too large),
+ * within `timeoutMs` (else reported too slow, and no longer read).
+ */
+function readBody(req: http.IncomingMessage, timeoutMs: number): Promise<Body> {
   return new Promise((resolve) => {
     const declared = Number(req.headers['content-length'] ?? -1);
     let tooLarge = declared > MAX_BODY_BYTES;
     const chunks: Buffer[] = [];
     let size = 0;
+    const timer = setTimeout(() => {
+      req.pause();
+      resolve({ ok: false, why: 'too-slow' });
+    }, timeoutMs);
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_BODY_BYTES) tooLarge = true;
       if (!tooLarge) chunks.push(chunk);
       else if (size > MAX_BODY_BYTES * 16) req.destroy(); // stop draining a flood
     });
-    req.on('end', () =>
-      resolve(tooLarge ? { ok: false } : { ok: true, text: Buffer.concat(chunks).toString('utf8') }),
-    );
-    req.on('error', () => resolve({ ok: false }));
+    req.on('end', () => {
+      clearTimeout(timer);
+      resolve(
+        tooLarge
+          ? { ok: false, why: 'too-large' }
+          : { ok: true, text: Buffer.concat(chunks).toString('utf8') },
+      );
+    });
+    req.on('error', () => {
+      clearTimeout(timer);
+      resolve({ ok: false, why: 'too-large' });
+    });
+    req.on('close', () => clearTimeout(timer));
   });
+}
+
+/** 408 for a body that did not arrive in time; the connection is closed (the rest of the body is not read). */
+function sendTooSlow(res: http.ServerResponse, timeoutMs: number): void {
+  if (res.headersSent) return;
+  res.shouldKeepAlive = false;
+  send(res, 408, { error: `Request body not received within ${formatSeconds(timeoutMs)}` });
+  // The rest of the body is never read: hang up once the 408 is out.
+  if (res.writableFinished) res.req.socket.destroy();
+  else res.once('finish', () => res.req.socket.destroy());
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
 }
 
 /** Serve `POST /mcp` on a loopback address until close(). */
@@ -120,6 +157,7 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
     );
   // The port asked for until the server listens, then the one it got (port 0: any free port).
   const bound = { port: options.port ?? 5151 };
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   let inFlight = 0;
   const server = http.createServer((req, res) => {
     if (inFlight >= MAX_HTTP_IN_FLIGHT) {
@@ -137,7 +175,7 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
     };
     res.on('finish', release);
     res.on('close', release);
-    answerRequest(dispatcher, req, res, bound.port, token).catch((e: unknown) =>
+    answerRequest(dispatcher, req, res, { port: bound.port, token, bodyTimeoutMs }).catch((e: unknown) =>
       send(res, 500, { error: (e as Error).message ?? String(e) }),
     );
   });
@@ -166,15 +204,15 @@ async function answerRequest(
   dispatcher: Dispatcher,
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  port: number,
-  token: string | undefined,
+  door: { port: number; token: string | undefined; bodyTimeoutMs: number },
 ): Promise<void> {
-  const refusal = frontDoorRefusal(req, port, token);
+  const refusal = frontDoorRefusal(req, door.port, door.token);
   if (refusal) {
     req.resume();
     return send(res, refusal[0], { error: refusal[1] });
   }
-  const body = await readBody(req);
+  const body = await readBody(req, door.bodyTimeoutMs);
+  if (!body.ok && body.why === 'too-slow') return sendTooSlow(res, door.bodyTimeoutMs);
   if (!body.ok) return send(res, 413, { error: `Request body exceeds ${MAX_BODY_BYTES} bytes` });
   let msg: unknown;
   try {

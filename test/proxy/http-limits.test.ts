@@ -10,6 +10,7 @@ import { decideVerdict, readVerdictFacts } from '../../src/report/verdict.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { slowClients } from '../support/slow-clients.js';
 import { tempDir } from '../support/temp.js';
 import { collectingRecorder, post, startServer, waitFor } from './helpers.js';
 import { FIXED_NOW, readSessions, SIM_SEED } from './sim-script.js';
@@ -242,6 +243,50 @@ describe('HTTP proxy timeouts', () => {
     expect(s.calls[0]).toMatchObject({ status: 'failed', error_code: 'consent-denied' });
     expect(s.events.find((e) => e.kind === 'late-answer')?.detail).toMatchObject({ client: 'disconnected' });
     expect(s.events.some((e) => e.kind === 'proxy-error')).toBe(false);
+  });
+});
+
+describe('HTTP proxy body deadline', () => {
+  it('is not starved by 16 clients trickling their bodies: each gets 408 at the deadline, others are served', async () => {
+    const sim = await startSim();
+    const recorder = collectingRecorder();
+    const proxy = await startHttpProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: sim.url,
+      recorder,
+      bodyTimeoutMs: 1000,
+    });
+    cleanups.push(() => proxy.close());
+    // The attack on the proxy's 16 slots in front of MCEC: a byte of body every so often.
+    const slow = await slowClients(proxy.url, 16, { everyMs: 200, headers: AUTH });
+    cleanups.push(async () => {
+      for (const c of slow) c.destroy();
+    });
+    const ask = () => post(proxy.url, toolCall(1, 'displays', {}), AUTH);
+    const deadline = Date.now() + 15_000;
+    let answer = await ask();
+    while (answer.status !== 200 && Date.now() < deadline) {
+      expect(answer.status).toBe(503); // MCEC's own, from the proxy in its place
+      await new Promise((r) => setTimeout(r, 100));
+      answer = await ask();
+    }
+    expect(answer.status).toBe(200);
+    await Promise.all(slow.map((c) => c.closed));
+    expect(slow.map((c) => c.status())).toEqual(Array(16).fill(408));
+    const tooSlow = recorder.collected.events.filter((e) => e.detail.status === 408);
+    expect(tooSlow).toHaveLength(16);
+    expect(tooSlow[0]!.detail).toMatchObject({ reason: 'body too slow', timeoutMs: 1000, server: 'mcec' });
+    // None of them reached the simulator: only the served call was forwarded.
+    expect(recorder.collected.begun.every((b) => (b.request as { id?: unknown }).id === 1)).toBe(true);
+  });
+
+  it('refuses a body timeout that is not a positive whole number of ms', async () => {
+    const recorder = collectingRecorder();
+    for (const bodyTimeoutMs of [0, -1, 1.5, Number.NaN]) {
+      await expect(
+        startHttpProxy({ listen: { port: 0 }, target: 'http://127.0.0.1:1/mcp', recorder, bodyTimeoutMs }),
+      ).rejects.toThrow(/body timeout/);
+    }
   });
 });
 

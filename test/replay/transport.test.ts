@@ -8,6 +8,7 @@ import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { loadRecording, ReplayCore, replaySession } from '../../src/replay/index.js';
 import { rawZip } from '../bundle/helpers.js';
 import { request } from '../sim/helpers.js';
+import { slowClients } from '../support/slow-clients.js';
 import { callsOf, env, REPLAY_CLI, type RecordedDemo, recordDemo, root, tempDir } from './helpers.js';
 
 let work: string;
@@ -193,5 +194,47 @@ describe('mcec-replay CLI', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(JSON.parse(stdout).counts).toMatchObject({ calls: 1, matched: 1 });
+  });
+
+  it('--listen is not starved by 16 clients trickling their bodies: each gets 408 at the body deadline', async () => {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(
+      process.execPath,
+      [REPLAY_CLI, demo.sessionDir, '--listen', '127.0.0.1:0', '--body-timeout', '1s', '--json'],
+      { cwd: root },
+    );
+    let stderr = '';
+    const url = await new Promise<string>((resolve) => {
+      child.stderr.setEncoding('utf8').on('data', (s: string) => {
+        stderr += s;
+        const m = /on (http:\/\/\S+)/.exec(stderr);
+        if (m) resolve(m[1]!);
+      });
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    // The attack: 16 clients, every request slot, a byte of body every so often (for minutes).
+    const slow = await slowClients(url, 16, { everyMs: 200 });
+    try {
+      const ask = () =>
+        request(url, {
+          body: rpc(1, 'tools/call', { name: 'displays', arguments: { sessionId: demo.sessionId } }),
+        });
+      // While they hold the slots, MCEC's own 503; once their bodies are past the deadline, answers again.
+      const deadline = Date.now() + 15_000;
+      let answer = await ask();
+      while (answer.status !== 200 && Date.now() < deadline) {
+        expect(answer.status).toBe(503);
+        await new Promise((r) => setTimeout(r, 100));
+        answer = await ask();
+      }
+      expect(answer.status).toBe(200);
+      expect(env(JSON.parse(answer.text).result).result.count).toBe(2);
+      await Promise.all(slow.map((c) => c.closed));
+      expect(slow.map((c) => c.status())).toEqual(Array(16).fill(408));
+    } finally {
+      for (const c of slow) c.destroy();
+      child.kill('SIGTERM');
+      await exited;
+    }
   });
 });
