@@ -265,8 +265,7 @@ class RecorderImpl implements Recorder {
       return call;
     }
     const named = routingArgument(name, args);
-    // registry.startOf's rule, inline: this runs on the agent's critical path.
-    const serverDefault = this.registry.serverDefaultId;
+    const start = this.registry.startOf(named);
     const call = newCall({
       tool: name,
       args,
@@ -275,8 +274,8 @@ class RecorderImpl implements Recorder {
       transport,
       startedAt,
       namedSessionId: named,
-      startSessionId: named ?? serverDefault ?? this.defaultSessionId,
-      startVia: named !== undefined ? 'argument' : serverDefault !== undefined ? 'envelope' : 'default',
+      startSessionId: start.id,
+      startVia: start.via,
       plainServer: false,
     });
     this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
