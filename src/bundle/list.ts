@@ -13,6 +13,8 @@ export interface SessionListing {
   dirName: string;
   dir: string;
   scenario: string | null;
+  /** The MCP server's name from its initialize answer (MCEC, or another server's), null when not recorded. */
+  server: string | null;
   /** The machine that recorded it (its first writer's host name), null when the log does not say. */
   host: string | null;
   startedAt: string | null;
@@ -46,6 +48,7 @@ export function listingOf(sessionsDir: string, row: CatalogSession): SessionList
     dirName: row.dir_name,
     dir: path.join(sessionsDir, row.dir_name),
     scenario: row.scenario,
+    server: row.server,
     host: row.host,
     startedAt: row.error !== null ? null : row.started_at,
     endedAt: row.ended_at,
@@ -90,10 +93,10 @@ export async function listSessionSummaries(
 }
 
 /** The `list` table's column headers. */
-const LIST_HEADER = ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'] as const;
+const LIST_HEADER = ['ID', 'SERVER', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'] as const;
 
 /**
- * The `list` table as text (ID, START, DURATION, CALLS, FAILURES, VERDICT), newest first, or '' when there is
+ * The `list` table as text (ID, SERVER, START, DURATION, CALLS, FAILURES, VERDICT), newest first, or '' when there is
  * no session. SQLite renders it into one string (Catalog.listTable): the fast path of `list`. Under it, one
  * line per UNREADABLE session saying why (the log's path and SQLite's error).
  */

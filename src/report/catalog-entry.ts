@@ -75,6 +75,17 @@ function windowFacts(
  * A session's catalog entry, read from its log in one snapshot. The verdict is `decideVerdict`'s (the one
  * rule); each failure carries the facts fingerprints are made of and its built-in fingerprint.
  */
+/** The server's name as the session's environment holds it (from its initialize answer), or null. */
+function serverNameOf(environment: string | null): string | null {
+  if (environment === null) return null;
+  try {
+    const server = (JSON.parse(environment) as { server?: { name?: unknown } } | null)?.server;
+    return typeof server?.name === 'string' ? oneLine(server.name, 120) : null;
+  } catch {
+    return null; // an unreadable environment names no server
+  }
+}
+
 export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogEntry {
   return reader.snapshot(() => {
     const session = reader.session();
@@ -126,6 +137,7 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
       dir_name: dirName,
       session_id: session.session_id,
       scenario: session.scenario,
+      server: serverNameOf(session.environment),
       host,
       started_at: isoOrNull(session.started_at),
       ended_at: isoOrNull(session.ended_at),
@@ -163,6 +175,7 @@ export function unreadableEntry(dirName: string, error: string): CatalogEntry {
       dir_name: dirName,
       session_id: parsed?.sessionId ?? dirName,
       scenario: null,
+      server: null,
       host: null,
       started_at: started,
       ended_at: null,

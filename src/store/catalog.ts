@@ -81,6 +81,11 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (dir_name, tool)
   ) WITHOUT ROWID;
   `,
+  `
+  -- The MCP server's name (serverInfo.name: MCEC or another server's); every row is read again to fill it.
+  ALTER TABLE sessions ADD COLUMN server TEXT;
+  UPDATE sessions SET indexed_touched = -1 WHERE indexed_touched = touched;
+  `,
 ];
 
 /** The catalog schema version (`PRAGMA user_version`). */
@@ -94,6 +99,8 @@ export interface CatalogSession {
   dir_name: string;
   session_id: string;
   scenario: string | null;
+  /** The MCP server's name from its initialize answer (serverInfo.name), null when the log does not say. */
+  server: string | null;
   host: string | null;
   started_at: string | null;
   ended_at: string | null;
@@ -155,7 +162,7 @@ export interface CatalogRowState {
   indexedTouched: number;
 }
 
-const SESSION_COLUMNS = `dir_name, session_id, scenario, host, started_at, ended_at, duration_ms, duration,
+const SESSION_COLUMNS = `dir_name, session_id, scenario, server, host, started_at, ended_at, duration_ms, duration,
   last_activity_at, status, verdict, verdict_reason, calls, failures, recovered, pending, warnings, artifacts,
   fingerprints, error`;
 
@@ -369,11 +376,11 @@ export class Catalog {
     if (items.length === 0) return;
     const upsert = this.db.prepare(
       `INSERT INTO sessions (${SESSION_COLUMNS}, dir_mtime, touched, indexed_touched, indexed_at)
-       VALUES (@dir_name, @session_id, @scenario, @host, @started_at, @ended_at, @duration_ms, @duration,
+       VALUES (@dir_name, @session_id, @scenario, @server, @host, @started_at, @ended_at, @duration_ms, @duration,
          @last_activity_at, @status, @verdict, @verdict_reason, @calls, @failures, @recovered, @pending,
          @warnings, @artifacts, @fingerprints, @error, @dir_mtime, @touched, @touched, @indexed_at)
        ON CONFLICT (dir_name) DO UPDATE SET session_id = excluded.session_id, scenario = excluded.scenario,
-         host = excluded.host, started_at = excluded.started_at, ended_at = excluded.ended_at,
+         server = excluded.server, host = excluded.host, started_at = excluded.started_at, ended_at = excluded.ended_at,
          duration_ms = excluded.duration_ms, duration = excluded.duration,
          last_activity_at = excluded.last_activity_at, status = excluded.status, verdict = excluded.verdict,
          verdict_reason = excluded.verdict_reason, calls = excluded.calls, failures = excluded.failures,
@@ -484,7 +491,7 @@ export class Catalog {
     const text = this.db
       .prepare(
         `WITH r AS (
-           SELECT dir_name, session_id AS id,
+           SELECT dir_name, session_id AS id, coalesce(server, '-') AS server,
              CASE WHEN started_at IS NOT NULL AND error IS NULL
                THEN substr(started_at, 1, 10) || ' ' || substr(started_at, 12, 8) || 'Z'
                ELSE substr(dir_name, 1, 15) END AS start,
@@ -494,12 +501,13 @@ export class Catalog {
                  WHEN 'aborted' THEN ' (aborted)' ELSE '' END END AS verdict
            FROM sessions
            WHERE (calls > 0 OR error IS NOT NULL)${options.failedOnly ? " AND verdict = 'FAIL'" : ''}),
-         w AS (SELECT ${width(0, 'id')} AS a, ${width(1, 'start')} AS b, ${width(2, 'dur')} AS c,
-                 ${width(3, 'calls')} AS d, ${width(4, 'failures')} AS e FROM r)
-         SELECT printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s', w.a, ${cell(0)}, w.b, ${cell(1)}, w.c, ${cell(2)},
-                  w.d, ${cell(3)}, w.e, ${cell(4)}, ${cell(5)})
-           || group_concat(char(10) || printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s',
-                w.a, id, w.b, start, w.c, dur, w.d, calls, w.e, failures, verdict), '' ORDER BY dir_name DESC)
+         w AS (SELECT ${width(0, 'id')} AS a, ${width(1, 'server')} AS s, ${width(2, 'start')} AS b,
+                 ${width(3, 'dur')} AS c, ${width(4, 'calls')} AS d, ${width(5, 'failures')} AS e FROM r)
+         SELECT printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s', w.a, ${cell(0)}, w.s, ${cell(1)}, w.b,
+                  ${cell(2)}, w.c, ${cell(3)}, w.d, ${cell(4)}, w.e, ${cell(5)}, ${cell(6)})
+           || group_concat(char(10) || printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s',
+                w.a, id, w.s, server, w.b, start, w.c, dur, w.d, calls, w.e, failures, verdict), ''
+                ORDER BY dir_name DESC)
          FROM r, w`,
       )
       .pluck()

@@ -5,11 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { Catalog, type CatalogSession } from '../../src/store/catalog.js';
 
-const HEADER = ['ID', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'];
+const HEADER = ['ID', 'SERVER', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'];
 
 function session(over: Partial<CatalogSession> & { dir_name: string; session_id: string }): CatalogSession {
   return {
     scenario: null,
+    server: 'MCEC',
     host: null,
     started_at: '2026-11-25T10:15:00.123Z',
     ended_at: null,
@@ -38,6 +39,7 @@ function referenceTable(rows: CatalogSession[]): string {
     .sort((a, b) => (a.dir_name < b.dir_name ? 1 : -1)) // newest first
     .map((r) => [
       r.session_id,
+      r.server ?? '-',
       r.started_at && r.error === null
         ? `${r.started_at.slice(0, 10)} ${r.started_at.slice(11, 19)}Z`
         : r.dir_name.slice(0, 15),
@@ -50,9 +52,9 @@ function referenceTable(rows: CatalogSession[]): string {
     ]);
   if (shown.length === 0) return '';
   const all = [HEADER, ...shown];
-  const widths = HEADER.slice(0, 5).map((_, i) => Math.max(...all.map((cells) => [...cells[i]!].length)));
+  const widths = HEADER.slice(0, 6).map((_, i) => Math.max(...all.map((cells) => [...cells[i]!].length)));
   return all
-    .map((cells) => cells.map((c, i) => (i < 5 ? c + ' '.repeat(widths[i]! - [...c].length) : c)).join('  '))
+    .map((cells) => cells.map((c, i) => (i < 6 ? c + ' '.repeat(widths[i]! - [...c].length) : c)).join('  '))
     .join('\n');
 }
 
@@ -92,6 +94,12 @@ describe('Catalog.listTable', () => {
     }),
     session({ dir_name: '20261125-101800-eeeeeeeeeeee', session_id: 'eeeeeeeeeeee', calls: 0 }),
     session({ dir_name: '20261125-101900-éééééééééééé', session_id: 'éééééééééééé', verdict: null }),
+    session({
+      dir_name: '20261125-102000-mcp-servers-everything-5b6f0c1e9a2d4f7b',
+      session_id: 'mcp-servers-everything-5b6f0c1e9a2d4f7b',
+      server: 'mcp-servers/everything',
+    }),
+    session({ dir_name: '20261125-102100-ffffffffffff', session_id: 'ffffffffffff', server: null }),
   ];
 
   it('renders what the JavaScript table rendered: order, widths in characters, states', () => {
@@ -100,15 +108,20 @@ describe('Catalog.listTable', () => {
       const table = catalog.listTable(HEADER);
       expect(table).toBe(referenceTable(rows));
       const lines = table.split('\n');
-      expect(lines).toHaveLength(6); // the header and five sessions: one without a call is not a run
+      expect(lines).toHaveLength(8); // the header and seven sessions: one without a call is not a run
       expect(lines.at(-1)).toMatch(
-        /^long-session-id-from-a-client {2}2026-11-25 10:15:00Z {2}- +12345 {2}17 +FAIL \(running\)$/,
+        /^long-session-id-from-a-client +MCEC +2026-11-25 10:15:00Z {2}- +12345 {2}17 +FAIL \(running\)$/,
       );
+      // Each run names its server (a run of another MCP server is recognisable), '-' when not recorded.
+      expect(lines.find((l) => l.startsWith('mcp-servers'))).toMatch(
+        /^mcp-servers-everything-\S+ {2}mcp-servers\/everything {2}2026/,
+      );
+      expect(lines.find((l) => l.startsWith('ffff'))).toMatch(/^f{12} +- +2026/);
       expect(lines.find((l) => l.startsWith('dddd'))).toMatch(
-        /^dddddddddddd +20261125-101700 .* UNREADABLE$/,
+        /^dddddddddddd +MCEC +20261125-101700 .* UNREADABLE$/,
       );
       expect(lines.find((l) => l.startsWith('cccc'))).toMatch(/FAIL \(aborted\)$/);
-      expect(lines[1]).toMatch(/^é{12} {19}2026/);
+      expect(lines.find((l) => l.startsWith('é'))).toMatch(/^é{12} {29}MCEC/);
     } finally {
       catalog.close();
     }

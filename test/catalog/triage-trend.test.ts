@@ -35,6 +35,7 @@ function catalogOf(runs: Run[]): Catalog {
         dir_name: dir,
         session_id: id,
         scenario: 'nightly',
+        server: 'MCEC',
         host: null,
         started_at: start.toISOString(),
         ended_at: new Date(start.getTime() + 30_000).toISOString(),

@@ -142,7 +142,7 @@ function expectTruthful(root: string): void {
   ]);
   const list = listed(root);
   expect(list).toHaveLength(1);
-  expect(list[0]).toMatchObject({ verdict: 'PASS', failures: 0 });
+  expect(list[0]).toMatchObject({ verdict: 'PASS', failures: 0, server: 'mcp-servers/everything' });
 }
 
 /** What the recording says of each call: tool, status, and its events' kinds and methods. */
