@@ -243,11 +243,11 @@ describe('mcec-bundle', () => {
   });
 
   describe('list, show, summary, issue-body', () => {
-    it('list shows id, start, duration, calls, failures and verdict, newest first (as index.html)', () => {
+    it('list shows id, server, start, duration, calls, failures and verdict, newest first (as index.html)', () => {
       const res = run(['list', '-s', sessions]);
       expect(res.code).toBe(0);
       const lines = res.stdout.trim().split('\n');
-      expect(lines[0]).toMatch(/^ID\s+START \(UTC\)\s+DURATION\s+CALLS\s+FAILURES\s+VERDICT$/);
+      expect(lines[0]).toMatch(/^ID\s+SERVER\s+START \(UTC\)\s+DURATION\s+CALLS\s+FAILURES\s+VERDICT$/);
       expect(lines.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([FAIL_ID, PASS_ID, OLD_PASS, OLD_FAIL]);
       expect(lines.find((l) => l.startsWith(FAIL_ID))).toMatch(/\s4\s+1\s+FAIL$/);
     });

@@ -22,7 +22,7 @@ export function addListCommand(program: Command): void {
     program
       .command('list')
       .description(
-        'list sessions that hold tool calls: id, start, duration, calls, failures, verdict (newest first, as index.html)',
+        'list sessions that hold tool calls: id, MCP server, start, duration, calls, failures, verdict (newest first, as index.html)',
       )
       .option('--failed', 'only sessions whose verdict is FAIL')
       .option('--json', 'print the list as JSON (schema/session-listing.schema.json)'),
