@@ -20,6 +20,7 @@ const MAX_LOG_BYTES = 2 * 1024 ** 3;
 /** A catalog (in memory) of the bundles in `dir`, and the zips that were skipped with why. */
 export async function catalogOfBundles(
   dir: string,
+  options: { onProgress?: (done: number, total: number) => void } = {},
 ): Promise<{ catalog: Catalog; bundles: number; skipped: Array<{ zip: string; why: string }> }> {
   const zips = fs
     .readdirSync(dir, { withFileTypes: true })
@@ -32,7 +33,8 @@ export async function catalogOfBundles(
   const seen = new Set<string>();
   let bundles = 0;
   try {
-    for (const zip of zips) {
+    for (const [i, zip] of zips.entries()) {
+      if (i > 0) options.onProgress?.(i, zips.length);
       try {
         const entry = await entryOfBundle(zip, scratch);
         if (seen.has(entry.session.dir_name)) {
@@ -52,6 +54,7 @@ export async function catalogOfBundles(
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
+  options.onProgress?.(zips.length, zips.length);
   return { catalog, bundles, skipped };
 }
 

@@ -34,6 +34,14 @@ export interface SessionListing {
   error?: string;
 }
 
+/** What `list` is asked: only FAIL sessions; where warnings go; progress of a long catalog refresh. */
+export interface ListOptions {
+  failedOnly?: boolean;
+  onWarning?: (message: string) => void;
+  /** Sessions read so far of those the catalog had to read (a first `list` of thousands takes seconds). */
+  onProgress?: (done: number, total: number) => void;
+}
+
 /** A catalog row as `list` shows it. */
 export function listingOf(sessionsDir: string, row: CatalogSession): SessionListing {
   let fingerprints: string[] = [];
@@ -73,7 +81,7 @@ export function listingOf(sessionsDir: string, row: CatalogSession): SessionList
  */
 export async function listSessionSummaries(
   sessionsDir: string,
-  options: { failedOnly?: boolean; onWarning?: (message: string) => void } = {},
+  options: ListOptions = {},
 ): Promise<SessionListing[]> {
   const rows: CatalogSession[] = await withCatalog(
     sessionsDir,
@@ -81,7 +89,7 @@ export async function listSessionSummaries(
       if (warning) options.onWarning?.(warning);
       return catalog.sessions(options.failedOnly ? { verdict: 'FAIL' } : {});
     },
-    { onRebuild: options.onWarning },
+    { onRebuild: options.onWarning, onProgress: options.onProgress },
   );
   const out: SessionListing[] = [];
   for (const row of rows.reverse()) {
@@ -100,10 +108,7 @@ const LIST_HEADER = ['ID', 'SERVER', 'START (UTC)', 'DURATION', 'CALLS', 'FAILUR
  * no session. SQLite renders it into one string (Catalog.listTable): the fast path of `list`. Under it, one
  * line per UNREADABLE session saying why (the log's path and SQLite's error).
  */
-export async function sessionTable(
-  sessionsDir: string,
-  options: { failedOnly?: boolean; onWarning?: (message: string) => void } = {},
-): Promise<string> {
+export async function sessionTable(sessionsDir: string, options: ListOptions = {}): Promise<string> {
   return withCatalog(
     sessionsDir,
     ({ catalog, warning }) => {
@@ -113,6 +118,6 @@ export async function sessionTable(
       if (table === '' || reasons.length === 0) return table;
       return `${table}\n\n${reasons.map((r) => `UNREADABLE ${r.session_id}: ${r.error}`).join('\n')}`;
     },
-    { onRebuild: options.onWarning },
+    { onRebuild: options.onWarning, onProgress: options.onProgress },
   );
 }

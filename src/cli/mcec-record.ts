@@ -243,6 +243,7 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
       toolTimeoutsMs: timeouts.perTool,
       bodyTimeoutMs,
       allowNonLoopback: options.allowRemote ?? false,
+      onNotice: (line) => process.stderr.write(`mcec-record: ${line}\n`),
     });
   } catch (err) {
     await recorder.close().catch(() => {});

@@ -29,6 +29,42 @@ export interface ForwardContext {
   kind: () => TargetKind;
   /** An `initialize` answer named the server (`serverInfo.name`). */
   serverNamed: (name: string) => void;
+  /** Whether the target answers: said on the proxy's stderr when it goes down and when it is back. */
+  health: TargetHealth;
+}
+
+/**
+ * The target's reachability as the proxy's operator sees it: one line when a request finds it down (not one
+ * per request), one when it answers again. The client gets its 502 either way.
+ */
+export class TargetHealth {
+  private down = false;
+  constructor(
+    private readonly target: string,
+    private readonly notice: (line: string) => void,
+  ) {}
+
+  unreachable(why: string): void {
+    if (this.down) return;
+    this.down = true;
+    this.say(
+      `the target ${this.target} is unreachable (${why}): clients get 502 until it answers; is MCEC (or the server) running there?`,
+    );
+  }
+
+  answered(): void {
+    if (!this.down) return;
+    this.down = false;
+    this.say(`the target ${this.target} answers again`);
+  }
+
+  private say(line: string): void {
+    try {
+      this.notice(line);
+    } catch {
+      // a broken stderr must not break the proxy
+    }
+  }
 }
 
 // Per-connection headers that a proxy must not forward (RFC 9110 §7.6.1), plus the ones it rewrites.
@@ -262,6 +298,7 @@ class ForwardedRequest {
   private answerStream: http.IncomingMessage | undefined;
 
   private onAnswer(answer: http.IncomingMessage): void {
+    this.ctx.health.answered();
     this.answerStarted = true;
     this.answerStream = answer;
     const status = answer.statusCode ?? 502;
@@ -368,6 +405,7 @@ class ForwardedRequest {
       this.give(`the connection to the target failed after the timeout: ${err.code ?? err.message}`);
       return;
     }
+    if (!this.answerStarted) this.ctx.health.unreachable(err.code ?? err.message);
     this.targetFailed(`target unreachable: ${err.code ?? err.message}`, 502);
   }
 

@@ -15,7 +15,7 @@ import {
   type Refusal,
   type TargetKind,
 } from './gates.js';
-import { type ForwardContext, forwardRequest, pathOnly, sendError } from './http-forward.js';
+import { type ForwardContext, forwardRequest, pathOnly, sendError, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, formatDuration, timeoutPolicy } from './timeouts.js';
@@ -54,6 +54,8 @@ export interface HttpProxyOptions {
    * 408 and its connection is closed, so clients trickling their bodies cannot hold MCEC's 16 slots.
    */
   bodyTimeoutMs?: number;
+  /** Where the proxy says that its target went down or answers again (mcec-record: its stderr); default: silent. */
+  onNotice?: (line: string) => void;
 }
 
 /** A running proxy. */
@@ -315,6 +317,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     serverNamed: (name) => {
       if (settings.server === 'auto') kind = isMcecName(name) ? 'mcec' : 'mcp';
     },
+    health: new TargetHealth(options.target, options.onNotice ?? (() => {})),
   };
   const watchAuthorization = authorizationWatcher(options.recorder);
   let port = settings.listenPort;

@@ -29,6 +29,9 @@ const BATCH = 64;
 /** What a catalog built with other fingerprint rules or entry code must be rebuilt for. */
 const ENTRY_VERSION = `entry1-fp${FINGERPRINT_RULES_VERSION}`;
 
+/** Told how many of the sessions to read have been read (a first sweep of thousands takes seconds). */
+export type Progress = (done: number, total: number) => void;
+
 /** What a refresh did. */
 export interface RefreshResult {
   /** The catalog, up to date; the caller closes it. */
@@ -78,7 +81,7 @@ function needsReading(st: CatalogRowState | undefined, dirMtime: number): boolea
  */
 export async function refreshCatalog(
   sessionsDir: string,
-  options: { full?: boolean; now?: () => number } = {},
+  options: { full?: boolean; now?: () => number; onProgress?: Progress } = {},
 ): Promise<RefreshResult> {
   const root = path.resolve(sessionsDir);
   const now = options.now ?? Date.now;
@@ -105,7 +108,7 @@ export async function refreshCatalog(
       catalog.meta('root_mtime') !== String(rootMtime) ||
       sweepDue(catalog.meta('swept_at'), now());
     const { todo, gone } = sweep ? sweepSessionDirs(catalog, root, rereadAll) : dirtySessions(catalog, root);
-    const indexed = await indexSessions(catalog, root, todo, gone, now());
+    const indexed = await indexSessions(catalog, root, todo, gone, now(), options.onProgress);
     catalog.remove(gone);
     catalog.setMeta({
       entry_version: ENTRY_VERSION,
@@ -185,6 +188,7 @@ async function indexSessions(
   todo: RefreshWork['todo'],
   gone: string[],
   t: number,
+  onProgress?: Progress,
 ): Promise<number> {
   if (todo.length === 0) return 0;
   const { readCatalogEntry } = await import('./catalog-entry.js');
@@ -205,6 +209,7 @@ async function indexSessions(
     }
     catalog.put(items);
     indexed += items.length;
+    onProgress?.(Math.min(i + BATCH, todo.length), todo.length);
   }
   return indexed;
 }
@@ -233,7 +238,12 @@ function removeCatalogFiles(root: string): void {
 export async function withCatalog<T>(
   sessionsDir: string,
   use: (res: RefreshResult) => T | Promise<T>,
-  options: { full?: boolean; now?: () => number; onRebuild?: (why: string) => void } = {},
+  options: {
+    full?: boolean;
+    now?: () => number;
+    onRebuild?: (why: string) => void;
+    onProgress?: Progress;
+  } = {},
 ): Promise<T> {
   const root = path.resolve(sessionsDir);
   for (let attempt = 0; ; attempt++) {

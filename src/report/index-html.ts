@@ -42,6 +42,9 @@ export function renderIndexHtml(
   report: TriageReport,
   options: { sessionsDir: string; hasReport: (dirName: string) => boolean },
 ): string {
+  // A link to the session's page, or to its dir when it has none.
+  const sessionLink = (dirName: string, id: string) =>
+    `<a href="${encodeURIComponent(dirName)}/${options.hasReport(dirName) ? 'report.html' : ''}">${esc(id)}</a>`;
   const rows = sessions
     .filter((s) => s.calls > 0 || s.error !== null)
     .slice()
@@ -50,7 +53,7 @@ export function renderIndexHtml(
       const verdict = s.error !== null ? 'UNREADABLE' : (s.verdict ?? 'none');
       const link = options.hasReport(s.dir_name)
         ? `<a href="${encodeURIComponent(s.dir_name)}/report.html">${esc(s.session_id)}</a>`
-        : `<a href="${encodeURIComponent(s.dir_name)}/">${esc(s.session_id)}</a> <span class="muted">(no report.html)</span>`;
+        : `<a href="${encodeURIComponent(s.dir_name)}/">${esc(s.session_id)}</a> <span class="muted">(${s.error !== null ? 'its log cannot be read: see why' : `no report.html yet: <code>mcec-bundle report ${esc(s.session_id)}</code> writes it`})</span>`;
       const status = s.status === 'open' ? ' (running)' : s.status === 'aborted' ? ' (aborted)' : '';
       return `<tr data-verdict="${esc(verdict)}" data-scenario="${esc(s.scenario ?? '')}"><td>${link}</td><td><span class="v v-${verdict === 'PASS' || verdict === 'FAIL' ? verdict : 'none'}">${esc(verdict)}</span>${esc(status)}</td><td data-k="scenario">${esc(s.scenario ?? '')}</td><td data-k="start (UTC)">${esc((s.started_at ?? '').slice(0, 19).replace('T', ' '))}</td><td data-k="duration">${esc(s.duration)}</td><td data-k="calls">${s.calls}</td><td data-k="failures">${s.failures}</td><td class="muted">${esc(s.verdict_reason ?? s.error ?? '')}</td></tr>`;
     });
@@ -59,11 +62,11 @@ export function renderIndexHtml(
     .slice(0, 50)
     .map(
       (g) =>
-        `<tr><td data-k="count">${g.count}</td><td data-k="sessions">${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td data-k="target">${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td data-k="last seen">${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td data-k="trend" title="${esc(g.trend.direction)}">${esc(sparkline(g.trend))} ${esc(g.trend.direction)}</td><td data-k="example"><a href="${encodeURIComponent(g.example.dirName)}/report.html">${esc(g.example.sessionId)}</a> #${g.example.seq}</td></tr>`,
+        `<tr><td data-k="count">${g.count}</td><td data-k="sessions">${g.sessions}</td><td><b>${esc(g.tool)}</b> <code>${esc(g.code ?? '-')}</code> <span class="muted">${esc(g.category ?? '')}</span><br>${esc(g.detail)}</td><td data-k="target">${esc([g.className, g.process].filter(Boolean).join(', '))}</td><td data-k="last seen">${esc(g.lastSeen.slice(0, 16).replace('T', ' '))}</td><td data-k="trend" title="${esc(g.trend.direction)}">${esc(sparkline(g.trend))} ${esc(g.trend.direction)}</td><td data-k="example">${sessionLink(g.example.dirName, g.example.sessionId)} #${g.example.seq}</td></tr>`,
     );
   const flaky = report.flaky.map(
     (f) =>
-      `<tr><td>${esc(f.scenario)}</td><td data-k="pass rate">${(f.passRate * 100).toFixed(0)}%</td><td data-k="passed">${f.passed} of ${f.runs}</td><td data-k="last FAIL"><a href="${encodeURIComponent(f.lastFailed.dirName)}/report.html">${esc(f.lastFailed.sessionId)}</a></td></tr>`,
+      `<tr><td>${esc(f.scenario)}</td><td data-k="pass rate">${(f.passRate * 100).toFixed(0)}%</td><td data-k="passed">${f.passed} of ${f.runs}</td><td data-k="last FAIL">${sessionLink(f.lastFailed.dirName, f.lastFailed.sessionId)}</td></tr>`,
   );
   const s = report.sessions;
   return renderPage({
@@ -82,6 +85,31 @@ export function renderIndexHtml(
 ${rows.join('\n')}
 </tbody></table></section>`,
   });
+}
+
+/** When a file was last written (ms), or null when it is not there. */
+function mtimeOf(file: string): number | null {
+  return fs.statSync(file, { throwIfNoEntry: false })?.mtimeMs ?? null;
+}
+
+/**
+ * The listed sessions (a call, readable) whose report.html is missing or older than their log (or its WAL):
+ * the pages `report --all` writes before the index links to them.
+ */
+export function stalePages(sessionsDir: string, sessions: CatalogSession[]): string[] {
+  return sessions
+    .filter((s) => s.calls > 0 && s.error === null)
+    .map((s) => s.dir_name)
+    .filter((dirName) => {
+      const dir = path.join(sessionsDir, dirName);
+      const page = mtimeOf(path.join(dir, 'report.html'));
+      if (page === null) return true;
+      const log = Math.max(
+        mtimeOf(path.join(dir, 'session.sqlite')) ?? 0,
+        mtimeOf(path.join(dir, 'session.sqlite-wal')) ?? 0,
+      );
+      return log > page;
+    });
 }
 
 /** Write `index.html` into the sessions dir (atomically) and return its path. */

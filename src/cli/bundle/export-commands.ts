@@ -14,7 +14,7 @@ import {
   templatesDir,
   withSessions,
 } from './args.js';
-import { EXIT_FAILED, plural, print, printErr } from './io.js';
+import { EXIT_FAILED, plural, print, printErr, progressReporter } from './io.js';
 
 interface ExportCliOptions extends SessionsOption {
   since?: number;
@@ -65,11 +65,13 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
   }
   const dirs = id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
   const { exportSessions } = await import('../../export/backfill.js');
+  const progress = progressReporter('exporting sessions');
   const res = await exportSessions(dirs, {
     url: opts.otlp,
     headers: opts.header,
     includeArguments: opts.includeArguments,
-  });
+    onProgress: progress.onProgress,
+  }).finally(() => progress.stop());
   if (opts.json) print(JSON.stringify(res));
   else {
     print(`sent ${res.exported} of ${res.spans} spans from ${plural(res.sessions, 'session')} to ${res.url}`);

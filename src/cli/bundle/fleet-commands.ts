@@ -14,7 +14,7 @@ import {
   shareArg,
   withSessions,
 } from './args.js';
-import { EXIT_FAILED, print, printErr, warn } from './io.js';
+import { EXIT_FAILED, print, printErr, progressReporter, warn } from './io.js';
 
 /** `list [--failed] [--json]`. */
 export function addListCommand(program: Command): void {
@@ -34,12 +34,20 @@ export function addListCommand(program: Command): void {
 async function list(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
   const dir = sessionsDir(opts);
   const { listSessionSummaries, sessionTable } = await import('../../bundle/list.js');
-  const options = { failedOnly: opts.failed, onWarning: warn };
-  if (opts.json) {
-    print(JSON.stringify(await listSessionSummaries(dir, options), null, 2));
-    return;
+  const progress = progressReporter('reading sessions');
+  const options = { failedOnly: opts.failed, onWarning: warn, onProgress: progress.onProgress };
+  let table: string;
+  try {
+    if (opts.json) {
+      const listed = await listSessionSummaries(dir, options);
+      progress.stop();
+      print(JSON.stringify(listed, null, 2));
+      return;
+    }
+    table = await sessionTable(dir, options);
+  } finally {
+    progress.stop();
   }
-  const table = await sessionTable(dir, options);
   if (table === '') {
     process.stderr.write(`no ${opts.failed ? 'failed ' : ''}sessions in ${dir}\n`);
     return;
@@ -67,6 +75,7 @@ Example:
     .action(async (opts: SessionsOption & { json?: boolean }) => {
       const dir = sessionsDir(opts);
       const { withCatalog } = await import('../../report/catalog.js');
+      const progress = progressReporter('reading sessions');
       const line = await withCatalog(
         dir,
         (res) => {
@@ -85,8 +94,8 @@ Example:
           }
           return `${res.catalog.file}: ${total} sessions (${res.indexed} read, ${res.removed} removed)`;
         },
-        { full: true, onRebuild: warn },
-      );
+        { full: true, onRebuild: warn, onProgress: progress.onProgress },
+      ).finally(() => progress.stop());
       print(line);
     });
 }
@@ -161,7 +170,10 @@ async function triage(opts: TriageCliOptions): Promise<void> {
       throw new UsageError(`--bundles ${dir} is not a directory`);
     }
     const { catalogOfBundles } = await import('../../bundle/bundles-catalog.js');
-    const res = await catalogOfBundles(dir);
+    const progress = progressReporter('reading bundles');
+    const res = await catalogOfBundles(dir, { onProgress: progress.onProgress }).finally(() =>
+      progress.stop(),
+    );
     for (const s of res.skipped) printErr(`mcec-bundle: skipped ${s.zip}: ${s.why}`);
     try {
       print(render(res.catalog, { kind: 'bundles', path: dir }));
@@ -172,14 +184,16 @@ async function triage(opts: TriageCliOptions): Promise<void> {
   }
   const dir = sessionsDir(opts);
   const { withCatalog } = await import('../../report/catalog.js');
+  const progress = progressReporter('reading sessions');
   const text = await withCatalog(
     dir,
     (res) => {
+      progress.stop();
       if (res.warning) warn(res.warning);
       return render(res.catalog, { kind: 'sessions', path: dir });
     },
-    { onRebuild: warn },
-  );
+    { onRebuild: warn, onProgress: progress.onProgress },
+  ).finally(() => progress.stop());
   print(text);
 }
 

@@ -32,17 +32,34 @@ export function warn(message: string): void {
   printErr(`mcec-bundle: warning: ${message}`);
 }
 
-/** Progress on stderr, only for a terminal and only once the work has taken a while. */
-export function progressReporter(): { onProgress?: (done: number, total: number) => void; stop(): void } {
+/** How long work runs before its progress shows (MCEC_PROGRESS_AFTER_MS, for tests: 0 shows it at once). */
+function progressDelayMs(): number {
+  const raw = process.env.MCEC_PROGRESS_AFTER_MS;
+  const n = raw ? Number(raw) : Number.NaN;
+  return Number.isFinite(n) && n >= 0 ? n : 1000;
+}
+
+/**
+ * Progress on stderr, only for a terminal and only once the work has taken over a second: a pipe or a file
+ * (a script, CI, --json read by a program) never gets it, and stdout never does.
+ */
+export function progressReporter(what = 'bundling'): {
+  onProgress?: (done: number, total: number) => void;
+  stop(): void;
+} {
   if (!process.stderr.isTTY) return { stop() {} };
   const started = Date.now();
+  const delay = progressDelayMs();
   let shown = false;
+  let lastPct = -1;
   return {
     onProgress(done, total) {
-      if (Date.now() - started < 400) return;
-      shown = true;
+      if (Date.now() - started < delay) return;
       const pct = total > 0 ? Math.floor((100 * done) / total) : 100;
-      process.stderr.write(`\rbundling... ${pct}% (${done}/${total})`);
+      if (pct === lastPct && shown) return;
+      shown = true;
+      lastPct = pct;
+      process.stderr.write(`\r${what}... ${pct}% (${done}/${total})`);
     },
     stop() {
       if (shown) process.stderr.write('\r\x1b[K');

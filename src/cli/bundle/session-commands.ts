@@ -10,7 +10,7 @@ import {
   templatesDir,
   withSessions,
 } from './args.js';
-import { print, warn } from './io.js';
+import { plural, print, printErr, progressReporter, warn } from './io.js';
 
 type RenderOptions = SessionsOption & { templates?: string; json?: boolean };
 
@@ -74,7 +74,14 @@ export function addReportCommand(program: Command): void {
       ),
   )
     .option('--templates <dir>', TEMPLATES_HELP)
-    .option('--all', 'write index.html in the sessions dir: every session, filters, the triage groups')
+    .option(
+      '--all',
+      "write index.html in the sessions dir: every session, filters, the triage groups; and each listed session's report.html that is missing or older than its log",
+    )
+    .option(
+      '--no-pages',
+      'with --all: write index.html only (sessions without report.html say how to make it)',
+    )
     .option(
       '--json',
       'print {"kind", "path", "sessionId", "dirName"} as JSON (schema/written-file.schema.json)',
@@ -83,12 +90,16 @@ export function addReportCommand(program: Command): void {
       'after',
       '\nExamples:\n  xdg-open "$(mcec-bundle report 5f19c9)"\n  xdg-open "$(mcec-bundle report --all)"',
     )
-    .action(async (id: string | undefined, opts: RenderOptions & { all?: boolean }) => {
+    .action(async (id: string | undefined, opts: RenderOptions & { all?: boolean; pages?: boolean }) => {
       if (opts.all ? id !== undefined : id === undefined) {
         throw new UsageError('give a session, or --all for the index page of every session');
       }
       if (opts.all) {
-        const index = await writeIndexPage(sessionsDir(opts));
+        const index = await writeIndexPage(sessionsDir(opts), {
+          pages: opts.pages !== false,
+          templatesDir: templatesDir(opts.templates),
+          quiet: opts.json === true,
+        });
         return print(opts.json ? writtenFile('index-html', index, null) : index);
       }
       const session = await locate(id!, opts);
@@ -98,18 +109,46 @@ export function addReportCommand(program: Command): void {
     });
 }
 
-/** index.html of every session in `dir`, with the triage groups; returns its path. */
-async function writeIndexPage(dir: string): Promise<string> {
+/**
+ * index.html of every session in `dir`, with the triage groups; returns its path. With `pages`, each listed
+ * session's report.html is written first where it is missing or older than its log (sessions recorded
+ * through a proxy have none until then), so every link of the index opens a page.
+ */
+async function writeIndexPage(
+  dir: string,
+  options: { pages: boolean; templatesDir?: string; quiet: boolean },
+): Promise<string> {
   const { withCatalog } = await import('../../report/catalog.js');
   const { triage, loadFingerprintRules, RULES_FILE } = await import('../../report/triage.js');
-  const { writeIndexHtml } = await import('../../report/index-html.js');
+  const { writeIndexHtml, stalePages } = await import('../../report/index-html.js');
   return withCatalog(
     dir,
-    (res) => {
+    async (res) => {
       if (res.warning) warn(res.warning);
+      const sessions = res.catalog.sessions();
+      if (options.pages) {
+        const { writeReportHtml } = await import('../../report/html/write-report.js');
+        const todo = stalePages(dir, sessions);
+        const progress = progressReporter('report.html pages');
+        let written = 0;
+        try {
+          for (const [i, dirName] of todo.entries()) {
+            try {
+              await writeReportHtml(path.join(dir, dirName), { templatesDir: options.templatesDir });
+              written += 1;
+            } catch (err) {
+              warn(`${path.join(dir, dirName)}: report.html not written: ${(err as Error).message}`);
+            }
+            progress.onProgress?.(i + 1, todo.length);
+          }
+        } finally {
+          progress.stop();
+        }
+        if (written > 0 && !options.quiet) printErr(`wrote ${plural(written, 'report.html page')}`);
+      }
       const rules = loadFingerprintRules(path.join(dir, RULES_FILE), { optional: true });
       const report = triage(res.catalog, { rules, source: { kind: 'sessions', path: dir } });
-      return writeIndexHtml(dir, res.catalog.sessions(), report);
+      return writeIndexHtml(dir, sessions, report);
     },
     { onRebuild: warn },
   );
