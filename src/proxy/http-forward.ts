@@ -406,7 +406,8 @@ class ForwardedRequest {
       return;
     }
     if (!this.answerStarted) this.ctx.health.unreachable(err.code ?? err.message);
-    this.targetFailed(`target unreachable: ${err.code ?? err.message}`, 502);
+    // The target's URL in the words: the call's recorded error then says where it went (report.html, summaries).
+    this.targetFailed(`target ${this.ctx.target.href} unreachable: ${err.code ?? err.message}`, 502);
   }
 
   /** The target failed before (502 to the client) or while (connection cut) sending its answer. */

@@ -35,13 +35,24 @@ export function recoveryFor(category: string | null | undefined, code?: string |
 export const PENDING_RECOVERY =
   'the call never returned: check whether the server or the agent process died (a crash or kill mid-call), then rerun';
 
+/** The recovery step for a call the recording proxy failed (its detail: `proxy-error <status>: <reason>`). */
+export function proxyErrorRecovery(detail: string | null): string {
+  if (/^proxy-error 504\b/.test(detail ?? ''))
+    return "the target did not answer within the proxy's timeout: see what it was doing (MCEC's own log), or raise mcec-record http --timeout <tool>=<duration> when the tool needs longer";
+  if (/^proxy-error 502\b/.test(detail ?? ''))
+    return 'the proxy could not reach its target or lost it mid-answer: check that MCEC (or the server) is running and listening at the target URL (mcec-record http --target), then run the call again';
+  return 'the proxy refused or could not forward the call: the detail says why; fix that, then run the call again';
+}
+
 /** The recovery step for one recorded call: none for a success, the pending step for a call in flight. */
 export function recoveryForCall(row: {
   status: string;
   error_category: string | null;
   error_code: string | null;
+  error_detail?: string | null;
 }): string | null {
   if (row.status === 'pending') return PENDING_RECOVERY;
   if (row.status !== 'failed' && row.status !== 'fault') return null;
+  if (row.error_code === 'proxy-error') return proxyErrorRecovery(row.error_detail ?? null);
   return recoveryFor(row.error_category, row.error_code);
 }

@@ -322,7 +322,10 @@ function timelineLine(row: CallRow, time: TimeFormat): TimelineLine {
   };
 }
 
-/** The failing call's row: the newest unrecovered failure, fault or pending call on a FAIL; none on a PASS. */
+/**
+ * The failing call's row: the newest unrecovered failure, fault or pending call on a FAIL (the first of a run
+ * of identical ones: an agent retrying the same failing call did not fail anew); none on a PASS.
+ */
 function failingRowOf(reader: SessionReader, facts: VerdictFacts, verdict: Verdict): CallRow | undefined {
   // None on a PASS, so a page never shows PASS beside a "failing call" (a declared PASS still lists its
   // unrecovered failures).
@@ -335,7 +338,7 @@ function failingRowOf(reader: SessionReader, facts: VerdictFacts, verdict: Verdi
         )
       : 0;
   // The full row: list rows leave out a failure's envelope (lastObservation, partialResult live there).
-  return seq > 0 ? reader.call(seq) : undefined;
+  return seq > 0 ? reader.call(reader.firstOfRepeatedFailure(seq)) : undefined;
 }
 
 /** The failing call, the calls that lead to it, and the images around it. */

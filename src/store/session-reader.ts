@@ -368,6 +368,37 @@ export class SessionReader {
     return rows.reverse();
   }
 
+  /**
+   * The first of a run of identical failures ending at `seq` (same tool, status, code, detail and arguments,
+   * no success of that tool between them): where the run first went wrong. `seq` when it stands alone.
+   */
+  firstOfRepeatedFailure(seq: number): number {
+    const row = this.stmt(
+      `SELECT tool, status, error_code, error_detail, args FROM calls WHERE seq = ? AND status IN ('failed', 'fault')`,
+    ).get(seq) as
+      | {
+          tool: string;
+          status: string;
+          error_code: string | null;
+          error_detail: string | null;
+          args: string | null;
+        }
+      | undefined;
+    if (!row) return seq;
+    const lastOk = (
+      this.stmt(
+        `SELECT coalesce(max(seq), 0) AS s FROM calls WHERE tool = ? AND +status = 'ok' AND seq < ?`,
+      ).get(row.tool, seq) as { s: number }
+    ).s;
+    const first = this.stmt(
+      `SELECT min(seq) AS s FROM calls WHERE tool = ? AND seq > ? AND seq <= ? AND +status = ?
+         AND error_code IS ? AND error_detail IS ? AND args IS ?`,
+    ).get(row.tool, lastOk, seq, row.status, row.error_code, row.error_detail, row.args) as {
+      s: number | null;
+    };
+    return first.s ?? seq;
+  }
+
   /** The highest-seq call matching the filter, with `seq < beforeSeq` when given. */
   lastCallWhere(filter: {
     statuses?: string[];

@@ -1,6 +1,7 @@
 /** The page around the timeline: verdict, counts, the failing call, the last good observation, the two images. */
 
 import { sameWindowImages } from '../summary.js';
+import { targetFacts } from '../target.js';
 import { clip, formatBytes, oneLine } from '../text.js';
 import { formatDurationMs } from '../time.js';
 import type { ImageDigest, SessionSummary } from '../types.js';
@@ -118,6 +119,8 @@ function callsView(summary: SessionSummary, hb: HandlebarsApi): { failing: unkno
         ...summary.failingCall,
         at: summary.failingCall.startedAt,
         duration: formatDurationMs(summary.failingCall.durationMs),
+        // The window facts failure-summary.md lists (title, class, process, rect, display and dpi, elevated).
+        facts: summary.failingCall.target ? targetFacts(summary.failingCall.target) : [],
       }
     : null;
   const observed = summary.lastGoodObservation;
