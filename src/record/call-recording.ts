@@ -16,7 +16,7 @@ import type { Envelope, ToolOutput, Violation } from '../contract/types.js';
 import type { Redactor } from '../redact/redactor.js';
 import { isRecord } from '../util/json.js';
 import { agentValue, unrecordedValue } from './agent-value.js';
-import { type ClientSaw, handBack, type LateAnswer, type RecordedCall } from './call.js';
+import type { ClientSaw, LateAnswer, RecordedCall } from './call.js';
 import type { Clock } from './clock.js';
 import type { FailureLedger } from './failure-ledger.js';
 import type { CaptureMasking } from './masking.js';
@@ -100,15 +100,14 @@ export class CallRecording {
     s.callStarted(call);
     if (call.mcpSessionHash) s.noteMcpSession(call.mcpSessionHash, call.startedAt);
     const argsJson = stage('redact', () => this.storedArgsJson(call.tool, call.args));
-    if (argsJson !== null && !s.admitPayload(argsJson.length)) {
-      call.argsDropped = true;
-      s.payloadOmitted(argsJson.length, true);
-    } else call.argsJson = argsJson;
+    const dropped = argsJson !== null && !s.admitPayload(argsJson.length);
+    if (dropped) s.payloadOmitted(argsJson.length, true);
+    call.argsRecorded(argsJson, dropped);
     const log = registry.logOf(s);
     if (!log) return;
     // A call that has already returned gets its completed row soon (its job is queued): one row, not two.
     stage('begin', () => log.beginCall(pendingRow(call), call.endedAt !== undefined));
-    call.pendingRowWritten = true;
+    call.pendingRowHandedOver();
     s.markDirty();
   }
 
@@ -141,13 +140,7 @@ export class CallRecording {
     const s = call.session;
     if (this.deps.closed() || !s) return undefined;
     s.callReopened(call); // the timeout's fault was counted; the real outcome is counted instead
-    call.transportFailure = undefined;
-    call.output = late.output;
-    call.oversize = late.oversize;
-    call.endedAt = late.endedAt;
-    call.durationMs = late.durationMs;
-    call.queuedBytes = late.size;
-    call.clientSaw = saw;
+    call.answered({ ...late, clientSaw: saw });
     return this.complete(call);
   }
 
@@ -230,9 +223,9 @@ export class CallRecording {
     );
     if (c.hostRefs.length > 0) {
       // The agent's value never depends on host files: it goes back before they are read and copied.
-      if (c.call.handBack && c.out) {
+      if (c.call.waiting && c.out) {
         const images = imagesOf(envelopeCompaction, responseCompaction);
-        handBack(c.call, this.valueFor(c, (envelopeCompaction?.value ?? c.env) as Envelope, images));
+        c.call.handBack(this.valueFor(c, (envelopeCompaction?.value ?? c.env) as Envelope, images));
       }
       envelopeCompaction = await this.deps.hostFiles.addTo(
         envelopeCompaction,
@@ -284,7 +277,7 @@ export class CallRecording {
     const compactEnv = (envelopeCompaction ? envelopeCompaction.value : c.env) as Envelope | undefined;
     const images = imagesOf(envelopeCompaction, responseCompaction);
     // Computed before the caller is handed it: if this throws, the job's failure still hands back a value.
-    if (call.handBack) handBack(call, this.valueFor(c, compactEnv, images));
+    if (call.waiting) call.handBack(this.valueFor(c, compactEnv, images));
     // The last good observation: only a successful observation call sets it.
     if (
       !call.thrown &&
@@ -293,8 +286,7 @@ export class CallRecording {
       this.deps.observationTools.has(call.tool) &&
       isRecord(compactEnv.result)
     ) {
-      s.observed(compactEnv.result);
-      this.deps.registry.anyObservation = true;
+      this.deps.registry.observed(s, compactEnv.result);
     }
     const storedEnv = call.thrown
       ? thrownFailure(
@@ -399,9 +391,8 @@ export class CallRecording {
     const storeFault = images.find((i) => isStoreFault(i.failure));
     if (storeFault) this.deps.ledger.note(s, 'artifact', storeFault.error!, 0);
     this.offerThumbnails(s, images);
-    const omitted = s.artifacts?.omitted;
-    if (omitted && omitted.images !== s.reportedOmittedImages) {
-      s.reportedOmittedImages = omitted.images;
+    const omitted = s.newlyOmittedImages();
+    if (omitted) {
       s.log?.setLatestEvent({
         at: this.deps.clock.date().toISOString(),
         kind: 'artifact-limit',
@@ -469,9 +460,9 @@ export class CallRecording {
   /** The agent's trace context, so an exported span is a child of the agent's span (src/export). */
   private noteTraceParent(call: RecordedCall): void {
     const s = call.session;
-    const traceparent = call.traceparent;
-    if (this.deps.closed() || !s || !traceparent) return;
-    call.traceparent = undefined; // a late answer completes the call again: one event is enough
+    if (this.deps.closed() || !s) return;
+    const traceparent = call.takeTraceparent();
+    if (!traceparent) return;
     s.addEvent('trace-parent', { traceparent }, call.seq);
   }
 
@@ -509,7 +500,7 @@ export class CallRecording {
 
   /** Hand a waiting caller the value it would have got without recording (the recording failed). */
   private handBackUnrecorded(call: RecordedCall): void {
-    if (call.handBack) handBack(call, unrecordedValue(call.tool, call.output, call.thrown));
+    if (call.waiting) call.handBack(unrecordedValue(call.tool, call.output, call.thrown));
   }
 
   /** Metadata only, for a call whose processing failed part-way. */

@@ -7,6 +7,7 @@ import { type ClientSaw, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import type { Job } from './jobs.js';
 import { roughSize } from './outcome.js';
 import { oversizeDetail } from './rows.js';
+import type { ServerIdentity } from './server-identity.js';
 import type { ExchangeMeta, OversizeAnswer, PendingExchange } from './types.js';
 import { validDate } from './values.js';
 
@@ -47,16 +48,12 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
       sink.push({ type: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
       return;
     }
-    Object.assign(call, times(m));
-    call.output = answer.output;
-    call.oversize = answer.oversize;
-    call.clientSaw = saw;
-    call.queuedBytes = size;
+    call.answered({ ...answer, ...times(m), clientSaw: saw, size });
     sink.push({ type: 'complete', call }, size);
   };
   const failAtTransport = (reason: string) => {
-    Object.assign(call, times());
-    call.transportFailure = reason;
+    const { endedAt, durationMs } = times();
+    call.failedAtTransport(reason, endedAt, durationMs);
     sink.push({ type: 'complete', call }, SMALL_JOB_BYTES);
   };
   return {
@@ -124,5 +121,24 @@ export function otherExchange(sink: ExchangeSink, request: unknown, method: stri
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
     },
     note: (kind, detail) => sink.event(undefined, kind, { ...detail, during: method }),
+  };
+}
+
+/**
+ * `initialize`: its answer says which server this is, at once (the calls that follow are read by it): MCEC
+ * or another MCP server, whose results are plain and whose sessions are its MCP sessions.
+ */
+export function initializeExchange(
+  sink: ExchangeSink,
+  request: unknown,
+  server: ServerIdentity,
+): PendingExchange {
+  const inner = otherExchange(sink, request, 'initialize');
+  return {
+    ...inner,
+    complete: (response, m) => {
+      server.initialized(response);
+      inner.complete(response, m);
+    },
   };
 }

@@ -53,7 +53,7 @@ export class FailureLedger {
     if (!s) return; // outside any session (a bug before routing): stderr is all there is
     s.recordFailure(lost);
     if (stage === 'open' && !s.log) {
-      s.lostWhileClosed += lost;
+      s.lostWhileOpening(lost);
       return; // written with the open event once the log opens
     }
     s.note('record-failure', { stage, message: this.options.scrubText(message.slice(0, 1000)), lost });
@@ -64,21 +64,17 @@ export class FailureLedger {
    * true when the session has nothing left to write.
    */
   commitOutcome(s: RecordedSession, outcome: CommitOutcome): boolean {
-    if (outcome.dropped) {
-      s.callsLost(outcome.dropped.calls);
-      if (s.pendingFailure) s.pendingFailure.lost += outcome.dropped.calls;
-    }
+    if (outcome.dropped) s.lostWithFailingCommit(outcome.dropped.calls);
     if (outcome.error) {
-      s.nextCommitAt = this.options.clock.now() + this.options.commitRetryMs;
-      if (!s.pendingFailure) {
-        const message = thrownMessage(outcome.error);
-        s.pendingFailure = { stage: 'commit', message, lost: outcome.dropped?.calls ?? 0 };
+      const message = thrownMessage(outcome.error);
+      const retryAt = this.options.clock.now() + this.options.commitRetryMs;
+      if (s.commitFailed(message, outcome.dropped?.calls ?? 0, retryAt)) {
         s.recordFailure(0);
         this.reportOnce('commit', s, message);
       }
       return false;
     }
-    s.nextCommitAt = 0;
+    const held = s.commitSucceeded();
     let more = false;
     if (outcome.recovered) {
       const { reason, lostCalls } = outcome.recovered;
@@ -87,10 +83,9 @@ export class FailureLedger {
       s.addEvent('record-failure', { stage: 'store', message: reason, lost: lostCalls });
       more = true;
     }
-    if (s.pendingFailure) {
-      const { stage, message, lost } = s.pendingFailure;
+    if (held) {
+      const { stage, message, lost } = held;
       s.addEvent('record-failure', { stage, message: this.options.scrubText(message), lost });
-      s.pendingFailure = null;
       more = true;
     }
     return more ? s.log!.commit().error === undefined : true;

@@ -1,5 +1,7 @@
 /** The jobs of the recorder's queue: everything recorded goes through it in order. */
 import type { ClientSaw, LateAnswer, RecordedCall } from './call.js';
+import type { CallRecording } from './call-recording.js';
+import type { EventRecording } from './event-recording.js';
 
 export type Job =
   /** A call started: its pending row. */
@@ -16,3 +18,28 @@ export type Job =
   | { type: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
   /** `recorder.end()`. */
   | { type: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date };
+
+/** Do one job: calls by CallRecording, the rest by EventRecording (a promise while it compacts images). */
+export function runJob(job: Job, calls: CallRecording, events: EventRecording): Promise<void> | undefined {
+  switch (job.type) {
+    case 'begin':
+      calls.begin(job.call);
+      return undefined;
+    case 'complete':
+      return calls.complete(job.call);
+    case 'late':
+      return calls.late(job.call, job.late, job.saw);
+    case 'event':
+      events.declared(job.sessionId, job.kind, job.detail, job.at);
+      return undefined;
+    case 'call-event':
+      events.ofCall(job.call, job.kind, job.detail, job.at);
+      return undefined;
+    case 'exchange':
+      events.exchange(job.request, job.response, job.at, job.failed);
+      return undefined;
+    case 'end':
+      events.end(job.sessionId, job.verdict, job.at);
+      return undefined;
+  }
+}

@@ -1,15 +1,15 @@
 /**
  * The recorder: wraps a dispatch (or takes JSON-RPC exchanges from a proxy) and records every call through
  * one ordered queue processed off the agent's critical path. This file is the coordinator: the critical path
- * (`wrap`, the fast value of a failure) and the public API; the work is done by its parts:
- * RecordQueue (jobs, group commits, back-pressure, retry), SessionRegistry (lookup, routing, logs, ends),
- * RecordedSession (counts that change only through its methods), CallRecording (a call's rows), the pure
- * row builder (rows.ts) and agent value (agent-value.ts), and FailureLedger (counting, report-once, commit
- * outcomes). Recording never breaks a call: failures are counted, reported once on stderr and written as
- * `record-failure` events.
+ * (`wrap`, the fast value of a failure) and the public API; the work is done by its parts: RecordQueue (jobs,
+ * group commits, back-pressure, retry), SessionRegistry (lookup, routing, logs, ends, the commit pass),
+ * RecordedSession and RecordedCall (state that changes only through their transitions), CallRecording (a
+ * call's rows), EventRecording (events and exchanges), the pure row builder (rows.ts), the agent's value
+ * (agent-value.ts) and FailureLedger (counting, report-once, commit outcomes). Recording never breaks a call:
+ * failures are counted, reported once on stderr and written as `record-failure` events.
  */
 
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { HostFileCollector } from '../artifacts/host-files.js';
 import { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
@@ -18,32 +18,30 @@ import { isSafeSessionId, safeDerivedId } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
 import { CatalogTouches } from '../store/catalog-touches.js';
-import { DEFAULT_MAX_OPEN_LOGS, LogPool, maxOpenLogsFor } from '../store/log-pool.js';
-import { processFileLimit } from '../util/file-limit.js';
+import { LogPool, logPoolSizeForProcess } from '../store/log-pool.js';
 import { isRecord } from '../util/json.js';
 import { agentValue, decidableFailure } from './agent-value.js';
 import { newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import { CallRecording } from './call-recording.js';
-import { clipForLog } from './clip.js';
 import { type Clock, systemClock } from './clock.js';
-import { type ExchangeSink, NOOP_EXCHANGE, otherExchange, toolCallExchange } from './exchange.js';
+import { EventRecording } from './event-recording.js';
+import {
+  type ExchangeSink,
+  initializeExchange,
+  NOOP_EXCHANGE,
+  otherExchange,
+  toolCallExchange,
+} from './exchange.js';
 import { FailureLedger } from './failure-ledger.js';
-import type { Job } from './jobs.js';
+import { type Job, runJob } from './jobs.js';
 import { type LiveExportHook, openLiveExport } from './live-export.js';
 import { CaptureMasking } from './masking.js';
-import {
-  type OutputShape,
-  quickOutcome,
-  roughSize,
-  thrownMessage,
-  withAbsoluteArtifacts,
-} from './outcome.js';
-import { type CommitPass, RecordQueue } from './record-queue.js';
+import { type OutputShape, quickOutcome, thrownMessage } from './outcome.js';
+import { RecordQueue } from './record-queue.js';
 import { routingArgument } from './routing.js';
-import { serverInfoFrom } from './server-info.js';
+import { type McpSession, ServerIdentity } from './server-identity.js';
 import { SessionRegistry } from './session-registry.js';
 import { inStage, stageOf } from './stages.js';
-import { isoTime } from './time.js';
 import type {
   Dispatch,
   ExchangeMeta,
@@ -54,20 +52,11 @@ import type {
   SessionInfo,
   Transport,
 } from './types.js';
-import { jsonOrNull, validDate, withoutImageBytes } from './values.js';
+import { jsonOrNull, validDate } from './values.js';
 
 export { IMAGE_BYTES_OMITTED } from './values.js';
 
 const MiB = 1024 * 1024;
-
-/**
- * An MCP session's name in the recording: the first 16 hex digits of the SHA-256 of its `Mcp-Session-Id`.
- * The MCP specification treats that header as a credential-like token (whoever holds it can act in the
- * session), so the value itself never reaches a session id, dir name, log, bundle or span.
- */
-export function hashMcpSessionId(mcpSessionId: string): string {
-  return createHash('sha256').update(mcpSessionId).digest('hex').slice(0, 16);
-}
 /** Default stored payload per session. */
 export const DEFAULT_MAX_LOG_BYTES = 8 * MiB;
 /** Default artifact bytes per session. */
@@ -86,10 +75,6 @@ const COMMIT_RETRY_MS = 100;
 const THUMBNAIL_CLOSE_MS = 2_000;
 /** The stored last good observation is clipped to this (the agent still gets it whole). */
 const MAX_OBSERVATION_CHARS = 256 * 1024;
-/** A call's event (a streamed notification, a server request) is clipped to this. */
-const MAX_CALL_EVENT_CHARS = 64 * 1024;
-/** A pending row younger than this waits one commit: a call completing by then is written as one row. */
-const HOLD_PENDING_MS = 10;
 
 class RecorderImpl implements Recorder {
   readonly sessionsDir: string;
@@ -99,11 +84,11 @@ class RecorderImpl implements Recorder {
   private readonly fillLastObservation: boolean;
   private readonly observationTools: ReadonlySet<string>;
   private readonly transport: Transport;
-  private readonly maxObservationChars: number;
   private readonly clock: Clock;
   private readonly ledger: FailureLedger;
   private readonly registry: SessionRegistry;
   private readonly calls: CallRecording;
+  private readonly events: EventRecording;
   private readonly queue: RecordQueue<Job>;
   /** The live OpenTelemetry export, when on: fed after each commit, off the agent's calls. */
   private readonly liveExport: LiveExportHook | null;
@@ -118,25 +103,11 @@ class RecorderImpl implements Recorder {
   private closed = false;
   private closing: Promise<void> | undefined;
   /** Which server the proxy's `initialize` named (unknown until then: read as MCEC). */
-  private server: { kind: 'mcec' | 'other' | 'unknown'; slug: string } = { kind: 'unknown', slug: 'mcp' };
-  /** Names the MCP session of a server without session ids (stdio: one server process per recorder). */
-  private readonly processToken = randomBytes(4).toString('hex');
+  private readonly server = new ServerIdentity();
   /** Observation calls completed but not yet processed: while any are, a failure's value waits for the queue. */
   private observationsInFlight = 0;
   /** Ended sessions' catalog rows, touched without waiting for the catalog's lock. */
   private readonly catalogTouches: CatalogTouches;
-
-  /** The log pool's size from the process's file limit; says so on stderr when the limit shrinks it. */
-  private logPoolSize(): number {
-    const limit = processFileLimit();
-    const size = maxOpenLogsFor(limit);
-    if (size < DEFAULT_MAX_OPEN_LOGS) {
-      this.ledger.notice(
-        `mcec-recorder: this process may open ${limit} files (ulimit -n): keeping at most ${size} session logs open at once (${DEFAULT_MAX_OPEN_LOGS} otherwise)`,
-      );
-    }
-    return size;
-  }
 
   constructor(options: RecorderOptions, clock: Clock) {
     this.options = options;
@@ -148,7 +119,6 @@ class RecorderImpl implements Recorder {
     this.fillLastObservation = options.fillLastObservation !== false;
     this.observationTools = new Set(options.observationTools ?? OBSERVATION_TOOLS);
     this.transport = options.transport ?? 'wrap';
-    this.maxObservationChars = Math.min(MAX_OBSERVATION_CHARS, maxLogBytes);
     const scrubText = (text: string) => this.redactor.scrubText(text);
     this.ledger = new FailureLedger({
       stderr: options.stderr ?? ((line) => process.stderr.write(`${line}\n`)),
@@ -157,6 +127,7 @@ class RecorderImpl implements Recorder {
       commitRetryMs: COMMIT_RETRY_MS,
     });
     this.catalogTouches = new CatalogTouches(this.sessionsDir, (line) => this.ledger.notice(line));
+    this.liveExport = openLiveExport(options.otlp);
     this.registry = new SessionRegistry({
       sessionsDir: this.sessionsDir,
       defaultSessionId: this.defaultSessionId,
@@ -164,11 +135,15 @@ class RecorderImpl implements Recorder {
       maxLogBytes,
       maxArtifactBytes: options.limits?.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES,
       clock,
-      logPool: new LogPool(options.maxOpenLogs ?? this.logPoolSize()),
+      logPool: new LogPool(options.maxOpenLogs ?? logPoolSizeForProcess((line) => this.ledger.notice(line))),
       faults: options.faults,
       ledger: this.ledger,
       scrubText,
       observationTools: this.observationTools,
+      redact: (value) => this.redactor.redact(value),
+      maxObservationChars: Math.min(MAX_OBSERVATION_CHARS, maxLogBytes),
+      liveExport: this.liveExport,
+      catalogTouches: this.catalogTouches,
     });
     this.thumbnails = options.thumbnails === false ? null : new ThumbnailQueue();
     this.calls = new CallRecording({
@@ -196,12 +171,17 @@ class RecorderImpl implements Recorder {
               options.redact?.keys ?? [],
             ),
     });
-    this.liveExport = openLiveExport(options.otlp);
+    this.events = new EventRecording({
+      registry: this.registry,
+      redactor: this.redactor,
+      stage: (name, fn) => this.stage(name, fn),
+      closed: () => this.closed,
+    });
     this.queue = new RecordQueue<Job>(
       {
         process: (job) => this.processJob(job),
-        hasUncommitted: () => this.registry.dirty.size > 0,
-        commit: (force) => this.commitAll(force),
+        hasUncommitted: () => this.registry.hasUncommitted(),
+        commit: (force) => this.registry.commit(force),
         broke: (err) => this.ledger.note(undefined, stageOf(err), thrownMessage(err), 0),
       },
       { clock, limits: { commitIntervalMs: options.commitIntervalMs ?? 4, retryMs: COMMIT_RETRY_MS } },
@@ -243,29 +223,14 @@ class RecorderImpl implements Recorder {
     method: string | null,
     transport: Transport,
     startedAt: Date,
-    mcpSession?: { id: string; mcpSessionHash: string | undefined },
+    mcpSession?: McpSession,
   ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
-    if (mcpSession !== undefined) {
-      // A server that is not MCEC: its MCP session is the recording's, whatever the arguments say.
-      const call = newCall({
-        tool: name,
-        args,
-        rpcId,
-        method,
-        transport,
-        startedAt,
-        namedSessionId: undefined,
-        startSessionId: mcpSession.id,
-        startVia: 'mcp-session',
-        plainServer: true,
-        mcpSessionHash: mcpSession.mcpSessionHash,
-      });
-      this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
-      return call;
-    }
-    const named = routingArgument(name, args);
-    const start = this.registry.startOf(named);
+    // A server that is not MCEC: its MCP session is the recording's, whatever the arguments say.
+    const named = mcpSession ? undefined : routingArgument(name, args);
+    const start = mcpSession
+      ? { id: mcpSession.id, via: 'mcp-session' as const }
+      : this.registry.startOf(named);
     const call = newCall({
       tool: name,
       args,
@@ -276,24 +241,20 @@ class RecorderImpl implements Recorder {
       namedSessionId: named,
       startSessionId: start.id,
       startVia: start.via,
-      plainServer: false,
+      plainServer: mcpSession !== undefined,
+      mcpSessionHash: mcpSession?.mcpSessionHash,
     });
     this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
     return call;
   }
 
   private finishReturned(call: RecordedCall, output: unknown, ok: boolean): unknown {
-    call.endedAt = this.clock.date();
-    call.durationMs = performance.now() - call.t0;
-    call.output = output;
-    call.queuedBytes = roughSize(output);
+    call.returned(output, this.clock.date());
     return this.handOver(call, ok ? output : this.failureValueNow(call, output));
   }
 
   private finishThrown(call: RecordedCall, err: unknown, shape: OutputShape): Promise<unknown> {
-    call.endedAt = this.clock.date();
-    call.durationMs = performance.now() - call.t0;
-    call.thrown = { message: thrownMessage(err), shape };
+    call.threw(thrownMessage(err), shape, this.clock.date());
     const value = this.lastObservationSettled()
       ? agentValue({
           tool: call.tool,
@@ -319,7 +280,7 @@ class RecorderImpl implements Recorder {
       return room ? room.then(() => value) : value;
     }
     return new Promise((resolve) => {
-      call.handBack = resolve;
+      call.waitFor(resolve);
       this.push({ type: 'complete', call }, call.queuedBytes);
       this.queue.runNow();
     });
@@ -339,11 +300,13 @@ class RecorderImpl implements Recorder {
     if (!this.lastObservationSettled()) return WAIT_FOR_QUEUE;
     const decidable = decidableFailure(output);
     if (!decidable) return WAIT_FOR_QUEUE;
-    call.knownFailure = decidable.knownFailure;
     // No image bytes: only a filled-in last observation could change the value, and none exists yet.
-    if (!this.fillLastObservation || !this.registry.anyObservation) return output;
+    if (!this.fillLastObservation || !this.registry.anyObservation) {
+      call.readOnCriticalPath(decidable.knownFailure);
+      return output;
+    }
     const read = readToolOutput(output);
-    call.readEarly = read;
+    call.readOnCriticalPath(decidable.knownFailure, read);
     const env = read.envelope;
     if (!env || env.ok || read.synthesized) return output;
     const routed =
@@ -361,7 +324,7 @@ class RecorderImpl implements Recorder {
       !job.call.knownFailure &&
       this.observationTools.has(job.call.tool)
     ) {
-      job.call.observationQueued = true;
+      job.call.observationInQueue(true);
       this.observationsInFlight += 1;
     }
     this.queue.push(job, size);
@@ -374,7 +337,7 @@ class RecorderImpl implements Recorder {
     const pending = this.processSafely(job);
     if (job.type !== 'complete' || !job.call.observationQueued) return pending;
     const observed = () => {
-      job.call.observationQueued = false;
+      job.call.observationInQueue(false);
       this.observationsInFlight -= 1;
     };
     if (!pending) {
@@ -386,7 +349,7 @@ class RecorderImpl implements Recorder {
 
   private processSafely(job: Job): Promise<void> | undefined {
     try {
-      const pending = this.process(job);
+      const pending = runJob(job, this.calls, this.events);
       return pending?.catch((err) => this.jobFailed(job, err));
     } catch (err) {
       this.jobFailed(job, err);
@@ -401,150 +364,9 @@ class RecorderImpl implements Recorder {
     else this.ledger.note(undefined, stageOf(err), thrownMessage(err), 0);
   }
 
-  private process(job: Job): Promise<void> | undefined {
-    switch (job.type) {
-      case 'begin':
-        this.calls.begin(job.call);
-        return undefined;
-      case 'complete':
-        return this.calls.complete(job.call);
-      case 'late':
-        return this.calls.late(job.call, job.late, job.saw);
-      case 'event':
-        this.processEvent(job.sessionId, job.kind, job.detail, job.at);
-        return undefined;
-      case 'call-event':
-        this.processCallEvent(job.call, job.kind, job.detail, job.at);
-        return undefined;
-      case 'exchange':
-        this.processExchange(job.request, job.response, job.at, job.failed);
-        return undefined;
-      case 'end':
-        this.processEnd(job.sessionId, job.verdict, job.at);
-        return undefined;
-    }
-  }
-
   /** Run one stage (sync or async); a throw is tagged with the stage's name for the record-failure event. */
   private stage<T>(name: RecordStage, fn: () => T): T {
     return inStage(name, this.options.faults?.beforeStage, fn);
-  }
-
-  /** A declared event: into the session it names, else the connection's current session (or the preamble). */
-  private processEvent(sessionId: string | undefined, kind: string, detail: unknown, at: Date): void {
-    if (this.closed) return;
-    const stored = this.stage('redact', () => withoutImageBytes(this.redactor.redact(detail)));
-    const id = sessionId?.trim();
-    if (!id) {
-      this.registry.connectionEvent(kind, stored, at);
-      return;
-    }
-    const s = this.registry.obtain(id, 'argument', at);
-    s.declared += 1;
-    s.note(kind, stored, null, at);
-  }
-
-  /**
-   * An event of a call (what the server streamed while it ran, its requests and the client's replies): in
-   * the call's session with its seq, redacted and bounded like a last observation.
-   */
-  private processCallEvent(call: RecordedCall, kind: string, detail: unknown, at: Date): void {
-    if (this.closed) return;
-    const redacted = this.stage('redact', () => withoutImageBytes(this.redactor.redact(detail)));
-    const stored = clipForLog(redacted, MAX_CALL_EVENT_CHARS).value;
-    const s = call.session;
-    if (s) s.note(kind, stored, call.seq, at);
-    else this.registry.connectionEvent(kind, stored, at);
-  }
-
-  /**
-   * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications, protocol
-   * faults): an event of the connection. `initialize` starts a new connection (and names the server).
-   */
-  private processExchange(request: unknown, response: unknown, at: Date, failed?: string): void {
-    if (this.closed) return;
-    const req = isRecord(request) ? request : undefined;
-    const method = typeof req?.method === 'string' ? req.method : null;
-    const res = isRecord(response) ? response : undefined;
-    if (method === 'initialize') {
-      this.registry.newConnection();
-      if (res && isRecord(res.result))
-        this.registry.setServer(serverInfoFrom(res.result, (v) => this.redactor.redact(v)));
-    }
-    if (res && isRecord(res.error)) {
-      const e = res.error;
-      const message = typeof e.message === 'string' ? this.redactor.scrubText(e.message) : '';
-      const fault = { code: typeof e.code === 'number' ? e.code : null, message, id: res.id ?? null, method };
-      this.registry.connectionEvent('protocol-fault', fault, at);
-    }
-    const stored = this.stage('redact', () => ({
-      request: withoutImageBytes(this.redactor.redact(request ?? null)),
-      response: withoutImageBytes(this.redactor.redact(response ?? null)),
-    }));
-    const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
-    if (failed !== undefined) detail.error = this.redactor.scrubText(failed);
-    this.registry.connectionEvent('exchange', detail, at);
-  }
-
-  private processEnd(sessionId: string, verdict: { passed?: boolean; reason?: string }, at: Date): void {
-    if (this.closed) return;
-    const s = this.registry.obtain(sessionId, 'argument', at);
-    s.declared += 1;
-    this.registry.end(s, { via: 'end', ...verdict }, at);
-  }
-
-  // ---------------------------------------------------------------- commits
-
-  /** One transaction per dirty session log. `force` ignores the back-off of a failing log. */
-  private commitAll(force: boolean): CommitPass {
-    const now = this.clock.now();
-    let retry = false;
-    let again = false;
-    const { dirty } = this.registry;
-    for (const s of [...dirty]) {
-      if (!s.log && s.counts.calls === 0) {
-        dirty.delete(s); // holds no tool call: nothing is written for it (its events wait in memory)
-        continue;
-      }
-      const log = s.log ?? this.registry.logOf(s);
-      if (!log || (!force && now < s.nextCommitAt)) {
-        retry = true;
-        continue;
-      }
-      if (s.lastObservationChanged) {
-        s.lastObservationChanged = false;
-        try {
-          const clipped = clipForLog(this.redactor.redact(s.lastObservation), this.maxObservationChars);
-          s.storedObservation = clipped.value;
-          log.setSessionFields({ last_observation: clipped.json });
-        } catch (err) {
-          this.ledger.note(s, 'redact', thrownMessage(err), 0);
-        }
-      }
-      const truncation = s.takeTruncation();
-      if (truncation) log.setLatestEvent(truncation);
-      const exported = this.liveExport?.changedCounts(s.id);
-      if (exported) {
-        log.setLatestEvent({
-          at: isoTime(this.clock.date()),
-          kind: 'otlp-export',
-          callSeq: null,
-          detail: JSON.stringify(exported),
-        });
-      }
-      const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
-      if (!this.ledger.commitOutcome(s, outcome)) {
-        retry = true;
-        continue;
-      }
-      this.liveExport?.committed(s);
-      if (outcome.held) again = true;
-      else {
-        dirty.delete(s);
-        if (s.status !== 'open') this.catalogTouches.sessionChanged(s.dir, s.counts);
-      }
-    }
-    return { retry, again };
   }
 
   // ---------------------------------------------------------------- the rest of the API
@@ -553,46 +375,20 @@ class RecorderImpl implements Recorder {
     const startedAt = validDate(meta.startedAt) ?? this.clock.date();
     if (this.closed) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
-    if (req?.method === 'initialize') return this.initializeExchange(request);
+    if (req?.method === 'initialize') return initializeExchange(this.exchangeSink, request, this.server);
     if (req?.method !== 'tools/call')
       return otherExchange(this.exchangeSink, request, typeof req?.method === 'string' ? req.method : null);
     const params = isRecord(req.params) ? req.params : {};
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
     const args = isRecord(params.arguments) ? params.arguments : {};
     const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
-    const mcpSessionHash = meta.mcpSessionId ? hashMcpSessionId(meta.mcpSessionId) : undefined;
-    const mcpSession =
-      this.server.kind === 'other'
-        ? { id: `${this.server.slug}-${mcpSessionHash ?? this.processToken}`, mcpSessionHash }
-        : undefined;
+    const mcpSession = this.server.mcpSessionOf(meta.mcpSessionId);
     const transport = meta.transport ?? this.transport;
     const call = this.startCall(tool, args, rpcId, 'tools/call', transport, startedAt, mcpSession);
     const traceparent = isRecord(params._meta) ? params._meta.traceparent : undefined;
-    if (typeof traceparent === 'string' && TRACEPARENT.test(traceparent)) call.traceparent = traceparent;
+    if (typeof traceparent === 'string' && TRACEPARENT.test(traceparent))
+      call.carriesTraceparent(traceparent);
     return toolCallExchange(this.exchangeSink, call, startedAt);
-  }
-
-  /**
-   * `initialize`: its answer says which server this is, at once (the calls that follow are read by it):
-   * MCEC (`serverInfo.name` "MCEC") or another MCP server, whose results are plain and whose sessions are
-   * its MCP sessions.
-   */
-  private initializeExchange(request: unknown): PendingExchange {
-    const inner = otherExchange(this.exchangeSink, request, 'initialize');
-    return {
-      ...inner,
-      complete: (response, m) => {
-        const result = isRecord(response) && isRecord(response.result) ? response.result : undefined;
-        const info = result && isRecord(result.serverInfo) ? result.serverInfo : undefined;
-        if (info && typeof info.name === 'string') {
-          this.server = {
-            kind: info.name.trim().toLowerCase() === 'mcec' ? 'mcec' : 'other',
-            slug: sessionSlug(info.name),
-          };
-        }
-        inner.complete(response, m);
-      },
-    };
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
@@ -634,14 +430,7 @@ class RecorderImpl implements Recorder {
   session(sessionId: string): SessionInfo | undefined {
     const raw = String(sessionId);
     const s = this.registry.find(isSafeSessionId(raw) ? raw : safeDerivedId(raw));
-    if (!s) return undefined;
-    return {
-      id: s.id,
-      dir: s.dir,
-      status: s.status,
-      counts: { ...s.counts },
-      lastObservation: s.lastObservation ? withAbsoluteArtifacts(s.lastObservation, s.dir) : null,
-    };
+    return s?.info();
   }
 
   flush(): Promise<void> {
@@ -661,7 +450,7 @@ class RecorderImpl implements Recorder {
     if (this.liveExport) {
       // Bounded (shutdownTimeoutMs): then each exported session's final counts go in its log.
       await this.liveExport.shutdown();
-      for (const s of this.registry.all()) if (s.log) this.registry.dirty.add(s);
+      this.registry.markOpenDirty();
       this.queue.commitNow(true);
       const undelivered = this.liveExport.undelivered();
       if (undelivered) this.ledger.notice(`mcec-recorder: ${undelivered}`);
@@ -673,18 +462,6 @@ class RecorderImpl implements Recorder {
     // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
     await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
   }
-}
-
-/** A server's name as the start of a path-safe session id: `mcp-servers-everything`; `mcp` when empty. */
-function sessionSlug(name: string): string {
-  const slug = name
-    .toLowerCase()
-    .replace(/[^a-z0-9_-]+/g, '-')
-    .replace(/-{2,}/g, '-')
-    .replace(/^-|-$/g, '')
-    .slice(0, 24)
-    .replace(/-$/, '');
-  return slug === '' ? 'mcp' : slug;
 }
 
 /** Create a recorder (see RecorderOptions for the defaults). */

@@ -9,19 +9,23 @@ import path from 'node:path';
 import { ArtifactStore } from '../artifacts/artifact-store.js';
 import type { Envelope } from '../contract/types.js';
 import { isSafeSessionId, safeDerivedId, sessionDirName } from '../paths/naming.js';
+import type { CatalogTouches } from '../store/catalog-touches.js';
 import type { LogPool } from '../store/log-pool.js';
 import type { SessionRow } from '../store/schema.js';
 import { SessionLog } from '../store/session-log.js';
 import { isRecord } from '../util/json.js';
 import type { RecordedCall } from './call.js';
+import { clipForLog } from './clip.js';
 import type { Clock } from './clock.js';
 import { environmentOf, recorderVersion, type ServerInfo } from './environment.js';
 import type { FailureLedger } from './failure-ledger.js';
+import type { LiveExportHook } from './live-export.js';
 import { thrownMessage } from './outcome.js';
 import { Preamble } from './preamble.js';
+import type { CommitPass } from './record-queue.js';
 import { answersInDefaultSession, isPreRoutingRefusal } from './routing.js';
 import { RecordedSession, type SessionVia } from './session.js';
-import { saneServerTime } from './time.js';
+import { isoTime, saneServerTime } from './time.js';
 import type { RecorderOptions } from './types.js';
 import { escapeId } from './values.js';
 
@@ -29,6 +33,8 @@ import { escapeId } from './values.js';
 export const OPEN_RETRY_MS = 1000;
 /** How long a commit waits for another writer's lock (commits run on the event loop: keep it short). */
 const BUSY_TIMEOUT_MS = 20;
+/** A pending row younger than this waits one commit: a call completing by then is written as one row. */
+const HOLD_PENDING_MS = 10;
 
 export interface RegistryOptions {
   sessionsDir: string;
@@ -45,6 +51,13 @@ export interface RegistryOptions {
   scrubText: (text: string) => string;
   /** The recorder's observation tools, saved in each session's environment (the report reads them). */
   observationTools: ReadonlySet<string>;
+  /** Redacts a session's last observation before a commit stores it (clipped to `maxObservationChars`). */
+  redact: (value: unknown) => unknown;
+  maxObservationChars: number;
+  /** The live OpenTelemetry export (null: off): its counts go in with each commit, and it is fed after. */
+  liveExport: LiveExportHook | null;
+  /** Ended sessions' catalog rows, touched after their commit. */
+  catalogTouches: CatalogTouches;
 }
 
 /** How a session ends: by a `session-end` call, `recorder.end()`, or `close()`. */
@@ -59,13 +72,13 @@ type RouteTarget = { session: RecordedSession } | { raw: string; via: SessionVia
 
 export class SessionRegistry {
   /** Sessions with something to commit. */
-  readonly dirty = new Set<RecordedSession>();
+  private readonly dirty = new Set<RecordedSession>();
   /** Handshake and protocol faults seen before any session: written into the first one a call lands in. */
   readonly preamble = new Preamble();
   /** The server's default session, as it last stamped a call that named no session (mcec-wire §8). */
-  serverDefaultId: string | undefined;
+  private serverDefaultId: string | undefined;
   /** Some session has held a last good observation (a failure may need one attached). */
-  anyObservation = false;
+  private observationSeen = false;
   private readonly options: RegistryOptions;
   private readonly sessions = new Map<string, RecordedSession>();
   /** Where the connection's last tool call landed: events without a session go there. */
@@ -129,22 +142,18 @@ export class SessionRegistry {
     try {
       this.open(s);
     } catch (err) {
-      s.nextOpenAt = this.options.clock.now() + OPEN_RETRY_MS;
-      if (s.openError === null) {
-        s.openError = thrownMessage(err);
-        this.options.ledger.note(s, 'open', s.openError, 0);
-      }
+      const message = thrownMessage(err);
+      if (s.openFailed(message, this.options.clock.now() + OPEN_RETRY_MS))
+        this.options.ledger.note(s, 'open', message, 0);
       return null;
     }
-    const dropped = s.drainBuffered();
-    if (s.openError !== null || s.lostWhileClosed > 0 || dropped > 0) {
+    const missed = s.takeOpenFailure(s.drainBuffered());
+    if (missed) {
       s.addEvent('record-failure', {
         stage: 'open',
-        message: this.options.scrubText(s.openError ?? 'events dropped while the log was closed'),
-        lost: s.lostWhileClosed,
+        message: this.options.scrubText(missed.message ?? 'events dropped while the log was closed'),
+        lost: missed.lost,
       });
-      s.openError = null;
-      s.lostWhileClosed = 0;
     }
     s.markDirty();
     return s.log;
@@ -176,10 +185,11 @@ export class SessionRegistry {
       pragmas: options.faults?.sqlitePragmas ?? [],
       pool: options.logPool,
     });
-    s.log = log;
-    s.createdDir ||= !existed;
-    s.artifacts = new ArtifactStore({ sessionDir: s.dir, maxArtifactBytes: options.maxArtifactBytes });
-    s.seq = Math.max(s.seq, log.existingMaxSeq);
+    s.opened(
+      log,
+      new ArtifactStore({ sessionDir: s.dir, maxArtifactBytes: options.maxArtifactBytes }),
+      !existed,
+    );
   }
 
   /** The server's environment (from `initialize`) goes into every session's, those already open included. */
@@ -191,6 +201,83 @@ export class SessionRegistry {
       s.log.setSessionFields({ environment });
       s.markDirty();
     }
+  }
+
+  // ---------------------------------------------------------------- commits
+
+  /** Some session has something to commit. */
+  hasUncommitted(): boolean {
+    return this.dirty.size > 0;
+  }
+
+  /** Every open log gets a commit (at close, for the live export's final counts). */
+  markOpenDirty(): void {
+    for (const s of this.sessions.values()) if (s.log) this.dirty.add(s);
+  }
+
+  /** One transaction per dirty session log. `force` ignores the back-off of a failing log. */
+  commit(force: boolean): CommitPass {
+    const { clock, ledger, liveExport } = this.options;
+    const now = clock.now();
+    let retry = false;
+    let again = false;
+    for (const s of [...this.dirty]) {
+      if (!s.log && s.counts.calls === 0) {
+        this.dirty.delete(s); // holds no tool call: nothing is written for it (its events wait in memory)
+        continue;
+      }
+      const log = s.log ?? this.logOf(s);
+      if (!log || (!force && now < s.nextCommitAt)) {
+        retry = true;
+        continue;
+      }
+      this.storeObservation(s, log);
+      const truncation = s.takeTruncation();
+      if (truncation) log.setLatestEvent(truncation);
+      const exported = liveExport?.changedCounts(s.id);
+      if (exported) {
+        const detail = JSON.stringify(exported);
+        log.setLatestEvent({ at: isoTime(clock.date()), kind: 'otlp-export', callSeq: null, detail });
+      }
+      const outcome = log.commit(force ? {} : { holdYoungPendingMs: HOLD_PENDING_MS });
+      if (!ledger.commitOutcome(s, outcome)) {
+        retry = true;
+        continue;
+      }
+      liveExport?.committed(s);
+      if (outcome.held) again = true;
+      else {
+        this.dirty.delete(s);
+        if (s.status !== 'open') this.options.catalogTouches.sessionChanged(s.dir, s.counts);
+      }
+    }
+    return { retry, again };
+  }
+
+  /** A changed last observation goes into the session row: redacted and clipped. */
+  private storeObservation(s: RecordedSession, log: SessionLog): void {
+    const changed = s.takeChangedObservation();
+    if (changed === undefined) return;
+    try {
+      const clipped = clipForLog(this.options.redact(changed), this.options.maxObservationChars);
+      s.observationStored(clipped.value);
+      log.setSessionFields({ last_observation: clipped.json });
+    } catch (err) {
+      this.options.ledger.note(s, 'redact', thrownMessage(err), 0);
+    }
+  }
+
+  // ---------------------------------------------------------------- observations
+
+  /** A successful observation call's result is `s`'s last good observation now. */
+  observed(s: RecordedSession, result: Record<string, unknown>): void {
+    s.observed(result);
+    this.observationSeen = true;
+  }
+
+  /** Some session has held a last good observation (a failure may need one attached). */
+  get anyObservation(): boolean {
+    return this.observationSeen;
   }
 
   // ---------------------------------------------------------------- routing
@@ -285,9 +372,7 @@ export class SessionRegistry {
     this.sessions.delete(s.id);
     this.dirty.delete(s);
     this.noteUnwritten(s);
-    const log = s.log;
-    s.log = null;
-    s.artifacts = null;
+    const log = s.releaseLog();
     if (!log) return;
     log.discardQueue();
     log.close();
@@ -326,7 +411,6 @@ export class SessionRegistry {
 
   /** End a session: a `session-end` event and the session row's end fields (with a declared verdict). */
   end(s: RecordedSession, how: SessionEnding, at: Date): void {
-    s.status = 'ended';
     const detail: Record<string, unknown> = { via: how.via };
     const fields: Partial<SessionRow> = { status: 'ended', ended_at: at.toISOString() };
     if (how.passed !== undefined) {
@@ -338,10 +422,8 @@ export class SessionRegistry {
       fields.end_reason = detail.reason as string;
     }
     s.addEvent('session-end', detail, null, at);
-    const log = this.logOf(s);
-    if (log) log.setSessionFields(fields);
-    else Object.assign(s.fields, fields);
-    s.markDirty();
+    this.logOf(s);
+    s.ended(fields);
   }
 
   /** End every open session (the recorder closes). */
@@ -357,8 +439,7 @@ export class SessionRegistry {
     this.closed = true;
     for (const s of this.sessions.values()) {
       // After close, session() reports the observation as stored: the agent's objects are let go.
-      if (s.lastObservation)
-        s.lastObservation = (s.storedObservation as Record<string, unknown> | null) ?? null;
+      s.letGoOfObservation();
       const log = s.log;
       if (!log) continue;
       const outcome = log.close();

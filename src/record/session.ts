@@ -8,8 +8,9 @@ import type { ArtifactStore } from '../artifacts/artifact-store.js';
 import type { SessionRow } from '../store/schema.js';
 import type { EventRecord, SessionLog } from '../store/session-log.js';
 import type { RecordedCall } from './call.js';
+import { withAbsoluteArtifacts } from './outcome.js';
 import { isoTime } from './time.js';
-import type { SessionCounts } from './types.js';
+import type { SessionCounts, SessionInfo } from './types.js';
 
 /** How a session came to be recorded (the `via` of its `session-start` event). */
 /** How a session became known; `mcp-session`: an MCP session of a server that is not MCEC. */
@@ -59,13 +60,13 @@ export class RecordedSession {
   readonly via: SessionVia;
   readonly startedAt: Date;
   readonly dir: string;
-  status: 'open' | 'ended' | 'aborted' = 'open';
   /** Read-only outside: changed by the methods below. */
   readonly counts: SessionCounts = zeroCounts();
-  log: SessionLog | null = null;
-  artifacts: ArtifactStore | null = null;
+  private _status: 'open' | 'ended' | 'aborted' = 'open';
+  private _log: SessionLog | null = null;
+  private _artifacts: ArtifactStore | null = null;
   /** Highest seq handed out. */
-  seq = 0;
+  private _seq = 0;
   /** Payload characters stored so far (args, envelopes, responses), against the payload budget. */
   private storedBytes = 0;
   private readonly payloadBudget: number;
@@ -74,27 +75,27 @@ export class RecordedSession {
   /** When a payload was last omitted, while its `truncation` event is not yet queued. */
   private truncationAt: Date | null = null;
   /** Artifact images omitted for the budget, as last written in an `artifact-limit` event. */
-  reportedOmittedImages = 0;
+  private reportedOmittedImages = 0;
   /** Compact, unredacted, artifact paths relative to `dir`; the agent gets absolute copies. */
-  lastObservation: Record<string, unknown> | null = null;
+  private _lastObservation: Record<string, unknown> | null = null;
   /** The last observation changed since it was last queued for the log. */
-  lastObservationChanged = false;
+  private lastObservationChanged = false;
   /** The last observation as written to the log: redacted, clipped. */
-  storedObservation: unknown = null;
+  private storedObservation: unknown = null;
   /** Why the log could not be opened (null once it is open), and when to try again. */
-  openError: string | null = null;
-  nextOpenAt = 0;
+  private openError: string | null = null;
+  private _nextOpenAt = 0;
   /** Calls whose rows could not be written because the log was not open. */
-  lostWhileClosed = 0;
+  private lostWhileClosed = 0;
   /** A commit failure not yet written as an event, and when to try committing again. */
-  pendingFailure: PendingFailure | null = null;
-  nextCommitAt = 0;
+  private _pendingFailure: PendingFailure | null = null;
+  private _nextCommitAt = 0;
   /** Steps, verdicts and events declared for this session (kept only if it ever holds a tool call). */
-  declared = 0;
+  private _declared = 0;
   /** This recorder created the session's dir (so it may remove it again when the session holds no call). */
-  createdDir = false;
+  private _createdDir = false;
   /** Session fields set before the log was open (an end before any call), applied when it opens. */
-  fields: Partial<SessionRow> = {};
+  private _fields: Partial<SessionRow> = {};
   private readonly changed: (s: RecordedSession) => void;
   private buffered: EventRecord[] = [];
   private bufferedDropped = 0;
@@ -107,6 +108,55 @@ export class RecordedSession {
     this.dir = init.dir;
     this.payloadBudget = init.payloadBudget;
     this.changed = init.changed;
+  }
+
+  get status(): 'open' | 'ended' | 'aborted' {
+    return this._status;
+  }
+  /** The open log (null until the first call opens it, and while it is closed). */
+  get log(): SessionLog | null {
+    return this._log;
+  }
+  get artifacts(): ArtifactStore | null {
+    return this._artifacts;
+  }
+  /** Highest seq handed out. */
+  get seq(): number {
+    return this._seq;
+  }
+  get lastObservation(): Record<string, unknown> | null {
+    return this._lastObservation;
+  }
+  /** When the log may be tried again after a failed open (clock.now() ms). */
+  get nextOpenAt(): number {
+    return this._nextOpenAt;
+  }
+  /** When a failing log may commit again (clock.now() ms; 0: now). */
+  get nextCommitAt(): number {
+    return this._nextCommitAt;
+  }
+  /** A commit failure not yet written as an event. */
+  get pendingFailure(): Readonly<PendingFailure> | null {
+    return this._pendingFailure;
+  }
+  /** Steps, verdicts and events declared for this session (kept only if it ever holds a tool call). */
+  get declared(): number {
+    return this._declared;
+  }
+  /** This recorder created the session's dir (so it may remove it again when the session holds no call). */
+  get createdDir(): boolean {
+    return this._createdDir;
+  }
+  /** Session fields set before the log was open (an end before any call), applied when it opens. */
+  get fields(): Readonly<Partial<SessionRow>> {
+    return this._fields;
+  }
+
+  /** What `recorder.session()` tells: a copy of the counts, the last observation with absolute artifact paths. */
+  info(): SessionInfo {
+    const { id, dir, status } = this;
+    const lastObservation = this._lastObservation ? withAbsoluteArtifacts(this._lastObservation, dir) : null;
+    return { id, dir, status, counts: { ...this.counts }, lastObservation };
   }
 
   /** Something here waits for the next commit. */
@@ -128,9 +178,7 @@ export class RecordedSession {
 
   /** A call is filed here: it takes the next seq, counts as a pending call, and brings its stored args. */
   callStarted(call: RecordedCall): void {
-    call.session = this;
-    call.seq = ++this.seq;
-    call.pendingRowWritten = false;
+    call.filedIn(this, ++this._seq);
     this.counts.calls += 1;
     this.counts.pending += 1;
     if (call.argsJson) this.storedBytes += call.argsJson.length;
@@ -148,8 +196,7 @@ export class RecordedSession {
 
   /** The call's outcome is in (once): pending no more, a failure unless `ok`, its contract violations. */
   callCompleted(call: RecordedCall, status: 'ok' | 'failed' | 'fault', violations = 0): void {
-    if (call.completionCounted) return;
-    call.completionCounted = true;
+    if (!call.countCompletion()) return;
     this.counts.pending -= 1;
     if (status !== 'ok') this.counts.failures += 1;
     this.counts.violations += violations;
@@ -157,8 +204,7 @@ export class RecordedSession {
 
   /** A late answer replaces the fault counted for a proxy timeout: the call is pending again. */
   callReopened(call: RecordedCall): void {
-    if (!call.completionCounted) return;
-    call.completionCounted = false;
+    if (!call.uncountCompletion()) return;
     this.counts.pending += 1;
     this.counts.failures -= 1;
   }
@@ -217,8 +263,114 @@ export class RecordedSession {
 
   /** A successful observation call's compact result is the last good observation now. */
   observed(result: Record<string, unknown>): void {
-    this.lastObservation = result;
+    this._lastObservation = result;
     this.lastObservationChanged = true;
+  }
+
+  /** The last observation when it changed since the last commit took it (once), else undefined. */
+  takeChangedObservation(): Record<string, unknown> | null | undefined {
+    if (!this.lastObservationChanged) return undefined;
+    this.lastObservationChanged = false;
+    return this._lastObservation;
+  }
+
+  /** The last observation as the log now holds it (redacted, clipped). */
+  observationStored(stored: unknown): void {
+    this.storedObservation = stored;
+  }
+
+  /** The recorder closed: the observation is reported as stored, and the agent's objects are let go. */
+  letGoOfObservation(): void {
+    if (this._lastObservation)
+      this._lastObservation = (this.storedObservation as Record<string, unknown> | null) ?? null;
+  }
+
+  /** A step, verdict or event was declared for this session. */
+  countDeclared(): void {
+    this._declared += 1;
+  }
+
+  /** Images the artifact store omitted for its budget, when that changed since the last `artifact-limit`. */
+  newlyOmittedImages(): { images: number; bytes: number } | null {
+    const omitted = this._artifacts?.omitted;
+    if (!omitted || omitted.images === this.reportedOmittedImages) return null;
+    this.reportedOmittedImages = omitted.images;
+    return { images: omitted.images, bytes: omitted.bytes };
+  }
+
+  // ---------------------------------------------------------------- the log's life
+
+  /** The log opened (with its artifact store): seqs continue after the rows it already holds. */
+  opened(log: SessionLog, artifacts: ArtifactStore, createdDir: boolean): void {
+    this._log = log;
+    this._artifacts = artifacts;
+    this._createdDir ||= createdDir;
+    this._seq = Math.max(this._seq, log.existingMaxSeq);
+  }
+
+  /** Opening the log failed: try again at `retryAt`; true when this is the first failure in a row. */
+  openFailed(message: string, retryAt: number): boolean {
+    this._nextOpenAt = retryAt;
+    if (this.openError !== null) return false;
+    this.openError = message;
+    return true;
+  }
+
+  /**
+   * What the log missed while it could not be opened (why, and the calls lost), once, now that it is open;
+   * null when it missed nothing.
+   */
+  takeOpenFailure(droppedEvents: number): { message: string | null; lost: number } | null {
+    if (this.openError === null && this.lostWhileClosed === 0 && droppedEvents === 0) return null;
+    const missed = { message: this.openError, lost: this.lostWhileClosed };
+    this.openError = null;
+    this.lostWhileClosed = 0;
+    return missed;
+  }
+
+  /** A failure to open the log lost `lost` calls: written with the open event once the log opens. */
+  lostWhileOpening(lost: number): void {
+    this.lostWhileClosed += lost;
+  }
+
+  /** The log is let go (the session holds no call, or the recorder closes): returns it, for closing. */
+  releaseLog(): SessionLog | null {
+    const log = this._log;
+    this._log = null;
+    this._artifacts = null;
+    return log;
+  }
+
+  /** The session ended: its row's end fields go to the log, or wait for it to open. */
+  ended(fields: Partial<SessionRow>): void {
+    this._status = 'ended';
+    if (this._log) this._log.setSessionFields(fields);
+    else Object.assign(this._fields, fields);
+    this.markDirty();
+  }
+
+  // ---------------------------------------------------------------- commit failures
+
+  /** A commit failed: retry at `retryAt`; true (and the failure kept for its event) when it is a new one. */
+  commitFailed(message: string, lost: number, retryAt: number): boolean {
+    this._nextCommitAt = retryAt;
+    if (this._pendingFailure) return false;
+    this._pendingFailure = { stage: 'commit', message, lost };
+    return true;
+  }
+
+  /** A failing commit's dropped queue lost `lost` more calls (told with its pending failure). */
+  lostWithFailingCommit(lost: number): void {
+    this.callsLost(lost);
+    if (this._pendingFailure) this._pendingFailure.lost += lost;
+  }
+
+  /** A commit succeeded: the next may run at once; returns the failure held back until now (once). */
+  commitSucceeded(): PendingFailure | null {
+    this._nextCommitAt = 0;
+    const failure = this._pendingFailure;
+    this._pendingFailure = null;
+    return failure;
   }
 
   /** A recording failure here, with the calls it lost. */
@@ -241,8 +393,8 @@ export class RecordedSession {
   /** Add an event to the log, or keep it until the log opens. */
   addEvent(kind: string, detail: unknown, callSeq: number | null = null, at = new Date()): void {
     const e: EventRecord = { at: at.toISOString(), kind, callSeq, detail: JSON.stringify(detail) };
-    if (this.log) {
-      this.log.addEvent(e);
+    if (this._log) {
+      this._log.addEvent(e);
       return;
     }
     if (this.buffered.length < MAX_BUFFERED_EVENTS) this.buffered.push(e);
@@ -251,8 +403,9 @@ export class RecordedSession {
 
   /** Hand events kept while the log was closed to the (now open) log; returns how many were dropped. */
   drainBuffered(): number {
-    if (!this.log) return 0;
-    for (const e of this.buffered) this.log.addEvent(e);
+    const log = this._log;
+    if (!log) return 0;
+    for (const e of this.buffered) log.addEvent(e);
     this.buffered = [];
     const dropped = this.bufferedDropped;
     this.bufferedDropped = 0;

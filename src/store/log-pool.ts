@@ -3,6 +3,7 @@
  * a recorder that serves an agent for a day sees thousands of sessions, so past the cap the least recently
  * used log's handle is closed (its queue and state stay in memory) and reopened on its next commit.
  */
+import { processFileLimit } from '../util/file-limit.js';
 
 /** Default number of session logs a recorder keeps open at once. */
 export const DEFAULT_MAX_OPEN_LOGS = 64;
@@ -20,6 +21,18 @@ export function maxOpenLogsFor(fileLimit: number | null): number {
 }
 
 /** What the pool can close: a log whose handle reopens on demand. */
+/** The pool's size from this process's file limit; `notice` says so when the limit shrinks it. */
+export function logPoolSizeForProcess(notice: (line: string) => void): number {
+  const limit = processFileLimit();
+  const size = maxOpenLogsFor(limit);
+  if (size < DEFAULT_MAX_OPEN_LOGS) {
+    notice(
+      `mcec-recorder: this process may open ${limit} files (ulimit -n): keeping at most ${size} session logs open at once (${DEFAULT_MAX_OPEN_LOGS} otherwise)`,
+    );
+  }
+  return size;
+}
+
 export interface PooledLog {
   /** Close the file handle now; nothing queued is lost and the next commit reopens it. */
   closeHandle(): void;

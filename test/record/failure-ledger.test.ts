@@ -25,14 +25,16 @@ function setup() {
   });
   const events: Array<{ kind: string; detail: unknown }> = [];
   let commits = 0;
-  s.log = {
+  const log = {
+    existingMaxSeq: 0,
     addEvent: (e: { kind: string; detail: string }) =>
       events.push({ kind: e.kind, detail: JSON.parse(e.detail) }),
     commit: () => {
       commits += 1;
       return { committed: 1 };
     },
-  } as never;
+  };
+  s.opened(log as never, null as never, false);
   return { lines, clock, ledger, s, events, commits: () => commits };
 }
 

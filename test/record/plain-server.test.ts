@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/index.js';
 import { planSession } from '../../src/export/session-spans.js';
 import { createRecorder } from '../../src/record/index.js';
-import { hashMcpSessionId } from '../../src/record/recorder.js';
+import { hashMcpSessionId } from '../../src/record/server-identity.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readSessions } from '../proxy/sim-script.js';
 import { tempDir } from '../support/temp.js';

@@ -18,7 +18,11 @@ describe('Preamble', () => {
       changed: (x) => dirty.add(x),
     });
     const added: Array<{ kind: string }> = [];
-    s.log = { addEvent: (e: { kind: string }) => added.push(e) } as never;
+    s.opened(
+      { existingMaxSeq: 0, addEvent: (e: { kind: string }) => added.push(e) } as never,
+      null as never,
+      false,
+    );
     p.writeInto(s);
     expect(added).toHaveLength(MAX_PREAMBLE_EVENTS + 1);
     expect(added.at(-1)!.kind).toBe('record-failure');

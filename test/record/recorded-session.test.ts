@@ -58,7 +58,7 @@ describe('RecordedSession', () => {
     const c = call();
     from.callStarted(c);
     expect(from.admitPayload(6)).toBe(true);
-    c.argsJson = '123456';
+    c.argsRecorded('123456', false);
     from.moveCallTo(c, to);
     expect(from.counts).toEqual(zeroCounts());
     expect(to.counts).toMatchObject({ calls: 2, pending: 2 });
@@ -75,7 +75,7 @@ describe('RecordedSession', () => {
     const s = session('a', new Set());
     s.payloadOmitted(100, true);
     expect(s.takeTruncation()).toBeNull(); // no log open: nothing to write yet
-    s.log = {} as never; // only its presence matters here
+    s.opened({ existingMaxSeq: 0 } as never, null as never, false); // only its presence matters here
     s.payloadOmitted(50, true);
     s.payloadOmitted(25, false);
     const e = s.takeTruncation();
@@ -92,7 +92,7 @@ describe('RecordedSession', () => {
     s.note('verdict', { passed: true });
     expect(dirty.has(s)).toBe(true);
     const added: unknown[] = [];
-    s.log = { addEvent: (e: unknown) => added.push(e) } as never;
+    s.opened({ existingMaxSeq: 0, addEvent: (e: unknown) => added.push(e) } as never, null as never, false);
     expect(s.drainBuffered()).toBe(6);
     expect(added).toHaveLength(1000);
   });

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { readToolOutput } from '../../src/contract/read-tool-output.js';
 import type { Envelope } from '../../src/contract/types.js';
-import { newCall, type RecordedCall } from '../../src/record/call.js';
+import { newCall, type RecordedCall, type ThrownCall } from '../../src/record/call.js';
 import {
   answeredRow,
   metadataOnlyRow,
@@ -11,7 +11,8 @@ import {
   transportFaultRow,
 } from '../../src/record/rows.js';
 
-function call(more: Partial<RecordedCall> = {}): RecordedCall {
+/** A call filed as seq 3 with stored args, answered after 250 ms (or thrown, or with its args dropped). */
+function call(more: { argsDropped?: boolean; thrown?: ThrownCall } = {}): RecordedCall {
   const c = newCall({
     tool: 'find',
     args: {},
@@ -24,11 +25,12 @@ function call(more: Partial<RecordedCall> = {}): RecordedCall {
     startVia: 'default',
     plainServer: false,
   });
-  return Object.assign(
-    c,
-    { seq: 3, argsJson: '{"q":1}', endedAt: new Date('2026-12-02T10:00:00.250Z'), durationMs: 250 },
-    more,
-  );
+  c.filedIn({} as never, 3);
+  c.argsRecorded('{"q":1}', more.argsDropped === true);
+  const endedAt = new Date('2026-12-02T10:00:00.250Z');
+  if (more.thrown) c.threw(more.thrown.message, more.thrown.shape, endedAt);
+  else c.answered({ endedAt, durationMs: 250, size: 0 });
+  return c;
 }
 
 describe('rows', () => {

@@ -6,6 +6,7 @@ import { newCall, type RecordedCall } from '../../src/record/call.js';
 import { AdvancingClock } from '../../src/record/clock.js';
 import { FailureLedger } from '../../src/record/failure-ledger.js';
 import { OPEN_RETRY_MS, SessionRegistry } from '../../src/record/session-registry.js';
+import { CatalogTouches } from '../../src/store/catalog-touches.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import { tempDir } from './helpers.js';
 
@@ -36,6 +37,10 @@ function setup(sessionsDir = tempDir()) {
     ledger,
     scrubText: (t) => t,
     observationTools: new Set(['find']),
+    redact: (v) => v,
+    maxObservationChars: 1 << 16,
+    liveExport: null,
+    catalogTouches: new CatalogTouches(sessionsDir, (l) => lines.push(l)),
   });
   return { sessionsDir, clock, lines, registry };
 }

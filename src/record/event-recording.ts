@@ -1,0 +1,102 @@
+/**
+ * Recording what is not a tool call, off the critical path: declared events (steps, verdicts, free-form),
+ * a call's events (what the server streamed while it ran), the connection's JSON-RPC exchanges (initialize,
+ * tools/list, ping, notifications, protocol faults) and `recorder.end()`.
+ */
+import type { Redactor } from '../redact/redactor.js';
+import { isRecord } from '../util/json.js';
+import type { RecordedCall } from './call.js';
+import { clipForLog } from './clip.js';
+import { serverInfoFrom } from './server-info.js';
+import type { SessionRegistry } from './session-registry.js';
+import type { RecordStage } from './types.js';
+import { withoutImageBytes } from './values.js';
+
+/** A call's event (a streamed notification, a server request) is clipped to this. */
+const MAX_CALL_EVENT_CHARS = 64 * 1024;
+
+/** What the recording of events needs from the recorder. */
+export interface EventRecordingDeps {
+  registry: SessionRegistry;
+  redactor: Redactor;
+  /** Run a stage (fault seam, throws tagged with the stage). */
+  stage: <T>(name: RecordStage, fn: () => T) => T;
+  /** True once the recorder has closed: nothing more is written. */
+  closed: () => boolean;
+}
+
+export class EventRecording {
+  private readonly deps: EventRecordingDeps;
+
+  constructor(deps: EventRecordingDeps) {
+    this.deps = deps;
+  }
+
+  /** A declared event: into the session it names, else the connection's current session (or the preamble). */
+  declared(sessionId: string | undefined, kind: string, detail: unknown, at: Date): void {
+    const { registry, redactor, stage } = this.deps;
+    if (this.deps.closed()) return;
+    const stored = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
+    const id = sessionId?.trim();
+    if (!id) {
+      registry.connectionEvent(kind, stored, at);
+      return;
+    }
+    const s = registry.obtain(id, 'argument', at);
+    s.countDeclared();
+    s.note(kind, stored, null, at);
+  }
+
+  /**
+   * An event of a call (what the server streamed while it ran, its requests and the client's replies): in
+   * the call's session with its seq, redacted and bounded like a last observation.
+   */
+  ofCall(call: RecordedCall, kind: string, detail: unknown, at: Date): void {
+    const { registry, redactor, stage } = this.deps;
+    if (this.deps.closed()) return;
+    const redacted = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
+    const stored = clipForLog(redacted, MAX_CALL_EVENT_CHARS).value;
+    const s = call.session;
+    if (s) s.note(kind, stored, call.seq, at);
+    else registry.connectionEvent(kind, stored, at);
+  }
+
+  /**
+   * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications, protocol
+   * faults): an event of the connection. `initialize` starts a new connection (and names the server).
+   */
+  exchange(request: unknown, response: unknown, at: Date, failed?: string): void {
+    const { registry, redactor, stage } = this.deps;
+    if (this.deps.closed()) return;
+    const req = isRecord(request) ? request : undefined;
+    const method = typeof req?.method === 'string' ? req.method : null;
+    const res = isRecord(response) ? response : undefined;
+    if (method === 'initialize') {
+      registry.newConnection();
+      if (res && isRecord(res.result))
+        registry.setServer(serverInfoFrom(res.result, (v) => redactor.redact(v)));
+    }
+    if (res && isRecord(res.error)) {
+      const e = res.error;
+      const message = typeof e.message === 'string' ? redactor.scrubText(e.message) : '';
+      const fault = { code: typeof e.code === 'number' ? e.code : null, message, id: res.id ?? null, method };
+      registry.connectionEvent('protocol-fault', fault, at);
+    }
+    const stored = stage('redact', () => ({
+      request: withoutImageBytes(redactor.redact(request ?? null)),
+      response: withoutImageBytes(redactor.redact(response ?? null)),
+    }));
+    const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
+    if (failed !== undefined) detail.error = redactor.scrubText(failed);
+    registry.connectionEvent('exchange', detail, at);
+  }
+
+  /** `recorder.end()`: the session ends, with the verdict it declares. */
+  end(sessionId: string, verdict: { passed?: boolean; reason?: string }, at: Date): void {
+    const { registry } = this.deps;
+    if (this.deps.closed()) return;
+    const s = registry.obtain(sessionId, 'argument', at);
+    s.countDeclared();
+    registry.end(s, { via: 'end', ...verdict }, at);
+  }
+}
