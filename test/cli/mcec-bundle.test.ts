@@ -194,19 +194,30 @@ describe('mcec-bundle', () => {
       expect(res.stderr).toContain(path.join(root, 'nope'));
     });
 
-    it('refuses a hostile id (exit 2) and writes nothing anywhere', async () => {
+    it('refuses a hostile id (exit 2), reads a path as a session dir only when it is one, and writes nothing anywhere', async () => {
       const before = fs.readdirSync(root).sort();
       const beforeSessions = fs.readdirSync(sessions).sort();
-      const attempts = [
-        ...['../x', '../../etc/passwd', 'a/b', '/tmp', 'a\\b', 'a'.repeat(70)].map((id) => [id]),
+      // Not path-safe and no path either: bad usage.
+      const invalid = [['a'.repeat(70)], ['show', 'x;y']];
+      // With a slash: a path (as mcec-replay takes it), which must be a session dir: else exit 1, naming it.
+      const paths = [
+        ...['../x', '../../etc/passwd', 'a/b', '/tmp', 'a\\b'].map((id) => [id]),
         ['show', '..'],
         ['summary', '../x'],
         ['issue-body', '../x'],
       ];
-      const results = await Promise.all(attempts.map((args) => runAsync([...args, '-s', sessions])));
+      const results = await Promise.all(
+        [...invalid, ...paths].map((args) => runAsync([...args, '-s', sessions])),
+      );
       results.forEach((res, i) => {
-        expect(res.code, attempts[i]!.join(' ')).toBe(2);
-        expect(res.stderr).toMatch(/invalid session id/);
+        const args = [...invalid, ...paths][i]!;
+        if (i < invalid.length) {
+          expect(res.code, args.join(' ')).toBe(2);
+          expect(res.stderr).toMatch(/invalid session id/);
+        } else {
+          expect(res.code, args.join(' ')).toBe(1);
+          expect(res.stderr).toMatch(/: no such directory|: no session\.sqlite in this directory/);
+        }
       });
       expect(fs.readdirSync(root).sort()).toEqual(before);
       expect(fs.readdirSync(sessions).sort()).toEqual(beforeSessions);

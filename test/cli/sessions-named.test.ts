@@ -106,15 +106,13 @@ describe('a session named by the path of its dir', () => {
     });
   });
 
-  it('a path that is no session dir: exit 2 (no id either), naming it and what to give', async () => {
+  it('a path that is no session dir: exit 1 (as mcec-replay), naming it and what to give', async () => {
     const missing = await run(['show', path.join(work, 'nope', 'x')]);
-    expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain(`not a session dir (${path.join(work, 'nope', 'x')} does not exist)`);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`${path.join(work, 'nope', 'x')}: no such directory`);
     const notSession = await run(['show', work]);
-    expect(notSession.code).toBe(2);
-    expect(notSession.stderr).toContain(
-      `not a session dir (no session.sqlite in ${work}); give a session id`,
-    );
+    expect(notSession.code).toBe(1);
+    expect(notSession.stderr).toContain(`${work}: no session.sqlite in this directory; give a session dir`);
   });
 });
 

@@ -75,17 +75,17 @@ export async function locate(idOrPrefix: string, opts: SessionsOption): Promise<
 }
 
 /**
- * The session whose dir is at `input` (any path, not only under --sessions); it must hold a log. Anything
- * else with a slash is neither a session dir nor an id: bad usage, as an id that is not path-safe.
+ * The session whose dir is at `input` (any path, not only under --sessions), as mcec-replay takes it: a path
+ * that is not there, or a dir without a log, is a failure naming it (exit 1), as for an unknown id.
  */
 async function sessionDirAt(input: string): Promise<LocatedSession> {
   const dir = path.resolve(input);
-  const isDir = fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory() === true;
-  if (!isDir || !fs.statSync(path.join(dir, LOG_FILE), { throwIfNoEntry: false })?.isFile()) {
-    const why = isDir ? `no ${LOG_FILE} in ${dir}` : `${dir} does not exist`;
-    throw new UsageError(
-      `invalid session id ${JSON.stringify(input.slice(0, 200))}: not a session dir (${why}); give a session id, ` +
-        'a unique prefix of one, a session dir name, or the path of a session dir (sessions/<yyyyMMdd-HHmmss>-<id>)',
+  if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Error(`${dir}: no such directory; give a session dir, a session id or a unique prefix of one`);
+  }
+  if (!fs.statSync(path.join(dir, LOG_FILE), { throwIfNoEntry: false })?.isFile()) {
+    throw new Error(
+      `${dir}: no ${LOG_FILE} in this directory; give a session dir (sessions/<yyyyMMdd-HHmmss>-<id>) or a session id`,
     );
   }
   const dirName = path.basename(dir);
