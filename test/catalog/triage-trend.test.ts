@@ -169,7 +169,9 @@ describe('triage trends', () => {
       const gs = groupsOf(c);
       expect(byCode(gs, 'mid').trend.direction).toBe('once');
       expect(byCode(gs, 'end').trend.direction).toBe('new');
-      expect(renderTriageText(triage(c, {}))).toMatch(/1 x in 1 session {2}[·█]{7} once/);
+      expect(renderTriageText(triage(c, { now: new Date(T0 + 20 * DAY) }))).toMatch(
+        /1 x in 1 session {2}[·█]{7} once/,
+      );
     } finally {
       c.close();
     }
