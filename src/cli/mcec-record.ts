@@ -339,7 +339,8 @@ per answer in flight.
 
 Streamed answers: an answer of Content-Type text/event-stream (an MCP server's Streamable HTTP) passes
 through live, headers at once and each event as it comes; the timeout bounds only the wait for an answer
-to begin, never a live stream (a streamed answer, a GET stream). GET and DELETE pass through untouched.
+to begin, never a live stream (a streamed answer, a GET stream). GET and DELETE to the target's path pass
+through after the Host/Origin checks.
 
 Server kind (--server): the front door applies MCEC's rules in front of MCEC (at most 16 requests in
 flight, else 503; 1 MiB bodies, else 413; Host, then Origin, else 403; MCEC's own texts), and the MCP
@@ -347,9 +348,11 @@ specification's in front of any other server (Host and Origin validation, 403 wi
 --max-body limit, 4MiB unless given). auto (the default) applies MCEC's until an initialize answer through
 the proxy names another server (serverInfo.name other than "MCEC"); mcec or mcp fix it.
 
-Paths: only POST to the target's exact path (query allowed) is forwarded and recorded; any other POST path
-(/./mcp, /%2e/mcp, //mcp, /mcp/) gets MCEC's own 404 from the proxy, since MCEC would normalize some of
-them and run the call unchecked.`;
+Paths and methods: only the target's exact path (query allowed) is forwarded: POST (recorded), GET and
+DELETE, each after the Host/Origin checks. Any other path, whatever the method (/./mcp, /%2e/mcp, //mcp,
+/mcp/, /admin), gets the server's refusal from the proxy (MCEC: 405 unless POST, then 404; another
+server: 404), and other methods on the path get 405: MCEC would normalize some paths and run the call
+unchecked, and no route it adds later is reachable through the proxy unchecked.`;
 
 const STDIO_HELP = `
 Example (an MCP client's server entry):

@@ -15,7 +15,7 @@ import {
   type Refusal,
   type TargetKind,
 } from './gates.js';
-import { type ForwardContext, forwardRequest, pathOnly, sendError, TargetHealth } from './http-forward.js';
+import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, formatDuration, timeoutPolicy } from './timeouts.js';
@@ -158,10 +158,15 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
   };
 }
 
+/** Methods passed through on the endpoint after the Host/Origin gate (an MCP server's stream, its session end). */
+const PASS_THROUGH_METHODS = new Set(['GET', 'DELETE']);
+
 /**
- * MCEC's gates, in its order (method, path, Host, Origin): true when the request may go on. Anything but POST
- * is passed through (MCEC answers 405). A POST to any path but the exact endpoint is refused here with
- * MCEC's own 404: MCEC normalizes paths, so forwarding it could run a call unchecked, unrecorded.
+ * The front door, for every method and path: true when the request may go on. Nothing but the endpoint is
+ * ever forwarded: another path is refused as the server would (MCEC checks the method first: 405 for
+ * anything but POST, 404 for a POST; another server: 404), since MCEC normalizes paths and any route it
+ * adds later must be gated and recorded here first. On the endpoint every method passes the Host/Origin
+ * gate; then POST goes on, GET and DELETE pass through, anything else gets 405.
  */
 function passesGates(
   req: http.IncomingMessage,
@@ -171,29 +176,41 @@ function passesGates(
   wire: WireRecording,
   kind: TargetKind,
 ): boolean {
-  const post = req.method === 'POST';
+  const method = req.method ?? '';
+  const post = method === 'POST';
   const { pathname } = settings.target;
-  const pathRejection = post ? endpointPathRejection(req.url, pathname) : null;
+  const refuse = (refusal: Refusal, detail: Record<string, unknown>) => {
+    sendRefusal(res, refusal);
+    wire.proxyError({ status: refusal.status, ...detail, method, path: pathOnly(req.url), server: kind });
+    req.resume();
+    return false;
+  };
+  const pathRejection = endpointPathRejection(req.url, pathname);
   if (pathRejection !== null) {
-    sendError(res, 404, `Not found: only POST ${pathname} is supported`, 'application/json');
-    wire.proxyError({ status: 404, reason: pathRejection, method: req.method, path: pathOnly(req.url) });
-    req.resume();
-    return false;
+    if (kind === 'mcec' && !post) return refuse(notAllowed(kind, pathname), { reason: 'method not POST' });
+    const refusal =
+      kind === 'mcec'
+        ? mcecRefusal(404, `Not found: only POST ${pathname} is supported`)
+        : mcpRefusal(404, -32000, 'Not found');
+    return refuse(refusal, { reason: pathRejection });
   }
-  const rejection = !post
-    ? null
-    : hostOriginRejection(
-        { host: req.headers.host, origin: req.headers.origin },
-        port,
-        settings.allowNonLoopback,
-      );
-  if (rejection !== null) {
-    sendRefusal(res, hostOriginRefusal(kind, rejection));
-    wire.proxyError({ status: 403, reason: rejection, server: kind });
-    req.resume();
-    return false;
+  const rejection = hostOriginRejection(
+    { host: req.headers.host, origin: req.headers.origin },
+    port,
+    settings.allowNonLoopback,
+  );
+  if (rejection !== null) return refuse(hostOriginRefusal(kind, rejection), { reason: rejection });
+  if (!post && !PASS_THROUGH_METHODS.has(method)) {
+    return refuse(notAllowed(kind, pathname), { reason: `method ${method} not allowed` });
   }
   return true;
+}
+
+/** 405 in the server's words: MCEC's, or the MCP SDK's (`Method not allowed.`). */
+function notAllowed(kind: TargetKind, pathname: string): Refusal {
+  return kind === 'mcec'
+    ? mcecRefusal(405, `Only POST ${pathname} is supported`)
+    : mcpRefusal(405, -32000, 'Method not allowed.');
 }
 
 /** Answer the client with a refusal's exact bytes. */

@@ -3,6 +3,7 @@
  * flight, 1 MiB) in front of MCEC; the MCP specification's (Origin validation, a configurable body limit) in
  * front of any other server, chosen by what its initialize answer says (or --server).
  */
+import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpProxyOptions, startHttpProxy } from '../../src/proxy/index.js';
 import { collectingRecorder, post, startServer, waitFor } from './helpers.js';
@@ -128,4 +129,115 @@ describe('HTTP proxy gates in front of another MCP server', () => {
       error: { message: 'Request body exceeds 2000 bytes' },
     });
   });
+});
+
+describe('HTTP proxy gates on every method and path (issue 32 #12)', () => {
+  /** A target that answers anything with 200 and keeps what reached it (method and request-target). */
+  async function witness() {
+    const reached: string[] = [];
+    const server = await startServer((req, res) => {
+      reached.push(`${req.method} ${req.url}`);
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end(`target saw ${req.method}`);
+      });
+    });
+    cleanups.push(server.close);
+    return { url: server.url, reached };
+  }
+
+  /** A request with its request-target as written (a URL would have its dot segments removed first). */
+  function rawPath(
+    url: string,
+    requestTarget: string,
+    method: string,
+  ): Promise<{ status: number; body: Buffer }> {
+    const u = new URL(url);
+    return new Promise((resolve, reject) => {
+      const req = http.request(
+        { host: u.hostname, port: u.port, path: requestTarget, method, agent: false },
+        (res) => {
+          const parts: Buffer[] = [];
+          res.on('data', (c: Buffer) => parts.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }));
+        },
+      );
+      req.on('error', reject);
+      req.end();
+    });
+  }
+
+  const EVIL_HOST = { Host: 'evil.example' };
+  const EVIL_ORIGIN = { Origin: 'https://evil.example' };
+
+  for (const kind of ['mcec', 'mcp'] as const) {
+    it(`${kind}: Host and Origin gate GET and DELETE too; only they pass through on the endpoint; other paths and methods are refused`, async () => {
+      const t = await witness();
+      const { proxy, recorder } = await proxyTo(t.url, { server: kind });
+      const forbidden = (status: number, body: Buffer) => [status, JSON.parse(body.toString())];
+      const hostText =
+        kind === 'mcec'
+          ? { error: 'Forbidden: Host must be a loopback authority' }
+          : { jsonrpc: '2.0', error: { code: -32000, message: 'Invalid Host header' }, id: null };
+      const originText =
+        kind === 'mcec'
+          ? { error: 'Forbidden: cross-origin requests are not allowed' }
+          : { jsonrpc: '2.0', error: { code: -32000, message: 'Invalid Origin header' }, id: null };
+      for (const method of ['GET', 'DELETE']) {
+        const a = await post(proxy.url, '', EVIL_HOST, method);
+        expect(forbidden(a.status, a.body), `${method} evil Host`).toEqual([403, hostText]);
+        const b = await post(proxy.url, '', EVIL_ORIGIN, method);
+        expect(forbidden(b.status, b.body), `${method} evil Origin`).toEqual([403, originText]);
+      }
+      expect(t.reached).toEqual([]);
+
+      // After the checks, GET and DELETE on the endpoint pass through (an MCP server's stream, its session end).
+      const get = await post(proxy.url, '', {}, 'GET');
+      expect([get.status, get.body.toString()]).toEqual([200, 'target saw GET']);
+      const del = await post(`${proxy.url}?x=1`, '', {}, 'DELETE');
+      expect([del.status, del.body.toString()]).toEqual([200, 'target saw DELETE']);
+      expect(t.reached).toEqual(['GET /mcp', 'DELETE /mcp?x=1']);
+
+      // Any other method on the endpoint, and any method on any other path: refused, never forwarded.
+      const methodText =
+        kind === 'mcec'
+          ? { error: 'Only POST /mcp is supported' }
+          : { jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed.' }, id: null };
+      for (const method of ['PUT', 'PATCH']) {
+        const a = await post(proxy.url, '{}', {}, method);
+        expect(forbidden(a.status, a.body), method).toEqual([405, methodText]);
+      }
+      const refusedPaths: Array<[string, string]> = [
+        ['GET', '/admin'],
+        ['GET', '/x/../admin'],
+        ['DELETE', '/sessions'],
+        ['PUT', '/anything'],
+        ['GET', '/mcp/'],
+        ['GET', '/./mcp'],
+      ];
+      for (const [method, p] of refusedPaths) {
+        const a = await rawPath(proxy.url, p, method);
+        // MCEC checks the method before the path: anything but POST is its 405; another server's is 404.
+        const expected =
+          kind === 'mcec'
+            ? [405, { error: 'Only POST /mcp is supported' }]
+            : [404, { jsonrpc: '2.0', error: { code: -32000, message: 'Not found' }, id: null }];
+        expect(forbidden(a.status, a.body), `${method} ${p}`).toEqual(expected);
+      }
+      expect(t.reached).toEqual(['GET /mcp', 'DELETE /mcp?x=1']);
+      // Every refusal is recorded, with its method and path.
+      const refusals = recorder.collected.events.filter((e) => e.kind === 'proxy-error');
+      expect(refusals.map((e) => e.detail.status)).toEqual([
+        403,
+        403,
+        403,
+        403,
+        405,
+        405,
+        ...refusedPaths.map(() => (kind === 'mcec' ? 405 : 404)),
+      ]);
+      expect(refusals.at(-1)!.detail).toMatchObject({ method: 'GET', path: '/./mcp', server: kind });
+    });
+  }
 });
