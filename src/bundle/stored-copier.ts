@@ -5,7 +5,6 @@
  * Copying them from the main thread instead waits for a turn of its event loop at every read and write.
  */
 import { Worker } from 'node:worker_threads';
-import zlib from 'node:zlib';
 
 /** One stored file to copy: its local header (CRC-32 left 0) goes at `offset`, its bytes right after it. */
 export interface CopyJob {
@@ -107,7 +106,6 @@ export class StoredCopier {
 
   /** A copier for `fd`, or null when stored files have to be copied on the main thread. */
   static open(fd: number): StoredCopier | null {
-    if (typeof (zlib as { crc32?: unknown }).crc32 !== 'function') return null;
     try {
       return new StoredCopier(fd);
     } catch {

@@ -477,7 +477,7 @@ class DataSink {
   /** Take `chunk` in; `reused`: it lies in a read buffer, so resolve only once it has been consumed. */
   async add(chunk: Buffer, reused = false): Promise<void> {
     if (chunk.length === 0) return;
-    this.crc = crc32(chunk, this.crc);
+    this.crc = zlib.crc32(chunk, this.crc);
     this.hash.update(chunk);
     this.size += chunk.length;
     if (!this.deflate) {
@@ -565,28 +565,6 @@ export function dosDateTime(date: Date): { date: number; time: number } {
   return {
     date: ((y - 1980) << 9) | ((date.getUTCMonth() + 1) << 5) | date.getUTCDate(),
     time: (date.getUTCHours() << 11) | (date.getUTCMinutes() << 5) | (date.getUTCSeconds() >> 1),
-  };
-}
-
-type Crc32 = (data: Buffer, value: number) => number;
-
-/** CRC-32 (zip's): zlib's native one (Node >= 20.15), else a table in JS. */
-const crc32: Crc32 =
-  typeof (zlib as { crc32?: Crc32 }).crc32 === 'function'
-    ? (zlib as unknown as { crc32: Crc32 }).crc32
-    : tableCrc32();
-
-function tableCrc32(): Crc32 {
-  const table = new Int32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    table[n] = c;
-  }
-  return (data, value) => {
-    let c = ~value;
-    for (let i = 0; i < data.length; i++) c = table[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
-    return ~c >>> 0;
   };
 }
 

@@ -53,8 +53,8 @@ async function readBack(file: string): Promise<Map<string, { data: Buffer; entry
   return out;
 }
 
-// Stored files are copied by a helper thread, or on the main thread (`copyThread: false`, and Node before
-// 20.15): every test of files runs both ways.
+// Stored files are copied by a helper thread, or on the main thread (`copyThread: false`, and where no thread
+// can start): every test of files runs both ways.
 describe.each([
   { way: 'stored files copied by the helper thread', copyThread: true },
   { way: 'stored files copied on the main thread', copyThread: false },
