@@ -38,7 +38,8 @@ async function recordAndKill(
   return { sessionId: child.ready.sessionId, done: doneOf(child.messages), killAt: child.killedAt };
 }
 
-describe('crash: SIGKILL while recording', () => {
+// A recording child, a kill, a summary and two built CLIs per test: seconds alone, more on a busy CI core.
+describe('crash: SIGKILL while recording', { timeout: 120_000 }, () => {
   const roots: string[] = [];
   afterAll(() => {
     for (const r of roots) removeRoot(r);
