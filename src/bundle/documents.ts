@@ -2,6 +2,7 @@
  * The JSON files of a bundle: session.json, environment.json and manifest.json. Field names follow the
  * existing MCEC evidence bundle (mcec-wire §6); every time in them comes from the log, never from "now".
  */
+import type { FailureFacts } from '../report/summary-facts.js';
 import type { SessionSummary } from '../report/types.js';
 import { isRecord } from '../util/json.js';
 import type { BundleMasking } from './masked-view.js';
@@ -27,15 +28,7 @@ export interface SessionJson {
   verdict: 'PASS' | 'FAIL';
   verdictReason: string;
   counts: SessionSummary['counts'];
-  failingCall: {
-    seq: number;
-    tool: string;
-    status: string;
-    code: string | null;
-    category: string | null;
-    detail: string | null;
-    recovery: string | null;
-  } | null;
+  failingCall: FailureFacts | null;
 }
 
 /** Build session.json from the summary; `artifacts` are the image paths inside the bundle. */

@@ -25,6 +25,17 @@ export const FULL_FACTS: FactLimits = {
   markdownChars: Number.MAX_SAFE_INTEGER,
 };
 
+/** A failed call as the JSON documents give it (show --json, get_summary, a bundle's session.json). */
+export interface FailureFacts {
+  seq: number;
+  tool: string;
+  status: string;
+  code: string | null;
+  category: string | null;
+  detail: string | null;
+  recovery: string | null;
+}
+
 /** `schema/summary.schema.json`. */
 export interface SummaryFacts {
   sessionId: string;
@@ -39,19 +50,9 @@ export interface SummaryFacts {
   durationMs: number | null;
   duration: string;
   counts: Record<string, number>;
-  failingCall: {
-    seq: number;
-    tool: string;
-    status: string;
-    code: string | null;
-    category: string | null;
-    detail: string | null;
-    recovery: string | null;
-    line: string;
-    args: string;
-    target: object | null;
-    targetLine: string | null;
-  } | null;
+  failingCall:
+    | (FailureFacts & { line: string; args: string; target: object | null; targetLine: string | null })
+    | null;
   lastGoodObservation: {
     seq: number;
     tool: string;
@@ -63,17 +64,7 @@ export interface SummaryFacts {
   } | null;
   lastImage: ImageDigest | null;
   suspectImage: ImageDigest | null;
-  failures: Array<{
-    seq: number;
-    tool: string;
-    status: string;
-    code: string | null;
-    category: string | null;
-    detail: string | null;
-    recovery: string | null;
-    line: string;
-    recovered: boolean;
-  }>;
+  failures: Array<FailureFacts & { line: string; recovered: boolean }>;
   failuresOmitted: number;
   warningsByCode: Array<{ code: string; count: number; example: string | null }>;
   steps: StepDigest[];
