@@ -161,7 +161,9 @@ export function decideVerdict(f: VerdictFacts): VerdictDecision {
       f.calls === 0
         ? 'no calls recorded'
         : f.failures === 0
-          ? `all ${f.calls} calls succeeded`
+          ? f.calls === 1
+            ? 'its one call succeeded'
+            : `all ${f.calls} calls succeeded`
           : `${f.recovered} of ${f.failures} failure${f.failures === 1 ? ' was' : 's were'} recovered by a later success of the same tool on the same target`,
     ];
   }

@@ -152,7 +152,7 @@ describe('failure-summary.md', () => {
     f.end();
     const text = await renderFailureSummary(await summarize(f));
     expect(text.split('\n')[0]).toBe('# save a file in Notepad; PASS');
-    expect(text).toContain('- Verdict: **PASS**: all 1 calls succeeded');
+    expect(text).toContain('- Verdict: **PASS**: its one call succeeded');
     expect(text).toContain('- Failing step: none');
     expect(text).not.toContain('## Failing call');
     expect(text).toContain('## Failures\n\nNone.');
