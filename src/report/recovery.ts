@@ -1,5 +1,5 @@
 /** What an agent or a triager should try next, per error category (mcec-wire §7). */
-import { isErrorCategory } from '../contract/read-tool-output.js';
+import { isErrorCategory, PLAIN_TOOL_ERROR } from '../contract/read-tool-output.js';
 import type { ErrorCategory } from '../contract/types.js';
 
 /** The next step for each category of the closed set (a new category fails the typecheck until it has one). */
@@ -24,6 +24,8 @@ export const RECOVERY_BY_CATEGORY: Readonly<Record<ErrorCategory, string>> = {
 
 /** The recovery step for a failure, or null when the category is unknown (codes narrow, categories decide). */
 export function recoveryFor(category: string | null | undefined, code?: string | null): string | null {
+  // A plain MCP server's failed result: its category is the recorder's stand-in; MCEC's advice does not apply.
+  if (code === PLAIN_TOOL_ERROR) return null;
   if (code === 'emergency-stopped') {
     return 'an operator latched the emergency stop: stop and tell the user; every call fails until it is released';
   }

@@ -1,4 +1,5 @@
 /** Render the summary through Handlebars templates into Markdown documents of at most 65,536 characters. */
+import { isPlainServer } from './server-kind.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -226,6 +227,8 @@ function viewFor(
     ...images,
     ...failingViews(s),
     title: oneLine(s.scenario ?? s.sessionId, 200),
+    // Another MCP server's run: no windows, displays, observations or envelopes are spoken of.
+    plainServer: isPlainServer(s.environment),
     warningsOmitted: total.warnings - keep.warnings,
     failingStep,
     unrecovered: s.counts.failures - s.counts.recovered,
@@ -248,16 +251,33 @@ function viewFor(
   };
 }
 
-/** "'Untitled - Notepad', call #4 capture": which window an image shows and which call made it. */
-export function imageTitle(image: ImageDigest): string {
-  const win = image.window ? `'${image.window}'` : 'window unknown';
-  return `${win}, call #${image.seq} ${image.tool}`;
+/**
+ * "'Untitled - Notepad', call #4 capture": which window an image shows and which call made it. Another MCP
+ * server's images show no window: only the call is named.
+ */
+export function imageTitle(image: ImageDigest, plainServer = false): string {
+  const place = imagePlace(image, plainServer);
+  return `${place ? `${place}, ` : ''}call #${image.seq} ${image.tool}`;
+}
+
+/** The window an image shows, quoted; 'window unknown' (MCEC) or null (another server) when the log does not say. */
+function imagePlace(image: ImageDigest, plainServer: boolean): string | null {
+  if (image.window) return `'${oneLine(image.window, 100)}'`;
+  return plainServer ? null : 'window unknown';
 }
 
 /** The images with their titles (window and call), and whether the last one and the failing call's are of one window. */
 function imageViews(s: SessionSummary) {
+  const plain = isPlainServer(s.environment);
   const titledImage = (image: ImageDigest | null | undefined) =>
-    image ? { ...image, title: imageTitle(image), alt: imageTitle(image).replace(/'/g, '') } : null;
+    image
+      ? {
+          ...image,
+          title: imageTitle(image, plain),
+          alt: imageTitle(image, plain).replace(/'/g, ''),
+          place: imagePlace(image, plain),
+        }
+      : null;
   return {
     lastImage: titledImage(s.lastImage),
     suspectImage: titledImage(s.suspectImage),

@@ -249,4 +249,42 @@ describe('the SDK client and server-everything through the proxies', () => {
     expect(recorded(sessionsDir).flatMap((s) => s.faults)).toEqual([]);
     expectTruthful(sessionsDir);
   }, 120_000);
+
+  it('a failed run of server-everything reads well: no window, display, envelope, observation or MCEC next step', async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
+    cleanups.push(() => proxy.close());
+    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
+    await client.callTool({ name: 'get-tiny-image', arguments: {} });
+    await client.callTool({ name: 'no-such-tool', arguments: {} });
+    await client.close();
+    await proxy.close();
+    await recorder.close();
+
+    const [session] = recorded(sessionsDir);
+    const bundle = (...args: string[]) =>
+      execFileSync(process.execPath, [MCEC_BUNDLE, ...args, session!.session.session_id, '-s', sessionsDir], {
+        encoding: 'utf8',
+      });
+    const summary = fs.readFileSync(bundle('summary').trim(), 'utf8');
+    const bugReport = bundle('issue-body');
+    const html = fs.readFileSync(bundle('report').trim(), 'utf8');
+    // report.html as a reader sees it: its text, without scripts and styles.
+    const page = html
+      .replace(/<(script|style)[^>]*>[\s\S]*?<\/\1>/g, ' ')
+      .replace(/<[^>]+>/g, ' ')
+      .replace(/&[a-z]+;|&#\d+;/g, ' ');
+    for (const text of [summary, bugReport, page]) {
+      expect(text).not.toMatch(
+        /window unknown|which window|Display|envelope|observation|Next step|next step/i,
+      );
+      expect(text).toMatch(/call #2 `?get-tiny-image/);
+      expect(text).toContain('no-such-tool');
+    }
+    expect(summary).toContain('failed with `tool-error`');
+    expect(bugReport).toContain('`no-such-tool` (call #3) succeeds and the scenario passes.\n');
+  }, 120_000);
 });

@@ -1,5 +1,6 @@
 /** The page around the timeline: verdict, counts, the failing call, the last good observation, the two images. */
 
+import { isPlainServer } from '../server-kind.js';
 import { sameWindowImages } from '../summary.js';
 import { targetFacts } from '../target.js';
 import { clip, formatBytes, oneLine } from '../text.js';
@@ -93,6 +94,8 @@ export function pageContext(summary: SessionSummary, inputs: PageInputs): Record
     endedAt: summary.endedAt,
     duration: summary.duration,
     environmentLine: environmentLine(summary.environment),
+    // Another MCP server's run: no windows, observations or envelopes are spoken of.
+    plainServer: isPlainServer(summary.environment),
     counts: summary.counts,
     countsList: countsList(summary.counts),
     ...callsView(summary, inputs.hb),
@@ -163,12 +166,14 @@ function imagesView(
   summary: SessionSummary,
   inputs: PageInputs,
 ): { figures: unknown[]; beforeAfter: boolean; imagesTitle: string } {
+  const plain = isPlainServer(summary.environment);
   const figure = (image: ImageDigest | null, title: string, cls: string, missing: string) => {
     const ref = image ? imageRef(inputs.dir, image.artifact, inputs.artifactBase) : null;
     const thumb = ref ? inputs.plan.thumbs.get(ref.key) : undefined;
     // Which window it shows and which call made it, so two images are never taken for one window's.
+    const place = image?.window ? `'${image.window}'` : plain ? null : 'window unknown';
     const caption = image
-      ? `${image.window ? `'${image.window}'` : 'window unknown'} · call #${image.seq} ${image.tool} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
+      ? `${place ? `${place} · ` : ''}call #${image.seq} ${image.tool} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
       : '';
     const note = !ref ? missing : (inputs.plan.failed.get(ref.key) ?? `open ${ref.name}`);
     return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };

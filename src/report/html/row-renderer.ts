@@ -106,7 +106,7 @@ export class RowRenderer {
     private readonly tpl: ReportTemplate,
     private readonly facts: CallFacts,
     private readonly where: { dir: string; artifactBase: string },
-    private readonly special: { failingSeq: number | null; lastGoodSeq: number | null },
+    private readonly special: { failingSeq: number | null; lastGoodSeq: number | null; plainServer?: boolean },
   ) {}
 
   /** The thumbnails made (or not): rows rendered from now on say so. */
@@ -126,6 +126,7 @@ export class RowRenderer {
         recovered: facts.recoveredSeqs.has(row.seq),
         isFailing: row.seq === special.failingSeq,
         isLastGood: row.seq === special.lastGoodSeq,
+        plainServer: special.plainServer === true,
         warnings: facts.warningsBySeq.get(row.seq) ?? [],
         thumbs,
         images: this.imagesOf(row.seq, thumbs),

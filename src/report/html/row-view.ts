@@ -60,6 +60,8 @@ export interface RowInput {
   recovered: boolean;
   isFailing: boolean;
   isLastGood: boolean;
+  /** The session is of another MCP server: its calls carry no envelope. */
+  plainServer?: boolean;
   warnings: Array<{ code: string; detail: string }>;
   thumbs: RowThumb[];
   images: RowImage[];
@@ -109,7 +111,8 @@ export function rowContext(
       blocks.push({ title, html: textHtml(hb, pretty.text), note });
     };
     add('Arguments', row.args, Math.floor(allowance * 0.3));
-    add('Envelope', row.envelope, left);
+    // Another MCP server sent no envelope: the stored one is the recorder's reading; its result is the response.
+    if (!input.plainServer) add('Envelope', row.envelope, left);
     if (row.response != null && left >= MIN_BODY_CHARS) {
       add(`Response (${oneLine(row.output_kind ?? 'transport', 40)} shape)`, row.response, left);
     }
