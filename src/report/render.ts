@@ -1,5 +1,5 @@
 /** Render the summary through Handlebars templates into Markdown documents of at most 65,536 characters. */
-import { isPlainServer } from './server-kind.js';
+
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { type HandlebarsApi, lazyHandlebars } from './handlebars.js';
 import { registerHelpers } from './helpers.js';
 import { MARKDOWN_COMPILE_OPTIONS, type PrecompiledTemplate, templateDigest } from './precompile.js';
 import { PRECOMPILED_TEMPLATES } from './precompiled-templates.js';
+import { isPlainServer } from './server-kind.js';
 import { sameWindowImages } from './summary.js';
 import { targetFacts } from './target.js';
 import { clip, oneLine } from './text.js';

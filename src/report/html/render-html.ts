@@ -3,13 +3,14 @@
  * is planned first (what each row shows within the size cap, the thumbnails, the page around the rows), then
  * written: either whole, or streamed row by row, each row rendered again from the log (the same bytes).
  */
-import { isPlainServer } from '../server-kind.js';
+
 import { randomBytes } from 'node:crypto';
 import { safeRelativePath } from '../../paths/naming.js';
 import type { CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { PlayerCollector, type PlayerModel } from '../player/model.js';
 import { playerView } from '../player/player-view.js';
+import { isPlainServer } from '../server-kind.js';
 import { escapeFormatChars } from '../text.js';
 import type { SessionSummary } from '../types.js';
 import { applyCsp } from './csp.js';
@@ -166,7 +167,10 @@ export async function renderReportHtmlParts(
   const facts = readCallFacts(reader, settings.artifactBase);
   const seqs = specialSeqs(summary);
   const where = { dir: reader.dir, artifactBase: settings.artifactBase };
-  const rows = new RowRenderer(tpl, facts, where, { ...seqs, plainServer: isPlainServer(summary.environment) });
+  const rows = new RowRenderer(tpl, facts, where, {
+    ...seqs,
+    plainServer: isPlainServer(summary.environment),
+  });
   const special = Math.min(BODY_LIMITS.special, Math.floor(settings.maxBytes / 40));
 
   // Thumbnails are made (or read) meanwhile, within what the bare rows are expected to leave.

@@ -106,7 +106,11 @@ export class RowRenderer {
     private readonly tpl: ReportTemplate,
     private readonly facts: CallFacts,
     private readonly where: { dir: string; artifactBase: string },
-    private readonly special: { failingSeq: number | null; lastGoodSeq: number | null; plainServer?: boolean },
+    private readonly special: {
+      failingSeq: number | null;
+      lastGoodSeq: number | null;
+      plainServer?: boolean;
+    },
   ) {}
 
   /** The thumbnails made (or not): rows rendered from now on say so. */
