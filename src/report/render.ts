@@ -262,8 +262,8 @@ export function imageTitle(image: ImageDigest, plainServer = false): string {
 }
 
 /** The window an image shows, quoted; 'window unknown' (MCEC) or null (another server) when the log does not say. */
-function imagePlace(image: ImageDigest, plainServer: boolean): string | null {
-  if (image.window) return `'${oneLine(image.window, 100)}'`;
+function imagePlace(image: ImageDigest, plainServer: boolean, max = Number.POSITIVE_INFINITY): string | null {
+  if (image.window) return `'${Number.isFinite(max) ? oneLine(image.window, max) : image.window}'`;
   return plainServer ? null : 'window unknown';
 }
 
@@ -276,7 +276,7 @@ function imageViews(s: SessionSummary) {
           ...image,
           title: imageTitle(image, plain),
           alt: imageTitle(image, plain).replace(/'/g, ''),
-          place: imagePlace(image, plain),
+          place: imagePlace(image, plain, 100),
         }
       : null;
   return {
