@@ -24,7 +24,7 @@ export const figure: Figure = {
   id: 'mcp',
   title: 'mcec-bundle mcp: list_sessions over 10,000 sessions, SDK client round trips over stdio',
   async run(ctx) {
-    // Quick runs have 50 s in all: a fleet of 200 is what this loaded machine writes and indexes in time.
+    // A quick run checks the harness in seconds: a fleet of 200 is written and indexed fast even on a busy core.
     const big = ctx.quick ? 200 : 10_000;
     const rounds = ctx.quick ? 5 : 30;
     const root = scratch(ctx.tmp);

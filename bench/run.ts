@@ -146,7 +146,8 @@ async function main(): Promise<void> {
   const figures: FigureResult[] = [];
   for (const f of selected) {
     log(`${f.id}: running${args.quick ? ' (quick)' : ''}`);
-    const result = await runFigure(f.id, args.quick, args.quick ? 50_000 : (f.timeoutMs ?? 600_000));
+    // A quick figure takes seconds on a quiet machine; the limit only catches a hang, on a busy CI core too.
+    const result = await runFigure(f.id, args.quick, args.quick ? 180_000 : (f.timeoutMs ?? 600_000));
     figures.push(result);
     if (result.error) log(`${f.id}: ERROR ${result.error}`);
     for (const r of result.rows) {
