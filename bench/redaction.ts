@@ -1,12 +1,18 @@
 /**
  * Redaction cost with 1 and with 1,000 remembered secrets: the same envelopes redacted by two redactors in
- * the same run, arms alternated, medians. Matching runs one Aho-Corasick pass over each string, so the
- * ratio should stay near 1 (before: ~15x, every string scanned once per secret).
+ * the same run, arms alternated. The budgets compare each arm's fastest round: on a shared machine other
+ * work only ever adds time, so the fastest of many short rounds is the cost least disturbed by it (medians
+ * of a few rounds swung from 1.0x to 1.48x between runs under a load of 11 on 2 cores). Matching runs one
+ * Aho-Corasick pass over each string, so the ratio should stay near 1 (before: ~15x, every string scanned
+ * once per secret).
  */
 import { randomBytes } from 'node:crypto';
 import { createRedactor, type Redactor } from '../src/redact/index.js';
 import { alternate, fmtMs, median, nowMs, round } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
+
+/** The fastest round: the cost least disturbed by other work on the machine. */
+const fastest = (values: readonly number[]) => Math.min(...values);
 
 /** A `windows` answer and a failure with a long detail: the strings a recorder redacts on every call. */
 function envelopes(): unknown[] {
@@ -59,8 +65,8 @@ export const figure: Figure = {
   id: 'redaction',
   title: 'Redaction cost with 1 and 1,000 remembered secrets',
   async run(ctx) {
-    const rounds = ctx.quick ? 6 : 20;
-    const perRound = ctx.quick ? 200 : 1000;
+    const rounds = ctx.quick ? 16 : 40;
+    const perRound = ctx.quick ? 100 : 500;
     const one = redactorWith(1);
     const many = redactorWith(1000);
     const random = redactorWith(1000, true);
@@ -88,13 +94,13 @@ export const figure: Figure = {
       many: perCall(many),
       random: perCall(random),
     });
-    const texts = await alternate(Math.max(4, Math.floor(rounds / 2)), {
+    const texts = await alternate(rounds, {
       one: perText(one),
       many: perText(many),
       random: perText(random),
     });
-    const cRandom = median(calls.random);
-    const tRandom = median(texts.random);
+    const cRandom = fastest(calls.random);
+    const tRandom = fastest(texts.random);
     // A new password on every call (learned from arguments) while 1,000 are remembered.
     const learner = redactorWith(1000, true);
     const learnRounds = ctx.quick ? 100 : 500;
@@ -107,10 +113,10 @@ export const figure: Figure = {
     }
     const learnMs = learnTimes.reduce((a, b) => a + b, 0) / learnRounds;
     const learnWorst = Math.max(...learnTimes);
-    const c1 = median(calls.one);
-    const c1000 = median(calls.many);
-    const t1 = median(texts.one);
-    const t1000 = median(texts.many);
+    const c1 = fastest(calls.one);
+    const c1000 = fastest(calls.many);
+    const t1 = fastest(texts.one);
+    const t1000 = fastest(texts.many);
 
     // A hostile server teaching a new token=... value on every call: the output pool's automaton is rebuilt.
     const flood = redactorWith(1000);
@@ -158,7 +164,7 @@ export const figure: Figure = {
         ratio: round(c1000 / c1, 3),
         holds: c1000 / c1 <= 1.5,
         notes: [
-          `${rounds} rounds x ${perRound} x ${envs.length} envelopes per arm, arms alternated; medians. Secrets learned from arguments (16-24 chars each, every encoded form searched).`,
+          `${rounds} rounds x ${perRound} x ${envs.length} envelopes per arm, arms alternated; each arm's fastest round (medians: ${fmtMs(median(calls.many))} vs ${fmtMs(median(calls.one))}). Secrets learned from arguments (16-24 chars each, every encoded form searched).`,
         ],
         data: {
           oneUs: calls.one.map((v) => round(v * 1000, 3)),
@@ -173,7 +179,7 @@ export const figure: Figure = {
         ratio: round(t1000 / t1, 3),
         holds: t1000 / t1 <= 1.5,
         notes: [
-          'One pass of each automaton over the string, plus the inline scans (assignments, URLs, token formats).',
+          `One pass of each automaton over the string, plus the inline scans (assignments, URLs, token formats). ${rounds} rounds per arm, each arm's fastest (medians: ${fmtMs(median(texts.many))} vs ${fmtMs(median(texts.one))}).`,
         ],
         data: { oneMs: texts.one.map((v) => round(v, 3)), manyMs: texts.many.map((v) => round(v, 3)) },
       },
@@ -184,7 +190,9 @@ export const figure: Figure = {
         baseline: `${fmtMs(c1)} with 1 secret`,
         ratio: round(cRandom / c1, 3),
         holds: cRandom / c1 <= 1.5,
-        notes: ['The same envelopes; each secret 20 random base64url characters (no shared prefix).'],
+        notes: [
+          'The same envelopes; each secret 20 random base64url characters (no shared prefix), a fresh set each run: the cost depends on the set (how often ordinary text walks two or three units into the automaton), so this ratio moves between runs more than the others.',
+        ],
         data: { randomUs: calls.random.map((v) => round(v * 1000, 3)) },
       },
       {
