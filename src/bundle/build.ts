@@ -21,6 +21,7 @@ import type { SessionSummary, Verdict } from '../report/types.js';
 import { moveIntoPlace, tempNameFor } from '../report/write-atomic.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
+import { expectNumber, expectOptions, expectPath, expectString } from '../util/expect.js';
 import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
 import { bundleDb } from './db-snapshot.js';
 import {
@@ -154,6 +155,11 @@ interface BundlePlan {
 
 /** Build the bug bundle of the session in `sessionDir`. */
 export async function buildBundle(sessionDir: string, options: BundleOptions = {}): Promise<BundleResult> {
+  expectPath(sessionDir, 'sessionDir');
+  const o = expectOptions(options);
+  expectString(o.output, 'options.output', { nonEmpty: true });
+  expectNumber(o.maxBytes, 'options.maxBytes', { min: 1 });
+  expectString(o.templatesDir, 'options.templatesDir', { nonEmpty: true });
   const dir = path.resolve(sessionDir);
   if (!fs.existsSync(path.join(dir, LOG_FILE))) throw new Error(`${dir}: not a session dir (no ${LOG_FILE})`);
   const { maxBytes } = options;

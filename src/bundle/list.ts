@@ -6,6 +6,7 @@ import path from 'node:path';
 import { withCatalog } from '../report/catalog.js';
 import type { Verdict } from '../report/types.js';
 import type { CatalogSession } from '../store/catalog.js';
+import { expectOptions, expectPath } from '../util/expect.js';
 
 /** One line of `mcec-bundle list` (`schema/session-listing.schema.json`): a catalog row. */
 export interface SessionListing {
@@ -83,6 +84,8 @@ export async function listSessionSummaries(
   sessionsDir: string,
   options: ListOptions = {},
 ): Promise<SessionListing[]> {
+  expectPath(sessionsDir, 'sessionsDir');
+  expectOptions(options);
   const rows: CatalogSession[] = await withCatalog(
     sessionsDir,
     ({ catalog, warning }) => {

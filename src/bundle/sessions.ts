@@ -16,9 +16,11 @@ import { writeFileAtomic } from '../report/write-atomic.js';
 import { appendSessionEvent } from '../store/append-event.js';
 import { Catalog, type CatalogSession, touchCatalogSession } from '../store/catalog.js';
 import { type SessionLocation, SessionReader } from '../store/session-reader.js';
+import { expectNumber, expectObject, expectOptions, expectPath, expectString } from '../util/expect.js';
 
 /** Summarize one session (opens and closes its log). */
 export async function summarizeSession(dir: string): Promise<SessionSummary> {
+  expectPath(dir, 'dir');
   const reader = SessionReader.open(dir);
   try {
     return await buildSummary(reader);
@@ -32,6 +34,7 @@ export async function writeFailureSummary(
   dir: string,
   options: { templatesDir?: string } = {},
 ): Promise<string> {
+  checkDirAndTemplates(dir, options);
   const summary = await summarizeSession(dir);
   const text = await renderFailureSummary(summary, options);
   const file = path.join(dir, 'failure-summary.md');
@@ -44,6 +47,7 @@ export async function failureSummaryText(
   dir: string,
   options: { templatesDir?: string } = {},
 ): Promise<string> {
+  checkDirAndTemplates(dir, options);
   return renderFailureSummary(await summarizeSession(dir), options);
 }
 
@@ -58,6 +62,7 @@ export async function failureSummaryFacts(
 
 /** The bug-report body as Markdown (ends with the name of the zip to attach). */
 export async function bugReportText(dir: string, options: { templatesDir?: string } = {}): Promise<string> {
+  checkDirAndTemplates(dir, options);
   const summary = await summarizeSession(dir);
   return renderBugReport(summary, { ...options, bundleName: `${summary.dirName}.zip` });
 }
@@ -85,6 +90,7 @@ export async function declareVerdict(
   dir: string,
   declared: { passed: boolean; reason?: string | null; via?: 'cli' | 'recorder' | 'notification' },
 ): Promise<DeclaredVerdictResult> {
+  expectPath(dir, 'dir');
   if (typeof declared?.passed !== 'boolean') throw new TypeError('passed must be true or false');
   const detail: Record<string, unknown> = { passed: declared.passed, via: declared.via ?? 'cli' };
   let reason: string | null = null;
@@ -150,6 +156,11 @@ export interface PruneOptions {
  * and its WAL), anything outside `sessionsDir`, or anything that is a symlink.
  */
 export async function pruneSessions(sessionsDir: string, options: PruneOptions): Promise<PrunedSession[]> {
+  expectPath(sessionsDir, 'sessionsDir');
+  expectObject(options, 'options');
+  if (options.olderThanMs === undefined) throw new TypeError('Expected options.olderThanMs to be a number');
+  expectNumber(options.olderThanMs, 'options.olderThanMs', { min: 0 });
+  expectNumber(options.recentMs, 'options.recentMs');
   const now = (options.now ?? new Date()).getTime();
   const cutoff = now - options.olderThanMs;
   const recentMs = Math.max(0, options.recentMs ?? DEFAULT_PRUNE_RECENT_MS);
@@ -280,4 +291,10 @@ function isRegularFile(p: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A session dir and `{templatesDir}`, checked at the boundary (TypeError/RangeError naming the argument). */
+function checkDirAndTemplates(dir: unknown, options: unknown): void {
+  expectPath(dir, 'dir');
+  expectString(expectOptions(options).templatesDir, 'options.templatesDir', { nonEmpty: true });
 }

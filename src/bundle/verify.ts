@@ -12,6 +12,7 @@ import type { Entry, ZipFile } from 'yauzl';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { escapeFormatChars } from '../report/text.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
+import { expectNumber, expectOptions, expectPath } from '../util/expect.js';
 import { isRecord } from '../util/json.js';
 import { makeTempDir } from '../util/temp-files.js';
 import { Base64RunScanner } from './scrub.js';
@@ -102,6 +103,9 @@ interface Listed {
  * count caps.
  */
 export async function verifyBundle(zipPath: string, options: VerifyOptions = {}): Promise<VerifyResult> {
+  expectPath(zipPath, 'zipPath');
+  const o = expectOptions(options);
+  for (const key of Object.keys(VERIFY_DEFAULTS)) expectNumber(o[key], `options.${key}`, { min: 0 });
   const caps = { ...VERIFY_DEFAULTS, ...definedOnly(options) };
   const problems: string[] = [];
   const add = (p: string) => {

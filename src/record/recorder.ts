@@ -36,6 +36,7 @@ import { FailureLedger } from './failure-ledger.js';
 import { type Job, runJob } from './jobs.js';
 import { type LiveExportHook, openLiveExport } from './live-export.js';
 import { CaptureMasking } from './masking.js';
+import { checkRecorderOptions } from './options.js';
 import { type OutputShape, quickOutcome, thrownMessage } from './outcome.js';
 import { RecordQueue } from './record-queue.js';
 import { routingArgument } from './routing.js';
@@ -47,6 +48,7 @@ import type {
   ExchangeMeta,
   PendingExchange,
   Recorder,
+  RecorderFaults,
   RecorderOptions,
   RecordStage,
   SessionInfo,
@@ -109,7 +111,11 @@ class RecorderImpl implements Recorder {
   /** Ended sessions' catalog rows, touched without waiting for the catalog's lock. */
   private readonly catalogTouches: CatalogTouches;
 
-  constructor(options: RecorderOptions, clock: Clock) {
+  constructor(
+    options: RecorderOptions,
+    clock: Clock,
+    private readonly faults: RecorderFaults | undefined,
+  ) {
     this.options = options;
     this.clock = clock;
     this.sessionsDir = resolveSessionsDir(options.sessionsDir);
@@ -136,7 +142,7 @@ class RecorderImpl implements Recorder {
       maxArtifactBytes: options.limits?.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES,
       clock,
       logPool: new LogPool(options.maxOpenLogs ?? logPoolSizeForProcess((line) => this.ledger.notice(line))),
-      faults: options.faults,
+      faults,
       ledger: this.ledger,
       scrubText,
       observationTools: this.observationTools,
@@ -366,7 +372,7 @@ class RecorderImpl implements Recorder {
 
   /** Run one stage (sync or async); a throw is tagged with the stage's name for the record-failure event. */
   private stage<T>(name: RecordStage, fn: () => T): T {
-    return inStage(name, this.options.faults?.beforeStage, fn);
+    return inStage(name, this.faults?.beforeStage, fn);
   }
 
   // ---------------------------------------------------------------- the rest of the API
@@ -464,15 +470,23 @@ class RecorderImpl implements Recorder {
   }
 }
 
-/** Create a recorder (see RecorderOptions for the defaults). */
+/**
+ * Create a recorder (see RecorderOptions for the defaults). Bad options throw at once: a TypeError for a
+ * wrong type, a RangeError for a value out of range, naming the option (`checkRecorderOptions`).
+ */
 export function createRecorder(options: RecorderOptions = {}): Recorder {
-  return new RecorderImpl(options, systemClock);
+  return new RecorderImpl(checkRecorderOptions(options), systemClock, undefined);
 }
 
 /**
- * createRecorder on given clocks: tests move an AdvancingClock past a retry interval instead of sleeping through
- * it, or start its wall clock on a fixture date. Not part of the package's API (index.ts does not export it).
+ * createRecorder on given clocks and faults (test seams): tests move an AdvancingClock past a retry interval
+ * instead of sleeping through it, or start its wall clock on a fixture date, and inject faults into stages.
+ * Not part of the package's API (index.ts does not export it).
  */
-export function createRecorderOnClock(options: RecorderOptions, clock: Clock): Recorder {
-  return new RecorderImpl(options, clock);
+export function createRecorderOnClock(
+  options: RecorderOptions,
+  clock: Clock = systemClock,
+  faults?: RecorderFaults,
+): Recorder {
+  return new RecorderImpl(checkRecorderOptions(options), clock, faults);
 }

@@ -26,7 +26,7 @@ import type { CommitPass } from './record-queue.js';
 import { answersInDefaultSession, isPreRoutingRefusal } from './routing.js';
 import { RecordedSession, type SessionVia } from './session.js';
 import { isoTime, saneServerTime } from './time.js';
-import type { RecorderOptions } from './types.js';
+import type { RecorderFaults } from './types.js';
 import { escapeId } from './values.js';
 
 /** How long a log that would not open waits before the next attempt. */
@@ -46,7 +46,8 @@ export interface RegistryOptions {
   maxArtifactBytes: number;
   clock: Clock;
   logPool: LogPool;
-  faults: RecorderOptions['faults'];
+  /** The test seam (`createRecorderOnClock`); undefined in production. */
+  faults: RecorderFaults | undefined;
   ledger: FailureLedger;
   scrubText: (text: string) => string;
   /** The recorder's observation tools, saved in each session's environment (the report reads them). */

@@ -116,12 +116,16 @@ export interface RecorderOptions {
    * recently used log is closed and reopened on its next write; an ended session's log closes at once.
    */
   maxOpenLogs?: number;
-  /**
-   * Test seam for fault injection (not for production use): `beforeStage` runs before each recording stage
-   * and may throw to simulate a bug there; `sqlitePragmas` run on every log opened (e.g. `max_page_count = 8`
-   * makes the disk "full" for SQLite).
-   */
-  faults?: { beforeStage?: (stage: RecordStage) => void; sqlitePragmas?: string[] };
+}
+
+/**
+ * Test seam for fault injection, not part of the package's options (`createRecorderOnClock` takes it):
+ * `beforeStage` runs before each recording stage and may throw to simulate a bug there; `sqlitePragmas` run
+ * on every log opened (e.g. `max_page_count = 8` makes the disk "full" for SQLite).
+ */
+export interface RecorderFaults {
+  beforeStage?: (stage: RecordStage) => void;
+  sqlitePragmas?: string[];
 }
 
 /** A session's live counts: the shared ones plus failures (failed and faulted calls). */

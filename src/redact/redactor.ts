@@ -22,6 +22,16 @@ export {
   type SecretSource,
 } from './secret-store.js';
 
+import {
+  expectArray,
+  expectBoolean,
+  expectNumber,
+  expectOptions,
+  expectRegExp,
+  expectStringItem,
+  expectStringOrRegExp,
+} from '../util/expect.js';
+
 /** What replaces a secret. */
 export const REDACTED = '[redacted]';
 /** What replaces a value nested deeper than `maxDepth`. */
@@ -515,5 +525,12 @@ class SecretRedactor implements Redactor {
 
 /** A redactor for one recorder: secret keys (defaults + `options.keys`), patterns and remembered values. */
 export function createRedactor(options: RedactOptions = {}): Redactor {
+  const o = expectOptions(options);
+  expectArray(o.keys, 'options.keys', expectStringOrRegExp);
+  expectArray(o.patterns, 'options.patterns', expectRegExp);
+  expectArray(o.secrets, 'options.secrets', expectStringItem);
+  expectBoolean(o.keepTypedText, 'options.keepTypedText');
+  expectNumber(o.maxDepth, 'options.maxDepth', { min: 1, integer: true });
+  expectBoolean(o.inlineSecrets, 'options.inlineSecrets');
   return new SecretRedactor(options);
 }

@@ -4,6 +4,16 @@ import { type HttpListener, listenHttp } from '../sim/http.js';
 import type { JsonRpcResponse } from '../sim/json-rpc.js';
 import type { CallToolResult } from '../sim/server.js';
 import { serveStdio } from '../sim/stdio.js';
+import {
+  expectArray,
+  expectBoolean,
+  expectNumber,
+  expectObject,
+  expectOneOf,
+  expectOptions,
+  expectPath,
+  expectString,
+} from '../util/expect.js';
 import { type Injection, parseInjection } from './injector.js';
 import type { ReplayOrder } from './matcher.js';
 import { loadRecording } from './recording.js';
@@ -71,6 +81,7 @@ export async function replaySession(
   source: string,
   options: ReplaySessionOptions = {},
 ): Promise<ReplayHandle> {
+  checkReplayArguments(source, options);
   const inject = (options.inject ?? []).map((r) => (typeof r === 'string' ? parseInjection(r) : r));
   const loaded = await openReplaySource(
     source,
@@ -130,4 +141,24 @@ export async function replaySession(
     loaded.cleanup();
     throw e;
   }
+}
+
+/** replaySession's arguments, checked: a TypeError for a wrong type, a RangeError out of range, naming it. */
+function checkReplayArguments(source: unknown, options: unknown): void {
+  expectPath(source, 'source');
+  const o = expectOptions(options);
+  expectString(o.sessionsDir, 'options.sessionsDir', { nonEmpty: true });
+  expectOneOf(o.order, 'options.order', ['any', 'strict']);
+  expectBoolean(o.lockdown, 'options.lockdown');
+  expectNumber(o.speed, 'options.speed', { min: 0 });
+  expectNumber(o.tolerance, 'options.tolerance', { min: 0 });
+  expectArray(o.inject, 'options.inject', (v, name) => {
+    if (typeof v !== 'string') expectObject(v, name);
+  });
+  if (o.http === undefined || o.http === false) return;
+  expectObject(o.http, 'options.http');
+  expectString(o.http.host, 'options.http.host', { nonEmpty: true });
+  expectNumber(o.http.port, 'options.http.port', { min: 0, max: 65535, integer: true });
+  expectString(o.http.token, 'options.http.token');
+  expectNumber(o.http.bodyTimeoutMs, 'options.http.bodyTimeoutMs', { min: 0 });
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LOG_FILE } from '../../src/paths/naming.js';
-import { AdvancingClock } from '../../src/record/clock.js';
+import { AdvancingClock, systemClock } from '../../src/record/clock.js';
 import { createRecorder, type RecordStage } from '../../src/record/index.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
 import { SessionReader } from '../../src/store/session-reader.js';
@@ -161,10 +161,8 @@ describe('recording never breaks a call', () => {
 
   it('a full disk: calls return, the loss is counted, stderr hears about it once', async () => {
     const lines: string[] = [];
-    const recorder = createRecorder({
-      sessionsDir: root,
-      stderr: (l) => lines.push(l),
-      faults: { sqlitePragmas: ['max_page_count = 25'] },
+    const recorder = createRecorderOnClock({ sessionsDir: root, stderr: (l) => lines.push(l) }, systemClock, {
+      sqlitePragmas: ['max_page_count = 25'],
     });
     const payload = 'y'.repeat(2000);
     const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
@@ -190,13 +188,9 @@ describe('recording never breaks a call', () => {
   it('a bug in a stage: the call returns as dispatched, the row keeps its metadata, the failure is an event', async () => {
     const lines: string[] = [];
     let broken: RecordStage | undefined;
-    const recorder = createRecorder({
-      sessionsDir: root,
-      stderr: (l) => lines.push(l),
-      faults: {
-        beforeStage: (stage) => {
-          if (stage === broken) throw new Error(`injected ${stage} bug`);
-        },
+    const recorder = createRecorderOnClock({ sessionsDir: root, stderr: (l) => lines.push(l) }, systemClock, {
+      beforeStage: (stage) => {
+        if (stage === broken) throw new Error(`injected ${stage} bug`);
       },
     });
     const { out, png } = await captureOutput([30, 30, 160]);

@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { AdvancingClock } from '../../src/record/clock.js';
 import { createRecorder, type Dispatch, type Recorder } from '../../src/record/index.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
+import type { RecorderFaults } from '../../src/record/types.js';
 import { renderFailureSummary } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary } from '../../src/report/types.js';
@@ -34,13 +35,17 @@ afterAll(() => {
   for (const r of roots) removeRoot(r);
 });
 
-function setup(options: Parameters<typeof createRecorder>[0] = {}) {
+function setup(options: Parameters<typeof createRecorder>[0] = {}, faults?: RecorderFaults) {
   const { root, sessionsDir } = tempRoot();
   roots.push(root);
   const notices: string[] = [];
   // The recorder's retry deadlines read this clock: a test moves it past an interval instead of sleeping.
   const clock = new AdvancingClock();
-  const recorder = createRecorderOnClock({ sessionsDir, stderr: (l) => notices.push(l), ...options }, clock);
+  const recorder = createRecorderOnClock(
+    { sessionsDir, stderr: (l) => notices.push(l), ...options },
+    clock,
+    faults,
+  );
   const returned: Array<{ sent: unknown; got: unknown }> = [];
   let delayMs = 0;
   const dispatch: Dispatch = async (tool, args) => {
@@ -232,7 +237,7 @@ describe('faults: every call returns, every loss is counted and shown', () => {
   });
 
   it('SQLite runs out of pages (the max_page_count seam): calls return, the loss is counted', async () => {
-    const t = setup({ faults: { sqlitePragmas: ['max_page_count = 12'] } });
+    const t = setup({}, { sqlitePragmas: ['max_page_count = 12'] });
     await t.calls(300);
     await t.recorder.flush();
     const id = t.recorder.defaultSessionId;

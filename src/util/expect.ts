@@ -1,0 +1,88 @@
+/**
+ * Checks at the public boundary, in the style of better-sqlite3: a wrong type is a TypeError, a value of the
+ * right type out of its range a RangeError, each naming the exact option (`Expected options.sessionsDir to be
+ * a string`). An absent option (undefined) is always allowed: its default applies.
+ */
+
+/** `value` must be a plain object (not null, not an array). */
+export function expectObject(value: unknown, name: string): asserts value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new TypeError(`Expected ${name} to be an object`);
+}
+
+/** An options argument: undefined (the defaults) or an object. */
+export function expectOptions(value: unknown, name = 'options'): Record<string, unknown> {
+  if (value === undefined) return {};
+  expectObject(value, name);
+  return value;
+}
+
+export function expectString(value: unknown, name: string, { nonEmpty = false } = {}): void {
+  if (value === undefined) return;
+  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
+  if (nonEmpty && value.trim() === '') throw new RangeError(`Expected ${name} to be a non-empty string`);
+}
+
+export function expectBoolean(value: unknown, name: string): void {
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new TypeError(`Expected ${name} to be a boolean`);
+}
+
+export function expectFunction(value: unknown, name: string): void {
+  if (value !== undefined && typeof value !== 'function')
+    throw new TypeError(`Expected ${name} to be a function`);
+}
+
+/** A finite number at least `min` (and at most `max`); `integer` requires a whole number. */
+export function expectNumber(
+  value: unknown,
+  name: string,
+  { min = Number.NEGATIVE_INFINITY, max = Number.POSITIVE_INFINITY, integer = false } = {},
+): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || Number.isNaN(value))
+    throw new TypeError(`Expected ${name} to be a number`);
+  const what = integer ? 'an integer' : 'a finite number';
+  if (!Number.isFinite(value) || (integer && !Number.isInteger(value)))
+    throw new RangeError(`Expected ${name} to be ${what}`);
+  if (value < min || value > max) {
+    const range = max === Number.POSITIVE_INFINITY ? `at least ${min}` : `between ${min} and ${max}`;
+    throw new RangeError(`Expected ${name} to be ${what} ${range}`);
+  }
+}
+
+/** One of the given strings (a TypeError when not a string, a RangeError when another string). */
+export function expectOneOf(value: unknown, name: string, allowed: readonly string[]): void {
+  if (value === undefined) return;
+  const list = allowed.map((a) => `"${a}"`).join(', ');
+  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be one of ${list}`);
+  if (!allowed.includes(value)) throw new RangeError(`Expected ${name} to be one of ${list}`);
+}
+
+/** An array whose every item passes `item` (called with `name[i]`). */
+export function expectArray(value: unknown, name: string, item?: (v: unknown, name: string) => void): void {
+  if (value === undefined) return;
+  if (!Array.isArray(value)) throw new TypeError(`Expected ${name} to be an array`);
+  if (item) for (let i = 0; i < value.length; i++) item(value[i], `${name}[${i}]`);
+}
+
+/** An item that must be a string (an array's entry: undefined is not allowed). */
+export function expectStringItem(value: unknown, name: string): void {
+  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
+}
+
+/** A string or a RegExp (redaction keys). */
+export function expectStringOrRegExp(value: unknown, name: string): void {
+  if (typeof value !== 'string' && !(value instanceof RegExp))
+    throw new TypeError(`Expected ${name} to be a string or a RegExp`);
+}
+
+export function expectRegExp(value: unknown, name: string): void {
+  if (!(value instanceof RegExp)) throw new TypeError(`Expected ${name} to be a RegExp`);
+}
+
+/** A required string argument (a path, an id): present, a string, not empty. */
+export function expectPath(value: unknown, name: string): void {
+  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
+  if (value.trim() === '') throw new RangeError(`Expected ${name} to be a non-empty string`);
+}
