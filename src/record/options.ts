@@ -24,7 +24,8 @@ const MASK_MODES = ['before-write', 'on-export'] as const;
 /** The options as given, checked; throws TypeError/RangeError naming the first bad option. */
 export function checkRecorderOptions(value: unknown): RecorderOptions {
   const o = expectOptions(value);
-  expectString(o.sessionsDir, 'options.sessionsDir', { nonEmpty: true });
+  // '' is the default sessions dir, as for `--sessions ''` ($MCEC_SESSIONS_DIR, else ./sessions).
+  expectString(o.sessionsDir, 'options.sessionsDir');
   expectString(o.scenario, 'options.scenario');
   if (o.redact !== undefined) {
     expectObject(o.redact, 'options.redact');

@@ -147,7 +147,7 @@ export async function replaySession(
 function checkReplayArguments(source: unknown, options: unknown): void {
   expectPath(source, 'source');
   const o = expectOptions(options);
-  expectString(o.sessionsDir, 'options.sessionsDir', { nonEmpty: true });
+  expectString(o.sessionsDir, 'options.sessionsDir');
   expectOneOf(o.order, 'options.order', ['any', 'strict']);
   expectBoolean(o.lockdown, 'options.lockdown');
   expectNumber(o.speed, 'options.speed', { min: 0 });

@@ -27,10 +27,10 @@ describe('createRecorder', () => {
       'Expected options.sessionsDir to be a string',
     ],
     [
-      'an empty sessionsDir',
-      { sessionsDir: '  ' },
-      RangeError,
-      'Expected options.sessionsDir to be a non-empty string',
+      'a sessionsDir that is an array',
+      { sessionsDir: ['a'] },
+      TypeError,
+      'Expected options.sessionsDir to be a string',
     ],
     ['options that are no object', 'sessions', TypeError, 'Expected options to be an object'],
     [
