@@ -380,6 +380,8 @@ class RecorderImpl implements Recorder {
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     const startedAt = validDate(meta.startedAt) ?? this.clock.date();
     if (this.closed) return NOOP_EXCHANGE;
+    // Mcp-Session-Id is a credential-like token (MCP spec): a plain server echoing it in a body gets it redacted.
+    if (meta.mcpSessionId && this.server.plain) this.redactor.rememberSecret(meta.mcpSessionId);
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'initialize') return initializeExchange(this.exchangeSink, request, this.server);
     if (req?.method !== 'tools/call')

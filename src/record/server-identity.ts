@@ -35,6 +35,11 @@ export class ServerIdentity {
     this.slug = sessionSlug(info.name);
   }
 
+  /** Whether `initialize` named a server that is not MCEC. */
+  get plain(): boolean {
+    return this.kind === 'other';
+  }
+
   /**
    * The MCP session a tools/call with this `Mcp-Session-Id` runs in when the server is not MCEC
    * (`<server name>-<16 hex>`, or `<server name>-<8 hex>` per process without one); undefined for MCEC.

@@ -177,7 +177,9 @@ describe('the Mcp-Session-Id is a credential-like token', () => {
     const [init, initAnswer] = initialize('acme/files');
     recorder.recordExchange(init, initAnswer, { transport: 'http' });
     const meta = { transport: 'http' as const, mcpSessionId: token };
-    recorder.recordExchange(call(1, 'read'), answer(1, { content: [{ type: 'text', text: 'x' }] }), meta);
+    // A server that echoes the header's value in an answer: redacted like any secret.
+    const echo = { content: [{ type: 'text', text: `your session: ${token}` }] };
+    recorder.recordExchange(call(1, 'read'), answer(1, echo), meta);
     recorder.recordExchange(
       call(2, 'read'),
       answer(2, { content: [{ type: 'text', text: 'no' }], isError: true }),
