@@ -60,8 +60,8 @@ export class RecordedSession {
   readonly via: SessionVia;
   readonly startedAt: Date;
   readonly dir: string;
-  /** Read-only outside: changed by the methods below. */
-  readonly counts: SessionCounts = zeroCounts();
+  /** The counts, changed only by the methods below (`counts` hands them out read-only). */
+  private readonly tally: SessionCounts = zeroCounts();
   private _status: 'open' | 'ended' | 'aborted' = 'open';
   private _log: SessionLog | null = null;
   private _artifacts: ArtifactStore | null = null;
@@ -110,6 +110,10 @@ export class RecordedSession {
     this.changed = init.changed;
   }
 
+  /** The session's counts (read-only: changed by the methods below). */
+  get counts(): Readonly<SessionCounts> {
+    return this.tally;
+  }
   get status(): 'open' | 'ended' | 'aborted' {
     return this._status;
   }
@@ -156,7 +160,7 @@ export class RecordedSession {
   info(): SessionInfo {
     const { id, dir, status } = this;
     const lastObservation = this._lastObservation ? withAbsoluteArtifacts(this._lastObservation, dir) : null;
-    return { id, dir, status, counts: { ...this.counts }, lastObservation };
+    return { id, dir, status, counts: { ...this.tally }, lastObservation };
   }
 
   /** Something here waits for the next commit. */
@@ -179,16 +183,16 @@ export class RecordedSession {
   /** A call is filed here: it takes the next seq, counts as a pending call, and brings its stored args. */
   callStarted(call: RecordedCall): void {
     call.filedIn(this, ++this._seq);
-    this.counts.calls += 1;
-    this.counts.pending += 1;
+    this.tally.calls += 1;
+    this.tally.pending += 1;
     if (call.argsJson) this.storedBytes += call.argsJson.length;
   }
 
   /** The call belongs elsewhere: its pending row, counts and stored args leave with it for `target`. */
   moveCallTo(call: RecordedCall, target: RecordedSession): void {
     if (call.pendingRowWritten) this.log?.deleteCall(call.seq);
-    this.counts.calls -= 1;
-    this.counts.pending -= 1;
+    this.tally.calls -= 1;
+    this.tally.pending -= 1;
     if (call.argsJson) this.storedBytes -= call.argsJson.length;
     this.markDirty();
     target.callStarted(call);
@@ -197,28 +201,28 @@ export class RecordedSession {
   /** The call's outcome is in (once): pending no more, a failure unless `ok`, its contract violations. */
   callCompleted(call: RecordedCall, status: 'ok' | 'failed' | 'fault', violations = 0): void {
     if (!call.countCompletion()) return;
-    this.counts.pending -= 1;
-    if (status !== 'ok') this.counts.failures += 1;
-    this.counts.violations += violations;
+    this.tally.pending -= 1;
+    if (status !== 'ok') this.tally.failures += 1;
+    this.tally.violations += violations;
   }
 
   /** A late answer replaces the fault counted for a proxy timeout: the call is pending again. */
   callReopened(call: RecordedCall): void {
     if (!call.uncountCompletion()) return;
-    this.counts.pending += 1;
-    this.counts.failures -= 1;
+    this.tally.pending += 1;
+    this.tally.failures -= 1;
   }
 
   /** The call's completed row could not be written (the log is not open): counted lost. */
   callLost(): void {
     this.lostWhileClosed += 1;
-    this.counts.lostCalls += 1;
+    this.tally.lostCalls += 1;
   }
 
   /** What the call's row brought besides itself: warnings and artifact rows. */
   callStored(warnings: number, artifacts: number): void {
-    this.counts.warnings += warnings;
-    this.counts.artifacts += artifacts;
+    this.tally.warnings += warnings;
+    this.tally.artifacts += artifacts;
   }
 
   // ---------------------------------------------------------------- the payload budget
@@ -234,7 +238,7 @@ export class RecordedSession {
   payloadOmitted(chars: number, newCall: boolean): void {
     if (newCall) {
       this.omittedCalls += 1;
-      this.counts.droppedPayloads += 1;
+      this.tally.droppedPayloads += 1;
     }
     this.omittedBytes += chars;
     // Written once per commit (takeTruncation), not once per omitted call: past the budget that is every call.
@@ -243,7 +247,7 @@ export class RecordedSession {
 
   /** A call's payload was dropped by a failure in its recording (metadata-only row). */
   payloadDropped(): void {
-    this.counts.droppedPayloads += 1;
+    this.tally.droppedPayloads += 1;
   }
 
   /** The running `truncation` event as of the last omission, once per omission burst (then null). */
@@ -375,13 +379,13 @@ export class RecordedSession {
 
   /** A recording failure here, with the calls it lost. */
   recordFailure(lost: number): void {
-    this.counts.recordFailures += 1;
-    this.counts.lostCalls += lost;
+    this.tally.recordFailures += 1;
+    this.tally.lostCalls += lost;
   }
 
   /** Calls lost with a log (a commit's dropped queue, a log that could not be closed). */
   callsLost(lost: number): void {
-    this.counts.lostCalls += lost;
+    this.tally.lostCalls += lost;
   }
 
   /** An event, written with the next commit (kept until the log opens). */
