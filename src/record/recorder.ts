@@ -381,7 +381,7 @@ class RecorderImpl implements Recorder {
     const startedAt = validDate(meta.startedAt) ?? this.clock.date();
     if (this.closed) return NOOP_EXCHANGE;
     // Mcp-Session-Id is a credential-like token (MCP spec): a plain server echoing it in a body gets it redacted.
-    if (meta.mcpSessionId && this.server.plain) this.redactor.rememberSecret(meta.mcpSessionId);
+    if (meta.mcpSessionId && this.server.plain) this.redactor.rememberTransportSecret(meta.mcpSessionId);
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'initialize') return initializeExchange(this.exchangeSink, request, this.server);
     if (req?.method !== 'tools/call')

@@ -72,6 +72,8 @@ export interface Redactor {
   scrubText(text: string, call?: RedactContext): string;
   /** Scrub this value wherever it appears from now on (e.g. an Authorization header seen by a proxy). */
   rememberSecret(value: string): void;
+  /** The same for a transport's session token (Mcp-Session-Id), kept apart so thousands never push out the rest. */
+  rememberTransportSecret(value: string): void;
 }
 
 /** Depth of a secret-keyed value searched for secret strings to remember. */
@@ -248,6 +250,10 @@ class SecretRedactor implements Redactor {
 
   rememberSecret(value: string): void {
     this.learn(value, 'config');
+  }
+
+  rememberTransportSecret(value: string): void {
+    this.learn(value, 'transport');
   }
 
   /** Remember a secret from `source` (and, for `Bearer abc`, the bare credential). */

@@ -10,8 +10,12 @@
 import { Automaton, replaceSpans, type Span } from './automaton.js';
 import { echoForms } from './echoes.js';
 
-/** Where a secret was learned: the agent's arguments, the recorder's configuration, or server output. */
-export type SecretSource = 'args' | 'config' | 'output';
+/**
+ * Where a secret was learned: the agent's arguments, the recorder's configuration, server output, or the
+ * transport (an MCP session's `Mcp-Session-Id`: a long proxy run sees thousands, which must never push a
+ * configured secret out).
+ */
+export type SecretSource = 'args' | 'config' | 'output' | 'transport';
 
 /** Secrets shorter than this are redacted under their key but not searched for in other strings. */
 export const MIN_SCRUBBED_SECRET = 4;
@@ -23,12 +27,14 @@ export const SECRET_BUDGET: Readonly<Record<SecretSource, number>> = {
   args: 1000,
   config: 1000,
   output: 256,
+  transport: 256,
 };
 /** Characters of secret text kept per source (bounds the automaton's size whatever the lengths). */
 const CHAR_BUDGET: Readonly<Record<SecretSource, number>> = {
   args: 256 * 1024,
   config: 256 * 1024,
   output: 64 * 1024,
+  transport: 64 * 1024,
 };
 
 class Pool {
@@ -110,8 +116,9 @@ export class SecretStore {
     args: new Pool(SECRET_BUDGET.args, CHAR_BUDGET.args),
     config: new Pool(SECRET_BUDGET.config, CHAR_BUDGET.config),
     output: new Pool(SECRET_BUDGET.output, CHAR_BUDGET.output),
+    transport: new Pool(SECRET_BUDGET.transport, CHAR_BUDGET.transport),
   };
-  private readonly trusted = new Matcher([this.pools.args, this.pools.config]);
+  private readonly trusted = new Matcher([this.pools.args, this.pools.config, this.pools.transport]);
   private readonly untrusted = new Matcher([this.pools.output]);
   private frozen = 0;
   /** Values learned while frozen, applied to the matchers on thaw. */
@@ -160,6 +167,7 @@ export class SecretStore {
       args: this.pools.args.values.size,
       config: this.pools.config.values.size,
       output: this.pools.output.values.size,
+      transport: this.pools.transport.values.size,
     };
   }
 
@@ -168,7 +176,8 @@ export class SecretStore {
     return (
       this.pools.args.values.size === 0 &&
       this.pools.config.values.size === 0 &&
-      this.pools.output.values.size === 0
+      this.pools.output.values.size === 0 &&
+      this.pools.transport.values.size === 0
     );
   }
 

@@ -272,7 +272,15 @@ describe('budgets: untrusted text cannot evict a remembered secret', () => {
     for (let i = 0; i < 5000; i++) store.add(`output-value-${i}`, 'output');
     for (let i = 0; i < 1500; i++) store.add(`argument-value-${i}`, 'args');
     store.add('configured-value', 'config');
-    expect(store.sizes()).toEqual({ args: SECRET_BUDGET.args, config: 1, output: SECRET_BUDGET.output });
+    // A long proxy run's MCP session tokens push out only older session tokens.
+    for (let i = 0; i < 2000; i++) store.add(`mcp-session-${i}`, 'transport');
+    expect(store.sizes()).toEqual({
+      args: SECRET_BUDGET.args,
+      config: 1,
+      output: SECRET_BUDGET.output,
+      transport: SECRET_BUDGET.transport,
+    });
+    expect(store.scrub('configured-value mcp-session-1999', '#')).toBe('# #');
     expect(store.scrub('configured-value argument-value-1499', '#')).toBe('# #');
     // An output copy of a trusted value is not kept (it could be evicted; the trusted one cannot).
     expect(store.add('configured-value', 'output')).toBe(false);
