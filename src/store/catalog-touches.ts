@@ -3,25 +3,33 @@
  * its catalog row is touched so the next reader reads the session again. Never in the agent's way: the
  * touch does not wait for the catalog's lock (another process may hold it for seconds: a long `index`). A
  * busy catalog gets the change handed to its next reader at once (`handSessionToNextReader`, so nothing
- * depends on the retries) and the touch is tried again off the event loop for a few seconds, then given up,
- * said once on stderr.
+ * depends on the retries). The touch is tried again from timers, never waiting for the lock (each try is
+ * one quick attempt), for about 3 s per session, then given up, said once on stderr.
  */
 import path from 'node:path';
 import { CATALOG_FILE, handSessionToNextReader, touchCatalogSession } from './catalog.js';
 
-/** Waits between the tries of a touch that found the catalog busy (about 3 s in all). */
-const RETRY_DELAYS_MS = [100, 200, 400, 800, 1600];
+/** Waits between the tries of touches that found the catalog busy; the last repeats. */
+const RETRY_DELAYS_MS = [100, 200, 400, 800];
+/** How long each session's touch is tried before it is left to the next reader. */
+const RETRY_WINDOW_MS = 3000;
 
 /** The counts a failure is added to (the session's). */
 interface FailureCounts {
   recordFailures: number;
 }
 
+/** A touch that found the catalog busy: whose counts, and until when it is tried again. */
+interface PendingTouch {
+  counts: FailureCounts;
+  until: number;
+}
+
 export class CatalogTouches {
   private readonly sessionsDir: string;
   private readonly notice: (line: string) => void;
-  /** Session dirs whose touch found the catalog busy, with their counts. */
-  private readonly pending = new Map<string, FailureCounts>();
+  /** Session dirs whose touch found the catalog busy. */
+  private readonly pending = new Map<string, PendingTouch>();
   private timer: NodeJS.Timeout | null = null;
   private tries = 0;
   private saidGivenUp = false;
@@ -40,11 +48,10 @@ export class CatalogTouches {
       counts.recordFailures += 1;
       return;
     }
-    this.pending.set(sessionDir, counts);
-    if (this.timer === null) {
-      this.tries = 0;
-      this.schedule();
-    }
+    // Each session is tried for its own window: one that found the lock late is not given up with the early ones.
+    this.pending.set(sessionDir, { counts, until: performance.now() + RETRY_WINDOW_MS });
+    this.tries = 0;
+    if (this.timer === null) this.schedule();
   }
 
   /** Stop retrying (the recorder closes): one last try, then what is still busy is the next reader's. */
@@ -56,33 +63,33 @@ export class CatalogTouches {
 
   private schedule(): void {
     // Unref'd: a pending touch never holds the process open (the next reader has the change already).
+    const delay = RETRY_DELAYS_MS[Math.min(this.tries, RETRY_DELAYS_MS.length - 1)]!;
     this.timer = setTimeout(() => {
       this.timer = null;
       this.retry(false);
-    }, RETRY_DELAYS_MS[this.tries]!);
+    }, delay);
     this.timer.unref();
   }
 
   private retry(last: boolean): void {
-    for (const [dir, counts] of [...this.pending]) {
+    const now = performance.now();
+    let givenUp = 0;
+    for (const [dir, touch] of [...this.pending]) {
       const result = touchCatalogSession(this.sessionsDir, dir, { busyTimeoutMs: 0 });
-      if (result === 'busy') continue;
+      if (result === 'busy' && !last && now < touch.until) continue;
       this.pending.delete(dir);
-      if (result === 'failed') counts.recordFailures += 1;
+      if (result === 'failed') touch.counts.recordFailures += 1;
+      else if (result === 'busy') givenUp += 1;
     }
-    if (this.pending.size === 0) return;
-    this.tries += 1;
-    if (!last && this.tries < RETRY_DELAYS_MS.length) {
-      this.schedule();
-      return;
-    }
-    if (!this.saidGivenUp) {
+    if (givenUp > 0 && !this.saidGivenUp) {
       this.saidGivenUp = true;
       this.notice(
         `mcec-recorder: ${path.join(this.sessionsDir, CATALOG_FILE)} stayed busy (locked by another process): ` +
-          `${this.pending.size} ended session(s) are left for the catalog's next reader to read again`,
+          `${givenUp} ended session(s) are left for the catalog's next reader to read again`,
       );
     }
-    this.pending.clear();
+    if (this.pending.size === 0 || last) return;
+    this.tries += 1;
+    this.schedule();
   }
 }

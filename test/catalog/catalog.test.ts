@@ -244,14 +244,13 @@ describe('catalog: several recording processes at once', () => {
       };
       for (const c of Object.values(counts)) expect(c?.recordFailures).toBe(0);
     }
-    // Each end touched its catalog row, or (the lock held by another writer past the retries) the recorder
-    // said on stderr how many it left for the catalog's next reader, which the list below is.
-    const left = results
-      .map((r) => /(\d+) ended session\(s\) are left for the catalog's next reader/.exec(r.stderr))
-      .reduce((sum, m) => sum + (m ? Number(m[1]) : 0), 0);
+    // Each end touched its catalog row, unless another writer held the lock past the retries: the recorder
+    // then said on stderr that it left sessions to the catalog's next reader, which the list below is.
+    const leftSome = results.some((r) => /left for the catalog's next reader/.test(r.stderr));
     const db = new Database(path.join(sessionsDir, CATALOG_FILE), { readonly: true });
     const touched = db.prepare('SELECT count(*) AS n FROM sessions WHERE touched > 0').get() as { n: number };
-    expect(touched.n + left).toBe(60);
+    if (leftSome) expect(touched.n).toBeLessThan(60);
+    else expect(touched.n).toBe(60);
     expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     db.close();
     const listed = await listSessionSummaries(sessionsDir);
