@@ -406,8 +406,9 @@ class ForwardedRequest {
       return;
     }
     if (!this.answerStarted) this.ctx.health.unreachable(err.code ?? err.message);
-    // The target's URL in the words: the call's recorded error then says where it went (report.html, summaries).
-    this.targetFailed(`target ${this.ctx.target.href} unreachable: ${err.code ?? err.message}`, 502);
+    // Where it went, in the words (report.html, summaries): origin and path only, as a query may hold a key.
+    const where = `${this.ctx.target.origin}${this.ctx.target.pathname}`;
+    this.targetFailed(`target ${where} unreachable: ${err.code ?? err.message}`, 502);
   }
 
   /** The target failed before (502 to the client) or while (connection cut) sending its answer. */

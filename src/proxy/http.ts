@@ -250,6 +250,10 @@ function readBoundedBody(
     wire.proxyError({ status: 413, reason: 'body too large', bytes: size || declared, limit, server: kind });
   };
   const timer = setTimeout(() => {
+    if (tooLarge) {
+      req.socket.destroy(); // the 413 is out and recorded; a body still trickling after it gets no second answer
+      return;
+    }
     chunks.length = 0;
     req.removeAllListeners('data');
     req.removeAllListeners('end');

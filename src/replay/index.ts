@@ -160,5 +160,5 @@ function checkReplayArguments(source: unknown, options: unknown): void {
   expectString(o.http.host, 'options.http.host', { nonEmpty: true });
   expectNumber(o.http.port, 'options.http.port', { min: 0, max: 65535, integer: true });
   expectString(o.http.token, 'options.http.token');
-  expectNumber(o.http.bodyTimeoutMs, 'options.http.bodyTimeoutMs', { min: 0 });
+  expectNumber(o.http.bodyTimeoutMs, 'options.http.bodyTimeoutMs', { min: 1, integer: true });
 }

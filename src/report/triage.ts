@@ -174,8 +174,13 @@ interface TrendWindow {
 function trendWindow(sessions: CatalogSession[], until: string): TrendWindow {
   const untilMs = Date.parse(until);
   const starts = sessions.map((s) => Date.parse(s.started_at ?? '')).filter((t) => Number.isFinite(t));
-  const startMs = starts.length > 0 ? Math.min(...starts) : untilMs;
-  let endMs = starts.length > 0 ? Math.max(...starts) : untilMs;
+  // A loop, not Math.min(...starts): spreading 100,000 arguments overflows the stack.
+  let startMs = starts.length > 0 ? Number.POSITIVE_INFINITY : untilMs;
+  let endMs = starts.length > 0 ? Number.NEGATIVE_INFINITY : untilMs;
+  for (const t of starts) {
+    if (t < startMs) startMs = t;
+    if (t > endMs) endMs = t;
+  }
   for (const s of sessions) {
     const t = Date.parse(s.last_activity_at ?? s.ended_at ?? '');
     if (Number.isFinite(t) && t > endMs) endMs = t;

@@ -61,7 +61,8 @@ export interface LocatedSession {
 
 /**
  * Find a session by id, unique prefix, dir name, or the path of its dir (as mcec-replay takes it, e.g.
- * sessions/20261202-101500-5f19c9c01a3f); a hostile id is a usage error, a missing one a failure.
+ * sessions/20261202-101500-5f19c9c01a3f); an id that is neither path-safe nor a path is a usage error, a
+ * missing session a failure.
  */
 export async function locate(idOrPrefix: string, opts: SessionsOption): Promise<LocatedSession> {
   if (/[\\/]/.test(idOrPrefix) || idOrPrefix === '.' || idOrPrefix === '..') {
