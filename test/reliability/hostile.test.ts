@@ -129,7 +129,8 @@ afterAll(() => {
   for (const r of roots) removeRoot(r);
 });
 
-describe('hostile input through wrap and the bundle', () => {
+// Each case records, bundles and greps whole trees (9 s for the ids alone on a quiet machine): room for a busy core.
+describe('hostile input through wrap and the bundle', { timeout: 120_000 }, () => {
   let pngs: Buffer[] = [];
   let needles: string[] = [];
   const secret = `S3cr3t-${randomBytes(8).toString('hex')}`;

@@ -56,7 +56,10 @@ describe('report.html from mcec-bundle (a session recorded by the recorder again
     const missing = cli(['report', 'ffffffffffff', '--sessions', rec.sessionsDir]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/no session matching/);
-    expect(cli(['report', '../etc', '--sessions', rec.sessionsDir]).code).toBe(2);
+    // A path is a session dir to look at (as mcec-replay takes it): one that is not there is not found (1).
+    const notThere = cli(['report', '../etc', '--sessions', rec.sessionsDir]);
+    expect(notThere.code).toBe(1);
+    expect(notThere.stderr).toMatch(/etc: no such directory; give a session dir, a session id/);
     const help = cli(['report', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('report.html');

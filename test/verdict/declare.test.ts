@@ -121,7 +121,8 @@ describe('mcec-bundle verdict', () => {
     expect(missing.code).toBe(2);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('no session matching "ffffffffffff"');
-    expect(hostile.code).toBe(2);
+    expect(hostile.code).toBe(1); // a path, and no session dir there
+    expect(hostile.stderr).toMatch(/x: no such directory/);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('mcec-bundle verdict [options] <sessionId> <pass|fail>');
     expect(help.stdout).toContain('--reason <text>');
