@@ -108,11 +108,6 @@ export function mcpRefusal(status: number, code: number, message: string): Refus
   };
 }
 
-/** True when an `initialize` answer's server name is MCEC's (`serverInfo.name` "MCEC"). */
-export function isMcecName(name: string): boolean {
-  return name.trim().toLowerCase() === 'mcec';
-}
-
 /**
  * Why a POST's request-target is not the endpoint, or null when it is: exactly `endpoint`, optionally with a
  * query. Every other spelling is refused (404, like MCEC) rather than forwarded, because MCEC normalizes

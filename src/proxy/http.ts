@@ -2,6 +2,7 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { isMcecName } from '../contract/server-name.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import {
@@ -9,7 +10,6 @@ import {
   hostOriginRefusal,
   hostOriginRejection,
   isLoopbackHost,
-  isMcecName,
   mcecRefusal,
   mcpRefusal,
   type Refusal,

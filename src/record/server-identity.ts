@@ -3,6 +3,7 @@
  * another MCP server, or not known yet (read as MCEC). Another server's calls are filed in its MCP sessions.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { isMcecName } from '../contract/server-name.js';
 import { isRecord } from '../util/json.js';
 
 /**
@@ -31,7 +32,7 @@ export class ServerIdentity {
     const result = isRecord(response) && isRecord(response.result) ? response.result : undefined;
     const info = result && isRecord(result.serverInfo) ? result.serverInfo : undefined;
     if (!info || typeof info.name !== 'string') return;
-    this.kind = info.name.trim().toLowerCase() === 'mcec' ? 'mcec' : 'other';
+    this.kind = isMcecName(info.name) ? 'mcec' : 'other';
     this.slug = sessionSlug(info.name);
   }
 

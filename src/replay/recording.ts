@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { isMcecName } from '../contract/server-name.js';
 import type { ArtifactRow, CallRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
 import { isRecord } from '../util/json.js';
@@ -68,7 +69,7 @@ function isPlainServer(
     : isRecord(environment.server)
       ? environment.server
       : {};
-  return typeof info.name === 'string' && info.name.trim().toLowerCase() !== 'mcec';
+  return typeof info.name === 'string' && !isMcecName(info.name);
 }
 
 function parseJson(text: string | null): unknown {

@@ -1,4 +1,5 @@
 /** Which server a session recorded: MCEC, or another MCP server (whose runs have no windows or envelopes). */
+import { isMcecName } from '../contract/server-name.js';
 import { isRecord } from '../util/json.js';
 
 /**
@@ -8,5 +9,5 @@ import { isRecord } from '../util/json.js';
  */
 export function isPlainServer(environment: Record<string, unknown>): boolean {
   const server = environment.server;
-  return isRecord(server) && typeof server.name === 'string' && server.name.trim().toLowerCase() !== 'mcec';
+  return isRecord(server) && typeof server.name === 'string' && !isMcecName(server.name);
 }
