@@ -276,7 +276,6 @@ function layout(
       }),
     ),
   }));
-  sessionDoc.catch(() => undefined); // awaited at its turn in the zip (or the estimate); a failed plan fails that
   const entries = zipEntries(top, plan.texts, included, plan.dbFile);
   entries.push({ name: `${top}/session.json`, source: sessionDoc, compress: true });
   entries.push({
@@ -293,6 +292,9 @@ function layout(
     });
   }
   entries.sort(byName);
+  // Each later source is awaited at its turn (in the zip or the estimate), and fails it there; a failed page
+  // plan rejects them all at once, before that turn, which is not "unhandled".
+  for (const e of entries) if (e.source instanceof Promise) e.source.catch(() => undefined);
   const manifest = async (
     hashes: ReadonlyMap<string, { bytes: number; sha256: string }>,
   ): Promise<Buffer> => {
