@@ -54,7 +54,9 @@ export class Automaton {
     this.fail = new Int32Array(total);
     this.out = new Int32Array(total);
     const depth = new Int32Array(total);
-    this.root.fill(0);
+    // The root's children, in order: the 64 Ki tables are never walked whole (a small automaton is rebuilt
+    // on every learned secret, and four walks of 64 Ki cost more than its patterns).
+    const rootChildren: number[] = [];
     let nodes = 1;
     for (const p of list) {
       let node = 0;
@@ -65,8 +67,10 @@ export class Automaton {
           next = nodes++;
           this.label[next] = c;
           depth[next] = depth[node]! + 1;
-          if (node === 0) this.root[c] = next;
-          else {
+          if (node === 0) {
+            this.root[c] = next;
+            rootChildren.push(next);
+          } else {
             this.sibling[next] = this.child[node]!;
             this.child[node] = next;
           }
@@ -77,11 +81,15 @@ export class Automaton {
     }
     // The alphabet, and which nodes get a dense row.
     this.alpha = new Uint16Array(65536);
-    let alphaSize = 1;
+    const units: number[] = [0];
     for (let n = 1; n < nodes; n++) {
       const c = this.label[n]!;
-      if (this.alpha[c] === 0) this.alpha[c] = alphaSize++;
+      if (this.alpha[c] === 0) {
+        this.alpha[c] = units.length;
+        units.push(c);
+      }
     }
+    const alphaSize = units.length;
     this.denseRow = new Int32Array(nodes).fill(-1);
     let rows = 0;
     for (let n = 1; n < nodes; n++) {
@@ -90,29 +98,21 @@ export class Automaton {
       if (count >= DENSE_CHILDREN) this.denseRow[n] = rows++ * alphaSize;
     }
     this.dense = new Int32Array(rows * alphaSize);
-    const units = new Uint16Array(alphaSize);
-    for (let c = 0; c < 65536; c++) if (this.alpha[c] !== 0) units[this.alpha[c]!] = c;
     // Breadth first: failure links and inherited outputs.
     const queue = new Int32Array(nodes);
     let head = 0;
     let tail = 0;
-    for (let c = 0; c < 65536; c++) {
-      const n = this.root[c]!;
-      if (n !== 0) {
-        this.fail[n] = 0;
-        queue[tail++] = n;
-      }
-    }
+    for (const n of rootChildren) queue[tail++] = n; // their failure link is the root (0)
     while (head < tail) {
       const node = queue[head++]!;
       // Its failure link is shallower, so complete already: the row's misses step from there.
       const row = this.denseRow[node]!;
       if (row !== -1) {
-        for (let a = 1; a < alphaSize; a++) {
-          const c = units[a]!;
-          const direct = this.findChild(node, c);
-          this.dense[row + a] = direct !== -1 ? direct : this.step(this.fail[node]!, c);
-        }
+        // Misses first, then the children over them: one walk of the child list, not one per unit.
+        const fail = this.fail[node]!;
+        for (let a = 1; a < alphaSize; a++) this.dense[row + a] = this.step(fail, units[a]!);
+        for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!)
+          this.dense[row + this.alpha[this.label[ch]!]!] = ch;
       }
       for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!) {
         const c = this.label[ch]!;

@@ -40,6 +40,8 @@ const CHAR_BUDGET: Readonly<Record<SecretSource, number>> = {
 class Pool {
   /** Insertion order = eviction order. */
   readonly values = new Set<string>();
+  /** Each value's echo forms, computed once: a rebuild of a big automaton does not recompute 1,000 sets. */
+  readonly forms = new Map<string, readonly string[]>();
   chars = 0;
   constructor(
     readonly budget: number,
@@ -50,10 +52,12 @@ class Pool {
   add(v: string): boolean {
     if (this.values.has(v)) return false;
     this.values.add(v);
+    this.forms.set(v, echoForms(v));
     this.chars += v.length;
     while (this.values.size > this.budget || this.chars > this.charBudget) {
       const oldest = this.values.values().next().value!;
       this.values.delete(oldest);
+      this.forms.delete(oldest);
       this.chars -= oldest.length;
     }
     return true;
@@ -79,13 +83,13 @@ class Matcher {
 
   constructor(private readonly pools: readonly Pool[]) {}
 
-  /** `value` joined one of the pools. */
-  learned(value: string): void {
+  /** A value with these echo forms joined one of the pools. */
+  learned(forms: readonly string[]): void {
     if (!this.main || this.recentValues >= RECENT_MAX) {
       this.reset();
       return;
     }
-    this.recentForms.push(...echoForms(value));
+    this.recentForms.push(...forms);
     this.recentValues += 1;
     this.recent = undefined;
   }
@@ -135,7 +139,7 @@ export class SecretStore {
       return false;
     if (!this.pools[source].add(v)) return false;
     if (this.frozen > 0) this.deferred.push({ value: v, source });
-    else this.matcherOf(source).learned(v);
+    else this.matcherOf(source).learned(this.pools[source].forms.get(v)!);
     this.version++;
     return true;
   }
@@ -154,7 +158,8 @@ export class SecretStore {
     if (this.frozen > 0) return;
     const learned = this.deferred;
     this.deferred = [];
-    for (const { value, source } of learned) this.matcherOf(source).learned(value);
+    for (const { value, source } of learned)
+      this.matcherOf(source).learned(this.pools[source].forms.get(value) ?? echoForms(value));
   }
 
   private matcherOf(source: SecretSource): Matcher {
@@ -199,7 +204,7 @@ export class SecretStore {
 
 function build(pools: readonly Pool[]): Automaton {
   const forms: string[] = [];
-  for (const p of pools) for (const v of p.values) forms.push(...echoForms(v));
+  for (const p of pools) for (const f of p.forms.values()) for (const form of f) forms.push(form);
   return new Automaton(forms);
 }
 
