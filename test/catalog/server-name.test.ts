@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { CATALOG_FILE } from '../../src/store/catalog.js';
+import { answer, call, initialize } from '../support/mcp-messages.js';
 import { cli, scratchRoot, validator } from './helpers.js';
 
 const root = scratchRoot();
@@ -17,23 +18,11 @@ afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 /** One session of a server named `name`, through the proxy's recorder API (handshake, then one call). */
 async function recordRun(sessionsDir: string, name: string, mcpSessionId?: string): Promise<void> {
   const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+  const [init, initAnswer] = initialize(name);
+  recorder.recordExchange(init, initAnswer, { transport: 'http' });
   recorder.recordExchange(
-    {
-      jsonrpc: '2.0',
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {} },
-    },
-    {
-      jsonrpc: '2.0',
-      id: 0,
-      result: { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name, version: '1' } },
-    },
-    { transport: 'http' },
-  );
-  recorder.recordExchange(
-    { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { message: 'hi' } } },
-    { jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'hi' }] } },
+    call(1, 'echo', { message: 'hi' }),
+    answer(1, { content: [{ type: 'text', text: 'hi' }] }),
     { transport: 'http', ...(mcpSessionId ? { mcpSessionId } : {}) },
   );
   await recorder.close();

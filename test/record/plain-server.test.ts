@@ -12,6 +12,7 @@ import { createRecorder } from '../../src/record/index.js';
 import { hashMcpSessionId } from '../../src/record/server-identity.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readSessions } from '../proxy/sim-script.js';
+import { answer, call, initialize } from '../support/mcp-messages.js';
 import { tempDir } from '../support/temp.js';
 
 let tmp: string;
@@ -19,27 +20,6 @@ beforeEach(() => {
   tmp = tempDir('plain-server-');
 });
 afterEach(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-const initialize = (name: string) => [
-  {
-    jsonrpc: '2.0',
-    id: 0,
-    method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {} },
-  },
-  {
-    jsonrpc: '2.0',
-    id: 0,
-    result: { protocolVersion: '2025-06-18', capabilities: {}, serverInfo: { name, version: '1' } },
-  },
-];
-const call = (id: number, name: string, args: Record<string, unknown> = {}) => ({
-  jsonrpc: '2.0',
-  id,
-  method: 'tools/call',
-  params: { name, arguments: args },
-});
-const answer = (id: number, result: unknown) => ({ jsonrpc: '2.0', id, result });
 
 describe('a server that is not MCEC', () => {
   it('records plain results truthfully: ok unless isError, content kept, no violations, one session per MCP session', async () => {
