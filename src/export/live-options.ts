@@ -1,5 +1,27 @@
 /** When a recorder exports live, and where: its `otlp` option and the standard OpenTelemetry variables. */
-import type { LiveExportOptions } from './live.js';
+
+/** Where and how the live OpenTelemetry export sends (src/export/README.md); every field is optional. */
+export interface OtlpExportOptions {
+  /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
+  url?: string;
+  /** Extra HTTP headers (an API key); merged over `OTEL_EXPORTER_OTLP_HEADERS`. */
+  headers?: Record<string, string>;
+  /** Put each call's (redacted) arguments on its span (default false). */
+  includeArguments?: boolean;
+  /** Spans held while the collector is slow or away (default 2048); past it they are dropped and counted. */
+  maxQueueSize?: number;
+  /** How long a batch waits before it is sent (default 1000 ms). */
+  scheduledDelayMillis?: number;
+  /** One export's limit, retries included (default 10 s). */
+  exportTimeoutMillis?: number;
+  /** Longest wait in `close()` for queued spans (default 5 s); the rest counts as dropped. */
+  shutdownTimeoutMs?: number;
+  /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
+  serviceName?: string;
+}
+
+/** Options of the live export: where to send, and how long `shutdown` may wait for the collector. */
+export type LiveExportOptions = OtlpExportOptions;
 
 /** The recorder's `otlp` option: `true` or `{}` takes everything from `OTEL_EXPORTER_OTLP_*`. */
 export type OtlpOption = boolean | LiveExportOptions | undefined;

@@ -4,8 +4,9 @@
  * code as the backfill, so live and backfilled spans are identical, ids included. Runs in the recorder's
  * background queue, never on an agent's call, and never throws: a failure here is a dropped span, counted.
  */
-import type { OtlpExportOptions } from '../record/types.js';
+
 import { SessionReader } from '../store/session-reader.js';
+import type { LiveExportOptions } from './live-options.js';
 import { createOtlpSink, type ExportCounts, type OtlpSink } from './otlp-sink.js';
 import { callLookupByQuery, planRoot, sessionFacts } from './session-spans.js';
 import { planCallSpan, type SessionFacts } from './span-plan.js';
@@ -20,8 +21,8 @@ interface Tracked {
   sent: Set<number>;
 }
 
-/** Options of the live export: where to send, and how long `shutdown` may wait for the collector. */
-export type LiveExportOptions = OtlpExportOptions;
+/** Options of the live export (defined beside the `otlp` option's reading, light to import). */
+export type { LiveExportOptions };
 
 /** The live OTLP export of a recorder; see the module comment. */
 export class LiveTraceExport {

@@ -35,7 +35,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import type { OtlpExportOptions } from '../record/types.js';
+import type { OtlpExportOptions } from './live-options.js';
 import type { SpanPlan } from './span-plan.js';
 
 /** Where and how to send: the recorder's `otlp` option without its shutdown wait (the live export's). */

@@ -4,8 +4,8 @@
  * chained in commit order and runs after a commit pass, never inside an agent's call; nothing here throws.
  */
 
-import type { LiveExportOptions, LiveTraceExport } from '../export/live.js';
-import { liveExportOptions, type OtlpOption } from '../export/live-options.js';
+import type { LiveTraceExport } from '../export/live.js';
+import { type LiveExportOptions, liveExportOptions, type OtlpOption } from '../export/live-options.js';
 import type { ExportCounts } from '../export/otlp-sink.js';
 
 /** What the hook needs of a session. */

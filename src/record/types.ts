@@ -1,29 +1,13 @@
 /** The recorder's public types (the agreed API shared with report, bundle, proxy, sim and demo). */
+import type { OtlpExportOptions } from '../export/live-options.js';
 import type { MaskOptions } from '../mask/types.js';
 import type { CallCounts } from '../store/schema.js';
 
 /** An agent's tool dispatch: what `wrap` takes and gives back. */
 export type Dispatch = (tool: string, args: Record<string, unknown>) => Promise<unknown>;
 
-/** Where and how the live OpenTelemetry export sends (src/export/README.md); every field is optional. */
-export interface OtlpExportOptions {
-  /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
-  url?: string;
-  /** Extra HTTP headers (an API key); merged over `OTEL_EXPORTER_OTLP_HEADERS`. */
-  headers?: Record<string, string>;
-  /** Put each call's (redacted) arguments on its span (default false). */
-  includeArguments?: boolean;
-  /** Spans held while the collector is slow or away (default 2048); past it they are dropped and counted. */
-  maxQueueSize?: number;
-  /** How long a batch waits before it is sent (default 1000 ms). */
-  scheduledDelayMillis?: number;
-  /** One export's limit, retries included (default 10 s). */
-  exportTimeoutMillis?: number;
-  /** Longest wait in `close()` for queued spans (default 5 s); the rest counts as dropped. */
-  shutdownTimeoutMs?: number;
-  /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
-  serviceName?: string;
-}
+/** The `otlp` option's object form: owned by the export (export/live-options.ts), named here for the API. */
+export type { OtlpExportOptions };
 
 /** How a call reached the recorder. */
 export type Transport = 'wrap' | 'http' | 'stdio';
