@@ -7,19 +7,6 @@
 // Bundles and the sessions dir (what mcec-bundle does).
 export { type BundleOptions, type BundleResult, buildBundle } from './bundle/build.js';
 export type { EnvironmentJson, ManifestJson, SessionJson } from './bundle/documents.js';
-export {
-  bugReportText,
-  type DeclaredVerdictResult,
-  declareVerdict,
-  failureSummaryText,
-  listSessionSummaries,
-  type PrunedSession,
-  type PruneOptions,
-  pruneSessions,
-  type SessionListing,
-  summarizeSession,
-  writeFailureSummary,
-} from './bundle/sessions.js';
 export { type VerifyResult, verifyBundle } from './bundle/verify.js';
 // The envelope contract: read any result shape, find its session id, validate it.
 export { readToolOutput } from './contract/read-tool-output.js';
@@ -83,5 +70,14 @@ export type {
   TimelineLine,
   Verdict,
 } from './report/types.js';
+export { listSessionSummaries, type SessionListing } from './sessions/list.js';
+export { type PrunedSession, type PruneOptions, pruneSessions } from './sessions/prune.js';
+export {
+  bugReportText,
+  failureSummaryText,
+  summarizeSession,
+  writeFailureSummary,
+} from './sessions/summarize.js';
+export { type DeclaredVerdictResult, declareVerdict } from './sessions/verdict.js';
 // Reading a session: the summary model and its documents.
 export { SessionReader } from './store/session-reader.js';

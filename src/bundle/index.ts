@@ -1,4 +1,4 @@
-/** The bug bundle: builder, verifier and the sessions-dir operations behind `mcec-bundle`. */
+/** The bug bundle: builder and verifier (the sessions-dir operations are `src/sessions/`). */
 
 export { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 export { type BundleOptions, type BundleResult, buildBundle } from './build.js';
@@ -11,19 +11,5 @@ export type {
   SessionJson,
 } from './documents.js';
 export { REDACTED_BASE64, scrubImageBytes } from './scrub.js';
-export {
-  bugReportText,
-  type DeclaredVerdictResult,
-  declareVerdict,
-  failureSummaryText,
-  listSessionSummaries,
-  MAX_VERDICT_REASON,
-  type PrunedSession,
-  type PruneOptions,
-  pruneSessions,
-  type SessionListing,
-  summarizeSession,
-  writeFailureSummary,
-} from './sessions.js';
 export { buildToolCallLog, TOOL_CALL_LOG_CAP, TRUNCATION_LINE } from './tool-call-log.js';
 export { REQUIRED_FILES, type VerifyResult, verifyBundle } from './verify.js';

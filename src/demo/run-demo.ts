@@ -6,13 +6,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildBundle } from '../bundle/build.js';
-import { writeFailureSummary } from '../bundle/sessions.js';
 import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRecorder } from '../record/recorder.js';
 import type { RecorderOptions, SessionCounts } from '../record/types.js';
 import type { Verdict } from '../report/types.js';
+import { writeFailureSummary } from '../sessions/summarize.js';
 import { createSimulator, type Simulator } from '../sim/index.js';
 import { runScriptedAgent, type ScriptedRun } from './scripted-agent.js';
 

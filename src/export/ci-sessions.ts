@@ -1,6 +1,7 @@
 /** Reads sessions for the CI outputs: each one's summary, and for a FAIL the failure summary's head. */
-import { summarizeSession } from '../bundle/sessions.js';
+
 import { renderFailureSummary } from '../report/render.js';
+import { summarizeSession } from '../sessions/summarize.js';
 import type { SessionLocation } from '../store/session-reader.js';
 import { bundleBeside, type CiSession } from './ci-report.js';
 

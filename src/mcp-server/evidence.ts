@@ -90,7 +90,7 @@ export class SessionsEvidence {
     const limit = args.limit ?? LIMITS.pageDefault;
     const since = args.since === undefined ? undefined : await sinceTime(args.since);
     const { withCatalog } = await import('../report/catalog.js');
-    const { listingOf } = await import('../bundle/list.js');
+    const { listingOf } = await import('../sessions/list.js');
     const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
       catalog.page(
         { verdict: args.verdict, scenario: args.scenario, since, fingerprint: args.fingerprint },
@@ -120,7 +120,7 @@ export class SessionsEvidence {
   /** get_summary: the failure summary's facts and its Markdown. */
   async summary(args: { session: string; maxChars?: number }) {
     const session = this.locate(args.session);
-    const { summarizeSession } = await import('../bundle/sessions.js');
+    const { summarizeSession } = await import('../sessions/summarize.js');
     const { renderFailureSummary } = await import('../report/render.js');
     const { summaryFacts } = await import('../report/summary-facts.js');
     const summary = await summarizeSession(session.dir);
@@ -408,7 +408,7 @@ export class SessionsEvidence {
   async document(id: string, name: SessionDocument): Promise<{ text: string; mimeType: string }> {
     const session = this.locate(id);
     if (name === 'failure-summary.md') {
-      const { failureSummaryText } = await import('../bundle/sessions.js');
+      const { failureSummaryText } = await import('../sessions/summarize.js');
       return { text: await failureSummaryText(session.dir), mimeType: 'text/markdown' };
     }
     const file = path.join(session.dir, 'report.html');

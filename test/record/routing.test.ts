@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listSessionSummaries, summarizeSession } from '../../src/bundle/sessions.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
+import { listSessionSummaries } from '../../src/sessions/list.js';
+import { summarizeSession } from '../../src/sessions/summarize.js';
 import { type CallToolResult, createSimulator, envelopeOf, type Simulator } from '../../src/sim/index.js';
 import { calls, events, expectEventsValid, sessionDirs, tempDir } from './helpers.js';
 

@@ -172,7 +172,7 @@ describe('a bundle whose log is not ours', () => {
   }, 120_000);
 
   it('prune removes the partials and temp dirs of dead writers, never a live one’s', async () => {
-    const { pruneSessions } = await import('../../src/bundle/sessions.js');
+    const { pruneSessions } = await import('../../src/sessions/prune.js');
     const sessionsDir = path.join(root, 'prune-sessions');
     fs.mkdirSync(sessionsDir, { recursive: true });
     const dead = path.join(sessionsDir, `20261202-101500-abc.zip.${deadPid()}.0badc0de.partial`);

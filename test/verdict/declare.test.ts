@@ -6,8 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { declareVerdict, summarizeSession } from '../../src/bundle/sessions.js';
 import { createRecorder } from '../../src/record/index.js';
+import { summarizeSession } from '../../src/sessions/summarize.js';
+import { declareVerdict } from '../../src/sessions/verdict.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
 import { FIXED_NOW, SIM_SEED } from '../proxy/sim-script.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { summarizeSession } from '../../src/bundle/sessions.js';
+import { summarizeSession } from '../../src/sessions/summarize.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
 import { sessionDirs } from '../record/helpers.js';
 import { runBundle, send, simBehindHttpProxy, tempRoot, toolCall } from './helpers.js';

@@ -33,7 +33,7 @@ export function addListCommand(program: Command): void {
 
 async function list(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
   const dir = sessionsDir(opts);
-  const { listSessionSummaries, sessionTable } = await import('../../bundle/list.js');
+  const { listSessionSummaries, sessionTable } = await import('../../sessions/list.js');
   const progress = progressReporter('reading sessions');
   const options = { failedOnly: opts.failed, onWarning: warn, onProgress: progress.onProgress };
   let table: string;
@@ -320,7 +320,7 @@ export function addPruneCommand(program: Command): void {
 
 async function prune(opts: PruneCliOptions): Promise<void> {
   const dir = sessionsDir(opts);
-  const { pruneSessions } = await import('../../bundle/sessions.js');
+  const { pruneSessions } = await import('../../sessions/prune.js');
   const kept: Array<{ dir: string; reason: string; detail: string }> = [];
   const pruned = await pruneSessions(dir, {
     olderThanMs: opts.olderThan,

@@ -36,7 +36,7 @@ export function addShowCommand(program: Command): void {
     .option('--json', "print the summary's facts and its Markdown as JSON (schema/summary.schema.json)")
     .action(async (id: string, opts: RenderOptions) => {
       const session = await locate(id, opts);
-      const sessions = await import('../../bundle/sessions.js');
+      const sessions = await import('../../sessions/summarize.js');
       const render = { templatesDir: templatesDir(opts.templates) };
       if (opts.json) print(JSON.stringify(await sessions.failureSummaryFacts(session.dir, render)));
       else print(await sessions.failureSummaryText(session.dir, render));
@@ -58,7 +58,7 @@ export function addSummaryCommand(program: Command): void {
     .addHelpText('after', '\nExample:\n  mcec-bundle summary 5f19c9')
     .action(async (id: string, opts: RenderOptions) => {
       const session = await locate(id, opts);
-      const { writeFailureSummary } = await import('../../bundle/sessions.js');
+      const { writeFailureSummary } = await import('../../sessions/summarize.js');
       const file = await writeFailureSummary(session.dir, { templatesDir: templatesDir(opts.templates) });
       print(opts.json ? writtenFile('failure-summary', file, session) : file);
     });
@@ -168,7 +168,7 @@ export function addIssueBodyCommand(program: Command): void {
     )
     .action(async (id: string, opts: RenderOptions) => {
       const session = await locate(id, opts);
-      const { bugReportText } = await import('../../bundle/sessions.js');
+      const { bugReportText } = await import('../../sessions/summarize.js');
       print(await bugReportText(session.dir, { templatesDir: templatesDir(opts.templates) }));
     });
 }
@@ -205,7 +205,7 @@ Examples:
         throw new UsageError(`the verdict must be pass or fail, not ${JSON.stringify(word.slice(0, 40))}`);
       }
       const session = await locate(id, opts);
-      const { declareVerdict } = await import('../../bundle/sessions.js');
+      const { declareVerdict } = await import('../../sessions/verdict.js');
       const res = await declareVerdict(session.dir, { passed: lowered === 'pass', reason: opts.reason });
       if (opts.json) {
         const { sessionId, passed, reason, verdict, verdictReason } = res;

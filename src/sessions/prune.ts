@@ -1,118 +1,14 @@
-/** Operations over a sessions dir that the CLI offers: list, write a summary, prune. */
+/** Prune: old session dirs (and their zips) deleted, never one still being written. */
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { createRedactor } from '../redact/redactor.js';
 import { withCatalog } from '../report/catalog.js';
-import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
-import { FULL_FACTS, type SummaryFacts, summaryFacts } from '../report/summary-facts.js';
-import type { SessionSummary, Verdict } from '../report/types.js';
-import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
-
-export { listingOf, listSessionSummaries, type SessionListing } from './list.js';
-
-import { writeFileAtomic } from '../report/write-atomic.js';
-import { appendSessionEvent } from '../store/append-event.js';
-import { Catalog, type CatalogSession, touchCatalogSession } from '../store/catalog.js';
+import type { Verdict } from '../report/types.js';
+import { Catalog, type CatalogSession } from '../store/catalog.js';
 import { type SessionLocation, SessionReader } from '../store/session-reader.js';
-import { expectNumber, expectObject, expectOptions, expectPath, expectString } from '../util/expect.js';
-
-/** Summarize one session (opens and closes its log). */
-export async function summarizeSession(dir: string): Promise<SessionSummary> {
-  expectPath(dir, 'dir');
-  const reader = SessionReader.open(dir);
-  try {
-    return await buildSummary(reader);
-  } finally {
-    reader.close();
-  }
-}
-
-/** Write `failure-summary.md` into the session dir (atomically) and return its path. */
-export async function writeFailureSummary(
-  dir: string,
-  options: { templatesDir?: string } = {},
-): Promise<string> {
-  checkDirAndTemplates(dir, options);
-  const summary = await summarizeSession(dir);
-  const text = await renderFailureSummary(summary, options);
-  const file = path.join(dir, 'failure-summary.md');
-  writeFileAtomic(file, text);
-  return file;
-}
-
-/** The failure summary as Markdown. */
-export async function failureSummaryText(
-  dir: string,
-  options: { templatesDir?: string } = {},
-): Promise<string> {
-  checkDirAndTemplates(dir, options);
-  return renderFailureSummary(await summarizeSession(dir), options);
-}
-
-/** The failure summary's facts with its Markdown (`schema/summary.schema.json`): `mcec-bundle show --json`. */
-export async function failureSummaryFacts(
-  dir: string,
-  options: { templatesDir?: string } = {},
-): Promise<SummaryFacts> {
-  const summary = await summarizeSession(dir);
-  return summaryFacts(summary, await renderFailureSummary(summary, options), FULL_FACTS);
-}
-
-/** The bug-report body as Markdown (ends with the name of the zip to attach). */
-export async function bugReportText(dir: string, options: { templatesDir?: string } = {}): Promise<string> {
-  checkDirAndTemplates(dir, options);
-  const summary = await summarizeSession(dir);
-  return renderBugReport(summary, { ...options, bundleName: `${summary.dirName}.zip` });
-}
-
-/** Longest reason kept with a declared verdict. */
-export const MAX_VERDICT_REASON = 2000;
-
-/** What `declareVerdict` stored and the verdict the session now has. */
-export interface DeclaredVerdictResult {
-  sessionId: string;
-  dir: string;
-  passed: boolean;
-  /** The reason as stored (secrets scrubbed, clipped), or null. */
-  reason: string | null;
-  /** The session's verdict after the declaration (the newest declared verdict wins). */
-  verdict: Verdict;
-  verdictReason: string;
-}
-
-/**
- * Declare a session passed or failed after the fact: a `verdict` event `{passed, reason?, via}` in its log
- * (safe while the recorder still writes it). The newest declared verdict wins over the recording's own.
- */
-export async function declareVerdict(
-  dir: string,
-  declared: { passed: boolean; reason?: string | null; via?: 'cli' | 'recorder' | 'notification' },
-): Promise<DeclaredVerdictResult> {
-  expectPath(dir, 'dir');
-  if (typeof declared?.passed !== 'boolean') throw new TypeError('passed must be true or false');
-  const detail: Record<string, unknown> = { passed: declared.passed, via: declared.via ?? 'cli' };
-  let reason: string | null = null;
-  if (typeof declared.reason === 'string' && declared.reason.trim() !== '') {
-    // Inline secrets (password=..., bearer tokens) and image bytes never reach the log.
-    const scrubbed = createRedactor().scrubText(declared.reason.trim());
-    reason = scrubbed.length > MAX_VERDICT_REASON ? `${scrubbed.slice(0, MAX_VERDICT_REASON)}...` : scrubbed;
-    detail.reason = reason;
-  }
-  appendSessionEvent(dir, 'verdict', detail);
-  // The catalog reads the session again (the dir's time does not move while a recorder holds the log).
-  touchCatalogSession(path.dirname(path.resolve(dir)), path.resolve(dir));
-  const summary = await summarizeSession(dir);
-  return {
-    sessionId: summary.sessionId,
-    dir,
-    passed: declared.passed,
-    reason,
-    verdict: summary.verdict,
-    verdictReason: summary.verdictReason,
-  };
-}
+import { expectNumber, expectObject, expectPath } from '../util/expect.js';
+import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
 
 /** A session that prune removes (or would remove on a dry run). */
 export interface PrunedSession {
@@ -291,10 +187,4 @@ function isRegularFile(p: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** A session dir and `{templatesDir}`, checked at the boundary (TypeError/RangeError naming the argument). */
-function checkDirAndTemplates(dir: unknown, options: unknown): void {
-  expectPath(dir, 'dir');
-  expectString(expectOptions(options).templatesDir, 'options.templatesDir', { nonEmpty: true });
 }
