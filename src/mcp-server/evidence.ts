@@ -89,7 +89,7 @@ export class SessionsEvidence {
     const offset = args.cursor === undefined ? 0 : cursorOffset(args.cursor);
     const limit = args.limit ?? LIMITS.pageDefault;
     const since = args.since === undefined ? undefined : await sinceTime(args.since);
-    const { withCatalog } = await import('../report/catalog.js');
+    const { withCatalog } = await import('../fleet/catalog.js');
     const { listingOf } = await import('../sessions/list.js');
     const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
       catalog.page(
@@ -276,8 +276,8 @@ export class SessionsEvidence {
   /** triage: failure groups across sessions, with its lists cut to the largest entries. */
   async triage(args: { since?: string; scenario?: string; includeRecovered?: boolean; maxGroups?: number }) {
     const since = args.since === undefined ? undefined : await sinceTime(args.since);
-    const t = await import('../report/triage.js');
-    const { withCatalog } = await import('../report/catalog.js');
+    const t = await import('../fleet/triage.js');
+    const { withCatalog } = await import('../fleet/catalog.js');
     const rules = t.loadFingerprintRules(path.join(this.sessionsDir, t.RULES_FILE), { optional: true });
     const report = await withCatalog(this.sessionsDir, ({ catalog }) =>
       t.triage(catalog, {
@@ -326,8 +326,8 @@ export class SessionsEvidence {
     let a: { dir: string; dirName: string };
     if (args.against !== undefined) a = this.locate(args.against);
     else {
-      const { withCatalog } = await import('../report/catalog.js');
-      const { lastPassOf } = await import('../report/diff.js');
+      const { withCatalog } = await import('../fleet/catalog.js');
+      const { lastPassOf } = await import('../fleet/diff.js');
       a = await withCatalog(this.sessionsDir, ({ catalog }) => {
         const pass = lastPassOf(catalog, b.dirName);
         if (!pass) {
@@ -340,7 +340,7 @@ export class SessionsEvidence {
       });
     }
     if (a.dirName === b.dirName) throw new ToolError('against names the same session: give another one');
-    const d = await import('../report/diff.js');
+    const d = await import('../fleet/diff.js');
     const whole = await d.diffSessions(a.dir, b.dir); // no outDir: nothing is written
     const around = args.around ?? LIMITS.diffAroundDefault;
     const total = whole.aligned.length;
@@ -431,7 +431,7 @@ export class SessionsEvidence {
     offset: number,
     limit: number,
   ): Promise<{ rows: SessionLocationLite[]; next: number | null }> {
-    const { withCatalog } = await import('../report/catalog.js');
+    const { withCatalog } = await import('../fleet/catalog.js');
     const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
       catalog.page({}, offset, limit),
     );

@@ -3,7 +3,7 @@
  * so `list` of 10,000 sessions starts about as fast as `node` and one SQLite query.
  */
 import path from 'node:path';
-import { withCatalog } from '../report/catalog.js';
+import { withCatalog } from '../fleet/catalog.js';
 import type { Verdict } from '../report/types.js';
 import type { CatalogSession } from '../store/catalog.js';
 import { expectOptions, expectPath } from '../util/expect.js';
@@ -29,7 +29,7 @@ export interface SessionListing {
   status: 'open' | 'ended' | 'aborted' | null;
   verdict: Verdict | null;
   verdictReason: string | null;
-  /** Fingerprints of its unrecovered failures by the built-in rules, oldest first (src/report/fingerprint.ts). */
+  /** Fingerprints of its unrecovered failures by the built-in rules, oldest first (src/fleet/fingerprint.ts). */
   fingerprints: string[];
   /** Set when the log could not be read; the other fields are then from the dir name only. */
   error?: string;

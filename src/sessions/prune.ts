@@ -1,8 +1,8 @@
 /** Prune: old session dirs (and their zips) deleted, never one still being written. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { withCatalog } from '../fleet/catalog.js';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { withCatalog } from '../report/catalog.js';
 import { buildSummary } from '../report/summary.js';
 import type { Verdict } from '../report/types.js';
 import { Catalog, type CatalogSession } from '../store/catalog.js';

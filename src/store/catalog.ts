@@ -1,7 +1,7 @@
 /**
  * The sessions catalog: `catalog.sqlite` at the root of a sessions dir, one row per session (what `list`,
  * `prune`, `triage` and the index page read instead of opening every session's log), with its failures and
- * per-tool call counts. Knows SQLite and rows; the rows themselves are computed by src/report/catalog.ts
+ * per-tool call counts. Knows SQLite and rows; the rows themselves are computed by src/fleet/catalog.ts
  * (the verdict rule lives there). Safe with several processes at once: WAL, a busy timeout, short
  * transactions, and a `touched` counter so a row a writer changed while a reader re-indexed it stays stale.
  */

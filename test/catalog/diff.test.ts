@@ -9,7 +9,7 @@ import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_SCENARIO, runDemo } from '../../src/demo/run-demo.js';
-import { alignKeys, diffTrees, type SessionDiff } from '../../src/report/diff.js';
+import { alignKeys, diffTrees, type SessionDiff } from '../../src/fleet/diff.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { externalRequests, hasChromium, launchChromium, openLogged } from '../report-html/browser.js';
 import { cli, scratchRoot, validator } from './helpers.js';
@@ -95,7 +95,7 @@ describe('diff: three demo runs, two passing and one failing', () => {
       for (const f of fs.readdirSync(path.join(dir, 'artifacts')).filter((n) => n.endsWith('.png')))
         fs.writeFileSync(path.join(dir, 'artifacts', f), bomb);
     }
-    const { diffSessions } = await import('../../src/report/diff.js');
+    const { diffSessions } = await import('../../src/fleet/diff.js');
     const t = performance.now();
     const d = await diffSessions(a!, b!, {});
     expect(performance.now() - t).toBeLessThan(30_000);

@@ -10,7 +10,7 @@ import {
   sparkline,
   type TriageGroup,
   triage,
-} from '../../src/report/triage.js';
+} from '../../src/fleet/triage.js';
 import { Catalog, type CatalogFailure, type CatalogSession } from '../../src/store/catalog.js';
 
 const DAY = 86_400_000;

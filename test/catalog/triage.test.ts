@@ -9,9 +9,9 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFleet, type InjectedFailure, SCENARIOS } from '../../bench/lib/fleet.js';
 import { buildBundle } from '../../src/bundle/build.js';
-import { refreshCatalog } from '../../src/report/catalog.js';
-import { defaultFingerprint, normalizeDetail } from '../../src/report/fingerprint.js';
-import { type TriageReport, triage } from '../../src/report/triage.js';
+import { refreshCatalog } from '../../src/fleet/catalog.js';
+import { defaultFingerprint, normalizeDetail } from '../../src/fleet/fingerprint.js';
+import { type TriageReport, triage } from '../../src/fleet/triage.js';
 import { cli, scratchRoot, validator } from './helpers.js';
 
 const SESSIONS = 2000;

@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
+import { refreshCatalog } from '../../src/fleet/catalog.js';
 import { createRecorder } from '../../src/record/index.js';
-import { refreshCatalog } from '../../src/report/catalog.js';
 import { CATALOG_FILE } from '../../src/store/catalog.js';
 import { findResult, removeRoot, reportFigure, tempRoot } from './helpers.js';
 

@@ -74,7 +74,7 @@ Example:
     )
     .action(async (opts: SessionsOption & { json?: boolean }) => {
       const dir = sessionsDir(opts);
-      const { withCatalog } = await import('../../report/catalog.js');
+      const { withCatalog } = await import('../../fleet/catalog.js');
       const progress = progressReporter('reading sessions');
       const line = await withCatalog(
         dir,
@@ -143,7 +143,7 @@ Examples:
 
 async function triage(opts: TriageCliOptions): Promise<void> {
   if (opts.json && opts.md) throw new UsageError('give one of --json and --md');
-  const t = await import('../../report/triage.js');
+  const t = await import('../../fleet/triage.js');
   const render = (catalog: Catalog, source: { kind: 'sessions' | 'bundles'; path: string }): string => {
     const rules =
       opts.rules !== undefined
@@ -169,7 +169,7 @@ async function triage(opts: TriageCliOptions): Promise<void> {
     if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
       throw new UsageError(`--bundles ${dir} is not a directory`);
     }
-    const { catalogOfBundles } = await import('../../bundle/bundles-catalog.js');
+    const { catalogOfBundles } = await import('../../fleet/bundles-catalog.js');
     const progress = progressReporter('reading bundles');
     const res = await catalogOfBundles(dir, { onProgress: progress.onProgress }).finally(() =>
       progress.stop(),
@@ -183,7 +183,7 @@ async function triage(opts: TriageCliOptions): Promise<void> {
     return;
   }
   const dir = sessionsDir(opts);
-  const { withCatalog } = await import('../../report/catalog.js');
+  const { withCatalog } = await import('../../fleet/catalog.js');
   const progress = progressReporter('reading sessions');
   const text = await withCatalog(
     dir,
@@ -243,8 +243,8 @@ Examples:
 
 /** The dir of the latest passing run of `run`'s scenario before it; an error when there is none. */
 async function lastPassDir(root: string, run: { dirName: string }): Promise<string> {
-  const { withCatalog } = await import('../../report/catalog.js');
-  const { lastPassOf } = await import('../../report/diff.js');
+  const { withCatalog } = await import('../../fleet/catalog.js');
+  const { lastPassOf } = await import('../../fleet/diff.js');
   return withCatalog(
     root,
     ({ catalog }) => {
@@ -264,7 +264,7 @@ async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Pro
     throw new UsageError('give two sessions, or one with --last-pass');
   }
   const root = sessionsDir(opts);
-  const d = await import('../../report/diff.js');
+  const d = await import('../../fleet/diff.js');
   let dirA: string;
   let dirB: string;
   if (opts.lastPass) {
@@ -282,7 +282,7 @@ async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Pro
     threshold: opts.threshold,
     maxChangedShare: opts.maxChanged,
   });
-  const { writeDiffHtml } = await import('../../report/diff-html.js');
+  const { writeDiffHtml } = await import('../../fleet/diff-html.js');
   const html = await writeDiffHtml(result, dirA, dirB);
   if (opts.json) print(JSON.stringify(result, null, 2));
   else print(`${d.renderDiffText(result)}\n\n${html}`);

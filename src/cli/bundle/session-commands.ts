@@ -118,9 +118,9 @@ async function writeIndexPage(
   dir: string,
   options: { pages: boolean; templatesDir?: string; quiet: boolean },
 ): Promise<string> {
-  const { withCatalog } = await import('../../report/catalog.js');
-  const { triage, loadFingerprintRules, RULES_FILE } = await import('../../report/triage.js');
-  const { writeIndexHtml, stalePages } = await import('../../report/index-html.js');
+  const { withCatalog } = await import('../../fleet/catalog.js');
+  const { triage, loadFingerprintRules, RULES_FILE } = await import('../../fleet/triage.js');
+  const { writeIndexHtml, stalePages } = await import('../../fleet/index-html.js');
   return withCatalog(
     dir,
     async (res) => {

@@ -5,9 +5,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { escapeHtml as esc, paletteStyle, renderPage } from '../report/page-shell.js';
+import { writeFileAtomic } from '../report/write-atomic.js';
 import type { SessionDiff } from './diff.js';
-import { escapeHtml as esc, paletteStyle, renderPage } from './page-shell.js';
-import { writeFileAtomic } from './write-atomic.js';
 
 const THUMB_WIDTH = 360;
 

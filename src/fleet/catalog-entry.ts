@@ -4,14 +4,14 @@
  */
 import path from 'node:path';
 import { parseSessionDirName } from '../paths/naming.js';
+import { targetOf } from '../report/target.js';
+import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
+import { formatDurationMs } from '../report/time.js';
+import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession } from '../store/catalog.js';
 import type { CallRow } from '../store/schema.js';
 import { type FailureRow, SessionReader } from '../store/session-reader.js';
 import { defaultFingerprint, type FailureFacts } from './fingerprint.js';
-import { targetOf } from './target.js';
-import { asRecord, clip, oneLine, parseJson } from './text.js';
-import { formatDurationMs } from './time.js';
-import { decideVerdict, readVerdictFacts } from './verdict.js';
 
 /** Failures kept per session in the catalog, newest first (the session row counts them all). */
 export const MAX_CATALOG_FAILURES = 200;

@@ -5,6 +5,8 @@
  * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
  */
 import fs from 'node:fs';
+import { recoveryFor } from '../report/recovery.js';
+import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
 import {
   type CompiledRule,
@@ -16,8 +18,6 @@ import {
   normalizeDetail,
   parseFingerprintRules,
 } from './fingerprint.js';
-import { recoveryFor } from './recovery.js';
-import { clip, oneLine } from './text.js';
 
 /** Time slices of the window a group's trend is counted in. */
 const TREND_BUCKETS = 7;

@@ -8,12 +8,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { safeRelativePath } from '../paths/naming.js';
+import { argsLine } from '../report/target.js';
+import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
+import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { Catalog, CatalogSession } from '../store/catalog.js';
 import type { ArtifactRow, CallRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
-import { argsLine } from './target.js';
-import { asRecord, clip, oneLine, parseJson } from './text.js';
-import { decideVerdict, readVerdictFacts } from './verdict.js';
 
 /** Above this many cells the alignment falls back from the exact LCS to a greedy one. */
 const MAX_LCS_CELLS = 16_000_000;

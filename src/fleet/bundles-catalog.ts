@@ -9,10 +9,10 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry } from 'yauzl';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { readCatalogEntry } from '../report/catalog-entry.js';
 import { Catalog, type CatalogEntry } from '../store/catalog.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { makeTempDir } from '../util/temp-files.js';
+import { readCatalogEntry } from './catalog-entry.js';
 
 /** Largest session.sqlite read out of a bundle. */
 const MAX_LOG_BYTES = 2 * 1024 ** 3;

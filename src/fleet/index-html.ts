@@ -6,11 +6,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { escapeHtml as esc, paletteStyle, renderPage } from '../report/page-shell.js';
+import { writeFileAtomic } from '../report/write-atomic.js';
 import type { CatalogSession } from '../store/catalog.js';
-import { escapeHtml as esc, paletteStyle, renderPage } from './page-shell.js';
 import type { TriageReport } from './triage.js';
 import { sparkline } from './triage.js';
-import { writeFileAtomic } from './write-atomic.js';
 
 /** The page's file name in the sessions dir. */
 export const INDEX_FILE = 'index.html';
