@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { hostOriginRejection, isLoopbackHost } from '../proxy/gates.js';
+import { hostOriginRejection, isLoopbackHost } from '../wire/gates.js';
 import { createEvidenceServer, type EvidenceServerOptions } from './server.js';
 
 /** Largest request body read (MCEC's and the proxy's limit). */

@@ -5,8 +5,8 @@
  */
 
 import http from 'node:http';
+import type { TargetKind } from '../wire/gates.js';
 import { BoundedMessage, peekAnswer } from './bounded.js';
-import type { TargetKind } from './gates.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import type { ProxyPendingExchange } from './recorder-port.js';
 import { isEventStream, type SseEvent, SseParser } from './sse.js';

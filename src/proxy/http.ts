@@ -3,8 +3,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isMcecName } from '../contract/server-name.js';
-import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
-import { isRecorderNotification } from './declarations.js';
 import {
   endpointPathRejection,
   hostOriginRefusal,
@@ -14,7 +12,9 @@ import {
   mcpRefusal,
   type Refusal,
   type TargetKind,
-} from './gates.js';
+} from '../wire/gates.js';
+import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
+import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';

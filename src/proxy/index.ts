@@ -1,4 +1,6 @@
 /** Recording proxies: put mcec-recorder on the wire between an MCP client and MCEC (HTTP or stdio). */
+
+export { endpointPathRejection, hostOriginRejection, isLoopbackHost } from '../wire/gates.js';
 export { DEFAULT_MAX_RECORD_BYTES, MAX_RECORD_BYTES_LIMIT } from './bounded.js';
 export {
   DeclarationFilter,
@@ -8,7 +10,6 @@ export {
   STEP_NOTIFICATION,
   VERDICT_NOTIFICATION,
 } from './declarations.js';
-export { endpointPathRejection, hostOriginRejection, isLoopbackHost } from './gates.js';
 export {
   DEFAULT_LATE_ANSWER_MS,
   DEFAULT_MAX_BODY_BYTES,

@@ -2,14 +2,14 @@
  * The answer builder: a recorded call back into what MCEC sent, a CallToolResult on its real wire. The images
  * the recorder took out are read from `artifacts/` and put back byte for byte where they were (the capture
  * object's `base64` in MCEC's key order, the image block first), host-file copies the recorder added are
- * taken out again, and the envelope is written with the server's escaping (src/sim/wire.ts).
+ * taken out again, and the envelope is written with the server's escaping (src/wire/json-text.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { JSON_MARKER, parsePointer } from '../contract/image-bytes.js';
-import type { CallToolResult, ContentBlock } from '../sim/server.js';
-import { serializeWire } from '../sim/wire.js';
 import { isRecord } from '../util/json.js';
+import { serializeWire } from '../wire/json-text.js';
+import type { CallToolResult, ContentBlock } from '../wire/mcp-types.js';
 import { holdsRedaction } from './matcher.js';
 import type { RecordedCall } from './recording.js';
 

@@ -1,9 +1,5 @@
 /** mcec-replay as a library: a recorded session (dir, id or bundle) served as MCEC over HTTP or stdio. */
 import type { Readable, Writable } from 'node:stream';
-import { type HttpListener, listenHttp } from '../sim/http.js';
-import type { JsonRpcResponse } from '../sim/json-rpc.js';
-import type { CallToolResult } from '../sim/server.js';
-import { serveStdio } from '../sim/stdio.js';
 import {
   expectArray,
   expectBoolean,
@@ -14,6 +10,10 @@ import {
   expectPath,
   expectString,
 } from '../util/expect.js';
+import { type HttpListener, listenHttp } from '../wire/http.js';
+import type { JsonRpcResponse } from '../wire/json-rpc.js';
+import type { CallToolResult } from '../wire/mcp-types.js';
+import { serveStdio } from '../wire/stdio.js';
 import { type Injection, parseInjection } from './injector.js';
 import type { ReplayOrder } from './matcher.js';
 import { loadRecording } from './recording.js';

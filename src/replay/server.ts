@@ -1,10 +1,12 @@
 /**
  * The replay server core: JSON-RPC in, answers from the recording out, on MCEC's wire. It implements the
- * simulator's transport interfaces (`handleText` for stdio, `dispatch` for HTTP), so both transports, their
- * framing and front-door checks are the simulator's own (src/sim/stdio.ts, src/sim/http.ts).
+ * wire room's transport interfaces (`handleText` for stdio, `dispatch` for HTTP), so both transports, their
+ * framing and front-door checks are the simulator's too (src/wire/stdio.ts, src/wire/http.ts).
  */
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
+import { toolListings } from '../contract/tool-listings.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
+import { isRecord } from '../util/json.js';
 import {
   answerJsonText,
   dispatchJsonRpc,
@@ -12,10 +14,8 @@ import {
   type JsonRpcMethod,
   type JsonRpcResponse,
   toolCallOf,
-} from '../sim/json-rpc.js';
-import { type CallToolResult, PROTOCOL_VERSION } from '../sim/server.js';
-import { toolListings } from '../sim/tools.js';
-import { isRecord } from '../util/json.js';
+} from '../wire/json-rpc.js';
+import { type CallToolResult, PROTOCOL_VERSION } from '../wire/mcp-types.js';
 import { ArtifactFiles, type BuiltAnswer, buildAnswer, buildPlainAnswer, failureAnswer } from './answer.js';
 import { type Injection, injectedFailure, pickInjection } from './injector.js';
 import { type Difference, type MatchDecision, Matcher, type ReplayOrder } from './matcher.js';
@@ -154,7 +154,7 @@ export class ReplayCore {
     return result;
   }
 
-  /** tools/list as recorded; MCEC's own list (the simulator's copy of its catalog) when not recorded. */
+  /** tools/list as recorded; MCEC's own list (`src/contract/tool-listings.ts`) when not recorded. */
   private toolsListResult(): Record<string, unknown> {
     if (this.recording.toolsList) return structuredClone(this.recording.toolsList);
     this.synthesized.add(

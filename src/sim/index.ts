@@ -1,25 +1,25 @@
 /** An embedded MCEC-like server for the demo, tests and benchmarks: library API of the simulator. */
 import type { Readable, Writable } from 'node:stream';
 import type { Envelope } from '../contract/types.js';
+import { type HttpListener, type HttpOptions, listenHttp } from '../wire/http.js';
+import type { JsonRpcResponse } from '../wire/json-rpc.js';
+import { serveStdio } from '../wire/stdio.js';
 import type { Desktop } from './desktop.js';
-import { type HttpListener, type HttpOptions, listenHttp } from './http.js';
-import type { JsonRpcResponse } from './json-rpc.js';
 import { type CallToolResult, SimulatorCore, type SimulatorOptions } from './server.js';
-import { serveStdio } from './stdio.js';
 
+export type { HttpListener, HttpOptions } from '../wire/http.js';
+export { MAX_BODY_BYTES, MAX_HTTP_IN_FLIGHT } from '../wire/http.js';
+export type { JsonRpcResponse } from '../wire/json-rpc.js';
+export { escapeJsonText, serializeWire } from '../wire/json-text.js';
+export { MAX_IN_FLIGHT } from '../wire/stdio.js';
 export type { UiaElement, WindowTarget } from './desktop.js';
 export { DISPLAYS, HANDLES, NOTEPAD_TEXT, VIRTUAL_BOUNDS } from './desktop.js';
-export type { HttpListener, HttpOptions } from './http.js';
-export { MAX_BODY_BYTES, MAX_HTTP_IN_FLIGHT } from './http.js';
-export type { JsonRpcResponse } from './json-rpc.js';
 export type { ConsentAnswer } from './meta-tools.js';
 export type { RecordLimits } from './record.js';
 export { DEFAULT_RECORD_LIMITS } from './record.js';
 export type { CallToolResult, ContentBlock, SimulatorOptions } from './server.js';
 export { PROTOCOL_VERSION, SIM_RAW_COMMANDS, SIM_VERSION, SimulatorFault } from './server.js';
-export { MAX_IN_FLIGHT } from './stdio.js';
 export { TOOLS } from './tools.js';
-export { escapeJsonText, serializeWire } from './wire.js';
 
 /** Operator controls of a simulator. */
 export interface SimulatorControl {

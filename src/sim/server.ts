@@ -5,7 +5,6 @@ import path from 'node:path';
 import { GATED_BY_DEFAULT, INSTALL_TOOLS, SERVED_DURING_CONSENT } from '../contract/tool-catalog.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
-import { Desktop } from './desktop.js';
 import {
   answerFaults,
   answerJsonText,
@@ -13,7 +12,10 @@ import {
   type JsonRpcMethod,
   type JsonRpcResponse,
   toolCallOf,
-} from './json-rpc.js';
+} from '../wire/json-rpc.js';
+import { serializeWire } from '../wire/json-text.js';
+import { type CallToolResult, type ContentBlock, PROTOCOL_VERSION } from '../wire/mcp-types.js';
+import { Desktop } from './desktop.js';
 import { CommandTable, type ConsentAnswer } from './meta-tools.js';
 import { mulberry32, sessionIdSource } from './prng.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
@@ -28,12 +30,11 @@ import {
   toolByName,
   toolListings,
 } from './tools.js';
-import { serializeWire } from './wire.js';
+
+export { type CallToolResult, type ContentBlock, PROTOCOL_VERSION };
 
 /** The version the simulator reports in serverInfo. */
 export const SIM_VERSION = '3.0.0-sim';
-/** The MCP protocol version the real server answers with. */
-export const PROTOCOL_VERSION = '2025-06-18';
 
 /** Options of {@link createSimulator}. */
 export interface SimulatorOptions {
@@ -90,17 +91,6 @@ export const SIM_RAW_COMMANDS: readonly string[] = [
   'VK_RETURN',
   'VK_TAB',
 ];
-
-/** An MCP content block. */
-export type ContentBlock =
-  | { type: 'image'; data: string; mimeType: 'image/png' }
-  | { type: 'text'; text: string };
-
-/** What tools/call returns: an optional image block, then the envelope JSON as the last text block. */
-export interface CallToolResult {
-  content: ContentBlock[];
-  isError: boolean;
-}
 
 /** Operator states of the real server that refuse calls (mcec-wire §8); all off (agent commands on) by default. */
 export interface SimulatorGates {

@@ -6,7 +6,9 @@ import {
   mcecTool,
   toolsOfKind,
 } from '../contract/tool-catalog.js';
+import { TOOL_LISTINGS, type ToolListing } from '../contract/tool-listings.js';
 import type { Warning } from '../contract/types.js';
+import { serializeWire } from '../wire/json-text.js';
 import { clickArgsError, runClipboard, runDrag, runFocus, runLaunch, runWindow } from './actions.js';
 import { runCapture, windowCaptureData } from './capture.js';
 import {
@@ -27,7 +29,6 @@ import { runGetText } from './get-text.js';
 import { runEndSession, runProvisionSession, runRequestCommandAccess } from './meta-tools.js';
 import { encodePng } from './raster.js';
 import { runRecord } from './record.js';
-import { TOOL_LISTINGS, type ToolListing } from './schemas.js';
 import type { SimSession } from './sessions.js';
 import type { ToolContext, ToolSuccess } from './tool-kit.js';
 import {
@@ -45,9 +46,8 @@ import {
   target,
   timeoutArg,
 } from './tool-kit.js';
-import { serializeWire } from './wire.js';
 
-export type { ToolListing } from './schemas.js';
+export { type ToolListing, toolListings } from '../contract/tool-listings.js';
 export type { ToolContext, ToolSuccess } from './tool-kit.js';
 export { badArguments, ToolFailure } from './tool-kit.js';
 
@@ -561,13 +561,4 @@ const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 /** A tool by its exact (case-sensitive) name. */
 export function toolByName(name: string): ToolDef | undefined {
   return BY_NAME.get(name);
-}
-
-/** The tools/list entries (name, description, inputSchema). */
-export function toolListings(): ToolListing[] {
-  return TOOLS.map(({ name, description, inputSchema }) => ({
-    name,
-    description,
-    inputSchema: structuredClone(inputSchema),
-  }));
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { hostOriginRejection, isLoopbackHost, parseHostHeader } from '../../src/proxy/gates.js';
 import { classifyMessage } from '../../src/proxy/jsonrpc.js';
 import { LineSplitter } from '../../src/proxy/lines.js';
+import { hostOriginRejection, isLoopbackHost, parseHostHeader } from '../../src/wire/gates.js';
 
 describe('loopback and Host/Origin gate', () => {
   it('knows loopback hosts', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { BoundedMessage, EDGE_BYTES, peekAnswer } from '../../src/proxy/bounded.js';
-import { endpointPathRejection, normalizedPath } from '../../src/proxy/gates.js';
 import { LineSplitter } from '../../src/proxy/lines.js';
 import { formatDuration, timeoutFor, timeoutPolicy } from '../../src/proxy/timeouts.js';
+import { endpointPathRejection, normalizedPath } from '../../src/wire/gates.js';
 
 const MiB = 1024 * 1024;
 const call = (name: string, args: Record<string, unknown> = {}) => ({

@@ -14,7 +14,7 @@ import { buildBundle } from '../../src/bundle/build.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { ERROR_CATEGORIES } from '../../src/contract/types.js';
 import { createRecorder, type Dispatch, quickOutcome, type Recorder } from '../../src/record/index.js';
-import { escapeJsonText } from '../../src/sim/wire.js';
+import { escapeJsonText } from '../../src/wire/json-text.js';
 import { claimedSizePng } from '../support/images.js';
 import {
   bundleCli,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { escapeJsonText, serializeWire } from '../../src/sim/wire.js';
+import { escapeJsonText, serializeWire } from '../../src/wire/json-text.js';
 import { isPrintableAscii } from './helpers.js';
 
 describe('serializeWire: the server escaping (mcec-wire §4)', () => {

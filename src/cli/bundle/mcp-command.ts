@@ -41,7 +41,7 @@ async function mcp(opts: McpCliOptions): Promise<void> {
   const dir = sessionsDir(opts);
   const listen = opts.listen === undefined ? undefined : parseListen('--listen', opts.listen);
   if (listen && !opts.allowRemote) {
-    const { isLoopbackHost } = await import('../../proxy/gates.js');
+    const { isLoopbackHost } = await import('../../wire/gates.js');
     if (!isLoopbackHost(listen.host)) {
       throw new UsageError(
         `refusing to listen on non-loopback host ${listen.host} (--allow-remote allows it)`,

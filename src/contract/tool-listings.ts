@@ -374,3 +374,12 @@ export const TOOL_LISTINGS: readonly ToolListing[] = [
     false,
   ),
 ];
+
+/** The tools/list entries (name, description, inputSchema), each a fresh copy: what tools/list answers. */
+export function toolListings(): ToolListing[] {
+  return TOOL_LISTINGS.map(({ name, description, inputSchema }) => ({
+    name,
+    description,
+    inputSchema: structuredClone(inputSchema),
+  }));
+}

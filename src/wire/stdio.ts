@@ -2,7 +2,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import type { JsonRpcResponse } from './json-rpc.js';
-import { serializeWire } from './wire.js';
+import { serializeWire } from './json-text.js';
 
 /** What the stdio transport needs from the server: one line of JSON text in, a response (or null) out. */
 export interface LineHandler {

@@ -3,7 +3,7 @@ import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { isIP } from 'node:net';
 import type { JsonRpcResponse } from './json-rpc.js';
-import { serializeWire } from './wire.js';
+import { serializeWire } from './json-text.js';
 
 /** What the HTTP transport needs from the server. `dispatch` throws on a handler fault (answered 500). */
 export interface Dispatcher {
