@@ -1,0 +1,129 @@
+/**
+ * The rooms' import direction: every relative import in src/ must follow docs/architecture-imports.json (the
+ * table docs/architecture.md shows), and no two rooms may reach each other through any chain of imports.
+ * Reads the source text only (a regex over import/export specifiers), so it runs in well under a second.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SRC = path.join(ROOT, 'src');
+
+interface ImportRules {
+  /** Room (a folder under src/, or `(root)` for src/*.ts) -> the rooms it may import. */
+  rooms: Record<string, string[]>;
+  /** Edges allowed only between these files (paths under src/), beyond what `rooms` allows. */
+  fileEdges: Array<{ from: string; to: string[]; why: string }>;
+}
+
+const rules = JSON.parse(
+  fs.readFileSync(path.join(ROOT, 'docs', 'architecture-imports.json'), 'utf8'),
+) as ImportRules;
+
+/** Static imports, re-exports, `import type` and dynamic `import('...')` of relative paths. */
+const SPECIFIER =
+  /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g;
+
+interface Edge {
+  from: string;
+  to: string;
+}
+
+function roomOf(file: string): string {
+  const parts = file.split('/');
+  return parts.length > 1 ? parts[0]! : '(root)';
+}
+
+function sourceEdges(): Edge[] {
+  const edges: Edge[] = [];
+  const files = (fs.readdirSync(SRC, { recursive: true }) as string[])
+    .map((f) => f.split(path.sep).join('/'))
+    .filter((f) => f.endsWith('.ts'));
+  for (const file of files) {
+    const text = fs.readFileSync(path.join(SRC, file), 'utf8');
+    for (const m of text.matchAll(SPECIFIER)) {
+      const spec = (m[1] ?? m[2])!;
+      const target = path.posix
+        .normalize(path.posix.join(path.posix.dirname(file), spec))
+        .replace(/\.js$/, '.ts');
+      edges.push({ from: file, to: target });
+    }
+  }
+  return edges;
+}
+
+function allowed(edge: Edge): boolean {
+  const a = roomOf(edge.from);
+  const b = roomOf(edge.to);
+  if (a === b) return true;
+  if (rules.rooms[a]?.includes(b)) return true;
+  return rules.fileEdges.some((e) => e.from === edge.from && e.to.includes(edge.to));
+}
+
+/** Rooms that reach each other through imports (strongly connected components of more than one room). */
+function roomCycles(edges: Edge[]): string[][] {
+  const next = new Map<string, Set<string>>();
+  for (const e of edges) {
+    const a = roomOf(e.from);
+    const b = roomOf(e.to);
+    if (a === b) continue;
+    if (!next.has(a)) next.set(a, new Set());
+    next.get(a)!.add(b);
+  }
+  const reach = (start: string): Set<string> => {
+    const seen = new Set<string>();
+    const stack = [start];
+    while (stack.length > 0)
+      for (const n of next.get(stack.pop()!) ?? []) if (!seen.has(n) && seen.add(n)) stack.push(n);
+    return seen;
+  };
+  const cycles: string[][] = [];
+  const placed = new Set<string>();
+  for (const room of next.keys()) {
+    if (placed.has(room)) continue;
+    const fromHere = reach(room);
+    const cycle = [...fromHere].filter((other) => other === room || reach(other).has(room));
+    if (cycle.length > 1) {
+      for (const r of cycle) placed.add(r);
+      cycles.push(cycle.sort());
+    }
+  }
+  return cycles;
+}
+
+describe('import direction (docs/architecture.md, "What may import what")', () => {
+  const edges = sourceEdges();
+
+  it('finds the imports it checks', () => {
+    expect(edges.length).toBeGreaterThan(500);
+    // Every room of src/ has a row, and every row names a room that exists.
+    const rooms = new Set(edges.map((e) => roomOf(e.from)));
+    expect([...rooms].filter((r) => !(r in rules.rooms))).toEqual([]);
+    for (const targets of Object.values(rules.rooms))
+      for (const t of targets) expect(t in rules.rooms, t).toBe(true);
+  });
+
+  it('has no edge the table does not allow', () => {
+    const wrong = edges.filter((e) => !allowed(e)).map((e) => `${e.from} -> ${e.to}`);
+    expect(wrong).toEqual([]);
+  });
+
+  it('has no cycle between rooms', () => {
+    expect(roomCycles(edges)).toEqual([]);
+  });
+
+  it('docs/architecture.md shows the same table', () => {
+    const doc = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const start = doc.indexOf('## What may import what');
+    const end = doc.indexOf('\n## ', start + 1);
+    const section = doc.slice(start, end < 0 ? undefined : end);
+    const shown: Record<string, string[]> = {};
+    for (const m of section.matchAll(/^\| `([^`]+)` \| ([^|]*) \|$/gm)) {
+      shown[m[1]!] = [...m[2]!.matchAll(/`([^`]+)`/g)].map((x) => x[1]!).sort();
+    }
+    const table = Object.fromEntries(Object.entries(rules.rooms).map(([k, v]) => [k, [...v].sort()]));
+    expect(shown).toEqual(table);
+  });
+});
