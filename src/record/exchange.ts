@@ -3,6 +3,8 @@
  * and `clientLeft` may come first (what the client saw meanwhile). A tools/call is a recorded call; any
  * other exchange becomes an event of the connection.
  */
+
+import { isRecord } from '../util/json.js';
 import { type ClientSaw, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import type { Job } from './jobs.js';
 import { roughSize } from './outcome.js';
@@ -17,6 +19,24 @@ export interface ExchangeSink {
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
   /** The recorder's wall clock, for stamps the proxy did not give. */
   now(): Date;
+  /**
+   * Null while an answer of `bytes` fits the record queue; else the queue's byte cap: the proxies never wait
+   * for room (bytes pass through first), so past the cap an answer is recorded without its body.
+   */
+  overQueueCap(bytes: number): number | null;
+}
+
+/**
+ * An answer recorded without its body because the record queue was full, as an oversize answer; its outcome
+ * read from the answer at hand (a JSON-RPC error, or a result's `isError`) so the row's status stays true.
+ */
+function queueFull(bytes: number, limit: number, output?: unknown): OversizeAnswer {
+  const answer: OversizeAnswer = { bytes, limit, reason: 'queue-full' };
+  if (!isRecord(output)) return answer;
+  if (isRecord(output.error)) answer.rpcError = true;
+  const result = isRecord(output.result) ? output.result : output;
+  if (typeof result.isError === 'boolean') answer.isError = result.isError;
+  return answer;
 }
 
 /** What a closed recorder hands a proxy: an exchange that records nothing. */
@@ -43,7 +63,12 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
   const settle = (answer: { output?: unknown; oversize?: OversizeAnswer }, m?: ExchangeMeta) => {
     const late = state === 'timed-out';
     state = 'settled';
-    const size = answer.oversize ? SMALL_JOB_BYTES : roughSize(answer.output);
+    let size = answer.oversize ? SMALL_JOB_BYTES : roughSize(answer.output);
+    const cap = answer.oversize ? null : sink.overQueueCap(size);
+    if (cap !== null) {
+      answer = { oversize: queueFull(size, cap, answer.output) };
+      size = SMALL_JOB_BYTES;
+    }
     if (late && saw) {
       sink.push({ type: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
       return;
@@ -96,18 +121,28 @@ export function otherExchange(sink: ExchangeSink, request: unknown, method: stri
     state = 'settled';
     sink.push({ type: 'exchange', request, response, at, failed }, size);
   };
+  const bodiless = (answer: OversizeAnswer, at: Date) => {
+    const failed =
+      answer.reason === 'queue-full'
+        ? `the answer (about ${answer.bytes} bytes) came while the record queue held its ${answer.limit} bytes: passed through, not recorded`
+        : `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
+    settle(null, at, SMALL_JOB_BYTES, failed);
+    sink.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
+    noteSaw();
+  };
   return {
     complete: (response, m) => {
       if (state === 'settled') return;
-      settle(response, validDate(m?.endedAt) ?? sink.now(), roughSize(response));
+      const at = validDate(m?.endedAt) ?? sink.now();
+      const size = roughSize(response);
+      const cap = sink.overQueueCap(size);
+      if (cap !== null) return bodiless(queueFull(size, cap), at);
+      settle(response, at, size);
       noteSaw();
     },
     tooLarge: (answer) => {
       if (state === 'settled') return;
-      const failed = `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
-      settle(null, sink.now(), SMALL_JOB_BYTES, failed);
-      sink.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
-      noteSaw();
+      bodiless(answer, sink.now());
     },
     fail: (reason) => {
       if (state === 'settled') return;

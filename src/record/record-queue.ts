@@ -33,6 +33,11 @@ export interface QueueLimits {
   /** Room again at this many jobs (and half of `highWaterBytes`) (default 4,096). */
   lowWaterJobs: number;
   highWaterBytes: number;
+  /**
+   * What producers that never wait (the proxies' exchanges) may fill the queue to (default 256 MiB, twice
+   * `highWaterBytes`): an answer that would take the queue past it is recorded without its body (`fits`).
+   */
+  maxQueuedBytes: number;
   /** Longest stretch of processing before the event loop gets a turn and the logs a commit (default 8 ms). */
   sliceMs: number;
   /** At most one commit per this many ms under load (the recorder's `commitIntervalMs`, default 4). */
@@ -46,6 +51,7 @@ export const DEFAULT_QUEUE_LIMITS: QueueLimits = {
   highWaterJobs: 8192,
   lowWaterJobs: 4096,
   highWaterBytes: 128 * MiB,
+  maxQueuedBytes: 256 * MiB,
   sliceMs: 8,
   commitIntervalMs: 4,
   retryMs: 100,
@@ -90,6 +96,16 @@ export class RecordQueue<J> {
   room(): Promise<void> | undefined {
     if (!this.underPressure()) return undefined;
     return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** True while a job of `bytes` keeps the queue within `maxQueuedBytes` (a small job always fits). */
+  fits(bytes: number): boolean {
+    return this.queuedBytes + bytes <= this.limits.maxQueuedBytes;
+  }
+
+  /** The byte cap of `fits`. */
+  get maxQueuedBytes(): number {
+    return this.limits.maxQueuedBytes;
   }
 
   /** True past the high-water mark (what `room()` would make a caller wait for), without waiting. */

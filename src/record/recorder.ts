@@ -101,6 +101,7 @@ class RecorderImpl implements Recorder {
     push: (job, size) => this.push(job, size),
     event: (sessionId, kind, detail) => this.event(sessionId, kind, detail),
     now: () => this.clock.date(),
+    overQueueCap: (bytes) => (this.queue.fits(bytes) ? null : this.queue.maxQueuedBytes),
   };
   private closed = false;
   private closing: Promise<void> | undefined;

@@ -109,9 +109,11 @@ export function oversizeRow(call: RecordedCall, o: OversizeAnswer): CallRow {
   row.ok = known ? (o.isError ? 0 : 1) : null;
   if (status !== 'ok') {
     row.error_code = 'answer-not-recorded';
-    row.error_detail =
-      `the answer (${o.bytes} bytes) was over the recording limit of ${o.limit} bytes: passed to the ` +
-      `client unchanged, not recorded; ${o.rpcError ? 'it was a JSON-RPC error' : known ? 'isError: true' : 'outcome unknown'}`;
+    const why =
+      o.reason === 'queue-full'
+        ? `the answer (about ${o.bytes} bytes) came while the record queue held its ${o.limit} bytes`
+        : `the answer (${o.bytes} bytes) was over the recording limit of ${o.limit} bytes`;
+    row.error_detail = `${why}: passed to the client unchanged, not recorded; ${o.rpcError ? 'it was a JSON-RPC error' : known ? 'isError: true' : 'outcome unknown'}`;
   }
   row.payload_dropped = 1;
   return row;
@@ -156,6 +158,7 @@ export function oversizeDetail(
   const detail: Record<string, unknown> = { direction, bytes: o.bytes, limit: o.limit };
   if (typeof o.isError === 'boolean') detail.isError = o.isError;
   if (o.rpcError === true) detail.rpcError = true;
+  if (o.reason) detail.reason = o.reason;
   if (transport) detail.transport = transport;
   return detail;
 }

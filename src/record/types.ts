@@ -144,6 +144,11 @@ export interface OversizeAnswer {
   isError?: boolean;
   /** The answer was a JSON-RPC error object (read from its start). */
   rpcError?: boolean;
+  /**
+   * Set by the recorder, never by a proxy: the answer fit the proxy's limit but came while the record queue
+   * held its byte cap (`limit` is that cap, `bytes` the answer's rough size); its body was not recorded.
+   */
+  reason?: 'queue-full';
 }
 
 /**

@@ -1,16 +1,19 @@
 /** A proxy's pending exchange settles once; what its client saw meanwhile goes with the answer. */
 import { describe, expect, it } from 'vitest';
-import { newCall } from '../../src/record/call.js';
+import { newCall, SMALL_JOB_BYTES } from '../../src/record/call.js';
 import { type ExchangeSink, otherExchange, toolCallExchange } from '../../src/record/exchange.js';
 import type { Job } from '../../src/record/jobs.js';
+import { RecordQueue } from '../../src/record/record-queue.js';
 
-function sink() {
+/** A sink whose queue takes any answer, or (with `cap`) none larger than `cap` bytes. */
+function sink(cap?: number) {
   const jobs: Job[] = [];
   const events: Array<{ kind: string; detail: Record<string, unknown> }> = [];
   const s: ExchangeSink = {
     push: (job) => jobs.push(job),
     event: (_id, kind, detail) => events.push({ kind, detail }),
     now: () => new Date('2026-12-02T10:00:01.000Z'),
+    overQueueCap: (bytes) => (cap !== undefined && bytes > cap ? cap : null),
   };
   return { s, jobs, events };
 }
@@ -87,5 +90,86 @@ describe('otherExchange', () => {
     });
     expect(events.map((e) => e.kind)).toEqual(['oversize-message', 'late-answer']);
     expect(events[1]!.detail).toEqual({ client: 'proxy-timeout', reason: 'slow', method: 'tools/list' });
+  });
+});
+
+describe('the record queue bounds what the proxies queue (they never wait for room)', () => {
+  const bigAnswer = (isError: boolean) => ({
+    jsonrpc: '2.0',
+    id: 1,
+    result: { content: [{ type: 'text', text: 'x'.repeat(4096) }], isError },
+  });
+
+  it('a tools/call answer past the cap is a row without its body, its outcome read from the answer', () => {
+    const { s, jobs } = sink(1000);
+    const c = call();
+    toolCallExchange(s, c, started).complete(bigAnswer(true));
+    expect(c.oversize).toMatchObject({ limit: 1000, reason: 'queue-full', isError: true });
+    expect(c.oversize!.bytes).toBeGreaterThan(4096);
+    expect(c.output).toBeUndefined();
+    expect(jobs).toHaveLength(1);
+  });
+
+  it('any other answer past the cap is an exchange without response and an oversize-message event', () => {
+    const { s, jobs, events } = sink(1000);
+    otherExchange(s, { method: 'resources/read' }, 'resources/read').complete(bigAnswer(false));
+    expect(jobs[0]).toMatchObject({
+      type: 'exchange',
+      response: null,
+      failed: expect.stringContaining('record queue'),
+    });
+    expect(events).toEqual([
+      {
+        kind: 'oversize-message',
+        detail: expect.objectContaining({
+          direction: 'answer',
+          limit: 1000,
+          reason: 'queue-full',
+          method: 'resources/read',
+        }),
+      },
+    ]);
+  });
+
+  it('a stalled log: what the proxies queue stays within the byte cap plus a small record per exchange', async () => {
+    let release: () => void = () => {};
+    const stalled = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const cap = 64 * 1024;
+    const queue = new RecordQueue<Job>(
+      {
+        process: () => stalled, // the first job waits on a log that does not move
+        hasUncommitted: () => false,
+        commit: () => ({ retry: false, again: false }),
+        broke: (err) => {
+          throw err;
+        },
+      },
+      { limits: { maxQueuedBytes: cap } },
+    );
+    const pushed: number[] = [];
+    const events: string[] = [];
+    const s: ExchangeSink = {
+      push: (job, size) => {
+        pushed.push(size);
+        queue.push(job, size);
+      },
+      event: (_id, kind) => events.push(kind),
+      now: () => new Date('2026-12-02T10:00:01.000Z'),
+      overQueueCap: (bytes) => (queue.fits(bytes) ? null : queue.maxQueuedBytes),
+    };
+    const exchanges = 200;
+    for (let i = 0; i < exchanges; i++)
+      otherExchange(s, { method: 'ping', id: i }, 'ping').complete(bigAnswer(false));
+    const bodies = pushed.filter((n) => n > SMALL_JOB_BYTES);
+    expect(bodies.length).toBeGreaterThan(0);
+    expect(bodies.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(cap);
+    expect(pushed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(cap + exchanges * SMALL_JOB_BYTES);
+    expect(events).toHaveLength(exchanges - bodies.length); // one oversize-message per body left out
+    expect(queue.length).toBeGreaterThan(exchanges - 2);
+    release();
+    await queue.flush();
+    queue.close();
   });
 });
