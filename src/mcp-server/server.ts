@@ -17,7 +17,7 @@ import {
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ValidateFunction } from 'ajv';
-import { recorderVersion } from '../record/environment.js';
+import { packageVersion } from '../bundle/version.js';
 import {
   cursorOffset,
   SESSION_DOCUMENTS,
@@ -82,7 +82,7 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const validators = inputValidators();
   const server = new Server(
-    { name: 'mcec-bundle', title: 'mcec-recorder evidence', version: recorderVersion() },
+    { name: 'mcec-bundle', title: 'mcec-recorder evidence', version: packageVersion() },
     { capabilities: { tools: {}, resources: {} }, instructions: INSTRUCTIONS },
   );
   const published = TOOLS.map((t) => ({
