@@ -500,7 +500,7 @@ async function runSessionEnd(ctx: ToolContext): Promise<ToolSuccess> {
 // the catalog
 // ---------------------------------------------------------------------------------------------
 
-/** How each MCEC tool of the catalog runs; its kind comes from the catalog, its tools/list entry from schemas.ts. */
+/** How each MCEC tool of the catalog runs; its kind comes from the catalog, its tools/list entry from contract/tool-listings.ts. */
 const BEHAVIOUR: Record<McecToolName, (ctx: ToolContext) => Promise<ToolSuccess>> = {
   capture: runCapture,
   'get-text': runGetText,
