@@ -5,7 +5,6 @@ import { type HandlebarsApi, lazyHandlebars } from '../handlebars.js';
 import { resolveTemplate } from '../render.js';
 import { PRECOMPILED_REPORT_HTML } from './precompiled-html.js';
 import { escapeTextNode } from './pretty-json.js';
-import { BUILT_IN_ROW_PARTIAL_SHA256, renderBuiltInRow } from './row-html.js';
 
 export type { HandlebarsApi } from '../handlebars.js';
 export type TemplateFn = (context: unknown) => string;
@@ -75,9 +74,7 @@ export async function loadReportTemplate(
   let hb: HandlebarsApi;
   let fn: TemplateFn;
   let rowFn: TemplateFn | null;
-  // The built-in row partial has a plain-function twin (10,000 rows without Handlebars' per-field lookups).
   const rowSource = rowPartialSource(source);
-  const builtInRow = rowSource !== null && templateSha256(rowSource) === BUILT_IN_ROW_PARTIAL_SHA256;
   if (pre) {
     hb = await handlebars.runtime();
     fn = fromSpec(hb, pre.page);
@@ -98,12 +95,7 @@ export async function loadReportTemplate(
     hb,
     file,
     render: (context) => run(fn, context),
-    renderRow: (row) =>
-      builtInRow && options.precompiled !== false
-        ? renderBuiltInRow(row as Record<string, unknown>)
-        : rowFn
-          ? run(rowFn, row)
-          : run(fn, { rowOnly: true, row }),
+    renderRow: (row) => (rowFn ? run(rowFn, row) : run(fn, { rowOnly: true, row })),
   };
 }
 
