@@ -124,21 +124,3 @@ export async function runProgram(
     process.exit(1);
   }
 }
-
-/**
- * Keep V8's young generation at its starting size (1 MiB semi-spaces) for the rest of this process. A
- * bundle's garbage is short-lived rows and strings: letting the young generation grow to its 16 MiB
- * semi-spaces adds about 20 MB to peak memory for no speed (BENCHMARKS.md, bundle). Only on V8 11-13
- * (Node 20-24), which have the flag (an unknown one prints an error); later ones hold it at >= 2. node:v8 is
- * imported here, not at start-up: loading it costs `--help` 4 ms.
- */
-export async function keepYoungGenerationSmall(): Promise<void> {
-  const major = Number(process.versions.v8.split('.')[0]);
-  if (major < 11 || major > 13) return;
-  const { default: v8 } = await import('node:v8');
-  const flag = '--semi-space-growth-factor=1';
-  v8.setFlagsFromString(flag);
-  // Starting a worker thread (the zip's copier) puts V8's flags back to their defaults: set it again once
-  // the worker is up, or the young generation grows to 34 MB after all.
-  process.on('worker', (worker) => worker.once('online', () => v8.setFlagsFromString(flag)));
-}

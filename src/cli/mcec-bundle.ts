@@ -29,7 +29,6 @@ import {
   commanderExitCode,
   EXIT_CODES_HELP,
   EXIT_USAGE,
-  keepYoungGenerationSmall,
   similarName,
   UsageError,
   versionAlias,
@@ -113,7 +112,7 @@ async function main(given: string[]): Promise<number> {
   // --help must start fast (no /report/ module); everything else may print recorded text.
   const helpOnly =
     argv.length === 0 || argv.some((a) => ['-h', '--help', '-V', '--version', 'help'].includes(a));
-  if (!helpOnly) await Promise.all([loadOutputEscaping(), keepYoungGenerationSmall()]);
+  if (!helpOnly) await loadOutputEscaping();
   try {
     await program.parseAsync(argv, { from: 'user' });
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
