@@ -10,7 +10,7 @@ import { longestBase64Run } from '../../src/bundle/scrub.js';
 import { TRUNCATION_LINE } from '../../src/bundle/tool-call-log.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { createRecorder } from '../../src/record/index.js';
-import { calls, deadPid, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, deadPid, FixtureSession } from '../support/fixture-session.js';
 import {
   bundleValidators,
   inlineImages,

@@ -9,7 +9,7 @@ import { verifyBundle } from '../../src/bundle/verify.js';
 import { runDemo } from '../../src/demo/index.js';
 import { createRecorder } from '../../src/index.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
-import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { bundleValidators, readZip, sha256, unzipTest, type ZipEntryRead } from './helpers.js';
 
 const validators = bundleValidators();

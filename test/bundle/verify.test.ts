@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { unsafeName } from '../../src/bundle/zip-read.js';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { type RawEntry, rawZip, readZip, sha256, tempDir } from './helpers.js';
 
 describe('verifyBundle', () => {

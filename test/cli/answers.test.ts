@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeFsError, makeDirectory } from '../../src/paths/disk-errors.js';
 import { resolveSessionsDir } from '../../src/paths/sessions-dir.js';
 import { tempDir } from '../bundle/helpers.js';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'dist/cli/mcec-bundle.js');

@@ -8,7 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES_HELP } from '../../src/cli/common.js';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { type ChildRun, ROOT, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 

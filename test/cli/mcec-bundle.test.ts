@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readZip, sha256, tempDir } from '../bundle/helpers.js';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, type ChildRun, runNode, runNodeSync } from '../support/programs.js';
 
 const CLI = BUNDLE_CLI;

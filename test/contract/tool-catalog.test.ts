@@ -24,7 +24,7 @@ import { createSimulator } from '../../src/sim/index.js';
 import { TOOLS } from '../../src/sim/tools.js';
 import type { CallRow } from '../../src/store/schema.js';
 import { resolveSession, SessionReader } from '../../src/store/session-reader.js';
-import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 
 describe('the MCEC tool catalog', () => {
   it('is what the simulator serves: the same tools, in tools/list order, with the same kinds', () => {

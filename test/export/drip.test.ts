@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, runNode } from '../support/programs.js';
 import { removeDir, tempDir } from '../support/temp.js';
 

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/index.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
-import { leakedForm } from '../helpers/secret-forms.js';
 import { calls, sessionDirs, tempDir } from '../record/helpers.js';
+import { leakedForm } from '../support/secret-forms.js';
 
 /** Set on the clipboard by the agent, then read back. */
 const CLIP_SECRET = 'Clip-B0ard-Secret!';

@@ -10,8 +10,8 @@ import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
 import { readZip } from '../bundle/helpers.js';
-import { leakedForm } from '../helpers/secret-forms.js';
 import { allTextValues, calls, callToolResult, sessionDirs, tempDir } from '../record/helpers.js';
+import { leakedForm } from '../support/secret-forms.js';
 
 /** Typed through MCEC's raw `chars:` command. */
 const TYPED = 'Typed-Pa55word!';

@@ -13,7 +13,7 @@ import {
   scrubTypedCommands,
 } from '../../src/redact/index.js';
 import { mcecStringify } from '../contract/fixtures.js';
-import { leakedForm } from '../helpers/secret-forms.js';
+import { leakedForm } from '../support/secret-forms.js';
 
 /** True when `text` holds `secret` in any of its forms (case-insensitively). */
 function leaks(text: string, secret: string): boolean {

@@ -8,9 +8,9 @@ import { startHttpProxy } from '../../src/proxy/http.js';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
-import { leakedForm } from '../helpers/secret-forms.js';
 import { post, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
+import { leakedForm } from '../support/secret-forms.js';
 import { tempDir } from '../support/temp.js';
 
 const TOKEN = 'tok-5e1d2c3b4a596877';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { foreignLogProblem } from '../../src/store/foreign-log.js';
 import { readZip, sha256, tempDir } from '../bundle/helpers.js';
-import { calls, deadPid, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, deadPid, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, ROOT, runNode } from '../support/programs.js';
 import { removeDir } from '../support/temp.js';
 import { reportFigure } from './helpers.js';

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { VERIFY_DEFAULTS, verifyBundle } from '../../src/bundle/verify.js';
 import { type RawEntry, rawZip, readZip, sha256, tempDir } from '../bundle/helpers.js';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { reportFigure } from './helpers.js';
 
 const MiB = 1024 * 1024;

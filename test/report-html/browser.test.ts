@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import {
   externalRequests,
   hasChromium,

@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../helpers/fixture-session.js';
+import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../support/fixture-session.js';
 import { externalRequests, hasChromium, images, launchChromium, openLogged } from './browser.js';
 import { blankPng, noisePng, writeImage } from './images.js';
 import { writeReport } from './scenario.js';

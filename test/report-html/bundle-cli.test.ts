@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { type RecordedSession, readZip, recordMcecSession, sha256, tempDir } from '../bundle/helpers.js';
-import { removeDir } from '../helpers/fixture-session.js';
+import { removeDir } from '../support/fixture-session.js';
 import { externalRequests, hasChromium, images, launchChromium, openLogged, visibleSeqs } from './browser.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

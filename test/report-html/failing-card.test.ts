@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { calls, FixtureSession } from '../helpers/fixture-session.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ARTIFACTS_DIR, artifactFileName } from '../../src/paths/naming.js';
-import type { FixtureImage, FixtureSession } from '../helpers/fixture-session.js';
+import type { FixtureImage, FixtureSession } from '../support/fixture-session.js';
 
 let counter = 0;
 

@@ -7,7 +7,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
-import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { hasChromium, launchChromium, openLogged, SKIP_MESSAGE } from './browser.js';
 import { type Scenario, writeScenario } from './scenario.js';
 

@@ -12,7 +12,7 @@ import { runDemo } from '../../src/demo/index.js';
 import { createRecorder } from '../../src/index.js';
 import { writeReportHtml } from '../../src/report/html/write-report.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
-import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { hasChromium, launchChromium, openLogged, SKIP_MESSAGE } from './browser.js';
 
 const RESULTS = fileURLToPath(new URL('../../test-results/', import.meta.url));

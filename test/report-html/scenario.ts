@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { writeReportHtml } from '../../src/report/html/index.js';
-import { FixtureSession, NOTEPAD, SAVE_AS } from '../helpers/fixture-session.js';
+import { FixtureSession, NOTEPAD, SAVE_AS } from '../support/fixture-session.js';
 import { blankPng, windowPng, writeImage } from './images.js';
 
 /** Text that would run or fetch something if the page did not escape it. */

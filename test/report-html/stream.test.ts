@@ -14,7 +14,7 @@ import {
 import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readZip } from '../bundle/helpers.js';
-import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../helpers/fixture-session.js';
+import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../support/fixture-session.js';
 import { noisePng, writeImage } from './images.js';
 import { HOSTILE, writeScenario } from './scenario.js';
 

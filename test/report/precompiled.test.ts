@@ -13,7 +13,7 @@ import { BUILTIN_TEMPLATES_DIR, renderBugReport, renderFailureSummary } from '..
 import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary } from '../../src/report/types.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { calls, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { calls, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

@@ -10,8 +10,8 @@ import { buildSummary, renderBugReport, renderFailureSummary } from '../../src/r
 import type { SessionSummary } from '../../src/report/types.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { resolveSession, SessionReader } from '../../src/store/session-reader.js';
-import { makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
 import { killWhenReady } from '../support/crash.js';
+import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 
 let root: string;
 let sessionsDir: string;

@@ -5,7 +5,7 @@ import { renderBugReport, renderFailureSummary } from '../../src/report/render.j
 import { buildSummary } from '../../src/report/summary.js';
 import { MAX_DOCUMENT_CHARS, type SessionSummary, type SummaryOptions } from '../../src/report/types.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { tempDir } from '../support/temp.js';
 
 let root: string;

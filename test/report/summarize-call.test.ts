@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_LINE, summarizeCall } from '../../src/report/summarize-call.js';
 import type { CallRow } from '../../src/store/schema.js';
-import { NOTEPAD, SAVE_AS } from '../helpers/fixture-session.js';
+import { NOTEPAD, SAVE_AS } from '../support/fixture-session.js';
 
 function row(
   tool: string,

@@ -11,7 +11,7 @@ import {
   makeSessionsDir,
   NOTEPAD,
   removeDir,
-} from '../helpers/fixture-session.js';
+} from '../support/fixture-session.js';
 
 let root: string;
 beforeEach(() => {

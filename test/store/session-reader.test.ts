@@ -8,7 +8,7 @@ import {
   resolveSession,
   SessionReader,
 } from '../../src/store/session-reader.js';
-import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../helpers/fixture-session.js';
+import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
 
 let root: string;
 beforeEach(() => {

@@ -11,7 +11,7 @@ import type { CaptureSummary, Violation, Warning, WindowInfo } from '../../src/c
 import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/paths/naming.js';
 import { openSessionDb, type SessionDb } from '../../src/store/open.js';
 
-import { NOTEPAD, SAVE_AS } from '../support/mcec.js';
+import { NOTEPAD, SAVE_AS } from './mcec.js';
 
 export { removeDir, tempDir as makeSessionsDir } from '../support/temp.js';
 export { NOTEPAD, SAVE_AS };
