@@ -1,29 +1,21 @@
 // Session and artifact names are UTC: run this suite in a zone far from it.
 process.env.TZ = 'Asia/Kolkata';
 
-import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/run-demo.js';
 import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { replaySession } from '../../src/replay/index.js';
 import type { CallToolResult } from '../../src/sim/index.js';
-import { callsOf, type RecordedDemo, recordDemo, reportValidator, StdioReplay, tempDir } from './helpers.js';
+import { callsOf, reportValidator, StdioReplay, useRecordedDemo } from './helpers.js';
 
-let work: string;
-let demo: RecordedDemo;
-
-beforeAll(async () => {
-  work = tempDir();
-  demo = await recordDemo(path.join(work, 'sessions'));
-});
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+const fixture = useRecordedDemo();
 
 const envelopeText = (out: CallToolResult) => out.content.at(-1)!;
 
 describe('the demo session replayed through a second run of the scripted agent', () => {
   it('gives the same calls, the same verdict and byte-identical answers where the recording holds them', async () => {
-    const replay = await replaySession(demo.sessionDir, { http: false });
+    const replay = await replaySession(fixture.demo.sessionDir, { http: false });
     const outputs: CallToolResult[] = [];
     const run = await runScriptedAgent(
       async (tool, args) => {
@@ -35,13 +27,13 @@ describe('the demo session replayed through a second run of the scripted agent',
     );
     const report = await replay.close();
 
-    expect(callsOf(run)).toEqual(callsOf(demo.run));
-    expect([run.passed, run.reason]).toEqual([demo.run.passed, demo.run.reason]);
-    expect(outputs).toHaveLength(demo.wire.length);
+    expect(callsOf(run)).toEqual(callsOf(fixture.demo.run));
+    expect([run.passed, run.reason]).toEqual([fixture.demo.run.passed, fixture.demo.run.reason]);
+    expect(outputs).toHaveLength(fixture.demo.wire.length);
     expect(report.counts).toMatchObject({ calls: 12, matched: 12, unmatched: 0, unused: 0, injected: 0 });
     expect(reportValidator()(report)).toEqual([]);
 
-    for (const [i, original] of demo.wire.entries()) {
+    for (const [i, original] of fixture.demo.wire.entries()) {
       const replayed = outputs[i]!;
       // Same blocks in the same order: the image block first (byte for byte), the envelope text last.
       expect(replayed.content.map((b) => b.type)).toEqual(original.output.content.map((b) => b.type));
@@ -56,14 +48,14 @@ describe('the demo session replayed through a second run of the scripted agent',
     // Both images came back: Notepad's capture (envelope and block) and the black partialResult.
     expect(report.calls.reduce((n, c) => n + c.imagesRestored, 0)).toBe(3);
     const black = JSON.parse((envelopeText(outputs[10]!) as { text: string }).text);
-    const blackOriginal = JSON.parse((envelopeText(demo.wire[10]!.output) as { text: string }).text);
+    const blackOriginal = JSON.parse((envelopeText(fixture.demo.wire[10]!.output) as { text: string }).text);
     expect(Buffer.from(black.error.partialResult.base64, 'base64')).toEqual(
       Buffer.from(blackOriginal.error.partialResult.base64, 'base64'),
     );
   });
 
   it('npm run demo, then mcec-replay <that session> --stdio drives the agent to the same verdict with the same calls', async () => {
-    const sessionsDir = path.join(work, 'demo-sessions');
+    const sessionsDir = path.join(fixture.work, 'demo-sessions');
     const recorded = await runDemo({ sessionsDir, stderr: () => {} });
     const replay = new StdioReplay([recorded.sessionId, '--sessions', sessionsDir, '--stdio']);
     const init = await replay.request('initialize', { protocolVersion: '2025-06-18' });

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, beforeAll } from 'vitest';
 import { DEMO_SCENARIO } from '../../src/demo/run-demo.js';
 import { runScriptedAgent, type ScriptedRun } from '../../src/demo/scripted-agent.js';
 import { createRecorder } from '../../src/record/recorder.js';
@@ -58,6 +59,32 @@ export async function recordDemo(sessionsDir: string): Promise<RecordedDemo> {
   const dir = recorder.session(run.sessionId)!.dir;
   await recorder.close();
   return { sessionsDir, sessionDir: dir, sessionId: run.sessionId, run, wire };
+}
+
+/**
+ * The suite's recorded demo: recorded once before its tests into a temp dir (`work`, where tests may write
+ * too), removed after them. Read `demo` and `work` inside hooks and tests.
+ */
+export function useRecordedDemo(): { readonly demo: RecordedDemo; readonly work: string } {
+  let work: string | undefined;
+  let demo: RecordedDemo | undefined;
+  beforeAll(async () => {
+    work = tempDir();
+    demo = await recordDemo(path.join(work, 'sessions'));
+  });
+  afterAll(() => {
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+  return {
+    get demo() {
+      if (!demo) throw new Error('the recorded demo is read before its beforeAll ran');
+      return demo;
+    },
+    get work() {
+      if (!work) throw new Error('the demo work dir is read before its beforeAll ran');
+      return work;
+    },
+  };
 }
 
 /** The scripted agent's calls without their one-line descriptions' volatile parts: what it did and learned. */

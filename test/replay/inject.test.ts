@@ -1,22 +1,14 @@
-import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { computeBlankCheck } from '../../src/artifacts/blank-check.js';
 import { validateEnvelope } from '../../src/contract/validate.js';
 import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { createRecorder } from '../../src/record/recorder.js';
 import { CATEGORIES, parseInjection, replaySession } from '../../src/replay/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { env, type RecordedDemo, recordDemo, reportValidator, tempDir } from './helpers.js';
+import { env, reportValidator, useRecordedDemo } from './helpers.js';
 
-let work: string;
-let demo: RecordedDemo;
-
-beforeAll(async () => {
-  work = tempDir();
-  demo = await recordDemo(path.join(work, 'sessions'));
-});
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+const fixture = useRecordedDemo();
 
 /** Which demo call each category is injected on (a tool where MCEC can produce it), and the code expected. */
 const PLAN: Record<string, { at: string; tool: string; code: string; observation: boolean }> = {
@@ -36,7 +28,7 @@ const PLAN: Record<string, { at: string; tool: string; code: string; observation
 
 /** Replay the demo through the scripted agent with `rules`; the agent's answers and the report. */
 async function agentWith(rules: string[]) {
-  const replay = await replaySession(demo.sessionDir, { http: false, inject: rules });
+  const replay = await replaySession(fixture.demo.sessionDir, { http: false, inject: rules });
   const answers: Array<{ tool: string; envelope: ReturnType<typeof env> }> = [];
   const run = await runScriptedAgent(
     async (tool, args) => {
@@ -69,7 +61,7 @@ describe('fault injection', () => {
       expect(validateEnvelope(envelope).valid).toBe(true);
       expect(envelope).toMatchObject({
         ok: false,
-        sessionId: demo.sessionId,
+        sessionId: fixture.demo.sessionId,
         error: { code: plan.code, category },
       });
       expect(typeof envelope.error.detail).toBe('string');
@@ -129,11 +121,14 @@ describe('fault injection', () => {
   });
 
   it('an injected fault shows up in the agent’s own recorded session as the injected failure', async () => {
-    const replay = await replaySession(demo.sessionDir, {
+    const replay = await replaySession(fixture.demo.sessionDir, {
       http: false,
       inject: ['capture#2=target-elevated'],
     });
-    const recorder = createRecorder({ sessionsDir: path.join(work, 'agent-sessions'), stderr: () => {} });
+    const recorder = createRecorder({
+      sessionsDir: path.join(fixture.work, 'agent-sessions'),
+      stderr: () => {},
+    });
     const run = await runScriptedAgent(
       recorder.wrap((tool: string, args: Record<string, unknown>) => replay.callTool(tool, args)),
       recorder,

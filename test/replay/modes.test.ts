@@ -1,27 +1,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { replaySession } from '../../src/replay/index.js';
 import type { CallToolResult } from '../../src/sim/index.js';
-import { env, type RecordedDemo, recordDemo, reportValidator, StdioReplay, tempDir } from './helpers.js';
+import { env, reportValidator, StdioReplay, useRecordedDemo } from './helpers.js';
 
-let work: string;
-let demo: RecordedDemo;
-
-beforeAll(async () => {
-  work = tempDir();
-  demo = await recordDemo(path.join(work, 'sessions'));
-});
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+const fixture = useRecordedDemo();
 
 /** The demo's calls as the recording holds them, each as [tool, args]. */
 function recordedCalls(): Array<[string, Record<string, unknown>]> {
-  return demo.wire.map((w) => [w.tool, w.args]);
+  return fixture.demo.wire.map((w) => [w.tool, w.args]);
 }
 
 describe('--order any (default)', () => {
   it('answers calls out of recorded order from the matching recordings', async () => {
-    const replay = await replaySession(demo.sessionDir, { http: false });
+    const replay = await replaySession(fixture.demo.sessionDir, { http: false });
     const calls = recordedCalls();
     // displays before windows, the Video Player capture before Notepad's.
     const order = [0, 2, 1, 10, 3];
@@ -36,9 +29,9 @@ describe('--order any (default)', () => {
   });
 
   it('answers an unmatched call with the nearest recording of its tool, and reports it', async () => {
-    const replay = await replaySession(demo.sessionDir, { http: false });
+    const replay = await replaySession(fixture.demo.sessionDir, { http: false });
     const out = env(
-      await replay.callTool('find', { window: 'Save As', value: 'Open', sessionId: demo.sessionId }),
+      await replay.callTool('find', { window: 'Save As', value: 'Open', sessionId: fixture.demo.sessionId }),
     );
     expect(out.error.code).toBe('selector-matched-3'); // #8, the nearest find: only `value` differs
     const report = await replay.close();
@@ -52,7 +45,7 @@ describe('--order any (default)', () => {
 
 describe('--order strict', () => {
   it('follows the recorded sequence and ends at the first divergence with exit code 1', async () => {
-    const replay = await replaySession(demo.sessionDir, { http: false, order: 'strict' });
+    const replay = await replaySession(fixture.demo.sessionDir, { http: false, order: 'strict' });
     const calls = recordedCalls();
     expect(env(await replay.callTool(...calls[0]!)).ok).toBe(true);
     const diverged = env(await replay.callTool(...calls[2]!)); // displays where windows was recorded
@@ -77,7 +70,7 @@ describe('--order strict', () => {
   });
 
   it('mcec-replay --order strict --stdio stops at the divergence after writing its answer, exit 1', async () => {
-    const replay = new StdioReplay([demo.sessionDir, '--stdio', '--order', 'strict', '--json']);
+    const replay = new StdioReplay([fixture.demo.sessionDir, '--stdio', '--order', 'strict', '--json']);
     await replay.request('tools/call', { name: 'session-start', arguments: {} });
     const answer = await replay.request('tools/call', {
       name: 'capture',
@@ -94,13 +87,13 @@ describe('--order strict', () => {
 
 describe('--lockdown', () => {
   it('a changed agent gets replay-unmatched for the call the recording lacks; the replay goes on and exits 1', async () => {
-    const replay = await replaySession(demo.sessionDir, { http: false, lockdown: true });
+    const replay = await replaySession(fixture.demo.sessionDir, { http: false, lockdown: true });
     const calls = recordedCalls();
     expect(env(await replay.callTool(...calls[0]!)).ok).toBe(true);
     const changed = env(
-      await replay.callTool('capture', { window: 'Calculator', sessionId: demo.sessionId }),
+      await replay.callTool('capture', { window: 'Calculator', sessionId: fixture.demo.sessionId }),
     );
-    expect(changed).toMatchObject({ ok: false, sessionId: demo.sessionId });
+    expect(changed).toMatchObject({ ok: false, sessionId: fixture.demo.sessionId });
     expect(changed.error).toMatchObject({ code: 'replay-unmatched', category: 'internal' });
     expect(changed.error.detail).toMatch(/nearest is #4 capture \(\/window: another value\)/);
     expect(changed.error.lastObservation).toBeUndefined();
@@ -111,12 +104,12 @@ describe('--lockdown', () => {
   });
 
   it('mcec-replay --lockdown exits 1 naming the first unmatched call', async () => {
-    const file = path.join(work, 'lockdown-report.json');
-    const replay = new StdioReplay([demo.sessionDir, '--stdio', '--lockdown', '--report', file]);
+    const file = path.join(fixture.work, 'lockdown-report.json');
+    const replay = new StdioReplay([fixture.demo.sessionDir, '--stdio', '--lockdown', '--report', file]);
     await replay.request('tools/call', { name: 'session-start', arguments: {} });
     await replay.request('tools/call', {
       name: 'query',
-      arguments: { window: 'Untitled - Notepad', maxNodes: 5, sessionId: demo.sessionId },
+      arguments: { window: 'Untitled - Notepad', maxNodes: 5, sessionId: fixture.demo.sessionId },
     });
     expect(await replay.end()).toBe(1);
     expect(replay.stderr).toContain(

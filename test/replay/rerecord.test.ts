@@ -1,26 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { listSessions, SessionReader } from '../../src/store/session-reader.js';
-import {
-  callsOf,
-  RECORD_CLI,
-  REPLAY_CLI,
-  type RecordedDemo,
-  recordDemo,
-  StdioReplay,
-  tempDir,
-} from './helpers.js';
+import { callsOf, RECORD_CLI, REPLAY_CLI, StdioReplay, useRecordedDemo } from './helpers.js';
 
-let work: string;
-let demo: RecordedDemo;
-
-beforeAll(async () => {
-  work = tempDir();
-  demo = await recordDemo(path.join(work, 'sessions'));
-});
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+const fixture = useRecordedDemo();
 
 /** A session's calls as comparable facts: artifact file names (named by the time they were written) as sha256s. */
 function factsOf(dir: string) {
@@ -46,23 +31,32 @@ function factsOf(dir: string) {
 
 describe('a replay recorded through mcec-record', () => {
   it('records the same session as the original: same calls, answers and images', async () => {
-    const sessions2 = path.join(work, 'rerecorded');
+    const sessions2 = path.join(fixture.work, 'rerecorded');
     fs.mkdirSync(sessions2);
     const proxied = new StdioReplay(
-      ['stdio', '--sessions', sessions2, '--', process.execPath, REPLAY_CLI, demo.sessionDir, '--stdio'],
+      [
+        'stdio',
+        '--sessions',
+        sessions2,
+        '--',
+        process.execPath,
+        REPLAY_CLI,
+        fixture.demo.sessionDir,
+        '--stdio',
+      ],
       {},
       RECORD_CLI,
     );
     await proxied.request('initialize', { protocolVersion: '2025-06-18', capabilities: {} });
     const run = await runScriptedAgent(proxied.dispatch, { step: () => {} });
     expect(await proxied.end()).toBe(0);
-    expect(callsOf(run)).toEqual(callsOf(demo.run));
+    expect(callsOf(run)).toEqual(callsOf(fixture.demo.run));
 
     const [again] = listSessions(sessions2);
-    const original = factsOf(demo.sessionDir);
+    const original = factsOf(fixture.demo.sessionDir);
     const replayed = factsOf(again!.dir);
     expect(replayed.sessionId).toBe(original.sessionId);
-    expect(again!.dirName).toBe(path.basename(demo.sessionDir));
+    expect(again!.dirName).toBe(path.basename(fixture.demo.sessionDir));
     expect(replayed.server).toEqual(original.server);
     expect(replayed.images).toEqual(
       original.images.map((i) => (i[0] === 'image-block' ? [i[0], `/result${i[1]}`, ...i.slice(2)] : i)),

@@ -2,30 +2,23 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { loadRecording, ReplayCore, replaySession } from '../../src/replay/index.js';
 import { rawZip } from '../bundle/helpers.js';
 import { request } from '../sim/helpers.js';
 import { slowClients } from '../support/slow-clients.js';
-import { callsOf, env, REPLAY_CLI, type RecordedDemo, recordDemo, root, tempDir } from './helpers.js';
+import { callsOf, env, REPLAY_CLI, root, useRecordedDemo } from './helpers.js';
 
-let work: string;
-let demo: RecordedDemo;
-
-beforeAll(async () => {
-  work = tempDir();
-  demo = await recordDemo(path.join(work, 'sessions'));
-});
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+const fixture = useRecordedDemo();
 
 const rpc = (id: number, method: string, params?: unknown) =>
   JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) });
 
 describe('HTTP: POST /mcp with MCEC front-door checks', () => {
   it('answers tools/call on the real wire and refuses what MCEC refuses', async () => {
-    const replay = await replaySession(demo.sessionDir, { http: { token: 'let-me-in' } });
+    const replay = await replaySession(fixture.demo.sessionDir, { http: { token: 'let-me-in' } });
     try {
       const auth = { authorization: 'Bearer let-me-in' };
       const ok = await request(replay.url, {
@@ -35,7 +28,7 @@ describe('HTTP: POST /mcp with MCEC front-door checks', () => {
       expect(ok.status).toBe(200);
       // MCEC's escaping on the wire: the envelope text is JSON in a JSON string, quotes as \u0022.
       expect(ok.text).toContain('{\\u0022ok\\u0022:true');
-      expect(env(JSON.parse(ok.text).result).sessionId).toBe(demo.sessionId);
+      expect(env(JSON.parse(ok.text).result).sessionId).toBe(fixture.demo.sessionId);
       expect((await request(replay.url, { body: rpc(2, 'ping') })).status).toBe(401);
       expect((await request(replay.url, { method: 'GET', headers: auth })).status).toBe(405);
       expect((await request(replay.url, { path: '/mcp/', body: rpc(3, 'ping'), headers: auth })).status).toBe(
@@ -71,7 +64,7 @@ describe('HTTP: POST /mcp with MCEC front-door checks', () => {
 
 describe('sources', () => {
   it('a bundle zip replays like its session dir, and its temp copy is removed on close', async () => {
-    const { bundle } = await buildBundle(demo.sessionDir);
+    const { bundle } = await buildBundle(fixture.demo.sessionDir);
     const copies = () =>
       fs
         .readdirSync(os.tmpdir())
@@ -82,7 +75,7 @@ describe('sources', () => {
     expect(copies().length).toBe(before.length + 1);
     const run = await runScriptedAgent((tool, args) => replay.callTool(tool, args), { step: () => {} });
     const report = await replay.close();
-    expect(callsOf(run)).toEqual(callsOf(demo.run));
+    expect(callsOf(run)).toEqual(callsOf(fixture.demo.run));
     expect(report.source.kind).toBe('bundle');
     expect(report.calls.reduce((n, c) => n + c.imagesRestored, 0)).toBe(3);
     expect(report.calls.flatMap((c) => c.imagesMissing)).toEqual([]);
@@ -90,21 +83,21 @@ describe('sources', () => {
   });
 
   it('refuses a zip with a ".." entry before writing anything', async () => {
-    const zip = path.join(work, 'evil.zip');
-    const top = path.basename(demo.sessionDir);
+    const zip = path.join(fixture.work, 'evil.zip');
+    const top = path.basename(fixture.demo.sessionDir);
     fs.writeFileSync(
       zip,
       rawZip([
         {
           name: `${top}/session.sqlite`,
-          data: fs.readFileSync(path.join(demo.sessionDir, 'session.sqlite')),
+          data: fs.readFileSync(path.join(fixture.demo.sessionDir, 'session.sqlite')),
         },
         { name: `${top}/artifacts/../../escaped.png`, data: Buffer.from('x') },
       ]),
     );
     await expect(replaySession(zip, { http: false })).rejects.toThrow(/path traversal/);
-    expect(fs.existsSync(path.join(work, 'escaped.png'))).toBe(false);
-    const symlink = path.join(work, 'link.zip');
+    expect(fs.existsSync(path.join(fixture.work, 'escaped.png'))).toBe(false);
+    const symlink = path.join(fixture.work, 'link.zip');
     fs.writeFileSync(
       symlink,
       rawZip([{ name: `${top}/session.sqlite`, data: Buffer.from('/etc/passwd'), mode: 0o120777 }]),
@@ -113,29 +106,29 @@ describe('sources', () => {
   });
 
   it('finds a session by id prefix under --sessions', async () => {
-    const replay = await replaySession(demo.sessionId.slice(0, 6), {
+    const replay = await replaySession(fixture.demo.sessionId.slice(0, 6), {
       http: false,
-      sessionsDir: demo.sessionsDir,
+      sessionsDir: fixture.demo.sessionsDir,
     });
-    expect(replay.sessionId).toBe(demo.sessionId);
+    expect(replay.sessionId).toBe(fixture.demo.sessionId);
     expect((await replay.close()).source.kind).toBe('session-id');
   });
 });
 
 describe('--speed', () => {
   it('holds each answer for the recorded duration divided by the speed (0: not at all)', async () => {
-    const recording = loadRecording(demo.sessionDir);
+    const recording = loadRecording(fixture.demo.sessionDir);
     const source = {
       kind: 'session-dir' as const,
-      input: demo.sessionDir,
-      sessionId: demo.sessionId,
+      input: fixture.demo.sessionDir,
+      sessionId: fixture.demo.sessionId,
       scenario: null,
     };
     for (const speed of [0, 1, 4]) {
       const waits: number[] = [];
       const core = new ReplayCore(recording, source, { speed, sleep: async (ms) => void waits.push(ms) });
       await core.callTool('session-start', {});
-      await core.callTool('capture', { window: 'Untitled - Notepad', sessionId: demo.sessionId });
+      await core.callTool('capture', { window: 'Untitled - Notepad', sessionId: fixture.demo.sessionId });
       const recorded = [recording.calls[0]!.durationMs, recording.calls[3]!.durationMs];
       expect(waits).toEqual(speed === 0 ? [] : recorded.map((ms) => ms / speed));
     }
@@ -162,18 +155,18 @@ describe('mcec-replay CLI', () => {
   });
 
   it('bad usage exits 2 with a hint', () => {
-    expect(cli(demo.sessionDir).status).toBe(2); // no transport
-    const bad = cli(demo.sessionDir, '--stdio', '--inject', 'capture=not-a-code');
+    expect(cli(fixture.demo.sessionDir).status).toBe(2); // no transport
+    const bad = cli(fixture.demo.sessionDir, '--stdio', '--inject', 'capture=not-a-code');
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/not a code MCEC produces/);
-    expect(cli(demo.sessionDir, '--stdio', '--speed', 'fast').status).toBe(2);
+    expect(cli(fixture.demo.sessionDir, '--stdio', '--speed', 'fast').status).toBe(2);
   });
 
   it('--listen serves HTTP until SIGTERM, then prints the report', async () => {
     const { spawn } = await import('node:child_process');
     const child = spawn(
       process.execPath,
-      [REPLAY_CLI, demo.sessionDir, '--listen', '127.0.0.1:0', '--json'],
+      [REPLAY_CLI, fixture.demo.sessionDir, '--listen', '127.0.0.1:0', '--json'],
       { cwd: root },
     );
     let stderr = '';
@@ -187,7 +180,7 @@ describe('mcec-replay CLI', () => {
       });
     });
     const answer = await request(url, {
-      body: rpc(1, 'tools/call', { name: 'displays', arguments: { sessionId: demo.sessionId } }),
+      body: rpc(1, 'tools/call', { name: 'displays', arguments: { sessionId: fixture.demo.sessionId } }),
     });
     expect(env(JSON.parse(answer.text).result).result.count).toBe(2);
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
@@ -200,7 +193,7 @@ describe('mcec-replay CLI', () => {
     const { spawn } = await import('node:child_process');
     const child = spawn(
       process.execPath,
-      [REPLAY_CLI, demo.sessionDir, '--listen', '127.0.0.1:0', '--body-timeout', '1s', '--json'],
+      [REPLAY_CLI, fixture.demo.sessionDir, '--listen', '127.0.0.1:0', '--body-timeout', '1s', '--json'],
       { cwd: root },
     );
     let stderr = '';
@@ -217,7 +210,7 @@ describe('mcec-replay CLI', () => {
     try {
       const ask = () =>
         request(url, {
-          body: rpc(1, 'tools/call', { name: 'displays', arguments: { sessionId: demo.sessionId } }),
+          body: rpc(1, 'tools/call', { name: 'displays', arguments: { sessionId: fixture.demo.sessionId } }),
         });
       // While they hold the slots, MCEC's own 503; once their bodies are past the deadline, answers again.
       const deadline = Date.now() + 15_000;
