@@ -6,22 +6,19 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/index.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
-import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { listSessionSummaries } from '../../src/sessions/list.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { bundleValidators, readZip } from '../bundle/helpers.js';
+import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 import { post, waitFor } from './helpers.js';
 import { FIXED_NOW, type RecordedSession, readSessions, SIM_SEED } from './sim-script.js';
 
-const SIM_CHILD = fileURLToPath(new URL('./fixtures/sim-stdio.mjs', import.meta.url));
 let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -87,10 +84,9 @@ async function httpTransport(): Promise<Transport> {
 
 async function stdioTransport(): Promise<Transport> {
   const { recorder, notices } = newRecorder('stdio');
-  const stdin = new PassThrough();
-  const stdout = new PassThrough();
   const lines: string[] = [];
   let buffered = '';
+  const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
   stdout.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
     let nl = buffered.indexOf('\n');
@@ -99,15 +95,6 @@ async function stdioTransport(): Promise<Transport> {
       buffered = buffered.slice(nl + 1);
       nl = buffered.indexOf('\n');
     }
-  });
-  const exit = runStdioProxy({
-    command: process.execPath,
-    args: [SIM_CHILD, path.join(tmp, 'sim')],
-    recorder,
-    stdin,
-    stdout,
-    stderr: new PassThrough(),
-    forwardSignals: false,
   });
   let read = 0;
   return {

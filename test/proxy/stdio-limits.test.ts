@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 import { collectingRecorder, waitFor } from './helpers.js';
 import { readSessions, sessionIdFrom } from './sim-script.js';
@@ -15,7 +15,6 @@ import { readSessions, sessionIdFrom } from './sim-script.js';
 // Lines over the recording limit, through a real child process: the fixture server (which can be asked for
 // an answer of any size) and the simulator.
 const CHILD = fileURLToPath(new URL('./fixtures/jsonrpc-child.mjs', import.meta.url));
-const SIM_CHILD = fileURLToPath(new URL('./fixtures/sim-stdio.mjs', import.meta.url));
 const MiB = 1024 * 1024;
 let tmp: string;
 
@@ -42,20 +41,9 @@ const bigCall = (id: number, bytes: number, isError = false) =>
 
 describe('stdio proxy with lines over the recording limit', () => {
   it('passes a 3 MiB answer line through unchanged, pairs it with its call as oversize, and goes on', async () => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const out = collect(stdout);
     const recorder = collectingRecorder();
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [CHILD],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
-      maxRecordBytes: MiB,
-    });
+    const { stdin, stdout, exit } = stdioProxy(recorder, [CHILD], { maxRecordBytes: MiB });
+    const out = collect(stdout);
     stdin.write(bigCall(1, 3 * MiB));
     stdin.write(rpc(2, 'tools/list'));
     await waitFor(() => out.lines().length === 2);
@@ -90,20 +78,9 @@ describe('stdio proxy with lines over the recording limit', () => {
   });
 
   it('records oversize rows in the session log with the status read from isError', async () => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const out = collect(stdout);
     const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'stdio' });
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [CHILD],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
-      maxRecordBytes: MiB,
-    });
+    const { stdin, stdout, exit } = stdioProxy(recorder, [CHILD], { maxRecordBytes: MiB });
+    const out = collect(stdout);
     stdin.write(bigCall(1, 2 * MiB, false));
     stdin.write(bigCall(2, 2 * MiB, true));
     await waitFor(() => out.lines().length === 2);
@@ -145,25 +122,16 @@ describe('stdio proxy with lines over the recording limit', () => {
       input.end();
       return sid;
     };
-    const direct = spawn(process.execPath, [SIM_CHILD, path.join(tmp, 'sim')]);
+    const direct = spawn(process.execPath, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
     const directOut = collect(direct.stdout);
     await play(direct.stdin, directOut);
     await new Promise((resolve) => direct.on('close', resolve));
 
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const out = collect(stdout);
     const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'stdio' });
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [SIM_CHILD, path.join(tmp, 'sim')],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
+    const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')], {
       maxRecordBytes: 8 * 1024,
     });
+    const out = collect(stdout);
     const sid = await play(stdin, out);
     expect(await exit).toBe(0);
     expect(sha(out.bytes())).toBe(sha(directOut.bytes()));

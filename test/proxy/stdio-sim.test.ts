@@ -1,18 +1,17 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough, type Readable, type Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
-import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
+import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 import { waitFor } from './helpers.js';
 import { allText, readSessions, SCRIPT, sessionIdFrom } from './sim-script.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const SIM_CHILD = fileURLToPath(new URL('./fixtures/sim-stdio.mjs', import.meta.url));
 const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
 let tmp: string;
 const children: ChildProcessWithoutNullStreams[] = [];
@@ -49,7 +48,7 @@ async function playScript(input: Writable, output: { lines(): string[] }): Promi
 
 /** The simulator run directly as a child: the reference bytes. */
 async function directBytes(): Promise<Buffer> {
-  const child = spawn(process.execPath, [SIM_CHILD, path.join(tmp, 'sim')]);
+  const child = spawn(process.execPath, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
   children.push(child);
   const out = collect(child.stdout);
   await playScript(child.stdin, out);
@@ -69,19 +68,9 @@ const exitOf = (child: ChildProcessWithoutNullStreams) =>
 describe('stdio proxy in front of the simulator', () => {
   it('relays the same bytes as the simulator gives directly, and the session bundles and verifies', async () => {
     const expected = await directBytes();
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const out = collect(stdout);
     const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'stdio' });
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [SIM_CHILD, path.join(tmp, 'sim')],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
-    });
+    const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
+    const out = collect(stdout);
     await playScript(stdin, out);
     expect(await exit).toBe(0);
     expect(out.bytes().equals(expected)).toBe(true);
@@ -113,19 +102,9 @@ describe('stdio proxy in front of the simulator', () => {
   });
 
   it('matches out-of-order responses to their requests', async () => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const out = collect(stdout);
     const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'stdio' });
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [SIM_CHILD, path.join(tmp, 'sim')],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
-    });
+    const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
+    const out = collect(stdout);
     const slow = { name: 'wait-for', arguments: { window: 'Notepad', value: 'never-there', timeout: 300 } };
     stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 'slow', method: 'tools/call', params: slow })}\n`);
     stdin.write(
@@ -154,7 +133,7 @@ describe('stdio proxy in front of the simulator', () => {
       sessionsDir,
       '--',
       process.execPath,
-      SIM_CHILD,
+      SIM_STDIO_CHILD,
       path.join(tmp, 'sim'),
       '3',
     ]);
@@ -177,7 +156,7 @@ describe('stdio proxy in front of the simulator', () => {
       sessionsDir,
       '--',
       process.execPath,
-      SIM_CHILD,
+      SIM_STDIO_CHILD,
       path.join(tmp, 'sim'),
     ]);
     const out = collect(child.stdout);

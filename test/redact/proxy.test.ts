@@ -1,22 +1,19 @@
 /** Redaction through both proxies: malformed requests' excerpts and typed commands, every recorded file read back. */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
-import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { post, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
 import { leakedForm } from '../support/secret-forms.js';
+import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 
 const TOKEN = 'tok-5e1d2c3b4a596877';
 const PASSWORD = 'Malformed-Pw-91';
 const TYPED = 'Typed-In-Bad-92';
-const SIM_CHILD = fileURLToPath(new URL('../proxy/fixtures/sim-stdio.mjs', import.meta.url));
 
 let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
@@ -81,29 +78,19 @@ describe('redaction through the HTTP proxy', () => {
 
 describe('redaction through the stdio proxy', () => {
   it('an unparsable line and a typed call keep neither the password nor the typed text', async () => {
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
     const lines: string[] = [];
     let buffered = '';
-    stdout.on('data', (c: Buffer) => {
-      buffered += c.toString('utf8');
-      const parts = buffered.split('\n');
-      buffered = parts.pop()!;
-      lines.push(...parts.filter(Boolean));
-    });
     const recorder = createRecorder({
       sessionsDir: path.join(tmp, 'recorded'),
       transport: 'stdio',
       stderr: () => {},
     });
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [SIM_CHILD, path.join(tmp, 'sim')],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
+    const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
+    stdout.on('data', (c: Buffer) => {
+      buffered += c.toString('utf8');
+      const parts = buffered.split('\n');
+      buffered = parts.pop()!;
+      lines.push(...parts.filter(Boolean));
     });
     const call = (id: number, name: string, args: Record<string, unknown>) =>
       JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });

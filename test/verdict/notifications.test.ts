@@ -4,16 +4,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DeclarationFilter, MAX_DECLARATION_BYTES } from '../../src/proxy/declarations.js';
-import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { createRecorder } from '../../src/record/index.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { waitFor } from '../proxy/helpers.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
+import { stdioProxy } from '../support/stdio-proxy.js';
 import { send, simBehindHttpProxy, tempRoot, toolCall } from './helpers.js';
 
 const TAP_CHILD = fileURLToPath(new URL('./fixtures/sim-stdio-tap.mjs', import.meta.url));
@@ -120,19 +120,9 @@ describe('notifications/mcec-recorder/* through the stdio proxy', () => {
   it('records them and keeps them from the server, passing every other byte on unchanged', async () => {
     const tap = path.join(root, 'tap.bin');
     const sessionsDir = path.join(root, 'recorded');
-    const stdin = new PassThrough();
-    const stdout = new PassThrough();
-    const out = lines(stdout);
     const recorder = createRecorder({ sessionsDir, transport: 'stdio' });
-    const exit = runStdioProxy({
-      command: process.execPath,
-      args: [TAP_CHILD, path.join(root, 'sim'), tap],
-      recorder,
-      stdin,
-      stdout,
-      stderr: new PassThrough(),
-      forwardSignals: false,
-    });
+    const { stdin, stdout, exit } = stdioProxy(recorder, [TAP_CHILD, path.join(root, 'sim'), tap]);
+    const out = lines(stdout);
     const forwarded: string[] = [];
     const request = async (line: string) => {
       const before = out().length;
