@@ -1,14 +1,12 @@
 /**
  * Writing a deterministic zip: fixed time and mode on every entry, entries in the order given, file data read
- * into a reused buffer (never held whole, no garbage per chunk), hashed on the way through. Stored files are
- * copied by a helper thread at the place their size reserves (`StoredCopier`). Each local header is completed
+ * into a reused buffer (never held whole, no garbage per chunk), hashed on the way through. Each local header is completed
  * in place once its entry's CRC-32 and sizes are known, so the zip has no data descriptors; zip64 records are
  * added when offsets or the entry count outgrow the classic ones.
  */
 import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
-import { type Copied, CopierStopped, type CopyJob, StoredCopier } from './stored-copier.js';
 
 /** Where an entry's bytes come from. */
 export type ZipSource =
@@ -40,10 +38,8 @@ export interface FinalEntry {
 export interface ZipWriteOptions {
   /** The time written for every entry. */
   mtime: Date;
-  /** Called as each entry is in the zip (stored files copied by the thread: in the order they finish). */
+  /** Called as each entry is in the zip. */
   onEntry?: (name: string) => void;
-  /** Copy stored files on a helper thread (default true; false copies them on the main thread). */
-  copyThread?: boolean;
 }
 
 /** An entry's size and sha256, for the manifest. */
@@ -52,7 +48,7 @@ export interface EntryHash {
   sha256: string;
 }
 
-/** Size of the read buffer, reused for every file read on the main thread. */
+/** Size of the read buffer, reused for every file read. */
 const CHUNK = 1024 * 1024;
 /** Bytes a deflater takes in before the next chunk waits for it (a page part is about 64 KiB). */
 const DEFLATE_AHEAD = 256 * 1024;
@@ -89,28 +85,21 @@ export async function writeZip(
 ): Promise<{ bytes: number; hashes: Map<string, EntryHash> }> {
   const out = await ZipOutput.create(outFile, options);
   const early = deflateEarly(entries);
-  const lastCopied = entries.findLastIndex((e) => out.copies(e));
   try {
-    for (const [i, entry] of entries.entries()) {
+    for (const entry of entries) {
       const made = early.get(entry);
       await out.entry(entry, made ? await made : null);
-      if (i === lastCopied) out.copiesQueued();
     }
-    const hashes = await out.hashes();
+    const hashes = out.hashes();
     const manifest = await final.build(hashes);
     await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, null);
     const bytes = await out.finish();
     return { bytes, hashes };
   } finally {
-    // Deflations and copies still running read files their owner removes next: let them end first.
+    // Deflations still running read files their owner removes next: let them end first.
     await Promise.allSettled(early.values());
     await out.close();
   }
-}
-
-/** Whether a source is known yet (a later one is a promise). */
-function isKnown(source: ZipSource | Promise<ZipSource>): source is ZipSource {
-  return !(source instanceof Promise);
 }
 
 /** A file deflated ahead of its turn: its compressed bytes and what its headers and the manifest need. */
@@ -184,13 +173,10 @@ async function readFileChunks(file: string, size: number, buffer: Buffer, data: 
 class ZipOutput implements ByteSink {
   private position = 0;
   private readonly written: Written[] = [];
-  /** Each entry's size and sha256, in zip order (a copied file's once the thread is done with it). */
-  private readonly sums: Array<{ name: string; hash: Promise<EntryHash> }> = [];
-  /** The read buffer for files read on the main thread. */
+  /** Each entry's size and sha256, in zip order. */
+  private readonly sums = new Map<string, EntryHash>();
+  /** The read buffer, reused for every file. */
   private readonly buffer = Buffer.allocUnsafeSlow(CHUNK);
-  /** Copier jobs done here after its thread stopped: one at a time, through their own buffer. */
-  private copiedHere: Promise<void> = Promise.resolve();
-  private asideBuffer: Buffer | null = null;
   /** Small writes not yet in the file: bytes `stageStart ..` of the zip. */
   private readonly stage = Buffer.allocUnsafeSlow(STAGE);
   private stageStart = 0;
@@ -200,22 +186,15 @@ class ZipOutput implements ByteSink {
   private constructor(
     private readonly handle: fs.promises.FileHandle,
     private readonly time: { date: number; time: number },
-    private readonly copier: StoredCopier | null,
     private readonly onEntry: ((name: string) => void) | undefined,
   ) {}
 
   static async create(file: string, options: ZipWriteOptions): Promise<ZipOutput> {
     const handle = await fs.promises.open(file, 'wx');
-    try {
-      const copier = options.copyThread === false ? null : StoredCopier.open(handle.fd);
-      return new ZipOutput(handle, dosDateTime(options.mtime), copier, options.onEntry);
-    } catch (err) {
-      await handle.close();
-      throw err;
-    }
+    return new ZipOutput(handle, dosDateTime(options.mtime), options.onEntry);
   }
 
-  /** Write one entry (header, data, header completed), or its data deflated ahead, or hand it to the copier. */
+  /** Write one entry: header, data (or its data deflated ahead), header completed. */
   async entry(entry: ZipEntry, made: Deflated | null): Promise<void> {
     const name = Buffer.from(entry.name, 'utf8');
     if (name.length > MAX_16) throw new Error(`zip entry name too long: ${entry.name.slice(0, 80)}...`);
@@ -223,12 +202,7 @@ class ZipOutput implements ByteSink {
     const source = await entry.source;
     if ('none' in source) return;
     const offset = this.position;
-    const header = this.localHeader(name, method);
-    if (this.copies(entry) && 'file' in source) {
-      this.copy(entry.name, name, header, offset, source);
-      return;
-    }
-    await this.write(header);
+    await this.write(this.localHeader(name, method));
     const hash = createHash('sha256');
     let sums: { crc: number; size: number; compressed: number };
     if (made) {
@@ -249,76 +223,13 @@ class ZipOutput implements ByteSink {
     sizes.writeUInt32LE(size, 8);
     await this.patch(sizes, offset + 14);
     this.written.push({ name, method, crc, compressed, size, offset });
-    this.sums.push({
-      name: entry.name,
-      hash: Promise.resolve({ bytes: size, sha256: made ? made.sha256 : hash.digest('hex') }),
-    });
+    this.sums.set(entry.name, { bytes: size, sha256: made ? made.sha256 : hash.digest('hex') });
     this.onEntry?.(entry.name);
   }
 
-  /** Whether `entry` is a stored file the copier thread writes (one known when the zip starts). */
-  copies(entry: ZipEntry): boolean {
-    return this.copier !== null && !entry.compress && isKnown(entry.source) && 'file' in entry.source;
-  }
-
-  /** Every file for the copier has been handed to it: it may exit once they are written. */
-  copiesQueued(): void {
-    this.copier?.end();
-  }
-
-  /** Reserve a stored file's place (its size is known) and let the copier fill it in while the zip goes on. */
-  private copy(
-    entryName: string,
-    name: Buffer,
-    header: Buffer,
-    offset: number,
-    source: { file: string; size: number },
-  ): void {
-    const { file, size } = source;
-    refuseHuge(entryName, size);
-    header.writeUInt32LE(size, 18);
-    header.writeUInt32LE(size, 22);
-    this.position += header.length + size;
-    const record: Written = { name, method: 0, crc: 0, compressed: size, size, offset };
-    this.written.push(record);
-    const job = { file, size, offset, header };
-    const copied = this.copier!.copy(job).catch((err: unknown) => {
-      if (!(err instanceof CopierStopped)) throw err;
-      return this.copyHere(job); // the thread is gone: never a lost bundle for it
-    });
-    const hash = copied.then((c) => {
-      record.crc = c.crc;
-      this.onEntry?.(entryName);
-      return { bytes: size, sha256: c.sha256 };
-    });
-    hash.catch(() => undefined); // awaited by hashes() or finish(); not unhandled if the zip fails first
-    this.sums.push({ name: entryName, hash });
-  }
-
-  /** A copier's job done on the main thread instead, one at a time, at the place the job reserved. */
-  private copyHere(job: CopyJob): Promise<Copied> {
-    const run = this.copiedHere.then(async () => {
-      this.asideBuffer ??= Buffer.allocUnsafeSlow(CHUNK);
-      const hash = createHash('sha256');
-      const data = new DataSink(new PlacedBytes(this.handle, job.offset + job.header.length), hash, null);
-      await readFileChunks(job.file, job.size, this.asideBuffer, data);
-      const { crc } = await data.end();
-      job.header.writeUInt32LE(crc, 14);
-      await writeAll(this.handle, job.header, job.offset);
-      return { crc, sha256: hash.digest('hex') };
-    });
-    this.copiedHere = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    return run;
-  }
-
-  /** Every entry's size and sha256 so far, in zip order, once all are in the zip. */
-  async hashes(): Promise<Map<string, EntryHash>> {
-    const hashes = new Map<string, EntryHash>();
-    for (const { name, hash } of this.sums) hashes.set(name, await hash);
-    return hashes;
+  /** Every entry's size and sha256 so far, in zip order. */
+  hashes(): Map<string, EntryHash> {
+    return new Map(this.sums);
   }
 
   /** Append bytes at the end; small ones are copied into the stage (resolved once the caller may reuse them). */
@@ -359,7 +270,6 @@ class ZipOutput implements ByteSink {
 
   /** The central directory and end records, once every entry is in; returns the zip's size. */
   async finish(): Promise<number> {
-    await this.hashes(); // every copied file's CRC-32 is known
     await this.flushStage();
     const start = this.position;
     for (const w of this.written) await this.write(this.centralRecord(w));
@@ -372,12 +282,10 @@ class ZipOutput implements ByteSink {
     return this.position;
   }
 
-  /** Stop the copier (it writes into this file) and close the file. */
+  /** Close the file. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.allSettled(this.sums.map((s) => s.hash));
-    await this.copier?.close();
     await this.handle.close();
   }
 
@@ -429,20 +337,6 @@ class ZipOutput implements ByteSink {
 interface ByteSink {
   /** Append bytes; resolved once the caller may reuse them. */
   write(data: Buffer): Promise<void>;
-}
-
-/** Bytes written one after another from a given place of the zip (a copier's job done on the main thread). */
-class PlacedBytes implements ByteSink {
-  constructor(
-    private readonly handle: fs.promises.FileHandle,
-    private at: number,
-  ) {}
-
-  write(data: Buffer): Promise<void> {
-    const at = this.at;
-    this.at += data.length;
-    return writeAll(this.handle, data, at);
-  }
 }
 
 /** An entry's data on its way into the zip: CRC-32 and sha256 of the bytes, deflated or stored. */

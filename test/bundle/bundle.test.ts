@@ -350,7 +350,7 @@ describe('bundle options', () => {
     let removed = false;
     const build = buildBundle(copy, {
       output: out,
-      gif: false, // run.gif holds bug-report.md back, and the copier would be done before a progress call
+      gif: false, // run.gif holds bug-report.md back: the images would be zipped before a progress call
       onProgress: () => {
         // Once the zip is being written (its .partial exists), take a later entry's file away.
         const writing = fs.readdirSync(path.dirname(out)).some((f) => f.endsWith('.partial'));

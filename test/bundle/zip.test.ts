@@ -3,7 +3,6 @@ import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Worker } from 'node:worker_threads';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Entry, ZipFile } from 'yauzl';
 import { dosDateTime, writeZip, type ZipEntry } from '../../src/bundle/zip.js';
@@ -53,13 +52,8 @@ async function readBack(file: string): Promise<Map<string, { data: Buffer; entry
   return out;
 }
 
-// Stored files are copied by a helper thread, or on the main thread (`copyThread: false`, and where no thread
-// can start): every test of files runs both ways.
-describe.each([
-  { way: 'stored files copied by the helper thread', copyThread: true },
-  { way: 'stored files copied on the main thread', copyThread: false },
-])('writeZip, $way', ({ copyThread }) => {
-  const opts = { mtime: MTIME, copyThread };
+describe('writeZip of files, buffers and streams', () => {
+  const opts = { mtime: MTIME };
 
   it('writes stored and deflated entries from buffers, files and streams that unzip and yauzl read back byte for byte', async () => {
     const png = await noisyPng(300, 200, 7);
@@ -143,7 +137,7 @@ describe.each([
     expect(fs.readFileSync(a).equals(fs.readFileSync(b))).toBe(true);
   });
 
-  it('writes the same bytes as the other way, stored files between deflated ones included', async () => {
+  it('writes stored files between deflated ones from files, the same bytes each time', async () => {
     const files = [150_000, 2_500_000, 0, 70_000].map((size, i) => {
       const file = path.join(dir, `in${i}.bin`);
       fs.writeFileSync(file, i % 2 ? Buffer.alloc(size, 'ab') : randomBytes(size));
@@ -158,7 +152,7 @@ describe.each([
     const mine = path.join(dir, 'mine.zip');
     const other = path.join(dir, 'other.zip');
     await writeZip(mine, entries, manifest, opts);
-    await writeZip(other, entries, manifest, { mtime: MTIME, copyThread: !copyThread });
+    await writeZip(other, entries, manifest, opts);
     expect(fs.readFileSync(mine).equals(fs.readFileSync(other))).toBe(true);
     expect(spawnSync('unzip', ['-tq', mine]).status).toBe(0);
   });
@@ -250,39 +244,6 @@ describe.each([
         opts,
       ),
     ).rejects.toThrow(/ENOENT.*vanished\.png/);
-  });
-});
-
-describe('writeZip when its copying thread dies', () => {
-  it('copies the files the thread did not on the main thread, at their places: the same bytes', async () => {
-    const entries: ZipEntry[] = [];
-    for (let i = 0; i < 12; i++) {
-      const file = path.join(dir, `img${i}.png`);
-      fs.writeFileSync(file, randomBytes(100_000 + i * 70_000));
-      entries.push({
-        name: `top/artifacts/img${i}.png`,
-        source: { file, size: fs.statSync(file).size },
-        compress: false,
-      });
-    }
-    entries.push({ name: 'top/z.md', source: { buffer: Buffer.from('# after') }, compress: true });
-    const expected = path.join(dir, 'expected.zip');
-    await writeZip(expected, entries, manifest, { mtime: MTIME, copyThread: false });
-    // Killed as soon as it starts, and killed after its first file.
-    const kills: Array<(w: Worker) => void> = [
-      (w) => void w.terminate(),
-      (w) => w.once('message', () => void w.terminate()),
-    ];
-    for (const [i, kill] of kills.entries()) {
-      const out = path.join(dir, `killed${i}.zip`);
-      process.on('worker', kill);
-      try {
-        await writeZip(out, entries, manifest, { mtime: MTIME, copyThread: true });
-      } finally {
-        process.off('worker', kill);
-      }
-      expect(fs.readFileSync(out).equals(fs.readFileSync(expected)), `kill ${i}`).toBe(true);
-    }
   });
 });
 
