@@ -8,16 +8,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/index.js';
-import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { listSessionSummaries } from '../../src/sessions/list.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { bundleValidators, readZip } from '../bundle/helpers.js';
+import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
 import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 import { post, waitFor } from './helpers.js';
-import { FIXED_NOW, type RecordedSession, readSessions, SIM_SEED } from './sim-script.js';
+import { type RecordedSession, readSessions } from './sim-script.js';
 
 let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
@@ -52,19 +51,8 @@ function newRecorder(transport: 'http' | 'stdio'): { recorder: Recorder; notices
 }
 
 async function httpTransport(): Promise<Transport> {
-  const sim = createSimulator({
-    seed: SIM_SEED,
-    now: () => new Date(FIXED_NOW),
-    sessionsRoot: path.join(tmp, 'sim'),
-  });
-  const listener = await sim.listenHttp({ port: 0 });
   const { recorder, notices } = newRecorder('http');
-  const proxy = await startHttpProxy({
-    listen: { host: '127.0.0.1', port: 0 },
-    target: listener.url,
-    recorder,
-  });
-  cleanups.push(() => listener.close());
+  const proxy = await simBehindHttpProxy(tmp, { recorder });
   return {
     recorder,
     notices,
@@ -75,10 +63,7 @@ async function httpTransport(): Promise<Transport> {
         ? (JSON.parse(text) as Record<string, unknown>)
         : { httpStatus: answer.status };
     },
-    async stop() {
-      await proxy.close();
-      await recorder.close();
-    },
+    stop: () => proxy.close(),
   };
 }
 

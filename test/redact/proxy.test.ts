@@ -2,12 +2,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { post, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
 import { leakedForm } from '../support/secret-forms.js';
+import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
 import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 
@@ -27,20 +26,10 @@ afterEach(async () => {
 
 describe('redaction through the HTTP proxy', () => {
   it("a malformed body's excerpt keeps neither its password nor its typed text; nor does a typed call", async () => {
-    const sim = createSimulator({ seed: 7, sessionsRoot: path.join(tmp, 'sim'), token: TOKEN });
-    const listener = await sim.listenHttp({ port: 0 });
-    cleanups.push(() => listener.close());
     const sessionsDir = path.join(tmp, 'recorded');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({
-      listen: { host: '127.0.0.1', port: 0 },
-      target: listener.url,
-      recorder,
-    });
-    cleanups.push(async () => {
-      await proxy.close();
-      await recorder.close();
-    });
+    const proxy = await simBehindHttpProxy(tmp, { seed: 7, token: TOKEN, recorder });
+    cleanups.push(() => proxy.close());
     const auth = { Authorization: `Bearer ${TOKEN}` };
     const call = (id: number, name: string, args: Record<string, unknown>) =>
       JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });

@@ -1,15 +1,12 @@
-/** Shared parts of the verdict suites: the built CLI, a simulator with a recording HTTP proxy, the issue's run. */
-import path from 'node:path';
-import { startHttpProxy } from '../../src/proxy/http.js';
-import { createRecorder } from '../../src/record/index.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { readZip } from '../bundle/helpers.js';
 import { post } from '../proxy/helpers.js';
-import { FIXED_NOW, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
+import { sessionIdFrom } from '../proxy/sim-script.js';
 import { BUNDLE_CLI, type ChildRun, runNode } from '../support/programs.js';
+import { type SimWithProxy, simBehindHttpProxy as simBehindTap } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
 export { BUNDLE_CLI } from '../support/programs.js';
+export type { SimWithProxy } from '../support/sim-http-proxy.js';
 
 export type CliRun = ChildRun;
 
@@ -23,71 +20,9 @@ export function tempRoot(): string {
   return tempDir('mcec-verdict-');
 }
 
-/** Every JSON-RPC body the simulator received, so a test can check what was (not) forwarded. */
-export interface SimWithProxy {
-  url: string;
-  /** The simulator itself (e.g. to latch its emergency stop). */
-  sim: ReturnType<typeof createSimulator>;
-  /** While true, the tap cuts every request's connection without an answer (the proxy answers 502). */
-  cut: boolean;
-  simUrl: string;
-  sessionsDir: string;
-  received: string[];
-  close(): Promise<void>;
-}
-
-/**
- * The simulator on HTTP behind a recording HTTP proxy, with a tap in front of the simulator that keeps
- * every body it gets (a small forwarding server: the simulator itself stays unmodified).
- */
-export async function simBehindHttpProxy(root: string): Promise<SimWithProxy> {
-  const sim = createSimulator({
-    seed: SIM_SEED,
-    now: () => new Date(FIXED_NOW),
-    sessionsRoot: path.join(root, 'sim-sessions'),
-  });
-  const listener = await sim.listenHttp({ port: 0 });
-  const received: string[] = [];
-  const http = await import('node:http');
-  const tap = http.createServer((req, res) => {
-    if (rig.cut) {
-      req.socket.destroy();
-      return;
-    }
-    const parts: Buffer[] = [];
-    req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', async () => {
-      const body = Buffer.concat(parts);
-      received.push(body.toString('utf8'));
-      const answer = await post(listener.url, body);
-      res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' });
-      res.end(answer.body);
-    });
-  });
-  await new Promise<void>((resolve) => tap.listen(0, '127.0.0.1', resolve));
-  const tapPort = (tap.address() as { port: number }).port;
-  const sessionsDir = path.join(root, 'recorded');
-  const recorder = createRecorder({ sessionsDir, transport: 'http' });
-  const proxy = await startHttpProxy({
-    listen: { host: '127.0.0.1', port: 0 },
-    target: `http://127.0.0.1:${tapPort}/mcp`,
-    recorder,
-  });
-  const rig: SimWithProxy = {
-    url: proxy.url,
-    sim,
-    cut: false,
-    simUrl: listener.url,
-    sessionsDir,
-    received,
-    async close() {
-      await proxy.close();
-      await recorder.close();
-      await new Promise<void>((resolve) => tap.close(() => resolve()));
-      await listener.close();
-    },
-  };
-  return rig;
+/** The simulator behind a recording HTTP proxy, with the tap that keeps every body the simulator gets. */
+export function simBehindHttpProxy(root: string): Promise<SimWithProxy> {
+  return simBehindTap(root, { tap: true });
 }
 
 const rpc = (id: number, method: string, params?: unknown) =>

@@ -1,0 +1,90 @@
+/**
+ * The simulator on HTTP behind a recording HTTP proxy (`startHttpProxy`), optionally with a tap in front of the
+ * simulator that keeps every body it gets (a small forwarding server: the simulator itself stays unmodified).
+ */
+import http from 'node:http';
+import path from 'node:path';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import { createRecorder, type Recorder } from '../../src/record/index.js';
+import { createSimulator } from '../../src/sim/index.js';
+import { post } from '../proxy/helpers.js';
+import { FIXED_NOW, SIM_SEED } from '../proxy/sim-script.js';
+
+export interface SimBehindHttpProxyOptions {
+  /** The simulator's PRNG seed (default SIM_SEED) and bearer token (none). Its clock is FIXED_NOW. */
+  seed?: number;
+  token?: string;
+  /** The recorder behind the proxy; default one writing into `<root>/recorded` (transport http). */
+  recorder?: Recorder;
+  /** Put the tap between the proxy and the simulator (it forwards bodies only, not the token). */
+  tap?: boolean;
+}
+
+export interface SimWithProxy {
+  /** The proxy's URL: where the agent's requests go. */
+  url: string;
+  /** The simulator itself (e.g. to latch its emergency stop). */
+  sim: ReturnType<typeof createSimulator>;
+  simUrl: string;
+  recorder: Recorder;
+  sessionsDir: string;
+  /** With the tap: while true, it cuts every request's connection without an answer (the proxy answers 502). */
+  cut: boolean;
+  /** With the tap: every JSON-RPC body the simulator received, so a test can check what was (not) forwarded. */
+  received: string[];
+  /** Close the proxy, the recorder, the tap and the simulator's listener. */
+  close(): Promise<void>;
+}
+
+/** The simulator (artifacts under `<root>/sim-sessions`) behind a recording HTTP proxy. */
+export async function simBehindHttpProxy(
+  root: string,
+  options: SimBehindHttpProxyOptions = {},
+): Promise<SimWithProxy> {
+  const sim = createSimulator({
+    seed: options.seed ?? SIM_SEED,
+    now: () => new Date(FIXED_NOW),
+    sessionsRoot: path.join(root, 'sim-sessions'),
+    ...(options.token ? { token: options.token } : {}),
+  });
+  const listener = await sim.listenHttp({ port: 0 });
+  const received: string[] = [];
+  const tap = options.tap
+    ? http.createServer((req, res) => {
+        if (rig.cut) {
+          req.socket.destroy();
+          return;
+        }
+        const parts: Buffer[] = [];
+        req.on('data', (c: Buffer) => parts.push(c));
+        req.on('end', async () => {
+          const body = Buffer.concat(parts);
+          received.push(body.toString('utf8'));
+          const answer = await post(listener.url, body);
+          res.writeHead(answer.status, { 'content-type': answer.contentType ?? 'application/json' });
+          res.end(answer.body);
+        });
+      })
+    : null;
+  if (tap) await new Promise<void>((resolve) => tap.listen(0, '127.0.0.1', resolve));
+  const target = tap ? `http://127.0.0.1:${(tap.address() as { port: number }).port}/mcp` : listener.url;
+  const sessionsDir = options.recorder?.sessionsDir ?? path.join(root, 'recorded');
+  const recorder = options.recorder ?? createRecorder({ sessionsDir, transport: 'http' });
+  const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder });
+  const rig: SimWithProxy = {
+    url: proxy.url,
+    sim,
+    simUrl: listener.url,
+    recorder,
+    sessionsDir,
+    cut: false,
+    received,
+    async close() {
+      await proxy.close();
+      await recorder.close();
+      if (tap) await new Promise<void>((resolve) => tap.close(() => resolve()));
+      await listener.close();
+    },
+  };
+  return rig;
+}
