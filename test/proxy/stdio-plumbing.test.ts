@@ -2,30 +2,19 @@ import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
+import { stdioProxy } from '../support/stdio-proxy.js';
 import { collectingRecorder, waitFor } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/jsonrpc-child.mjs', import.meta.url));
 
 /** Run the proxy over in-memory client pipes in front of the fixture child. */
 function run(args: string[] = [CHILD], faultAnswerMs = 5000) {
-  const stdin = new PassThrough();
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
+  const recorder = collectingRecorder();
+  const { stdin, stdout, stderr, exit } = stdioProxy(recorder, args, { faultAnswerMs });
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
-  const recorder = collectingRecorder();
-  const exit = runStdioProxy({
-    command: process.execPath,
-    args,
-    recorder,
-    stdin,
-    stdout,
-    stderr,
-    forwardSignals: false,
-    faultAnswerMs,
-  });
   const lines = () => Buffer.concat(out).toString('utf8').split('\n').filter(Boolean);
   return {
     stdin,

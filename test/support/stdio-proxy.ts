@@ -10,29 +10,32 @@ export const SIM_STDIO_CHILD = fileURLToPath(new URL('../proxy/fixtures/sim-stdi
 export interface PipedStdioProxy {
   stdin: PassThrough;
   stdout: PassThrough;
+  /** What the proxy tells its user (unread, it waits there). */
+  stderr: PassThrough;
   exit: Promise<number>;
 }
 
 /**
- * `runStdioProxy` spawning `node <args>` with `recorder`, signals not forwarded and its stderr dropped. What
- * the proxy writes waits in `stdout` until it is read.
+ * `runStdioProxy` spawning `node <args>` with `recorder`, signals not forwarded. What the proxy writes waits in
+ * `stdout` and `stderr` until it is read.
  */
 export function stdioProxy(
   recorder: StdioProxyOptions['recorder'],
   args: string[],
-  options: Pick<StdioProxyOptions, 'maxRecordBytes'> = {},
+  options: Pick<StdioProxyOptions, 'maxRecordBytes' | 'faultAnswerMs'> = {},
 ): PipedStdioProxy {
   const stdin = new PassThrough();
   const stdout = new PassThrough();
+  const stderr = new PassThrough();
   const exit = runStdioProxy({
     command: process.execPath,
     args,
     recorder,
     stdin,
     stdout,
-    stderr: new PassThrough(),
+    stderr,
     forwardSignals: false,
     ...options,
   });
-  return { stdin, stdout, exit };
+  return { stdin, stdout, stderr, exit };
 }
