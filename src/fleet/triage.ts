@@ -72,7 +72,8 @@ export interface TriageGroup {
     /**
      * new: only runs that started in the span's last quarter had it, runs before did not; once: a single
      * failure, not new; rising/falling: its rate per run grew or shrank by half or more from the first half
-     * to the second (failures counted where their run started); else steady.
+     * to the second, and by more than one failure against what the first half's rate predicts (failures
+     * counted where their run started); else steady.
      */
     direction: TrendDirection;
   };
@@ -333,8 +334,10 @@ function trendDirection(acc: GroupAccumulator, window: TrendWindow): TrendDirect
   // Both halves hold a run (the span runs from the first to the last); a rate is failures per run.
   const [r0, r1] = [ratio(acc.halves[0], window.runsIn[0]), ratio(acc.halves[1], window.runsIn[1])];
   if (window.runsIn[0] === 0 || window.runsIn[1] === 0) return 'steady';
-  if (r1 >= r0 * 1.5) return 'rising';
-  if (r1 <= r0 / 1.5) return 'falling';
+  // One failure more or less than the first half's rate predicts is noise (1 then 2 in as many runs), not a trend.
+  const excess = acc.halves[1] - r0 * window.runsIn[1];
+  if (r1 >= r0 * 1.5 && excess > 1) return 'rising';
+  if (r1 <= r0 / 1.5 && excess < -1) return 'falling';
   return 'steady';
 }
 

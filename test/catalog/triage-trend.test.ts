@@ -157,6 +157,26 @@ describe('triage trends', () => {
     }
   });
 
+  it('one failure more in as many runs is steady, not rising; two more is rising', () => {
+    const runsWith = (before: number, after: number): Run[] => [
+      ...Array.from({ length: 5 }, (_, i) => ({ day: 0, n: i, fails: i < before ? ['x'] : [] })),
+      ...Array.from({ length: 5 }, (_, i) => ({ day: 6, n: i, fails: i < after ? ['x'] : [] })),
+    ];
+    for (const [before, after, direction] of [
+      [1, 2, 'steady'],
+      [2, 1, 'steady'],
+      [1, 3, 'rising'],
+      [3, 1, 'falling'],
+    ] as const) {
+      const c = catalogOf(runsWith(before, after));
+      try {
+        expect([before, after, byCode(groupsOf(c), 'x').trend.direction]).toEqual([before, after, direction]);
+      } finally {
+        c.close();
+      }
+    }
+  });
+
   it('a single failure is "once", or "new" when it came after runs without it', () => {
     const c = catalogOf([
       { day: 0 },
