@@ -77,7 +77,8 @@ export function answeredRow(call: RecordedCall, a: StoredAnswer): CallRow {
     if (!env.ok) {
       const detail: unknown = env.error.detail;
       row.error_code = env.error.code;
-      row.error_category = env.error.category;
+      // A plain server's failure has no category: the envelope's 'internal' is the reader's stand-in, not the server's word.
+      row.error_category = a.out?.plain ? null : env.error.category;
       row.error_detail =
         detail === undefined ? null : typeof detail === 'string' ? detail : jsonOrNull(detail);
     }

@@ -285,6 +285,8 @@ describe('the SDK client and server-everything through the proxies', () => {
       expect(text).toContain('no-such-tool');
     }
     expect(summary).toContain('failed with `tool-error`');
+    // No category is invented for a server that has none (the reader's stand-in is not the server's word).
+    for (const text of [summary, bugReport]) expect(text).not.toContain('(internal)');
     expect(bugReport).toContain('`no-such-tool` (call #3) succeeds and the scenario passes.\n');
   }, 120_000);
 });

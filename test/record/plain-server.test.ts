@@ -77,12 +77,13 @@ describe('a server that is not MCEC', () => {
     // An envelope in the text is still read as one.
     expect(JSON.parse(first.calls[1]!.envelope!)).toMatchObject({ ok: true, result: { saved: true } });
     const failed = byId.get(idB)!.calls[0]!;
-    expect([failed.status, failed.error_code, failed.error_detail, failed.violations]).toEqual([
-      'failed',
-      'tool-error',
-      'ENOENT: no such file y',
-      null,
-    ]);
+    expect([
+      failed.status,
+      failed.error_code,
+      failed.error_category,
+      failed.error_detail,
+      failed.violations,
+    ]).toEqual(['failed', 'tool-error', null, 'ENOENT: no such file y', null]);
   });
 
   it('an MCEC server is still read as MCEC (a plain result there breaks the contract)', async () => {
