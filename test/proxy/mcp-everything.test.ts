@@ -287,6 +287,7 @@ describe('the SDK client and server-everything through the proxies', () => {
     expect(summary).toContain('failed with `tool-error`');
     // No category is invented for a server that has none (the reader's stand-in is not the server's word).
     for (const text of [summary, bugReport]) expect(text).not.toContain('(internal)');
+    expect(summary).not.toMatch(/\n\n\n/); // no section left out leaves its blank line behind
     expect(bugReport).toContain('`no-such-tool` (call #3) succeeds and the scenario passes.\n');
   }, 120_000);
 });
