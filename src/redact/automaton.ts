@@ -9,8 +9,16 @@
  * step costs one array read whatever the secrets' shape; sparse nodes (deep in one secret) keep sibling lists.
  */
 
-/** Children from which a node gets a dense row. */
+/** Children from which a node gets a dense row at any depth. */
 const DENSE_CHILDREN = 4;
+/**
+ * Nodes this shallow get a dense row whenever they have a child: ordinary text keeps the state within the
+ * first few units of random secrets (their 2- and 3-unit prefixes cover much of the alphabet's pairs), so
+ * nearly every step is one row read, the same work as a step from the root with a single secret.
+ */
+const DENSE_DEPTH = 3;
+/** Most dense-row entries (4 bytes each): a large alphabet (non-ASCII secrets) keeps only the shallow rows. */
+const MAX_DENSE_ENTRIES = 1 << 21;
 
 /** One UTF-16 unit folded to lower case (ASCII fast path). */
 export function foldUnit(c: number): number {
@@ -28,8 +36,6 @@ export interface Span {
 export class Automaton {
   /** Number of patterns it was built from (distinct after folding). */
   readonly size: number;
-  /** Root transitions, dense: the first unit of a match is one array read. */
-  private readonly root = new Int32Array(65536);
   /** Per node: first child, next sibling, and the unit on the edge into it (sibling lists: few children). */
   private readonly child: Int32Array;
   private readonly sibling: Int32Array;
@@ -39,7 +45,7 @@ export class Automaton {
   private readonly out: Int32Array;
   /** Unit -> its index in the patterns' alphabet (0: a unit no pattern holds). */
   private readonly alpha: Uint16Array;
-  /** Per node: its dense row's start in `dense`, or -1. */
+  /** Per node: its dense row's start in `dense`, or -1. The root's row starts at 0. */
   private readonly denseRow: Int32Array;
   private readonly dense: Int32Array;
 
@@ -54,21 +60,22 @@ export class Automaton {
     this.fail = new Int32Array(total);
     this.out = new Int32Array(total);
     const depth = new Int32Array(total);
-    // The root's children, in order: the 64 Ki tables are never walked whole (a small automaton is rebuilt
-    // on every learned secret, and four walks of 64 Ki cost more than its patterns).
+    // The root's children by unit while the trie is built; the 64 Ki table is never walked whole (a small
+    // automaton is rebuilt on every learned secret, and walks of 64 Ki cost more than its patterns).
+    const rootChild = new Int32Array(65536);
     const rootChildren: number[] = [];
     let nodes = 1;
     for (const p of list) {
       let node = 0;
       for (let i = 0; i < p.length; i++) {
         const c = p.charCodeAt(i);
-        let next = node === 0 ? this.root[c]! || -1 : this.findChild(node, c);
+        let next = node === 0 ? rootChild[c]! || -1 : this.findChild(node, c);
         if (next === -1) {
           next = nodes++;
           this.label[next] = c;
           depth[next] = depth[node]! + 1;
           if (node === 0) {
-            this.root[c] = next;
+            rootChild[c] = next;
             rootChildren.push(next);
           } else {
             this.sibling[next] = this.child[node]!;
@@ -79,7 +86,14 @@ export class Automaton {
       }
       this.out[node] = p.length;
     }
-    // The alphabet, and which nodes get a dense row.
+    // Breadth-first order: rows go to the shallowest nodes first, and each node's failure link (shallower)
+    // is complete before the node is.
+    const order = new Int32Array(nodes);
+    let tail = 0;
+    for (const n of rootChildren) order[tail++] = n;
+    for (let head = 0; head < tail; head++)
+      for (let ch = this.child[order[head]!]!; ch !== -1; ch = this.sibling[ch]!) order[tail++] = ch;
+    // The alphabet, and which nodes get a dense row (the root always: row 0).
     this.alpha = new Uint16Array(65536);
     const units: number[] = [0];
     for (let n = 1; n < nodes; n++) {
@@ -91,21 +105,21 @@ export class Automaton {
     }
     const alphaSize = units.length;
     this.denseRow = new Int32Array(nodes).fill(-1);
-    let rows = 0;
-    for (let n = 1; n < nodes; n++) {
+    this.denseRow[0] = 0;
+    let rows = 1;
+    const maxRows = Math.max(1, Math.floor(MAX_DENSE_ENTRIES / alphaSize));
+    for (let k = 0; k < tail && rows < maxRows; k++) {
+      const n = order[k]!;
       let count = 0;
       for (let ch = this.child[n]!; ch !== -1 && count < DENSE_CHILDREN; ch = this.sibling[ch]!) count++;
-      if (count >= DENSE_CHILDREN) this.denseRow[n] = rows++ * alphaSize;
+      if (count >= DENSE_CHILDREN || (count > 0 && depth[n]! <= DENSE_DEPTH))
+        this.denseRow[n] = rows++ * alphaSize;
     }
     this.dense = new Int32Array(rows * alphaSize);
-    // Breadth first: failure links and inherited outputs.
-    const queue = new Int32Array(nodes);
-    let head = 0;
-    let tail = 0;
-    for (const n of rootChildren) queue[tail++] = n; // their failure link is the root (0)
-    while (head < tail) {
-      const node = queue[head++]!;
-      // Its failure link is shallower, so complete already: the row's misses step from there.
+    for (const n of rootChildren) this.dense[this.alpha[this.label[n]!]!] = n; // misses stay 0: the root
+    // Failure links and inherited outputs; the root's children fail to the root (0).
+    for (let k = 0; k < tail; k++) {
+      const node = order[k]!;
       const row = this.denseRow[node]!;
       if (row !== -1) {
         // Misses first, then the children over them: one walk of the child list, not one per unit.
@@ -119,7 +133,6 @@ export class Automaton {
         this.fail[ch] = this.step(this.fail[node]!, c);
         const inherited = this.out[this.fail[ch]!]!;
         if (inherited > this.out[ch]!) this.out[ch] = inherited;
-        queue[tail++] = ch;
       }
     }
   }
@@ -129,11 +142,10 @@ export class Automaton {
     return -1;
   }
 
-  /** The state after reading folded unit `c` in `state`. */
+  /** The state after reading folded unit `c` in `state` (the root has a row, so the walk ends there). */
   private step(state: number, c: number): number {
     let s = state;
     for (;;) {
-      if (s === 0) return this.root[c]!;
       const row = this.denseRow[s]!;
       // A unit outside the alphabet leads nowhere from any state (index 0 of every row is 0: the root).
       if (row !== -1) return this.dense[row + this.alpha[c]!]!;
@@ -150,14 +162,18 @@ export class Automaton {
   find(text: string): Span[] {
     const spans: Span[] = [];
     if (this.size === 0) return spans;
+    const { denseRow, dense, alpha, out } = this;
     let state = 0;
     for (let i = 0; i < text.length; i++) {
       let c = text.charCodeAt(i);
       if (c < 128) {
         if (c >= 65 && c <= 90) c += 32;
       } else c = foldUnit(c);
-      state = state === 0 ? this.root[c]! : this.step(state, c);
-      const len = this.out[state]!;
+      // The same one row read from the root as from any shallow state: the cost per unit barely depends
+      // on how many secrets there are or what they look like.
+      const row = denseRow[state]!;
+      state = row !== -1 ? dense[row + alpha[c]!]! : this.step(state, c);
+      const len = out[state]!;
       if (len === 0) continue;
       let start = i + 1 - len;
       // A longer match can reach back over earlier spans: absorb every span it touches.

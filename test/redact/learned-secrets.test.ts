@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { Automaton } from '../../src/redact/automaton.js';
 import { createRedactor } from '../../src/redact/index.js';
+import { SecretStore } from '../../src/redact/secret-store.js';
 import { logTexts } from '../reliability/helpers.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
@@ -92,6 +93,71 @@ describe('random secrets', () => {
       }
     }
     expect(leaks).toEqual([]);
+  });
+});
+
+describe('the fold rule: recent secrets join the main automaton once their second pass cost a rebuild', () => {
+  it('values wait in the small automaton while little text is scanned, and fold once enough is', () => {
+    const store = new SecretStore();
+    for (let i = 0; i < 50; i++) store.add(randomBytes(15).toString('base64url'), 'args');
+    expect(store.scrub('nothing here', '#')).toBe('nothing here'); // the main automaton is built
+    expect(store.pending().trusted).toEqual({ values: 0, scanLeft: 0 });
+    const fresh = randomBytes(15).toString('base64url');
+    store.add(fresh, 'args');
+    const { values, scanLeft } = store.pending().trusted;
+    expect(values).toBe(1);
+    // About one rebuild's worth of scanning: many envelopes' strings, far more than one short text.
+    expect(scanLeft).toBeGreaterThan(10_000);
+    const line = `seen ${fresh} once; `;
+    let scans = 0;
+    // Each scan finds the pending value and spends its length of the budget, until the values fold in.
+    while (store.pending().trusted.values > 0) {
+      const before = store.pending().trusted.scanLeft;
+      expect(store.scrub(line, '#')).toBe('seen # once; ');
+      scans++;
+      if (store.pending().trusted.values > 0)
+        expect(store.pending().trusted.scanLeft).toBe(before - line.length);
+    }
+    expect(scans).toBe(Math.ceil(scanLeft / line.length));
+    // Folded: the main automaton holds it now, in every form and case.
+    expect(store.pending().trusted).toEqual({ values: 0, scanLeft: 0 });
+    expect(store.scrub(`${fresh.toUpperCase()} ${encodeURIComponent(fresh)}`, '#')).toBe('# #');
+  });
+
+  it('a text longer than what is left folds first (one pass over it, not two); the 33rd value folds too', () => {
+    const store = new SecretStore();
+    store.add('Configured-Secret-1', 'config');
+    store.scrub('warm', '#');
+    store.add('Learned-Secret-2', 'args');
+    const left = store.pending().trusted.scanLeft;
+    expect(store.scrub(`${'x'.repeat(left)} Learned-Secret-2`, '#')).toBe(`${'x'.repeat(left)} #`);
+    expect(store.pending().trusted.values).toBe(0);
+    // Values arriving one per call: the small automaton holds up to 32, the next one folds them all.
+    for (let i = 0; i < 32; i++) {
+      store.add(`Learned-Batch-${i}`, 'args');
+      expect(store.scrub(`a Learned-Batch-${i} b`, '#')).toBe('a # b');
+    }
+    expect(store.pending().trusted.values).toBe(32);
+    store.add('Learned-Batch-32', 'args');
+    expect(store.scrub('Learned-Batch-32 Learned-Batch-0 Configured-Secret-1', '#')).toBe('# # #');
+    expect(store.pending().trusted.values).toBe(0);
+  });
+
+  it('server output has its own pending values: its fold never rebuilds the trusted automaton', () => {
+    const store = new SecretStore();
+    store.add('Argument-Secret-1', 'args');
+    store.add('Output-Secret-1x', 'output');
+    store.scrub('warm', '#');
+    store.add('Output-Secret-2x', 'output');
+    expect(store.pending()).toEqual({
+      trusted: { values: 0, scanLeft: 0 },
+      output: { values: 1, scanLeft: expect.any(Number) },
+    });
+    expect(store.scrub('Output-Secret-2x Argument-Secret-1', '#')).toBe('# #');
+    // Trusted-only scans (codes, keys) never pass the output automaton, so they spend nothing of its budget.
+    const left = store.pending().output.scanLeft;
+    store.scrub('Output-Secret-2x', '#', true);
+    expect(store.pending().output.scanLeft).toBe(left);
   });
 });
 
