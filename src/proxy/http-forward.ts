@@ -1,7 +1,7 @@
 /**
  * One request through the HTTP proxy: sent to the target, its answer streamed back to the client unchanged,
  * and the exchange recorded. Owns the request's timers (the wait for the answer, the late-answer window, a
- * stalled body) and the bounded copy of the answer kept for recording.
+ * stalled body, a client that stopped reading) and the bounded copy of the answer kept for recording.
  */
 
 import http from 'node:http';
@@ -21,6 +21,12 @@ export interface ForwardContext {
   timeouts: TimeoutPolicy;
   /** After a 504, how long the answer is still awaited so it can be recorded. */
   lateAnswerMs: number;
+  /**
+   * How long the client's socket may take no bytes of the answer (a write waiting for it to drain, or the
+   * answer's tail after the last write) before the proxy hangs up: a client that never reads would hold a
+   * request slot and a connection for ever.
+   */
+  writeTimeoutMs: number;
   /** Largest answer recorded; a larger one is passed through and recorded as oversize. */
   maxRecordBytes: number;
   /** Requests in flight: each registers its abort (for close()) while it runs. */
@@ -118,6 +124,10 @@ class ForwardedRequest {
   private answerStarted = false;
   private finished = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The write deadline: armed while the client's socket holds bytes it has not taken. */
+  private writeTimer: NodeJS.Timeout | undefined;
+  /** Why the client is gone when the proxy hung up on it (else it disconnected). */
+  private hungUp: string | undefined;
   private readonly abortFn = () => this.abort();
 
   constructor(
@@ -267,6 +277,7 @@ class ForwardedRequest {
   }
 
   private onClientClose(): void {
+    clearTimeout(this.writeTimer);
     if (this.res.writableFinished || this.client === 'answered-504') return;
     this.client = 'gone';
     if (!this.recorded || (this.streaming && this.pending === null)) {
@@ -274,7 +285,7 @@ class ForwardedRequest {
       this.quit();
       return;
     }
-    if (!this.finished) this.pending?.clientLeft('the client disconnected before the answer');
+    if (!this.finished) this.pending?.clientLeft(this.hungUp ?? 'the client disconnected before the answer');
     // An answer paused for a slow client is read on, for the recording; a stream for a bounded while.
     if (this.streaming && !this.finished)
       this.armTimer(this.ctx.lateAnswerMs, () =>
@@ -337,10 +348,11 @@ class ForwardedRequest {
       if (keepCopy) copy.push(chunk);
       if (!this.streaming) this.timer?.refresh();
       if (this.client === 'streaming' && !this.clientGone() && !this.res.write(chunk)) {
-        // A slow client: wait for it (its silence is not the target's), reading on if it leaves.
+        // A slow client: wait for it (its silence is not the target's), reading on if it leaves; one that
+        // takes nothing within the write deadline is hung up on.
         answer.pause();
         if (this.timer && !this.streaming) clearTimeout(this.timer);
-        this.res.once('drain', () => {
+        this.awaitClient('drain', () => {
           if (!this.streaming) this.timer?.refresh();
           answer.resume();
         });
@@ -350,7 +362,11 @@ class ForwardedRequest {
     answer.on('end', () => {
       if (this.finished) return;
       this.settle();
-      if (this.client === 'streaming' && !this.clientGone()) this.res.end();
+      if (this.client === 'streaming' && !this.clientGone()) {
+        this.res.end();
+        // The tail may still sit in the socket: the slot is free only once the client has taken it.
+        if (!this.res.writableFinished) this.awaitClient('finish');
+      }
       try {
         if (stream) {
           stream.end();
@@ -364,6 +380,36 @@ class ForwardedRequest {
     answer.on('close', () => {
       if (!answer.complete) this.targetFailed('target cut its answer short', 502);
     });
+  }
+
+  /** Wait for the client's socket to take what it holds (`drain`, or `finish` after the last write). */
+  private awaitClient(event: 'drain' | 'finish', then?: () => void): void {
+    clearTimeout(this.writeTimer);
+    this.writeTimer = setTimeout(() => this.clientStalled(), this.ctx.writeTimeoutMs);
+    this.res.once(event, () => {
+      clearTimeout(this.writeTimer);
+      then?.();
+    });
+  }
+
+  /** The client took no byte of the answer within the write deadline: hang up and say so. */
+  private clientStalled(): void {
+    if (this.client === 'gone' || this.res.destroyed) return;
+    const ms = this.ctx.writeTimeoutMs;
+    this.hungUp = `the client read nothing of the answer for ${formatDuration(ms)}: the proxy hung up`;
+    const { req } = this;
+    this.ctx.wire.proxyError(
+      {
+        reason: 'client stopped reading',
+        timeoutMs: ms,
+        bytes: this.res.socket?.bytesWritten ?? 0,
+        method: req.method,
+        path: pathOnly(req.url),
+        stream: this.streaming,
+      },
+      this.callSession,
+    );
+    this.res.destroy();
   }
 
   /** One event of a streamed answer: the call's answer, or a message of the server while it runs. */

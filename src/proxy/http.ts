@@ -18,7 +18,7 @@ import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
-import { DEFAULT_TIMEOUT_MS, formatDuration, timeoutPolicy } from './timeouts.js';
+import { DEFAULT_TIMEOUT_MS, formatDuration, MAX_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
 /** Options of {@link startHttpProxy}. */
@@ -54,6 +54,12 @@ export interface HttpProxyOptions {
    * 408 and its connection is closed, so clients trickling their bodies cannot hold MCEC's 16 slots.
    */
   bodyTimeoutMs?: number;
+  /**
+   * How long a client may take none of an answer's bytes while the proxy has some for it (default 30 s):
+   * past it the proxy hangs up and writes a `proxy-error`, so a client that never reads a large answer
+   * cannot hold a request slot and a connection for ever. A client that reads slowly but reads is never cut.
+   */
+  writeTimeoutMs?: number;
   /** Where the proxy says that its target went down or answers again (mcec-record: its stderr); default: silent. */
   onNotice?: (line: string) => void;
 }
@@ -76,6 +82,8 @@ export const MCEC_MAX_IN_FLIGHT = 16;
 export const DEFAULT_LATE_ANSWER_MS = 10 * 60_000;
 /** Default of `HttpProxyOptions.bodyTimeoutMs`. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+/** Default of `HttpProxyOptions.writeTimeoutMs`. */
+export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
 export { DEFAULT_TIMEOUT_MS };
 
 /** An error thrown for options that cannot work (bad target, non-loopback listen without permission). */
@@ -95,6 +103,7 @@ interface HttpSettings {
   maxRecordBytes: number;
   timeouts: ReturnType<typeof timeoutPolicy>;
   bodyTimeoutMs: number;
+  writeTimeoutMs: number;
 }
 
 /** Check the options and fill in the defaults; throws ProxyConfigError for options that cannot work. */
@@ -145,6 +154,12 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
   if (!Number.isSafeInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
     throw new ProxyConfigError(`the body timeout must be a whole number of ms above 0, got ${bodyTimeoutMs}`);
   }
+  const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+  if (!Number.isSafeInteger(writeTimeoutMs) || writeTimeoutMs < 1 || writeTimeoutMs > MAX_TIMEOUT_MS) {
+    throw new ProxyConfigError(
+      `the write timeout must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${writeTimeoutMs}`,
+    );
+  }
   return {
     target,
     listenHost,
@@ -155,6 +170,7 @@ function httpSettings(options: HttpProxyOptions): HttpSettings {
     maxRecordBytes,
     timeouts,
     bodyTimeoutMs,
+    writeTimeoutMs,
   };
 }
 
@@ -332,6 +348,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     wire,
     timeouts: settings.timeouts,
     lateAnswerMs: options.lateAnswerMs ?? DEFAULT_LATE_ANSWER_MS,
+    writeTimeoutMs: settings.writeTimeoutMs,
     maxRecordBytes: settings.maxRecordBytes,
     inFlight: new Set(),
     kind: () => kind,
