@@ -7,6 +7,12 @@ import { processFileLimit } from '../util/file-limit.js';
 
 /** Default number of session logs a recorder keeps open at once. */
 export const DEFAULT_MAX_OPEN_LOGS = 64;
+/**
+ * How long an ended session's log may stay idle (nothing written after its end was committed) before its
+ * writer row is released, so `prune` may remove it while the process runs on (a proxy that runs for weeks).
+ * The same as prune's default `--keep-recent`: by default nothing is prunable sooner than before.
+ */
+export const DEFAULT_RELEASE_IDLE_MS = 10 * 60_000;
 /** File descriptors one open log holds (the database, its WAL and its shared memory). */
 const FDS_PER_LOG = 3;
 
@@ -41,11 +47,17 @@ export interface PooledLog {
 /** Open handles in least-recently-used order; `willOpen` makes room before a log opens its file. */
 export class LogPool {
   readonly maxOpen: number;
+  /** Idle time after which an ended session's log releases its writer row (`SessionLog`). */
+  readonly releaseIdleMs: number;
   /** Insertion order is use order: the first entry is the least recently used. */
   private readonly open = new Set<PooledLog>();
 
-  constructor(maxOpen = DEFAULT_MAX_OPEN_LOGS) {
+  constructor(maxOpen = DEFAULT_MAX_OPEN_LOGS, releaseIdleMs = DEFAULT_RELEASE_IDLE_MS) {
     this.maxOpen = Math.max(1, Math.floor(Number.isFinite(maxOpen) ? maxOpen : DEFAULT_MAX_OPEN_LOGS));
+    this.releaseIdleMs = Math.max(
+      0,
+      Number.isFinite(releaseIdleMs) ? releaseIdleMs : DEFAULT_RELEASE_IDLE_MS,
+    );
   }
 
   /** Handles open now. */

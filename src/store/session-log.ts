@@ -279,6 +279,8 @@ export class SessionLog implements PooledLog {
   private recovery: { reasons: string[]; lostCalls: number } | null = null;
   private readonly options: SessionLogOptions;
   private closed = false;
+  /** The pending release of an ended, idle session's writer row (see `releaseWhenIdle`). */
+  private idleRelease: NodeJS.Timeout | undefined;
 
   private constructor(options: SessionLogOptions) {
     this.options = options;
@@ -419,9 +421,12 @@ export class SessionLog implements PooledLog {
       outcome.recovered = { reason: this.recovery.reasons.join('; '), lostCalls: this.recovery.lostCalls };
       this.recovery = null;
     }
-    // An ended session rarely writes again: give its descriptors back now (a late write reopens the file).
-    if (this.sessionRow.status !== 'open' && this.ops.length === 0 && !this.recovery) this.closeHandle();
-    else if (this.db) this.options.pool?.used(this);
+    // An ended session rarely writes again: give its descriptors back now (a late write reopens the file),
+    // and its writer row once it stays idle.
+    if (this.sessionRow.status !== 'open' && this.ops.length === 0 && !this.recovery) {
+      this.closeHandle();
+      this.releaseWhenIdle();
+    } else if (this.db) this.options.pool?.used(this);
     return outcome;
   }
 
@@ -433,10 +438,28 @@ export class SessionLog implements PooledLog {
   /**
    * Close the file handle now; the queue and counts stay, and the next commit reopens the file. The writer
    * stays registered (`closed_at` NULL): this process may still write (an ended session's late calls, a
-   * pooled log), so `prune` keeps the session while the process runs. Only `close()` releases it.
+   * pooled log), so `prune` keeps the session while the process runs. `close()` releases it, and so does
+   * an ended session's idleness (`releaseWhenIdle`).
    */
   closeHandle(): void {
     this.closeDb();
+  }
+
+  /**
+   * An ended session, its handle closed with nothing queued: if nothing more is written to it within the
+   * pool's `releaseIdleMs` (10 min), its writer row is marked closed, so `prune` may remove it although this
+   * process (a long-running proxy) goes on. A later write reopens the file and registers the writer again.
+   */
+  private releaseWhenIdle(): void {
+    const ms = this.options.pool?.releaseIdleMs;
+    if (ms === undefined || !this.registered) return;
+    clearTimeout(this.idleRelease);
+    this.idleRelease = setTimeout(() => {
+      this.idleRelease = undefined;
+      const idle = !this.closed && this.db === null && this.ops.length === 0;
+      if (idle && this.sessionRow.status !== 'open') this.release();
+    }, ms);
+    this.idleRelease.unref();
   }
 
   /**
@@ -490,6 +513,7 @@ export class SessionLog implements PooledLog {
 
   /** Commit what is queued and close the file. Returns the last commit's outcome. */
   close(): CommitOutcome {
+    clearTimeout(this.idleRelease);
     const outcome = this.commit();
     this.release();
     this.closeHandle();

@@ -9,9 +9,12 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sessionDirName } from '../../src/paths/naming.js';
 import { createRecorder } from '../../src/record/index.js';
 import { pruneSessions } from '../../src/sessions/prune.js';
+import { LogPool } from '../../src/store/log-pool.js';
 import { SessionLog } from '../../src/store/session-log.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { runNode } from '../support/programs.js';
 import { BUNDLE_CLI, findResult, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
 
@@ -181,5 +184,83 @@ describe('prune while a writer still writes', () => {
     } finally {
       child.kill();
     }
+  });
+
+  it('a long-running writer releases an ended session once idle: prune removes it then, never while it is written', async () => {
+    const { root, sessionsDir } = tempRoot();
+    roots.push(root);
+    // A proxy's logs: one pool for the process, its idle release shortened from 10 min to 300 ms.
+    const pool = new LogPool(64, 300);
+    const startedAt = new Date(Date.now() - 60 * MINUTE);
+    const openLog = (sessionId: string) =>
+      SessionLog.open({
+        dir: path.join(sessionsDir, sessionDirName(startedAt, sessionId)),
+        pool,
+        session: {
+          session_id: sessionId,
+          original_id: null,
+          scenario: null,
+          started_at: startedAt.toISOString(),
+          ended_at: null,
+          status: 'open',
+          passed: null,
+          end_reason: null,
+          recorder_version: 'test',
+          writer_pid: process.pid,
+          environment: '{}',
+          last_observation: null,
+        },
+      });
+    const note = (log: SessionLog, n: number) => {
+      log.addEvent({ at: new Date().toISOString(), kind: 'step', detail: JSON.stringify({ n }) });
+      log.commit();
+    };
+    const idle = openLog('be11a0000004'); // ended, then nothing more
+    const busy = openLog('be11a0000005'); // ended, then written again and again
+    const open = openLog('be11a0000006'); // never ended
+    for (const log of [idle, busy, open]) note(log, 1);
+    for (const log of [idle, busy]) {
+      log.setSessionFields({ status: 'ended', ended_at: new Date().toISOString() });
+      log.commit();
+    }
+    const live = (log: SessionLog) => {
+      const reader = SessionReader.open(log.dir);
+      try {
+        return reader.liveWriters().length;
+      } finally {
+        reader.close();
+      }
+    };
+    expect([idle, busy, open].map(live)).toEqual([1, 1, 1]); // right after the end: still this process's
+    // `busy` is written every 100 ms (each write its own commit, its handle closed after each), `idle` not.
+    for (let n = 2; n <= 8; n++) {
+      await new Promise((r) => setTimeout(r, 100));
+      note(busy, n);
+    }
+    expect([idle, busy, open].map(live)).toEqual([0, 1, 1]);
+    const prune = (now = new Date()) =>
+      pruneSessions(sessionsDir, { olderThanMs: 0, recentMs: 0, now: new Date(now.getTime() + 1000) });
+    const kept: string[] = [];
+    const removed = await pruneSessions(sessionsDir, {
+      olderThanMs: 0,
+      recentMs: 0,
+      now: new Date(Date.now() + 1000),
+      onKept: (loc, why) => kept.push(`${loc.sessionId}:${why.kind}`),
+    });
+    expect(removed.map((p) => p.dirName)).toEqual([path.basename(idle.dir)]);
+    expect(kept.sort()).toEqual(['be11a0000005:live-writer', 'be11a0000006:live-writer']);
+    expect(fs.existsSync(idle.dir)).toBe(false);
+    // Once `busy` is idle too it goes; a write after its release registers the writer again first.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(live(busy)).toBe(0);
+    note(busy, 9);
+    expect(live(busy)).toBe(1);
+    expect(await prune()).toEqual([]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await prune()).map((p) => p.dirName)).toEqual([path.basename(busy.dir)]);
+    // The session never ended keeps its writer however long it idles.
+    expect(live(open)).toBe(1);
+    for (const log of [idle, busy, open]) log.close();
+    expect(live(open)).toBe(0);
   });
 });

@@ -307,7 +307,8 @@ export function addPruneCommand(program: Command): void {
       .option(
         '--keep-recent <duration>',
         'keep any session whose log was written within this long, whatever its status (default: 10m; 0: off). ' +
-          'A session whose writer is still running is always kept',
+          'A session whose writer is still running is always kept while it may still write it (open, or ended and ' +
+          'written within the last 10m: an ended session idle that long is released by a long-running writer)',
         durationOrZeroArg,
       )
       .option('--keep-failed', 'keep sessions whose verdict is FAIL')
