@@ -17,7 +17,7 @@ import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
-import { type ProxyRecorder, rememberSecret } from './recorder-port.js';
+import { type ProxyRecorder, rememberHeaderSecret } from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, formatDuration, MAX_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
@@ -302,15 +302,17 @@ function readBoundedBody(
   });
 }
 
-/** Tells the recorder each new Authorization header (and its token alone), so the redactor scrubs them. */
+/**
+ * Tells the recorder every request's Authorization header (and its token alone), so the redactor scrubs
+ * them: into a pool of their own (256, the least recently seen forgotten first), so a token still in use is
+ * never forgotten and thousands of others never push out a configured secret.
+ */
 function authorizationWatcher(recorder: ProxyRecorder): (auth: string | undefined) => void {
-  const known = new Set<string>();
   return (auth) => {
-    if (!auth || known.has(auth) || known.size >= 1024) return;
-    known.add(auth);
-    rememberSecret(recorder, auth);
+    if (!auth) return;
+    rememberHeaderSecret(recorder, auth);
     const space = auth.indexOf(' ');
-    if (space > 0) rememberSecret(recorder, auth.slice(space + 1).trim());
+    if (space > 0) rememberHeaderSecret(recorder, auth.slice(space + 1).trim());
   };
 }
 

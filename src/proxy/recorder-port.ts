@@ -13,14 +13,14 @@ export type ProxyPendingExchange = PendingExchange;
 /** What a proxy needs from a recorder: exchanges, proxy events, the bearer tokens it sees, and close. */
 export type ProxyRecorder = Pick<
   Recorder,
-  'beginExchange' | 'recordExchange' | 'event' | 'rememberSecret' | 'close'
+  'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'close'
 >;
 
-/** Tell the recorder's redactor about a secret seen on the wire (a bearer token). */
-export function rememberSecret(recorder: ProxyRecorder, secret: string): void {
+/** Tell the recorder's redactor about a credential seen on the wire (a bearer token): its own pool. */
+export function rememberHeaderSecret(recorder: ProxyRecorder, secret: string): void {
   if (!secret) return;
   try {
-    recorder.rememberSecret(secret);
+    recorder.rememberHeaderSecret(secret);
   } catch {
     // Recording never breaks the wire.
   }

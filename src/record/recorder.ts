@@ -420,6 +420,10 @@ class RecorderImpl implements Recorder {
     this.redactor.rememberSecret(secret);
   }
 
+  rememberHeaderSecret(secret: string): void {
+    this.redactor.rememberHeaderSecret(secret);
+  }
+
   verdict(sessionId: string, verdict: { passed: boolean; reason?: string }): Promise<void> {
     const detail: Record<string, unknown> = { passed: verdict?.passed === true, via: 'recorder' };
     if (typeof verdict?.reason === 'string') detail.reason = verdict.reason;

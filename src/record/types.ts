@@ -193,8 +193,13 @@ export interface Recorder {
    * session a call lands in while there is none). Its detail is redacted.
    */
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
-  /** Scrub this value from everything stored from now on (an Authorization header seen by a proxy). */
+  /** Scrub this value from everything stored from now on (kept like `redact.secrets`: never evicted by the wire). */
   rememberSecret(secret: string): void;
+  /**
+   * Scrub a credential a transport carried (an Authorization header a proxy saw) from everything stored from
+   * now on; kept apart from configured secrets (256, oldest first), so thousands of tokens never evict those.
+   */
+  rememberHeaderSecret(secret: string): void;
   /** Declare a session's verdict (a `verdict` event; the newest declared verdict wins); resolves when on disk. */
   verdict(sessionId: string, verdict: { passed: boolean; reason?: string }): Promise<void>;
   /** End a session with an optional verdict; resolves when that is on disk. */

@@ -70,8 +70,13 @@ export interface Redactor {
   redact(value: unknown, call?: RedactContext): unknown;
   /** One string with remembered secrets, user patterns, inline secrets and base64 image runs scrubbed out. */
   scrubText(text: string, call?: RedactContext): string;
-  /** Scrub this value wherever it appears from now on (e.g. an Authorization header seen by a proxy). */
+  /** Scrub this value wherever it appears from now on (a secret known later; kept like `options.secrets`). */
   rememberSecret(value: string): void;
+  /**
+   * The same for a credential a transport carried (an Authorization header a proxy saw, and its bare
+   * token), kept apart: thousands of distinct tokens push out only older tokens, never a configured secret.
+   */
+  rememberHeaderSecret(value: string): void;
   /** The same for a transport's session token (Mcp-Session-Id), kept apart so thousands never push out the rest. */
   rememberTransportSecret(value: string): void;
 }
@@ -254,6 +259,10 @@ class SecretRedactor implements Redactor {
 
   rememberTransportSecret(value: string): void {
     this.learn(value, 'transport');
+  }
+
+  rememberHeaderSecret(value: string): void {
+    this.learn(value, 'header');
   }
 
   /** Remember a secret from `source` (and, for `Bearer abc`, the bare credential). */

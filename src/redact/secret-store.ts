@@ -12,11 +12,12 @@ import { Automaton, replaceSpans, type Span } from './automaton.js';
 import { echoForms } from './echoes.js';
 
 /**
- * Where a secret was learned: the agent's arguments, the recorder's configuration, server output, or the
- * transport (an MCP session's `Mcp-Session-Id`: a long proxy run sees thousands, which must never push a
- * configured secret out).
+ * Where a secret was learned: the agent's arguments, the recorder's configuration, server output, the
+ * transport (an MCP session's `Mcp-Session-Id`), or a credential the transport carried (an `Authorization`
+ * header a proxy saw). A long proxy run sees thousands of the last two, which must never push a configured
+ * secret out, nor each other.
  */
-export type SecretSource = 'args' | 'config' | 'output' | 'transport';
+export type SecretSource = 'args' | 'config' | 'output' | 'transport' | 'header';
 
 /** Secrets shorter than this are redacted under their key but not searched for in other strings. */
 export const MIN_SCRUBBED_SECRET = 4;
@@ -29,6 +30,7 @@ export const SECRET_BUDGET: Readonly<Record<SecretSource, number>> = {
   config: 1000,
   output: 256,
   transport: 256,
+  header: 512,
 };
 /** Characters of secret text kept per source (bounds the automaton's size whatever the lengths). */
 const CHAR_BUDGET: Readonly<Record<SecretSource, number>> = {
@@ -36,6 +38,7 @@ const CHAR_BUDGET: Readonly<Record<SecretSource, number>> = {
   config: 256 * 1024,
   output: 64 * 1024,
   transport: 64 * 1024,
+  header: 256 * 1024,
 };
 
 class Pool {
@@ -49,9 +52,13 @@ class Pool {
     readonly charBudget: number,
   ) {}
 
-  /** True when added (false when already known). */
+  /** True when added (false when already known: it becomes the newest, so a value still in use stays). */
   add(v: string): boolean {
-    if (this.values.has(v)) return false;
+    if (this.values.has(v)) {
+      this.values.delete(v);
+      this.values.add(v);
+      return false;
+    }
     this.values.add(v);
     this.forms.set(v, echoForms(v));
     this.chars += v.length;
@@ -148,8 +155,14 @@ export class SecretStore {
     config: new Pool(SECRET_BUDGET.config, CHAR_BUDGET.config),
     output: new Pool(SECRET_BUDGET.output, CHAR_BUDGET.output),
     transport: new Pool(SECRET_BUDGET.transport, CHAR_BUDGET.transport),
+    header: new Pool(SECRET_BUDGET.header, CHAR_BUDGET.header),
   };
-  private readonly trusted = new Matcher([this.pools.args, this.pools.config, this.pools.transport]);
+  private readonly trusted = new Matcher([
+    this.pools.args,
+    this.pools.config,
+    this.pools.transport,
+    this.pools.header,
+  ]);
   private readonly untrusted = new Matcher([this.pools.output]);
   private frozen = 0;
   /** Values learned while frozen, applied to the matchers on thaw. */
@@ -162,8 +175,7 @@ export class SecretStore {
     const v = value.trim();
     if (v.length < MIN_SCRUBBED_SECRET || v.length > MAX_SCRUBBED_SECRET) return false;
     // A value already trusted needs no untrusted copy (which could be evicted, but the trusted one stays).
-    if (source === 'output' && (this.pools.args.values.has(v) || this.pools.config.values.has(v)))
-      return false;
+    if (source === 'output' && this.trustedHas(v)) return false;
     if (!this.pools[source].add(v)) return false;
     if (this.frozen > 0) this.deferred.push({ value: v, source });
     else this.matcherOf(source).learned(this.pools[source].forms.get(v)!);
@@ -189,12 +201,17 @@ export class SecretStore {
       this.matcherOf(source).learned(this.pools[source].forms.get(value) ?? echoForms(value));
   }
 
+  private trustedHas(v: string): boolean {
+    const { args, config, transport, header } = this.pools;
+    return args.values.has(v) || config.values.has(v) || transport.values.has(v) || header.values.has(v);
+  }
+
   private matcherOf(source: SecretSource): Matcher {
     return source === 'output' ? this.untrusted : this.trusted;
   }
 
   /**
-   * Per automaton (trusted: arguments, configuration, transport; output), how many values wait in the small
+   * Per automaton (trusted: arguments, configuration, transport, header; output), how many values wait in the small
    * automaton and how many more units of text may be scanned with them pending before they are folded in.
    */
   pending(): Record<'trusted' | 'output', { values: number; scanLeft: number }> {
@@ -208,6 +225,7 @@ export class SecretStore {
       config: this.pools.config.values.size,
       output: this.pools.output.values.size,
       transport: this.pools.transport.values.size,
+      header: this.pools.header.values.size,
     };
   }
 
@@ -217,7 +235,8 @@ export class SecretStore {
       this.pools.args.values.size === 0 &&
       this.pools.config.values.size === 0 &&
       this.pools.output.values.size === 0 &&
-      this.pools.transport.values.size === 0
+      this.pools.transport.values.size === 0 &&
+      this.pools.header.values.size === 0
     );
   }
 

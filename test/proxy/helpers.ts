@@ -67,7 +67,7 @@ export interface Collected {
 export function collectingRecorder(): ProxyRecorder & {
   collected: Collected;
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
-  rememberSecret(secret: string): void;
+  rememberHeaderSecret(secret: string): void;
 } {
   const collected: Collected = {
     begun: [],
@@ -100,7 +100,7 @@ export function collectingRecorder(): ProxyRecorder & {
     event(_sessionId, kind, detail) {
       collected.events.push({ kind, detail });
     },
-    rememberSecret(secret) {
+    rememberHeaderSecret(secret) {
       collected.secrets.push(secret);
     },
     async close() {

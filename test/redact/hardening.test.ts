@@ -274,11 +274,14 @@ describe('budgets: untrusted text cannot evict a remembered secret', () => {
     store.add('configured-value', 'config');
     // A long proxy run's MCP session tokens push out only older session tokens.
     for (let i = 0; i < 2000; i++) store.add(`mcp-session-${i}`, 'transport');
+    // And its clients' bearer tokens push out only older tokens.
+    for (let i = 0; i < 2000; i++) store.add(`Bearer-token-${i}`, 'header');
     expect(store.sizes()).toEqual({
       args: SECRET_BUDGET.args,
       config: 1,
       output: SECRET_BUDGET.output,
       transport: SECRET_BUDGET.transport,
+      header: SECRET_BUDGET.header,
     });
     expect(store.scrub('configured-value mcp-session-1999', '#')).toBe('# #');
     expect(store.scrub('configured-value argument-value-1499', '#')).toBe('# #');

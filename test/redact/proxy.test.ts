@@ -2,8 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
-import { post, waitFor } from '../proxy/helpers.js';
+import { post, startServer, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
 import { leakedForm } from '../support/secret-forms.js';
 import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
@@ -63,6 +64,58 @@ describe('redaction through the HTTP proxy', () => {
       expect(leakedForm(files, secret), `${secret} in the recorded files`).toBeUndefined();
     }
   });
+});
+
+describe("the HTTP proxy's Authorization headers", () => {
+  it('600 distinct bearer tokens never push a configured secret out; a token still in use stays scrubbed', async () => {
+    const CONFIGURED = 'Configured-Secret-77x';
+    // A server that echoes what it was sent: the client's Authorization header, and the configured secret.
+    const target = await startServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        const { id } = JSON.parse(Buffer.concat(parts).toString('utf8')) as { id: number };
+        const text = `seen ${req.headers.authorization} and ${CONFIGURED}`;
+        const body = JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(body);
+      });
+    });
+    cleanups.push(() => target.close());
+    const sessionsDir = path.join(tmp, 'recorded');
+    const recorder = createRecorder({
+      sessionsDir,
+      transport: 'http',
+      stderr: () => {},
+      redact: { secrets: [CONFIGURED] },
+    });
+    const proxy = await startHttpProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: target.url,
+      recorder,
+    });
+    const call = (id: number, token: string) =>
+      post(
+        proxy.url,
+        JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: {} } }),
+        { Authorization: `Bearer ${token}` },
+      );
+    // One client keeps its token all along; 600 others come and go, each with its own (1,200 values with
+    // the bare tokens: more than the 1,000 configured secrets the config pool held them beside).
+    const steady = 'Steady-Client-Tok-0001';
+    const passing = Array.from({ length: 600 }, (_, i) => `Passing-Tok-${String(i).padStart(4, '0')}-zz`);
+    for (let i = 0; i < passing.length; i++) {
+      expect((await call(i + 1, passing[i]!)).status).toBe(200);
+      if (i % 50 === 0) await call(10_000 + i, steady);
+    }
+    await call(20_000, steady);
+    await proxy.close();
+    await recorder.close();
+    const stored = allText(sessionsDir);
+    expect(stored).toContain('seen [redacted] and [redacted]');
+    expect(stored).not.toContain(CONFIGURED);
+    expect(stored).not.toContain(steady);
+    expect(stored).not.toContain(passing[599]!);
+  }, 60_000);
 });
 
 describe('redaction through the stdio proxy', () => {

@@ -122,6 +122,21 @@ describe('remembered secrets', () => {
     expect(r.scrubText('token=eyJhbGciOiJIUzI1NiJ9.payload.sig;')).toBe(`token=${REDACTED};`);
   });
 
+  it('rememberHeaderSecret: a pool of its own, the least recently seen forgotten first, never a configured secret', () => {
+    const r = createRedactor({ secrets: ['Configured-Secret-1'] });
+    r.rememberSecret('Later-Configured-2');
+    r.rememberHeaderSecret('Bearer Steady-Token-0');
+    for (let i = 0; i < 3000; i++) {
+      r.rememberHeaderSecret(`Bearer Passing-Token-${i}`);
+      if (i % 100 === 0) r.rememberHeaderSecret('Bearer Steady-Token-0'); // still in use: seen again
+    }
+    expect(r.scrubText('Configured-Secret-1 Later-Configured-2 Steady-Token-0 Passing-Token-2999')).toBe(
+      `${REDACTED} ${REDACTED} ${REDACTED} ${REDACTED}`,
+    );
+    // The oldest passing token was forgotten (1,000s of tokens are bounded), the configured ones never.
+    expect(r.scrubText('x Passing-Token-0 y')).toBe('x Passing-Token-0 y');
+  });
+
   it('secrets shorter than 4 chars are redacted under their key but not scrubbed elsewhere', () => {
     const r = createRedactor();
     expect(r.redact({ pwd: 'abc', note: 'abc is the alphabet' })).toEqual({
