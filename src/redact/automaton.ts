@@ -48,6 +48,11 @@ export class Automaton {
   /** Per node: its dense row's start in `dense`, or -1. The root's row starts at 0. */
   private readonly denseRow: Int32Array;
   private readonly dense: Int32Array;
+  /**
+   * Per node, side by side: its dense row's start (or -1) and its `out`. A step reads the state's row start
+   * and then the new state's out, which the next step's row start sits beside: one cache line, not two.
+   */
+  private readonly rowAndOut: Int32Array;
 
   constructor(patterns: Iterable<string>) {
     const list = [...new Set([...patterns].filter((p) => p.length > 0).map(foldString))];
@@ -135,6 +140,11 @@ export class Automaton {
         if (inherited > this.out[ch]!) this.out[ch] = inherited;
       }
     }
+    this.rowAndOut = new Int32Array(nodes * 2);
+    for (let n = 0; n < nodes; n++) {
+      this.rowAndOut[2 * n] = this.denseRow[n]!;
+      this.rowAndOut[2 * n + 1] = this.out[n]!;
+    }
   }
 
   private findChild(node: number, c: number): number {
@@ -162,7 +172,7 @@ export class Automaton {
   find(text: string): Span[] {
     const spans: Span[] = [];
     if (this.size === 0) return spans;
-    const { denseRow, dense, alpha, out } = this;
+    const { rowAndOut, dense, alpha } = this;
     let state = 0;
     for (let i = 0; i < text.length; i++) {
       let c = text.charCodeAt(i);
@@ -171,9 +181,9 @@ export class Automaton {
       } else c = foldUnit(c);
       // The same one row read from the root as from any shallow state: the cost per unit barely depends
       // on how many secrets there are or what they look like.
-      const row = denseRow[state]!;
+      const row = rowAndOut[2 * state]!;
       state = row !== -1 ? dense[row + alpha[c]!]! : this.step(state, c);
-      const len = out[state]!;
+      const len = rowAndOut[2 * state + 1]!;
       if (len === 0) continue;
       let start = i + 1 - len;
       // A longer match can reach back over earlier spans: absorb every span it touches.
