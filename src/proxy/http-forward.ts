@@ -318,7 +318,11 @@ class ForwardedRequest {
     if (toClient) {
       this.client = 'streaming';
       this.res.writeHead(status, answer.statusMessage, responseHeaders(answer.rawHeaders));
-      this.res.flushHeaders(); // the status and headers now, not with the first body byte
+      // An event stream's status and headers go now. Any other answer's go with its first body bytes, which
+      // usually came in the same read (one write to the client, not two); if none came within this turn of
+      // the event loop, they go on their own then.
+      if (this.streaming) this.res.flushHeaders();
+      else setImmediate(() => this.flushHeadersIfUnsent());
     }
     const copy = new BoundedMessage(this.ctx.maxRecordBytes);
     const stream = this.streaming
@@ -347,7 +351,7 @@ class ForwardedRequest {
     answer.on('data', (chunk: Buffer) => {
       if (keepCopy) copy.push(chunk);
       if (!this.streaming) this.timer?.refresh();
-      if (this.client === 'streaming' && !this.clientGone() && !this.res.write(chunk)) {
+      if (this.client === 'streaming' && !this.clientGone() && !this.writeToClient(chunk)) {
         // A slow client: wait for it (its silence is not the target's), reading on if it leaves; one that
         // takes nothing within the write deadline is hung up on.
         answer.pause();
@@ -410,6 +414,18 @@ class ForwardedRequest {
       this.callSession,
     );
     this.res.destroy();
+  }
+
+  /** The answer's body bytes began to reach the client (its headers with them). */
+  private bodyWritten = false;
+
+  private writeToClient(chunk: Buffer): boolean {
+    this.bodyWritten = true;
+    return this.res.write(chunk);
+  }
+
+  private flushHeadersIfUnsent(): void {
+    if (!this.bodyWritten && this.client === 'streaming' && !this.clientGone()) this.res.flushHeaders();
   }
 
   /** One event of a streamed answer: the call's answer, or a message of the server while it runs. */

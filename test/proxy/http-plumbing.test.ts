@@ -47,6 +47,40 @@ describe('HTTP proxy plumbing', () => {
     expect(JSON.stringify({ ...collected, secrets: [] })).not.toContain('s3cret');
   });
 
+  it("sends a JSON answer's status and headers before its body when the body stalls, and the whole answer once it comes", async () => {
+    let finish: () => void = () => {};
+    const target = await startServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': '27' });
+        res.flushHeaders();
+        finish = () => res.end('{"jsonrpc":"2.0","id":1,"result":{}}'.slice(0, 27));
+      });
+    });
+    cleanups.push(() => target.close());
+    const { proxy } = await proxyTo(target.url);
+    const url = new URL(proxy.url);
+    const body = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+    const headersCame = new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(
+        url,
+        { method: 'POST', headers: { 'content-type': 'application/json' } },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    const res = await headersCame; // the body is still held back by the target
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-length']).toBe('27');
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    const ended = new Promise<void>((resolve) => res.on('end', () => resolve()));
+    finish();
+    await ended;
+    expect(Buffer.concat(chunks).toString()).toBe('{"jsonrpc":"2.0","id":1,"re');
+  });
+
   it('answers 502 when the target is down, and records it', async () => {
     const { proxy, collected } = await proxyTo(`http://127.0.0.1:${await deadPort()}/mcp`);
     const answer = await post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
