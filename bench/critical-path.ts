@@ -11,10 +11,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import zlib from 'node:zlib';
 import { createRecorder } from '../src/record/index.js';
 import type { RecorderOptions } from '../src/record/types.js';
-import { type CallToolResult, captureCallToolResult, screenshotPng, smallResults } from './lib/fixtures.js';
+import { type CallToolResult, distinctCapture, screenshotPng, smallResults } from './lib/fixtures.js';
 import { alternate, fmtMs, gc, mean, median, nowMs, percentile, round, turn } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
 
@@ -285,17 +284,9 @@ export async function measureWithCaptures(
   return { ...out, made: thumbsOf(path.join(tmp, `sessions-${arms.label}-on`)) };
 }
 
-/** A distinct capture (the PNG with a text chunk naming `n`): a new sha256, the same decode cost. */
+/** A distinct 800x600 capture (see distinctCapture). */
 function captureOf(png: Buffer, n: number): CallToolResult {
-  const text = Buffer.from(`Comment\u0000variant ${n}`, 'latin1');
-  const chunk = Buffer.alloc(12 + text.length);
-  chunk.writeUInt32BE(text.length, 0);
-  chunk.write('tEXt', 4, 'latin1');
-  text.copy(chunk, 8);
-  chunk.writeUInt32BE(zlib.crc32(chunk.subarray(4, 8 + text.length)) >>> 0, 8 + text.length);
-  const iend = png.length - 12;
-  const variant = Buffer.concat([png.subarray(0, iend), chunk, png.subarray(iend)]);
-  return captureCallToolResult(variant, 800, 600);
+  return distinctCapture(png, n, 800, 600);
 }
 
 function thumbnailRow(

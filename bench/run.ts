@@ -20,7 +20,7 @@ const BENCH = path.join(ROOT, 'bench');
 const TMP = path.join(BENCH, 'tmp');
 
 /** Figures in the order they run, with the module that measures each. */
-const FIGURES: Array<{ id: string; module: string; timeoutMs?: number }> = [
+const FIGURES: Array<{ id: string; module: string; timeoutMs?: number; onlyWhenAsked?: boolean }> = [
   { id: 'critical-path', module: './critical-path.js' },
   { id: 'masking', module: './masking.js' },
   { id: 'throughput', module: './throughput.js' },
@@ -32,6 +32,8 @@ const FIGURES: Array<{ id: string; module: string; timeoutMs?: number }> = [
   // Generating and indexing a 10,000-session fleet takes minutes on a busy machine.
   { id: 'list', module: './list.js', timeoutMs: 1_500_000 },
   { id: 'mcp', module: './mcp.js', timeoutMs: 1_500_000 },
+  // Minutes to an hour: only by `--only soak`, never in a full or quick run.
+  { id: 'soak', module: './soak.js', timeoutMs: 3_600_000, onlyWhenAsked: true },
 ];
 
 interface Args {
@@ -39,10 +41,11 @@ interface Args {
   only: string[] | null;
   child: string | null;
   resultFile: string | null;
+  soakCalls: number | null;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { quick: false, only: null, child: null, resultFile: null };
+  const args: Args = { quick: false, only: null, child: null, resultFile: null, soakCalls: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--quick') args.quick = true;
@@ -50,9 +53,16 @@ function parseArgs(argv: string[]): Args {
     else if (a.startsWith('--only=')) args.only = a.slice(7).split(',').filter(Boolean);
     else if (a === '--child') args.child = argv[++i] ?? null;
     else if (a === '--result-file') args.resultFile = argv[++i] ?? null;
-    else if (a === '--help' || a === '-h') {
+    else if (a === '--soak-calls') {
+      const n = Number(argv[++i]);
+      if (!Number.isSafeInteger(n) || n < 10_000) {
+        process.stderr.write('bench: --soak-calls takes a whole number >= 10000\n');
+        process.exit(2);
+      }
+      args.soakCalls = n;
+    } else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction,list,mcp]\n',
+        'usage: npm run bench [-- --quick] [-- --only critical-path,throughput,compaction,bundle,startup,proxy,redaction,list,mcp,soak] [-- --soak-calls N]\n',
       );
       process.exit(0);
     } else {
@@ -68,7 +78,12 @@ function log(message: string): void {
 }
 
 /** Child mode: run one figure in this process and write its result as JSON. */
-async function runChild(id: string, quick: boolean, resultFile: string): Promise<void> {
+async function runChild(
+  id: string,
+  quick: boolean,
+  resultFile: string,
+  soakCalls: number | null,
+): Promise<void> {
   const entry = FIGURES.find((f) => f.id === id);
   if (!entry) throw new Error(`unknown figure ${id}`);
   const tmp = fs.mkdtempSync(path.join(TMP, `${id}-`));
@@ -81,6 +96,7 @@ async function runChild(id: string, quick: boolean, resultFile: string): Promise
       root: ROOT,
       tmp,
       log: (m) => log(`[${id}] ${m}`),
+      ...(soakCalls !== null ? { soakCalls } : {}),
     });
     result = { id, title: mod.figure.title, ...out, durationMs: Math.round(performance.now() - started) };
   } catch (err) {
@@ -94,7 +110,12 @@ async function runChild(id: string, quick: boolean, resultFile: string): Promise
 }
 
 /** Run one figure in a child process; a crash or timeout becomes a result with `error`. */
-function runFigure(id: string, quick: boolean, timeoutMs: number): Promise<FigureResult> {
+function runFigure(
+  id: string,
+  quick: boolean,
+  timeoutMs: number,
+  soakCalls: number | null,
+): Promise<FigureResult> {
   const resultFile = path.join(TMP, `result-${id}-${process.pid}.json`);
   fs.rmSync(resultFile, { force: true });
   const started = performance.now();
@@ -111,6 +132,7 @@ function runFigure(id: string, quick: boolean, timeoutMs: number): Promise<Figur
         '--result-file',
         resultFile,
         ...(quick ? ['--quick'] : []),
+        ...(soakCalls !== null ? ['--soak-calls', String(soakCalls)] : []),
       ],
       { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
     );
@@ -136,18 +158,28 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   fs.mkdirSync(TMP, { recursive: true });
   if (args.child) {
-    await runChild(args.child, args.quick, args.resultFile ?? path.join(TMP, `result-${args.child}.json`));
+    await runChild(
+      args.child,
+      args.quick,
+      args.resultFile ?? path.join(TMP, `result-${args.child}.json`),
+      args.soakCalls,
+    );
     process.exit(0); // servers or timers a figure left behind must not keep the child alive
   }
   const started = performance.now();
   const machine = machineInfo(ROOT); // date and load as the run starts
   ensureDist(ROOT, log);
-  const selected = FIGURES.filter((f) => !args.only || args.only.includes(f.id));
+  const selected = FIGURES.filter((f) => (args.only ? args.only.includes(f.id) : !f.onlyWhenAsked));
   const figures: FigureResult[] = [];
   for (const f of selected) {
     log(`${f.id}: running${args.quick ? ' (quick)' : ''}`);
     // A quick figure takes seconds on a quiet machine; the limit only catches a hang, on a busy CI core too.
-    const result = await runFigure(f.id, args.quick, args.quick ? 180_000 : (f.timeoutMs ?? 600_000));
+    const result = await runFigure(
+      f.id,
+      args.quick,
+      args.quick ? 180_000 : (f.timeoutMs ?? 600_000),
+      args.soakCalls,
+    );
     figures.push(result);
     if (result.error) log(`${f.id}: ERROR ${result.error}`);
     for (const r of result.rows) {

@@ -3,6 +3,7 @@
  * server's key order and `\uXXXX` escaping), and screenshots with real content (flat UI shapes, text-like
  * stripes and a photo-like noise area) encoded by sharp, so a 1080p PNG weighs MBs like a real one.
  */
+import zlib from 'node:zlib';
 import { escapeJsonText } from '../../src/sim/index.js';
 
 /** A CallToolResult as MCEC sends it. */
@@ -150,4 +151,17 @@ export function captureCallToolResult(png: Buffer, width: number, height: number
     ],
     isError: false,
   };
+}
+
+/** A distinct capture (the PNG with a text chunk naming `n`): a new sha256, the same decode cost. */
+export function distinctCapture(png: Buffer, n: number, width: number, height: number): CallToolResult {
+  const text = Buffer.from(`Comment\u0000variant ${n}`, 'latin1');
+  const chunk = Buffer.alloc(12 + text.length);
+  chunk.writeUInt32BE(text.length, 0);
+  chunk.write('tEXt', 4, 'latin1');
+  text.copy(chunk, 8);
+  chunk.writeUInt32BE(zlib.crc32(chunk.subarray(4, 8 + text.length)) >>> 0, 8 + text.length);
+  const iend = png.length - 12;
+  const variant = Buffer.concat([png.subarray(0, iend), chunk, png.subarray(iend)]);
+  return captureCallToolResult(variant, width, height);
 }

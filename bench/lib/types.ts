@@ -38,6 +38,8 @@ export interface FigureContext {
   /** A fresh scratch dir for this figure (under bench/tmp, removed afterwards). */
   tmp: string;
   log(message: string): void;
+  /** `--soak-calls N`: calls through wrap in the soak (each proxy gets a tenth). */
+  soakCalls?: number;
 }
 
 /** A figure module: `bench/<id>.ts` exports `figure`. */
