@@ -157,10 +157,22 @@ class ForwardedRequest {
     this.upstream.on('error', (err: NodeJS.ErrnoException) => this.onUpstreamError(err));
     this.upstream.end(this.body);
     res.on('close', () => this.onClientClose());
-    // Recording starts after the bytes left; the message also decides the timeout (per tool).
-    if (this.recorded) this.beginRecording();
-    // Only a call waits under the timeout; a GET (a live event stream) or DELETE is the client's own affair.
-    if (this.recorded) this.armTimer(this.timeout.ms, () => this.onTimeout());
+    // Recording starts after the bytes left: the agent writes them on the next tick, before this immediate
+    // (or at the first event of the request, if one comes sooner).
+    if (this.recorded) setImmediate(() => this.ensureRecording());
+  }
+
+  private recordingBegun = false;
+
+  /**
+   * Begin recording the request, once; the message also decides the timeout (per tool). Only a call waits
+   * under the timeout; a GET (a live event stream) or DELETE is the client's own affair.
+   */
+  private ensureRecording(): void {
+    if (this.recordingBegun || !this.recorded) return;
+    this.recordingBegun = true;
+    this.beginRecording();
+    if (!this.finished && !this.answerStarted) this.armTimer(this.timeout.ms, () => this.onTimeout());
   }
 
   private beginRecording(): void {
@@ -278,6 +290,7 @@ class ForwardedRequest {
 
   private onClientClose(): void {
     clearTimeout(this.writeTimer);
+    this.ensureRecording();
     if (this.res.writableFinished || this.client === 'answered-504') return;
     this.client = 'gone';
     if (!this.recorded || (this.streaming && this.pending === null)) {
@@ -309,6 +322,7 @@ class ForwardedRequest {
   private answerStream: http.IncomingMessage | undefined;
 
   private onAnswer(answer: http.IncomingMessage): void {
+    this.ensureRecording();
     this.ctx.health.answered();
     this.answerStarted = true;
     this.answerStream = answer;
@@ -463,6 +477,7 @@ class ForwardedRequest {
   private answered = false;
 
   private onUpstreamError(err: NodeJS.ErrnoException): void {
+    this.ensureRecording();
     if (this.client === 'answered-504') {
       this.give(`the connection to the target failed after the timeout: ${err.code ?? err.message}`);
       return;
@@ -491,6 +506,7 @@ class ForwardedRequest {
 
   /** The proxy is closing. */
   private abort(): void {
+    this.ensureRecording();
     if (this.finished) return;
     this.settle();
     this.upstream.destroy();
