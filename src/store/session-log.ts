@@ -16,6 +16,7 @@ import type { LogPool, PooledLog } from './log-pool.js';
 import { openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
 import { isProcessAlive } from './session-reader.js';
+import { StoredSeqs } from './stored-seqs.js';
 
 /**
  * A `calls` row as written (pending or completed). Its `seq` is the writer's own key for the call: the seq
@@ -259,7 +260,7 @@ export class SessionLog implements PooledLog {
   /** The whole session row must be written (a new writer of this file, or a recreated file). */
   private fullRowNeeded = true;
   /** Stored seq of each call key written (or referenced) so far; allocated in the write transaction. */
-  private readonly seqOf = new Map<number, number>();
+  private readonly seqOf = new StoredSeqs();
   /** Highest seq this writer was given: a recreated file must not hand it out again. */
   private highestSeq = 0;
   /** Identifies this writer in the `writers` table; its row id there once registered in the open file. */
