@@ -41,6 +41,17 @@ function parseSize(name: string, value: string): number {
 const DEFAULT_TIMEOUT = '150s';
 const MAX_TIMEOUT_MS = 24 * 3_600_000;
 const DEFAULT_MAX_RECORD = '256MiB';
+const DEFAULT_WRITE_TIMEOUT = '30s';
+
+/** `--write-timeout`: how long a client may take none of an answer's bytes before the proxy hangs up. */
+function parseWriteTimeout(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms < 1 || ms > MAX_TIMEOUT_MS)
+    throw new UsageError(
+      `--write-timeout ${JSON.stringify(value)}: expected a duration such as 30s, 2m or 500ms (at most 24h)`,
+    );
+  return ms;
+}
 
 /** `--timeout` values (repeatable): `DURATION` sets the default, `TOOL=DURATION` one tool's. */
 function parseTimeouts(values: string[]): { defaultMs: number; perTool: Record<string, number> } {
@@ -211,6 +222,7 @@ interface HttpCommandOptions extends CommonOptions {
   server: 'auto' | 'mcec' | 'mcp';
   timeout: string[];
   bodyTimeout: string;
+  writeTimeout: string;
 }
 
 async function runHttp(options: HttpCommandOptions): Promise<void> {
@@ -219,6 +231,7 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
   const timeouts = parseTimeouts(options.timeout);
   const bodyTimeoutMs = parseBodyTimeout(options.bodyTimeout);
+  const writeTimeoutMs = parseWriteTimeout(options.writeTimeout);
   const { startHttpProxy, ProxyConfigError, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
   // Unless given, the limit in front of MCEC is MCEC's own 1 MiB.
@@ -242,6 +255,7 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
       timeoutMs: timeouts.defaultMs,
       toolTimeoutsMs: timeouts.perTool,
       bodyTimeoutMs,
+      writeTimeoutMs,
       allowNonLoopback: options.allowRemote ?? false,
       onNotice: (line) => process.stderr.write(`mcec-record: ${line}\n`),
     });
@@ -330,7 +344,9 @@ Past the timeout the client gets 504 with a JSON {"error"} naming the tool, but 
 call: the proxy keeps waiting up to 10 min, and a late answer replaces the 504 in the recording (with a
 late-answer event saying the client got 504). A request body must arrive within --body-timeout (10s)
 of its headers, else the client gets 408 and is hung up on: clients that trickle their bodies cannot hold
-the 16 requests MCEC serves at once.
+the 16 requests MCEC serves at once. A client that takes none of an answer's bytes for --write-timeout
+(30s) while the proxy has some for it is hung up on (a proxy-error event; the answer is still recorded),
+so clients that stop reading cannot hold those 16 requests either; one that reads slowly is never cut.
 
 Oversize answers: an answer over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB, at most
 about 512MiB) reaches the client unchanged but is not recorded: its call gets a row without payload
@@ -422,6 +438,11 @@ function addHttpCommand(program: Command): void {
       '--body-timeout <duration>',
       'how long a request body may take to arrive before the client gets 408',
       DEFAULT_BODY_TIMEOUT,
+    )
+    .option(
+      '--write-timeout <duration>',
+      'how long a client may take none of an answer before the proxy hangs up on it',
+      DEFAULT_WRITE_TIMEOUT,
     )
     .addOption(
       new Option('--max-record-bytes <size>', 'answers larger than this pass through unrecorded').default(

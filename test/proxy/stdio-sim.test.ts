@@ -274,6 +274,8 @@ describe('mcec-record options for timeouts and the recording limit (CLI)', () =>
       [['--timeout', 'wait for=3s'], /before "=" goes a tool name/],
       [['--timeout', 'record=later'], /--timeout "record=later": expected a duration/],
       [['--timeout', '25h'], /at most 24h/],
+      [['--write-timeout', 'never'], /--write-timeout "never": expected a duration such as 30s/],
+      [['--write-timeout', '0ms'], /--write-timeout "0ms": expected a duration/],
       [['--max-record-bytes', 'lots'], /--max-record-bytes must be a size such as/],
       [['--max-record-bytes', '1GiB'], /--max-record-bytes must be at most \d+ bytes/],
       [['--max-record-bytes', '512KB'], /--max-body \(1048576 bytes\) cannot exceed --max-record-bytes/],
@@ -296,6 +298,7 @@ describe('mcec-record options for timeouts and the recording limit (CLI)', () =>
     expect(help.stdout).toMatch(/--timeout 150s --timeout record=90s --timeout wait-for=10m/);
     expect(help.stdout).toMatch(/request-command-access/);
     expect(help.stdout).toMatch(/--max-record-bytes <size>/);
+    expect(help.stdout).toMatch(/--write-timeout <duration>[\s\S]*clients that stop reading/);
     expect(help.stdout).toMatch(/\/\.\/mcp, \/%2e\/mcp/);
     expect((await run(['stdio', '--help'])).stdout).toMatch(/no proxy timeout on stdio/);
 
