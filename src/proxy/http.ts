@@ -304,7 +304,7 @@ function readBoundedBody(
 
 /**
  * Tells the recorder every request's Authorization header (and its token alone), so the redactor scrubs
- * them: into a pool of their own (256, the least recently seen forgotten first), so a token still in use is
+ * them: into a pool of their own (512, the least recently seen forgotten first), so a token still in use is
  * never forgotten and thousands of others never push out a configured secret.
  */
 function authorizationWatcher(recorder: ProxyRecorder): (auth: string | undefined) => void {

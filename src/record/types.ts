@@ -197,7 +197,7 @@ export interface Recorder {
   rememberSecret(secret: string): void;
   /**
    * Scrub a credential a transport carried (an Authorization header a proxy saw) from everything stored from
-   * now on; kept apart from configured secrets (256, oldest first), so thousands of tokens never evict those.
+   * now on; kept apart from configured secrets (512, the least recently seen forgotten first), so thousands of tokens never evict those.
    */
   rememberHeaderSecret(secret: string): void;
   /** Declare a session's verdict (a `verdict` event; the newest declared verdict wins); resolves when on disk. */

@@ -174,8 +174,6 @@ export class SecretStore {
   add(value: string, source: SecretSource): boolean {
     const v = value.trim();
     if (v.length < MIN_SCRUBBED_SECRET || v.length > MAX_SCRUBBED_SECRET) return false;
-    // A value already trusted needs no untrusted copy (which could be evicted, but the trusted one stays).
-    if (source === 'output' && this.trustedHas(v)) return false;
     if (!this.pools[source].add(v)) return false;
     if (this.frozen > 0) this.deferred.push({ value: v, source });
     else this.matcherOf(source).learned(this.pools[source].forms.get(v)!);
@@ -199,11 +197,6 @@ export class SecretStore {
     this.deferred = [];
     for (const { value, source } of learned)
       this.matcherOf(source).learned(this.pools[source].forms.get(value) ?? echoForms(value));
-  }
-
-  private trustedHas(v: string): boolean {
-    const { args, config, transport, header } = this.pools;
-    return args.values.has(v) || config.values.has(v) || transport.values.has(v) || header.values.has(v);
   }
 
   private matcherOf(source: SecretSource): Matcher {

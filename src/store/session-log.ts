@@ -457,7 +457,8 @@ export class SessionLog implements PooledLog {
     clearTimeout(this.idleRelease);
     this.idleRelease = setTimeout(() => {
       this.idleRelease = undefined;
-      const idle = !this.closed && this.db === null && this.ops.length === 0;
+      // A call still pending (a long tool timeout) will be written: the session is not idle until it ends.
+      const idle = !this.closed && this.db === null && this.ops.length === 0 && this.pendingOnDisk.size === 0;
       if (idle && this.sessionRow.status !== 'open') this.release();
     }, ms);
     this.idleRelease.unref();

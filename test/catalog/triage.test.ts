@@ -239,4 +239,25 @@ describe('fingerprints', () => {
     expect(a.id).not.toBe(c.id);
     expect(a.id).toMatch(/^fp1-[0-9a-f]{12}$/);
   });
+
+  it("a plain server's failure is one group whether its log stored the old 'internal' stand-in or no category", () => {
+    const plain = {
+      tool: 'read',
+      code: 'tool-error',
+      detail: 'ENOENT: no such file y',
+      status: 'failed',
+      className: null,
+      process: null,
+      window: null,
+      target: '',
+    };
+    const before = defaultFingerprint({ ...plain, category: 'internal' });
+    const after = defaultFingerprint({ ...plain, category: null });
+    expect(before.id).toBe(after.id);
+    // MCEC's own 'internal' failures keep their category in the key.
+    const mcec = { ...plain, code: 'emergency-stopped' };
+    expect(defaultFingerprint({ ...mcec, category: 'internal' }).id).not.toBe(
+      defaultFingerprint({ ...mcec, category: null }).id,
+    );
+  });
 });

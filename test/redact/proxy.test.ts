@@ -67,7 +67,9 @@ describe('redaction through the HTTP proxy', () => {
 });
 
 describe("the HTTP proxy's Authorization headers", () => {
-  it('600 distinct bearer tokens never push a configured secret out; a token still in use stays scrubbed', async () => {
+  // That a token still in use is never the one forgotten (seen again, it is its pool's newest) is held by
+  // test/redact/redactor.test.ts: here each answer is recorded right after its request re-taught the token.
+  it('600 distinct bearer tokens never push a configured secret out; the newest and a steady token stay scrubbed', async () => {
     const CONFIGURED = 'Configured-Secret-77x';
     // A server that echoes what it was sent: the client's Authorization header, and the configured secret.
     const target = await startServer((req, res) => {

@@ -137,6 +137,16 @@ describe('remembered secrets', () => {
     expect(r.scrubText('x Passing-Token-0 y')).toBe('x Passing-Token-0 y');
   });
 
+  it('a value server output showed stays scrubbed after the header pool that also held it forgets it', () => {
+    const r = createRedactor();
+    r.rememberHeaderSecret('Bearer Echoed-Token-77');
+    // The server shows it under a secret key: learned from output too, though a header already taught it.
+    expect(r.redact({ password: 'Echoed-Token-77' })).toEqual({ password: REDACTED });
+    for (let i = 0; i < 600; i++) r.rememberHeaderSecret(`Bearer Passing-Token-${i}`);
+    expect(r.scrubText('x Passing-Token-0 y')).toBe('x Passing-Token-0 y'); // the header pool moved on
+    expect(r.scrubText('the id Echoed-Token-77 again')).toBe(`the id ${REDACTED} again`);
+  });
+
   it('secrets shorter than 4 chars are redacted under their key but not scrubbed elsewhere', () => {
     const r = createRedactor();
     expect(r.redact({ pwd: 'abc', note: 'abc is the alphabet' })).toEqual({

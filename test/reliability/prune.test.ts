@@ -13,6 +13,7 @@ import { sessionDirName } from '../../src/paths/naming.js';
 import { createRecorder } from '../../src/record/index.js';
 import { pruneSessions } from '../../src/sessions/prune.js';
 import { LogPool } from '../../src/store/log-pool.js';
+import type { CallRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { runNode } from '../support/programs.js';
@@ -189,8 +190,9 @@ describe('prune while a writer still writes', () => {
   it('a long-running writer releases an ended session once idle: prune removes it then, never while it is written', async () => {
     const { root, sessionsDir } = tempRoot();
     roots.push(root);
-    // A proxy's logs: one pool for the process, its idle release shortened from 10 min to 300 ms.
-    const pool = new LogPool(64, 300);
+    // A proxy's logs: one pool for the process, its idle release shortened from 10 min to 1.5 s (15 of the
+    // busy log's 100 ms writes: a busy machine's late timers never make it look idle).
+    const pool = new LogPool(64, 1500);
     const startedAt = new Date(Date.now() - 60 * MINUTE);
     const openLog = (sessionId: string) =>
       SessionLog.open({
@@ -218,8 +220,10 @@ describe('prune while a writer still writes', () => {
     const idle = openLog('be11a0000004'); // ended, then nothing more
     const busy = openLog('be11a0000005'); // ended, then written again and again
     const open = openLog('be11a0000006'); // never ended
-    for (const log of [idle, busy, open]) note(log, 1);
-    for (const log of [idle, busy]) {
+    const waiting = openLog('be11a0000007'); // ended with a call still running (a long tool timeout)
+    for (const log of [idle, busy, open, waiting]) note(log, 1);
+    waiting.beginCall(pendingCall(1));
+    for (const log of [idle, busy, waiting]) {
       log.setSessionFields({ status: 'ended', ended_at: new Date().toISOString() });
       log.commit();
     }
@@ -231,13 +235,23 @@ describe('prune while a writer still writes', () => {
         reader.close();
       }
     };
-    expect([idle, busy, open].map(live)).toEqual([1, 1, 1]); // right after the end: still this process's
-    // `busy` is written every 100 ms (each write its own commit, its handle closed after each), `idle` not.
-    for (let n = 2; n <= 8; n++) {
-      await new Promise((r) => setTimeout(r, 100));
-      note(busy, n);
-    }
-    expect([idle, busy, open].map(live)).toEqual([0, 1, 1]);
+    /** Write `busy` every 100 ms (each write its own commit, its handle closed after each) until `done`. */
+    const writeBusyUntil = async (done: () => boolean) => {
+      for (let n = 2; !done(); n++) {
+        if (n > 300) throw new Error('not released within 30 s');
+        await new Promise((r) => setTimeout(r, 100));
+        note(busy, n);
+      }
+    };
+    const idleUntil = async (done: () => boolean) => {
+      for (let n = 0; !done(); n++) {
+        if (n > 300) throw new Error('not released within 30 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    expect([idle, busy, open, waiting].map(live)).toEqual([1, 1, 1, 1]); // right after the end: still this process's
+    await writeBusyUntil(() => live(idle) === 0);
+    expect([idle, busy, open, waiting].map(live)).toEqual([0, 1, 1, 1]);
     const prune = (now = new Date()) =>
       pruneSessions(sessionsDir, { olderThanMs: 0, recentMs: 0, now: new Date(now.getTime() + 1000) });
     const kept: string[] = [];
@@ -248,19 +262,56 @@ describe('prune while a writer still writes', () => {
       onKept: (loc, why) => kept.push(`${loc.sessionId}:${why.kind}`),
     });
     expect(removed.map((p) => p.dirName)).toEqual([path.basename(idle.dir)]);
-    expect(kept.sort()).toEqual(['be11a0000005:live-writer', 'be11a0000006:live-writer']);
+    expect(kept.sort()).toEqual([
+      'be11a0000005:live-writer',
+      'be11a0000006:live-writer',
+      'be11a0000007:live-writer',
+    ]);
     expect(fs.existsSync(idle.dir)).toBe(false);
     // Once `busy` is idle too it goes; a write after its release registers the writer again first.
-    await new Promise((r) => setTimeout(r, 500));
-    expect(live(busy)).toBe(0);
+    await idleUntil(() => live(busy) === 0);
     note(busy, 9);
     expect(live(busy)).toBe(1);
-    expect(await prune()).toEqual([]);
-    await new Promise((r) => setTimeout(r, 500));
+    expect((await prune()).map((p) => p.dirName)).not.toContain(path.basename(busy.dir));
+    await idleUntil(() => live(busy) === 0);
+    // The call still running kept `waiting` its writer all along (a release there would let prune delete
+    // the dir its answer is about to be written to); once the call ends and the log idles, it is released.
+    expect([open, waiting].map(live)).toEqual([1, 1]);
     expect((await prune()).map((p) => p.dirName)).toEqual([path.basename(busy.dir)]);
+    waiting.completeCall(
+      pendingCall(1, { status: 'ok', ok: 1, ended_at: new Date().toISOString(), duration_ms: 1 }),
+    );
+    waiting.commit();
+    await idleUntil(() => live(waiting) === 0);
+    expect((await prune()).map((p) => p.dirName)).toEqual([path.basename(waiting.dir)]);
     // The session never ended keeps its writer however long it idles.
     expect(live(open)).toBe(1);
-    for (const log of [idle, busy, open]) log.close();
+    for (const log of [idle, busy, open, waiting]) log.close();
     expect(live(open)).toBe(0);
-  });
+  }, 120_000);
 });
+
+/** A call row of the log's schema, pending unless `fields` say otherwise. */
+function pendingCall(seq: number, fields: Partial<CallRow> = {}): CallRow {
+  return {
+    seq,
+    tool: 'wait-for',
+    args: '{}',
+    rpc_id: null,
+    transport: 'http',
+    started_at: new Date().toISOString(),
+    ended_at: null,
+    duration_ms: null,
+    status: 'pending',
+    ok: null,
+    error_code: null,
+    error_category: null,
+    error_detail: null,
+    output_kind: null,
+    envelope: null,
+    response: null,
+    violations: null,
+    payload_dropped: 0,
+    ...fields,
+  };
+}
