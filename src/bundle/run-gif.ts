@@ -3,13 +3,16 @@
  * call as a title, its captions at the bottom, the failing step framed in red). Bounded: at most 60 frames
  * (those around the failing call first), 800 px wide, 5 MB; a session with fewer than two images gets none.
  * Frames are small when there are many (a pixel budget), and then made from the 320 px thumbnails the
- * recorder kept, so a big session costs no PNG decode. sharp is imported only here.
+ * recorder kept, so a big session costs no PNG decode. sharp (imported only here) draws one frame at a time
+ * to raw pixels; gif-writer.ts maps it to a fixed palette that holds the marks' colours exactly and appends it
+ * to the file, so memory holds one frame whatever the count.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadSharp, readKeptThumbnail } from '../artifacts/thumbnail.js';
 import type { PlayerModel, PlayerStep } from '../report/player/model.js';
-import { overlaySvg } from '../report/player/overlay-svg.js';
+import { OVERLAY_COLOURS, overlaySvg } from '../report/player/overlay-svg.js';
+import { GifFileWriter, GifPalette, rgbOf } from './gif-writer.js';
 
 /** Bounds of run.gif. */
 export interface RunGifLimits {
@@ -37,8 +40,8 @@ export interface RunGif {
 }
 
 /**
- * Pixels of all frames together at most: memory (4 bytes each while encoding) and time (the GIF encoder
- * quantizes every frame) grow with it; 60 frames come out about 260 px wide, 8 frames 800.
+ * Pixels of all frames together at most: time (every frame drawn, mapped and compressed) and the GIF's
+ * size grow with it; 60 frames come out about 260 px wide, 8 frames 800.
  */
 const PIXEL_BUDGET = 3_000_000;
 const MIN_WIDTH = 200;
@@ -64,13 +67,10 @@ export function chooseSteps(steps: readonly PlayerStep[], max: number): PlayerSt
   return [...picked].sort((a, b) => a - b).map((i) => steps[i]!);
 }
 
-/** How long each frame stays: the real gap to the next step, between 0.6 and 2.5 s; the failure 3 s. */
-function delays(steps: readonly PlayerStep[]): number[] {
-  return steps.map((s, i) => {
-    if (s.failing || i === steps.length - 1) return 3000;
-    const gap = steps[i + 1]!.at - s.at;
-    return Math.round(Math.max(600, Math.min(2500, gap)));
-  });
+/** How long a frame stays: the real gap to the next step shown, between 0.6 and 2.5 s; the failure and the last 3 s. */
+function delayOf(step: PlayerStep, next: PlayerStep | null): number {
+  if (step.failing || !next) return 3000;
+  return Math.round(Math.max(600, Math.min(2500, next.at - step.at)));
 }
 
 /**
@@ -90,29 +90,38 @@ export async function writeRunGif(
     return f.kind === 'image' && f.width > 0 && f.height > 0;
   });
   let steps = chooseSteps(drawable, limits.maxFrames);
-  let colours = 128;
   for (let round = 0; round < 4; round++) {
-    const made = await encode(sessionDir, model, steps, limits, colours);
-    if (!made) return null;
-    if (made.data.length <= limits.maxBytes || steps.length <= 2) {
-      await fs.promises.writeFile(file, made.data);
-      return { file, bytes: made.data.length, frames: steps.length, width: made.width, height: made.height };
+    const made = await encode(sessionDir, model, steps, limits, file);
+    if (!made) {
+      await fs.promises.rm(file, { force: true });
+      return null;
     }
-    // Too big: fewer colours first, then half the frames (around the failure).
-    if (colours > 32) colours /= 2;
-    else steps = chooseSteps(steps, Math.max(2, Math.floor(steps.length / 2)));
+    if (made.bytes <= limits.maxBytes || steps.length <= 2) return { file, ...made };
+    // Too big: half the frames (around the failure).
+    steps = chooseSteps(steps, Math.max(2, Math.floor(steps.length / 2)));
   }
+  await fs.promises.rm(file, { force: true });
   return null;
 }
 
-/** The GIF's bytes, or null when no frame could be read. */
+/** The GIF's palette: a colour cube, greys, and exactly the overlay's colours and the background. */
+let palette: GifPalette | undefined;
+function runGifPalette(): GifPalette {
+  palette ??= new GifPalette([...OVERLAY_COLOURS.map(rgbOf), [BACKGROUND.r, BACKGROUND.g, BACKGROUND.b]]);
+  return palette;
+}
+
+/**
+ * Write the GIF of `steps` into `file`, one frame at a time (each drawn by sharp, then mapped to the fixed
+ * palette and compressed as it comes), or null when fewer than two frames could be read.
+ */
 async function encode(
   sessionDir: string,
   model: PlayerModel,
   steps: readonly PlayerStep[],
   limits: RunGifLimits,
-  colours: number,
-): Promise<{ data: Buffer; width: number; height: number } | null> {
+  file: string,
+): Promise<Omit<RunGif, 'file'> | null> {
   const sharp = await loadSharp();
   const frames = steps.map((s) => model.frames[s.frame]!);
   const aspect = Math.min(2, Math.max(...frames.map((f) => f.height / f.width)));
@@ -124,46 +133,63 @@ async function encode(
     Math.min(limits.maxWidth, widest, fromThumbs ? Math.min(THUMB_WIDTH, byBudget) : byBudget),
   );
   const height = Math.max(16, Math.round(width * aspect));
+  const gif = await GifFileWriter.open(file, runGifPalette(), width, height);
   const page = width * height * 4;
-  const pages = Buffer.alloc(page * steps.length);
-  const shown: number[] = [];
-  // One frame at a time: a decoded image is let go before the next is read.
-  for (const [i, step] of steps.entries()) {
-    const frame = frames[i]!;
-    const source = await sourceOf(sessionDir, frame, fromThumbs);
-    if (!source) continue;
-    const fh = Math.min(height, Math.max(1, Math.round((width * frame.height) / frame.width)));
-    const svg = overlaySvg(frame.width, frame.height, step.marks, {
-      width,
-      height: fh,
-      captions: true,
-      title: step.title,
-      failing: step.failing,
-      minFontPx: MIN_FONT_PX,
-    });
-    try {
-      const raw = await sharp(source, { limitInputPixels: 100_000_000 })
-        .resize(width, fh, { fit: 'fill' })
-        .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
-        .extend({ top: 0, bottom: height - fh, left: 0, right: 0, background: BACKGROUND })
-        .ensureAlpha()
-        .raw()
-        .toBuffer();
-      // The SVG is the resized image's size, drawn at the top-left; the canvas below it is background.
-      raw.copy(pages, shown.length * page, 0, page);
-      shown.push(i);
-    } catch {
-      // an unreadable image: the GIF goes on without it
+  // A frame is written once the next one is known: its delay is the gap to the next step shown.
+  let pending: { pixels: Buffer; step: PlayerStep } | null = null;
+  try {
+    for (const [i, step] of steps.entries()) {
+      const pixels = await drawFrame(sharp, sessionDir, frames[i]!, step, fromThumbs, width, height);
+      if (!pixels || pixels.length < page) continue; // an unreadable image: the GIF goes on without it
+      if (pending) await gif.addFrame(pending.pixels, 4, delayOf(pending.step, step));
+      pending = { pixels, step };
     }
+    if (pending) await gif.addFrame(pending.pixels, 4, delayOf(pending.step, null));
+  } catch (err) {
+    await gif.abandon();
+    throw err;
   }
-  if (shown.length < 2) return null;
-  const wait = delays(shown.map((i) => steps[i]!));
-  const data = await sharp(pages.subarray(0, page * shown.length), {
-    raw: { width, height: height * shown.length, channels: 4, pageHeight: height },
-  })
-    .gif({ loop: 0, delay: wait, colours, effort: 4, dither: 0, keepDuplicateFrames: true })
-    .toBuffer();
-  return { data, width, height };
+  if (gif.frames < 2) {
+    await gif.abandon();
+    return null;
+  }
+  await gif.close();
+  return { bytes: gif.bytes, frames: gif.frames, width, height };
+}
+
+/** One frame's RGBA pixels, `width` x `height`: the image resized, its marks drawn, background below. */
+async function drawFrame(
+  sharp: Awaited<ReturnType<typeof loadSharp>>,
+  sessionDir: string,
+  frame: PlayerModel['frames'][number],
+  step: PlayerStep,
+  fromThumbs: boolean,
+  width: number,
+  height: number,
+): Promise<Buffer | null> {
+  const source = await sourceOf(sessionDir, frame, fromThumbs);
+  if (!source) return null;
+  const fh = Math.min(height, Math.max(1, Math.round((width * frame.height) / frame.width)));
+  const svg = overlaySvg(frame.width, frame.height, step.marks, {
+    width,
+    height: fh,
+    captions: true,
+    title: step.title,
+    failing: step.failing,
+    minFontPx: MIN_FONT_PX,
+  });
+  try {
+    // The SVG is the resized image's size, drawn at the top-left; the canvas below it is background.
+    return await sharp(source, { limitInputPixels: 100_000_000 })
+      .resize(width, fh, { fit: 'fill' })
+      .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
+      .extend({ top: 0, bottom: height - fh, left: 0, right: 0, background: BACKGROUND })
+      .ensureAlpha()
+      .raw()
+      .toBuffer();
+  } catch {
+    return null;
+  }
 }
 
 /** The bytes a frame is drawn from: its kept 320 px thumbnail (small GIFs), else the image file. */

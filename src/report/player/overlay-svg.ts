@@ -30,6 +30,17 @@ const COLORS = {
   note: '#ffd33d',
   text: '#ffffff',
 } as const;
+/** Caption bars' fills beside COLORS, and the title bar of a step that did not fail. */
+const CAPTION_NOTE = '#6e5800';
+const NEUTRAL = '#24292f';
+
+/**
+ * Every colour the overlay draws, as #rrggbb: run.gif's palette holds each exactly, so a failing step's red
+ * frame stays that red.
+ */
+export const OVERLAY_COLOURS: readonly string[] = Object.freeze([
+  ...new Set<string>([...Object.values(COLORS), CAPTION_NOTE, NEUTRAL]),
+]);
 
 function esc(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -95,7 +106,7 @@ export function overlaySvg(
     const lh = font + 5 * u;
     lines.forEach((m, i) => {
       const y = h - (lines.length - i) * lh;
-      const color = m.tone === 'failed' ? COLORS.failed : m.tone === 'note' ? '#6e5800' : '#24292f';
+      const color = m.tone === 'failed' ? COLORS.failed : m.tone === 'note' ? CAPTION_NOTE : NEUTRAL;
       parts.push(
         `<rect x="0" y="${n(y)}" width="${n(w)}" height="${n(lh)}" fill="${color}" fill-opacity="0.85"/>`,
         `<text x="${n(4 * u)}" y="${n(y + font + u)}" font-size="${n(font)}" fill="${COLORS.text}">${esc(m.text)}</text>`,
@@ -104,7 +115,7 @@ export function overlaySvg(
   }
   if (options.title) {
     parts.push(
-      `<rect x="0" y="0" width="${n(w)}" height="${n(font + 6 * u)}" fill="${options.failing ? COLORS.failed : '#24292f'}" fill-opacity="0.85"/>`,
+      `<rect x="0" y="0" width="${n(w)}" height="${n(font + 6 * u)}" fill="${options.failing ? COLORS.failed : NEUTRAL}" fill-opacity="0.85"/>`,
       `<text x="${n(4 * u)}" y="${n(font + 2 * u)}" font-size="${n(font)}" font-weight="bold" fill="${COLORS.text}">${esc(options.title)}</text>`,
     );
   }
