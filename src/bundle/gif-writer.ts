@@ -113,7 +113,7 @@ export class GifFileWriter {
   private bytesWritten = 0;
   private frameCount = 0;
   private readonly indices: Uint8Array;
-  private readonly lzw = new LzwEncoder();
+  private readonly lzw: LzwEncoder;
 
   private constructor(
     private readonly handle: fs.promises.FileHandle,
@@ -122,6 +122,7 @@ export class GifFileWriter {
     readonly height: number,
   ) {
     this.indices = new Uint8Array(width * height);
+    this.lzw = new LzwEncoder(width * height, FRAME_HEAD_BYTES);
   }
 
   /** Create (or truncate) `file` and write the header, the palette and "loop forever". */
@@ -166,14 +167,17 @@ export class GifFileWriter {
       throw new RangeError(`a frame needs ${this.indices.length * channels} bytes, got ${pixels.length}`);
     this.palette.indexInto(pixels, channels, this.indices);
     const centis = Math.max(0, Math.min(0xffff, Math.round(delayMs / 10)));
-    const head = Buffer.alloc(8 + 10 + 1);
+    // The frame's bytes are written in one go from the encoder's buffer, reused frame after frame.
+    const frame = this.lzw.encode(this.indices);
     // Graphic control: disposal "leave in place", no transparency, the delay in 1/100 s.
-    head.set([0x21, 0xf9, 4, 0x04, centis & 255, centis >> 8, 0, 0], 0);
-    head[8] = 0x2c; // image descriptor at 0,0, the frame's size, no local table, not interlaced
-    head.writeUInt16LE(this.width, 13);
-    head.writeUInt16LE(this.height, 15);
-    head[18] = 8; // LZW minimum code size
-    await this.write(Buffer.concat([head, this.lzw.encode(this.indices)]));
+    frame.set([0x21, 0xf9, 4, 0x04, centis & 255, centis >> 8, 0, 0], 0);
+    frame[8] = 0x2c; // image descriptor at 0,0, the frame's size, no local table, not interlaced
+    frame.writeUInt32LE(0, 9);
+    frame.writeUInt16LE(this.width, 13);
+    frame.writeUInt16LE(this.height, 15);
+    frame[17] = 0;
+    frame[18] = 8; // LZW minimum code size
+    await this.write(frame);
     this.frameCount++;
   }
 
@@ -201,21 +205,40 @@ export class GifFileWriter {
   }
 }
 
+/** Graphic control extension (8), image descriptor (10), LZW minimum code size (1). */
+const FRAME_HEAD_BYTES = 19;
 const CLEAR = 256;
 const END = 257;
 const FIRST_FREE = 258;
 const MAX_CODES = 4096;
 
-/** GIF's variable-width LZW over 8-bit indices, output as the image data's 255-byte sub-blocks. */
+/**
+ * GIF's variable-width LZW over 8-bit indices, output as the image data's 255-byte sub-blocks after `head`
+ * bytes left for the caller. Its buffers are sized once for `pixels` per frame and reused.
+ */
 class LzwEncoder {
   /** Code of (prefix code << 8 | next index), 0 when absent (no real entry is below FIRST_FREE). */
   private readonly codeOf = new Uint16Array(MAX_CODES << 8);
   /** The keys set since the last clear, so a clear unsets only those. */
   private readonly keys = new Int32Array(MAX_CODES);
 
+  /** The codes' bytes: at worst a 12-bit code per index, a clear every 3,838 codes, the first and the end. */
+  private readonly codes: Buffer;
+  /** `head` bytes, then the codes cut into sub-blocks (a length byte each), then the terminator. */
+  private readonly frame: Buffer;
+
+  constructor(
+    private readonly pixels: number,
+    private readonly head: number,
+  ) {
+    this.codes = Buffer.alloc(Math.ceil(((pixels + Math.ceil(pixels / 3838) + 4) * 12) / 8));
+    this.frame = Buffer.alloc(head + this.codes.length + Math.ceil(this.codes.length / 255) + 1);
+  }
+
+  /** The frame buffer (valid until the next call): `head` bytes for the caller, then the image data. */
   encode(indices: Uint8Array): Buffer {
-    // Worst case: every index a 12-bit code, plus clears, sub-block lengths and the end.
-    const out = Buffer.alloc(Math.ceil((indices.length * 12) / 8) + Math.ceil(indices.length / 255) * 2 + 64);
+    if (indices.length !== this.pixels) throw new RangeError(`expected ${this.pixels} indices`);
+    const out = this.codes;
     let length = 0;
     let bits = 0;
     let bitCount = 0;
@@ -267,8 +290,8 @@ class LzwEncoder {
     if (bitCount > 0) out[length++] = bits & 255;
     reset();
     // Cut into sub-blocks of at most 255 bytes, each after its length, then the zero-length terminator.
-    const blocks = Buffer.alloc(length + Math.ceil(length / 255) + 1);
-    let at = 0;
+    const blocks = this.frame;
+    let at = this.head;
     for (let from = 0; from < length; from += 255) {
       const n = Math.min(255, length - from);
       blocks[at++] = n;

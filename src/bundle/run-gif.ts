@@ -134,17 +134,17 @@ async function encode(
   );
   const height = Math.max(16, Math.round(width * aspect));
   const gif = await GifFileWriter.open(file, runGifPalette(), width, height);
-  const page = width * height * 4;
+  const page = width * height * 3;
   // A frame is written once the next one is known: its delay is the gap to the next step shown.
   let pending: { pixels: Buffer; step: PlayerStep } | null = null;
   try {
     for (const [i, step] of steps.entries()) {
       const pixels = await drawFrame(sharp, sessionDir, frames[i]!, step, fromThumbs, width, height);
       if (!pixels || pixels.length < page) continue; // an unreadable image: the GIF goes on without it
-      if (pending) await gif.addFrame(pending.pixels, 4, delayOf(pending.step, step));
+      if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, step));
       pending = { pixels, step };
     }
-    if (pending) await gif.addFrame(pending.pixels, 4, delayOf(pending.step, null));
+    if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, null));
   } catch (err) {
     await gif.abandon();
     throw err;
@@ -157,7 +157,7 @@ async function encode(
   return { bytes: gif.bytes, frames: gif.frames, width, height };
 }
 
-/** One frame's RGBA pixels, `width` x `height`: the image resized, its marks drawn, background below. */
+/** One frame's RGB pixels, `width` x `height`: the image resized, its marks drawn, background below. */
 async function drawFrame(
   sharp: Awaited<ReturnType<typeof loadSharp>>,
   sessionDir: string,
@@ -184,7 +184,7 @@ async function drawFrame(
       .resize(width, fh, { fit: 'fill' })
       .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
       .extend({ top: 0, bottom: height - fh, left: 0, right: 0, background: BACKGROUND })
-      .ensureAlpha()
+      .removeAlpha()
       .raw()
       .toBuffer();
   } catch {
