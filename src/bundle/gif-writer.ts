@@ -39,10 +39,9 @@ export class GifPalette {
     if (colours.length > PALETTE_SIZE - 8) throw new RangeError(`too many exact colours: ${exact.length}`);
     // Greys fill the rest, evenly spaced (screenshots are mostly greys).
     const greys = PALETTE_SIZE - colours.length;
-    for (let i = 0; colours.length < PALETTE_SIZE; i++) {
+    for (let i = 0; i < greys; i++) {
       const v = Math.round(((i + 0.5) * 255) / greys);
-      const c = (v << 16) | (v << 8) | v;
-      colours.push(colours.includes(c) ? c ^ 0x010101 : c);
+      colours.push((v << 16) | (v << 8) | v); // a grey the cube has already only wastes an entry
     }
     this.packed = Int32Array.from(colours);
     this.table = Buffer.alloc(PALETTE_SIZE * 3);
