@@ -13,9 +13,9 @@ import { sessionDirName } from '../../src/paths/naming.js';
 import { createRecorder } from '../../src/record/index.js';
 import { pruneSessions } from '../../src/sessions/prune.js';
 import { LogPool } from '../../src/store/log-pool.js';
-import type { CallRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { callRow } from '../support/call-row.js';
 import { runNode } from '../support/programs.js';
 import { BUNDLE_CLI, findResult, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
 
@@ -222,7 +222,7 @@ describe('prune while a writer still writes', () => {
     const open = openLog('be11a0000006'); // never ended
     const waiting = openLog('be11a0000007'); // ended with a call still running (a long tool timeout)
     for (const log of [idle, busy, open, waiting]) note(log, 1);
-    waiting.beginCall(pendingCall(1));
+    waiting.beginCall(callRow(1));
     for (const log of [idle, busy, waiting]) {
       log.setSessionFields({ status: 'ended', ended_at: new Date().toISOString() });
       log.commit();
@@ -279,7 +279,7 @@ describe('prune while a writer still writes', () => {
     expect([open, waiting].map(live)).toEqual([1, 1]);
     expect((await prune()).map((p) => p.dirName)).toEqual([path.basename(busy.dir)]);
     waiting.completeCall(
-      pendingCall(1, { status: 'ok', ok: 1, ended_at: new Date().toISOString(), duration_ms: 1 }),
+      callRow(1, { status: 'ok', ok: 1, ended_at: new Date().toISOString(), duration_ms: 1 }),
     );
     waiting.commit();
     await idleUntil(() => live(waiting) === 0);
@@ -290,28 +290,3 @@ describe('prune while a writer still writes', () => {
     expect(live(open)).toBe(0);
   }, 120_000);
 });
-
-/** A call row of the log's schema, pending unless `fields` say otherwise. */
-function pendingCall(seq: number, fields: Partial<CallRow> = {}): CallRow {
-  return {
-    seq,
-    tool: 'wait-for',
-    args: '{}',
-    rpc_id: null,
-    transport: 'http',
-    started_at: new Date().toISOString(),
-    ended_at: null,
-    duration_ms: null,
-    status: 'pending',
-    ok: null,
-    error_code: null,
-    error_category: null,
-    error_detail: null,
-    output_kind: null,
-    envelope: null,
-    response: null,
-    violations: null,
-    payload_dropped: 0,
-    ...fields,
-  };
-}

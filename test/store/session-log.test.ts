@@ -6,6 +6,7 @@ import { LOG_FILE } from '../../src/paths/naming.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
+import { callRow } from '../support/call-row.js';
 import { tempDir } from '../support/temp.js';
 
 let root: string;
@@ -30,30 +31,6 @@ function sessionRow(id = 'abc123def456'): SessionRow {
     writer_pid: process.pid,
     environment: '{}',
     last_observation: null,
-  };
-}
-
-function callRow(seq: number, fields: Partial<CallRow> = {}): CallRow {
-  return {
-    seq,
-    tool: 'query',
-    args: '{"selector":"x"}',
-    rpc_id: null,
-    transport: 'wrap',
-    started_at: '2026-12-02T10:15:03.000Z',
-    ended_at: null,
-    duration_ms: null,
-    status: 'pending',
-    ok: null,
-    error_code: null,
-    error_category: null,
-    error_detail: null,
-    output_kind: null,
-    envelope: null,
-    response: null,
-    violations: null,
-    payload_dropped: 0,
-    ...fields,
   };
 }
 
