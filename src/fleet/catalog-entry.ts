@@ -90,12 +90,13 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();
-    const facts = readVerdictFacts(reader, { session, stats });
+    const { failures: failureRows, outcome } = reader.failuresAndOutcome(MAX_CATALOG_FAILURES);
+    const facts = readVerdictFacts(reader, { session, stats, outcome });
     const decision = decideVerdict(facts);
     const host = reader.writers()[0]?.host ?? null;
     const failures: CatalogFailure[] = [];
     const unrecovered: string[] = [];
-    reader.failures({ limit: MAX_CATALOG_FAILURES }).forEach((f, i) => {
+    failureRows.forEach((f, i) => {
       const win = windowFacts(reader, f, i < TARGET_LOOKUPS);
       const input: FailureFacts = {
         tool: f.tool,

@@ -211,11 +211,15 @@ function proxyTimeouts(reader: SessionReader): { count: number; newest: CallFact
 /** The facts of one session log, in SQL; call inside `reader.snapshot` for one consistent view. */
 export function readVerdictFacts(
   reader: SessionReader,
-  known: { session?: SessionRow; stats?: SessionStats } = {},
+  known: {
+    session?: SessionRow;
+    stats?: SessionStats;
+    outcome?: ReturnType<SessionReader['failureOutcome']>;
+  } = {},
 ): VerdictFacts {
   const session = known.session ?? reader.session();
   const stats = known.stats ?? reader.stats();
-  const outcome = reader.failureOutcome();
+  const outcome = known.outcome ?? reader.failureOutcome();
   const recovered = outcome.recovered;
   const failures = stats.failed + stats.fault;
   const pendingRow = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;

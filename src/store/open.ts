@@ -23,30 +23,35 @@ export function describeLogError(file: string, err: unknown): unknown {
   return Object.assign(new Error(`${file}: ${said} (${code}): ${next}`), { code });
 }
 
+/**
+ * Open a session log read-only, with its schema version (read once: the first read of a log attaches to
+ * its WAL, the costly part of opening one). The busy timeout is set by the driver, not a PRAGMA statement.
+ */
+export function openLogForReading(file: string): { db: SessionDb; version: number } {
+  let db: SessionDb | undefined;
+  let version: number;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true, timeout: 2000 });
+    // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
+    // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
+    db.exec('PRAGMA cache_size = -2000');
+    version = db.pragma('user_version', { simple: true }) as number;
+  } catch (err) {
+    db?.close();
+    throw describeLogError(file, err);
+  }
+  if (version > SCHEMA_VERSION) {
+    db.close();
+    throw new Error(
+      `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
+    );
+  }
+  return { db, version };
+}
+
 /** Open (and, for a writer, create and migrate) a session log with the pragmas the design asks for. */
 export function openSessionDb(file: string, options: { readonly?: boolean } = {}): SessionDb {
-  if (options.readonly) {
-    let db: SessionDb | undefined;
-    let version: number;
-    try {
-      db = new Database(file, { readonly: true, fileMustExist: true });
-      db.pragma('busy_timeout = 2000');
-      // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
-      // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
-      db.pragma('cache_size = -2000');
-      version = db.pragma('user_version', { simple: true }) as number;
-    } catch (err) {
-      db?.close();
-      throw describeLogError(file, err);
-    }
-    if (version > SCHEMA_VERSION) {
-      db.close();
-      throw new Error(
-        `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
-      );
-    }
-    return db;
-  }
+  if (options.readonly) return openLogForReading(file).db;
   // SQLite does not call the busy handler for every lock a new log's setup takes (switching to WAL), so a
   // process creating the log while another does may see SQLITE_BUSY at once: try again for up to 2 s.
   const deadline = Date.now() + 2000;

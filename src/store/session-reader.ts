@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { openSessionDb, type SessionDb } from './open.js';
+import { openLogForReading, type SessionDb } from './open.js';
 import type {
   ArtifactRow,
   CallCounts,
@@ -245,10 +245,10 @@ export class SessionReader {
   /** The log's schema version: version 1 logs have no writers table and no writer columns. */
   private readonly version: number;
 
-  private constructor(dir: string, db: SessionDb) {
+  private constructor(dir: string, db: SessionDb, version: number) {
     this.dir = dir;
     this.db = db;
-    this.version = db.pragma('user_version', { simple: true }) as number;
+    this.version = version;
   }
 
   /** The prepared statement for `sql` (returning arrays when `raw`), prepared once per reader. */
@@ -267,7 +267,8 @@ export class SessionReader {
   static open(dir: string): SessionReader {
     const file = path.join(dir, LOG_FILE);
     if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
-    return new SessionReader(dir, openSessionDb(file, { readonly: true }));
+    const { db, version } = openLogForReading(file);
+    return new SessionReader(dir, db, version);
   }
 
   /** Run `fn` inside one read transaction so every query sees the same snapshot of a log being written. */
@@ -439,14 +440,20 @@ export class SessionReader {
 
   /** Counts and sums over the whole log, in SQL. */
   stats(): SessionStats {
-    // One scan of the calls: each scan reads every row's pages, payloads included.
+    // One scan of the calls (each scan reads every row's pages, payloads included), and the other tables'
+    // counts in the same statement: one statement to prepare per log, not five.
     const sums = this.stmt(
       `SELECT count(*) AS calls, max(seq) AS lastSeq, coalesce(sum(payload_dropped), 0) AS dropped,
           coalesce(sum(CASE WHEN violations IS NOT NULL AND json_valid(violations)
             AND json_type(violations) = 'array' THEN json_array_length(violations) ELSE 0 END), 0) AS violations,
           max(coalesce(ended_at, started_at)) AS lastCallAt,
           count(*) FILTER (WHERE status = 'ok') AS ok, count(*) FILTER (WHERE status = 'failed') AS failed,
-          count(*) FILTER (WHERE status = 'fault') AS fault, count(*) FILTER (WHERE status = 'pending') AS pending
+          count(*) FILTER (WHERE status = 'fault') AS fault, count(*) FILTER (WHERE status = 'pending') AS pending,
+          (SELECT count(*) FROM warnings) AS warnings, (SELECT count(*) FROM artifacts) AS artifacts,
+          (SELECT count(*) FROM events WHERE kind = 'record-failure') AS recordFailures,
+          (SELECT coalesce(sum(CASE WHEN json_valid(detail) THEN coalesce(json_extract(detail, '$.lost'), 0)
+            ELSE 0 END), 0) FROM events WHERE kind = 'record-failure') AS lost,
+          (SELECT max(at) FROM events) AS lastEventAt
          FROM calls`,
     ).get() as {
       calls: number;
@@ -458,15 +465,14 @@ export class SessionReader {
       failed: number;
       fault: number;
       pending: number;
+      warnings: number;
+      artifacts: number;
+      recordFailures: number;
+      lost: number;
+      lastEventAt: string | null;
     };
-    const warnings = (this.stmt('SELECT count(*) AS n FROM warnings').get() as { n: number }).n;
-    const artifacts = (this.stmt('SELECT count(*) AS n FROM artifacts').get() as { n: number }).n;
-    const rf = this.stmt(
-      `SELECT count(*) AS n, coalesce(sum(CASE WHEN json_valid(detail)
-            THEN coalesce(json_extract(detail, '$.lost'), 0) ELSE 0 END), 0) AS lost
-         FROM events WHERE kind = 'record-failure'`,
-    ).get() as { n: number; lost: number };
-    const lastEventAt = (this.stmt('SELECT max(at) AS at FROM events').get() as { at: string | null }).at;
+    const { warnings, artifacts, lastEventAt } = sums;
+    const rf = { n: sums.recordFailures, lost: sums.lost };
     // ISO UTC strings of equal shape order like the times they name.
     const lastActivityAt =
       [sums.lastCallAt, lastEventAt]
@@ -544,6 +550,57 @@ export class SessionReader {
       newestUnrecovered: fact('unrecovered'),
       newestFault: fact('fault'),
     };
+  }
+
+  /**
+   * `failures({ limit })` and `failureOutcome()` in one statement, the recovery CTEs computed once (what a
+   * catalog row needs; preparing and running those CTEs twice was half of reading a log for `index`). The
+   * window totals run over every failure before the LIMIT; only the rows kept are joined to their calls.
+   */
+  failuresAndOutcome(limit: number): {
+    failures: FailureRow[];
+    outcome: ReturnType<SessionReader['failureOutcome']>;
+  } {
+    const rows = this.stmt(
+      `WITH ${LAST_OK}, ${FAILS},
+        judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
+          ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target),
+        kept AS MATERIALIZED (SELECT seq, target, rec, sum(rec) OVER () AS recovered_total,
+            max(CASE WHEN NOT rec AND status = 'failed' THEN seq END) OVER () AS newest_unrecovered,
+            max(CASE WHEN status = 'fault' THEN seq END) OVER () AS newest_fault
+          FROM judged ORDER BY seq DESC LIMIT ${Math.floor(limit)})
+      SELECT ${lightColumns('c.')}, k.target AS target, k.rec AS recovered, k.recovered_total AS recovered_total,
+        k.newest_unrecovered AS newest_unrecovered, k.newest_fault AS newest_fault
+      FROM kept k JOIN calls c ON c.seq = k.seq ORDER BY k.seq DESC`,
+    ).all() as Array<
+      FailureRow & { recovered_total: number; newest_unrecovered: number | null; newest_fault: number | null }
+    >;
+    const first = rows[0];
+    const fact = (seq: number | null | undefined): FailureFact | null => {
+      if (seq == null) return null;
+      const hit = rows.find((r) => r.seq === seq);
+      if (hit)
+        return { seq, tool: hit.tool, code: hit.error_code, detail: hit.error_detail, target: hit.target };
+      return this.failureFact(seq);
+    };
+    const outcome = {
+      recovered: first?.recovered_total ?? 0,
+      newestUnrecovered: fact(first?.newest_unrecovered),
+      newestFault: fact(first?.newest_fault),
+    };
+    const failures = rows.map(
+      ({ recovered_total: _t, newest_unrecovered: _u, newest_fault: _f, ...row }) => row as FailureRow,
+    );
+    return { failures, outcome };
+  }
+
+  /** A failure as a verdict names it, target included (a call older than the rows a caller kept). */
+  private failureFact(seq: number): FailureFact | null {
+    const row = this.stmt(
+      `SELECT seq, tool, error_code AS code, substr(error_detail, 1, 8192) AS detail, ${targetSql('calls')} AS target
+         FROM calls WHERE seq = ?`,
+    ).get(seq) as FailureFact | undefined;
+    return row ?? null;
   }
 
   /** How many failures were recovered (a later call of the same tool on the same target succeeded). */

@@ -401,6 +401,15 @@ describe('SessionReader', () => {
         true,
       );
       expect(reader.failures({ status: 'fault' }).every((r) => r.recovered === 0)).toBe(true);
+      // The catalog's one statement gives what the two do, also when the newest fault or unrecovered
+      // failure is older than the rows kept.
+      const outcome = reader.failureOutcome();
+      expect(outcome.newestFault).not.toBeNull();
+      for (const limit of [-1, 1, 5, 200]) {
+        const both = reader.failuresAndOutcome(limit);
+        expect(both.failures).toEqual(reader.failures({ limit }));
+        expect(both.outcome).toEqual(outcome);
+      }
     } finally {
       reader.close();
     }
