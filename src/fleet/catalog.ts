@@ -202,10 +202,19 @@ async function indexSessions(
         continue;
       }
       const touched = catalog.touchedOf(name);
+      const walFilesBefore = walFilesOf(dir);
       const entry = readCatalogEntry(dir);
-      // The dir's time after reading: a reader's first open adds the log's -wal and -shm files.
+      // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, which moves
+      // it to now. Kept when that open is all that changed it (the time before was settled, neither file
+      // was there before and both are now): else every log index read is read again by the next sweep.
       const after = mtimeOf(dir);
-      items.push({ entry, touched, dirMtime: after !== null && settled(after, t) !== null ? after : null });
+      const onlyOurWalFiles =
+        mtime !== null && settled(mtime, t) !== null && walFilesBefore === 0 && walFilesOf(dir) === 2;
+      items.push({
+        entry,
+        touched,
+        dirMtime: after !== null && (settled(after, t) !== null || onlyOurWalFiles) ? after : null,
+      });
     }
     catalog.put(items);
     indexed += items.length;
@@ -263,6 +272,12 @@ export async function withCatalog<T>(
       res?.catalog.close();
     }
   }
+}
+
+/** How many of the log's -wal and -shm files are in `dir`. */
+function walFilesOf(dir: string): number {
+  const log = path.join(dir, LOG_FILE);
+  return (isRegularFile(`${log}-wal`) ? 1 : 0) + (isRegularFile(`${log}-shm`) ? 1 : 0);
 }
 
 function isRegularFile(p: string): boolean {

@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFleet, SCENARIOS } from '../../bench/lib/fleet.js';
 import { refreshCatalog } from '../../src/fleet/catalog.js';
+import { readCatalogEntry } from '../../src/fleet/catalog-entry.js';
 import { createRecorder } from '../../src/record/index.js';
 import { listSessionSummaries } from '../../src/sessions/list.js';
 import { pruneSessions } from '../../src/sessions/prune.js';
@@ -292,3 +293,53 @@ async function waitFor(ready: () => boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('catalog: index, then dirs moved in', () => {
+  it("index's rows are each session's own entry; the next sweep reads only the dirs moved in", async () => {
+    const root = scratchRoot();
+    try {
+      const sessionsDir = path.join(root, 'sessions');
+      const elsewhere = path.join(root, 'elsewhere');
+      generateFleet(sessionsDir, { sessions: 24, seed: 11 });
+      const moved = generateFleet(elsewhere, {
+        sessions: 2,
+        seed: 12,
+        start: new Date('2026-12-01T00:00:00Z'),
+      });
+      // Logs as a finished recorder leaves them (no -wal, -shm), dirs recorded a while ago.
+      const old = new Date(Date.now() - 60_000);
+      for (const base of [sessionsDir, elsewhere]) {
+        for (const name of fs.readdirSync(base)) {
+          const dir = path.join(base, name);
+          for (const suffix of ['-wal', '-shm'])
+            fs.rmSync(path.join(dir, `session.sqlite${suffix}`), { force: true });
+          fs.utimesSync(dir, old, old);
+        }
+      }
+      const indexed = await refreshCatalog(sessionsDir, { full: true });
+      try {
+        expect(indexed.indexed).toBe(24);
+        for (const name of fs
+          .readdirSync(sessionsDir)
+          .filter((n) => n !== CATALOG_FILE && !n.startsWith(`${CATALOG_FILE}-`))) {
+          const own = readCatalogEntry(path.join(sessionsDir, name));
+          expect(indexed.catalog.session(name)).toEqual(own.session);
+          expect(indexed.catalog.failures([name])).toEqual(own.failures);
+          expect(indexed.catalog.toolCounts([name])).toEqual(own.tools);
+        }
+      } finally {
+        indexed.catalog.close();
+      }
+      for (const s of moved.sessions)
+        fs.renameSync(path.join(elsewhere, s.dirName), path.join(sessionsDir, s.dirName));
+      const next = await refreshCatalog(sessionsDir, { now: later });
+      try {
+        expect([next.swept, next.indexed]).toEqual([true, 2]);
+      } finally {
+        next.catalog.close();
+      }
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
