@@ -21,6 +21,14 @@ function scratch(fallback: string): string {
   }
 }
 
+/** Remove the logs' -wal and -shm files under a sessions dir (a closed log does not need them). */
+function dropWalFiles(sessionsDir: string): void {
+  for (const name of fs.readdirSync(sessionsDir)) {
+    for (const suffix of ['-wal', '-shm'])
+      fs.rmSync(path.join(sessionsDir, name, `session.sqlite${suffix}`), { force: true });
+  }
+}
+
 export const figure: Figure = {
   id: 'list',
   title: 'mcec-bundle list of 10,000 sessions from the catalog vs node + one SQLite query',
@@ -36,6 +44,9 @@ export const figure: Figure = {
       let t = performance.now();
       generateFleet(dirs.big, { sessions: big, seed: 3 });
       generateFleet(dirs.small, { sessions: small, seed: 4 });
+      // Logs as a finished recorder (or a copy from CI, another machine) leaves them: no -wal, -shm.
+      dropWalFiles(dirs.big);
+      dropWalFiles(dirs.small);
       ctx.log(`generated ${big} + ${small} sessions in ${((performance.now() - t) / 1000).toFixed(1)} s`);
 
       const run = async (args: string[], expectRows?: number) => {
@@ -76,15 +87,24 @@ export const figure: Figure = {
       const listSmall = median(times.listSmall);
       const node = median(times.node);
 
-      // A sweep: a new session dir appeared, so every dir's time is compared with its row.
+      // A sweep: session dirs recorded elsewhere are moved in (the first list after the index), so every
+      // dir's time is compared with its row and the new ones are read: one dir, then a tenth of the fleet.
+      const movedIn = big / 10;
       const extra = generateFleet(path.join(root, 'extra'), {
-        sessions: 1,
+        sessions: 1 + movedIn,
         seed: 5,
         start: new Date('2026-12-01T00:00:00Z'),
       });
-      const name = extra.sessions[0]!.dirName;
-      fs.renameSync(path.join(root, 'extra', name), path.join(dirs.big, name));
+      dropWalFiles(path.join(root, 'extra'));
+      const moveIn = (names: string[]) => {
+        for (const name of names) fs.renameSync(path.join(root, 'extra', name), path.join(dirs.big, name));
+      };
+      const extraNames = extra.sessions.map((s) => s.dirName);
+      moveIn(extraNames.slice(0, 1));
       const sweepMs = await run([cli, 'list', '--sessions', dirs.big], big + 1);
+      const plainAfterMs = await run([cli, 'list', '--sessions', dirs.big], big + 1);
+      moveIn(extraNames.slice(1));
+      const sweepManyMs = await run([cli, 'list', '--sessions', dirs.big], big + 1 + movedIn);
 
       const fleetNote = `Generated fleet (bench/lib/fleet.ts, written through SessionLog on ${root.startsWith('/dev/shm') ? 'tmpfs' : 'disk'}): 4 scenarios, recurring failures injected.`;
       const rows: Row[] = [
@@ -125,27 +145,39 @@ export const figure: Figure = {
         },
         {
           name: `mcec-bundle index: every log of ${big.toLocaleString('en-US')} read again`,
-          budget: 'none (reported)',
+          budget: '<= 0.3 ms per session (3 s at 10,000)',
           measured: `${fmtMs(indexMs)} (${fmtMs(indexMs / big)} per session)`,
           baseline: `list from the catalog: ${fmtMs(list)}`,
-          ratio: round(indexMs / list, 2),
-          holds: null,
+          ratio: round(indexMs / big / 0.3, 2),
+          holds: indexMs / big <= 0.3,
           notes: [
-            'What list cost before the catalog (every session opened, verdict decided); now paid once, by index or by the first list.',
+            'What list cost before the catalog (every session opened, verdict decided); now paid once, by index or by the first list. Ratio is measured / budget. One run.',
           ],
           data: { indexMs: round(indexMs, 1) },
         },
         {
-          name: 'list right after a new session dir appeared (a sweep)',
-          budget: 'none (reported)',
+          name: 'first list after the index when a session dir is moved in (a sweep)',
+          budget: '<= 1.2x list without a sweep',
           measured: fmtMs(sweepMs),
           baseline: `list without a sweep: ${fmtMs(list)}`,
           ratio: round(sweepMs / list, 2),
+          holds: sweepMs / list <= 1.2,
+          notes: [
+            'Logs without -wal, -shm (as a finished recorder or a copy leaves them), index run first. The sessions dir changed, so every session dir is stat-ed and compared with its row; only the new session is read. One run, not alternated.',
+          ],
+          data: { sweepMs: round(sweepMs, 1), plainAfterMs: round(plainAfterMs, 1), cpus: os.cpus().length },
+        },
+        {
+          name: `first list after ${movedIn.toLocaleString('en-US')} session dirs are moved in`,
+          budget: 'none (reported)',
+          measured: fmtMs(sweepManyMs),
+          baseline: `list without a sweep: ${fmtMs(list)}; index per session: ${fmtMs(indexMs / big)}`,
+          ratio: round(sweepManyMs / list, 2),
           holds: null,
           notes: [
-            'The sessions dir changed, so every session dir is stat-ed and compared with its row; only the new session is read.',
+            'Each moved-in log is read (about what index pays per session); the rows already in the catalog are only stat-ed.',
           ],
-          data: { sweepMs: round(sweepMs, 1), cpus: os.cpus().length },
+          data: { sweepManyMs: round(sweepManyMs, 1) },
         },
       ];
       return { rows, notes: [] };
