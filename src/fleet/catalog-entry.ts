@@ -90,7 +90,12 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();
-    const { failures: failureRows, outcome } = reader.failuresAndOutcome(MAX_CATALOG_FAILURES);
+    // Most sessions have no failed call: the counts say so, and the recovery statement (the costliest to
+    // prepare and run of a log's) is skipped.
+    const { failures: failureRows, outcome } =
+      stats.failed + stats.fault === 0
+        ? { failures: [], outcome: { recovered: 0, newestUnrecovered: null, newestFault: null } }
+        : reader.failuresAndOutcome(MAX_CATALOG_FAILURES);
     const facts = readVerdictFacts(reader, { session, stats, outcome });
     const decision = decideVerdict(facts);
     const host = reader.writers()[0]?.host ?? null;
