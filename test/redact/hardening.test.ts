@@ -285,8 +285,8 @@ describe('budgets: untrusted text cannot evict a remembered secret', () => {
     });
     expect(store.scrub('configured-value mcp-session-1999', '#')).toBe('# #');
     expect(store.scrub('configured-value argument-value-1499', '#')).toBe('# #');
-    // An output copy of a trusted value is not kept (it could be evicted; the trusted one cannot).
-    expect(store.add('configured-value', 'output')).toBe(false);
+    // An output copy of a trusted value is kept: every pool forgets its oldest, so the trusted one may go first.
+    expect(store.add('configured-value', 'output')).toBe(true);
   });
 
   it('1,000 remembered secrets are all found', () => {
