@@ -33,136 +33,78 @@ export interface Span {
   end: number;
 }
 
-export class Automaton {
-  /** Number of patterns it was built from (distinct after folding). */
-  readonly size: number;
+/** The arrays an automaton is made of; a build fills them in stages. */
+interface Tables {
+  size: number;
   /** Per node: first child, next sibling, and the unit on the edge into it (sibling lists: few children). */
-  private readonly child: Int32Array;
-  private readonly sibling: Int32Array;
-  private readonly label: Uint16Array;
-  private readonly fail: Int32Array;
+  child: Int32Array;
+  sibling: Int32Array;
+  label: Uint16Array;
+  fail: Int32Array;
   /** Length of the longest pattern that ends at this node (itself or through failure links), 0 if none. */
-  private readonly out: Int32Array;
+  out: Int32Array;
   /** Unit -> its index in the patterns' alphabet (0: a unit no pattern holds). */
-  private readonly alpha: Uint16Array;
+  alpha: Uint16Array;
   /** Per node: its dense row's start in `dense`, or -1. The root's row starts at 0. */
-  private readonly denseRow: Int32Array;
-  private readonly dense: Int32Array;
+  denseRow: Int32Array;
+  dense: Int32Array;
   /**
    * Per node, side by side: its dense row's start (or -1) and its `out`. A step reads the state's row start
    * and then the new state's out, which the next step's row start sits beside: one cache line, not two.
    */
-  private readonly rowAndOut: Int32Array;
+  rowAndOut: Int32Array;
+}
 
+/** Units of work (pattern units, nodes, dense entries) between two points where a build may pause. */
+const PAUSE_GRAIN = 1024;
+
+/**
+ * An automaton being built, resumable: `advance(work)` does about that many units of work (a pattern unit
+ * folded or inserted, a node ordered or linked, a dense entry filled) and says whether it is done, so a
+ * caller can spread a big build over many short steps. `new Automaton(build)` finishes it.
+ */
+export class AutomatonBuild {
+  private readonly stages: Generator<number, Tables>;
+  private tables: Tables | undefined;
+  /** Units of work done so far. */
+  worked = 0;
+
+  /** The patterns are copied now: later changes to the iterable's source do not reach the build. */
   constructor(patterns: Iterable<string>) {
-    const list = [...new Set([...patterns].filter((p) => p.length > 0).map(foldString))];
-    this.size = list.length;
-    let total = 1;
-    for (const p of list) total += p.length;
-    this.child = new Int32Array(total).fill(-1);
-    this.sibling = new Int32Array(total).fill(-1);
-    this.label = new Uint16Array(total);
-    this.fail = new Int32Array(total);
-    this.out = new Int32Array(total);
-    const depth = new Int32Array(total);
-    // The root's children by unit while the trie is built; the 64 Ki table is never walked whole (a small
-    // automaton is rebuilt on every learned secret, and walks of 64 Ki cost more than its patterns).
-    const rootChild = new Int32Array(65536);
-    const rootChildren: number[] = [];
-    let nodes = 1;
-    for (const p of list) {
-      let node = 0;
-      for (let i = 0; i < p.length; i++) {
-        const c = p.charCodeAt(i);
-        let next = node === 0 ? rootChild[c]! || -1 : this.findChild(node, c);
-        if (next === -1) {
-          next = nodes++;
-          this.label[next] = c;
-          depth[next] = depth[node]! + 1;
-          if (node === 0) {
-            rootChild[c] = next;
-            rootChildren.push(next);
-          } else {
-            this.sibling[next] = this.child[node]!;
-            this.child[node] = next;
-          }
-        }
-        node = next;
-      }
-      this.out[node] = p.length;
-    }
-    // Breadth-first order: rows go to the shallowest nodes first, and each node's failure link (shallower)
-    // is complete before the node is.
-    const order = new Int32Array(nodes);
-    let tail = 0;
-    for (const n of rootChildren) order[tail++] = n;
-    for (let head = 0; head < tail; head++)
-      for (let ch = this.child[order[head]!]!; ch !== -1; ch = this.sibling[ch]!) order[tail++] = ch;
-    // The alphabet, and which nodes get a dense row (the root always: row 0).
-    this.alpha = new Uint16Array(65536);
-    const units: number[] = [0];
-    for (let n = 1; n < nodes; n++) {
-      const c = this.label[n]!;
-      if (this.alpha[c] === 0) {
-        this.alpha[c] = units.length;
-        units.push(c);
-      }
-    }
-    const alphaSize = units.length;
-    this.denseRow = new Int32Array(nodes).fill(-1);
-    this.denseRow[0] = 0;
-    let rows = 1;
-    const maxRows = Math.max(1, Math.floor(MAX_DENSE_ENTRIES / alphaSize));
-    for (let k = 0; k < tail && rows < maxRows; k++) {
-      const n = order[k]!;
-      let count = 0;
-      for (let ch = this.child[n]!; ch !== -1 && count < DENSE_CHILDREN; ch = this.sibling[ch]!) count++;
-      if (count >= DENSE_CHILDREN || (count > 0 && depth[n]! <= DENSE_DEPTH))
-        this.denseRow[n] = rows++ * alphaSize;
-    }
-    this.dense = new Int32Array(rows * alphaSize);
-    for (const n of rootChildren) this.dense[this.alpha[this.label[n]!]!] = n; // misses stay 0: the root
-    // Failure links and inherited outputs; the root's children fail to the root (0).
-    for (let k = 0; k < tail; k++) {
-      const node = order[k]!;
-      const row = this.denseRow[node]!;
-      if (row !== -1) {
-        // Misses first, then the children over them: one walk of the child list, not one per unit.
-        const fail = this.fail[node]!;
-        for (let a = 1; a < alphaSize; a++) this.dense[row + a] = this.step(fail, units[a]!);
-        for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!)
-          this.dense[row + this.alpha[this.label[ch]!]!] = ch;
-      }
-      for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!) {
-        const c = this.label[ch]!;
-        this.fail[ch] = this.step(this.fail[node]!, c);
-        const inherited = this.out[this.fail[ch]!]!;
-        if (inherited > this.out[ch]!) this.out[ch] = inherited;
-      }
-    }
-    this.rowAndOut = new Int32Array(nodes * 2);
-    for (let n = 0; n < nodes; n++) {
-      this.rowAndOut[2 * n] = this.denseRow[n]!;
-      this.rowAndOut[2 * n + 1] = this.out[n]!;
-    }
+    this.stages = buildStages([...patterns]);
   }
 
-  private findChild(node: number, c: number): number {
-    for (let ch = this.child[node]!; ch !== -1; ch = this.sibling[ch]!) if (this.label[ch] === c) return ch;
-    return -1;
+  get done(): boolean {
+    return this.tables !== undefined;
   }
 
-  /** The state after reading folded unit `c` in `state` (the root has a row, so the walk ends there). */
-  private step(state: number, c: number): number {
-    let s = state;
-    for (;;) {
-      const row = this.denseRow[s]!;
-      // A unit outside the alphabet leads nowhere from any state (index 0 of every row is 0: the root).
-      if (row !== -1) return this.dense[row + this.alpha[c]!]!;
-      const next = this.findChild(s, c);
-      if (next !== -1) return next;
-      s = this.fail[s]!;
+  /** Do about `work` units (at least one pause grain); true when the build is complete. */
+  advance(work: number): boolean {
+    const until = this.worked + work;
+    while (!this.tables && this.worked < until) {
+      const r = this.stages.next();
+      if (r.done) this.tables = r.value;
+      else this.worked += r.value;
     }
+    return this.tables !== undefined;
+  }
+
+  /** The finished tables (completing the build first). */
+  finish(): Tables {
+    this.advance(Number.POSITIVE_INFINITY);
+    return this.tables!;
+  }
+}
+
+export class Automaton {
+  /** Number of patterns it was built from (distinct after folding). */
+  readonly size: number;
+  private readonly tables: Tables;
+
+  /** From patterns (built now), or from a build (finished now if it is not yet). */
+  constructor(source: Iterable<string> | AutomatonBuild) {
+    this.tables = (source instanceof AutomatonBuild ? source : new AutomatonBuild(source)).finish();
+    this.size = this.tables.size;
   }
 
   /**
@@ -172,7 +114,8 @@ export class Automaton {
   find(text: string): Span[] {
     const spans: Span[] = [];
     if (this.size === 0) return spans;
-    const { rowAndOut, dense, alpha } = this;
+    const t = this.tables;
+    const { rowAndOut, dense, alpha } = t;
     let state = 0;
     for (let i = 0; i < text.length; i++) {
       let c = text.charCodeAt(i);
@@ -182,7 +125,7 @@ export class Automaton {
       // The same one row read from the root as from any shallow state: the cost per unit barely depends
       // on how many secrets there are or what they look like.
       const row = rowAndOut[2 * state]!;
-      state = row !== -1 ? dense[row + alpha[c]!]! : this.step(state, c);
+      state = row !== -1 ? dense[row + alpha[c]!]! : step(t, state, c);
       const len = rowAndOut[2 * state + 1]!;
       if (len === 0) continue;
       let start = i + 1 - len;
@@ -195,6 +138,167 @@ export class Automaton {
     }
     return spans;
   }
+}
+
+function findChild(t: Tables, node: number, c: number): number {
+  for (let ch = t.child[node]!; ch !== -1; ch = t.sibling[ch]!) if (t.label[ch] === c) return ch;
+  return -1;
+}
+
+/** The state after reading folded unit `c` in `state` (the root has a row, so the walk ends there). */
+function step(t: Tables, state: number, c: number): number {
+  let s = state;
+  for (;;) {
+    const row = t.denseRow[s]!;
+    // A unit outside the alphabet leads nowhere from any state (index 0 of every row is 0: the root).
+    if (row !== -1) return t.dense[row + t.alpha[c]!]!;
+    const next = findChild(t, s, c);
+    if (next !== -1) return next;
+    s = t.fail[s]!;
+  }
+}
+
+/**
+ * The build, in stages that pause (yield the work done since the last pause) about every PAUSE_GRAIN
+ * units: fold and deduplicate, insert into the trie, order breadth-first, the alphabet, the dense rows,
+ * failure links and rows, the interleaved row/out table.
+ */
+function* buildStages(patterns: string[]): Generator<number, Tables> {
+  let work = 0;
+  const seen = new Set<string>();
+  for (const p of patterns) {
+    if (p.length === 0) continue;
+    seen.add(foldString(p));
+    work += p.length;
+    if (work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  const list = [...seen];
+  let total = 1;
+  for (const p of list) total += p.length;
+  const t: Tables = {
+    size: list.length,
+    child: new Int32Array(total).fill(-1),
+    sibling: new Int32Array(total).fill(-1),
+    label: new Uint16Array(total),
+    fail: new Int32Array(total),
+    out: new Int32Array(total),
+    alpha: new Uint16Array(65536),
+    denseRow: new Int32Array(0),
+    dense: new Int32Array(0),
+    rowAndOut: new Int32Array(0),
+  };
+  const depth = new Int32Array(total);
+  // The root's children by unit while the trie is built; the 64 Ki table is never walked whole (a small
+  // automaton is rebuilt on every learned secret, and walks of 64 Ki cost more than its patterns).
+  const rootChild = new Int32Array(65536);
+  const rootChildren: number[] = [];
+  let nodes = 1;
+  for (const p of list) {
+    let node = 0;
+    for (let i = 0; i < p.length; i++) {
+      const c = p.charCodeAt(i);
+      let next = node === 0 ? rootChild[c]! || -1 : findChild(t, node, c);
+      if (next === -1) {
+        next = nodes++;
+        t.label[next] = c;
+        depth[next] = depth[node]! + 1;
+        if (node === 0) {
+          rootChild[c] = next;
+          rootChildren.push(next);
+        } else {
+          t.sibling[next] = t.child[node]!;
+          t.child[node] = next;
+        }
+      }
+      node = next;
+    }
+    t.out[node] = p.length;
+    work += p.length;
+    if (work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  // Breadth-first order: rows go to the shallowest nodes first, and each node's failure link (shallower)
+  // is complete before the node is.
+  const order = new Int32Array(nodes);
+  let tail = 0;
+  for (const n of rootChildren) order[tail++] = n;
+  for (let head = 0; head < tail; head++) {
+    for (let ch = t.child[order[head]!]!; ch !== -1; ch = t.sibling[ch]!) order[tail++] = ch;
+    if (++work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  // The alphabet, and which nodes get a dense row (the root always: row 0).
+  const { alpha } = t;
+  const units: number[] = [0];
+  for (let n = 1; n < nodes; n++) {
+    const c = t.label[n]!;
+    if (alpha[c] === 0) {
+      alpha[c] = units.length;
+      units.push(c);
+    }
+    if (++work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  const alphaSize = units.length;
+  t.denseRow = new Int32Array(nodes).fill(-1);
+  t.denseRow[0] = 0;
+  let rows = 1;
+  const maxRows = Math.max(1, Math.floor(MAX_DENSE_ENTRIES / alphaSize));
+  for (let k = 0; k < tail && rows < maxRows; k++) {
+    const n = order[k]!;
+    let count = 0;
+    for (let ch = t.child[n]!; ch !== -1 && count < DENSE_CHILDREN; ch = t.sibling[ch]!) count++;
+    if (count >= DENSE_CHILDREN || (count > 0 && depth[n]! <= DENSE_DEPTH))
+      t.denseRow[n] = rows++ * alphaSize;
+    if (++work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  t.dense = new Int32Array(rows * alphaSize);
+  for (const n of rootChildren) t.dense[alpha[t.label[n]!]!] = n; // misses stay 0: the root
+  // Failure links and inherited outputs; the root's children fail to the root (0).
+  for (let k = 0; k < tail; k++) {
+    const node = order[k]!;
+    const row = t.denseRow[node]!;
+    if (row !== -1) {
+      // Misses first, then the children over them: one walk of the child list, not one per unit.
+      const fail = t.fail[node]!;
+      for (let a = 1; a < alphaSize; a++) t.dense[row + a] = step(t, fail, units[a]!);
+      for (let ch = t.child[node]!; ch !== -1; ch = t.sibling[ch]!) t.dense[row + alpha[t.label[ch]!]!] = ch;
+      work += alphaSize;
+    }
+    for (let ch = t.child[node]!; ch !== -1; ch = t.sibling[ch]!) {
+      const c = t.label[ch]!;
+      t.fail[ch] = step(t, t.fail[node]!, c);
+      const inherited = t.out[t.fail[ch]!]!;
+      if (inherited > t.out[ch]!) t.out[ch] = inherited;
+      work++;
+    }
+    if (work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  t.rowAndOut = new Int32Array(nodes * 2);
+  for (let n = 0; n < nodes; n++) {
+    t.rowAndOut[2 * n] = t.denseRow[n]!;
+    t.rowAndOut[2 * n + 1] = t.out[n]!;
+    if (++work >= PAUSE_GRAIN) {
+      yield work;
+      work = 0;
+    }
+  }
+  return t;
 }
 
 /** A string folded unit by unit, as the automaton compares. */

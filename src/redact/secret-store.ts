@@ -8,7 +8,7 @@
  * learning one costs little.
  */
 
-import { Automaton, replaceSpans, type Span } from './automaton.js';
+import { Automaton, AutomatonBuild, replaceSpans, type Span } from './automaton.js';
 import { echoForms } from './echoes.js';
 
 /**
@@ -72,7 +72,7 @@ class Pool {
   }
 }
 
-/** Values learned since a matcher's automaton was built, kept in a small automaton of their own. */
+/** Values learned since a matcher's automaton was built, kept in small automata of at most this many each. */
 const RECENT_MAX = 32;
 /**
  * A rebuild of the main automaton costs about as much as scanning this many units of text with the small
@@ -80,36 +80,66 @@ const RECENT_MAX = 32;
  * secrets, ~5 ns per text unit for the small automaton's pass).
  */
 const FOLD_SCAN_PER_PATTERN_UNIT = 20;
+/**
+ * Work units (automaton.ts: a pattern unit, a node, a dense entry) of one step of a fold's build: ~1 ms
+ * (15-20 ns per unit measured with 1,000 random secrets: ~770 K units, so ~12 steps), and a store of a
+ * few dozen secrets folds within its first step, as before. Counted in work, not time, so it is the same
+ * on every machine and under any load.
+ */
+const FOLD_STEP_WORK = 64 * 1024;
+/** Chunks of pending values beyond which a fold still running is finished at once (a flood between turns). */
+const MAX_PENDING_CHUNKS = 8;
+
+/** Values learned since the main automaton's build started, at most RECENT_MAX, and their automaton. */
+interface PendingChunk {
+  forms: string[];
+  values: number;
+  automaton: Automaton | undefined;
+}
 
 /**
- * The secrets of some pools as one automaton, plus a small one for values learned since it was built: a
- * new secret costs a rebuild of the small one (at most RECENT_MAX values). Every scan pays the small one's
- * pass while it holds values, so they are folded into the big one (a full rebuild) once that second pass
- * has cost about one rebuild: when the text scanned with values pending (this scan's included) reaches
- * {@link foldAfter} units, or when RECENT_MAX accumulate. Learning costs little and scanning stays one pass
- * within a constant factor of the cheapest schedule, whatever the secrets look like or how they arrive.
+ * The secrets of some pools as one automaton, plus small ones for values learned since it was built: a
+ * new secret costs a rebuild of one small one (at most RECENT_MAX values). Every scan pays the small ones'
+ * passes while they hold values, so they are folded into the big one once that second pass has cost about
+ * one rebuild: when the text scanned with values pending (this scan's included) reaches {@link foldAfter}
+ * units, or when more than RECENT_MAX accumulate. A fold builds a new main automaton from every pool's
+ * values in steps of FOLD_STEP_WORK (the first at once, the rest on later turns of the event loop, or one
+ * per learned value when no turn comes), so no step stalls the process; until it is swapped in, scans use
+ * the old main automaton and every pending chunk, and values learned meanwhile go to new chunks, which stay
+ * pending after the swap.
  */
 class Matcher {
   private main: Automaton | undefined;
   /** Units of pattern text the main automaton was built from: what a rebuild costs. */
   private mainUnits = 0;
-  private recent: Automaton | undefined;
-  private recentForms: string[] = [];
-  private recentValues = 0;
-  /** Units of text scanned while values were pending (the small automaton's passes) since the last fold. */
+  /** Pending values, oldest first; the first `folding.chunks` of them are in the build under way. */
+  private chunks: PendingChunk[] = [];
+  private folding: { build: AutomatonBuild; units: number; chunks: number } | undefined;
+  /** The next turn's step of the fold (unref'd: a fold never keeps a process alive). */
+  private nextStep: NodeJS.Immediate | undefined;
+  /** Units of text scanned while values were pending (the small automata's passes) since the last fold. */
   private scannedPending = 0;
 
   constructor(private readonly pools: readonly Pool[]) {}
 
   /** A value with these echo forms joined one of the pools. */
   learned(forms: readonly string[]): void {
-    if (!this.main || this.recentValues >= RECENT_MAX) {
-      this.reset();
-      return;
+    if (!this.main) return; // built from the pools, this value included, on the next scan
+    let last = this.chunks[this.chunks.length - 1];
+    const sealed =
+      !last || last.values >= RECENT_MAX || (this.folding && this.folding.chunks === this.chunks.length);
+    if (sealed) {
+      last = { forms: [], values: 0, automaton: undefined };
+      this.chunks.push(last);
     }
-    this.recentForms.push(...forms);
-    this.recentValues += 1;
-    this.recent = undefined;
+    last!.forms.push(...forms);
+    last!.values += 1;
+    last!.automaton = undefined;
+    if (this.folding) {
+      // Progress without a turn of the event loop (a caller learning in a synchronous loop).
+      if (this.chunks.length > MAX_PENDING_CHUNKS) this.stepFold(Number.POSITIVE_INFINITY);
+      else this.stepFold(FOLD_STEP_WORK);
+    } else if (this.pendingValues() > RECENT_MAX) this.startFold();
   }
 
   /** Units of text the pending values may cost in second passes before they are folded in. */
@@ -117,34 +147,78 @@ class Matcher {
     return this.mainUnits * FOLD_SCAN_PER_PATTERN_UNIT;
   }
 
-  /** Values pending in the small automaton, and the text left to scan before they are folded in. */
+  private pendingValues(): number {
+    let n = 0;
+    for (const c of this.chunks) n += c.values;
+    return n;
+  }
+
+  /** Values pending in the small automata, and the text left to scan before a fold starts. */
   state(): { values: number; scanLeft: number } {
-    if (this.recentValues === 0) return { values: 0, scanLeft: 0 };
-    return { values: this.recentValues, scanLeft: Math.max(0, this.foldAfter - this.scannedPending) };
+    const values = this.pendingValues();
+    if (values === 0 || this.folding) return { values, scanLeft: 0 };
+    return { values, scanLeft: Math.max(0, this.foldAfter - this.scannedPending) };
+  }
+
+  /** True while a fold's build is under way. */
+  get isFolding(): boolean {
+    return this.folding !== undefined;
   }
 
   /** Every span of `text` some secret covers (sorted, merged). */
   find(text: string): Span[] {
-    if (this.recentValues > 0 && this.scannedPending + text.length >= this.foldAfter) this.reset();
+    if (!this.folding && this.chunks.length > 0 && this.scannedPending + text.length >= this.foldAfter)
+      this.startFold();
     if (!this.main) {
       const forms = allForms(this.pools);
       this.main = new Automaton(forms);
-      this.mainUnits = 0;
-      for (const f of forms) this.mainUnits += f.length;
+      this.mainUnits = units(forms);
     }
-    const spans = this.main.find(text);
-    if (this.recentValues === 0) return spans;
+    let spans = this.main.find(text);
+    if (this.chunks.length === 0) return spans;
     this.scannedPending += text.length;
-    this.recent ??= new Automaton(this.recentForms);
-    const more = this.recent.find(text);
-    return more.length === 0 ? spans : mergeSpans(spans, more);
+    for (const chunk of this.chunks) {
+      chunk.automaton ??= new Automaton(chunk.forms);
+      const more = chunk.automaton.find(text);
+      if (more.length > 0) spans = spans.length === 0 ? more : mergeSpans(spans, more);
+    }
+    return spans;
   }
 
-  private reset(): void {
-    this.main = undefined;
-    this.recent = undefined;
-    this.recentForms = [];
-    this.recentValues = 0;
+  /** Stop a fold under way (the pending chunks keep every value covered). */
+  dispose(): void {
+    if (this.nextStep) clearImmediate(this.nextStep);
+    this.nextStep = undefined;
+    this.folding = undefined;
+  }
+
+  /** Build a new main automaton from every pool's values, every pending value included. */
+  private startFold(): void {
+    const forms = allForms(this.pools);
+    this.folding = { build: new AutomatonBuild(forms), units: units(forms), chunks: this.chunks.length };
+    this.stepFold(FOLD_STEP_WORK);
+  }
+
+  /** One step of the fold; swap the new automaton in when it is complete, else schedule the next step. */
+  private stepFold(work: number): void {
+    const folding = this.folding;
+    if (!folding) return;
+    if (!folding.build.advance(work)) {
+      if (!this.nextStep) {
+        this.nextStep = setImmediate(() => {
+          this.nextStep = undefined;
+          this.stepFold(FOLD_STEP_WORK);
+        });
+        this.nextStep.unref();
+      }
+      return;
+    }
+    if (this.nextStep) clearImmediate(this.nextStep);
+    this.nextStep = undefined;
+    this.folding = undefined;
+    this.main = new Automaton(folding.build);
+    this.mainUnits = folding.units;
+    this.chunks.splice(0, folding.chunks);
     this.scannedPending = 0;
   }
 }
@@ -211,6 +285,17 @@ export class SecretStore {
     return { trusted: this.trusted.state(), output: this.untrusted.state() };
   }
 
+  /** Per automaton, whether a fold's build is under way (its pending values still scanned on their own). */
+  folding(): Record<'trusted' | 'output', boolean> {
+    return { trusted: this.trusted.isFolding, output: this.untrusted.isFolding };
+  }
+
+  /** Cancel folds under way (their values stay pending and are still found); the store stays usable. */
+  dispose(): void {
+    this.trusted.dispose();
+    this.untrusted.dispose();
+  }
+
   /** How many secrets each source holds. */
   sizes(): Record<SecretSource, number> {
     return {
@@ -253,6 +338,13 @@ function allForms(pools: readonly Pool[]): string[] {
   const forms: string[] = [];
   for (const p of pools) for (const f of p.forms.values()) for (const form of f) forms.push(form);
   return forms;
+}
+
+/** Units of pattern text in `forms`. */
+function units(forms: readonly string[]): number {
+  let n = 0;
+  for (const f of forms) n += f.length;
+  return n;
 }
 
 /** Two sorted span lists as one, overlapping spans merged. */
