@@ -9,8 +9,9 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { Automaton } from '../../src/redact/automaton.js';
-import { createRedactor } from '../../src/redact/index.js';
+import { createRedactor, type Redactor } from '../../src/redact/index.js';
 import { SecretStore } from '../../src/redact/secret-store.js';
+import { mcecStringify } from '../contract/fixtures.js';
 import { logTexts } from '../reliability/helpers.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
@@ -158,6 +159,118 @@ describe('the fold rule: recent secrets join the main automaton once their secon
     const left = store.pending().output.scanLeft;
     store.scrub('Output-Secret-2x', '#', true);
     expect(store.pending().output.scanLeft).toBe(left);
+  });
+});
+
+/** Ref'd immediates (an unref'd one never keeps the process alive and is not listed). */
+const refImmediates = () => process.getActiveResourcesInfo().filter((r) => r === 'Immediate').length;
+/** Turns of the event loop until `done` (at most 10,000: a fold of 1,000 secrets takes about a dozen). */
+async function turnsUntil(done: () => boolean): Promise<number> {
+  let turns = 0;
+  while (!done() && turns < 10_000) {
+    await new Promise((resolve) => setImmediate(resolve));
+    turns++;
+  }
+  return turns;
+}
+/** The redactor's store, read to see where its fold stands (the Redactor interface does not expose it). */
+const storeOf = (r: Redactor) => (r as unknown as { store: SecretStore }).store;
+
+describe('a fold of 1,000 secrets runs in steps; every value stays covered until the swap', () => {
+  const random = () => randomBytes(15).toString('base64url');
+
+  it('values pending before and during the fold are found by the old automaton plus the pending ones', async () => {
+    const store = new SecretStore();
+    const configured = Array.from({ length: 1000 }, random);
+    for (const s of configured) store.add(s, 'config');
+    expect(store.scrub('warm', '#')).toBe('warm');
+    const before = Array.from({ length: 33 }, random);
+    for (const s of before) store.add(s, 'args');
+    // The 33rd value started a fold; 1,000 secrets take about a dozen steps, the first done at once.
+    expect(store.folding().trusted).toBe(true);
+    expect(store.pending().trusted.values).toBe(33);
+    expect(refImmediates()).toBe(0);
+    const during = random();
+    store.add(during, 'args');
+    expect(store.folding().trusted).toBe(true);
+    const text = [configured[0], configured[999], before[0], before[32], during.toUpperCase()].join(' | ');
+    expect(store.scrub(text, '#')).toBe('# | # | # | # | #');
+    // The next turns finish it: the 33 are in the main automaton now, the one learned during it still pending.
+    await turnsUntil(() => !store.folding().trusted);
+    expect(store.folding().trusted).toBe(false);
+    expect(store.pending().trusted.values).toBe(1);
+    expect(store.scrub(text, '#')).toBe('# | # | # | # | #');
+    expect(store.scrub(encodeURIComponent(`${before[5]}/${during}`), '#')).toBe('#%2F#');
+  });
+
+  it('through the redactor: an envelope, scrubText, and JSON-escaped text, during the fold and after it', async () => {
+    const configured = Array.from({ length: 1000 }, random);
+    const r = createRedactor({ secrets: configured });
+    expect(r.scrubText('warm')).toBe('warm');
+    // Secrets with characters JSON escapes (MCEC writes + as \u002B, " as \").
+    const taught = Array.from({ length: 33 }, () => `Pw+"${random()}"`);
+    for (const pw of taught) r.redactArgs('login', { password: pw });
+    expect(storeOf(r).folding().trusted).toBe(true);
+    const during = `Pw+"${random()}"`;
+    r.redactArgs('login', { password: during });
+    expect(storeOf(r).folding().trusted).toBe(true);
+    const check = () => {
+      const env = { ok: false, error: { detail: `rejected ${taught[0]} and ${taught[32]}, then ${during}` } };
+      for (const out of [
+        JSON.stringify(r.redact(env)),
+        r.scrubText(env.error.detail),
+        r.scrubText(mcecStringify(env)),
+        r.scrubText(JSON.stringify(JSON.stringify(env))),
+        r.scrubText(`key ${configured[500]}`),
+      ]) {
+        for (const pw of [taught[0]!, taught[32]!, during, configured[500]!]) {
+          const core = pw.replace(/^Pw\+"|"$/g, '');
+          expect(out).not.toContain(core);
+        }
+      }
+    };
+    check();
+    expect(storeOf(r).folding().trusted).toBe(true);
+    await turnsUntil(() => !storeOf(r).folding().trusted);
+    expect(storeOf(r).folding().trusted).toBe(false);
+    expect(storeOf(r).pending().trusted.values).toBe(1);
+    check();
+  });
+
+  it('a fold never keeps the process alive, and dispose cancels it without dropping a value', () => {
+    const store = new SecretStore();
+    for (let i = 0; i < 1000; i++) store.add(random(), 'config');
+    store.scrub('warm', '#');
+    const taught = Array.from({ length: 33 }, random);
+    for (const s of taught) store.add(s, 'args');
+    expect(store.folding().trusted).toBe(true);
+    expect(refImmediates()).toBe(0); // its next step is scheduled unref'd
+    store.dispose();
+    expect(store.folding().trusted).toBe(false);
+    expect(refImmediates()).toBe(0);
+    expect(store.pending().trusted.values).toBe(33);
+    expect(store.scrub(`${taught[0]} ${taught[32]}`, '#')).toBe('# #');
+  });
+
+  it('learned in a loop with no turn of the event loop, each value advances the fold one step', () => {
+    const store = new SecretStore();
+    for (let i = 0; i < 1000; i++) store.add(random(), 'config');
+    store.scrub('warm', '#');
+    const taught: string[] = [];
+    let folds = 0;
+    let wasFolding = false;
+    for (let i = 0; i < 200; i++) {
+      const s = random();
+      taught.push(s);
+      store.add(s, 'args');
+      const folding = store.folding().trusted;
+      if (wasFolding && !folding) folds++;
+      wasFolding = folding;
+      expect(store.scrub(`a ${s} b ${taught[0]}`, '#')).toBe('a # b #');
+    }
+    // Folds completed without a single turn, and fewer than 33 + a fold's steps values ever wait.
+    expect(folds).toBeGreaterThan(0);
+    expect(store.pending().trusted.values).toBeLessThan(33 + 64);
   });
 });
 
