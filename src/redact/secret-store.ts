@@ -117,6 +117,8 @@ class Matcher {
   private folding: { build: AutomatonBuild; units: number; chunks: number } | undefined;
   /** The next turn's step of the fold (unref'd: a fold never keeps a process alive). */
   private nextStep: NodeJS.Immediate | undefined;
+  /** A scheduled step ran since the last learned value (then the next one leaves the fold to the turns). */
+  private turnedSinceLearn = false;
   /** Units of text scanned while values were pending (the small automata's passes) since the last fold. */
   private scannedPending = 0;
 
@@ -135,10 +137,13 @@ class Matcher {
     last!.forms.push(...forms);
     last!.values += 1;
     last!.automaton = undefined;
+    const turned = this.turnedSinceLearn;
+    this.turnedSinceLearn = false;
     if (this.folding) {
-      // Progress without a turn of the event loop (a caller learning in a synchronous loop).
+      // Progress without a turn of the event loop (a caller learning in a synchronous loop); when turns
+      // come, the fold's steps run in them, not in the caller's call.
       if (this.chunks.length > MAX_PENDING_CHUNKS) this.stepFold(Number.POSITIVE_INFINITY);
-      else this.stepFold(FOLD_STEP_WORK);
+      else if (!turned) this.stepFold(FOLD_STEP_WORK);
     } else if (this.pendingValues() > RECENT_MAX) this.startFold();
   }
 
@@ -207,6 +212,7 @@ class Matcher {
       if (!this.nextStep) {
         this.nextStep = setImmediate(() => {
           this.nextStep = undefined;
+          this.turnedSinceLearn = true;
           this.stepFold(FOLD_STEP_WORK);
         });
         this.nextStep.unref();
