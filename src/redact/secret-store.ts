@@ -119,7 +119,7 @@ class Matcher {
   private nextStep: NodeJS.Immediate | undefined;
   /** A scheduled step ran since the last learned value (then the next one leaves the fold to the turns). */
   private turnedSinceLearn = false;
-  /** Units of text scanned while values were pending (the small automata's passes) since the last fold. */
+  /** Units of text scanned while values were pending (the small automata's passes) since a fold began or ended. */
   private scannedPending = 0;
 
   constructor(private readonly pools: readonly Pool[]) {}
@@ -158,10 +158,13 @@ class Matcher {
     return n;
   }
 
-  /** Values pending in the small automata, and the text left to scan before a fold starts. */
+  /**
+   * Values pending in the small automata, and the text left to scan before a fold starts (or, while one
+   * is under way, before it is finished at once).
+   */
   state(): { values: number; scanLeft: number } {
     const values = this.pendingValues();
-    if (values === 0 || this.folding) return { values, scanLeft: 0 };
+    if (values === 0) return { values, scanLeft: 0 };
     return { values, scanLeft: Math.max(0, this.foldAfter - this.scannedPending) };
   }
 
@@ -172,8 +175,12 @@ class Matcher {
 
   /** Every span of `text` some secret covers (sorted, merged). */
   find(text: string): Span[] {
-    if (!this.folding && this.chunks.length > 0 && this.scannedPending + text.length >= this.foldAfter)
-      this.startFold();
+    if (this.chunks.length > 0 && this.scannedPending + text.length >= this.foldAfter) {
+      // Enough scanning with values pending to pay for a rebuild: start a fold, or, when one started that
+      // long ago and no turn of the event loop has finished it (a synchronous caller), finish it now.
+      if (this.folding) this.stepFold(Number.POSITIVE_INFINITY);
+      else this.startFold();
+    }
     if (!this.main) {
       const forms = allForms(this.pools);
       this.main = new Automaton(forms);
@@ -201,6 +208,7 @@ class Matcher {
   private startFold(): void {
     const forms = allForms(this.pools);
     this.folding = { build: new AutomatonBuild(forms), units: units(forms), chunks: this.chunks.length };
+    this.scannedPending = 0;
     this.stepFold(FOLD_STEP_WORK);
   }
 

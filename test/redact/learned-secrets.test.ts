@@ -252,6 +252,20 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
     expect(store.scrub(`${taught[0]} ${taught[32]}`, '#')).toBe('# #');
   });
 
+  it("with no turn of the event loop, another rebuild's worth of scanning finishes the fold at once", () => {
+    const store = new SecretStore();
+    for (let i = 0; i < 1000; i++) store.add(random(), 'config');
+    store.scrub('warm', '#');
+    const taught = Array.from({ length: 33 }, random);
+    for (const s of taught) store.add(s, 'args');
+    expect(store.folding().trusted).toBe(true);
+    const left = store.pending().trusted.scanLeft;
+    expect(left).toBeGreaterThan(0);
+    expect(store.scrub(`${'x'.repeat(left)} ${taught[7]}`, '#')).toBe(`${'x'.repeat(left)} #`);
+    expect(store.folding().trusted).toBe(false);
+    expect(store.pending().trusted).toEqual({ values: 0, scanLeft: 0 });
+  });
+
   it('learned in a loop with no turn of the event loop, each value advances the fold one step', () => {
     const store = new SecretStore();
     for (let i = 0; i < 1000; i++) store.add(random(), 'config');
