@@ -3,9 +3,9 @@
  * a secret learned from another: a flood of `token=...` in server output forgets only older values seen in
  * server output. All forms of all secrets (see echoes.ts) go into two Aho-Corasick automata, one for the
  * trusted sources (arguments, configuration) and one for server output; values learned since one was
- * built go into a small automaton of their own, folded into the big one once their second pass has cost
- * about one rebuild (or 32 accumulate), so a scan costs about the same with 1 or 1,000 secrets, and
- * learning one costs little.
+ * built go into small automata of their own, folded into the big one once their second pass has cost
+ * about one rebuild (or 32 accumulate), the rebuild done in ~1 ms steps across turns of the event loop,
+ * so a scan costs about the same with 1 or 1,000 secrets, and learning one costs little and never stalls.
  */
 
 import { Automaton, AutomatonBuild, replaceSpans, type Span } from './automaton.js';
@@ -104,7 +104,8 @@ interface PendingChunk {
  * one rebuild: when the text scanned with values pending (this scan's included) reaches {@link foldAfter}
  * units, or when more than RECENT_MAX accumulate. A fold builds a new main automaton from every pool's
  * values in steps of FOLD_STEP_WORK (the first at once, the rest on later turns of the event loop, or one
- * per learned value when no turn comes), so no step stalls the process; until it is swapped in, scans use
+ * per learned value when no turn comes; at once only when no turn came while another rebuild's worth of
+ * text was scanned), so no step stalls the process; until it is swapped in, scans use
  * the old main automaton and every pending chunk, and values learned meanwhile go to new chunks, which stay
  * pending after the swap.
  */
