@@ -56,7 +56,7 @@ interface Tables {
 }
 
 /** Units of work (pattern units, nodes, dense entries) between two points where a build may pause. */
-const PAUSE_GRAIN = 1024;
+const PAUSE_GRAIN = 4096;
 
 /**
  * An automaton being built, resumable: `advance(work)` does about that many units of work (a pattern unit
@@ -158,28 +158,52 @@ function step(t: Tables, state: number, c: number): number {
   }
 }
 
+/** What a build keeps between its pauses, besides the tables. */
+interface BuildState {
+  patterns: string[];
+  seen: Set<string>;
+  list: string[];
+  depth: Int32Array;
+  /** The root's children by unit while the trie is built (never walked whole: 64 Ki walks cost more than a small automaton's patterns). */
+  rootChild: Int32Array;
+  rootChildren: number[];
+  nodes: number;
+  /** Nodes in breadth-first order, `tail` of them so far. */
+  order: Int32Array;
+  tail: number;
+  units: number[];
+  rows: number;
+  /** Where the current stage's loop stands. */
+  at: number;
+}
+
 /**
- * The build, in stages that pause (yield the work done since the last pause) about every PAUSE_GRAIN
- * units: fold and deduplicate, insert into the trie, order breadth-first, the alphabet, the dense rows,
- * failure links and rows, the interleaved row/out table.
+ * The build, in stages that pause (yield the work done) about every PAUSE_GRAIN units: fold and
+ * deduplicate, insert into the trie, order breadth-first, the alphabet, the dense rows, failure links and
+ * rows, the interleaved row/out table. Each stage's loop is a plain function over a range (hot loops stay
+ * out of the generator, which V8 optimizes less well).
  */
 function* buildStages(patterns: string[]): Generator<number, Tables> {
-  let work = 0;
-  const seen = new Set<string>();
-  for (const p of patterns) {
-    if (p.length === 0) continue;
-    seen.add(foldString(p));
-    work += p.length;
-    if (work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
-    }
-  }
-  const list = [...seen];
+  const b: BuildState = {
+    patterns,
+    seen: new Set<string>(),
+    list: [],
+    depth: new Int32Array(0),
+    rootChild: new Int32Array(0),
+    rootChildren: [],
+    nodes: 1,
+    order: new Int32Array(0),
+    tail: 0,
+    units: [0],
+    rows: 1,
+    at: 0,
+  };
+  while (b.at < patterns.length) yield foldPatterns(b);
+  b.list = [...b.seen];
   let total = 1;
-  for (const p of list) total += p.length;
+  for (const p of b.list) total += p.length;
   const t: Tables = {
-    size: list.length,
+    size: b.list.length,
     child: new Int32Array(total).fill(-1),
     sibling: new Int32Array(total).fill(-1),
     label: new Uint16Array(total),
@@ -190,24 +214,62 @@ function* buildStages(patterns: string[]): Generator<number, Tables> {
     dense: new Int32Array(0),
     rowAndOut: new Int32Array(0),
   };
-  const depth = new Int32Array(total);
-  // The root's children by unit while the trie is built; the 64 Ki table is never walked whole (a small
-  // automaton is rebuilt on every learned secret, and walks of 64 Ki cost more than its patterns).
-  const rootChild = new Int32Array(65536);
-  const rootChildren: number[] = [];
-  let nodes = 1;
-  for (const p of list) {
+  b.depth = new Int32Array(total);
+  b.rootChild = new Int32Array(65536);
+  b.at = 0;
+  while (b.at < b.list.length) yield insertPatterns(t, b);
+  // Breadth-first order: rows go to the shallowest nodes first, and each node's failure link (shallower)
+  // is complete before the node is.
+  b.order = new Int32Array(b.nodes);
+  for (const n of b.rootChildren) b.order[b.tail++] = n;
+  b.at = 0;
+  while (b.at < b.tail) yield orderNodes(t, b);
+  // The alphabet, and which nodes get a dense row (the root always: row 0).
+  b.at = 1;
+  while (b.at < b.nodes) yield collectAlphabet(t, b);
+  t.denseRow = new Int32Array(b.nodes).fill(-1);
+  t.denseRow[0] = 0;
+  b.at = 0;
+  const maxRows = Math.max(1, Math.floor(MAX_DENSE_ENTRIES / b.units.length));
+  while (b.at < b.tail && b.rows < maxRows) yield chooseRows(t, b, maxRows);
+  t.dense = new Int32Array(b.rows * b.units.length);
+  for (const n of b.rootChildren) t.dense[t.alpha[t.label[n]!]!] = n; // misses stay 0: the root
+  b.at = 0;
+  while (b.at < b.tail) yield linkNodes(t, b);
+  t.rowAndOut = new Int32Array(b.nodes * 2);
+  for (let n = 0; n < b.nodes; n++) {
+    t.rowAndOut[2 * n] = t.denseRow[n]!;
+    t.rowAndOut[2 * n + 1] = t.out[n]!;
+  }
+  return t;
+}
+
+function foldPatterns(b: BuildState): number {
+  let work = 0;
+  while (b.at < b.patterns.length && work < PAUSE_GRAIN) {
+    const p = b.patterns[b.at++]!;
+    if (p.length > 0) b.seen.add(foldString(p));
+    work += p.length + 1;
+  }
+  return work;
+}
+
+function insertPatterns(t: Tables, b: BuildState): number {
+  let work = 0;
+  const { rootChild, depth } = b;
+  while (b.at < b.list.length && work < PAUSE_GRAIN) {
+    const p = b.list[b.at++]!;
     let node = 0;
     for (let i = 0; i < p.length; i++) {
       const c = p.charCodeAt(i);
       let next = node === 0 ? rootChild[c]! || -1 : findChild(t, node, c);
       if (next === -1) {
-        next = nodes++;
+        next = b.nodes++;
         t.label[next] = c;
         depth[next] = depth[node]! + 1;
         if (node === 0) {
           rootChild[c] = next;
-          rootChildren.push(next);
+          b.rootChildren.push(next);
         } else {
           t.sibling[next] = t.child[node]!;
           t.child[node] = next;
@@ -216,65 +278,69 @@ function* buildStages(patterns: string[]): Generator<number, Tables> {
       node = next;
     }
     t.out[node] = p.length;
-    work += p.length;
-    if (work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
-    }
+    // Counted twice: an insertion walks sibling lists, about twice a folded or linked unit's cost.
+    work += 2 * p.length;
   }
-  // Breadth-first order: rows go to the shallowest nodes first, and each node's failure link (shallower)
-  // is complete before the node is.
-  const order = new Int32Array(nodes);
-  let tail = 0;
-  for (const n of rootChildren) order[tail++] = n;
-  for (let head = 0; head < tail; head++) {
-    for (let ch = t.child[order[head]!]!; ch !== -1; ch = t.sibling[ch]!) order[tail++] = ch;
-    if (++work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
-    }
-  }
-  // The alphabet, and which nodes get a dense row (the root always: row 0).
+  return work;
+}
+
+function orderNodes(t: Tables, b: BuildState): number {
+  const { order } = b;
+  const end = b.at + PAUSE_GRAIN;
+  let head = b.at;
+  // `tail` grows as children are queued: the loop reads it afresh.
+  for (; head < b.tail && head < end; head++)
+    for (let ch = t.child[order[head]!]!; ch !== -1; ch = t.sibling[ch]!) order[b.tail++] = ch;
+  const work = head - b.at;
+  b.at = head;
+  return work;
+}
+
+function collectAlphabet(t: Tables, b: BuildState): number {
   const { alpha } = t;
-  const units: number[] = [0];
-  for (let n = 1; n < nodes; n++) {
+  const end = Math.min(b.at + PAUSE_GRAIN, b.nodes);
+  for (let n = b.at; n < end; n++) {
     const c = t.label[n]!;
     if (alpha[c] === 0) {
-      alpha[c] = units.length;
-      units.push(c);
-    }
-    if (++work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
+      alpha[c] = b.units.length;
+      b.units.push(c);
     }
   }
-  const alphaSize = units.length;
-  t.denseRow = new Int32Array(nodes).fill(-1);
-  t.denseRow[0] = 0;
-  let rows = 1;
-  const maxRows = Math.max(1, Math.floor(MAX_DENSE_ENTRIES / alphaSize));
-  for (let k = 0; k < tail && rows < maxRows; k++) {
-    const n = order[k]!;
+  const work = end - b.at;
+  b.at = end;
+  return work;
+}
+
+function chooseRows(t: Tables, b: BuildState, maxRows: number): number {
+  const alphaSize = b.units.length;
+  const end = Math.min(b.at + PAUSE_GRAIN, b.tail);
+  let k = b.at;
+  for (; k < end && b.rows < maxRows; k++) {
+    const n = b.order[k]!;
     let count = 0;
     for (let ch = t.child[n]!; ch !== -1 && count < DENSE_CHILDREN; ch = t.sibling[ch]!) count++;
-    if (count >= DENSE_CHILDREN || (count > 0 && depth[n]! <= DENSE_DEPTH))
-      t.denseRow[n] = rows++ * alphaSize;
-    if (++work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
-    }
+    if (count >= DENSE_CHILDREN || (count > 0 && b.depth[n]! <= DENSE_DEPTH))
+      t.denseRow[n] = b.rows++ * alphaSize;
   }
-  t.dense = new Int32Array(rows * alphaSize);
-  for (const n of rootChildren) t.dense[alpha[t.label[n]!]!] = n; // misses stay 0: the root
-  // Failure links and inherited outputs; the root's children fail to the root (0).
-  for (let k = 0; k < tail; k++) {
-    const node = order[k]!;
+  const work = k - b.at;
+  b.at = k;
+  return work;
+}
+
+/** Failure links and inherited outputs, and each dense row's complete transitions; the root's children fail to the root (0). */
+function linkNodes(t: Tables, b: BuildState): number {
+  const { order, units } = b;
+  const alphaSize = units.length;
+  const { alpha, dense } = t;
+  let work = 0;
+  while (b.at < b.tail && work < PAUSE_GRAIN) {
+    const node = order[b.at++]!;
     const row = t.denseRow[node]!;
     if (row !== -1) {
       // Misses first, then the children over them: one walk of the child list, not one per unit.
       const fail = t.fail[node]!;
-      for (let a = 1; a < alphaSize; a++) t.dense[row + a] = step(t, fail, units[a]!);
-      for (let ch = t.child[node]!; ch !== -1; ch = t.sibling[ch]!) t.dense[row + alpha[t.label[ch]!]!] = ch;
+      for (let a = 1; a < alphaSize; a++) dense[row + a] = step(t, fail, units[a]!);
+      for (let ch = t.child[node]!; ch !== -1; ch = t.sibling[ch]!) dense[row + alpha[t.label[ch]!]!] = ch;
       work += alphaSize;
     }
     for (let ch = t.child[node]!; ch !== -1; ch = t.sibling[ch]!) {
@@ -284,21 +350,9 @@ function* buildStages(patterns: string[]): Generator<number, Tables> {
       if (inherited > t.out[ch]!) t.out[ch] = inherited;
       work++;
     }
-    if (work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
-    }
+    work++;
   }
-  t.rowAndOut = new Int32Array(nodes * 2);
-  for (let n = 0; n < nodes; n++) {
-    t.rowAndOut[2 * n] = t.denseRow[n]!;
-    t.rowAndOut[2 * n + 1] = t.out[n]!;
-    if (++work >= PAUSE_GRAIN) {
-      yield work;
-      work = 0;
-    }
-  }
-  return t;
+  return work;
 }
 
 /** A string folded unit by unit, as the automaton compares. */
