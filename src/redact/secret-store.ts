@@ -103,11 +103,12 @@ interface PendingChunk {
  * passes while they hold values, so they are folded into the big one once that second pass has cost about
  * one rebuild: when the text scanned with values pending (this scan's included) reaches {@link foldAfter}
  * units, or when more than RECENT_MAX accumulate. A fold builds a new main automaton from every pool's
- * values in steps of FOLD_STEP_WORK (the first at once, the rest on later turns of the event loop, or one
- * per learned value when no turn comes; at once only when no turn came while another rebuild's worth of
- * text was scanned), so no step stalls the process; until it is swapped in, scans use
- * the old main automaton and every pending chunk, and values learned meanwhile go to new chunks, which stay
- * pending after the swap.
+ * values in steps of FOLD_STEP_WORK (the first on the scan that finds the fold due, the rest on later
+ * turns of the event loop, or, when no turn comes, one per learned value on the next scan; at once only
+ * when no turn came while another rebuild's worth of text was scanned, or when a flood learned at once
+ * left more than MAX_PENDING_CHUNKS chunks: one rebuild, as before), so no step stalls the process; until
+ * it is swapped in, scans use the old main automaton and every pending chunk, and values learned meanwhile
+ * go to new chunks, which stay pending after the swap.
  */
 class Matcher {
   private main: Automaton | undefined;
@@ -120,6 +121,8 @@ class Matcher {
   private nextStep: NodeJS.Immediate | undefined;
   /** A scheduled step ran since the last learned value (then the next one leaves the fold to the turns). */
   private turnedSinceLearn = false;
+  /** A value was learned while folding with no turn since the last: the next scan does a step. */
+  private stepOwed = false;
   /** Units of text scanned while values were pending (the small automata's passes) since a fold began or ended. */
   private scannedPending = 0;
 
@@ -138,14 +141,10 @@ class Matcher {
     last!.forms.push(...forms);
     last!.values += 1;
     last!.automaton = undefined;
-    const turned = this.turnedSinceLearn;
+    // Learning only records: the fold's work is done by the next scan (once per learned value, when no
+    // turn of the event loop ran a step since) or by the turns, so a flood learned at once costs one rebuild.
+    if (this.folding && !this.turnedSinceLearn) this.stepOwed = true;
     this.turnedSinceLearn = false;
-    if (this.folding) {
-      // Progress without a turn of the event loop (a caller learning in a synchronous loop); when turns
-      // come, the fold's steps run in them, not in the caller's call.
-      if (this.chunks.length > MAX_PENDING_CHUNKS) this.stepFold(Number.POSITIVE_INFINITY);
-      else if (!turned) this.stepFold(FOLD_STEP_WORK);
-    } else if (this.pendingValues() > RECENT_MAX) this.startFold();
   }
 
   /** Units of text the pending values may cost in second passes before they are folded in. */
@@ -176,11 +175,21 @@ class Matcher {
 
   /** Every span of `text` some secret covers (sorted, merged). */
   find(text: string): Span[] {
-    if (this.chunks.length > 0 && this.scannedPending + text.length >= this.foldAfter) {
+    // A flood of values learned at once: one rebuild now, as a new main automaton would cost anyway.
+    while (this.chunks.length > MAX_PENDING_CHUNKS) {
+      if (!this.folding) this.startFold(0);
+      this.stepFold(Number.POSITIVE_INFINITY);
+    }
+    if (this.stepOwed) {
+      this.stepOwed = false;
+      this.stepFold(FOLD_STEP_WORK);
+    }
+    if (!this.folding && this.pendingValues() > RECENT_MAX) this.startFold(FOLD_STEP_WORK);
+    else if (this.chunks.length > 0 && this.scannedPending + text.length >= this.foldAfter) {
       // Enough scanning with values pending to pay for a rebuild: start a fold, or, when one started that
       // long ago and no turn of the event loop has finished it (a synchronous caller), finish it now.
       if (this.folding) this.stepFold(Number.POSITIVE_INFINITY);
-      else this.startFold();
+      else this.startFold(FOLD_STEP_WORK);
     }
     if (!this.main) {
       const forms = allForms(this.pools);
@@ -203,14 +212,15 @@ class Matcher {
     if (this.nextStep) clearImmediate(this.nextStep);
     this.nextStep = undefined;
     this.folding = undefined;
+    this.stepOwed = false;
   }
 
   /** Build a new main automaton from every pool's values, every pending value included. */
-  private startFold(): void {
+  private startFold(firstStep: number): void {
     const forms = allForms(this.pools);
     this.folding = { build: new AutomatonBuild(forms), units: units(forms), chunks: this.chunks.length };
     this.scannedPending = 0;
-    this.stepFold(FOLD_STEP_WORK);
+    if (firstStep > 0) this.stepFold(firstStep);
   }
 
   /** One step of the fold; swap the new automaton in when it is complete, else schedule the next step. */

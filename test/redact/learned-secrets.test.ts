@@ -186,7 +186,9 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
     expect(store.scrub('warm', '#')).toBe('warm');
     const before = Array.from({ length: 33 }, random);
     for (const s of before) store.add(s, 'args');
-    // The 33rd value started a fold; 1,000 secrets take about a dozen steps, the first done at once.
+    // Past 32 values the next scan starts a fold; 1,000 secrets take about a dozen steps, the first done at once.
+    expect(store.folding().trusted).toBe(false);
+    expect(store.scrub(`go ${before[32]}`, '#')).toBe('go #');
     expect(store.folding().trusted).toBe(true);
     expect(store.pending().trusted.values).toBe(33);
     expect(refImmediates()).toBe(0);
@@ -210,6 +212,7 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
     // Secrets with characters JSON escapes (MCEC writes + as \u002B, " as \").
     const taught = Array.from({ length: 33 }, () => `Pw+"${random()}"`);
     for (const pw of taught) r.redactArgs('login', { password: pw });
+    expect(r.scrubText('going')).toBe('going');
     expect(storeOf(r).folding().trusted).toBe(true);
     const during = `Pw+"${random()}"`;
     r.redactArgs('login', { password: during });
@@ -243,6 +246,7 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
     store.scrub('warm', '#');
     const taught = Array.from({ length: 33 }, random);
     for (const s of taught) store.add(s, 'args');
+    store.scrub('going', '#');
     expect(store.folding().trusted).toBe(true);
     expect(refImmediates()).toBe(0); // its next step is scheduled unref'd
     store.dispose();
@@ -258,10 +262,25 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
     store.scrub('warm', '#');
     const taught = Array.from({ length: 33 }, random);
     for (const s of taught) store.add(s, 'args');
+    store.scrub('going', '#');
     expect(store.folding().trusted).toBe(true);
     const left = store.pending().trusted.scanLeft;
     expect(left).toBeGreaterThan(0);
     expect(store.scrub(`${'x'.repeat(left)} ${taught[7]}`, '#')).toBe(`${'x'.repeat(left)} #`);
+    expect(store.folding().trusted).toBe(false);
+    expect(store.pending().trusted).toEqual({ values: 0, scanLeft: 0 });
+  });
+
+  it('a flood learned at once (one envelope teaching 1,000) costs one rebuild, not a fold per 33', () => {
+    const store = new SecretStore();
+    for (let i = 0; i < 1000; i++) store.add(random(), 'config');
+    store.scrub('warm', '#');
+    const flood = Array.from({ length: 1000 }, random);
+    for (const s of flood) store.add(s, 'args');
+    expect(store.folding().trusted).toBe(false);
+    expect(store.pending().trusted.values).toBe(1000);
+    // The next scan folds them all at once (more than 8 chunks of 32 would cost every later scan).
+    expect(store.scrub(`${flood[0]} ${flood[999]}`, '#')).toBe('# #');
     expect(store.folding().trusted).toBe(false);
     expect(store.pending().trusted).toEqual({ values: 0, scanLeft: 0 });
   });
