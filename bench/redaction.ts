@@ -215,7 +215,7 @@ export const figure: Figure = {
         ratio: round(learnMs / c1000, 3),
         holds: null,
         notes: [
-          `${learnRounds} calls; a learned secret goes into a small automaton of recent values, folded into the big one (a rebuild) once the text scanned with it pending cost about one rebuild, or once 32 accumulate (before: a rebuild on every new secret, 4.8 s for 500 calls). The rebuild runs in ~1 ms steps (later turns of the event loop; this loop yields none, so each learned value advances it one step): before, the worst call was a whole rebuild (12-25 ms).`,
+          `${learnRounds} calls; a learned secret goes into a small automaton of recent values, folded into the big one (a rebuild) once the text scanned with it pending cost about one rebuild, or once 32 accumulate (before: a rebuild on every new secret, 4.8 s for 500 calls). The rebuild runs in ~1 ms steps (later turns of the event loop; this loop yields none, so the scan after each learned value runs one step): before, the worst call was a whole rebuild (12-25 ms).`,
         ],
         data: { learnMs: round(learnMs, 4), worstMs: round(learnWorst, 3) },
       },
