@@ -82,7 +82,7 @@ const RECENT_MAX = 32;
 const FOLD_SCAN_PER_PATTERN_UNIT = 20;
 /**
  * Work units (automaton.ts: a pattern unit, a node, a dense entry) of one step of a fold's build: ~1 ms
- * (15-20 ns per unit measured with 1,000 random secrets: ~770 K units, so ~12 steps), and a store of a
+ * (13-17 ns per unit measured with 1,000 random secrets: ~860 Ki units, so ~14 steps), and a store of a
  * few dozen secrets folds within its first step, as before. Counted in work, not time, so it is the same
  * on every machine and under any load.
  */
