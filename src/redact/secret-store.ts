@@ -232,7 +232,13 @@ class Matcher {
         this.nextStep = setImmediate(() => {
           this.nextStep = undefined;
           this.turnedSinceLearn = true;
-          this.stepFold(FOLD_STEP_WORK);
+          try {
+            this.stepFold(FOLD_STEP_WORK);
+          } catch {
+            // Never a throw outside a caller (it would end the agent's process): the pending values stay
+            // covered by their small automata, and the next scan's fold throws where a caller handles it.
+            this.dispose();
+          }
         });
         this.nextStep.unref();
       }
