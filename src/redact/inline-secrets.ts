@@ -11,12 +11,13 @@
  * No regex with large counted repeats or nested quantifiers runs; the assignment scan reads at most 1 MiB.
  */
 import { replaceSpans, type Span } from './automaton.js';
+import { secretKeyHint } from './secret-keys.js';
 
 /** Longer strings are not scanned for assignments (they are payloads, not command lines). */
 const MAX_SCAN = 1024 * 1024;
 /** A quoted value is read this far at most; an unclosed one (a cut excerpt) is redacted to here. */
 const MAX_VALUE = 4096;
-const QUICK = /pass|pwd|secret|token|key|auth|cred|cookie|bearer|jwt|otp|csrf|xsrf|sess|cvv|cvc|card|conn/i;
+const DEFAULT_HINT = secretKeyHint();
 /** A key: a word of up to 64 chars, optionally after `-`, `--` or `/`. */
 const IDENT = /(?<![A-Za-z0-9_])(--?|\/)?([A-Za-z][A-Za-z0-9_.-]{0,63})/g;
 const SCHEME = /^(?:bearer|basic|token|digest)[ \t]+/i;
@@ -24,6 +25,11 @@ const SCHEME = /^(?:bearer|basic|token|digest)[ \t]+/i;
 export interface InlineOptions {
   /** Which keys hold secrets. */
   isSecretKey: (key: string) => boolean;
+  /**
+   * False when the text cannot assign any key `isSecretKey` accepts (a cheap test that skips the scan);
+   * by default the default keys' hint, which misses keys a user added (`secretKeyHint(keys)` has them).
+   */
+  mayAssignKey?: (text: string) => boolean;
   /** Values an assignment must not redact (tool names, error codes, categories). */
   isProtected?: (value: string) => boolean;
   /** Called with each value found (for remembering). */
@@ -123,7 +129,7 @@ function unescapeJson(v: string): string {
 
 /** The assignments' value ranges to redact. */
 function assignments(text: string, replacement: string, options: InlineOptions, edits: Edit[]): void {
-  if (text.length > MAX_SCAN || !QUICK.test(text)) return;
+  if (text.length > MAX_SCAN || !(options.mayAssignKey ?? DEFAULT_HINT)(text)) return;
   IDENT.lastIndex = 0;
   for (let m = IDENT.exec(text); m !== null; m = IDENT.exec(text)) {
     const flag = m[1];

@@ -3,7 +3,7 @@ import { ERROR_CATEGORIES } from '../contract/types.js';
 import { jsonForms } from './echoes.js';
 import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
 import { scrubInlineSecrets } from './inline-secrets.js';
-import { secretKeyMatcher } from './secret-keys.js';
+import { secretKeyHint, secretKeyMatcher } from './secret-keys.js';
 import { type SecretSource, SecretStore } from './secret-store.js';
 import {
   hideAnswerText,
@@ -223,6 +223,7 @@ function echoPairs(pairs: Array<[string, string]>): Array<[string, string]> {
 
 class SecretRedactor implements Redactor {
   private readonly isSecretKey: (key: string) => boolean;
+  private readonly mayAssignKey: (text: string) => boolean;
   private readonly patterns: RegExp[];
   private readonly keepTypedText: boolean;
   private readonly maxDepth: number;
@@ -237,6 +238,7 @@ class SecretRedactor implements Redactor {
   private echoes: Array<[string, string]> = [];
   private readonly inline = {
     isSecretKey: (key: string) => this.isSecretKey(key),
+    mayAssignKey: (text: string) => this.mayAssignKey(text),
     isProtected: (value: string) => this.vocabulary.has(value),
     found: (value: string) => this.learn(value, this.source),
   };
@@ -244,6 +246,7 @@ class SecretRedactor implements Redactor {
 
   constructor(options: RedactOptions) {
     this.isSecretKey = secretKeyMatcher(options.keys);
+    this.mayAssignKey = secretKeyHint(options.keys);
     this.patterns = (options.patterns ?? []).map(
       (re) => new RegExp(re.source, re.flags.includes('g') ? re.flags : `${re.flags}g`),
     );

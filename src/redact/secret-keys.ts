@@ -179,6 +179,26 @@ export function isDefaultSecretKey(key: string): boolean {
   return false;
 }
 
+/**
+ * Text that may assign a default secret key holds one of these (a cheap test before the assignment scan):
+ * every word, fragment, qualifier pair and suffix above contains one (test/redact/secret-keys.test.ts).
+ */
+const DEFAULT_KEY_HINT =
+  /pass|pwd|secret|token|key|auth|cred|cookie|bearer|jwt|otp|csrf|xsrf|sess|cvv|cvc|card|conn/i;
+
+/**
+ * A cheap test of text before the assignment scan: a hint of a default key or of one of the user's (each
+ * word of a key given as a string; a key given as a regex cannot be hinted, so then every text is scanned).
+ */
+export function secretKeyHint(userKeys: ReadonlyArray<string | RegExp> = []): (text: string) => boolean {
+  if (userKeys.some((k) => typeof k !== 'string')) return () => true;
+  const words = new Set<string>();
+  for (const k of userKeys as readonly string[]) for (const w of keyWords(k)) words.add(w);
+  if (words.size === 0) return (text) => DEFAULT_KEY_HINT.test(text);
+  const user = new RegExp([...words].join('|'), 'i'); // keyWords gives letters and digits only
+  return (text) => DEFAULT_KEY_HINT.test(text) || user.test(text);
+}
+
 /** A predicate on keys, memoized (the same few keys come back on every call). */
 export function secretKeyMatcher(userKeys: ReadonlyArray<string | RegExp> = []): (key: string) => boolean {
   const exact = new Set<string>();

@@ -7,6 +7,7 @@ import {
   scrubImageText,
   TOO_DEEP,
 } from '../../src/redact/index.js';
+import { SECRET_FRAGMENTS, SECRET_WORDS, secretKeyHint } from '../../src/redact/secret-keys.js';
 import { mcecStringify } from '../contract/fixtures.js';
 import { redPng } from '../support/images.js';
 
@@ -145,6 +146,24 @@ describe('remembered secrets', () => {
     for (let i = 0; i < 600; i++) r.rememberHeaderSecret(`Bearer Passing-Token-${i}`);
     expect(r.scrubText('x Passing-Token-0 y')).toBe('x Passing-Token-0 y'); // the header pool moved on
     expect(r.scrubText('the id Echoed-Token-77 again')).toBe(`the id ${REDACTED} again`);
+  });
+
+  it("a user's secret keys are assignments in text too, given as words or as a regex", () => {
+    const words = createRedactor({ keys: ['ssn', 'vaultPin'] });
+    expect(words.redact({ note: 'retry with ssn=987-65-4321 and VAULT_PIN: 4242 (not the pin)' })).toEqual({
+      note: `retry with ssn=${REDACTED} and VAULT_PIN: ${REDACTED} (not the pin)`,
+    });
+    const regex = createRedactor({ keys: [/^pin$/i] });
+    expect(regex.scrubText('PIN=4242; pinned=yes')).toBe(`PIN=${REDACTED}; pinned=yes`);
+    // Without them, neither is a secret key.
+    expect(createRedactor().scrubText('ssn=987-65-4321 pin=4242')).toBe('ssn=987-65-4321 pin=4242');
+  });
+
+  it('the quick test before the assignment scan lets every default secret key through', () => {
+    const hint = secretKeyHint();
+    for (const key of [...DEFAULT_SECRET_KEYS, ...SECRET_WORDS, ...SECRET_FRAGMENTS])
+      expect([key, hint(`x ${key}=value`)]).toEqual([key, true]);
+    expect(hint('the weather is fine today')).toBe(false);
   });
 
   it('secrets shorter than 4 chars are redacted under their key but not scrubbed elsewhere', () => {
