@@ -44,6 +44,19 @@ export function parseBodyTimeout(value: string): number {
   return ms;
 }
 
+/** Default of `--write-timeout` (the HTTP proxy's and the replay's `writeTimeoutMs`). */
+export const DEFAULT_WRITE_TIMEOUT = '30s';
+
+/** `--write-timeout`: how long a client may take none of an answer's bytes before it is hung up on. */
+export function parseWriteTimeout(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms < 1 || ms > 24 * 3_600_000)
+    throw new UsageError(
+      `--write-timeout ${JSON.stringify(value)}: expected a duration such as 30s, 2m or 500ms (at most 24h)`,
+    );
+  return ms;
+}
+
 /**
  * The exit code of an error commander threw under exitOverride, or undefined for any other: 0 for --help and
  * --version (commander ends them by throwing), 2 for everything it rejects (commander printed why).

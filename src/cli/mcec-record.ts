@@ -11,10 +11,12 @@ import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
   DEFAULT_BODY_TIMEOUT,
+  DEFAULT_WRITE_TIMEOUT,
   EXIT_CODES_HELP,
   EXIT_USAGE,
   parseBodyTimeout,
   parseListen,
+  parseWriteTimeout,
   relativeSessionsWarning,
   runProgram,
   UsageError,
@@ -41,17 +43,6 @@ function parseSize(name: string, value: string): number {
 const DEFAULT_TIMEOUT = '150s';
 const MAX_TIMEOUT_MS = 24 * 3_600_000;
 const DEFAULT_MAX_RECORD = '256MiB';
-const DEFAULT_WRITE_TIMEOUT = '30s';
-
-/** `--write-timeout`: how long a client may take none of an answer's bytes before the proxy hangs up. */
-function parseWriteTimeout(value: string): number {
-  const ms = parseDuration(value);
-  if (ms === null || ms < 1 || ms > MAX_TIMEOUT_MS)
-    throw new UsageError(
-      `--write-timeout ${JSON.stringify(value)}: expected a duration such as 30s, 2m or 500ms (at most 24h)`,
-    );
-  return ms;
-}
 
 /** `--timeout` values (repeatable): `DURATION` sets the default, `TOOL=DURATION` one tool's. */
 function parseTimeouts(values: string[]): { defaultMs: number; perTool: Record<string, number> } {

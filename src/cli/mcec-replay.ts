@@ -6,9 +6,11 @@ import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
 import {
   DEFAULT_BODY_TIMEOUT,
+  DEFAULT_WRITE_TIMEOUT,
   EXIT_CODES_HELP,
   parseBodyTimeout,
   parseListen,
+  parseWriteTimeout,
   runProgram,
   UsageError,
   windowsPathProblem,
@@ -26,6 +28,7 @@ interface ReplayCliOptions {
   listen?: string;
   token?: string;
   bodyTimeout: string;
+  writeTimeout: string;
   sessions?: string;
   order: 'any' | 'strict';
   lockdown?: boolean;
@@ -56,7 +59,8 @@ Examples:
   { "mcpServers": { "mcec": { "command": "npx", "args": ["mcec-replay", "/abs/sessions/<dir>.zip", "--stdio"] } } }
 
   # over HTTP, as MCEC listens (POST /mcp, MCEC's Host/Origin/body checks; a body must arrive within
-  # --body-timeout, 10s, else 408: slow clients cannot hold the 16 request slots); Ctrl+C prints the report
+  # --body-timeout, 10s, else 408; a client that takes none of its answer for --write-timeout, 30s, is hung
+  # up on: slow clients cannot hold the 16 request slots); Ctrl+C prints the report
   mcec-replay sessions/20261202-101500-5f19c9c01a3f --listen 127.0.0.1:5151
 
   # a regression test in CI: any call the recording does not hold fails replay-unmatched, exit 1
@@ -108,6 +112,11 @@ export function buildProgram(): Command {
       DEFAULT_BODY_TIMEOUT,
     )
     .option(
+      '--write-timeout <duration>',
+      'over HTTP, how long a client may take none of its answer before it is hung up on',
+      DEFAULT_WRITE_TIMEOUT,
+    )
+    .option(
       '--sessions <dir>',
       'where session ids are looked up (default: $MCEC_SESSIONS_DIR, else ./sessions)',
     )
@@ -147,6 +156,7 @@ async function runReplay(source: string, options: ReplayCliOptions): Promise<voi
   const speed = parseNumber('--speed', options.speed, 1000);
   const tolerance = parseNumber('--tolerance', options.tolerance, 10_000);
   const bodyTimeoutMs = parseBodyTimeout(options.bodyTimeout);
+  const writeTimeoutMs = parseWriteTimeout(options.writeTimeout);
   // The replay (and through it SQLite, the redactor and sharp) loads only once the arguments are good.
   const replay = await import('../replay/index.js');
   const handle = await startReplay(replay, source, options, {
@@ -157,6 +167,7 @@ async function runReplay(source: string, options: ReplayCliOptions): Promise<voi
           host: listen.host,
           port: listen.port,
           bodyTimeoutMs,
+          writeTimeoutMs,
           ...(options.token ? { token: options.token } : {}),
         }
       : false,
@@ -182,7 +193,9 @@ async function startReplay(
   parsed: {
     speed: number;
     tolerance: number;
-    http: { host: string; port: number; token?: string; bodyTimeoutMs: number } | false;
+    http:
+      | { host: string; port: number; token?: string; bodyTimeoutMs: number; writeTimeoutMs: number }
+      | false;
   },
 ): Promise<ReplayHandle> {
   let inject: ReturnType<ReplayModule['parseInjection']>[];

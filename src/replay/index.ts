@@ -49,8 +49,13 @@ export interface ReplaySessionOptions {
   /** Fault injection rules, as `--inject` takes them: `'capture#3=frame-all-black'`, `'*@5=emergency-stopped'`. */
   inject?: Array<string | Injection>;
   /** HTTP: loopback host (default 127.0.0.1) and port (default 0: any free port). `false`: no HTTP listener. */
-  /** `bodyTimeoutMs`: how long a request body may take to arrive (default 10 s, then 408). */
-  http?: { host?: string; port?: number; token?: string; bodyTimeoutMs?: number } | false;
+  /**
+   * `bodyTimeoutMs`: how long a request body may take to arrive (default 10 s, then 408); `writeTimeoutMs`:
+   * how long a client may take none of its answer's bytes (default 30 s, then the connection is closed).
+   */
+  http?:
+    | { host?: string; port?: number; token?: string; bodyTimeoutMs?: number; writeTimeoutMs?: number }
+    | false;
 }
 
 /** A running replay. */
@@ -108,6 +113,7 @@ export async function replaySession(
         port: http.port ?? 0,
         ...(http.token ? { token: http.token } : {}),
         ...(http.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: http.bodyTimeoutMs } : {}),
+        ...(http.writeTimeoutMs !== undefined ? { writeTimeoutMs: http.writeTimeoutMs } : {}),
       });
     }
     let closed: Promise<ReplayReport> | null = null;
@@ -161,4 +167,5 @@ function checkReplayArguments(source: unknown, options: unknown): void {
   expectNumber(o.http.port, 'options.http.port', { min: 0, max: 65535, integer: true });
   expectString(o.http.token, 'options.http.token');
   expectNumber(o.http.bodyTimeoutMs, 'options.http.bodyTimeoutMs', { min: 1, integer: true });
+  expectNumber(o.http.writeTimeoutMs, 'options.http.writeTimeoutMs', { min: 1, integer: true });
 }

@@ -23,6 +23,11 @@ export interface HttpOptions {
    * 408 and its connection is closed, so clients that trickle their bodies cannot hold the request slots.
    */
   bodyTimeoutMs?: number;
+  /**
+   * How long a client may take none of its answer's bytes (default 30 s): past it the connection is closed,
+   * so clients that stop reading cannot hold the request slots either; one that reads slowly is never cut.
+   */
+  writeTimeoutMs?: number;
 }
 
 /** A running HTTP transport. */
@@ -39,6 +44,28 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_HTTP_IN_FLIGHT = 16;
 /** Default of `HttpOptions.bodyTimeoutMs`. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
+/** Default of `HttpOptions.writeTimeoutMs`. */
+export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
+
+/**
+ * Close `res`'s connection once its client has taken none of the answer's bytes for `ms` while some wait
+ * (checked a few times per deadline: Node tells no progress of a socket's writes, its byte count does).
+ */
+function hangUpWhenStalled(res: http.ServerResponse, ms: number): void {
+  let written = -1;
+  let still = 0;
+  const every = Math.max(10, Math.min(1000, Math.floor(ms / 4)));
+  const check = setInterval(() => {
+    const now = res.socket?.bytesWritten ?? 0;
+    still = now === written ? still + every : 0;
+    written = now;
+    if (still >= ms) res.destroy();
+  }, every);
+  check.unref();
+  const stop = () => clearInterval(check);
+  res.once('finish', stop);
+  res.once('close', stop);
+}
 
 function isLoopbackName(name: string): boolean {
   const n = name.toLowerCase();
@@ -87,11 +114,13 @@ function bearerMatches(header: string | undefined, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-function send(res: http.ServerResponse, status: number, payload: unknown): void {
+/** Answer with `payload`; with `writeTimeoutMs`, a client that stops taking the bytes is hung up on. */
+function send(res: http.ServerResponse, status: number, payload: unknown, writeTimeoutMs?: number): void {
   if (res.headersSent) return;
   const body = Buffer.from(serializeWire(payload), 'utf8');
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
   res.end(body);
+  if (writeTimeoutMs !== undefined && !res.writableFinished) hangUpWhenStalled(res, writeTimeoutMs);
 }
 
 type Body = { ok: true; text: string } | { ok: false; why: 'too-large' | 'too-slow' };
@@ -158,6 +187,7 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
   // The port asked for until the server listens, then the one it got (port 0: any free port).
   const bound = { port: options.port ?? 5151 };
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
+  const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
   let inFlight = 0;
   const server = http.createServer((req, res) => {
     if (inFlight >= MAX_HTTP_IN_FLIGHT) {
@@ -175,8 +205,8 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
     };
     res.on('finish', release);
     res.on('close', release);
-    answerRequest(dispatcher, req, res, { port: bound.port, token, bodyTimeoutMs }).catch((e: unknown) =>
-      send(res, 500, { error: (e as Error).message ?? String(e) }),
+    answerRequest(dispatcher, req, res, { port: bound.port, token, bodyTimeoutMs, writeTimeoutMs }).catch(
+      (e: unknown) => send(res, 500, { error: (e as Error).message ?? String(e) }),
     );
   });
   return listening(server, host, bound);
@@ -204,7 +234,7 @@ async function answerRequest(
   dispatcher: Dispatcher,
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  door: { port: number; token: string | undefined; bodyTimeoutMs: number },
+  door: { port: number; token: string | undefined; bodyTimeoutMs: number; writeTimeoutMs: number },
 ): Promise<void> {
   const refusal = frontDoorRefusal(req, door.port, door.token);
   if (refusal) {
@@ -231,8 +261,9 @@ async function answerRequest(
       error: { code: -32600, message: 'Invalid Request: batches are not supported' },
     });
   const response = await dispatcher.dispatch(msg);
-  // A notification has no response; the real server answers a bare {"jsonrpc":"2.0"}.
-  send(res, 200, response ?? { jsonrpc: '2.0' });
+  // A notification has no response; the real server answers a bare {"jsonrpc":"2.0"}. Only an answer can be
+  // large (a capture's bytes): the refusals above fit in a socket's buffer.
+  send(res, 200, response ?? { jsonrpc: '2.0' }, door.writeTimeoutMs);
 }
 
 /** Listen, and once listening learn the real port and hand back the listener. */
