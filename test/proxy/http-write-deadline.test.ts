@@ -6,13 +6,13 @@
  * never cut.
  */
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { pausedReader, readSlowly } from '../support/paused-reader.js';
 import { tempDir } from '../support/temp.js';
 import { post, startServer, waitFor } from './helpers.js';
 
@@ -65,31 +65,7 @@ async function bigAnswerTarget(bytes: number) {
   return { url: target.url, requests: () => requests };
 }
 
-/** A raw client: sends one call, then reads only as the test says (paused from the start). */
-function rawClient(port: number, id: number) {
-  const socket = net.connect(port, '127.0.0.1');
-  socket.pause();
-  let received = 0;
-  let closed = false;
-  socket.on('data', (c: Buffer) => {
-    received += c.length;
-  });
-  socket.on('error', () => {});
-  const done = new Promise<void>((resolve) => socket.on('close', () => resolve()));
-  socket.on('close', () => {
-    closed = true;
-  });
-  const body = toolCall(id);
-  socket.write(
-    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
-  return {
-    socket,
-    done,
-    received: () => received,
-    closed: () => closed,
-  };
-}
+const rawClient = (port: number, id: number) => pausedReader(port, toolCall(id));
 
 async function startProxy(targetUrl: string, writeTimeoutMs: number) {
   const sessionsDir = path.join(tmp, 'recorded');
@@ -200,19 +176,7 @@ describe('HTTP proxy write deadline', () => {
     });
     // Read about 1 MiB, then pause 500 ms, until the whole answer (and its headers) has come: its pauses add
     // up to more than the deadline, but none comes near it (a quarter, so a busy machine's late timer is no cut).
-    let pauses = 0;
-    let upTo = 0;
-    // Paused from the data handler the moment a step is read, so each step is about 1 MiB, not what a poll let through.
-    client.socket.on('data', () => {
-      if (client.received() >= upTo) client.socket.pause();
-    });
-    while (client.received() < answerBytes && !client.closed()) {
-      upTo = client.received() + MiB;
-      client.socket.resume();
-      await waitFor(() => client.received() >= Math.min(upTo, answerBytes) || client.closed(), 10_000);
-      await new Promise((r) => setTimeout(r, 500));
-      pauses++;
-    }
+    const pauses = await readSlowly(client, answerBytes, 500);
     expect(client.closed()).toBe(false);
     expect(client.received()).toBeGreaterThan(answerBytes);
     expect(pauses).toBeGreaterThanOrEqual(5); // 2.5 s or more without reading, in all

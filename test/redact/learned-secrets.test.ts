@@ -177,8 +177,6 @@ async function turnsUntil(done: () => boolean): Promise<number> {
 const storeOf = (r: Redactor) => (r as unknown as { store: SecretStore }).store;
 
 describe('a fold of 1,000 secrets runs in steps; every value stays covered until the swap', () => {
-  const random = () => randomBytes(15).toString('base64url');
-
   it('values pending before and during the fold are found by the old automaton plus the pending ones', async () => {
     const store = new SecretStore();
     const configured = Array.from({ length: 1000 }, random);
@@ -241,13 +239,7 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
   });
 
   it('a fold never keeps the process alive, and dispose cancels it without dropping a value', () => {
-    const store = new SecretStore();
-    for (let i = 0; i < 1000; i++) store.add(random(), 'config');
-    store.scrub('warm', '#');
-    const taught = Array.from({ length: 33 }, random);
-    for (const s of taught) store.add(s, 'args');
-    store.scrub('going', '#');
-    expect(store.folding().trusted).toBe(true);
+    const { store, taught } = storeMidFold();
     expect(refImmediates()).toBe(0); // its next step is scheduled unref'd
     store.dispose();
     expect(store.folding().trusted).toBe(false);
@@ -257,13 +249,7 @@ describe('a fold of 1,000 secrets runs in steps; every value stays covered until
   });
 
   it("with no turn of the event loop, another rebuild's worth of scanning finishes the fold at once", () => {
-    const store = new SecretStore();
-    for (let i = 0; i < 1000; i++) store.add(random(), 'config');
-    store.scrub('warm', '#');
-    const taught = Array.from({ length: 33 }, random);
-    for (const s of taught) store.add(s, 'args');
-    store.scrub('going', '#');
-    expect(store.folding().trusted).toBe(true);
+    const { store, taught } = storeMidFold();
     const left = store.pending().trusted.scanLeft;
     expect(left).toBeGreaterThan(0);
     expect(store.scrub(`${'x'.repeat(left)} ${taught[7]}`, '#')).toBe(`${'x'.repeat(left)} #`);
@@ -339,3 +325,20 @@ describe('a learned secret as an object key; PGP private keys', () => {
     expect(all).toContain('exported:');
   });
 });
+
+/** A random base64url secret of 20 chars. */
+function random(): string {
+  return randomBytes(15).toString('base64url');
+}
+
+/** A store of 1,000 random configured secrets whose 33rd learned one started a fold, still under way. */
+function storeMidFold() {
+  const store = new SecretStore();
+  for (let i = 0; i < 1000; i++) store.add(random(), 'config');
+  store.scrub('warm', '#');
+  const taught = Array.from({ length: 33 }, random);
+  for (const s of taught) store.add(s, 'args');
+  store.scrub('going', '#');
+  expect(store.folding().trusted).toBe(true);
+  return { store, taught };
+}

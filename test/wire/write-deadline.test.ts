@@ -4,10 +4,11 @@
  * taken none of its bytes for `writeTimeoutMs` (its slot, one of 16, freed on close); a client that reads
  * slowly but reads is never cut.
  */
-import net from 'node:net';
+import type net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type HttpListener, listenHttp } from '../../src/wire/http.js';
 import { waitFor } from '../proxy/helpers.js';
+import { pausedReader, readSlowly } from '../support/paused-reader.js';
 
 const MiB = 1024 * 1024;
 const listeners: HttpListener[] = [];
@@ -38,23 +39,12 @@ async function bigAnswers(bytes: number, writeTimeoutMs: number) {
 
 /** A raw client that sends one call and reads only when told (paused from the start). */
 function rawClient(port: number, id: number) {
-  const socket = net.connect(port, '127.0.0.1');
-  sockets.push(socket);
-  socket.pause();
-  let received = 0;
-  let closed = false;
-  socket.on('data', (c: Buffer) => {
-    received += c.length;
-  });
-  socket.on('error', () => {});
-  socket.on('close', () => {
-    closed = true;
-  });
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'windows' } });
-  socket.write(
-    `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  const client = pausedReader(
+    port,
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'windows' } }),
   );
-  return { socket, received: () => received, closed: () => closed };
+  sockets.push(client.socket);
+  return client;
 }
 
 /** One ordinary call: its status. */
@@ -88,19 +78,7 @@ describe('HTTP transport write deadline', () => {
     const answerBytes = 8 * MiB;
     const { listener } = await bigAnswers(answerBytes, 2000);
     const client = rawClient(listener.port, 1);
-    let upTo = 0;
-    // Paused from the data handler the moment a step is read, so each step is about 1 MiB.
-    client.socket.on('data', () => {
-      if (client.received() >= upTo) client.socket.pause();
-    });
-    let pauses = 0;
-    while (client.received() < answerBytes && !client.closed()) {
-      upTo = client.received() + MiB;
-      client.socket.resume();
-      await waitFor(() => client.received() >= Math.min(upTo, answerBytes) || client.closed(), 10_000);
-      await new Promise((r) => setTimeout(r, 500));
-      pauses++;
-    }
+    const pauses = await readSlowly(client, answerBytes, 500);
     expect(client.closed()).toBe(false);
     expect(client.received()).toBeGreaterThan(answerBytes);
     expect(pauses).toBeGreaterThanOrEqual(5); // 2.5 s or more without reading, in all
