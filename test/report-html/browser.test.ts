@@ -85,6 +85,8 @@ describe.skipIf(!hasChromium)('report.html in headless Chromium (file://)', () =
       expect(await page.isVisible(`#c${sc.failingSeq}.failing`)).toBe(true);
       expect(await page.getAttribute(`#c${sc.failingSeq}`, 'open')).toBeNull();
       await page.click('#failing h2 a');
+      // The row opens on the hashchange the click causes, an event later: wait for it, not for luck.
+      await page.waitForSelector(`#c${sc.failingSeq}[open]`, { timeout: 10_000 });
       expect(await page.getAttribute(`#c${sc.failingSeq}`, 'open')).toBe('');
       expect(await page.isVisible(`#c${sc.failingSeq} > div pre`)).toBe(true);
       expect(await page.textContent(`#c${sc.failingSeq} > div`)).toContain('"partialResult"');
