@@ -11,7 +11,7 @@ import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession } from '../store/catalog.js';
 import type { CallRow } from '../store/schema.js';
 import { type FailureRow, SessionReader } from '../store/session-reader.js';
-import { defaultFingerprint, type FailureFacts } from './fingerprint.js';
+import { defaultFingerprint, type FingerprintInput } from './fingerprint.js';
 
 /** Failures kept per session in the catalog, newest first (the session row counts them all). */
 export const MAX_CATALOG_FAILURES = 200;
@@ -103,7 +103,7 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
     const unrecovered: string[] = [];
     failureRows.forEach((f, i) => {
       const win = windowFacts(reader, f, i < TARGET_LOOKUPS);
-      const input: FailureFacts = {
+      const input: FingerprintInput = {
         tool: f.tool,
         code: f.error_code,
         category: f.error_category,

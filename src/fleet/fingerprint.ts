@@ -15,7 +15,7 @@ export const FINGERPRINT_RULES_VERSION = 1;
 const MAX_DETAIL = 500;
 
 /** What a fingerprint is made of: one failed or faulted call. */
-export interface FailureFacts {
+export interface FingerprintInput {
   tool: string;
   code: string | null;
   category: string | null;
@@ -97,7 +97,7 @@ function lower(value: string | null | undefined): string {
   return (value ?? '').trim().toLowerCase();
 }
 
-function field(f: FailureFacts, name: RuleField): string {
+function field(f: FingerprintInput, name: RuleField): string {
   switch (name) {
     case 'detail':
       return f.detail ?? '';
@@ -111,7 +111,7 @@ function field(f: FailureFacts, name: RuleField): string {
 }
 
 /** The built-in key: tool, code, category, normalized detail, and the target's class and process. */
-export function defaultKey(f: FailureFacts): string {
+export function defaultKey(f: FingerprintInput): string {
   // A plain server's failure has no category; logs recorded before 8f606dd stored the reader's 'internal'.
   const category = f.code === PLAIN_TOOL_ERROR ? null : f.category;
   const parts = [f.tool, f.code ?? '-', category ?? '-', JSON.stringify(normalizeDetail(f.detail))];
@@ -125,7 +125,7 @@ function hashId(key: string): string {
 }
 
 /** The fingerprint by the built-in rules alone. */
-export function defaultFingerprint(f: FailureFacts): Fingerprint {
+export function defaultFingerprint(f: FingerprintInput): Fingerprint {
   const key = defaultKey(f);
   return { id: hashId(key), key, rule: null };
 }
@@ -162,7 +162,7 @@ export function compileRules(rules: readonly FingerprintRule[]): CompiledRule[] 
 }
 
 /** The fingerprint of a failure: the first user rule that matches decides, else the built-in rules. */
-export function fingerprintOf(f: FailureFacts, rules: readonly CompiledRule[] = []): Fingerprint {
+export function fingerprintOf(f: FingerprintInput, rules: readonly CompiledRule[] = []): Fingerprint {
   for (const r of rules) {
     if (!r.matchers.every(([name, m]) => m(field(f, name)))) continue;
     if (r.rule.set !== undefined) return { id: r.rule.set, key: r.rule.set, rule: r.label };

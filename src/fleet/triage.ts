@@ -11,9 +11,9 @@ import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.j
 import {
   type CompiledRule,
   compileRules,
-  type FailureFacts,
   FINGERPRINT_RULES_VERSION,
   type Fingerprint,
+  type FingerprintInput,
   fingerprintOf,
   normalizeDetail,
   parseFingerprintRules,
@@ -244,7 +244,7 @@ function groupFailures(
   );
 }
 
-function failureFacts(f: CatalogFailure, s: CatalogSession): FailureFacts {
+function failureFacts(f: CatalogFailure, s: CatalogSession): FingerprintInput {
   return {
     tool: f.tool,
     code: f.code,
