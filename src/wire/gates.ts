@@ -2,15 +2,26 @@
 
 import { isIP } from 'node:net';
 
-/** True for a loopback host name or address: localhost, 127.0.0.0/8, ::1 (brackets allowed). */
+/**
+ * True for a loopback host name or address: localhost, 127.0.0.0/8, ::1, and 127.0.0.0/8 mapped into IPv6
+ * (`::ffff:127.0.0.2`, or as a URL writes it, `::ffff:7f00:2`); brackets allowed.
+ */
 export function isLoopbackHost(host: string): boolean {
   const h = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
   const lower = h.toLowerCase();
   if (lower === 'localhost') return true;
   if (isIP(lower) === 4) return lower.startsWith('127.');
-  if (isIP(lower) === 6)
-    return lower === '::1' || lower === '0:0:0:0:0:0:0:1' || lower === '::ffff:127.0.0.1';
-  return false;
+  if (isIP(lower) !== 6) return false;
+  if (lower === '::1' || lower === '0:0:0:0:0:0:0:1') return true;
+  const mapped = lower.startsWith('::ffff:')
+    ? lower.slice(7)
+    : lower.startsWith('0:0:0:0:0:ffff:')
+      ? lower.slice(15)
+      : null;
+  if (mapped === null) return false;
+  if (isIP(mapped) === 4) return mapped.startsWith('127.');
+  const high = /^([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(mapped);
+  return high !== null && Number.parseInt(high[1]!, 16) >> 8 === 127;
 }
 
 /** Split a Host header into host and port; null when it cannot be read. */

@@ -2,6 +2,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { isIP } from 'node:net';
+import { isLoopbackHost } from './gates.js';
 import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './json-text.js';
 
@@ -67,14 +68,6 @@ function hangUpWhenStalled(res: http.ServerResponse, ms: number): void {
   res.once('close', stop);
 }
 
-function isLoopbackName(name: string): boolean {
-  const n = name.toLowerCase();
-  if (n === 'localhost') return true;
-  if (isIP(n) === 4) return n.startsWith('127.');
-  if (isIP(n) === 6) return n === '::1' || n === '0:0:0:0:0:0:0:1' || n.startsWith('::ffff:127.');
-  return false;
-}
-
 /** A loopback Host, with the listening port when a port is given. */
 function isLoopbackAuthority(host: string | undefined, port: number): boolean {
   if (!host) return false;
@@ -93,7 +86,7 @@ function isLoopbackAuthority(host: string | undefined, port: number): boolean {
     }
   }
   if (portPart !== undefined && (!/^\d+$/.test(portPart) || Number(portPart) !== port)) return false;
-  return isLoopbackName(name);
+  return isLoopbackHost(name);
 }
 
 /** An absent Origin (a non-browser client) or a loopback one. */
@@ -101,7 +94,7 @@ function isAllowedOrigin(origin: string | undefined): boolean {
   if (origin === undefined || origin === '') return true;
   try {
     const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
-    return isLoopbackName(host);
+    return isLoopbackHost(host);
   } catch {
     return false; // "null" (sandboxed frames, file://) and garbage are not loopback
   }
@@ -180,7 +173,7 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
   const host = options.host ?? '127.0.0.1';
   const token = options.token;
   // Like the real server: an off-box bind without a token would hand the desktop to the network.
-  if (!isLoopbackName(host) && !token)
+  if (!isLoopbackHost(host) && !token)
     return Promise.reject(
       new Error(`refusing to bind ${host} without a token: use a loopback address or set a token`),
     );

@@ -5,12 +5,13 @@ import { hostOriginRejection, isLoopbackHost, parseHostHeader } from '../../src/
 
 describe('loopback and Host/Origin gate', () => {
   it('knows loopback hosts', () => {
-    for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', 'LOCALHOST', '::1', '[::1]']) {
-      expect(isLoopbackHost(h)).toBe(true);
-    }
-    for (const h of ['0.0.0.0', '10.0.0.1', 'example.com', '128.0.0.1', '::', 'localhost.evil.com']) {
-      expect(isLoopbackHost(h)).toBe(false);
-    }
+    const loopback = ['127.0.0.1', '127.1.2.3', 'localhost', 'LOCALHOST', '::1', '[::1]'];
+    // 127/8 mapped into IPv6, as written and as a URL normalizes it (new URL('http://[::ffff:127.0.0.2]')).
+    loopback.push('::ffff:127.0.0.1', '[::ffff:127.0.0.2]', new URL('http://[::ffff:127.0.0.2]').hostname);
+    for (const h of loopback) expect([h, isLoopbackHost(h)]).toEqual([h, true]);
+    const other = ['0.0.0.0', '10.0.0.1', 'example.com', '128.0.0.1', '::', 'localhost.evil.com'];
+    other.push('::ffff:10.0.0.1', new URL('http://[::ffff:10.0.0.1]').hostname, '::ffff:8000:1');
+    for (const h of other) expect([h, isLoopbackHost(h)]).toEqual([h, false]);
   });
 
   it('reads Host headers', () => {

@@ -132,6 +132,9 @@ describe('HTTP gates', () => {
       { host: `[::1]:${open.port}` },
       { origin: 'http://localhost:3000' },
       { origin: 'http://127.0.0.1' },
+      // IPv4-mapped loopback, which a URL normalizes to ::ffff:7f00:1 (refused before one rule served both)
+      { origin: 'http://[::ffff:127.0.0.1]:3000' },
+      { host: `[::ffff:127.0.0.1]:${open.port}` },
     ];
     for (const headers of loopback)
       expect((await request(open.url, { body: ping, headers })).status).toBe(200);
