@@ -232,6 +232,9 @@ const FAILS = `fails AS MATERIALIZED (SELECT f.seq AS seq, f.tool AS tool, f.sta
 
 /** Joins `fails` (alias x) to `last_ok` (alias l): true when a later success of the same tool and target exists. */
 const RECOVERED = `(x.status = 'failed' AND l.seq IS NOT NULL AND l.seq > x.seq)`;
+/** Every failure with its target and whether it was recovered (`rec`): what the outcome queries judge. */
+const JUDGED = `judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
+  ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target)`;
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -529,8 +532,7 @@ export class SessionReader {
   } {
     const rows = this.stmt(
       `WITH ${LAST_OK}, ${FAILS},
-        judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
-          ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target)
+        ${JUDGED}
       SELECT 'recovered' AS what, count(*) AS seq, NULL AS target FROM judged WHERE rec
       UNION ALL SELECT * FROM (SELECT 'unrecovered', seq, target FROM judged
         WHERE NOT rec AND status = 'failed' ORDER BY seq DESC LIMIT 1)
@@ -563,8 +565,7 @@ export class SessionReader {
   } {
     const rows = this.stmt(
       `WITH ${LAST_OK}, ${FAILS},
-        judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
-          ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target),
+        ${JUDGED},
         kept AS MATERIALIZED (SELECT seq, target, rec, sum(rec) OVER () AS recovered_total,
             max(CASE WHEN NOT rec AND status = 'failed' THEN seq END) OVER () AS newest_unrecovered,
             max(CASE WHEN status = 'fault' THEN seq END) OVER () AS newest_fault
