@@ -128,6 +128,10 @@ class ForwardedRequest {
   private writeTimer: NodeJS.Timeout | undefined;
   /** Why the client is gone when the proxy hung up on it (else it disconnected). */
   private hungUp: string | undefined;
+  /** The request's recording began (after its bytes left, or at its first event). */
+  private recordingBegun = false;
+  /** The answer's body bytes began to reach the client (its headers with them). */
+  private bodyWritten = false;
   private readonly abortFn = () => this.abort();
 
   constructor(
@@ -161,8 +165,6 @@ class ForwardedRequest {
     // (or at the first event of the request, if one comes sooner).
     if (this.recorded) setImmediate(() => this.ensureRecording());
   }
-
-  private recordingBegun = false;
 
   /**
    * Begin recording the request, once; the message also decides the timeout (per tool). Only a call waits
@@ -429,9 +431,6 @@ class ForwardedRequest {
     );
     this.res.destroy();
   }
-
-  /** The answer's body bytes began to reach the client (its headers with them). */
-  private bodyWritten = false;
 
   private writeToClient(chunk: Buffer): boolean {
     this.bodyWritten = true;
