@@ -15,7 +15,7 @@ import { pruneSessions } from '../../src/sessions/prune.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { callRow } from '../support/call-row.js';
+import { callRow, sessionRow } from '../support/log-rows.js';
 import { runNode } from '../support/programs.js';
 import { BUNDLE_CLI, findResult, removeRoot, sessionDirOf, tempRoot } from './helpers.js';
 
@@ -94,20 +94,7 @@ describe('prune while a writer still writes', () => {
     // A second writer of the same session (another recorder sharing the MCEC session) opens the log...
     const other = SessionLog.open({
       dir,
-      session: {
-        session_id: sessionId,
-        original_id: null,
-        scenario: null,
-        started_at: new Date().toISOString(),
-        ended_at: null,
-        status: 'open',
-        passed: null,
-        end_reason: null,
-        recorder_version: 'test',
-        writer_pid: process.pid,
-        environment: '{}',
-        last_observation: null,
-      },
+      session: sessionRow(sessionId, { scenario: null, started_at: new Date().toISOString() }),
     });
     other.commit();
     // ...and the first one ends it: the row says ended, the log is still held.
@@ -198,20 +185,7 @@ describe('prune while a writer still writes', () => {
       SessionLog.open({
         dir: path.join(sessionsDir, sessionDirName(startedAt, sessionId)),
         pool,
-        session: {
-          session_id: sessionId,
-          original_id: null,
-          scenario: null,
-          started_at: startedAt.toISOString(),
-          ended_at: null,
-          status: 'open',
-          passed: null,
-          end_reason: null,
-          recorder_version: 'test',
-          writer_pid: process.pid,
-          environment: '{}',
-          last_observation: null,
-        },
+        session: sessionRow(sessionId, { scenario: null, started_at: startedAt.toISOString() }),
       });
     const note = (log: SessionLog, n: number) => {
       log.addEvent({ at: new Date().toISOString(), kind: 'step', detail: JSON.stringify({ n }) });

@@ -6,7 +6,7 @@ import { LOG_FILE } from '../../src/paths/naming.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
-import { callRow } from '../support/call-row.js';
+import { callRow, sessionRow } from '../support/log-rows.js';
 import { tempDir } from '../support/temp.js';
 
 let root: string;
@@ -16,23 +16,6 @@ beforeEach(() => {
 afterEach(() => {
   fs.rmSync(root, { recursive: true, force: true });
 });
-
-function sessionRow(id = 'abc123def456'): SessionRow {
-  return {
-    session_id: id,
-    original_id: null,
-    scenario: 'store test',
-    started_at: '2026-12-02T10:15:02.123Z',
-    ended_at: null,
-    status: 'open',
-    passed: null,
-    end_reason: null,
-    recorder_version: '0.1.0',
-    writer_pid: process.pid,
-    environment: '{}',
-    last_observation: null,
-  };
-}
 
 function read<T>(file: string, sql: string): T[] {
   const db = new Database(file, { readonly: true, fileMustExist: true });
