@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { writeSidecarOfClosedLog } from '../../src/fleet/catalog-entry.js';
 import { ARTIFACTS_DIR, LOG_FILE, sessionDirName } from '../../src/paths/naming.js';
 import { openSessionDb } from '../../src/store/open.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
@@ -27,6 +28,11 @@ export interface FleetOptions {
   start?: Date;
   spacingMs?: number;
   seed?: number;
+  /**
+   * Write each session's catalog sidecar after its log is closed, as the recorder does when it closes
+   * (default true); false leaves logs as a recorder before 2026-12-06 did (none).
+   */
+  sidecars?: boolean;
 }
 
 export interface FleetSession {
@@ -198,7 +204,8 @@ export function generateFleet(sessionsDir: string, options: FleetOptions): Fleet
     if (inject) injected[inject] += 1;
     const sessionId = `f${i.toString(16).padStart(11, '0')}`;
     const { steps, passed } = script(scenario, rand, inject, at);
-    writeSession(sessionsDir, template, { sessionId, scenario, at, steps, passed });
+    const dir = writeSession(sessionsDir, template, { sessionId, scenario, at, steps, passed });
+    if (options.sidecars !== false) writeSidecarOfClosedLog(dir);
     sessions.push({
       dirName: sessionDirName(at, sessionId),
       sessionId,
@@ -224,7 +231,7 @@ function writeSession(
   sessionsDir: string,
   template: string,
   s: { sessionId: string; scenario: string; at: Date; steps: Step[]; passed: boolean },
-): void {
+): string {
   const dir = path.join(sessionsDir, sessionDirName(s.at, s.sessionId));
   fs.mkdirSync(path.join(dir, ARTIFACTS_DIR), { recursive: true });
   let clock = s.at.getTime() + 5;
@@ -286,4 +293,5 @@ function writeSession(
   const outcome = log.commit();
   if (outcome.error) throw outcome.error;
   log.close();
+  return dir;
 }

@@ -9,8 +9,17 @@ import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
 import { formatDurationMs } from '../report/time.js';
 import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession } from '../store/catalog.js';
+import {
+  type LogStamp,
+  logAtRest,
+  stampLog,
+  trustedEntry,
+  worthRestamping,
+  writeEntrySidecar,
+} from '../store/entry-sidecar.js';
 import type { CallRow } from '../store/schema.js';
 import { type FailureRow, SessionReader } from '../store/session-reader.js';
+import { ENTRY_VERSION } from './catalog.js';
 import { defaultFingerprint, type FingerprintInput } from './fingerprint.js';
 
 /** Failures kept per session in the catalog, newest first (the session row counts them all). */
@@ -205,17 +214,82 @@ export function unreadableEntry(dirName: string, error: string): CatalogEntry {
   };
 }
 
-/** Read one session dir's entry (an unreadable log gives an entry with its error). */
+/** Read one session dir's entry from its log (an unreadable log gives an entry with its error). */
 export function readCatalogEntry(dir: string): CatalogEntry {
+  return readEntryFromLog(dir).entry;
+}
+
+/** The entry and the session row's status as stored (an `open` one may read as `aborted`). */
+function readEntryFromLog(
+  dir: string,
+  options: { tidy?: boolean } = {},
+): { entry: CatalogEntry; storedStatus: string | null } {
   const dirName = path.basename(dir);
   try {
-    const reader = SessionReader.open(dir);
+    const reader = SessionReader.open(dir, options);
     try {
-      return catalogEntryOf(reader, dirName);
+      return reader.snapshot(() => ({
+        entry: catalogEntryOf(reader, dirName),
+        storedStatus: reader.storedStatus(),
+      }));
     } finally {
       reader.close();
     }
   } catch (err) {
-    return unreadableEntry(dirName, (err as Error).message);
+    return { entry: unreadableEntry(dirName, (err as Error).message), storedStatus: null };
   }
+}
+
+/** Where a session dir's entry came from. */
+export interface SessionDirEntry {
+  entry: CatalogEntry;
+  /** Taken from the dir's sidecar (the log not opened). */
+  fromSidecar: boolean;
+  /** The sidecar was written (the dir's time moved). */
+  wroteSidecar: boolean;
+}
+
+/**
+ * One session dir's entry: its sidecar's when that describes the log as it is (src/store/entry-sidecar.ts),
+ * else read from the log; a log at rest whose session is no longer open (its entry cannot change without a
+ * write) gets its sidecar written. The hash is taken before the log is read: a write in between makes the
+ * sidecar describe bytes the log no longer has, so it is never trusted.
+ */
+export function entryOfSessionDir(dir: string, now = Date.now()): SessionDirEntry {
+  const trusted = trustedEntry(dir, ENTRY_VERSION);
+  if (trusted) {
+    // Checked by its hash (fresh from a session's close, or copied without its times): stamped settled now,
+    // so that the next reader compares times only.
+    const wroteSidecar =
+      worthRestamping(trusted, now) && writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
+    return { entry: trusted.entry, fromSidecar: true, wroteSidecar };
+  }
+  const stamp = stampLog(dir);
+  const { entry, storedStatus } = readEntryFromLog(dir);
+  const wroteSidecar = stamp !== null && keepEntry(dir, stamp, entry, storedStatus);
+  return { entry, fromSidecar: false, wroteSidecar };
+}
+
+/** Write the sidecar when the entry cannot change without a write (session not open) and the log is as stamped. */
+function keepEntry(dir: string, stamp: LogStamp, entry: CatalogEntry, storedStatus: string | null): boolean {
+  if (storedStatus === null || storedStatus === 'open' || entry.session.error !== null) return false;
+  const rest = logAtRest(dir);
+  return (
+    rest !== null &&
+    rest.size === stamp.size &&
+    rest.mtimeMs === stamp.mtimeMs &&
+    writeEntrySidecar(dir, ENTRY_VERSION, entry, stamp)
+  );
+}
+
+/**
+ * The recorder, right after closing a session's log: write its sidecar, so an `index` or a copy of the dir
+ * elsewhere need not open the log. The log is read only when at rest, through a handle that leaves no
+ * -wal, -shm behind. Returns whether the sidecar was written.
+ */
+export function writeSidecarOfClosedLog(dir: string): boolean {
+  const stamp = stampLog(dir);
+  if (!stamp) return false;
+  const { entry, storedStatus } = readEntryFromLog(dir, { tidy: true });
+  return keepEntry(dir, stamp, entry, storedStatus);
 }

@@ -27,7 +27,7 @@ export const SWEEP_EVERY_MS = 10 * 60_000;
 /** Sessions read between two catalog write transactions (each transaction stays short). */
 const BATCH = 64;
 /** What a catalog built with other fingerprint rules or entry code must be rebuilt for. */
-const ENTRY_VERSION = `entry1-fp${FINGERPRINT_RULES_VERSION}`;
+export const ENTRY_VERSION = `entry1-fp${FINGERPRINT_RULES_VERSION}`;
 
 /** Told how many of the sessions to read have been read (a first sweep of thousands takes seconds). */
 export type Progress = (done: number, total: number) => void;
@@ -191,7 +191,7 @@ async function indexSessions(
   onProgress?: Progress,
 ): Promise<number> {
   if (todo.length === 0) return 0;
-  const { readCatalogEntry } = await import('./catalog-entry.js');
+  const { entryOfSessionDir } = await import('./catalog-entry.js');
   let indexed = 0;
   for (let i = 0; i < todo.length; i += BATCH) {
     const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
@@ -203,17 +203,20 @@ async function indexSessions(
       }
       const touched = catalog.touchedOf(name);
       const walFilesBefore = walFilesOf(dir);
-      const entry = readCatalogEntry(dir);
-      // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, which moves
-      // it to now. Kept when that open is all that changed it (the time before was settled, neither file
-      // was there before and both are now): else every log index read is read again by the next sweep.
+      const { entry, wroteSidecar } = entryOfSessionDir(dir, t);
+      // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, and writing
+      // the sidecar replaces a file, which moves it to now. Kept when that is all that changed it (the time
+      // before was settled, and we wrote the sidecar or both WAL files appeared): else every session index
+      // read is read again by the next sweep.
       const after = mtimeOf(dir);
-      const onlyOurWalFiles =
-        mtime !== null && settled(mtime, t) !== null && walFilesBefore === 0 && walFilesOf(dir) === 2;
+      const onlyOurFiles =
+        mtime !== null &&
+        settled(mtime, t) !== null &&
+        (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
       items.push({
         entry,
         touched,
-        dirMtime: after !== null && (settled(after, t) !== null || onlyOurWalFiles) ? after : null,
+        dirMtime: after !== null && (settled(after, t) !== null || onlyOurFiles) ? after : null,
       });
     }
     catalog.put(items);

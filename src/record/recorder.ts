@@ -470,10 +470,26 @@ class RecorderImpl implements Recorder {
     }
     this.closed = true;
     this.queue.close();
-    this.registry.closeAll();
+    const closedDirs = this.registry.closeAll();
     this.catalogTouches.close();
+    await writeCatalogSidecars(closedDirs);
     // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
     await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
+  }
+}
+
+/**
+ * Each cleanly closed session's catalog entry written beside its log (`catalog-entry.json`,
+ * src/store/README.md "Catalog sidecars"), so an `index` or a copy of the dir elsewhere need not open the log.
+ * The entry code loads only here, at close. Never fails the close: a missing sidecar means the log is read.
+ */
+async function writeCatalogSidecars(dirs: string[]): Promise<void> {
+  if (dirs.length === 0) return;
+  try {
+    const { writeSidecarOfClosedLog } = await import('../fleet/catalog-entry.js');
+    for (const dir of dirs) writeSidecarOfClosedLog(dir);
+  } catch {
+    // the next reader of the catalog reads these logs and writes their sidecars
   }
 }
 

@@ -434,10 +434,12 @@ export class SessionRegistry {
 
   /**
    * Close every log (after the last commit): what a log could not write is counted lost; a session that holds
-   * no call leaves no dir. After this no log opens again.
+   * no call leaves no dir. After this no log opens again. Returns the dirs of the sessions whose log closed
+   * cleanly (every session is ended by then).
    */
-  closeAll(): void {
+  closeAll(): string[] {
     this.closed = true;
+    const closed: string[] = [];
     for (const s of this.sessions.values()) {
       // After close, session() reports the observation as stored: the agent's objects are let go.
       s.letGoOfObservation();
@@ -447,13 +449,14 @@ export class SessionRegistry {
       if (outcome.error) {
         s.callsLost(log.discardQueue().calls);
         this.options.ledger.reportOnce('commit', s, thrownMessage(outcome.error));
-      }
+      } else if (s.counts.calls > 0 && s.status !== 'open') closed.push(s.dir);
       // A session that holds no call (they all moved elsewhere) leaves no dir behind.
       if (s.counts.calls === 0 && s.createdDir) removeDir(s.dir);
     }
     for (const s of this.sessions.values()) if (s.counts.calls === 0) this.noteUnwritten(s);
     const preamble = this.preamble.unwrittenNotice();
     if (preamble) this.options.ledger.notice(preamble);
+    return closed;
   }
 }
 

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_FILE } from '../paths/naming.js';
+import { removeEntrySidecar } from './entry-sidecar.js';
 import { describeLogError } from './open.js';
 import { SCHEMA_VERSION } from './schema.js';
 
@@ -22,6 +23,8 @@ export function appendSessionEvent(
 ): number {
   const file = path.join(dir, LOG_FILE);
   if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
+  // The dir's catalog sidecar describes the log before this event: gone before the write.
+  removeEntrySidecar(dir);
   let db: Database.Database;
   try {
     db = new Database(file, { fileMustExist: true });

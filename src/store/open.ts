@@ -27,11 +27,19 @@ export function describeLogError(file: string, err: unknown): unknown {
  * Open a session log read-only, with its schema version (read once: the first read of a log attaches to
  * its WAL, the costly part of opening one). The busy timeout is set by the driver, not a PRAGMA statement.
  */
-export function openLogForReading(file: string): { db: SessionDb; version: number } {
+export function openLogForReading(
+  file: string,
+  options: { tidy?: boolean } = {},
+): { db: SessionDb; version: number } {
   let db: SessionDb | undefined;
   let version: number;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true, timeout: 2000 });
+    // `tidy`: a read-write handle that cannot write (query_only). Closed as the log's last handle it removes
+    // the -wal and -shm its open created, leaving the dir as the recorder left it; a read-only one cannot.
+    db = options.tidy
+      ? new Database(file, { fileMustExist: true, timeout: 2000 })
+      : new Database(file, { readonly: true, fileMustExist: true, timeout: 2000 });
+    if (options.tidy) db.exec('PRAGMA query_only = 1');
     // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
     // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
     db.exec('PRAGMA cache_size = -2000');

@@ -11,6 +11,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from '../paths/naming.js';
+import { removeEntrySidecar } from './entry-sidecar.js';
 import { keepAside } from './keep-aside.js';
 import type { LogPool, PooledLog } from './log-pool.js';
 import { openSessionDb, type SessionDb } from './open.js';
@@ -475,6 +476,7 @@ export class SessionLog implements PooledLog {
     try {
       if (this.db && this.statements) this.statements.unregister.run(at, this.token);
       else {
+        removeEntrySidecar(this.dir);
         const db = new Database(this.file, { fileMustExist: true });
         try {
           db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
@@ -860,6 +862,8 @@ export class SessionLog implements PooledLog {
     this.closeDb();
     makeDirectory(this.dir);
     this.options.pool?.willOpen(this);
+    // Every write to the file starts with an open here: the dir's catalog sidecar would describe the old log.
+    removeEntrySidecar(this.dir);
     const db = openSessionDb(this.file);
     try {
       db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);

@@ -266,11 +266,14 @@ export class SessionReader {
     return statement;
   }
 
-  /** Open the log in `dir` (a session dir) read-only. */
-  static open(dir: string): SessionReader {
+  /**
+   * Open the log in `dir` (a session dir) read-only; `tidy` (the recorder, right after closing the log): a
+   * handle that cannot write either, but that removes the -wal and -shm it created (`openLogForReading`).
+   */
+  static open(dir: string, options: { tidy?: boolean } = {}): SessionReader {
     const file = path.join(dir, LOG_FILE);
     if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
-    const { db, version } = openLogForReading(file);
+    const { db, version } = openLogForReading(file, options);
     return new SessionReader(dir, db, version);
   }
 
@@ -283,6 +286,14 @@ export class SessionReader {
     } finally {
       if (this.db.inTransaction) this.db.exec('COMMIT');
     }
+  }
+
+  /** The session row's status as stored (no process check), null when there is no row. */
+  storedStatus(): SessionRow['status'] | null {
+    const row = this.stmt('SELECT status FROM session WHERE id = 1').get() as
+      | { status: SessionRow['status'] }
+      | undefined;
+    return row?.status ?? null;
   }
 
   /** The session row as stored, except an 'open' session whose writer process is gone reads as 'aborted'. */

@@ -306,6 +306,11 @@ describe('catalog: index, then dirs moved in', () => {
         seed: 12,
         start: new Date('2026-12-01T00:00:00Z'),
       });
+      // Each session's own entry, read before the dirs are aged: a read adds the log's -wal, -shm, which
+      // moves its dir's time (the index reads the sidecars, not the logs).
+      const own = new Map(
+        fs.readdirSync(sessionsDir).map((name) => [name, readCatalogEntry(path.join(sessionsDir, name))]),
+      );
       // Logs as a finished recorder leaves them (no -wal, -shm), dirs recorded a while ago.
       const old = new Date(Date.now() - 60_000);
       for (const base of [sessionsDir, elsewhere]) {
@@ -322,10 +327,10 @@ describe('catalog: index, then dirs moved in', () => {
         for (const name of fs
           .readdirSync(sessionsDir)
           .filter((n) => n !== CATALOG_FILE && !n.startsWith(`${CATALOG_FILE}-`))) {
-          const own = readCatalogEntry(path.join(sessionsDir, name));
-          expect(indexed.catalog.session(name)).toEqual(own.session);
-          expect(indexed.catalog.failures([name])).toEqual(own.failures);
-          expect(indexed.catalog.toolCounts([name])).toEqual(own.tools);
+          const entry = own.get(name)!;
+          expect(indexed.catalog.session(name)).toEqual(entry.session);
+          expect(indexed.catalog.failures([name])).toEqual(entry.failures);
+          expect(indexed.catalog.toolCounts([name])).toEqual(entry.tools);
         }
       } finally {
         indexed.catalog.close();

@@ -162,7 +162,8 @@ describe('sessions', () => {
     const out = await dispatch('query', { sessionId: 'abcabcabcabc' });
     expect(out).toMatchObject({ ok: true });
     const dir = dirOf('abcabcabcabc');
-    expect(fs.readdirSync(dir).sort()).toEqual(['session.sqlite']); // WAL checkpointed and removed
+    // WAL checkpointed and removed; the catalog sidecar written at close
+    expect(fs.readdirSync(dir).sort()).toEqual(['catalog-entry.json', 'session.sqlite']);
     expect(calls(dir)).toHaveLength(1);
     expect(events(dir, 'session-end').map((e) => e.data)).toEqual([{ via: 'close' }]);
   });

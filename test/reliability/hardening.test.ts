@@ -261,7 +261,7 @@ describe('-o inside a session dir', () => {
         expect(res.stderr).toContain(`is inside the session dir ${fs.realpathSync(dir)}`);
     }
     expect(fs.readFileSync(log).equals(before)).toBe(true);
-    expect(fs.readdirSync(dir).sort()).toEqual(['session.sqlite']);
+    expect(fs.readdirSync(dir).sort()).toEqual(['catalog-entry.json', 'session.sqlite']);
     const elsewhere = bundleCli([
       id,
       '-o',

@@ -1,0 +1,276 @@
+/**
+ * A session dir's own catalog entry, `catalog-entry.json` beside its `session.sqlite`
+ * (`schema/catalog-entry.schema.json`): the row a reader computed from the log while it was at rest, and
+ * which log that was (its size, mtime and sha1, hashed before the entry was read). A reader of the catalog
+ * trusts it instead of opening the log only when the log still is that log (`logAtRest` + `trustedEntry`);
+ * anything that opens a log for writing removes it first (`removeEntrySidecar`), so a stale one is never
+ * kept by our own writers, and the hash catches the others (a copy, an older recorder, a SQLite shell).
+ */
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { LOG_FILE } from '../paths/naming.js';
+import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount } from './catalog.js';
+
+export const ENTRY_SIDECAR_FILE = 'catalog-entry.json';
+/** This file's own format; the entry's is the caller's `entryVersion` (fingerprint rules, entry code). */
+const SIDECAR_FORMAT = 'mcec-catalog-entry/1';
+/** A log time this close to the sidecar's writing may share a file-system time tick with a later write. */
+const SETTLE_MS = 2000;
+/** Logs larger than this are not hashed: their sidecar is trusted on size + settled mtime, or not at all. */
+const MAX_HASHED_BYTES = 64 * 1024 * 1024;
+
+/** Which log an entry describes. */
+export interface LogStamp {
+  size: number;
+  mtimeMs: number;
+  /**
+   * The log's mtime was at least SETTLE_MS older than the sidecar (by the file system's own clock, the
+   * sidecar's temp file's mtime, not this process's): a later write cannot share its tick.
+   */
+  settled: boolean;
+  /** sha1 of the log's bytes; null when it is larger than MAX_HASHED_BYTES. */
+  sha1: string | null;
+}
+
+/** The log's size and mtime when it is at rest (no `-wal` with content), else null. */
+export function logAtRest(dir: string): { size: number; mtimeMs: number } | null {
+  const file = path.join(dir, LOG_FILE);
+  try {
+    const st = fs.statSync(file);
+    if (!st.isFile()) return null;
+    const wal = statOrNull(`${file}-wal`);
+    if (wal && (!wal.isFile() || wal.size > 0)) return null;
+    return { size: st.size, mtimeMs: st.mtimeMs };
+  } catch {
+    return null;
+  }
+}
+
+/** A stamp of the log at rest, hashed now (before its entry is read), or null when it is not at rest. */
+export function stampLog(dir: string): LogStamp | null {
+  const rest = logAtRest(dir);
+  if (!rest) return null;
+  const sha1 = rest.size <= MAX_HASHED_BYTES ? hashOf(path.join(dir, LOG_FILE)) : null;
+  const after = logAtRest(dir);
+  if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
+  return { ...rest, settled: false, sha1 };
+}
+
+/**
+ * The entry the sidecar in `dir` holds when it describes the log there as it is now, else null (no sidecar,
+ * another format or entry version, another dir, the log written since or not at rest: read the log). A
+ * sidecar whose log time was settled is trusted on size + mtime; any other (a fresh one, or a copy without
+ * kept times) only when the log's sha1 is the one stamped.
+ */
+export function trustedEntry(dir: string, entryVersion: string): TrustedEntry | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(path.join(dir, ENTRY_SIDECAR_FILE), 'utf8'));
+  } catch {
+    return null; // none, unreadable, or not JSON: read the log
+  }
+  const sidecar = asSidecar(parsed);
+  if (!sidecar || sidecar.entry_version !== entryVersion) return null;
+  if (sidecar.entry.session.dir_name !== path.basename(dir)) return null;
+  const rest = logAtRest(dir);
+  if (!rest || rest.size !== sidecar.log.size) return null;
+  const { size, mtime_ms: mtimeMs, settled, sha1 } = sidecar.log;
+  if (settled && rest.mtimeMs === mtimeMs)
+    return { entry: sidecar.entry, stamp: { size, mtimeMs, settled, sha1 } };
+  if (sha1 === null || rest.size > MAX_HASHED_BYTES) return null;
+  if (hashOf(path.join(dir, LOG_FILE)) !== sha1) return null;
+  // The log may have been written while it was hashed: then its time moved, or its WAL has content.
+  const after = logAtRest(dir);
+  if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
+  return { entry: sidecar.entry, stamp: { size, mtimeMs: rest.mtimeMs, settled: false, sha1 } };
+}
+
+/** A sidecar's entry found true to the log, and the log as it is now (its hash checked when not `settled`). */
+export interface TrustedEntry {
+  entry: CatalogEntry;
+  stamp: LogStamp;
+}
+
+/**
+ * Whether a sidecar trusted by its hash is worth writing again with the log's time now, so that the next
+ * reader compares times only: when this process's clock says that time is settled (the file system's clock
+ * decides what is written).
+ */
+export function worthRestamping(trusted: TrustedEntry, now = Date.now()): boolean {
+  return !trusted.stamp.settled && now - trusted.stamp.mtimeMs >= SETTLE_MS;
+}
+
+/**
+ * Write the sidecar of `dir` (a temp file renamed over it: the sidecar is never held open by us, and a
+ * reader that finds it half written reads the log). Removed again when the log changed meanwhile. Returns
+ * whether it stays. Never throws: a sidecar is a shortcut, not a record.
+ */
+export function writeEntrySidecar(
+  dir: string,
+  entryVersion: string,
+  entry: CatalogEntry,
+  stamp: LogStamp,
+): boolean {
+  const file = path.join(dir, ENTRY_SIDECAR_FILE);
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    // The file system's time now, from a file it just stamped: the clock the log's time was taken by.
+    fs.writeFileSync(temp, '');
+    const settled = fs.statSync(temp).mtimeMs - stamp.mtimeMs >= SETTLE_MS;
+    const body = {
+      format: SIDECAR_FORMAT,
+      entry_version: entryVersion,
+      log: { size: stamp.size, mtime_ms: stamp.mtimeMs, settled, sha1: stamp.sha1 },
+      entry,
+    };
+    fs.writeFileSync(temp, `${JSON.stringify(body)}\n`);
+    fs.renameSync(temp, file);
+  } catch {
+    fs.rmSync(temp, { force: true });
+    return false;
+  }
+  // A writer that opened the log after our stamp removed no sidecar yet: ours must not outlive its write.
+  const after = logAtRest(dir);
+  if (!after || after.size !== stamp.size || after.mtimeMs !== stamp.mtimeMs) {
+    removeEntrySidecar(dir);
+    return false;
+  }
+  return true;
+}
+
+/**
+ * Remove the sidecar of the session dir `dir` before its log is written. False when one is still there (it
+ * could not be removed): the log's hash and time still keep it from being trusted after the write.
+ */
+export function removeEntrySidecar(dir: string): boolean {
+  try {
+    fs.rmSync(path.join(dir, ENTRY_SIDECAR_FILE), { force: true });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** sha1: it tells a changed log from the one stamped (accidents, not attacks: whoever can write the sidecar can write the log), at half sha256's cost here. */
+function hashOf(file: string): string | null {
+  try {
+    return crypto.createHash('sha1').update(fs.readFileSync(file)).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+function statOrNull(p: string): fs.Stats | null {
+  try {
+    return fs.statSync(p);
+  } catch {
+    return null;
+  }
+}
+
+// The shape check: a sidecar goes into the catalog only when every field has the catalog's type (a foreign
+// or damaged file is read past, never a crash). Kept by hand: the list path must not load a schema validator.
+
+interface Sidecar {
+  format: string;
+  entry_version: string;
+  log: { size: number; mtime_ms: number; settled: boolean; sha1: string | null };
+  entry: CatalogEntry;
+}
+
+type Kind = 'string' | 'string?' | 'int' | 'int?';
+
+const SESSION_FIELDS: Record<keyof CatalogSession, Kind> = {
+  dir_name: 'string',
+  session_id: 'string',
+  scenario: 'string?',
+  server: 'string?',
+  host: 'string?',
+  started_at: 'string?',
+  ended_at: 'string?',
+  duration_ms: 'int?',
+  duration: 'string',
+  last_activity_at: 'string?',
+  status: 'string?',
+  verdict: 'string?',
+  verdict_reason: 'string?',
+  calls: 'int',
+  failures: 'int',
+  recovered: 'int',
+  pending: 'int',
+  warnings: 'int',
+  artifacts: 'int',
+  fingerprints: 'string',
+  error: 'string?',
+};
+const FAILURE_FIELDS: Record<keyof CatalogFailure, Kind> = {
+  dir_name: 'string',
+  seq: 'int',
+  at: 'string?',
+  tool: 'string',
+  status: 'string',
+  code: 'string?',
+  category: 'string?',
+  detail: 'string?',
+  target: 'string',
+  window: 'string?',
+  class_name: 'string?',
+  process: 'string?',
+  recovered: 'int',
+  fingerprint: 'string',
+};
+const TOOL_FIELDS: Record<keyof CatalogToolCount, Kind> = {
+  dir_name: 'string',
+  tool: 'string',
+  calls: 'int',
+  failures: 'int',
+};
+
+function fits(v: unknown, kind: Kind): boolean {
+  if (v === null) return kind.endsWith('?');
+  return kind.startsWith('string') ? typeof v === 'string' : Number.isSafeInteger(v);
+}
+
+function hasShape(v: unknown, fields: Record<string, Kind>): boolean {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const o = v as Record<string, unknown>;
+  const keys = Object.keys(o);
+  return (
+    keys.length === Object.keys(fields).length && keys.every((k) => k in fields && fits(o[k], fields[k]!))
+  );
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function asSidecar(v: unknown): Sidecar | null {
+  if (!isObject(v) || v.format !== SIDECAR_FORMAT || typeof v.entry_version !== 'string') return null;
+  const log = v.log;
+  if (
+    !isObject(log) ||
+    !Number.isSafeInteger(log.size) ||
+    typeof log.mtime_ms !== 'number' ||
+    typeof log.settled !== 'boolean' ||
+    !(log.sha1 === null || (typeof log.sha1 === 'string' && /^[0-9a-f]{40}$/.test(log.sha1)))
+  )
+    return null;
+  const entry = v.entry;
+  if (!isObject(entry) || !hasShape(entry.session, SESSION_FIELDS)) return null;
+  const session = entry.session as unknown as CatalogSession;
+  const name = session.dir_name;
+  const ok =
+    Array.isArray(entry.failures) &&
+    Array.isArray(entry.tools) &&
+    entry.failures.every(
+      (f) =>
+        hasShape(f, FAILURE_FIELDS) &&
+        (f as CatalogFailure).dir_name === name &&
+        ['failed', 'fault'].includes((f as CatalogFailure).status),
+    ) &&
+    entry.tools.every((t) => hasShape(t, TOOL_FIELDS) && (t as CatalogToolCount).dir_name === name) &&
+    [null, 'open', 'ended', 'aborted'].includes(session.status) &&
+    [null, 'PASS', 'FAIL'].includes(session.verdict);
+  return ok ? (v as unknown as Sidecar) : null;
+}

@@ -1,0 +1,236 @@
+/**
+ * A session dir's catalog sidecar (catalog-entry.json, src/store/entry-sidecar.ts) on real logs: trusted
+ * only while the log is the one it describes, removed by every writer before it writes, never a crash, and
+ * the rows it gives identical to the rows read from the logs.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { generateFleet } from '../../bench/lib/fleet.js';
+import { refreshCatalog } from '../../src/fleet/catalog.js';
+import { entryOfSessionDir, readCatalogEntry } from '../../src/fleet/catalog-entry.js';
+import { createRecorder } from '../../src/record/index.js';
+import { appendSessionEvent } from '../../src/store/append-event.js';
+import { CATALOG_FILE, type Catalog } from '../../src/store/catalog.js';
+import { ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
+import { SessionLog } from '../../src/store/session-log.js';
+import { sessionRow } from '../support/log-rows.js';
+import { scratchRoot, validator } from './helpers.js';
+
+const validate = validator('catalog-entry.schema.json');
+const sidecarOf = (dir: string) => path.join(dir, ENTRY_SIDECAR_FILE);
+const readSidecar = (dir: string) =>
+  JSON.parse(fs.readFileSync(sidecarOf(dir), 'utf8')) as {
+    log: { settled: boolean };
+    [key: string]: unknown;
+  };
+/** An hour ago: the dir's files as a session recorded earlier leaves them (settled times). */
+const anHourAgo = () => new Date(Date.now() - 3600_000);
+
+function sessionDirs(sessionsDir: string): string[] {
+  return fs
+    .readdirSync(sessionsDir)
+    .filter((n) => n !== CATALOG_FILE && !n.startsWith(`${CATALOG_FILE}-`))
+    .map((n) => path.join(sessionsDir, n));
+}
+
+/** Every row the catalog holds, without the bookkeeping columns (when and from which dir time it was read). */
+function dump(catalog: Catalog): unknown {
+  const db = (catalog as unknown as { db: Database.Database }).db;
+  return {
+    sessions: db
+      .prepare('SELECT * FROM sessions ORDER BY dir_name')
+      .all()
+      .map((r) => ({ ...(r as object), dir_mtime: 0, indexed_at: 0, touched: 0, indexed_touched: 0 })),
+    failures: db.prepare('SELECT * FROM failures ORDER BY dir_name, seq').all(),
+    tools: db.prepare('SELECT * FROM tool_calls ORDER BY dir_name, tool').all(),
+  };
+}
+
+/** Age every file of a session dir (log, sidecar, dir) so its times are settled. */
+function age(dir: string): void {
+  const t = anHourAgo();
+  for (const name of fs.readdirSync(dir)) fs.utimesSync(path.join(dir, name), t, t);
+  fs.utimesSync(dir, t, t);
+}
+
+describe('catalog sidecars', () => {
+  const root = scratchRoot();
+  afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('a fleet closed normally carries valid sidecars; index from them gives the rows reading every log gives', async () => {
+    const withSidecars = path.join(root, 'with');
+    const without = path.join(root, 'without');
+    generateFleet(withSidecars, { sessions: 40, seed: 21 });
+    generateFleet(without, { sessions: 40, seed: 21, sidecars: false });
+    for (const dir of sessionDirs(withSidecars)) {
+      expect(validate(readSidecar(dir))).toEqual([]);
+      expect(entryOfSessionDir(dir).fromSidecar).toBe(true);
+    }
+    expect(sessionDirs(without).some((d) => fs.existsSync(sidecarOf(d)))).toBe(false);
+    const fromLogs = await refreshCatalog(without, { full: true });
+    const fromSidecars = await refreshCatalog(withSidecars, { full: true });
+    try {
+      expect(dump(fromSidecars.catalog)).toEqual(dump(fromLogs.catalog));
+      expect(fromSidecars.indexed).toBe(40);
+    } finally {
+      fromLogs.catalog.close();
+      fromSidecars.catalog.close();
+    }
+    // The index that read the logs left sidecars, and they give the same rows again.
+    for (const dir of sessionDirs(without)) expect(validate(readSidecar(dir))).toEqual([]);
+    const again = await refreshCatalog(without, { full: true });
+    const reference = await refreshCatalog(withSidecars, { full: true });
+    try {
+      expect(dump(again.catalog)).toEqual(dump(reference.catalog));
+    } finally {
+      again.catalog.close();
+      reference.catalog.close();
+    }
+  });
+
+  it('trusts a settled sidecar on its times; a write after it, by any writer, makes the log be read', () => {
+    const sessionsDir = path.join(root, 'stale');
+    const [first, second, third] = generateFleet(sessionsDir, { sessions: 3, seed: 22 }).sessions.map((s) =>
+      path.join(sessionsDir, s.dirName),
+    );
+    for (const dir of [first!, second!, third!]) {
+      for (const s of ['-wal', '-shm']) fs.rmSync(path.join(dir, `session.sqlite${s}`), { force: true });
+      age(dir);
+      fs.rmSync(sidecarOf(dir));
+      expect(entryOfSessionDir(dir)).toMatchObject({ fromSidecar: false, wroteSidecar: true });
+      expect(readSidecar(dir).log.settled).toBe(true);
+      expect(entryOfSessionDir(dir)).toMatchObject({ fromSidecar: true, wroteSidecar: false });
+    }
+
+    // Our writers remove it before they write: mcec-bundle verdict's event, and SessionLog's open.
+    appendSessionEvent(first!, 'verdict', { verdict: 'FAIL', reason: 'checked by hand' });
+    expect(fs.existsSync(sidecarOf(first!))).toBe(false);
+    const stored = new Database(path.join(second!, 'session.sqlite'), { readonly: true });
+    const id = (stored.prepare('SELECT session_id FROM session').get() as { session_id: string }).session_id;
+    stored.close();
+    const log = SessionLog.open({ dir: second!, session: sessionRow(id, { status: 'ended' }) });
+    expect(fs.existsSync(sidecarOf(second!))).toBe(false);
+    log.close();
+
+    // A writer that knows nothing of sidecars (an older recorder, a SQLite shell): the log's time moved.
+    const before = readCatalogEntry(third!);
+    const db = new Database(path.join(third!, 'session.sqlite'));
+    db.prepare("UPDATE session SET scenario = 'renamed by hand' WHERE id = 1").run();
+    db.close();
+    const read = entryOfSessionDir(third!);
+    expect(read.fromSidecar).toBe(false);
+    expect(read.entry.session.scenario).toBe('renamed by hand');
+    expect(read.entry).toEqual(readCatalogEntry(third!));
+    expect(read.entry).not.toEqual(before);
+  });
+
+  it('a fresh sidecar is checked by the log hash: same size and time put back after a write do not fool it', () => {
+    const sessionsDir = path.join(root, 'fresh');
+    const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 23 }).sessions;
+    const dir = path.join(sessionsDir, s!.dirName);
+    const file = path.join(dir, 'session.sqlite');
+    expect(readSidecar(dir).log.settled).toBe(false);
+    const st = fs.statSync(file);
+    const db = new Database(file);
+    db.prepare("UPDATE session SET scenario = 'same size!' WHERE id = 1").run();
+    db.close();
+    for (const x of ['-wal', '-shm']) fs.rmSync(`${file}${x}`, { force: true });
+    fs.utimesSync(file, st.atime, st.mtime);
+    expect(fs.statSync(file).size).toBe(st.size);
+    const read = entryOfSessionDir(dir);
+    expect(read.fromSidecar).toBe(false);
+    expect(read.entry.session.scenario).toBe('same size!');
+  });
+
+  it('a log with WAL content is read, whatever its sidecar says', () => {
+    const sessionsDir = path.join(root, 'wal');
+    const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 24 }).sessions;
+    const dir = path.join(sessionsDir, s!.dirName);
+    const holder = new Database(path.join(dir, 'session.sqlite'));
+    try {
+      holder.prepare("UPDATE session SET scenario = 'in the wal' WHERE id = 1").run();
+      const read = entryOfSessionDir(dir);
+      expect(read).toMatchObject({ fromSidecar: false, wroteSidecar: false });
+      expect(read.entry.session.scenario).toBe('in the wal');
+    } finally {
+      holder.close();
+    }
+  });
+
+  it('a dir copied without its times is trusted by hash; under another name, the log is read', () => {
+    const sessionsDir = path.join(root, 'copied-from');
+    const elsewhere = path.join(root, 'copied-to');
+    const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 25 }).sessions;
+    const dir = path.join(sessionsDir, s!.dirName);
+    age(dir);
+    fs.rmSync(sidecarOf(dir));
+    entryOfSessionDir(dir); // settled sidecar
+    const copy = path.join(elsewhere, s!.dirName);
+    fs.cpSync(dir, copy, { recursive: true }); // times not kept: every file is new
+    expect(fs.statSync(path.join(copy, 'session.sqlite')).mtimeMs).not.toBe(
+      fs.statSync(path.join(dir, 'session.sqlite')).mtimeMs,
+    );
+    const read = entryOfSessionDir(copy);
+    expect(read.fromSidecar).toBe(true);
+    expect(read.entry).toEqual(readCatalogEntry(copy));
+    const renamed = path.join(elsewhere, s!.dirName.replace(/-f/, '-g'));
+    fs.cpSync(dir, renamed, { recursive: true });
+    const other = entryOfSessionDir(renamed);
+    expect(other.fromSidecar).toBe(false);
+    expect(other.entry.session.dir_name).toBe(path.basename(renamed));
+  });
+
+  it('a corrupt, foreign or truncated sidecar is read past (the log is read, the sidecar written again)', () => {
+    const sessionsDir = path.join(root, 'corrupt');
+    const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 26 }).sessions;
+    const dir = path.join(sessionsDir, s!.dirName);
+    const good = fs.readFileSync(sidecarOf(dir), 'utf8');
+    const expected = readCatalogEntry(dir);
+    const wrongType = JSON.parse(good);
+    wrongType.entry.session.calls = 'many';
+    const extraField = JSON.parse(good);
+    extraField.entry.tools.push({ dir_name: s!.dirName, tool: 'x', calls: 1, failures: 0, more: 1 });
+    const otherVersion = JSON.parse(good);
+    otherVersion.entry_version = 'entry0';
+    for (const bad of [
+      '\u0000\u0001garbage',
+      good.slice(0, good.length / 2),
+      '[]',
+      'null',
+      JSON.stringify({ format: 'something else' }),
+      JSON.stringify(wrongType),
+      JSON.stringify(extraField),
+      JSON.stringify(otherVersion),
+    ]) {
+      fs.writeFileSync(sidecarOf(dir), bad);
+      const read = entryOfSessionDir(dir);
+      expect(read.fromSidecar).toBe(false);
+      expect(read.entry).toEqual(expected);
+      expect(validate(readSidecar(dir))).toEqual([]);
+    }
+    fs.rmSync(sidecarOf(dir));
+    fs.mkdirSync(sidecarOf(dir)); // not even a file
+    expect(entryOfSessionDir(dir).entry).toEqual(expected);
+  });
+
+  it('the recorder writes the sidecar of each session it closes', async () => {
+    const sessionsDir = path.join(root, 'recorded');
+    const recorder = createRecorder({ sessionsDir, stderr: () => {} });
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+      ok: true,
+      sessionId: 'sidecar00001',
+      result: { found: true },
+    }));
+    await call('find', { sessionId: 'sidecar00001', window: 'Notepad' });
+    await recorder.end('sidecar00001');
+    await recorder.close();
+    const [dir] = sessionDirs(sessionsDir);
+    expect(validate(readSidecar(dir!))).toEqual([]);
+    const read = entryOfSessionDir(dir!);
+    expect(read.fromSidecar).toBe(true);
+    expect(read.entry).toEqual(readCatalogEntry(dir!));
+    expect(read.entry.session.status).toBe('ended');
+  });
+});
