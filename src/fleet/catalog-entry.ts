@@ -240,34 +240,42 @@ function readEntryFromLog(
   }
 }
 
-/** Where a session dir's entry came from. */
+/** A session dir's entry, and whether its sidecar was written (the dir's time moved). */
 export interface SessionDirEntry {
   entry: CatalogEntry;
-  /** Taken from the dir's sidecar (the log not opened). */
-  fromSidecar: boolean;
-  /** The sidecar was written (the dir's time moved). */
   wroteSidecar: boolean;
 }
 
 /**
- * One session dir's entry: its sidecar's when that describes the log as it is (src/store/entry-sidecar.ts),
- * else read from the log; a log at rest whose session is no longer open (its entry cannot change without a
- * write) gets its sidecar written. The hash is taken before the log is read: a write in between makes the
- * sidecar describe bytes the log no longer has, so it is never trusted.
+ * The entry the dir's sidecar holds when that describes the log as it is (src/store/entry-sidecar.ts),
+ * else null (read the log: `entryFromLog`). A sidecar trusted by its hash (fresh from a session's close, or
+ * copied without its times) is written again stamped with the log's time when that is settled, so that the
+ * next reader compares times only.
  */
-export function entryOfSessionDir(dir: string, now = Date.now()): SessionDirEntry {
+export function entryFromSidecar(dir: string, now = Date.now()): SessionDirEntry | null {
   const trusted = trustedEntry(dir, ENTRY_VERSION);
-  if (trusted) {
-    // Checked by its hash (fresh from a session's close, or copied without its times): stamped settled now,
-    // so that the next reader compares times only.
-    const wroteSidecar =
-      worthRestamping(trusted, now) && writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
-    return { entry: trusted.entry, fromSidecar: true, wroteSidecar };
-  }
+  if (!trusted) return null;
+  const wroteSidecar =
+    worthRestamping(trusted, now) && writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
+  return { entry: trusted.entry, wroteSidecar };
+}
+
+/**
+ * A session dir's entry read from its log; a log at rest whose session is no longer open (its entry cannot
+ * change without a write) gets its sidecar written. The hash is taken before the log is read: a write in
+ * between makes the sidecar describe bytes the log no longer has, so it is never trusted.
+ */
+export function entryFromLog(dir: string): SessionDirEntry {
   const stamp = stampLog(dir);
   const { entry, storedStatus } = readEntryFromLog(dir);
   const wroteSidecar = stamp !== null && keepEntry(dir, stamp, entry, storedStatus);
-  return { entry, fromSidecar: false, wroteSidecar };
+  return { entry, wroteSidecar };
+}
+
+/** One session dir's entry: from its sidecar when that is true to the log, else from the log. */
+export function entryOfSessionDir(dir: string, now = Date.now()): SessionDirEntry & { fromSidecar: boolean } {
+  const fromSidecar = entryFromSidecar(dir, now);
+  return fromSidecar ? { ...fromSidecar, fromSidecar: true } : { ...entryFromLog(dir), fromSidecar: false };
 }
 
 /** Write the sidecar when the entry cannot change without a write (session not open) and the log is as stamped. */

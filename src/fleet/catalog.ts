@@ -191,7 +191,7 @@ async function indexSessions(
   onProgress?: Progress,
 ): Promise<number> {
   if (todo.length === 0) return 0;
-  const { entryOfSessionDir } = await import('./catalog-entry.js');
+  const { entryFromLog, entryFromSidecar } = await import('./catalog-entry.js');
   let indexed = 0;
   for (let i = 0; i < todo.length; i += BATCH) {
     const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
@@ -202,17 +202,25 @@ async function indexSessions(
         continue;
       }
       const touched = catalog.touchedOf(name);
-      const walFilesBefore = walFilesOf(dir);
-      const { entry, wroteSidecar } = entryOfSessionDir(dir, t);
+      const fromSidecar = entryFromSidecar(dir, t);
+      if (fromSidecar && !fromSidecar.wroteSidecar) {
+        // Nothing of ours changed the dir: its time from the sweep (a later change makes the next sweep read it).
+        items.push({
+          entry: fromSidecar.entry,
+          touched,
+          dirMtime: settled(mtime, t) === null ? null : mtime,
+        });
+        continue;
+      }
+      const walFilesBefore = fromSidecar ? 0 : walFilesOf(dir);
+      const { entry, wroteSidecar } = fromSidecar ?? entryFromLog(dir);
       // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, and writing
       // the sidecar replaces a file, which moves it to now. Kept when that is all that changed it (the time
       // before was settled, and we wrote the sidecar or both WAL files appeared): else every session index
       // read is read again by the next sweep.
       const after = mtimeOf(dir);
       const onlyOurFiles =
-        mtime !== null &&
-        settled(mtime, t) !== null &&
-        (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
+        settled(mtime, t) !== null && (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
       items.push({
         entry,
         touched,

@@ -228,6 +228,7 @@ export class Catalog {
   readonly file: string;
   readonly readonly: boolean;
   private readonly db: Db;
+  private touchedStatement: Database.Statement | undefined;
   private readonly guard: Db | null;
 
   private constructor(file: string, db: Db, guard: Db | null, readonly: boolean) {
@@ -358,9 +359,9 @@ export class Catalog {
 
   /** The `touched` counter of a row (0 when there is none): read before a session is read, stored with it. */
   touchedOf(dirName: string): number {
-    const row = this.db.prepare('SELECT touched FROM sessions WHERE dir_name = ?').get(dirName) as
-      | { touched: number }
-      | undefined;
+    // Prepared once: an index asks for every row's.
+    this.touchedStatement ??= this.db.prepare('SELECT touched FROM sessions WHERE dir_name = ?');
+    const row = this.touchedStatement.get(dirName) as { touched: number } | undefined;
     return row?.touched ?? 0;
   }
 
