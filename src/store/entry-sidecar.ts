@@ -114,17 +114,20 @@ export function writeEntrySidecar(
 ): boolean {
   const file = path.join(dir, ENTRY_SIDECAR_FILE);
   const temp = `${file}.${process.pid}.tmp`;
-  try {
-    // The file system's time now, from a file it just stamped: the clock the log's time was taken by.
-    fs.writeFileSync(temp, '');
-    const settled = fs.statSync(temp).mtimeMs - stamp.mtimeMs >= SETTLE_MS;
-    const body = {
+  const body = (settled: boolean) =>
+    `${JSON.stringify({
       format: SIDECAR_FORMAT,
       entry_version: entryVersion,
       log: { size: stamp.size, mtime_ms: stamp.mtimeMs, settled, sha1: stamp.sha1 },
       entry,
-    };
-    fs.writeFileSync(temp, `${JSON.stringify(body)}\n`);
+    })}\n`;
+  try {
+    // Settled by the file system's clock (the clock the log's time was taken by): the temp file's own time,
+    // written with this process's guess and written again in the rare case the guess was wrong.
+    const guess = Date.now() - stamp.mtimeMs >= SETTLE_MS;
+    fs.writeFileSync(temp, body(guess));
+    const settled = fs.statSync(temp).mtimeMs - stamp.mtimeMs >= SETTLE_MS;
+    if (settled !== guess) fs.writeFileSync(temp, body(settled));
     fs.renameSync(temp, file);
   } catch {
     fs.rmSync(temp, { force: true });
