@@ -25,12 +25,14 @@ export interface LogStamp {
   size: number;
   mtimeMs: number;
   /**
-   * The log's mtime was at least SETTLE_MS older than the sidecar (by the file system's own clock, the
-   * sidecar's temp file's mtime, not this process's): a later write cannot share its tick.
+   * The log's mtime was at least SETTLE_MS old before its hash was taken, by this process's clock and by the
+   * file system's (the sidecar's temp file's time): a later write cannot share its tick.
    */
   settled: boolean;
   /** sha1 of the log's bytes; null when it is larger than MAX_HASHED_BYTES. */
   sha1: string | null;
+  /** This process's clock just before the hash was taken (not written: it decides `settled`). */
+  hashedAtMs: number;
 }
 
 /** The log's size and mtime when it is at rest (no `-wal` with content), else null. */
@@ -51,10 +53,11 @@ export function logAtRest(dir: string): { size: number; mtimeMs: number } | null
 export function stampLog(dir: string): LogStamp | null {
   const rest = logAtRest(dir);
   if (!rest) return null;
+  const hashedAtMs = Date.now();
   const sha1 = rest.size <= MAX_HASHED_BYTES ? hashOf(path.join(dir, LOG_FILE)) : null;
   const after = logAtRest(dir);
   if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
-  return { ...rest, settled: false, sha1 };
+  return { ...rest, settled: false, sha1, hashedAtMs };
 }
 
 /**
@@ -77,13 +80,14 @@ export function trustedEntry(dir: string, entryVersion: string): TrustedEntry | 
   if (!rest || rest.size !== sidecar.log.size) return null;
   const { size, mtime_ms: mtimeMs, settled, sha1 } = sidecar.log;
   if (settled && rest.mtimeMs === mtimeMs)
-    return { entry: sidecar.entry, stamp: { size, mtimeMs, settled, sha1 } };
+    return { entry: sidecar.entry, stamp: { size, mtimeMs, settled, sha1, hashedAtMs: Number.NaN } };
   if (sha1 === null || rest.size > MAX_HASHED_BYTES) return null;
+  const hashedAtMs = Date.now();
   if (hashOf(path.join(dir, LOG_FILE)) !== sha1) return null;
   // The log may have been written while it was hashed: then its time moved, or its WAL has content.
   const after = logAtRest(dir);
   if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
-  return { entry: sidecar.entry, stamp: { size, mtimeMs: rest.mtimeMs, settled: false, sha1 } };
+  return { entry: sidecar.entry, stamp: { size, mtimeMs: rest.mtimeMs, settled: false, sha1, hashedAtMs } };
 }
 
 /** A sidecar's entry found true to the log, and the log as it is now (its hash checked when not `settled`). */
@@ -122,12 +126,12 @@ export function writeEntrySidecar(
       entry,
     })}\n`;
   try {
-    // Settled by the file system's clock (the clock the log's time was taken by): the temp file's own time,
-    // written with this process's guess and written again in the rare case the guess was wrong.
-    const guess = Date.now() - stamp.mtimeMs >= SETTLE_MS;
+    // Settled only when the log's time was 2 s old *before its hash was taken* (a write after the hash in the
+    // same time tick would otherwise keep its time): by this process's clock then, and by the file system's
+    // own clock (the temp file's time, a little later) too, in case the two disagree (a share, faketime).
+    const guess = stamp.hashedAtMs - stamp.mtimeMs >= SETTLE_MS;
     fs.writeFileSync(temp, body(guess));
-    const settled = fs.statSync(temp).mtimeMs - stamp.mtimeMs >= SETTLE_MS;
-    if (settled !== guess) fs.writeFileSync(temp, body(settled));
+    if (guess && fs.statSync(temp).mtimeMs - stamp.mtimeMs < SETTLE_MS) fs.writeFileSync(temp, body(false));
     fs.renameSync(temp, file);
   } catch {
     fs.rmSync(temp, { force: true });
@@ -157,12 +161,27 @@ export function removeEntrySidecar(dir: string): boolean {
 
 /** sha1: it tells a changed log from the one stamped (accidents, not attacks: whoever can write the sidecar can write the log), at half sha256's cost here. */
 function hashOf(file: string): string | null {
+  let fd: number | undefined;
   try {
-    return crypto.createHash('sha1').update(fs.readFileSync(file)).digest('hex');
+    fd = fs.openSync(file, 'r');
+    const hash = crypto.createHash('sha1');
+    // One buffer for every log: an index hashes thousands, and a fresh one per file is mostly GC.
+    hashBuffer ??= Buffer.allocUnsafe(HASH_CHUNK);
+    for (;;) {
+      const n = fs.readSync(fd, hashBuffer, 0, HASH_CHUNK, null);
+      if (n === 0) break;
+      hash.update(hashBuffer.subarray(0, n));
+    }
+    return hash.digest('hex');
   } catch {
     return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
+
+const HASH_CHUNK = 1024 * 1024;
+let hashBuffer: Buffer | undefined;
 
 function statOrNull(p: string): fs.Stats | null {
   try {
