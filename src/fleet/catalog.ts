@@ -144,7 +144,8 @@ function openIfFresh(root: string, now: () => number): Catalog | null {
 
 /** Session dirs to read, and rows whose dir is gone. */
 interface RefreshWork {
-  todo: Array<{ name: string; mtime: number | null }>;
+  /** `stored`: the row's dir time, when it has one (a time accepted before, unchanged since, can be kept). */
+  todo: Array<{ name: string; mtime: number | null; stored?: number | null }>;
   gone: string[];
 }
 
@@ -165,7 +166,9 @@ function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): R
     const mtime = mtimeOf(path.join(root, e.name));
     if (mtime === null) continue;
     seen.add(e.name);
-    if (rereadAll || needsReading(states.get(e.name), mtime)) todo.push({ name: e.name, mtime });
+    const st = states.get(e.name);
+    if (rereadAll || needsReading(st, mtime))
+      todo.push({ name: e.name, mtime, stored: st?.dirMtime ?? null });
   }
   return { todo, gone: [...states.keys()].filter((name) => !seen.has(name)) };
 }
@@ -195,21 +198,19 @@ async function indexSessions(
   let indexed = 0;
   for (let i = 0; i < todo.length; i += BATCH) {
     const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
-    for (const { name, mtime } of todo.slice(i, i + BATCH)) {
+    for (const { name, mtime, stored } of todo.slice(i, i + BATCH)) {
       const dir = path.join(root, name);
       if (mtime === null || !isRegularFile(path.join(dir, LOG_FILE))) {
         gone.push(name); // not a session (no log) or gone meanwhile
         continue;
       }
       const touched = catalog.touchedOf(name);
+      // The dir's time before reading can be kept: settled, or the row's already (accepted then, unchanged).
+      const beforeKept = settled(mtime, t) !== null || (stored != null && stored === mtime);
       const fromSidecar = entryFromSidecar(dir, t);
       if (fromSidecar && !fromSidecar.wroteSidecar) {
         // Nothing of ours changed the dir: its time from the sweep (a later change makes the next sweep read it).
-        items.push({
-          entry: fromSidecar.entry,
-          touched,
-          dirMtime: settled(mtime, t) === null ? null : mtime,
-        });
+        items.push({ entry: fromSidecar.entry, touched, dirMtime: beforeKept ? mtime : null });
         continue;
       }
       const walFilesBefore = fromSidecar ? 0 : walFilesOf(dir);
@@ -219,8 +220,7 @@ async function indexSessions(
       // before was settled, and we wrote the sidecar or both WAL files appeared): else every session index
       // read is read again by the next sweep.
       const after = mtimeOf(dir);
-      const onlyOurFiles =
-        settled(mtime, t) !== null && (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
+      const onlyOurFiles = beforeKept && (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
       items.push({
         entry,
         touched,

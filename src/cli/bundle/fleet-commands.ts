@@ -67,7 +67,9 @@ export function addIndexCommand(program: Command): void {
       'after',
       `
 list, prune and triage read the catalog and keep it up to date themselves (the recorder and mcec-bundle
-verdict mark the sessions they change); index re-reads every session, for a dir changed by other tools.
+verdict mark the sessions they change); index re-reads every session, for a dir changed by other tools:
+from its log, or from the catalog-entry.json beside it while that still describes the log (same size, and
+the same settled time or the same sha1).
 
 Example:
   mcec-bundle index --sessions /srv/mcec-sessions`,
