@@ -223,7 +223,7 @@ export const figure: Figure = {
           ratio: round(sweepManyMs / list, 2),
           holds: null,
           notes: [
-            "Times kept (a rename, unzip): each moved-in dir's sidecar is checked against its log's sha1 (stamped at close) and stamped settled; the rows already in the catalog are only stat-ed. Baseline in data: the plain list right after. One run.",
+            "Times kept (a rename, unzip): each moved-in dir's sidecar is checked against its log's sha1 (stamped at close; a sweep does not stamp it settled, index does); the rows already in the catalog are only stat-ed. Baseline in data: the plain list right after. One run.",
           ],
           data: { sweepManyMs: round(sweepManyMs, 1), plainAfterManyMs: round(plainAfterManyMs, 1) },
         },

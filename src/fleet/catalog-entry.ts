@@ -248,15 +248,21 @@ export interface SessionDirEntry {
 
 /**
  * The entry the dir's sidecar holds when that describes the log as it is (src/store/entry-sidecar.ts),
- * else null (read the log: `entryFromLog`). A sidecar trusted by its hash (fresh from a session's close, or
- * copied without its times) is written again stamped with the log's time when that is settled, so that the
- * next reader compares times only.
+ * else null (read the log: `entryFromLog`). With `restamp` (`mcec-bundle index`), a sidecar trusted by its
+ * hash (fresh from a session's close, or copied without its times) is written again stamped with the log's
+ * time when that is settled, so that the next reader compares times only; a sweep does not (writing it
+ * costs two to three times the hash, and a sweep reads a dir again only when it changed).
  */
-export function entryFromSidecar(dir: string, now = Date.now()): SessionDirEntry | null {
+export function entryFromSidecar(
+  dir: string,
+  options: { now?: number; restamp?: boolean } = {},
+): SessionDirEntry | null {
   const trusted = trustedEntry(dir, ENTRY_VERSION);
   if (!trusted) return null;
   const wroteSidecar =
-    worthRestamping(trusted, now) && writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
+    options.restamp === true &&
+    worthRestamping(trusted, options.now ?? Date.now()) &&
+    writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
   return { entry: trusted.entry, wroteSidecar };
 }
 
@@ -273,8 +279,11 @@ export function entryFromLog(dir: string): SessionDirEntry {
 }
 
 /** One session dir's entry: from its sidecar when that is true to the log, else from the log. */
-export function entryOfSessionDir(dir: string, now = Date.now()): SessionDirEntry & { fromSidecar: boolean } {
-  const fromSidecar = entryFromSidecar(dir, now);
+export function entryOfSessionDir(
+  dir: string,
+  options: { now?: number; restamp?: boolean } = { restamp: true },
+): SessionDirEntry & { fromSidecar: boolean } {
+  const fromSidecar = entryFromSidecar(dir, options);
   return fromSidecar ? { ...fromSidecar, fromSidecar: true } : { ...entryFromLog(dir), fromSidecar: false };
 }
 

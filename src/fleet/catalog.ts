@@ -108,7 +108,16 @@ export async function refreshCatalog(
       catalog.meta('root_mtime') !== String(rootMtime) ||
       sweepDue(catalog.meta('swept_at'), now());
     const { todo, gone } = sweep ? sweepSessionDirs(catalog, root, rereadAll) : dirtySessions(catalog, root);
-    const indexed = await indexSessions(catalog, root, todo, gone, now(), options.onProgress);
+    // `index` stamps the sidecars it checked by hash settled (the next index compares times only).
+    const indexed = await indexSessions(
+      catalog,
+      root,
+      todo,
+      gone,
+      now(),
+      options.full === true,
+      options.onProgress,
+    );
     catalog.remove(gone);
     catalog.setMeta({
       entry_version: ENTRY_VERSION,
@@ -191,6 +200,7 @@ async function indexSessions(
   todo: RefreshWork['todo'],
   gone: string[],
   t: number,
+  restamp: boolean,
   onProgress?: Progress,
 ): Promise<number> {
   if (todo.length === 0) return 0;
@@ -207,7 +217,7 @@ async function indexSessions(
       const touched = catalog.touchedOf(name);
       // The dir's time before reading can be kept: settled, or the row's already (accepted then, unchanged).
       const beforeKept = settled(mtime, t) !== null || (stored != null && stored === mtime);
-      const fromSidecar = entryFromSidecar(dir, t);
+      const fromSidecar = entryFromSidecar(dir, { now: t, restamp });
       if (fromSidecar && !fromSidecar.wroteSidecar) {
         // Nothing of ours changed the dir: its time from the sweep (a later change makes the next sweep read it).
         items.push({ entry: fromSidecar.entry, touched, dirMtime: beforeKept ? mtime : null });

@@ -144,6 +144,24 @@ describe('catalog sidecars', () => {
     expect(read.entry.session.scenario).toBe('same size!');
   });
 
+  it('index stamps hash-checked sidecars settled and a second index keeps the dir times; a sweep only checks', async () => {
+    const sessionsDir = path.join(root, 'restamp');
+    generateFleet(sessionsDir, { sessions: 6, seed: 27 });
+    for (const dir of sessionDirs(sessionsDir)) age(dir); // sidecars from close: not settled
+    const swept = await refreshCatalog(sessionsDir); // the first list: every dir read
+    swept.catalog.close();
+    for (const dir of sessionDirs(sessionsDir)) expect(readSidecar(dir).log.settled).toBe(false);
+    for (const full of [1, 2]) {
+      const indexed = await refreshCatalog(sessionsDir, { full: true });
+      const states = indexed.catalog.rowStates();
+      indexed.catalog.close();
+      for (const dir of sessionDirs(sessionsDir)) {
+        expect(readSidecar(dir).log.settled, `index ${full}`).toBe(true);
+        expect(states.get(path.basename(dir))?.dirMtime, `index ${full}`).toBe(fs.statSync(dir).mtimeMs);
+      }
+    }
+  });
+
   it('a log with WAL content is read, whatever its sidecar says', () => {
     const sessionsDir = path.join(root, 'wal');
     const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 24 }).sessions;
