@@ -1,5 +1,6 @@
 /** One timeline row's template context: the call's summary line, its warnings and images, and clipped bodies. */
 import type { CallRow } from '../../store/schema.js';
+import { groupThousands } from '../../util/units.js';
 import { recoveryForCall } from '../recovery.js';
 import { clip, oneLine } from '../text.js';
 import { formatDurationMs } from '../time.js';
@@ -106,7 +107,7 @@ export function rowContext(
       let note: string | null = null;
       if (pretty.clipped > 0) {
         clippedHere = true;
-        note = `Clipped: ${pretty.clipped.toLocaleString('en-US')} more characters are in session.sqlite and tool-calls.jsonl.`;
+        note = `Clipped: ${groupThousands(pretty.clipped)} more characters are in session.sqlite and tool-calls.jsonl.`;
       }
       blocks.push({ title, html: textHtml(hb, pretty.text), note });
     };
