@@ -10,7 +10,7 @@ import { formatDurationMs } from '../report/time.js';
 import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession } from '../store/catalog.js';
 import type { CallRow } from '../store/schema.js';
-import { type FailureRow, SessionReader } from '../store/session-reader.js';
+import { type FailureRow, NO_FAILURES, SessionReader } from '../store/session-reader.js';
 import { defaultFingerprint, type FingerprintInput } from './fingerprint.js';
 
 /** Failures kept per session in the catalog, newest first (the session row counts them all). */
@@ -94,7 +94,7 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
     // prepare and run of a log's) is skipped.
     const { failures: failureRows, outcome } =
       stats.failed + stats.fault === 0
-        ? { failures: [], outcome: { recovered: 0, newestUnrecovered: null, newestFault: null } }
+        ? { failures: [], outcome: NO_FAILURES }
         : reader.failuresAndOutcome(MAX_CATALOG_FAILURES);
     const facts = readVerdictFacts(reader, { session, stats, outcome });
     const decision = decideVerdict(facts);

@@ -504,11 +504,11 @@ export async function buildSummary(
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();
-    const facts = readVerdictFacts(reader, { session, stats });
+    const kept = reader.failuresAndOutcome(maxFailures);
+    const facts = readVerdictFacts(reader, { session, stats, outcome: kept.outcome });
     const decision = decideVerdict(facts);
     const failingRow = failingRowOf(reader, facts, decision.verdict);
-    const failures = reader
-      .failures({ limit: maxFailures })
+    const failures = kept.failures
       .reverse()
       .map((f) => ({ ...digest(f, time), recovered: f.recovered !== 0 }));
     const timeline = reader.tailCalls(timelineLength).map((row) => timelineLine(row, time));

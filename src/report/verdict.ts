@@ -3,7 +3,12 @@
  * bundle's session.json all take it from `buildSummary`, which calls `decideVerdict` here, so they agree.
  */
 import type { SessionRow } from '../store/schema.js';
-import type { SessionReader, SessionStats } from '../store/session-reader.js';
+import {
+  type FailureOutcome,
+  NO_FAILURES,
+  type SessionReader,
+  type SessionStats,
+} from '../store/session-reader.js';
 import { isPlainServerSession } from './server-kind.js';
 import { oneLine } from './text.js';
 import type { Verdict } from './types.js';
@@ -235,14 +240,14 @@ export function readVerdictFacts(
   known: {
     session?: SessionRow;
     stats?: SessionStats;
-    outcome?: ReturnType<SessionReader['failureOutcome']>;
+    outcome?: FailureOutcome;
   } = {},
 ): VerdictFacts {
   const session = known.session ?? reader.session();
   const stats = known.stats ?? reader.stats();
-  const outcome = known.outcome ?? reader.failureOutcome();
-  const recovered = outcome.recovered;
   const failures = stats.failed + stats.fault;
+  const outcome = known.outcome ?? (failures === 0 ? NO_FAILURES : reader.failuresAndOutcome(0).outcome);
+  const recovered = outcome.recovered;
   const pendingRow = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;
   const pending = pendingRow ? { seq: pendingRow.seq, tool: pendingRow.tool, code: null, target: '' } : null;
   let declared = parseDeclared(reader.lastDeclaredVerdict());

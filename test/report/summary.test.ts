@@ -266,7 +266,7 @@ describe('failures and the failing call', () => {
     // The reader names each failure's target the way the reason does.
     const reader = SessionReader.open(f.dir);
     try {
-      expect(reader.failures().map((x) => x.target)).toEqual([
+      expect(reader.failuresAndOutcome(-1).failures.map((x) => x.target)).toEqual([
         'process=notepad class=Notepad',
         '',
         'handle=42',
