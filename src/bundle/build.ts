@@ -202,8 +202,8 @@ async function planBundle(
   const { session, summary } = facts;
   const top = topFolderName(dir, session);
   const failureSummary = await renderFailureSummary(summary, { templatesDir: options.templatesDir });
-  // run.gif is drawn once the page's plan has read the calls, while the zip's first entries are written;
-  // bug-report.md, which shows it, is rendered when it is known.
+  // run.gif is drawn once the page's plan has read the calls, while the rest of the page is planned and the
+  // zip's first entries are written; bug-report.md, which shows it, is rendered when it is known.
   const gifProblem: string[] = [];
   const gif =
     withGif && stillImages(facts.images) >= 2
@@ -451,6 +451,8 @@ class ReportStream {
   private readonly page: Promise<ReportHtmlPage>;
   /** tool-calls.jsonl, complete once the plan has read every call. */
   readonly log: Promise<LogFacts>;
+  /** The run as the page's player shows it, known as soon as the plan has read the calls. */
+  private readonly playerModel: Promise<PlayerModel>;
 
   constructor(
     private readonly reader: SessionReader,
@@ -465,6 +467,12 @@ class ReportStream {
       ended = resolve;
       failed = reject;
     });
+    let played: (model: PlayerModel) => void = () => undefined;
+    let notPlayed: (err: unknown) => void = () => undefined;
+    this.playerModel = new Promise<PlayerModel>((resolve, reject) => {
+      played = resolve;
+      notPlayed = reject;
+    });
     // The log is complete as soon as the plan has read the last call (before the bodies are shared out).
     const callRows = {
       add: (row: CallRow) => log.add(row),
@@ -476,18 +484,28 @@ class ReportStream {
         }
       },
     };
-    this.page = renderReportHtmlParts(reader, summary, options, { keepRows: false, spoolDir, callRows });
+    this.page = renderReportHtmlParts(reader, summary, options, {
+      keepRows: false,
+      spoolDir,
+      callRows,
+      onPlayer: played,
+    });
     this.page.catch((err: unknown) => {
       log.abort();
       failed(err);
+      notPlayed(err); // no effect once the model was handed over
     });
     // A failed plan fails the zip that asks for the page or the log.
     this.log.catch(() => undefined);
+    this.playerModel.catch(() => undefined);
   }
 
-  /** The run as the page's player shows it (known once the plan has read the calls). */
-  async player(): Promise<PlayerModel> {
-    return (await this.page).player;
+  /**
+   * The run as the page's player shows it, known once the plan has read the calls: run.gif is drawn while
+   * the rest of the page is planned.
+   */
+  player(): Promise<PlayerModel> {
+    return this.playerModel;
   }
 
   /** The page's bytes, also written to `copy` when given. */

@@ -226,6 +226,14 @@ function parseEnvelopeText(
 
 /** The code of a failed plain tool result (`isError: true` from a server that is not MCEC). */
 export const PLAIN_TOOL_ERROR = 'tool-error';
+
+/**
+ * A stored failure's category as its server gave it: none for a plain tool result's failure, whose log rows
+ * recorded before 8f606dd hold the reader's stand-in 'internal'.
+ */
+export function serverCategory(code: string | null, category: string | null): string | null {
+  return code === PLAIN_TOOL_ERROR ? null : category;
+}
 /** How much of a failed plain result's text its error detail keeps. */
 const PLAIN_DETAIL_CHARS = 2000;
 

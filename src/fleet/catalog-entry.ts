@@ -18,7 +18,7 @@ import {
   writeEntrySidecar,
 } from '../store/entry-sidecar.js';
 import type { CallRow } from '../store/schema.js';
-import { type FailureRow, SessionReader } from '../store/session-reader.js';
+import { type FailureRow, NO_FAILURES, SessionReader } from '../store/session-reader.js';
 import { ENTRY_VERSION } from './catalog.js';
 import { defaultFingerprint, type FingerprintInput } from './fingerprint.js';
 
@@ -103,7 +103,7 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
     // prepare and run of a log's) is skipped.
     const { failures: failureRows, outcome } =
       stats.failed + stats.fault === 0
-        ? { failures: [], outcome: { recovered: 0, newestUnrecovered: null, newestFault: null } }
+        ? { failures: [], outcome: NO_FAILURES }
         : reader.failuresAndOutcome(MAX_CATALOG_FAILURES);
     const facts = readVerdictFacts(reader, { session, stats, outcome });
     const decision = decideVerdict(facts);

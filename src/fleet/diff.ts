@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { safeRelativePath } from '../paths/naming.js';
+import { categoryLine } from '../report/recovery.js';
 import { argsLine } from '../report/target.js';
 import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
 import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
@@ -205,7 +206,7 @@ export function diffCallOf(row: CallRow): DiffCall {
     args: argsLine(row.args, 2000),
     status: row.status,
     code: row.error_code ? oneLine(row.error_code, 120) : null,
-    category: row.error_category ? oneLine(row.error_category, 60) : null,
+    category: categoryLine(row),
     detail: row.error_detail ? clip(row.error_detail, 2000) : null,
     startedAt: row.started_at,
   };

@@ -6,7 +6,7 @@
  * fingerprint or extend the built-in one. Pure: no I/O.
  */
 import { createHash } from 'node:crypto';
-import { PLAIN_TOOL_ERROR } from '../contract/read-tool-output.js';
+import { serverCategory } from '../contract/read-tool-output.js';
 
 /** Bump when the built-in key changes: catalogs built with another version are read again. */
 export const FINGERPRINT_RULES_VERSION = 1;
@@ -112,8 +112,7 @@ function field(f: FingerprintInput, name: RuleField): string {
 
 /** The built-in key: tool, code, category, normalized detail, and the target's class and process. */
 export function defaultKey(f: FingerprintInput): string {
-  // A plain server's failure has no category; logs recorded before 8f606dd stored the reader's 'internal'.
-  const category = f.code === PLAIN_TOOL_ERROR ? null : f.category;
+  const category = serverCategory(f.code, f.category);
   const parts = [f.tool, f.code ?? '-', category ?? '-', JSON.stringify(normalizeDetail(f.detail))];
   if (f.className) parts.push(`class=${f.className.trim()}`);
   if (f.process) parts.push(`process=${lower(f.process)}`);

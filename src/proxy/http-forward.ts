@@ -6,6 +6,7 @@
 
 import http from 'node:http';
 import type { TargetKind } from '../wire/gates.js';
+import { watchWrites } from '../wire/write-deadline.js';
 import { BoundedMessage, peekAnswer } from './bounded.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
 import type { ProxyPendingExchange } from './recorder-port.js';
@@ -124,8 +125,8 @@ class ForwardedRequest {
   private answerStarted = false;
   private finished = false;
   private timer: NodeJS.Timeout | undefined;
-  /** The write deadline: armed while the client's socket holds bytes it has not taken. */
-  private writeTimer: NodeJS.Timeout | undefined;
+  /** The write deadline watches the client's socket (from the first time bytes waited for it). */
+  private writesWatched = false;
   /** Why the client is gone when the proxy hung up on it (else it disconnected). */
   private hungUp: string | undefined;
   /** The request's recording began (after its bytes left, or at its first event). */
@@ -291,7 +292,6 @@ class ForwardedRequest {
   }
 
   private onClientClose(): void {
-    clearTimeout(this.writeTimer);
     this.ensureRecording();
     if (this.res.writableFinished || this.client === 'answered-504') return;
     this.client = 'gone';
@@ -372,7 +372,8 @@ class ForwardedRequest {
         // takes nothing within the write deadline is hung up on.
         answer.pause();
         if (this.timer && !this.streaming) clearTimeout(this.timer);
-        this.awaitClient('drain', () => {
+        this.watchClient();
+        this.res.once('drain', () => {
           if (!this.streaming) this.timer?.refresh();
           answer.resume();
         });
@@ -385,7 +386,7 @@ class ForwardedRequest {
       if (this.client === 'streaming' && !this.clientGone()) {
         this.res.end();
         // The tail may still sit in the socket: the slot is free only once the client has taken it.
-        if (!this.res.writableFinished) this.awaitClient('finish');
+        this.watchClient();
       }
       try {
         if (stream) {
@@ -402,14 +403,11 @@ class ForwardedRequest {
     });
   }
 
-  /** Wait for the client's socket to take what it holds (`drain`, or `finish` after the last write). */
-  private awaitClient(event: 'drain' | 'finish', then?: () => void): void {
-    clearTimeout(this.writeTimer);
-    this.writeTimer = setTimeout(() => this.clientStalled(), this.ctx.writeTimeoutMs);
-    this.res.once(event, () => {
-      clearTimeout(this.writeTimer);
-      then?.();
-    });
+  /** Bytes wait for the client: the write deadline watches it from now until the answer finishes or closes. */
+  private watchClient(): void {
+    if (this.writesWatched) return;
+    this.writesWatched = true;
+    watchWrites(this.res, this.ctx.writeTimeoutMs, () => this.clientStalled());
   }
 
   /** The client took no byte of the answer within the write deadline: hang up and say so. */

@@ -14,8 +14,10 @@
  *   one typed char), or a line whose first word is a typing verb of other servers (type, typetext,
  *   sendkeys, keys, sendtext, settext, setvalue, paste, setclipboard, `clipboard set`): the verb stays,
  *   the rest becomes its length;
- * - a tool MCEC does not have whose name says it types (type, key, text, input, fill, write, paste): `text`
- *   and `keys`.
+ * - a tool MCEC does not have (a misspelled name, another server's tool): every argument whose key, lower
+ *   case without `-`/`_`, is one of `TYPED_INPUT_KEYS` (text, chars, keys, input, value, content, string...):
+ *   a typed password sent to `type_txt` or `chars` never reaches the log (secret keys such as `password`
+ *   are `[redacted]` for every tool anyway).
  * Only string values at the top level of the arguments are replaced; selectors and nested objects are not
  * typed text. Key-chord arrays (`["ctrl", "c"]`) are kept: they are shortcuts, not content.
  */
@@ -35,11 +37,28 @@ const TYPED_TEXT_BY_NAME: ReadonlyMap<string, TypedTextSpec | undefined> = new M
     (MCEC_TOOL_CATALOG[name] as { typedText?: TypedTextSpec }).typedText,
   ]),
 );
-/** What a tool MCEC does not have types when its name says it types. */
-const TYPING_NAME_SPEC: TypedTextSpec = { keys: ['text', 'keys'] };
 /** The command-line spec of other servers' `command` tool (as MCEC's send_command). */
 const COMMAND_SPEC: TypedTextSpec = { keys: ['command', 'line', 'cmd', 'text'], rule: 'command-line' };
-const TYPING_NAME = /type|key|text|input|fill|write|paste/;
+/**
+ * The argument keys (lower case without `-`/`_`) of a tool MCEC does not have that hold typed input: what
+ * typing tools of MCEC and other servers name the text they type or set. Exact keys, not words: `contentType`,
+ * `inputSchema` or `keyCode` are not typed input.
+ */
+export const TYPED_INPUT_KEYS: ReadonlySet<string> = new Set([
+  'text',
+  'chars',
+  'characters',
+  'keys',
+  'keystrokes',
+  'input',
+  'inputtext',
+  'typedtext',
+  'texttotype',
+  'value',
+  'newvalue',
+  'content',
+  'string',
+]);
 const TYPING_VERBS = new Set([
   'type',
   'typetext',
@@ -52,12 +71,22 @@ const TYPING_VERBS = new Set([
   'setclipboard',
 ]);
 
-/** The typed-text spec of a tool by name: its catalog row's, else a guess from the name; undefined: none. */
-function typedTextSpec(tool: string): TypedTextSpec | undefined {
+/**
+ * The typed-text spec of a tool by name: its catalog row's (undefined: it types nothing), the `command`
+ * spec, or null for a tool MCEC does not have (its typed input is found by key, `argsSpec`).
+ */
+function typedTextSpec(tool: string): TypedTextSpec | undefined | null {
   const name = normalizeKey(tool);
   if (TYPED_TEXT_BY_NAME.has(name)) return TYPED_TEXT_BY_NAME.get(name);
-  if (name === 'command') return COMMAND_SPEC;
-  return TYPING_NAME.test(name) ? TYPING_NAME_SPEC : undefined;
+  return name === 'command' ? COMMAND_SPEC : null;
+}
+
+/** The typed-text spec of one call: its tool's, or for a tool MCEC does not have, its typed-input keys. */
+function argsSpec(tool: string, args: Record<string, unknown>): TypedTextSpec | undefined {
+  const spec = typedTextSpec(tool);
+  if (spec !== null) return spec;
+  const keys = Object.keys(args).filter((k) => TYPED_INPUT_KEYS.has(normalizeKey(k)));
+  return keys.length > 0 ? { keys } : undefined;
 }
 
 /** Where the text typed by the first `chars:` (any case) at or after `from` starts, or -1. */
@@ -134,7 +163,7 @@ export function typedTextEchoes(tool: string, args: Record<string, unknown>): Ar
  */
 export function typedTextReplacements(tool: string, args: Record<string, unknown>): Map<string, string> {
   const out = new Map<string, string>();
-  const spec = typedTextSpec(tool);
+  const spec = argsSpec(tool, args);
   if (!spec) return out;
   if (spec.rule === 'command-line') {
     for (const k of spec.keys) {

@@ -295,7 +295,9 @@ export class Matcher {
       return;
     }
     if (typeof rec === 'string' && typeof live === 'string') {
-      if (rec === live) return;
+      // A value stored as sent (a log written with keepTypedText, or before its key held typed text) matches
+      // the value as sent.
+      if (rec === live || rec === raw) return;
       if (key !== null && this.sameOrigin(call, rec, live)) return;
       diff(this.refWhy(call, rec, live));
       return;

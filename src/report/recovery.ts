@@ -1,6 +1,7 @@
 /** What an agent or a triager should try next, per error category (mcec-wire §7). */
-import { isErrorCategory, PLAIN_TOOL_ERROR } from '../contract/read-tool-output.js';
+import { isErrorCategory, PLAIN_TOOL_ERROR, serverCategory } from '../contract/read-tool-output.js';
 import type { ErrorCategory } from '../contract/types.js';
+import { oneLine } from './text.js';
 
 /** The next step for each category of the closed set (a new category fails the typecheck until it has one). */
 export const RECOVERY_BY_CATEGORY: Readonly<Record<ErrorCategory, string>> = {
@@ -57,4 +58,13 @@ export function recoveryForCall(row: {
   if (row.status !== 'failed' && row.status !== 'fault') return null;
   if (row.error_code === 'proxy-error') return proxyErrorRecovery(row.error_detail ?? null);
   return recoveryFor(row.error_category, row.error_code);
+}
+
+/** A failed call's category as shown (one line, 60 chars), or null: none stored, or a plain tool result's. */
+export function categoryLine(row: {
+  error_code: string | null;
+  error_category: string | null;
+}): string | null {
+  const category = serverCategory(row.error_code, row.error_category);
+  return category ? oneLine(category, 60) : null;
 }

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { groupThousands } from '../util/units.js';
 import { type HandlebarsApi, lazyHandlebars } from './handlebars.js';
 import { registerHelpers } from './helpers.js';
 import { MARKDOWN_COMPILE_OPTIONS, type PrecompiledTemplate, templateDigest } from './precompile.js';
@@ -111,8 +112,7 @@ const LEVELS: Level[] = [
   { timeline: 0, failures: 0, steps: 0, warnings: 0, detail: 60 },
 ];
 
-/** "65,536": grouped by hand so the text does not depend on the ICU data Node was built with. */
-const LIMIT_TEXT = String(MAX_DOCUMENT_CHARS).replace(/\B(?=(\d{3})+$)/g, ',');
+const LIMIT_TEXT = groupThousands(MAX_DOCUMENT_CHARS);
 
 /** The last `n` items (all when n is infinite). */
 function lastOf<T>(items: T[], n: number): T[] {

@@ -5,7 +5,8 @@ import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema
 import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
 import { maskedImagesOf } from './masked-images.js';
-import { recoveryForCall } from './recovery.js';
+import { categoryLine, recoveryForCall } from './recovery.js';
+import { initializeAnswer } from './server-kind.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
 import { argsLine, describeTarget, type TargetKey, targetKeyOf, targetOf, windowShownBy } from './target.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
@@ -105,7 +106,7 @@ function digest(row: CallRow, time: TimeFormat): CallDigest {
     startedAt: time.iso(row.started_at) ?? row.started_at,
     durationMs: row.duration_ms,
     code: row.error_code ? oneLine(row.error_code, 120) : null,
-    category: row.error_category ? oneLine(row.error_category, 60) : null,
+    category: categoryLine(row),
     detail: row.error_detail ? clip(row.error_detail, MAX_DETAIL) : null,
     recovery: recoveryForCall(row),
     line: summarizeCall(row),
@@ -288,11 +289,12 @@ function environmentOf(reader: SessionReader, session: SessionRow): Record<strin
   delete env.observationTools;
   if (env.recorder == null) env.recorder = session.recorder_version;
   if (!asRecord(env.server)) {
-    const detail = parseDetail(reader.lastExchange('initialize'));
-    const result = asRecord(asRecord(detail.response)?.result);
-    const info = asRecord(result?.serverInfo);
-    if (info)
-      env.server = compactValue({ ...info, protocolVersion: result?.protocolVersion }, { maxString: 80 });
+    const answer = initializeAnswer(reader);
+    if (answer)
+      env.server = compactValue(
+        { ...answer.serverInfo, protocolVersion: answer.protocolVersion },
+        { maxString: 80 },
+      );
   }
   const displays = reader.lastCallWhere({ statuses: ['ok'], tools: ['displays'] });
   const result = displays ? asRecord(envelopeOf(displays)?.result) : undefined;
@@ -502,11 +504,11 @@ export async function buildSummary(
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();
-    const facts = readVerdictFacts(reader, { session, stats });
+    const kept = reader.failuresAndOutcome(maxFailures);
+    const facts = readVerdictFacts(reader, { session, stats, outcome: kept.outcome });
     const decision = decideVerdict(facts);
     const failingRow = failingRowOf(reader, facts, decision.verdict);
-    const failures = reader
-      .failures({ limit: maxFailures })
+    const failures = kept.failures
       .reverse()
       .map((f) => ({ ...digest(f, time), recovered: f.recovered !== 0 }));
     const timeline = reader.tailCalls(timelineLength).map((row) => timelineLine(row, time));

@@ -3,7 +3,13 @@
  * bundle's session.json all take it from `buildSummary`, which calls `decideVerdict` here, so they agree.
  */
 import type { SessionRow } from '../store/schema.js';
-import type { SessionReader, SessionStats } from '../store/session-reader.js';
+import {
+  type FailureOutcome,
+  NO_FAILURES,
+  type SessionReader,
+  type SessionStats,
+} from '../store/session-reader.js';
+import { isPlainServerSession } from './server-kind.js';
 import { oneLine } from './text.js';
 import type { Verdict } from './types.js';
 
@@ -51,6 +57,11 @@ export interface VerdictFacts {
   status: 'open' | 'ended' | 'aborted';
   writerPid: number | null;
   emergencyStop: boolean;
+  /**
+   * Another MCP server's run (isPlainServerSession): its calls name no window, so a failure is recovered by
+   * a later success of the same tool and no target is spoken of. Read only when a failure needs the words.
+   */
+  plainServer?: boolean;
 }
 
 /** The verdict with its reasons in plain words (`reason` joins them). */
@@ -69,6 +80,21 @@ function onTarget(c: CallFact): string {
   return c.target ? ` on ${oneLine(c.target, 80)}` : '';
 }
 
+/** What recovers a failure, in words: a later success of the same tool (on the same target, MCEC's). */
+function sameToolAndTarget(f: VerdictFacts): string {
+  return f.plainServer ? 'the same tool' : 'the same tool on the same target';
+}
+
+/**
+ * Which later calls did not succeed, for one failed call: those on its target, or for a call that names
+ * none, the tool's calls that name none (every call of another server's tool).
+ */
+function laterCallsOf(f: VerdictFacts, c: CallFact): string {
+  const tool = oneLine(c.tool, 40);
+  if (c.target) return `no later ${tool} call on that target`;
+  return f.plainServer ? `no later ${tool} call` : `no later ${tool} call without a target`;
+}
+
 /** Why the recording alone says FAIL; empty when it says PASS. */
 function failReasons(f: VerdictFacts): string[] {
   const out: string[] = [];
@@ -78,8 +104,8 @@ function failReasons(f: VerdictFacts): string[] {
     const code = c.code ? ` (${oneLine(c.code, 60)})` : '';
     out.push(
       u.count === 1
-        ? `${callName(c)} failed${code}${onTarget(c)} and no later ${oneLine(c.tool, 40)} call on that target succeeded`
-        : `${u.count} failures were not recovered by a later success of the same tool on the same target; the last: ${callName(c)}${code}${onTarget(c)}`,
+        ? `${callName(c)} failed${code}${onTarget(c)} and ${laterCallsOf(f, c)} succeeded`
+        : `${u.count} failures were not recovered by a later success of ${sameToolAndTarget(f)}; the last: ${callName(c)}${code}${onTarget(c)}`,
     );
   } else if (u.count > 0) {
     out.push(`${u.count} failure${u.count === 1 ? ' was' : 's were'} not recovered`);
@@ -164,7 +190,7 @@ export function decideVerdict(f: VerdictFacts): VerdictDecision {
           ? f.calls === 1
             ? 'its one call succeeded'
             : `all ${f.calls} calls succeeded`
-          : `${f.recovered} of ${f.failures} failure${f.failures === 1 ? ' was' : 's were'} recovered by a later success of the same tool on the same target`,
+          : `${f.recovered} of ${f.failures} failure${f.failures === 1 ? ' was' : 's were'} recovered by a later success of ${sameToolAndTarget(f)}`,
     ];
   }
   if (f.status === 'open') reasons.push('the session is still running');
@@ -214,14 +240,14 @@ export function readVerdictFacts(
   known: {
     session?: SessionRow;
     stats?: SessionStats;
-    outcome?: ReturnType<SessionReader['failureOutcome']>;
+    outcome?: FailureOutcome;
   } = {},
 ): VerdictFacts {
   const session = known.session ?? reader.session();
   const stats = known.stats ?? reader.stats();
-  const outcome = known.outcome ?? reader.failureOutcome();
-  const recovered = outcome.recovered;
   const failures = stats.failed + stats.fault;
+  const outcome = known.outcome ?? (failures === 0 ? NO_FAILURES : reader.failuresAndOutcome(0).outcome);
+  const recovered = outcome.recovered;
   const pendingRow = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;
   const pending = pendingRow ? { seq: pendingRow.seq, tool: pendingRow.tool, code: null, target: '' } : null;
   let declared = parseDeclared(reader.lastDeclaredVerdict());
@@ -242,5 +268,7 @@ export function readVerdictFacts(
     writerPid: session.writer_pid,
     emergencyStop:
       reader.eventCount('emergency-stop') > 0 || reader.callCountWithCode('emergency-stopped') > 0,
+    // Only failures are worded by server kind: a log without any is not read for it (index reads thousands).
+    plainServer: failures > 0 && isPlainServerSession(reader, session),
   };
 }

@@ -60,6 +60,23 @@ export interface FailureFact {
   detail: string | null;
 }
 
+/**
+ * Recovery over a whole log: how many failures were recovered, and the newest failed call left unrecovered
+ * and the newest fault (which is never recovered), each with its tool, code and target.
+ */
+export interface FailureOutcome {
+  recovered: number;
+  newestUnrecovered: FailureFact | null;
+  newestFault: FailureFact | null;
+}
+
+/** The outcome of a log without failed or faulted calls. */
+export const NO_FAILURES: FailureOutcome = Object.freeze({
+  recovered: 0,
+  newestUnrecovered: null,
+  newestFault: null,
+});
+
 /** The sessions this many most recent are offered as hints when an id is not found. */
 const HINT_COUNT = 10;
 
@@ -511,76 +528,23 @@ export class SessionReader {
   }
 
   /**
-   * Failed and faulted calls, newest first, each with its target and marked recovered when it failed
-   * (not faulted) and a later call of the same tool on the same target succeeded; light rows (see
-   * LIGHT_CALL_COLUMNS).
+   * The failed and faulted calls, newest first, at most `limit` of them (-1: all), each with its target and
+   * marked recovered when it failed (not faulted) and a later call of the same tool on the same target
+   * succeeded (light rows, see LIGHT_CALL_COLUMNS); and the outcome over all of them. One statement, the
+   * recovery CTEs computed once (preparing and running them twice was half of reading a log for `index`):
+   * the window totals run over every failure before the LIMIT; only the rows kept are joined to their calls.
    */
-  failures(
-    options: { limit?: number; unrecoveredOnly?: boolean; status?: 'failed' | 'fault' } = {},
-  ): FailureRow[] {
-    const where = [
-      ...(options.unrecoveredOnly ? [`NOT ${RECOVERED}`] : []),
-      ...(options.status ? ['x.status = ?'] : []),
-    ];
-    const sql = `WITH ${LAST_OK}, ${FAILS}
-      SELECT ${lightColumns('c.')}, x.target AS target, ${RECOVERED} AS recovered
-      FROM fails x JOIN calls c ON c.seq = x.seq
-        LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target
-      ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY x.seq DESC LIMIT ?`;
-    const params: unknown[] = options.status ? [options.status] : [];
-    return this.stmt(sql).all(...params, options.limit ?? -1) as FailureRow[];
-  }
-
-  /**
-   * Recovery in one pass over the log: how many failures were recovered, and the newest failed call left
-   * unrecovered and the newest fault (which is never recovered), each with its tool, code and target.
-   */
-  failureOutcome(): {
-    recovered: number;
-    newestUnrecovered: FailureFact | null;
-    newestFault: FailureFact | null;
-  } {
-    const rows = this.stmt(
-      `WITH ${LAST_OK}, ${FAILS},
-        ${JUDGED}
-      SELECT 'recovered' AS what, count(*) AS seq, NULL AS target FROM judged WHERE rec
-      UNION ALL SELECT * FROM (SELECT 'unrecovered', seq, target FROM judged
-        WHERE NOT rec AND status = 'failed' ORDER BY seq DESC LIMIT 1)
-      UNION ALL SELECT * FROM (SELECT 'fault', seq, target FROM judged
-        WHERE status = 'fault' ORDER BY seq DESC LIMIT 1)`,
-    ).all() as Array<{ what: string; seq: number; target: string | null }>;
-    const fact = (what: string): FailureFact | null => {
-      const hit = rows.find((r) => r.what === what);
-      if (!hit) return null;
-      const row = this.stmt(
-        'SELECT seq, tool, error_code AS code, substr(error_detail, 1, 8192) AS detail FROM calls WHERE seq = ?',
-      ).get(hit.seq) as Omit<FailureFact, 'target'> | undefined;
-      return row ? { ...row, target: hit.target ?? '' } : null;
-    };
-    return {
-      recovered: rows.find((r) => r.what === 'recovered')?.seq ?? 0,
-      newestUnrecovered: fact('unrecovered'),
-      newestFault: fact('fault'),
-    };
-  }
-
-  /**
-   * `failures({ limit })` and `failureOutcome()` in one statement, the recovery CTEs computed once (what a
-   * catalog row needs; preparing and running those CTEs twice was half of reading a log for `index`). The
-   * window totals run over every failure before the LIMIT; only the rows kept are joined to their calls.
-   */
-  failuresAndOutcome(limit: number): {
-    failures: FailureRow[];
-    outcome: ReturnType<SessionReader['failureOutcome']>;
-  } {
+  failuresAndOutcome(limit: number): { failures: FailureRow[]; outcome: FailureOutcome } {
+    const keep = Math.floor(limit);
+    // The totals ride on the rows kept: with none asked for, one is read for them and not returned.
+    const sqlLimit = keep === 0 ? 1 : keep;
     const rows = this.stmt(
       `WITH ${LAST_OK}, ${FAILS},
         ${JUDGED},
         kept AS MATERIALIZED (SELECT seq, target, rec, sum(rec) OVER () AS recovered_total,
             max(CASE WHEN NOT rec AND status = 'failed' THEN seq END) OVER () AS newest_unrecovered,
             max(CASE WHEN status = 'fault' THEN seq END) OVER () AS newest_fault
-          FROM judged ORDER BY seq DESC LIMIT ${Math.floor(limit)})
+          FROM judged ORDER BY seq DESC LIMIT ${sqlLimit})
       SELECT ${lightColumns('c.')}, k.target AS target, k.rec AS recovered, k.recovered_total AS recovered_total,
         k.newest_unrecovered AS newest_unrecovered, k.newest_fault AS newest_fault
       FROM kept k JOIN calls c ON c.seq = k.seq ORDER BY k.seq DESC`,
@@ -600,7 +564,7 @@ export class SessionReader {
       newestUnrecovered: fact(first?.newest_unrecovered),
       newestFault: fact(first?.newest_fault),
     };
-    const failures = rows.map(
+    const failures = (keep === 0 ? [] : rows).map(
       ({ recovered_total: _t, newest_unrecovered: _u, newest_fault: _f, ...row }) => row as FailureRow,
     );
     return { failures, outcome };
@@ -613,16 +577,6 @@ export class SessionReader {
          FROM calls WHERE seq = ?`,
     ).get(seq) as FailureFact | undefined;
     return row ?? null;
-  }
-
-  /** How many failures were recovered (a later call of the same tool on the same target succeeded). */
-  recoveredCount(): number {
-    return (
-      this.stmt(
-        `WITH ${LAST_OK}, ${FAILS} SELECT count(*) AS n FROM fails x
-           JOIN last_ok l ON l.tool = x.tool AND l.target = x.target WHERE ${RECOVERED}`,
-      ).get() as { n: number }
-    ).n;
   }
 
   /** Calls and failed or faulted calls per tool, by tool name. */

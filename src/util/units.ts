@@ -42,6 +42,14 @@ export function parseDuration(text: string): number | null {
 }
 
 /**
+ * A whole number as "1,234,567", grouped by hand: `toLocaleString` would page in Node's ICU data (~8 MB of a
+ * bundle's peak RSS, BENCHMARKS.md) and make the text depend on the ICU Node was built with.
+ */
+export function groupThousands(value: number): string {
+  return String(value).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/**
  * Bytes as "512 B", "14 KB", "1.2 MB", "256 MB" (binary units, as parseByteSize reads them: what `256MiB`
  * parses to prints as `256 MB`): KB whole, MB and GB with one decimal unless it is `.0`; "? B" when unknown.
  */

@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { isLoopbackHost } from './gates.js';
 import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './json-text.js';
+import { writeInSlices } from './write-deadline.js';
 
 /** What the HTTP transport needs from the server. `dispatch` throws on a handler fault (answered 500). */
 export interface Dispatcher {
@@ -47,26 +48,6 @@ export const MAX_HTTP_IN_FLIGHT = 16;
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 /** Default of `HttpOptions.writeTimeoutMs`. */
 export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
-
-/**
- * Close `res`'s connection once its client has taken none of the answer's bytes for `ms` while some wait
- * (checked a few times per deadline: Node tells no progress of a socket's writes, its byte count does).
- */
-function hangUpWhenStalled(res: http.ServerResponse, ms: number): void {
-  let written = -1;
-  let still = 0;
-  const every = Math.max(10, Math.min(1000, Math.floor(ms / 4)));
-  const check = setInterval(() => {
-    const now = res.socket?.bytesWritten ?? 0;
-    still = now === written ? still + every : 0;
-    written = now;
-    if (still >= ms) res.destroy();
-  }, every);
-  check.unref();
-  const stop = () => clearInterval(check);
-  res.once('finish', stop);
-  res.once('close', stop);
-}
 
 /** A loopback Host, with the listening port when a port is given. */
 function isLoopbackAuthority(host: string | undefined, port: number): boolean {
@@ -112,8 +93,7 @@ function send(res: http.ServerResponse, status: number, payload: unknown, writeT
   if (res.headersSent) return;
   const body = Buffer.from(serializeWire(payload), 'utf8');
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': body.length });
-  res.end(body);
-  if (writeTimeoutMs !== undefined && !res.writableFinished) hangUpWhenStalled(res, writeTimeoutMs);
+  writeInSlices(res, body, writeTimeoutMs);
 }
 
 type Body = { ok: true; text: string } | { ok: false; why: 'too-large' | 'too-slow' };

@@ -31,8 +31,10 @@ const IN_ESCAPED = 'Escaped-Secret-5';
 const IN_URL = 'UrlUser-Secret-6';
 /** A secret from the arguments, echoed by the server in encoded forms after a flood of token=... values. */
 const ECHOED = 'Echo/Secret+7 x';
+/** Typed into tools MCEC does not have (misspelled names), one of them echoed by the server. */
+const MISTYPED = 'Mis-Typed-Pw-31';
 
-const ALL = [TYPED, ...Object.values(KEYED), IN_JSON, IN_ESCAPED, IN_URL, ECHOED];
+const ALL = [TYPED, ...Object.values(KEYED), IN_JSON, IN_ESCAPED, IN_URL, ECHOED, MISTYPED];
 
 describe('redaction end to end: wrap, the SQLite log and the bundle', () => {
   let root: string;
@@ -112,6 +114,22 @@ describe('redaction end to end: wrap, the SQLite log and the bundle', () => {
     });
     await dispatch('capture', { ...s, window: 'Notepad' });
     await dispatch('windows', s);
+
+    // Typed input sent to tools MCEC does not have (the simulator refuses them as unknown-tool); a server
+    // that echoes it in its error; a known tool that types nothing keeps its `text`.
+    await dispatch('chars', { ...s, chars: MISTYPED });
+    await dispatch('send-input', { ...s, window: 'Login', input: MISTYPED });
+    answer = callToolResult({
+      ok: false,
+      sessionId,
+      error: {
+        code: 'unknown-tool',
+        category: 'internal',
+        detail: `Unknown tool type_txt (Text: ${MISTYPED})`,
+      },
+    });
+    await dispatch('type_txt', { ...s, Text: MISTYPED });
+    await dispatch('find', { ...s, text: 'Save' });
     await dispatch('capture', { ...s, window: 'Nowhere at all' });
 
     await dispatch('session-end', s);
@@ -151,6 +169,18 @@ describe('redaction end to end: wrap, the SQLite log and the bundle', () => {
     );
     // The simulator's own echo of an unknown command.
     expect(sends[1]!.error_detail ?? '').not.toContain('Pa55');
+  });
+
+  it("typed input of a tool MCEC does not have is stored as its length; a known tool's text is kept", () => {
+    const byTool = (tool: string) => JSON.parse(calls(dir).find((c) => c.tool === tool)!.args!);
+    const marker = `[typed text: ${MISTYPED.length} chars]`;
+    expect(byTool('chars')).toEqual({ sessionId, chars: marker });
+    expect(byTool('send-input')).toEqual({ sessionId, window: 'Login', input: marker });
+    expect(byTool('type_txt')).toEqual({ sessionId, Text: marker });
+    expect(calls(dir).find((c) => c.tool === 'type_txt')!.error_detail).toBe(
+      `Unknown tool type_txt (Text: ${marker})`,
+    );
+    expect(byTool('find')).toEqual({ sessionId, text: 'Save' });
   });
 
   it('evidence stays: window names, error codes and categories', () => {

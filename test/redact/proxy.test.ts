@@ -14,6 +14,8 @@ import { tempDir } from '../support/temp.js';
 const TOKEN = 'tok-5e1d2c3b4a596877';
 const PASSWORD = 'Malformed-Pw-91';
 const TYPED = 'Typed-In-Bad-92';
+/** Typed into tools MCEC does not have (misspelled names). */
+const MISTYPED = 'Mis-Typed-Pw-31';
 
 let tmp: string;
 const cleanups: Array<() => Promise<void>> = [];
@@ -49,6 +51,9 @@ describe('redaction through the HTTP proxy', () => {
     const bad2 = await post(proxy.url, `{"id":4,"params":{"arguments":{"command":"chars:${TYPED}`, auth);
     expect(bad1.status).toBeGreaterThanOrEqual(200);
     expect(bad2.status).toBeGreaterThanOrEqual(200);
+    // Tools MCEC does not have: the simulator refuses them, their typed input is stored as its length.
+    await post(proxy.url, call(6, 'chars', { sessionId, chars: MISTYPED }), auth);
+    await post(proxy.url, call(7, 'type_txt', { sessionId, text: MISTYPED }), auth);
     await post(proxy.url, call(5, 'session-end', { sessionId }), auth);
     await proxy.close();
     await recorder.close();
@@ -58,8 +63,9 @@ describe('redaction through the HTTP proxy', () => {
     // The malformed bodies were recorded (as excerpts), just without what they must not keep.
     expect(recorded).toContain('[redacted]');
     expect(recorded).toContain('[typed text: ');
+    expect(recorded).toContain(`chars\\":\\"[typed text: ${MISTYPED.length} chars]`);
     const files = allText(sessionsDir);
-    for (const secret of [PASSWORD, TYPED, TOKEN]) {
+    for (const secret of [PASSWORD, TYPED, TOKEN, MISTYPED]) {
       expect(leakedForm(recorded, secret), `${secret} in the logs' rows`).toBeUndefined();
       expect(leakedForm(files, secret), `${secret} in the recorded files`).toBeUndefined();
     }
@@ -148,18 +154,21 @@ describe('redaction through the stdio proxy', () => {
       `{"jsonrpc":"2.0","id":3,"params":{"arguments":{"password":"${PASSWORD}","command":"chars:${TYPED}\n`,
     );
     await waitFor(() => lines.length === 3);
-    stdin.write(`${call(4, 'session-end', { sessionId })}\n`);
+    stdin.write(`${call(5, 'send-input', { sessionId, input: MISTYPED })}\n`);
     await waitFor(() => lines.length === 4);
+    stdin.write(`${call(4, 'session-end', { sessionId })}\n`);
+    await waitFor(() => lines.length === 5);
     stdin.end();
     expect(await exit).toBe(0);
     await recorder.close();
 
     const recorded = JSON.stringify(readSessions(recorder.sessionsDir));
     expect(recorded).toContain(`chars:[typed text: ${TYPED.length} chars]`);
+    expect(recorded).toContain(`input\\":\\"[typed text: ${MISTYPED.length} chars]`);
     // The unparsable line was recorded (its excerpt), without the password.
     expect(recorded).toContain('\\"password\\":\\"[redacted]');
     const files = allText(recorder.sessionsDir);
-    for (const secret of [PASSWORD, TYPED]) {
+    for (const secret of [PASSWORD, TYPED, MISTYPED]) {
       expect(leakedForm(recorded, secret), `${secret} in the logs' rows`).toBeUndefined();
       expect(leakedForm(files, secret), `${secret} in the recorded files`).toBeUndefined();
     }

@@ -256,6 +256,26 @@ describe('typed text', () => {
     ['type-text', { keys: 'hello' }, { keys: '[typed text: 5 chars]' }],
     ['click', { keys: ['ctrl', 'c'] }, { keys: ['ctrl', 'c'] }],
     ['find', { text: 'Save' }, { text: 'Save' }],
+    // Tools MCEC does not have: their typed-input keys (any case, `-`/`_` ignored) hold typed text.
+    ['chars', { chars: 'hunter2' }, { chars: '[typed text: 7 chars]' }],
+    [
+      'send-input',
+      { window: 'Login', input: 'pw', Text_To_Type: 'abc' },
+      { window: 'Login', input: '[typed text: 2 chars]', Text_To_Type: '[typed text: 3 chars]' },
+    ],
+    [
+      'set_field',
+      { field: 'Name', value: 'Bob', contentType: 'text/plain', keys: ['ctrl', 'a'] },
+      { field: 'Name', value: '[typed text: 3 chars]', contentType: 'text/plain', keys: ['ctrl', 'a'] },
+    ],
+    ['echo', { message: 'hello', count: 2 }, { message: 'hello', count: 2 }],
+    [
+      'type_txt',
+      { content: 'x', password: 'hunter2' },
+      { content: '[typed text: 1 chars]', password: REDACTED },
+    ],
+    // Known tools that type nothing keep every argument, typed-input keys included.
+    ['windows', { value: 'Notepad' }, { value: 'Notepad' }],
     ['wait-for', { selector: { name: 'OK' }, text: 'Done' }, { selector: { name: 'OK' }, text: 'Done' }],
   ])('%s %j', (tool, args, expected) => {
     const before = structuredClone(args);

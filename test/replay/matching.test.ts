@@ -137,6 +137,25 @@ describe('matching survives real agents', () => {
     await replay.close();
   });
 
+  it('a typed text stored as sent (keepTypedText, or a log older than its rule) matches the same text sent', async () => {
+    const root = path.join(work, 'kept');
+    const sim = createSimulator({ seed: 11, sessionsRoot: path.join(work, 'sim-kept') });
+    const recorder = createRecorder({ sessionsDir: root, stderr: () => {}, redact: { keepTypedText: true } });
+    const call = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
+    const kept = envelopeOf((await call('session-start', {})) as CallToolResult).sessionId!;
+    await call('send_command', { sessionId: kept, command: 'chars:hunter2' });
+    await call('send-input', { sessionId: kept, input: 'hunter2' });
+    await recorder.flush();
+    const dir = recorder.session(kept)!.dir;
+    await recorder.close();
+    const replay = await replaySession(dir, { http: false });
+    await replay.callTool('session-start', {});
+    await replay.callTool('send_command', { sessionId: kept, command: 'chars:hunter2' });
+    await replay.callTool('send-input', { sessionId: kept, input: 'hunter2' });
+    expect(replay.report().calls.map((c) => c.outcome)).toEqual(['matched', 'matched', 'matched']);
+    await replay.close();
+  });
+
   it('redacted strings match any value in the redaction and typed text by exact length', () => {
     expect(redactedStringMatches('--token [redacted] --v', '--token abc --v')).toBe(true);
     expect(redactedStringMatches('--token [redacted] --v', '--token abc --w')).toBe(false);

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { renderBugReport, renderFailureSummary } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary, SummaryOptions } from '../../src/report/types.js';
+import type { CallRow } from '../../src/store/schema.js';
+import { SessionLog } from '../../src/store/session-log.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import {
   calls,
@@ -12,6 +15,7 @@ import {
   NOTEPAD,
   removeDir,
 } from '../support/fixture-session.js';
+import { callRow, sessionRow } from '../support/log-rows.js';
 
 let root: string;
 beforeEach(() => {
@@ -38,7 +42,7 @@ describe('verdict', () => {
     expect(s.passedExplicit).toBe(true);
     expect(s.verdictReasons).toEqual([
       'declared passed by the runner: timeout expected in this scenario',
-      'overriding: call #1 wait-for failed (wait-condition-timeout) and no later wait-for call on that target succeeded',
+      'overriding: call #1 wait-for failed (wait-condition-timeout) and no later wait-for call without a target succeeded',
     ]);
     // A PASS never names a failing call, even when a failure is left unrecovered.
     expect(s.failingCall).toBeNull();
@@ -63,7 +67,7 @@ describe('verdict', () => {
     expect(s.verdict).toBe('FAIL');
     expect(s.passedExplicit).toBeNull();
     expect(s.verdictReason).toBe(
-      'call #2 wait-for failed (wait-condition-timeout) and no later wait-for call on that target succeeded',
+      'call #2 wait-for failed (wait-condition-timeout) and no later wait-for call without a target succeeded',
     );
     expect(s.failingCall?.seq).toBe(2);
   });
@@ -262,7 +266,7 @@ describe('failures and the failing call', () => {
     // The reader names each failure's target the way the reason does.
     const reader = SessionReader.open(f.dir);
     try {
-      expect(reader.failures().map((x) => x.target)).toEqual([
+      expect(reader.failuresAndOutcome(-1).failures.map((x) => x.target)).toEqual([
         'process=notepad class=Notepad',
         '',
         'handle=42',
@@ -582,5 +586,72 @@ describe('timeline, steps, environment and times', () => {
       if (saved === undefined) delete process.env.TZ;
       else process.env.TZ = saved;
     }
+  });
+});
+
+describe("another MCP server's failures", () => {
+  /** A log of a plain server written directly: its rows as `fields` say, the server named in the environment. */
+  function plainLog(name: string, rows: Array<Partial<CallRow>>): string {
+    const dir = path.join(root, `20261202-101502-${name}`);
+    const server = JSON.stringify({ server: { name: 'example-servers/everything', version: '1.0.0' } });
+    const log = SessionLog.open({
+      dir,
+      session: sessionRow(name, {
+        status: 'ended',
+        ended_at: '2026-12-02T10:16:00.000Z',
+        environment: server,
+      }),
+    });
+    rows.forEach((fields, i) => {
+      log.beginCall(callRow(i + 1, { transport: 'http', ...fields }));
+    });
+    log.close();
+    return dir;
+  }
+  const ended = { status: 'ok', ok: 1, ended_at: '2026-12-02T10:15:03.010Z', duration_ms: 10 } as const;
+  /** A failed plain result as logs before 8f606dd stored it: the reader's stand-in category 'internal'. */
+  const oldFailure = (tool: string): Partial<CallRow> => ({
+    tool,
+    args: '{"message":"hi"}',
+    status: 'failed',
+    ok: 0,
+    ended_at: '2026-12-02T10:15:03.010Z',
+    duration_ms: 10,
+    error_code: 'tool-error',
+    error_category: 'internal',
+    error_detail: 'Error: no such thing',
+  });
+
+  it('a target-less call is not said to have a target; a stored stand-in (internal) is not shown', async () => {
+    const dir = plainLog('a1b2c3d4e5f6', [oldFailure('echo'), { ...ended, tool: 'add', args: '{"a":1}' }]);
+    const reader = SessionReader.open(dir);
+    const s = await buildSummary(reader).finally(() => reader.close());
+    expect(s.verdictReason).toBe('call #1 echo failed (tool-error) and no later echo call succeeded');
+    expect(s.failures.map((f) => [f.seq, f.code, f.category])).toEqual([[1, 'tool-error', null]]);
+    expect(s.failingCall).toMatchObject({ seq: 1, code: 'tool-error', category: null });
+    for (const text of [await renderFailureSummary(s), await renderBugReport(s)]) {
+      expect(text).not.toContain('(internal)');
+      expect(text).not.toContain('that target');
+      expect(text).toContain('no later echo call succeeded');
+    }
+  });
+
+  it('recovery and its words: the same tool, no target spoken of', async () => {
+    const dir = plainLog('a1b2c3d4e5f7', [
+      oldFailure('echo'),
+      oldFailure('echo'),
+      { ...ended, tool: 'echo', args: '{"message":"again"}' },
+      oldFailure('add'),
+      oldFailure('add'),
+    ]);
+    const reader = SessionReader.open(dir);
+    const s = await buildSummary(reader).finally(() => reader.close());
+    expect(s.verdictReason).toBe(
+      '2 failures were not recovered by a later success of the same tool; the last: call #5 add (tool-error)',
+    );
+    const recovered = plainLog('a1b2c3d4e5f8', [oldFailure('echo'), { ...ended, tool: 'echo', args: '{}' }]);
+    const again = SessionReader.open(recovered);
+    const t = await buildSummary(again).finally(() => again.close());
+    expect(t.verdictReason).toBe('1 of 1 failure was recovered by a later success of the same tool');
   });
 });

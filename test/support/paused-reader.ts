@@ -34,12 +34,16 @@ export function pausedReader(port: number, body: string): PausedReader {
 }
 
 /**
- * Read `total` bytes (an answer and its headers) 1 MiB at a time, pausing `pauseMs` after each step (paused
- * from the data handler the moment a step is read, so a step is about 1 MiB, not what a poll let through);
- * resolves with the number of pauses, or early when the connection closed.
+ * Read `total` bytes (an answer and its headers) `step` bytes (1 MiB) at a time, pausing `pauseMs` after
+ * each step (paused from the data handler the moment a step is read, so a step is about `step`, not what a
+ * poll let through); resolves with the number of pauses, or early when the connection closed.
  */
-export async function readSlowly(client: PausedReader, total: number, pauseMs: number): Promise<number> {
-  const step = 1024 * 1024;
+export async function readSlowly(
+  client: PausedReader,
+  total: number,
+  pauseMs: number,
+  step = 1024 * 1024,
+): Promise<number> {
   let upTo = 0;
   client.socket.on('data', () => {
     if (client.received() >= upTo) client.socket.pause();

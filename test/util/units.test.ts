@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isRecord } from '../../src/util/json.js';
-import { formatBytes, parseByteSize } from '../../src/util/units.js';
+import { formatBytes, groupThousands, parseByteSize } from '../../src/util/units.js';
 
 describe('formatBytes: one format for every report and program', () => {
   it('prints B and KB whole, MB and GB with one decimal unless it is .0', () => {
@@ -18,6 +18,14 @@ describe('formatBytes: one format for every report and program', () => {
       expect(parseByteSize(formatBytes(bytes))).toBe(bytes);
     }
     expect(formatBytes(parseByteSize('256MiB'))).toBe('256 MB');
+  });
+});
+
+describe('groupThousands', () => {
+  it('groups whole numbers by three as en-US does, without ICU', () => {
+    for (const n of [0, 7, 999, 1000, 65_536, 1_234_567, 10_000_000, -4321]) {
+      expect(groupThousands(n)).toBe(n.toLocaleString('en-US'));
+    }
   });
 });
 

@@ -83,4 +83,16 @@ describe('HTTP transport write deadline', () => {
     expect(client.received()).toBeGreaterThan(answerBytes);
     expect(pauses).toBeGreaterThanOrEqual(5); // 2.5 s or more without reading, in all
   }, 60_000);
+
+  it('never cuts a slow reader of an answer larger than the kernels hold (it is written in slices)', async () => {
+    // 24 MiB: what loopback's kernel buffers do not take whole (the 8 MiB above fit), read 4 MiB a step.
+    // Written in one piece, the answer's byte count never moved while it waited, and the reader was cut.
+    const answerBytes = 24 * MiB;
+    const { listener } = await bigAnswers(answerBytes, 2000);
+    const client = rawClient(listener.port, 1);
+    const pauses = await readSlowly(client, answerBytes, 500, 4 * MiB);
+    expect(client.closed()).toBe(false);
+    expect(client.received()).toBeGreaterThan(answerBytes);
+    expect(pauses).toBeGreaterThanOrEqual(5); // 2.5 s or more without reading, in all
+  }, 60_000);
 });

@@ -153,6 +153,8 @@ export interface PageMode {
   spoolDir?: string;
   /** Handed every call row, in seq order, as the rows are measured (the bundle writes tool-calls.jsonl on this pass). */
   callRows?: CallRowListener;
+  /** Handed the player's model once the pass has read the last call, before the bodies are shared out (run.gif starts then). */
+  onPlayer?: (player: PlayerModel) => void;
 }
 
 /** Plan the page: rows measured, thumbnails made, bodies shared out, the page around the rows rendered. */
@@ -250,6 +252,7 @@ async function planPage(
     },
   });
   const player = collector.finish();
+  mode.onPlayer?.(player);
   const plan = await read.planned;
   rows.usePlan(plan);
 

@@ -57,8 +57,8 @@ export function readCallFacts(reader: SessionReader, artifactBase: string): Call
   }
   const recoveredSeqs = new Set(
     reader
-      .failures()
-      .filter((f) => f.recovered)
+      .failuresAndOutcome(-1)
+      .failures.filter((f) => f.recovered)
       .map((f) => f.seq),
   );
   const imageOwners = new Set(firstSeqOfImage.values());

@@ -1,6 +1,7 @@
 /** One timeline row's template context: the call's summary line, its warnings and images, and clipped bodies. */
 import type { CallRow } from '../../store/schema.js';
-import { recoveryForCall } from '../recovery.js';
+import { groupThousands } from '../../util/units.js';
+import { categoryLine, recoveryForCall } from '../recovery.js';
 import { clip, oneLine } from '../text.js';
 import { formatDurationMs } from '../time.js';
 import { prettyJson } from './pretty-json.js';
@@ -106,7 +107,7 @@ export function rowContext(
       let note: string | null = null;
       if (pretty.clipped > 0) {
         clippedHere = true;
-        note = `Clipped: ${pretty.clipped.toLocaleString('en-US')} more characters are in session.sqlite and tool-calls.jsonl.`;
+        note = `Clipped: ${groupThousands(pretty.clipped)} more characters are in session.sqlite and tool-calls.jsonl.`;
       }
       blocks.push({ title, html: textHtml(hb, pretty.text), note });
     };
@@ -133,7 +134,7 @@ export function rowContext(
     duration: formatDurationMs(row.duration_ms),
     line: textHtml(hb, input.line),
     code: row.error_code ? oneLine(row.error_code, 120) : '',
-    category: row.error_category ? oneLine(row.error_category, 60) : '',
+    category: categoryLine(row) ?? '',
     detail: row.error_detail ? clip(row.error_detail, 2000) : '',
     recovery: recoveryForCall(row),
     warnings: input.warnings,
