@@ -359,7 +359,11 @@ function readJsonRpc(v: Record<string, unknown>): ToolOutput {
     const r = v.result;
     if (isRecord(r) && 'content' in r) {
       const read = readCallToolResult(r, '/result');
-      return { ...read, kind: 'json-rpc-result', violations: [...violations, ...read.violations] };
+      // Not `{ ...read, kind, violations }`: in Node 20 that makes a new hidden class per call.
+      return Object.assign(read, {
+        kind: 'json-rpc-result' as const,
+        violations: [...violations, ...read.violations],
+      });
     }
     violations.push({
       path: '/result',

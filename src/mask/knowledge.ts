@@ -211,7 +211,7 @@ export class ScreenKnowledge {
   private noteWindow(v: unknown, seq: number): KnownWindow | undefined {
     const w = windowOf(v);
     if (!w) return undefined;
-    const known = { ...w, seq };
+    const known: KnownWindow = Object.assign(w, { seq }); // a spread would make a hidden class per call
     this.windows.delete(w.handle);
     this.windows.set(w.handle, known);
     if (this.windows.size > MAX_WINDOWS) {

@@ -69,11 +69,14 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
       answer = { oversize: queueFull(size, cap, answer.output) };
       size = SMALL_JOB_BYTES;
     }
+    // Named fields, no spreads: `{ ...a, ...b, x }` makes a new hidden class per call in Node 20 (~3 us).
+    const { endedAt, durationMs } = times(m);
+    const { output, oversize } = answer;
     if (late && saw) {
-      sink.push({ type: 'late', call, late: { ...answer, ...times(m), size }, saw }, size);
+      sink.push({ type: 'late', call, late: { output, oversize, endedAt, durationMs, size }, saw }, size);
       return;
     }
-    call.answered({ ...answer, ...times(m), clientSaw: saw, size });
+    call.answered({ output, oversize, endedAt, durationMs, clientSaw: saw, size });
     sink.push({ type: 'complete', call }, size);
   };
   const failAtTransport = (reason: string) => {

@@ -39,7 +39,7 @@ export class CaptureMasking {
 
   /** Learn what a completed call shows of the screen and where it typed (after its own images were masked). */
   learn(call: MaskedCall, envelope: Envelope | undefined): void {
-    if (this.enabled) this.knowledge.learn({ ...call, envelope });
+    if (this.enabled) this.knowledge.learn({ seq: call.seq, tool: call.tool, args: call.args, envelope });
   }
 
   /** The masker for a call's images, or undefined when nothing could apply (no secrets known, no rules). */
