@@ -8,25 +8,18 @@
 /** Base64 runs shorter than this are not searched (too likely to occur by chance). */
 const MIN_BASE64_CORE = 8;
 
+/** What serverEscaped rewrites: an escaped quote, and `+ < > & ' \`` and every code unit from DEL up. */
+const SERVER_ESCAPED = /\\"|[+<>&'`\u007f-\uffff]/g;
+
 /**
  * JSON string text as the MCEC server writes it (System.Text.Json's default encoder, mcec-wire §4, §8):
  * `" + < > & ' \``, and non-ASCII as `\uXXXX` with upper-case hex. Input is already JSON-escaped text.
  */
 export function serverEscaped(json: string): string {
-  let out = '';
-  for (let i = 0; i < json.length; i++) {
-    const c = json.charCodeAt(i);
-    if (c === 92 && json.charCodeAt(i + 1) === 34) {
-      out += '\\u0022';
-      i++;
-      continue;
-    }
-    out +=
-      c > 0x7e || c === 43 || c === 60 || c === 62 || c === 38 || c === 39 || c === 96
-        ? `\\u${c.toString(16).toUpperCase().padStart(4, '0')}`
-        : json[i];
-  }
-  return out;
+  // One regex pass: building the text a char at a time took ~0.5 s per MB (typed text can be a file's content).
+  return json.replace(SERVER_ESCAPED, (m) =>
+    m.length === 2 ? '\\u0022' : `\\u${m.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`,
+  );
 }
 
 /** `s` as it appears inside a JSON string. */
