@@ -15,8 +15,10 @@
  *   sendkeys, keys, sendtext, settext, setvalue, paste, setclipboard, `clipboard set`): the verb stays,
  *   the rest becomes its length;
  * - a tool MCEC does not have (a misspelled name, another server's tool): every argument whose key, lower
- *   case without `-`/`_`, is one of `TYPED_INPUT_KEYS` (text, chars, keys, input, value, content, string...):
- *   a typed password sent to `type_txt` or `chars` never reaches the log (secret keys such as `password`
+ *   case without `-`/`_`, is one of `TYPED_INPUT_KEYS` (text, chars, keys, input...), and when the tool's
+ *   name says it types (`TYPING_TOOL_NAME`: type, key, fill, input, paste, send, set, chars, clipboard) one
+ *   of `TYPED_DATA_KEYS` (value, newvalue, content, string, data): a typed password sent to `type_txt` or
+ *   `chars` never reaches the log, while `write_file {content}` is kept (secret keys such as `password`
  *   are `[redacted]` for every tool anyway).
  * Only string values at the top level of the arguments are replaced; selectors and nested objects are not
  * typed text. Key-chord arrays (`["ctrl", "c"]`) are kept: they are shortcuts, not content.
@@ -40,9 +42,9 @@ const TYPED_TEXT_BY_NAME: ReadonlyMap<string, TypedTextSpec | undefined> = new M
 /** The command-line spec of other servers' `command` tool (as MCEC's send_command). */
 const COMMAND_SPEC: TypedTextSpec = { keys: ['command', 'line', 'cmd', 'text'], rule: 'command-line' };
 /**
- * The argument keys (lower case without `-`/`_`) of a tool MCEC does not have that hold typed input: what
- * typing tools of MCEC and other servers name the text they type or set. Exact keys, not words: `contentType`,
- * `inputSchema` or `keyCode` are not typed input.
+ * The argument keys (lower case without `-`/`_`) of a tool MCEC does not have that always hold typed input:
+ * what typing tools of MCEC and other servers name the text they type. Exact keys, not words: `inputSchema`
+ * or `keyCode` are not typed input.
  */
 export const TYPED_INPUT_KEYS: ReadonlySet<string> = new Set([
   'text',
@@ -54,11 +56,21 @@ export const TYPED_INPUT_KEYS: ReadonlySet<string> = new Set([
   'inputtext',
   'typedtext',
   'texttotype',
+]);
+/**
+ * Keys that name data of any kind (a file's content, a setting's value): typed input only when the tool's
+ * name says it types (`TYPING_TOOL_NAME`), so `write_file {content}` and `search {string}` stay as sent.
+ */
+export const TYPED_DATA_KEYS: ReadonlySet<string> = new Set([
   'value',
   'newvalue',
   'content',
   'string',
+  'data',
 ]);
+/** A tool name (lower case without `-`/`_`) that says the tool types, fills, sets, pastes or sends text. */
+const TYPING_TOOL_NAME = /type|key|fill|input|paste|send|set|chars|clipboard/;
+
 const TYPING_VERBS = new Set([
   'type',
   'typetext',
@@ -85,7 +97,11 @@ function typedTextSpec(tool: string): TypedTextSpec | undefined | null {
 function argsSpec(tool: string, args: Record<string, unknown>): TypedTextSpec | undefined {
   const spec = typedTextSpec(tool);
   if (spec !== null) return spec;
-  const keys = Object.keys(args).filter((k) => TYPED_INPUT_KEYS.has(normalizeKey(k)));
+  const typing = TYPING_TOOL_NAME.test(normalizeKey(tool));
+  const keys = Object.keys(args).filter((k) => {
+    const key = normalizeKey(k);
+    return TYPED_INPUT_KEYS.has(key) || (typing && TYPED_DATA_KEYS.has(key));
+  });
   return keys.length > 0 ? { keys } : undefined;
 }
 

@@ -274,6 +274,14 @@ describe('typed text', () => {
       { content: 'x', password: 'hunter2' },
       { content: '[typed text: 1 chars]', password: REDACTED },
     ],
+    // Data keys (value, content, string, data) of a tool whose name does not say it types: kept as sent.
+    ['write_file', { path: 'a.txt', content: 'file body' }, { path: 'a.txt', content: 'file body' }],
+    ['search', { string: 'needle' }, { string: 'needle' }],
+    ['get_config', { value: 'true', data: 'blob' }, { value: 'true', data: 'blob' }],
+    // ... typed when it does (type, key, fill, input, paste, send, set, chars, clipboard).
+    ['browser_fill', { value: 'hunter2' }, { value: '[typed text: 7 chars]' }],
+    ['paste_clipboard', { data: 'abcd' }, { data: '[typed text: 4 chars]' }],
+    ['write_file', { text: 'typed' }, { text: '[typed text: 5 chars]' }],
     // Known tools that type nothing keep every argument, typed-input keys included.
     ['windows', { value: 'Notepad' }, { value: 'Notepad' }],
     ['wait-for', { selector: { name: 'OK' }, text: 'Done' }, { selector: { name: 'OK' }, text: 'Done' }],
@@ -281,6 +289,16 @@ describe('typed text', () => {
     const before = structuredClone(args);
     expect(r.redactArgs(tool, args)).toEqual(expected);
     expect(args).toEqual(before);
+  });
+
+  it("a plain server's data arguments are not scrubbed from its answer (fidelity)", () => {
+    const fresh = createRedactor();
+    const args = { path: 'cfg.json', content: 'true' };
+    expect(fresh.redactArgs('write_file', args)).toEqual(args);
+    const answer = { content: [{ type: 'text', text: '{"ok":true,"written":"cfg.json"}' }] };
+    expect(fresh.redact(answer, { tool: 'write_file', args })).toEqual(answer);
+    const list = { content: [{ type: 'text', text: 'Button "Save", Button "Cancel"' }] };
+    expect(fresh.redact(list, { tool: 'search', args: { string: 'Save' } })).toEqual(list);
   });
 
   it('keepTypedText keeps it (secrets are still redacted)', () => {
