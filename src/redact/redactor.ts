@@ -1,6 +1,6 @@
 import { MCEC_TOOL_NAMES } from '../contract/tool-catalog.js';
 import { ERROR_CATEGORIES } from '../contract/types.js';
-import { jsonForms } from './echoes.js';
+import { jsonEscaped, jsonForms } from './echoes.js';
 import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
 import { scrubInlineSecrets } from './inline-secrets.js';
 import { secretKeyHint, secretKeyMatcher } from './secret-keys.js';
@@ -205,13 +205,19 @@ function setKey(obj: Record<string, unknown>, key: string, value: unknown): void
   else obj[key] = value;
 }
 
+/** Typed text longer than this (chars) has its echoes searched in two forms, not six. */
+const MAX_ALL_ECHO_FORMS = 4096;
+
 /** Replacement pairs in every JSON form, longest original first (a line before the text inside it). */
 function echoPairs(pairs: Array<[string, string]>): Array<[string, string]> {
   const out: Array<[string, string]> = [];
   const seen = new Set<string>();
   for (const [orig, repl] of pairs) {
-    const origForms = [orig, ...jsonForms(orig)];
-    const replForms = [repl, ...jsonForms(repl)];
+    // Long typed text (a pasted file): as sent and JSON-escaped once only; each other form is a pass over it
+    // on the proxies' thread (1.1 MB: ~1 s for all five).
+    const all = orig.length <= MAX_ALL_ECHO_FORMS;
+    const origForms = [orig, ...(all ? jsonForms(orig) : [jsonEscaped(orig)])];
+    const replForms = [repl, ...(all ? jsonForms(repl) : [jsonEscaped(repl)])];
     for (let i = 0; i < origForms.length; i++) {
       if (seen.has(origForms[i]!)) continue;
       seen.add(origForms[i]!);

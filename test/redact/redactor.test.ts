@@ -301,6 +301,16 @@ describe('typed text', () => {
     expect(fresh.redact(list, { tool: 'search', args: { string: 'Save' } })).toEqual(list);
   });
 
+  it('long typed text (over 4 KiB) is still scrubbed where echoed as sent and JSON-escaped once', () => {
+    const fresh = createRedactor();
+    const typed = `Line "one" caf\u00e9\n${'x'.repeat(5000)}`;
+    const args = { input: typed };
+    const answer = { content: [{ type: 'text', text: JSON.stringify({ echoed: typed }) }], raw: typed };
+    const out = JSON.stringify(fresh.redact(answer, { tool: 'send-input', args }));
+    expect(out).not.toContain('x'.repeat(100));
+    expect(out).toContain(`[typed text: ${typed.length} chars]`);
+  });
+
   it('keepTypedText keeps it (secrets are still redacted)', () => {
     const keep = createRedactor({ keepTypedText: true });
     expect(keep.redactArgs('clipboard', { text: 'hello there', token: 'tok-123' })).toEqual({
