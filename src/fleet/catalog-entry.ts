@@ -3,6 +3,7 @@
  * one rule), counts, its failures with the facts fingerprints are made of, and its calls per tool.
  */
 import path from 'node:path';
+import { serverCategory } from '../contract/read-tool-output.js';
 import { parseSessionDirName } from '../paths/naming.js';
 import { targetOf } from '../report/target.js';
 import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
@@ -124,6 +125,8 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
         status: f.status,
       };
       const fp = defaultFingerprint(input);
+      // As the fingerprint has it: a plain tool result has none (old logs stored the stand-in 'internal').
+      const category = serverCategory(f.error_code, f.error_category);
       failures.push({
         dir_name: dirName,
         seq: f.seq,
@@ -131,7 +134,7 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
         tool: oneLine(f.tool, 120),
         status: f.status === 'fault' ? 'fault' : 'failed',
         code: f.error_code === null ? null : oneLine(f.error_code, 120),
-        category: f.error_category === null ? null : oneLine(f.error_category, 60),
+        category: category === null ? null : oneLine(category, 60),
         detail: f.error_detail === null ? null : clip(f.error_detail, MAX_DETAIL),
         target: oneLine(f.target, 300),
         window: win.window,

@@ -5,6 +5,7 @@
  * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
  */
 import fs from 'node:fs';
+import { serverCategory } from '../contract/read-tool-output.js';
 import { recoveryFor } from '../report/recovery.js';
 import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
@@ -268,7 +269,8 @@ function newGroup(fp: Fingerprint, f: CatalogFailure, s: CatalogSession, at: str
       rule: fp.rule,
       tool: f.tool,
       code: f.code,
-      category: f.category,
+      // As the group key has it: a plain tool result has none (old logs stored the stand-in 'internal').
+      category: serverCategory(f.code, f.category),
       detail: clip(normalizeDetail(f.detail), 300),
       className: f.class_name,
       process: f.process,
@@ -278,7 +280,7 @@ function newGroup(fp: Fingerprint, f: CatalogFailure, s: CatalogSession, at: str
       firstSeen: at,
       lastSeen: at,
       example: { sessionId: s.session_id, dirName: s.dir_name, seq: f.seq, detail: null },
-      recovery: recoveryFor(f.category, f.code),
+      recovery: recoveryFor(serverCategory(f.code, f.category), f.code),
       trend: { buckets: new Array(TREND_BUCKETS).fill(0), runs: [], direction: 'steady' },
     },
     sessionSet: new Set(),
