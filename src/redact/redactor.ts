@@ -7,6 +7,7 @@ import { secretKeyHint, secretKeyMatcher } from './secret-keys.js';
 import { type SecretSource, SecretStore } from './secret-store.js';
 import {
   hideAnswerText,
+  hideNestedTypedText,
   MIN_ECHOED_TYPED_TEXT,
   rememberedTypedText,
   scrubTypedCommands,
@@ -362,7 +363,17 @@ class SecretRedactor implements Redactor {
       plain && !this.keepTypedText
         ? typedTextReplacements(String(tool), args as Record<string, unknown>)
         : undefined;
-    return this.walkRoot(args, typed && typed.size > 0 ? typed : undefined, 'args', undefined);
+    // A typing tool MCEC does not have: typed input nested in its arguments (a form's fields) too.
+    const walked = plain && !this.keepTypedText ? this.withNestedHidden(String(tool), args) : args;
+    return this.walkRoot(walked, typed && typed.size > 0 ? typed : undefined, 'args', undefined);
+  }
+
+  private withNestedHidden(tool: string, args: object): unknown {
+    try {
+      return hideNestedTypedText(tool, args as Record<string, unknown>).args;
+    } catch {
+      return REDACTED; // a throwing getter: store nothing of it, as walkRoot does
+    }
   }
 
   private walkRoot(

@@ -20,8 +20,9 @@
  *   of `TYPED_DATA_KEYS` (value, newvalue, content, string, data): a typed password sent to `type_txt` or
  *   `chars` never reaches the log, while `write_file {content}` is kept (secret keys such as `password`
  *   are `[redacted]` for every tool anyway).
- * Only string values at the top level of the arguments are replaced; selectors and nested objects are not
- * typed text. Key-chord arrays (`["ctrl", "c"]`) are kept: they are shortcuts, not content.
+ * Only string values at the top level of the arguments are replaced (selectors and nested objects are not
+ * typed text), except for a tool MCEC does not have whose name says it types: there typed-input keys count
+ * at any depth (`browser_fill_form {fields: [{name, value}]}`, `send-input {input: {text}}`). Key-chord arrays (`["ctrl", "c"]`) are kept: they are shortcuts, not content.
  */
 
 import { MCEC_TOOL_CATALOG, MCEC_TOOL_NAMES, type TypedTextSpec } from '../contract/tool-catalog.js';
@@ -105,6 +106,74 @@ function argsSpec(tool: string, args: Record<string, unknown>): TypedTextSpec | 
   return keys.length > 0 ? { keys } : undefined;
 }
 
+/** How deep typed input is looked for in a typing tool's arguments (a form's fields, an input object). */
+const MAX_NESTED_DEPTH = 32;
+
+/** Whether typed input is looked for at any depth of this tool's arguments: a tool MCEC does not have that types. */
+function typesNested(tool: string): boolean {
+  return typedTextSpec(tool) === null && TYPING_TOOL_NAME.test(normalizeKey(tool));
+}
+
+function isPlainRecord(v: unknown): v is Record<string, unknown> {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * The arguments of a tool MCEC does not have whose name says it types, with typed input below the top level
+ * (`fields: [{name, value}]`, `input: {text}`) replaced by its length, and those texts; `args` itself when
+ * the tool is another or nothing nested is typed. `args` is never changed.
+ */
+export function hideNestedTypedText(
+  tool: string,
+  args: Record<string, unknown>,
+): { args: Record<string, unknown>; texts: string[] } {
+  const texts: string[] = [];
+  if (!typesNested(tool)) return { args, texts };
+  let copy: Record<string, unknown> | undefined;
+  for (const [k, v] of Object.entries(args)) {
+    if (typeof v !== 'object' || v === null) continue;
+    const hidden = hideNested(v, texts, 1);
+    if (hidden === v) continue;
+    copy ??= { ...args };
+    copy[k] = hidden;
+  }
+  return { args: copy ?? args, texts };
+}
+
+function hideNested(v: unknown, texts: string[], depth: number): unknown {
+  if (depth > MAX_NESTED_DEPTH) return v;
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined;
+    v.forEach((x, i) => {
+      const h = hideNested(x, texts, depth + 1);
+      if (h === x) return;
+      out ??= [...v];
+      out[i] = h;
+    });
+    return out ?? v;
+  }
+  if (!isPlainRecord(v)) return v;
+  let out: Record<string, unknown> | undefined;
+  for (const [k, x] of Object.entries(v)) {
+    const key = normalizeKey(k);
+    let h: unknown = x;
+    if (typeof x === 'string') {
+      if (TYPED_INPUT_KEYS.has(key) || TYPED_DATA_KEYS.has(key)) {
+        texts.push(x);
+        h = typedTextMarker(x);
+      }
+    } else {
+      h = hideNested(x, texts, depth + 1);
+    }
+    if (h === x) continue;
+    out ??= { ...v };
+    out[k] = h;
+  }
+  return out ?? v;
+}
+
 /** Where the text typed by the first `chars:` (any case) at or after `from` starts, or -1. */
 function charsArgsAt(line: string, from = 0): number {
   // Every `:` is checked for a `chars` before it: no lower-cased copy of a possibly huge string.
@@ -170,6 +239,8 @@ export function typedTextEchoes(tool: string, args: Record<string, unknown>): Ar
       out.push([original.trim(), replacement.trim()]);
     if (typed.length >= MIN_ECHOED_TYPED_TEXT) out.push([typed, typedTextMarker(typed)]);
   }
+  for (const text of hideNestedTypedText(tool, args).texts)
+    if (text.length >= MIN_ECHOED_TYPED_TEXT) out.push([text, typedTextMarker(text)]);
   return out;
 }
 

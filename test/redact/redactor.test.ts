@@ -282,6 +282,24 @@ describe('typed text', () => {
     ['browser_fill', { value: 'hunter2' }, { value: '[typed text: 7 chars]' }],
     ['paste_clipboard', { data: 'abcd' }, { data: '[typed text: 4 chars]' }],
     ['write_file', { text: 'typed' }, { text: '[typed text: 5 chars]' }],
+    // A typing tool MCEC does not have: typed input at any depth of its arguments.
+    [
+      'browser_fill_form',
+      { fields: [{ name: 'Password', type: 'textbox', value: 'hunter2xyz' }] },
+      { fields: [{ name: 'Password', type: 'textbox', value: '[typed text: 10 chars]' }] },
+    ],
+    [
+      'send-input',
+      { input: { text: 'Typed-Pw-1', window: 'Login' } },
+      { input: { text: '[typed text: 10 chars]', window: 'Login' } },
+    ],
+    // ... not for other tools: nested data stays as sent, and known MCEC tools keep the top-level rule.
+    ['write_file', { meta: { text: 'kept', value: 'kept' } }, { meta: { text: 'kept', value: 'kept' } }],
+    [
+      'wait-for',
+      { selector: { name: 'OK', value: 'x1' }, text: 'Done' },
+      { selector: { name: 'OK', value: 'x1' }, text: 'Done' },
+    ],
     // Known tools that type nothing keep every argument, typed-input keys included.
     ['windows', { value: 'Notepad' }, { value: 'Notepad' }],
     ['wait-for', { selector: { name: 'OK' }, text: 'Done' }, { selector: { name: 'OK' }, text: 'Done' }],
@@ -309,6 +327,15 @@ describe('typed text', () => {
     const out = JSON.stringify(fresh.redact(answer, { tool: 'send-input', args }));
     expect(out).not.toContain('x'.repeat(100));
     expect(out).toContain(`[typed text: ${typed.length} chars]`);
+  });
+
+  it('nested typed input of a typing tool MCEC does not have is scrubbed from its answer', () => {
+    const fresh = createRedactor();
+    const args = { fields: [{ name: 'Password', value: 'Nested-Pw-77' }] };
+    const answer = { content: [{ type: 'text', text: 'Filled Password with "Nested-Pw-77"' }] };
+    expect(JSON.stringify(fresh.redact(answer, { tool: 'browser_fill_form', args }))).not.toContain(
+      'Nested-Pw-77',
+    );
   });
 
   it('keepTypedText keeps it (secrets are still redacted)', () => {
