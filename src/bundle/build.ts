@@ -169,6 +169,8 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   if (options.output !== undefined) refuseOutputInSession(dir, options.output);
   const tmpDir = makeTempDir('mcec-bundle');
   let opened: SessionFacts | null = null;
+  // run.gif and bug-report.md, drawn into tmpDir in the background.
+  const drawing: Array<Promise<unknown>> = [];
   try {
     const progress = new Progress(options.onProgress);
     // Masks still to paint (mask mode on-export, new rules): the bundle reads a masked view of the session.
@@ -177,12 +179,15 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     const facts = await readSession(source, tmpDir, progress, options.templatesDir);
     opened = facts;
     const plan = {
-      ...(await planBundle(source, tmpDir, facts, options, progress)),
+      ...(await planBundle(source, tmpDir, facts, options, progress, drawing)),
       home: dir,
       masking: view.masking,
     };
     return await writeBundle(plan, progress);
   } finally {
+    // A failed bundle may leave run.gif still being drawn into tmpDir: wait for it, or on Windows rmSync's
+    // EBUSY would replace the real error (ENOSPC, say).
+    await Promise.allSettled(drawing);
     await opened?.report.release();
     fs.rmSync(tmpDir, { recursive: true, force: true });
   }
@@ -195,6 +200,7 @@ async function planBundle(
   facts: SessionFacts,
   options: BundleOptions,
   progress: Progress,
+  drawing: Array<Promise<unknown>>,
 ): Promise<BundlePlan> {
   const withImages = options.images !== false;
   const withDb = options.db !== false;
@@ -226,6 +232,7 @@ async function planBundle(
     return { file, size: Buffer.byteLength(text, 'utf8') };
   });
   bugReport.catch(() => undefined); // awaited at its turn in the zip
+  drawing.push(bugReport); // after the GIF, which it waits for
   progress.step();
   const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: s.reason ?? 'unreadable' }));
   let dbFile: string | null = null;
