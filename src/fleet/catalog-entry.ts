@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { serverCategory } from '../contract/read-tool-output.js';
 import { parseSessionDirName } from '../paths/naming.js';
+import { isPlainServerSession } from '../report/server-kind.js';
 import { targetOf } from '../report/target.js';
 import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
 import { formatDurationMs } from '../report/time.js';
@@ -105,7 +106,9 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
     const { failures: failureRows, outcome } =
       stats.failed + stats.fault === 0
         ? { failures: [], outcome: NO_FAILURES }
-        : reader.failuresAndOutcome(MAX_CATALOG_FAILURES);
+        : reader.failuresAndOutcome(MAX_CATALOG_FAILURES, {
+            sameToolRecovers: isPlainServerSession(reader, session),
+          });
     const facts = readVerdictFacts(reader, { session, stats, outcome });
     const decision = decideVerdict(facts);
     const host = reader.writers()[0]?.host ?? null;

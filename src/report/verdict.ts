@@ -87,12 +87,12 @@ function sameToolAndTarget(f: VerdictFacts): string {
 
 /**
  * Which later calls did not succeed, for one failed call: those on its target, or for a call that names
- * none, the tool's calls that name none (every call of another server's tool).
+ * none, the tool's calls that name none; for another server's, every call of the tool, whatever its arguments.
  */
 function laterCallsOf(f: VerdictFacts, c: CallFact): string {
   const tool = oneLine(c.tool, 40);
-  if (c.target) return `no later ${tool} call on that target`;
-  return f.plainServer ? `no later ${tool} call` : `no later ${tool} call without a target`;
+  if (f.plainServer) return `no later ${tool} call`;
+  return c.target ? `no later ${tool} call on that target` : `no later ${tool} call without a target`;
 }
 
 /** Why the recording alone says FAIL; empty when it says PASS. */
@@ -246,7 +246,11 @@ export function readVerdictFacts(
   const session = known.session ?? reader.session();
   const stats = known.stats ?? reader.stats();
   const failures = stats.failed + stats.fault;
-  const outcome = known.outcome ?? (failures === 0 ? NO_FAILURES : reader.failuresAndOutcome(0).outcome);
+  // Only failures are worded and judged by server kind: a log without any is not read for it (index reads thousands).
+  const plainServer = failures > 0 && isPlainServerSession(reader, session);
+  const outcome =
+    known.outcome ??
+    (failures === 0 ? NO_FAILURES : reader.failuresAndOutcome(0, { sameToolRecovers: plainServer }).outcome);
   const recovered = outcome.recovered;
   const pendingRow = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;
   const pending = pendingRow ? { seq: pendingRow.seq, tool: pendingRow.tool, code: null, target: '' } : null;
@@ -268,7 +272,6 @@ export function readVerdictFacts(
     writerPid: session.writer_pid,
     emergencyStop:
       reader.eventCount('emergency-stop') > 0 || reader.callCountWithCode('emergency-stopped') > 0,
-    // Only failures are worded by server kind: a log without any is not read for it (index reads thousands).
-    plainServer: failures > 0 && isPlainServerSession(reader, session),
+    plainServer,
   };
 }

@@ -243,6 +243,11 @@ const LAST_OK = `last_ok AS MATERIALIZED (SELECT c.tool AS tool, ${targetSql('c'
     FROM calls c WHERE c.tool IN (SELECT tool FROM calls WHERE status = 'failed') AND +c.status = 'ok'
     GROUP BY 1, 2)`;
 
+/** As LAST_OK, per tool whatever the target: another MCP server's calls name no window (sameToolRecovers). */
+const LAST_OK_ANY_TARGET = `last_ok AS MATERIALIZED (SELECT c.tool AS tool, max(c.seq) AS seq
+    FROM calls c WHERE c.tool IN (SELECT tool FROM calls WHERE status = 'failed') AND +c.status = 'ok'
+    GROUP BY 1)`;
+
 /** Failed and faulted calls with their target; a fault (protocol error, proxy error) is never recovered. */
 const FAILS = `fails AS MATERIALIZED (SELECT f.seq AS seq, f.tool AS tool, f.status AS status,
     ${targetSql('f')} AS target FROM calls f WHERE f.status IN ('failed', 'fault'))`;
@@ -252,6 +257,9 @@ const RECOVERED = `(x.status = 'failed' AND l.seq IS NOT NULL AND l.seq > x.seq)
 /** Every failure with its target and whether it was recovered (`rec`): what the outcome queries judge. */
 const JUDGED = `judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
   ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target)`;
+/** JUDGED over LAST_OK_ANY_TARGET: a later success of the same tool recovers, whatever its arguments. */
+const JUDGED_ANY_TARGET = `judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
+  ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool)`;
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -534,13 +542,17 @@ export class SessionReader {
    * recovery CTEs computed once (preparing and running them twice was half of reading a log for `index`):
    * the window totals run over every failure before the LIMIT; only the rows kept are joined to their calls.
    */
-  failuresAndOutcome(limit: number): { failures: FailureRow[]; outcome: FailureOutcome } {
+  failuresAndOutcome(
+    limit: number,
+    options: { sameToolRecovers?: boolean } = {},
+  ): { failures: FailureRow[]; outcome: FailureOutcome } {
     const keep = Math.floor(limit);
     // The totals ride on the rows kept: with none asked for, one is read for them and not returned.
     const sqlLimit = keep === 0 ? 1 : keep;
+    const any = options.sameToolRecovers === true;
     const rows = this.stmt(
-      `WITH ${LAST_OK}, ${FAILS},
-        ${JUDGED},
+      `WITH ${any ? LAST_OK_ANY_TARGET : LAST_OK}, ${FAILS},
+        ${any ? JUDGED_ANY_TARGET : JUDGED},
         kept AS MATERIALIZED (SELECT seq, target, rec, sum(rec) OVER () AS recovered_total,
             max(CASE WHEN NOT rec AND status = 'failed' THEN seq END) OVER () AS newest_unrecovered,
             max(CASE WHEN status = 'fault' THEN seq END) OVER () AS newest_fault

@@ -654,4 +654,22 @@ describe("another MCP server's failures", () => {
     const t = await buildSummary(again).finally(() => again.close());
     expect(t.verdictReason).toBe('1 of 1 failure was recovered by a later success of the same tool');
   });
+
+  it('a later success of the same tool recovers, whatever its arguments (MCEC target keys included)', async () => {
+    const kill = (proc: string) => ({ ...oldFailure('kill'), args: JSON.stringify({ process: proc }) });
+    const dir = plainLog('a1b2c3d4e5f9', [
+      kill('a'),
+      kill('b'),
+      { ...ended, tool: 'kill', args: '{"process":"c"}' },
+    ]);
+    const reader = SessionReader.open(dir);
+    const s = await buildSummary(reader).finally(() => reader.close());
+    expect(s.verdictReason).toBe('2 of 2 failures were recovered by a later success of the same tool');
+    const lone = plainLog('a1b2c3d4e5fa', [{ ...ended, tool: 'kill', args: '{"process":"c"}' }, kill('a')]);
+    const again = SessionReader.open(lone);
+    const t = await buildSummary(again).finally(() => again.close());
+    expect(t.verdictReason).toBe(
+      'call #2 kill failed (tool-error) on process=a and no later kill call succeeded',
+    );
+  });
 });

@@ -2,6 +2,7 @@
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { masksOf } from '../masked-images.js';
+import { isPlainServerSession } from '../server-kind.js';
 import { formatBytes, oneLine } from '../text.js';
 import { type ImageRef, imageRef } from './image-ref.js';
 import {
@@ -57,7 +58,7 @@ export function readCallFacts(reader: SessionReader, artifactBase: string): Call
   }
   const recoveredSeqs = new Set(
     reader
-      .failuresAndOutcome(-1)
+      .failuresAndOutcome(-1, { sameToolRecovers: isPlainServerSession(reader, reader.session()) })
       .failures.filter((f) => f.recovered)
       .map((f) => f.seq),
   );
