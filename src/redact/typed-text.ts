@@ -16,7 +16,7 @@
  *   the rest becomes its length;
  * - a tool MCEC does not have (a misspelled name, another server's tool): every argument whose key, lower
  *   case without `-`/`_`, is one of `TYPED_INPUT_KEYS` (text, chars, keys, input...), and when the tool's
- *   name says it types (`TYPING_TOOL_NAME`: type, key, fill, input, paste, send, set, chars, clipboard) one
+ *   name says it types (`TYPING_TOOL_NAME`: type, keys, keystroke, fill, input, paste, send, setvalue, settext, setfield, chars, clipboard) one
  *   of `TYPED_DATA_KEYS` (value, newvalue, content, string, data): a typed password sent to `type_txt` or
  *   `chars` never reaches the log, while `write_file {content}` is kept (secret keys such as `password`
  *   are `[redacted]` for every tool anyway).
@@ -70,7 +70,9 @@ export const TYPED_DATA_KEYS: ReadonlySet<string> = new Set([
   'data',
 ]);
 /** A tool name (lower case without `-`/`_`) that says the tool types, fills, sets, pastes or sends text. */
-const TYPING_TOOL_NAME = /type|key|fill|input|paste|send|set|chars|clipboard/;
+// Not `set` or `key` alone: they are in reset, settings, asset, offset, hotkey, keyboard, whose values are data.
+const TYPING_TOOL_NAME =
+  /type|keys|keystroke|fill|input|paste|send|setvalue|settext|setfield|chars|clipboard/;
 
 const TYPING_VERBS = new Set([
   'type',

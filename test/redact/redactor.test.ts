@@ -278,7 +278,12 @@ describe('typed text', () => {
     ['write_file', { path: 'a.txt', content: 'file body' }, { path: 'a.txt', content: 'file body' }],
     ['search', { string: 'needle' }, { string: 'needle' }],
     ['get_config', { value: 'true', data: 'blob' }, { value: 'true', data: 'blob' }],
-    // ... typed when it does (type, key, fill, input, paste, send, set, chars, clipboard).
+    ['set_config', { key: 'debug', value: 'true' }, { key: 'debug', value: 'true' }],
+    ['reset_offset', { value: 'zero' }, { value: 'zero' }],
+    ['hotkey_config', { value: 'ctrl+s' }, { value: 'ctrl+s' }],
+    // ... typed when it does (type, keys, keystroke, fill, input, paste, send, setvalue, settext, setfield, chars, clipboard).
+    ['set_value', { value: 'hunter2' }, { value: '[typed text: 7 chars]' }],
+    ['send_keys', { value: 'hunter2' }, { value: '[typed text: 7 chars]' }],
     ['browser_fill', { value: 'hunter2' }, { value: '[typed text: 7 chars]' }],
     ['paste_clipboard', { data: 'abcd' }, { data: '[typed text: 4 chars]' }],
     ['write_file', { text: 'typed' }, { text: '[typed text: 5 chars]' }],
