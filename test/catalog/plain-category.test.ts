@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { refreshCatalog } from '../../src/fleet/catalog.js';
 import { renderTriageText, triage } from '../../src/fleet/triage.js';
 import { SessionLog } from '../../src/store/session-log.js';
-import { callRow, sessionRow } from '../support/log-rows.js';
+import { callRow, oldPlainFailure, sessionRow } from '../support/log-rows.js';
 import { scratchRoot } from './helpers.js';
 
 describe('triage: an old plain-server log', () => {
@@ -25,20 +25,7 @@ describe('triage: an old plain-server log', () => {
         environment: JSON.stringify({ server: { name: 'example-servers/everything', version: '1.0.0' } }),
       }),
     });
-    log.beginCall(
-      callRow(1, {
-        transport: 'http',
-        tool: 'echo',
-        args: '{"message":"hi"}',
-        status: 'failed',
-        ok: 0,
-        ended_at: '2026-12-02T10:15:03.010Z',
-        duration_ms: 10,
-        error_code: 'tool-error',
-        error_category: 'internal',
-        error_detail: 'Error: no such thing',
-      }),
-    );
+    log.beginCall(callRow(1, { transport: 'http', ...oldPlainFailure('echo') }));
     log.close();
     const { catalog } = await refreshCatalog(sessionsDir, { full: true });
     try {

@@ -15,7 +15,7 @@ import {
   NOTEPAD,
   removeDir,
 } from '../support/fixture-session.js';
-import { callRow, sessionRow } from '../support/log-rows.js';
+import { callRow, oldPlainFailure, sessionRow } from '../support/log-rows.js';
 
 let root: string;
 beforeEach(() => {
@@ -609,21 +609,11 @@ describe("another MCP server's failures", () => {
     return dir;
   }
   const ended = { status: 'ok', ok: 1, ended_at: '2026-12-02T10:15:03.010Z', duration_ms: 10 } as const;
-  /** A failed plain result as logs before 8f606dd stored it: the reader's stand-in category 'internal'. */
-  const oldFailure = (tool: string): Partial<CallRow> => ({
-    tool,
-    args: '{"message":"hi"}',
-    status: 'failed',
-    ok: 0,
-    ended_at: '2026-12-02T10:15:03.010Z',
-    duration_ms: 10,
-    error_code: 'tool-error',
-    error_category: 'internal',
-    error_detail: 'Error: no such thing',
-  });
-
   it('a target-less call is not said to have a target; a stored stand-in (internal) is not shown', async () => {
-    const dir = plainLog('a1b2c3d4e5f6', [oldFailure('echo'), { ...ended, tool: 'add', args: '{"a":1}' }]);
+    const dir = plainLog('a1b2c3d4e5f6', [
+      oldPlainFailure('echo'),
+      { ...ended, tool: 'add', args: '{"a":1}' },
+    ]);
     const reader = SessionReader.open(dir);
     const s = await buildSummary(reader).finally(() => reader.close());
     expect(s.verdictReason).toBe('call #1 echo failed (tool-error) and no later echo call succeeded');
@@ -638,25 +628,28 @@ describe("another MCP server's failures", () => {
 
   it('recovery and its words: the same tool, no target spoken of', async () => {
     const dir = plainLog('a1b2c3d4e5f7', [
-      oldFailure('echo'),
-      oldFailure('echo'),
+      oldPlainFailure('echo'),
+      oldPlainFailure('echo'),
       { ...ended, tool: 'echo', args: '{"message":"again"}' },
-      oldFailure('add'),
-      oldFailure('add'),
+      oldPlainFailure('add'),
+      oldPlainFailure('add'),
     ]);
     const reader = SessionReader.open(dir);
     const s = await buildSummary(reader).finally(() => reader.close());
     expect(s.verdictReason).toBe(
       '2 failures were not recovered by a later success of the same tool; the last: call #5 add (tool-error)',
     );
-    const recovered = plainLog('a1b2c3d4e5f8', [oldFailure('echo'), { ...ended, tool: 'echo', args: '{}' }]);
+    const recovered = plainLog('a1b2c3d4e5f8', [
+      oldPlainFailure('echo'),
+      { ...ended, tool: 'echo', args: '{}' },
+    ]);
     const again = SessionReader.open(recovered);
     const t = await buildSummary(again).finally(() => again.close());
     expect(t.verdictReason).toBe('1 of 1 failure was recovered by a later success of the same tool');
   });
 
   it('a later success of the same tool recovers, whatever its arguments (MCEC target keys included)', async () => {
-    const kill = (proc: string) => ({ ...oldFailure('kill'), args: JSON.stringify({ process: proc }) });
+    const kill = (proc: string) => ({ ...oldPlainFailure('kill'), args: JSON.stringify({ process: proc }) });
     const dir = plainLog('a1b2c3d4e5f9', [
       kill('a'),
       kill('b'),

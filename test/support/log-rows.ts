@@ -44,3 +44,18 @@ export function callRow(seq: number, fields: Partial<CallRow> = {}): CallRow {
     ...fields,
   };
 }
+
+/** A failed plain tool result as logs before 8f606dd stored it: the reader's stand-in category 'internal'. */
+export function oldPlainFailure(tool: string): Partial<CallRow> {
+  return {
+    tool,
+    args: '{"message":"hi"}',
+    status: 'failed',
+    ok: 0,
+    ended_at: '2026-12-02T10:15:03.010Z',
+    duration_ms: 10,
+    error_code: 'tool-error',
+    error_category: 'internal',
+    error_detail: 'Error: no such thing',
+  };
+}
