@@ -103,13 +103,12 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
     const stats = reader.stats();
     // Most sessions have no failed call: the counts say so, and the recovery statement (the costliest to
     // prepare and run of a log's) is skipped.
-    const { failures: failureRows, outcome } =
-      stats.failed + stats.fault === 0
-        ? { failures: [], outcome: NO_FAILURES }
-        : reader.failuresAndOutcome(MAX_CATALOG_FAILURES, {
-            sameToolRecovers: isPlainServerSession(reader, session),
-          });
-    const facts = readVerdictFacts(reader, { session, stats, outcome });
+    const anyFailure = stats.failed + stats.fault > 0;
+    const plainServer = anyFailure && isPlainServerSession(reader, session);
+    const { failures: failureRows, outcome } = anyFailure
+      ? reader.failuresAndOutcome(MAX_CATALOG_FAILURES, { sameToolRecovers: plainServer })
+      : { failures: [], outcome: NO_FAILURES };
+    const facts = readVerdictFacts(reader, { session, stats, outcome, plainServer });
     const decision = decideVerdict(facts);
     const host = reader.writers()[0]?.host ?? null;
     const failures: CatalogFailure[] = [];

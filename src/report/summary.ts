@@ -506,7 +506,7 @@ export async function buildSummary(
     const stats = reader.stats();
     const plain = stats.failed + stats.fault > 0 && isPlainServerSession(reader, session);
     const kept = reader.failuresAndOutcome(maxFailures, { sameToolRecovers: plain });
-    const facts = readVerdictFacts(reader, { session, stats, outcome: kept.outcome });
+    const facts = readVerdictFacts(reader, { session, stats, outcome: kept.outcome, plainServer: plain });
     const decision = decideVerdict(facts);
     const failingRow = failingRowOf(reader, facts, decision.verdict);
     const failures = kept.failures

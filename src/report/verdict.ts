@@ -241,13 +241,15 @@ export function readVerdictFacts(
     session?: SessionRow;
     stats?: SessionStats;
     outcome?: FailureOutcome;
+    /** `isPlainServerSession`, when the caller has decided it already (it read the failures by it). */
+    plainServer?: boolean;
   } = {},
 ): VerdictFacts {
   const session = known.session ?? reader.session();
   const stats = known.stats ?? reader.stats();
   const failures = stats.failed + stats.fault;
   // Only failures are worded and judged by server kind: a log without any is not read for it (index reads thousands).
-  const plainServer = failures > 0 && isPlainServerSession(reader, session);
+  const plainServer = failures > 0 && (known.plainServer ?? isPlainServerSession(reader, session));
   const outcome =
     known.outcome ??
     (failures === 0 ? NO_FAILURES : reader.failuresAndOutcome(0, { sameToolRecovers: plainServer }).outcome);
