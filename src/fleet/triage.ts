@@ -428,7 +428,7 @@ export function renderTriageText(r: TriageReport, options: { maxGroups?: number 
     lines.push(
       '',
       `  ${g.count} x in ${g.sessions} session${g.sessions === 1 ? '' : 's'}  ${sparkline(g.trend)} ${g.trend.direction}  ${g.fingerprint}${g.rule ? ` (${g.rule})` : ''}`,
-      `    ${oneLine(g.tool, 40)} ${g.code ?? '-'} (${g.category ?? '-'})${g.className || g.process ? ` on ${[g.className, g.process].filter(Boolean).join(', ')}` : ''}`,
+      `    ${oneLine(g.tool, 40)} ${g.code ?? '-'}${g.category ? ` (${g.category})` : ''}${g.className || g.process ? ` on ${[g.className, g.process].filter(Boolean).join(', ')}` : ''}`,
       `    ${oneLine(g.detail, 160)}`,
       `    first ${g.firstSeen.slice(0, 19)}Z, last ${g.lastSeen.slice(0, 19)}Z; example ${g.example.sessionId} call #${g.example.seq}`,
     );
@@ -475,7 +475,7 @@ export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: num
     out.push('|---:|---:|---|---|---|---|---|---|---|---|');
     for (const g of groups) {
       out.push(
-        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')} (${md(g.category ?? '-')}) | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${g.firstSeen.slice(0, 16).replace('T', ' ')} | ${g.lastSeen.slice(0, 16).replace('T', ' ')} | ${sparkline(g.trend).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
+        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')}${g.category ? ` (${md(g.category)})` : ''} | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${g.firstSeen.slice(0, 16).replace('T', ' ')} | ${g.lastSeen.slice(0, 16).replace('T', ' ')} | ${sparkline(g.trend).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
       );
     }
     out.push('');

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { refreshCatalog } from '../../src/fleet/catalog.js';
-import { renderTriageText, triage } from '../../src/fleet/triage.js';
+import { renderTriageMarkdown, renderTriageText, triage } from '../../src/fleet/triage.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { callRow, oldPlainFailure, sessionRow } from '../support/log-rows.js';
 import { scratchRoot } from './helpers.js';
@@ -34,6 +34,9 @@ describe('triage: an old plain-server log', () => {
         ['echo', 'tool-error', null, null],
       ]);
       expect(renderTriageText(report)).not.toContain('internal');
+      // No category is shown as none at all, not as a placeholder.
+      expect(renderTriageText(report)).toMatch(/^ {4}echo tool-error$/m);
+      expect(renderTriageMarkdown(report)).toContain('| echo | tool-error |');
     } finally {
       catalog.close();
     }
