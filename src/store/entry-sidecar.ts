@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
+import { isRecord } from '../util/json.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount } from './catalog.js';
 
 export const ENTRY_SIDECAR_FILE = 'catalog-entry.json';
@@ -255,23 +256,18 @@ function fits(v: unknown, kind: Kind): boolean {
 }
 
 function hasShape(v: unknown, fields: Record<string, Kind>): boolean {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return false;
-  const o = v as Record<string, unknown>;
-  const keys = Object.keys(o);
+  if (!isRecord(v)) return false;
+  const keys = Object.keys(v);
   return (
-    keys.length === Object.keys(fields).length && keys.every((k) => k in fields && fits(o[k], fields[k]!))
+    keys.length === Object.keys(fields).length && keys.every((k) => k in fields && fits(v[k], fields[k]!))
   );
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
 function asSidecar(v: unknown): Sidecar | null {
-  if (!isObject(v) || v.format !== SIDECAR_FORMAT || typeof v.entry_version !== 'string') return null;
+  if (!isRecord(v) || v.format !== SIDECAR_FORMAT || typeof v.entry_version !== 'string') return null;
   const log = v.log;
   if (
-    !isObject(log) ||
+    !isRecord(log) ||
     !Number.isSafeInteger(log.size) ||
     typeof log.mtime_ms !== 'number' ||
     typeof log.settled !== 'boolean' ||
@@ -279,7 +275,7 @@ function asSidecar(v: unknown): Sidecar | null {
   )
     return null;
   const entry = v.entry;
-  if (!isObject(entry) || !hasShape(entry.session, SESSION_FIELDS)) return null;
+  if (!isRecord(entry) || !hasShape(entry.session, SESSION_FIELDS)) return null;
   const session = entry.session as unknown as CatalogSession;
   const name = session.dir_name;
   const ok =
