@@ -1,6 +1,8 @@
 /** What every program shares: usage errors and their exit code, `--listen HOST:PORT`, the sessions dir. */
 import { type Command, CommanderError } from 'commander';
+import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
 import { parseDuration } from '../util/units.js';
+import { DEFAULT_WRITE_TIMEOUT_MS } from '../wire/write-deadline.js';
 
 export {
   relativeSessionsWarning,
@@ -45,12 +47,12 @@ export function parseBodyTimeout(value: string): number {
 }
 
 /** Default of `--write-timeout` (the HTTP proxy's and the replay's `writeTimeoutMs`). */
-export const DEFAULT_WRITE_TIMEOUT = '30s';
+export const DEFAULT_WRITE_TIMEOUT = `${DEFAULT_WRITE_TIMEOUT_MS / 1000}s`;
 
 /** `--write-timeout`: how long a client may take none of an answer's bytes before it is hung up on. */
 export function parseWriteTimeout(value: string): number {
   const ms = parseDuration(value);
-  if (ms === null || ms < 1 || ms > 24 * 3_600_000)
+  if (ms === null || ms < 1 || ms > MAX_TIMEOUT_MS)
     throw new UsageError(
       `--write-timeout ${JSON.stringify(value)}: expected a duration such as 30s, 2m or 500ms (at most 24h)`,
     );

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Command, Option } from 'commander';
 import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
 import type { MaskOptions, MaskRule } from '../mask/types.js';
+import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
 import { recorderVersion } from '../record/environment.js';
 import type { Recorder } from '../record/index.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
@@ -41,7 +42,6 @@ function parseSize(name: string, value: string): number {
 
 // Mirrors src/proxy/timeouts.ts and bounded.ts, which load lazily with the proxy.
 const DEFAULT_TIMEOUT = '150s';
-const MAX_TIMEOUT_MS = 24 * 3_600_000;
 const DEFAULT_MAX_RECORD = '256MiB';
 
 /** `--timeout` values (repeatable): `DURATION` sets the default, `TOOL=DURATION` one tool's. */

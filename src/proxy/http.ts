@@ -13,6 +13,7 @@ import {
   type Refusal,
   type TargetKind,
 } from '../wire/gates.js';
+import { DEFAULT_WRITE_TIMEOUT_MS } from '../wire/write-deadline.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
@@ -82,8 +83,6 @@ export const MCEC_MAX_IN_FLIGHT = 16;
 export const DEFAULT_LATE_ANSWER_MS = 10 * 60_000;
 /** Default of `HttpProxyOptions.bodyTimeoutMs`. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
-/** Default of `HttpProxyOptions.writeTimeoutMs`. */
-export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
 export { DEFAULT_TIMEOUT_MS };
 
 /** An error thrown for options that cannot work (bad target, non-loopback listen without permission). */

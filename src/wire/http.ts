@@ -5,7 +5,7 @@ import { isIP } from 'node:net';
 import { isLoopbackHost } from './gates.js';
 import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './json-text.js';
-import { writeInSlices } from './write-deadline.js';
+import { DEFAULT_WRITE_TIMEOUT_MS, writeInSlices } from './write-deadline.js';
 
 /** What the HTTP transport needs from the server. `dispatch` throws on a handler fault (answered 500). */
 export interface Dispatcher {
@@ -46,8 +46,6 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_HTTP_IN_FLIGHT = 16;
 /** Default of `HttpOptions.bodyTimeoutMs`. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
-/** Default of `HttpOptions.writeTimeoutMs`. */
-export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
 
 /** A loopback Host, with the listening port when a port is given. */
 function isLoopbackAuthority(host: string | undefined, port: number): boolean {

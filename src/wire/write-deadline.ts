@@ -5,6 +5,9 @@
  */
 import type http from 'node:http';
 
+/** The write deadline when none is given: the transport's, the proxy's and `--write-timeout`'s default. */
+export const DEFAULT_WRITE_TIMEOUT_MS = 30_000;
+
 /** Slices an answer is written in: each one the client takes shows as progress (see `takenBytes`). */
 export const WRITE_SLICE_BYTES = 64 * 1024;
 
