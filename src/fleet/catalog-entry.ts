@@ -3,9 +3,9 @@
  * one rule), counts, its failures with the facts fingerprints are made of, and its calls per tool.
  */
 import path from 'node:path';
-import { serverCategory } from '../contract/read-tool-output.js';
 import { parseSessionDirName } from '../paths/naming.js';
-import { isPlainServerSession } from '../report/server-kind.js';
+import { categoryLine } from '../report/recovery.js';
+import { readFailures } from '../report/server-kind.js';
 import { targetOf } from '../report/target.js';
 import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
 import { formatDurationMs } from '../report/time.js';
@@ -20,7 +20,7 @@ import {
   writeEntrySidecar,
 } from '../store/entry-sidecar.js';
 import type { CallRow } from '../store/schema.js';
-import { type FailureRow, NO_FAILURES, SessionReader } from '../store/session-reader.js';
+import { type FailureRow, SessionReader } from '../store/session-reader.js';
 import { ENTRY_VERSION } from './catalog.js';
 import { defaultFingerprint, type FingerprintInput } from './fingerprint.js';
 
@@ -103,11 +103,11 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
     const stats = reader.stats();
     // Most sessions have no failed call: the counts say so, and the recovery statement (the costliest to
     // prepare and run of a log's) is skipped.
-    const anyFailure = stats.failed + stats.fault > 0;
-    const plainServer = anyFailure && isPlainServerSession(reader, session);
-    const { failures: failureRows, outcome } = anyFailure
-      ? reader.failuresAndOutcome(MAX_CATALOG_FAILURES, { sameToolRecovers: plainServer })
-      : { failures: [], outcome: NO_FAILURES };
+    const {
+      failures: failureRows,
+      outcome,
+      plainServer,
+    } = readFailures(reader, session, stats, MAX_CATALOG_FAILURES);
     const facts = readVerdictFacts(reader, { session, stats, outcome, plainServer });
     const decision = decideVerdict(facts);
     const host = reader.writers()[0]?.host ?? null;
@@ -127,8 +127,6 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
         status: f.status,
       };
       const fp = defaultFingerprint(input);
-      // As the fingerprint has it: a plain tool result has none (old logs stored the stand-in 'internal').
-      const category = serverCategory(f.error_code, f.error_category);
       failures.push({
         dir_name: dirName,
         seq: f.seq,
@@ -136,7 +134,8 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
         tool: oneLine(f.tool, 120),
         status: f.status === 'fault' ? 'fault' : 'failed',
         code: f.error_code === null ? null : oneLine(f.error_code, 120),
-        category: category === null ? null : oneLine(category, 60),
+        // As the fingerprint has it: a plain tool result has none (old logs stored the stand-in 'internal').
+        category: categoryLine(f),
         detail: f.error_detail === null ? null : clip(f.error_detail, MAX_DETAIL),
         target: oneLine(f.target, 300),
         window: win.window,

@@ -1,7 +1,13 @@
 /** Which server a session recorded: MCEC, or another MCP server (whose runs have no windows or envelopes). */
 import { isMcecName } from '../contract/server-name.js';
 import type { SessionRow } from '../store/schema.js';
-import type { SessionReader } from '../store/session-reader.js';
+import {
+  type FailureOutcome,
+  type FailureRow,
+  NO_FAILURES,
+  type SessionReader,
+  type SessionStats,
+} from '../store/session-reader.js';
 import { isRecord } from '../util/json.js';
 import { asRecord, parseJson } from './text.js';
 
@@ -33,4 +39,20 @@ export function isPlainServerSession(reader: SessionReader, session: SessionRow)
   const stored = asRecord(parseJson(session.environment, 1024 * 1024));
   const server = asRecord(stored?.server) ?? initializeAnswer(reader)?.serverInfo;
   return isPlainServer({ server });
+}
+
+/**
+ * The newest `limit` failures of a log (-1: all) and their outcome, by its server's rule of recovery: another
+ * MCP server's calls name no target, so a later success of the same tool recovers them. Only a log with
+ * failures is read for its server (index reads thousands of logs, most without any).
+ */
+export function readFailures(
+  reader: SessionReader,
+  session: SessionRow,
+  stats: SessionStats,
+  limit: number,
+): { failures: FailureRow[]; outcome: FailureOutcome; plainServer: boolean } {
+  if (stats.failed + stats.fault === 0) return { failures: [], outcome: NO_FAILURES, plainServer: false };
+  const plainServer = isPlainServerSession(reader, session);
+  return { ...reader.failuresAndOutcome(limit, { sameToolRecovers: plainServer }), plainServer };
 }

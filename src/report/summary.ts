@@ -6,7 +6,7 @@ import type { SessionReader } from '../store/session-reader.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
 import { maskedImagesOf } from './masked-images.js';
 import { categoryLine, recoveryForCall } from './recovery.js';
-import { initializeAnswer, isPlainServerSession } from './server-kind.js';
+import { initializeAnswer, readFailures } from './server-kind.js';
 import { findCaptureSummary, summarizeCall } from './summarize-call.js';
 import { argsLine, describeTarget, type TargetKey, targetKeyOf, targetOf, windowShownBy } from './target.js';
 import { asRecord, clip, compactValue, oneLine, parseJson } from './text.js';
@@ -504,9 +504,13 @@ export async function buildSummary(
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();
-    const plain = stats.failed + stats.fault > 0 && isPlainServerSession(reader, session);
-    const kept = reader.failuresAndOutcome(maxFailures, { sameToolRecovers: plain });
-    const facts = readVerdictFacts(reader, { session, stats, outcome: kept.outcome, plainServer: plain });
+    const kept = readFailures(reader, session, stats, maxFailures);
+    const facts = readVerdictFacts(reader, {
+      session,
+      stats,
+      outcome: kept.outcome,
+      plainServer: kept.plainServer,
+    });
     const decision = decideVerdict(facts);
     const failingRow = failingRowOf(reader, facts, decision.verdict);
     const failures = kept.failures

@@ -3,13 +3,8 @@
  * bundle's session.json all take it from `buildSummary`, which calls `decideVerdict` here, so they agree.
  */
 import type { SessionRow } from '../store/schema.js';
-import {
-  type FailureOutcome,
-  NO_FAILURES,
-  type SessionReader,
-  type SessionStats,
-} from '../store/session-reader.js';
-import { isPlainServerSession } from './server-kind.js';
+import type { FailureOutcome, SessionReader, SessionStats } from '../store/session-reader.js';
+import { isPlainServerSession, readFailures } from './server-kind.js';
 import { oneLine } from './text.js';
 import type { Verdict } from './types.js';
 
@@ -249,10 +244,10 @@ export function readVerdictFacts(
   const stats = known.stats ?? reader.stats();
   const failures = stats.failed + stats.fault;
   // Only failures are worded and judged by server kind: a log without any is not read for it (index reads thousands).
-  const plainServer = failures > 0 && (known.plainServer ?? isPlainServerSession(reader, session));
-  const outcome =
-    known.outcome ??
-    (failures === 0 ? NO_FAILURES : reader.failuresAndOutcome(0, { sameToolRecovers: plainServer }).outcome);
+  const read = known.outcome === undefined ? readFailures(reader, session, stats, 0) : undefined;
+  const outcome = known.outcome ?? read!.outcome;
+  const plainServer =
+    failures > 0 && (known.plainServer ?? read?.plainServer ?? isPlainServerSession(reader, session));
   const recovered = outcome.recovered;
   const pendingRow = stats.pending > 0 ? reader.lastCallWhere({ statuses: ['pending'] }) : undefined;
   const pending = pendingRow ? { seq: pendingRow.seq, tool: pendingRow.tool, code: null, target: '' } : null;

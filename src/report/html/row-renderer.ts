@@ -2,7 +2,7 @@
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { masksOf } from '../masked-images.js';
-import { isPlainServerSession } from '../server-kind.js';
+import { readFailures } from '../server-kind.js';
 import { formatBytes, oneLine } from '../text.js';
 import { type ImageRef, imageRef } from './image-ref.js';
 import {
@@ -57,8 +57,7 @@ export function readCallFacts(reader: SessionReader, artifactBase: string): Call
     if (ref && a.sha256 && !sha256Of.has(ref.key)) sha256Of.set(ref.key, a.sha256);
   }
   const recoveredSeqs = new Set(
-    reader
-      .failuresAndOutcome(-1, { sameToolRecovers: isPlainServerSession(reader, reader.session()) })
+    readFailures(reader, reader.session(), reader.stats(), -1)
       .failures.filter((f) => f.recovered)
       .map((f) => f.seq),
   );
