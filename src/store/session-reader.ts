@@ -238,28 +238,31 @@ function targetSql(t: string): string {
  * The newest successful seq per (tool, target), only for tools that have a failed call: a failed call is
  * recovered when a later call of the same tool on the same target succeeded. Walks those tools' calls on
  * the (tool, seq) index (`+status` keeps SQLite off the status index); materialized so it runs once.
+ * `byTarget` false: per tool whatever the target (another MCP server's calls name no window, sameToolRecovers).
  */
-const LAST_OK = `last_ok AS MATERIALIZED (SELECT c.tool AS tool, ${targetSql('c')} AS target, max(c.seq) AS seq
+function lastOkSql(byTarget: boolean): string {
+  return `last_ok AS MATERIALIZED (SELECT c.tool AS tool, ${byTarget ? `${targetSql('c')} AS target, ` : ''}max(c.seq) AS seq
     FROM calls c WHERE c.tool IN (SELECT tool FROM calls WHERE status = 'failed') AND +c.status = 'ok'
-    GROUP BY 1, 2)`;
-
-/** As LAST_OK, per tool whatever the target: another MCP server's calls name no window (sameToolRecovers). */
-const LAST_OK_ANY_TARGET = `last_ok AS MATERIALIZED (SELECT c.tool AS tool, max(c.seq) AS seq
-    FROM calls c WHERE c.tool IN (SELECT tool FROM calls WHERE status = 'failed') AND +c.status = 'ok'
-    GROUP BY 1)`;
+    GROUP BY ${byTarget ? '1, 2' : '1'})`;
+}
 
 /** Failed and faulted calls with their target; a fault (protocol error, proxy error) is never recovered. */
 const FAILS = `fails AS MATERIALIZED (SELECT f.seq AS seq, f.tool AS tool, f.status AS status,
     ${targetSql('f')} AS target FROM calls f WHERE f.status IN ('failed', 'fault'))`;
 
-/** Joins `fails` (alias x) to `last_ok` (alias l): true when a later success of the same tool and target exists. */
-const RECOVERED = `(x.status = 'failed' AND l.seq IS NOT NULL AND l.seq > x.seq)`;
-/** Every failure with its target and whether it was recovered (`rec`): what the outcome queries judge. */
-const JUDGED = `judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
-  ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool AND l.target = x.target)`;
-/** JUDGED over LAST_OK_ANY_TARGET: a later success of the same tool recovers, whatever its arguments. */
-const JUDGED_ANY_TARGET = `judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
-  ${RECOVERED} AS rec FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool)`;
+/**
+ * Every failure (`fails`, alias x) with its target and whether it was recovered (`rec`): a later success in
+ * `last_ok` (alias l) of the same tool, and the same target when `byTarget`. What the outcome queries judge.
+ */
+function judgedSql(byTarget: boolean): string {
+  return `judged AS MATERIALIZED (SELECT x.seq AS seq, x.status AS status, x.target AS target,
+  (x.status = 'failed' AND l.seq IS NOT NULL AND l.seq > x.seq) AS rec
+  FROM fails x LEFT JOIN last_ok l ON l.tool = x.tool${byTarget ? ' AND l.target = x.target' : ''})`;
+}
+
+/** The recovery CTEs, MCEC's rule (same tool, same target) or another server's (same tool). */
+const RECOVERY_BY_TARGET = `${lastOkSql(true)}, ${FAILS}, ${judgedSql(true)}`;
+const RECOVERY_BY_TOOL = `${lastOkSql(false)}, ${FAILS}, ${judgedSql(false)}`;
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -551,8 +554,7 @@ export class SessionReader {
     const sqlLimit = keep === 0 ? 1 : keep;
     const any = options.sameToolRecovers === true;
     const rows = this.stmt(
-      `WITH ${any ? LAST_OK_ANY_TARGET : LAST_OK}, ${FAILS},
-        ${any ? JUDGED_ANY_TARGET : JUDGED},
+      `WITH ${any ? RECOVERY_BY_TOOL : RECOVERY_BY_TARGET},
         kept AS MATERIALIZED (SELECT seq, target, rec, sum(rec) OVER () AS recovered_total,
             max(CASE WHEN NOT rec AND status = 'failed' THEN seq END) OVER () AS newest_unrecovered,
             max(CASE WHEN status = 'fault' THEN seq END) OVER () AS newest_fault
