@@ -29,7 +29,8 @@ describe('triage: an old plain-server log', () => {
     log.close();
     const { catalog } = await refreshCatalog(sessionsDir, { full: true });
     try {
-      const report = triage(catalog);
+      // The rows are dated 2026-12-02: triage as of the next day, whatever today is.
+      const report = triage(catalog, { now: new Date('2026-12-03T00:00:00Z') });
       expect(report.groups.map((g) => [g.tool, g.code, g.category, g.recovery])).toEqual([
         ['echo', 'tool-error', null, null],
       ]);
