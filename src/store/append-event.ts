@@ -1,10 +1,9 @@
 /** Add one event to an existing session log from outside the recorder (e.g. `mcec-bundle verdict`). */
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { LOG_FILE } from '../paths/naming.js';
-import { removeEntrySidecar } from './entry-sidecar.js';
-import { describeLogError } from './open.js';
+import { describeLogError, openLogForWriting } from './open.js';
 import { SCHEMA_VERSION } from './schema.js';
 
 /** How long to wait for the recorder's commit lock; its commits take milliseconds. */
@@ -23,11 +22,9 @@ export function appendSessionEvent(
 ): number {
   const file = path.join(dir, LOG_FILE);
   if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
-  // The dir's catalog sidecar describes the log before this event: gone before the write.
-  removeEntrySidecar(dir);
   let db: Database.Database;
   try {
-    db = new Database(file, { fileMustExist: true });
+    db = openLogForWriting(file, { fileMustExist: true });
   } catch (err) {
     throw describeLogError(file, err);
   }

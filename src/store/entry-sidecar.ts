@@ -3,7 +3,7 @@
  * (`schema/catalog-entry.schema.json`): the row a reader computed from the log while it was at rest, and
  * which log that was (its size, mtime and sha1, hashed before the entry was read). A reader of the catalog
  * trusts it instead of opening the log only when the log still is that log (`logAtRest` + `trustedEntry`);
- * anything that opens a log for writing removes it first (`removeEntrySidecar`), so a stale one is never
+ * anything that opens a log for writing removes it first (`removeEntrySidecar`, by `openLogForWriting`), so a stale one is never
  * kept by our own writers, and the hash catches the others (a copy, an older recorder, a SQLite shell).
  */
 import crypto from 'node:crypto';

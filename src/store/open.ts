@@ -1,5 +1,6 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { removeEntrySidecar } from './entry-sidecar.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
 export type SessionDb = Database.Database;
@@ -57,6 +58,15 @@ export function openLogForReading(
   return { db, version };
 }
 
+/**
+ * A log opened to be written. Its dir's catalog sidecar is removed first: it describes the log as it was,
+ * and every writer (the recorder, a verdict, a writer's release) opens the log here.
+ */
+export function openLogForWriting(file: string, options?: Database.Options): Database.Database {
+  removeEntrySidecar(path.dirname(file));
+  return new Database(file, options);
+}
+
 /** Open (and, for a writer, create and migrate) a session log with the pragmas the design asks for. */
 export function openSessionDb(file: string, options: { readonly?: boolean } = {}): SessionDb {
   if (options.readonly) return openLogForReading(file).db;
@@ -64,7 +74,7 @@ export function openSessionDb(file: string, options: { readonly?: boolean } = {}
   // process creating the log while another does may see SQLITE_BUSY at once: try again for up to 2 s.
   const deadline = Date.now() + 2000;
   for (;;) {
-    const db = new Database(file);
+    const db = openLogForWriting(file);
     try {
       db.pragma('busy_timeout = 2000');
       db.pragma('journal_mode = WAL');

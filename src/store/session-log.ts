@@ -8,13 +8,12 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from '../paths/naming.js';
-import { removeEntrySidecar } from './entry-sidecar.js';
 import { keepAside } from './keep-aside.js';
 import type { LogPool, PooledLog } from './log-pool.js';
-import { openSessionDb, type SessionDb } from './open.js';
+import { openLogForWriting, openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
 import { isProcessAlive } from './session-reader.js';
 import { StoredSeqs } from './stored-seqs.js';
@@ -476,8 +475,7 @@ export class SessionLog implements PooledLog {
     try {
       if (this.db && this.statements) this.statements.unregister.run(at, this.token);
       else {
-        removeEntrySidecar(this.dir);
-        const db = new Database(this.file, { fileMustExist: true });
+        const db = openLogForWriting(this.file, { fileMustExist: true });
         try {
           db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
           db.pragma('synchronous = NORMAL');
@@ -862,8 +860,7 @@ export class SessionLog implements PooledLog {
     this.closeDb();
     makeDirectory(this.dir);
     this.options.pool?.willOpen(this);
-    // Every write to the file starts with an open here: the dir's catalog sidecar would describe the old log.
-    removeEntrySidecar(this.dir);
+    // Every write to the file starts with an open here (openSessionDb removes the dir's catalog sidecar).
     const db = openSessionDb(this.file);
     try {
       db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
