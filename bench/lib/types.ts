@@ -38,7 +38,7 @@ export interface FigureContext {
   /** A fresh scratch dir for this figure (under bench/tmp, removed afterwards). */
   tmp: string;
   log(message: string): void;
-  /** `--soak-calls N`: calls through wrap in the soak (each proxy gets a tenth). */
+  /** `--soak-calls N`: calls through wrap in the soak (each proxy gets 3/10 of them). */
   soakCalls?: number;
 }
 
