@@ -100,9 +100,17 @@ const MCEC_TEXT: Record<string, string> = {
  * in a JSON-RPC error), worded like the MCP SDK's own DNS-rebinding protection.
  */
 export function hostOriginRefusal(kind: TargetKind, reason: string): Refusal {
-  const which = reason.startsWith('origin') ? 'origin' : 'host';
-  if (kind === 'mcec') return mcecRefusal(403, MCEC_TEXT[which]!);
-  return mcpRefusal(403, -32000, which === 'origin' ? 'Invalid Origin header' : 'Invalid Host header');
+  if (kind === 'mcec') return mcecRefusal(403, mcecHostOriginText(reason));
+  return mcpRefusal(
+    403,
+    -32000,
+    reason.startsWith('origin') ? 'Invalid Origin header' : 'Invalid Host header',
+  );
+}
+
+/** MCEC's error text for a Host/Origin rejection (`hostOriginRejection`'s reason). */
+export function mcecHostOriginText(reason: string): string {
+  return MCEC_TEXT[reason.startsWith('origin') ? 'origin' : 'host']!;
 }
 
 /** A refusal in MCEC's shape. */

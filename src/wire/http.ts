@@ -2,7 +2,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { isIP } from 'node:net';
-import { isLoopbackHost } from './gates.js';
+import { hostOriginRejection, isLoopbackHost, mcecHostOriginText } from './gates.js';
 import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './json-text.js';
 import { DEFAULT_WRITE_TIMEOUT_MS, writeInSlices } from './write-deadline.js';
@@ -46,38 +46,6 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_HTTP_IN_FLIGHT = 16;
 /** Default of `HttpOptions.bodyTimeoutMs`. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
-
-/** A loopback Host, with the listening port when a port is given. */
-function isLoopbackAuthority(host: string | undefined, port: number): boolean {
-  if (!host) return false;
-  let name = host.trim();
-  let portPart: string | undefined;
-  if (name.startsWith('[')) {
-    const end = name.indexOf(']');
-    if (end < 0) return false;
-    if (name[end + 1] === ':') portPart = name.slice(end + 2);
-    name = name.slice(1, end);
-  } else {
-    const colon = name.indexOf(':');
-    if (colon >= 0) {
-      portPart = name.slice(colon + 1);
-      name = name.slice(0, colon);
-    }
-  }
-  if (portPart !== undefined && (!/^\d+$/.test(portPart) || Number(portPart) !== port)) return false;
-  return isLoopbackHost(name);
-}
-
-/** An absent Origin (a non-browser client) or a loopback one. */
-function isAllowedOrigin(origin: string | undefined): boolean {
-  if (origin === undefined || origin === '') return true;
-  try {
-    const host = new URL(origin).hostname.replace(/^\[|\]$/g, '');
-    return isLoopbackHost(host);
-  } catch {
-    return false; // "null" (sandboxed frames, file://) and garbage are not loopback
-  }
-}
 
 function bearerMatches(header: string | undefined, token: string): boolean {
   if (!header || !/^bearer /i.test(header)) return false;
@@ -192,9 +160,8 @@ function frontDoorRefusal(
   const pathname = new URL(req.url ?? '/', 'http://localhost').pathname;
   if (req.method !== 'POST') return [405, 'Only POST /mcp is supported'];
   if (pathname !== '/mcp') return [404, 'Not found: only POST /mcp is supported'];
-  if (!isLoopbackAuthority(req.headers.host, port))
-    return [403, 'Forbidden: Host must be a loopback authority'];
-  if (!isAllowedOrigin(req.headers.origin)) return [403, 'Forbidden: cross-origin requests are not allowed'];
+  const rejection = hostOriginRejection(req.headers, port, false);
+  if (rejection !== null) return [403, mcecHostOriginText(rejection)];
   if (token && !bearerMatches(req.headers.authorization, token))
     return [401, 'Unauthorized: a valid bearer token is required'];
   return null;
