@@ -2,8 +2,13 @@
  * Keeping the sessions catalog (src/store/catalog.ts) true to the session logs. Every reader of the catalog
  * calls `refreshCatalog` first. It re-reads only what may have changed: sessions still open, rows a writer
  * touched (the recorder when a session ends or gets a verdict, `mcec-bundle verdict`), and, when the
- * sessions dir itself changed (a session came or went), every session dir newer than its row. Light to
- * import: the code that reads a log loads only when there is one to read (`list` must start fast).
+ * sessions dir's time moved, what that says: names came or went. A names sweep reads the dirs without a row
+ * and drops the rows without a dir, stat-ing nothing else; a full sweep stats every session dir and reads
+ * those newer than their row. Full: for `index`, a new or rebuilt catalog, every SWEEP_EVERY_MS, on a
+ * writer's sweep request (a hand-off), and when the time moved but no name came or went (a dir replaced
+ * under its name, say). A dir replaced under its name while other names change too is caught by the next
+ * full sweep, as any writer that does not know the catalog. Light to import: the code that reads a log
+ * loads only when there is one to read (`list` must start fast).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,14 +19,16 @@ import {
   type CatalogEntry,
   type CatalogRowState,
   isCatalogDamage,
+  SWEEP_REQUEST_FILE,
 } from '../store/catalog.js';
 import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
 
 /** A dir or sessions-dir time this close to now may still move within the file system's time tick. */
 const SETTLE_MS = 2000;
 /**
- * A sweep also runs when the last one is older than this: a writer that does not know the catalog (an older
- * recorder, a copied-in dir) changes a session dir without touching its row or the sessions dir.
+ * A full sweep also runs when the last one is older than this: a writer that does not know the catalog (an
+ * older recorder, a copied-in dir) changes a session dir without touching its row or the sessions dir, and a
+ * dir replaced under its name while other names came or went looks like a names change only.
  */
 export const SWEEP_EVERY_MS = 10 * 60_000;
 /** Sessions read between two catalog write transactions (each transaction stays short). */
@@ -36,8 +43,11 @@ export type Progress = (done: number, total: number) => void;
 export interface RefreshResult {
   /** The catalog, up to date; the caller closes it. */
   catalog: Catalog;
-  /** True when every session dir's time was compared with its row (the sessions dir had changed). */
-  swept: boolean;
+  /**
+   * `full`: every session dir's time was compared with its row; `names`: only the names came or went were
+   * (the sessions dir's time had moved); null: neither (only dirty rows were read).
+   */
+  sweep: 'full' | 'names' | null;
   /** Sessions read from their logs. */
   indexed: number;
   /** Rows removed because their session dir is gone. */
@@ -48,7 +58,8 @@ export interface RefreshResult {
 
 function mtimeOf(p: string): number | null {
   try {
-    return fs.statSync(p).mtimeMs;
+    // No exception built for a missing file (most misses).
+    return fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? null;
   } catch {
     return null;
   }
@@ -87,7 +98,7 @@ export async function refreshCatalog(
   const now = options.now ?? Date.now;
   if (!options.full) {
     const fresh = openIfFresh(root, now);
-    if (fresh) return { catalog: fresh, swept: false, indexed: 0, removed: 0 };
+    if (fresh) return { catalog: fresh, sweep: null, indexed: 0, removed: 0 };
   }
   let catalog: Catalog;
   let warning: string | undefined;
@@ -102,12 +113,19 @@ export async function refreshCatalog(
     // Taken after opening: the catalog's own WAL files exist now, so they do not move the time later.
     const rootMtime = mtimeOf(root);
     const rereadAll = options.full === true || catalog.meta('entry_version') !== ENTRY_VERSION;
-    const sweep =
-      rereadAll ||
-      catalog.meta('root_mtime') === null ||
-      catalog.meta('root_mtime') !== String(rootMtime) ||
-      sweepDue(catalog.meta('swept_at'), now());
-    const { todo, gone } = sweep ? sweepSessionDirs(catalog, root, rereadAll) : dirtySessions(catalog, root);
+    // swept_at is the last full sweep's time (a names sweep does not put the next one off).
+    const fullDue = rereadAll || sweepDue(catalog.meta('swept_at'), now());
+    const storedRoot = catalog.meta('root_mtime');
+    let work: RefreshWork | null = null;
+    if (fullDue || storedRoot === null || storedRoot !== String(rootMtime)) {
+      const entries = sessionDirEntries(root);
+      // A settled stored time that moved says something changed at the root: when no name came or went, what
+      // did is not known (a dir replaced under its name, a hand-off), so every dir is compared. An unsettled
+      // one (null) was not trusted: the names are checked again, nothing more is implied.
+      if (!fullDue) work = sweepNames(catalog, root, entries, storedRoot !== null);
+      work ??= sweepSessionDirs(catalog, root, entries, rereadAll);
+    } else work = dirtySessions(catalog, root);
+    const { todo, gone, sweep } = work;
     // `index` stamps the sidecars it checked by hash settled (the next index compares times only).
     const indexed = await indexSessions(
       catalog,
@@ -121,9 +139,11 @@ export async function refreshCatalog(
     catalog.remove(gone);
     catalog.setMeta({
       entry_version: ENTRY_VERSION,
-      ...(sweep ? { root_mtime: settled(rootMtime, now()), swept_at: new Date(now()).toISOString() } : {}),
+      // Removing a sweep request moved the sessions dir's time to now: not settled.
+      ...(sweep ? { root_mtime: work.requestRemoved ? null : settled(rootMtime, now()) } : {}),
+      ...(sweep === 'full' ? { swept_at: new Date(now()).toISOString() } : {}),
     });
-    return { catalog, swept: sweep, indexed, removed: gone.length, ...(warning ? { warning } : {}) };
+    return { catalog, sweep, indexed, removed: gone.length, ...(warning ? { warning } : {}) };
   } catch (err) {
     catalog.close();
     throw err;
@@ -156,30 +176,100 @@ interface RefreshWork {
   /** `stored`: the row's dir time, when it has one (a time accepted before, unchanged since, can be kept). */
   todo: Array<{ name: string; mtime: number | null; stored?: number | null }>;
   gone: string[];
+  sweep: RefreshResult['sweep'];
+  /** The sweep removed a writer's sweep request (which moved the sessions dir's time). */
+  requestRemoved?: boolean;
 }
 
-/** Every session dir compared with its row: new or changed ones to read, rows without a dir gone. */
-function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): RefreshWork {
-  const states = catalog.rowStates();
-  const seen = new Set<string>();
-  const todo: RefreshWork['todo'] = [];
+/** The entries of the sessions dir: its session dirs, and a sweep request when there is one. */
+interface RootEntries {
+  /** Names of session dirs (Dirent.isDirectory() does not follow symlinks: none leads outside). */
+  dirs: string[];
+  sweepRequested: boolean;
+}
+
+function sessionDirEntries(root: string): RootEntries {
   let entries: fs.Dirent[] = [];
   try {
     entries = fs.readdirSync(root, { withFileTypes: true });
   } catch {
     entries = [];
   }
+  const dirs: string[] = [];
+  let sweepRequested = false;
   for (const e of entries) {
-    // Dirent.isDirectory() does not follow symlinks: a link cannot lead outside the sessions dir.
-    if (!e.isDirectory() || !parseSessionDirName(e.name)) continue;
-    const mtime = mtimeOf(path.join(root, e.name));
-    if (mtime === null) continue;
-    seen.add(e.name);
-    const st = states.get(e.name);
-    if (rereadAll || needsReading(st, mtime))
-      todo.push({ name: e.name, mtime, stored: st?.dirMtime ?? null });
+    if (e.isDirectory()) {
+      if (parseSessionDirName(e.name)) dirs.push(e.name);
+    } else if (e.name === SWEEP_REQUEST_FILE) sweepRequested = true;
   }
-  return { todo, gone: [...states.keys()].filter((name) => !seen.has(name)) };
+  return { dirs, sweepRequested };
+}
+
+/**
+ * Only the names: dirs without a row to read, rows without a dir gone, and the dirty rows. Null when a full
+ * sweep is needed instead: a writer asked for one, or `expectNames` (the sessions dir's settled time moved)
+ * and no name came or went.
+ */
+function sweepNames(
+  catalog: Catalog,
+  root: string,
+  entries: RootEntries,
+  expectNames: boolean,
+): RefreshWork | null {
+  if (entries.sweepRequested) return null;
+  const rows = new Set(catalog.rowNames());
+  const added: string[] = [];
+  for (const name of entries.dirs) if (!rows.delete(name)) added.push(name);
+  const gone = [...rows]; // what is left: rows whose dir is not there
+  const todo: RefreshWork['todo'] = [];
+  for (const name of added) {
+    const mtime = mtimeOf(path.join(root, name));
+    if (mtime !== null) todo.push({ name, mtime }); // gone meanwhile: not a session now
+  }
+  // A dir without a log (being created, not a session) has no row and never gets one: not a name change.
+  const namesChanged = gone.length > 0 || todo.some((t) => isRegularFile(path.join(root, t.name, LOG_FILE)));
+  if (expectNames && !namesChanged) return null;
+  const goneSet = new Set(gone);
+  for (const name of catalog.dirtyRows())
+    if (!goneSet.has(name)) todo.push({ name, mtime: mtimeOf(path.join(root, name)) });
+  return { todo, gone, sweep: 'names' };
+}
+
+/** Every session dir compared with its row: new or changed ones to read, rows without a dir gone. */
+function sweepSessionDirs(
+  catalog: Catalog,
+  root: string,
+  entries: RootEntries,
+  rereadAll: boolean,
+): RefreshWork {
+  // Removed before any dir is stat-ed: a writer's hand-off moves its dir's time before it leaves the request.
+  const requestRemoved = entries.sweepRequested && removeSweepRequest(root);
+  const states = catalog.rowStates();
+  const seen = new Set<string>();
+  const todo: RefreshWork['todo'] = [];
+  for (const name of entries.dirs) {
+    const mtime = mtimeOf(path.join(root, name));
+    if (mtime === null) continue;
+    seen.add(name);
+    const st = states.get(name);
+    if (rereadAll || needsReading(st, mtime)) todo.push({ name, mtime, stored: st?.dirMtime ?? null });
+  }
+  return {
+    todo,
+    gone: [...states.keys()].filter((name) => !seen.has(name)),
+    sweep: 'full',
+    requestRemoved,
+  };
+}
+
+/** Remove a writer's sweep request; false when it cannot be (a read-only share: the next reader tries again). */
+function removeSweepRequest(root: string): boolean {
+  try {
+    fs.rmSync(path.join(root, SWEEP_REQUEST_FILE), { force: true });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Only the rows a writer touched (the sessions dir did not change). */
@@ -187,6 +277,7 @@ function dirtySessions(catalog: Catalog, root: string): RefreshWork {
   return {
     todo: catalog.dirtyRows().map((name) => ({ name, mtime: mtimeOf(path.join(root, name)) })),
     gone: [],
+    sweep: null,
   };
 }
 
@@ -303,7 +394,7 @@ function walFilesOf(dir: string): number {
 
 function isRegularFile(p: string): boolean {
   try {
-    return fs.lstatSync(p).isFile();
+    return fs.lstatSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
   } catch {
     return false;
   }

@@ -13,6 +13,11 @@ import { compareSchema, readSchema, type SchemaObject } from './schema-check.js'
 
 /** The catalog's file name, at the root of the sessions dir. */
 export const CATALOG_FILE = 'catalog.sqlite';
+/**
+ * Left at the root of the sessions dir by a writer that handed a change to the next reader: that reader
+ * stats every session dir (a full sweep), removing it first. Not a session dir name, so no sweep reads it.
+ */
+export const SWEEP_REQUEST_FILE = `${CATALOG_FILE}-sweep`;
 
 /** Each entry migrates the catalog from version `index` to `index + 1`; append, never edit. */
 const MIGRATIONS: readonly string[] = [
@@ -344,7 +349,12 @@ export class Catalog {
     ).sort();
   }
 
-  /** Every row's state, by dir name (for a sweep). */
+  /** Every row's dir name (for a names sweep: what came or went), unordered. */
+  rowNames(): string[] {
+    return this.db.prepare('SELECT dir_name FROM sessions').pluck().all() as string[];
+  }
+
+  /** Every row's state, by dir name (for a full sweep). */
   rowStates(): Map<string, CatalogRowState> {
     const out = new Map<string, CatalogRowState>();
     const rows = this.db
@@ -602,13 +612,17 @@ export function touchCatalogSession(
 
 /**
  * Leave a session's change to the next reader of the catalog without writing the catalog: the session
- * dir's and the sessions dir's times move to now, so the reader sweeps (the sessions dir changed) and reads
- * the session again (its dir is newer than its row). Returns false when the times cannot be set.
+ * dir's time moves to now, a sweep request (`SWEEP_REQUEST_FILE`) is left, and the sessions dir's time moves
+ * to now, so the reader makes a full sweep and reads the session again (its dir is newer than its row). A
+ * names sweep would not see it: the session's name did not come or go. Returns false when this fails.
  */
 export function handSessionToNextReader(sessionsDir: string, sessionDir: string): boolean {
   try {
     const now = new Date();
     fs.utimesSync(sessionDir, now, now);
+    // After the dir's time: a reader that removes the request before its sweep then sees the new time.
+    fs.writeFileSync(path.join(sessionsDir, SWEEP_REQUEST_FILE), '');
+    // The request may be there already (no name came): the sessions dir's time must still move.
     fs.utimesSync(sessionsDir, now, now);
     return true;
   } catch {

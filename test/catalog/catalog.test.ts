@@ -82,7 +82,7 @@ describe('catalog: a generated fleet', () => {
     fs.renameSync(path.join(root, 'more', extra.dirName), path.join(sessionsDir, extra.dirName));
     const after = await refreshCatalog(sessionsDir, { now: later });
     after.catalog.close();
-    expect([after.swept, after.indexed, after.removed]).toEqual([true, 1, 1]);
+    expect([after.sweep, after.indexed, after.removed]).toEqual(['names', 1, 1]);
     const names = (await listSessionSummaries(sessionsDir)).map((l) => l.dirName);
     expect(names).not.toContain(gone.dirName);
     expect(names[0]).toBe(extra.dirName); // newest first
@@ -339,7 +339,7 @@ describe('catalog: index, then dirs moved in', () => {
         fs.renameSync(path.join(elsewhere, s.dirName), path.join(sessionsDir, s.dirName));
       const next = await refreshCatalog(sessionsDir, { now: later });
       try {
-        expect([next.swept, next.indexed]).toEqual([true, 2]);
+        expect([next.sweep, next.indexed]).toEqual(['names', 2]);
       } finally {
         next.catalog.close();
       }
