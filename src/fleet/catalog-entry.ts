@@ -11,18 +11,12 @@ import { asRecord, clip, oneLine, parseJson } from '../report/text.js';
 import { formatDurationMs } from '../report/time.js';
 import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession } from '../store/catalog.js';
-import {
-  type LogStamp,
-  logAtRest,
-  stampLog,
-  trustedEntry,
-  worthRestamping,
-  writeEntrySidecar,
-} from '../store/entry-sidecar.js';
+import { type LogStamp, logAtRest, stampLog, writeEntrySidecar } from '../store/entry-sidecar.js';
 import type { CallRow } from '../store/schema.js';
 import { type FailureRow, SessionReader } from '../store/session-reader.js';
 import { ENTRY_VERSION } from './catalog.js';
 import { defaultFingerprint, type FingerprintInput } from './fingerprint.js';
+import { entryFromSidecar, type SessionDirEntry } from './sidecar-entry.js';
 
 /** Failures kept per session in the catalog, newest first (the session row counts them all). */
 export const MAX_CATALOG_FAILURES = 200;
@@ -242,32 +236,6 @@ function readEntryFromLog(
   } catch (err) {
     return { entry: unreadableEntry(dirName, (err as Error).message), storedStatus: null };
   }
-}
-
-/** A session dir's entry, and whether its sidecar was written (the dir's time moved). */
-export interface SessionDirEntry {
-  entry: CatalogEntry;
-  wroteSidecar: boolean;
-}
-
-/**
- * The entry the dir's sidecar holds when that describes the log as it is (src/store/entry-sidecar.ts),
- * else null (read the log: `entryFromLog`). With `restamp` (`mcec-bundle index`), a sidecar trusted by its
- * hash (fresh from a session's close, or copied without its times) is written again stamped with the log's
- * time when that is settled, so that the next reader compares times only; a sweep does not (writing it
- * costs two to three times the hash, and a sweep reads a dir again only when it changed).
- */
-export function entryFromSidecar(
-  dir: string,
-  options: { now?: number; restamp?: boolean } = {},
-): SessionDirEntry | null {
-  const trusted = trustedEntry(dir, ENTRY_VERSION);
-  if (!trusted) return null;
-  const wroteSidecar =
-    options.restamp === true &&
-    worthRestamping(trusted, options.now ?? Date.now()) &&
-    writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
-  return { entry: trusted.entry, wroteSidecar };
 }
 
 /**

@@ -118,12 +118,11 @@ export async function refreshCatalog(
     const storedRoot = catalog.meta('root_mtime');
     let work: RefreshWork | null = null;
     if (fullDue || storedRoot === null || storedRoot !== String(rootMtime)) {
-      const entries = sessionDirEntries(root);
       // A settled stored time that moved says something changed at the root: when no name came or went, what
       // did is not known (a dir replaced under its name, a hand-off), so every dir is compared. An unsettled
       // one (null) was not trusted: the names are checked again, nothing more is implied.
-      if (!fullDue) work = sweepNames(catalog, root, entries, storedRoot !== null);
-      work ??= sweepSessionDirs(catalog, root, entries, rereadAll);
+      if (!fullDue) work = sweepNames(catalog, root, storedRoot !== null);
+      work ??= sweepSessionDirs(catalog, root, rereadAll);
     } else work = dirtySessions(catalog, root);
     const { todo, gone, sweep } = work;
     // `index` stamps the sidecars it checked by hash settled (the next index compares times only).
@@ -181,51 +180,24 @@ interface RefreshWork {
   requestRemoved?: boolean;
 }
 
-/** The entries of the sessions dir: its session dirs, and a sweep request when there is one. */
-interface RootEntries {
-  /** Names of session dirs (Dirent.isDirectory() does not follow symlinks: none leads outside). */
-  dirs: string[];
-  sweepRequested: boolean;
-}
-
-function sessionDirEntries(root: string): RootEntries {
-  let entries: fs.Dirent[] = [];
-  try {
-    entries = fs.readdirSync(root, { withFileTypes: true });
-  } catch {
-    entries = [];
-  }
-  const dirs: string[] = [];
-  let sweepRequested = false;
-  for (const e of entries) {
-    if (e.isDirectory()) {
-      if (parseSessionDirName(e.name)) dirs.push(e.name);
-    } else if (e.name === SWEEP_REQUEST_FILE) sweepRequested = true;
-  }
-  return { dirs, sweepRequested };
-}
-
 /**
  * Only the names: dirs without a row to read, rows without a dir gone, and the dirty rows. Null when a full
  * sweep is needed instead: a writer asked for one, or `expectNames` (the sessions dir's settled time moved)
  * and no name came or went.
  */
-function sweepNames(
-  catalog: Catalog,
-  root: string,
-  entries: RootEntries,
-  expectNames: boolean,
-): RefreshWork | null {
-  if (entries.sweepRequested) return null;
+function sweepNames(catalog: Catalog, root: string, expectNames: boolean): RefreshWork | null {
   const rows = new Set(catalog.rowNames());
-  const added: string[] = [];
-  for (const name of entries.dirs) if (!rows.delete(name)) added.push(name);
-  const gone = [...rows]; // what is left: rows whose dir is not there
   const todo: RefreshWork['todo'] = [];
-  for (const name of added) {
-    const mtime = mtimeOf(path.join(root, name));
-    if (mtime !== null) todo.push({ name, mtime }); // gone meanwhile: not a session now
+  // Plain names: a row's name is taken to be its dir still (a dir turned file under it waits for a full
+  // sweep); only a name without a row is lstat-ed (a symlink is not a session dir: none leads outside).
+  for (const name of readNames(root)) {
+    if (rows.delete(name)) continue;
+    if (name === SWEEP_REQUEST_FILE) return null;
+    if (!parseSessionDirName(name)) continue;
+    const st = lstatOf(path.join(root, name));
+    if (st?.isDirectory()) todo.push({ name, mtime: st.mtimeMs });
   }
+  const gone = [...rows]; // what is left: rows whose dir is not there
   // A dir without a log (being created, not a session) has no row and never gets one: not a name change.
   const namesChanged = gone.length > 0 || todo.some((t) => isRegularFile(path.join(root, t.name, LOG_FILE)));
   if (expectNames && !namesChanged) return null;
@@ -236,18 +208,22 @@ function sweepNames(
 }
 
 /** Every session dir compared with its row: new or changed ones to read, rows without a dir gone. */
-function sweepSessionDirs(
-  catalog: Catalog,
-  root: string,
-  entries: RootEntries,
-  rereadAll: boolean,
-): RefreshWork {
+function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): RefreshWork {
+  let entries: fs.Dirent[] = [];
+  try {
+    entries = fs.readdirSync(root, { withFileTypes: true });
+  } catch {
+    entries = [];
+  }
   // Removed before any dir is stat-ed: a writer's hand-off moves its dir's time before it leaves the request.
-  const requestRemoved = entries.sweepRequested && removeSweepRequest(root);
+  const requestRemoved = entries.some((e) => e.name === SWEEP_REQUEST_FILE) && removeSweepRequest(root);
   const states = catalog.rowStates();
   const seen = new Set<string>();
   const todo: RefreshWork['todo'] = [];
-  for (const name of entries.dirs) {
+  // Dirent.isDirectory() does not follow symlinks: a link cannot lead outside the sessions dir.
+  for (const e of entries) {
+    if (!e.isDirectory() || !parseSessionDirName(e.name)) continue;
+    const name = e.name;
     const mtime = mtimeOf(path.join(root, name));
     if (mtime === null) continue;
     seen.add(name);
@@ -295,7 +271,9 @@ async function indexSessions(
   onProgress?: Progress,
 ): Promise<number> {
   if (todo.length === 0) return 0;
-  const { entryFromLog, entryFromSidecar } = await import('./catalog-entry.js');
+  const { entryFromSidecar } = await import('./sidecar-entry.js');
+  // The code that reads a log loads only when a sidecar cannot be trusted (most sweeps find them true).
+  let readLog: typeof import('./catalog-entry.js').entryFromLog | undefined;
   let indexed = 0;
   for (let i = 0; i < todo.length; i += BATCH) {
     const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
@@ -315,7 +293,12 @@ async function indexSessions(
         continue;
       }
       const walFilesBefore = fromSidecar ? 0 : walFilesOf(dir);
-      const { entry, wroteSidecar } = fromSidecar ?? entryFromLog(dir);
+      let read = fromSidecar;
+      if (!read) {
+        readLog ??= (await import('./catalog-entry.js')).entryFromLog;
+        read = readLog(dir);
+      }
+      const { entry, wroteSidecar } = read;
       // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, and writing
       // the sidecar replaces a file, which moves it to now. Kept when that is all that changed it (the time
       // before was settled, and we wrote the sidecar or both WAL files appeared): else every session index
@@ -390,6 +373,22 @@ export async function withCatalog<T>(
 function walFilesOf(dir: string): number {
   const log = path.join(dir, LOG_FILE);
   return (isRegularFile(`${log}-wal`) ? 1 : 0) + (isRegularFile(`${log}-shm`) ? 1 : 0);
+}
+
+function readNames(root: string): string[] {
+  try {
+    return fs.readdirSync(root);
+  } catch {
+    return [];
+  }
+}
+
+function lstatOf(p: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(p, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
 }
 
 function isRegularFile(p: string): boolean {
