@@ -103,10 +103,10 @@ export const figure: Figure = {
       const listSmall = median(times.listSmall);
       const node = median(times.node);
 
-      // A sweep: session dirs recorded elsewhere (closed by a recorder: sidecars stamped at close) are moved
-      // in (times kept, as a rename or unzip does), so every dir's time is compared with its row and the new
-      // ones are read: one dir, then a tenth of the fleet; then another tenth copied in without their times
-      // (cp -r): each sidecar is checked against its log's hash.
+      // A names sweep: session dirs recorded elsewhere (closed by a recorder: sidecars stamped at close) are
+      // moved in (times kept, as a rename or unzip does), so the sessions dir's names are compared with the
+      // rows and the new ones are read: one dir, then a tenth of the fleet; then another tenth copied in
+      // without their times (cp -r): each sidecar is checked against its log's hash.
       const movedIn = big / 10;
       const extra = generateFleet(path.join(root, 'extra'), {
         sessions: 1 + 2 * movedIn,
@@ -211,7 +211,7 @@ export const figure: Figure = {
           ratio: round(sweepMs / list, 2),
           holds: sweepMs / list <= 1.2,
           notes: [
-            'Logs without -wal, -shm (as a finished recorder or a copy leaves them), index run first. The sessions dir changed, so every session dir is stat-ed and compared with its row; only the new session is read (from its sidecar). One run, not alternated.',
+            "Logs without -wal, -shm (as a finished recorder or a copy leaves them), index run first. A session name came, so a names sweep: the sessions dir's names are compared with the rows' (no other session dir is stat-ed) and only the new session is read (from its sidecar). One run, not alternated.",
           ],
           data: { sweepMs: round(sweepMs, 1), plainAfterMs: round(plainAfterMs, 1), cpus: os.cpus().length },
         },
@@ -223,7 +223,7 @@ export const figure: Figure = {
           ratio: round(sweepManyMs / list, 2),
           holds: null,
           notes: [
-            "Times kept (a rename, unzip): each moved-in dir's sidecar is checked against its log's sha1 (stamped at close; a sweep does not stamp it settled, index does); the rows already in the catalog are only stat-ed. Baseline in data: the plain list right after. One run.",
+            "Times kept (a rename, unzip): each moved-in dir's sidecar is checked against its log's sha1 (stamped at close; a sweep does not stamp it settled, index does); the dirs already in the catalog are not stat-ed (a names sweep). Baseline in data: the plain list right after. One run.",
           ],
           data: { sweepManyMs: round(sweepManyMs, 1), plainAfterManyMs: round(plainAfterManyMs, 1) },
         },
