@@ -44,8 +44,8 @@ export interface RefreshResult {
   /** The catalog, up to date; the caller closes it. */
   catalog: Catalog;
   /**
-   * `full`: every session dir's time was compared with its row; `names`: only the names came or went were
-   * (the sessions dir's time had moved); null: neither (only dirty rows were read).
+   * `full`: every session dir's time was compared with its row; `names`: the sessions dir's time had moved,
+   * and only the dirs without a row and the rows without a dir were looked at; null: neither (dirty rows only).
    */
   sweep: 'full' | 'names' | null;
   /** Sessions read from their logs. */

@@ -64,8 +64,13 @@ describe('catalog sweeps', () => {
     moveIn(0);
     const gone = fleet.sessions[1]!.dirName;
     fs.rmSync(path.join(sessionsDir, gone), { recursive: true });
+    // A link named like a session is not a session dir (none leads outside the sessions dir).
+    const linked = extra.sessions[1]!.dirName;
+    if (process.platform !== 'win32')
+      fs.symlinkSync(path.join(root, 'names', 'elsewhere', linked), path.join(sessionsDir, linked), 'dir');
     const after = await refresh(sessionsDir, MINUTE);
     expect([after.sweep, after.indexed, after.removed]).toEqual(['names', 1, 1]);
+    expect(after.verdicts.has(linked)).toBe(false);
     expect(after.verdicts.has(extra.sessions[0]!.dirName)).toBe(true);
     expect(after.verdicts.has(gone)).toBe(false);
     expect(after.verdicts.get(passing[0]!)).toBe('PASS'); // stale until the next full sweep
