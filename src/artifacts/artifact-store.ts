@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
@@ -87,8 +88,8 @@ function diskFault(what: unknown): WriteFault {
   return { error: `disk error: ${typeof what === 'string' ? what : errorText(what)}`, failure: 'disk' };
 }
 
-/** Bytes per write call: big enough to keep syscalls few, small enough to interleave with hashing. */
-const WRITE_CHUNK = 1024 * 1024;
+/** Bytes hashed between two turns of the event loop while a file is written (about 0.15 ms of sha256). */
+const HASH_SLICE = 256 * 1024;
 
 /** sha256 (hex) of the bytes. */
 function sha256Hex(buf: Buffer): string {
@@ -285,7 +286,7 @@ export class ArtifactStore {
   }
 
   private async firstSave(buf: Buffer, options: SaveOptions, knownSha?: string): Promise<SavedImage> {
-    // The hash is fed chunk by chunk while the same chunks are written (see write), or all at once.
+    // The hash is fed while the file is written (see hashWhileOpening), or all at once.
     let sha256 = knownSha;
     const hasher = knownSha ? undefined : createHash('sha256');
     let hashed = 0;
@@ -310,12 +311,16 @@ export class ArtifactStore {
       };
     const base: SavedImage = { sha256: '', bytes: buf.length, format, deduplicated: false };
     if (options.knownBlankCheck) base.blankCheck = options.knownBlankCheck;
-    const dims = this.dimensions(buf, format);
+    let dims: Promise<{ width: number; height: number } | string> | undefined;
+    const dimsOf = () => {
+      dims ??= this.dimensions(buf, format);
+      return dims;
+    };
 
     /** A refusal before any write: facts from the header when it reads. */
     const refuse = async (error: string, failure: SaveFailure): Promise<SavedImage> => {
       const out: SavedImage = { ...base, sha256: hash(), error, failure };
-      const d = await dims;
+      const d = await dimsOf();
       if (typeof d !== 'string') Object.assign(out, d);
       return out;
     };
@@ -332,11 +337,16 @@ export class ArtifactStore {
     }
 
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
-    const [d, written, blankCheck] = await Promise.all([
-      dims,
-      this.write(buf, format, hashUpTo, safePrefix(options.namePrefix)),
-      !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined,
-    ]);
+    // The temp file's open goes to the thread pool before sharp's header read (the pool takes jobs in order);
+    // this thread hashes meanwhile (see hashWhileOpening).
+    const temp = this.startTempFile(buf);
+    const placed = temp.done.then(
+      (fault) => fault ?? this.place(temp, format, safePrefix(options.namePrefix)),
+    );
+    const computing = !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined;
+    const reading = dimsOf();
+    await hashWhileOpening(temp, hashUpTo, buf.length);
+    const [d, written, blankCheck] = await Promise.all([reading, placed, computing]);
     base.sha256 = hash();
     if (blankCheck) base.blankCheck = blankCheck;
     const problem = typeof d === 'string' ? d : this.tooManyPixels(d);
@@ -361,27 +371,27 @@ export class ArtifactStore {
   }
 
   /**
-   * Write the bytes to a fresh `<prefix>-<UTC stamp>-<n>.<ext>`, through a temp file: the bytes go to
-   * `.capture-<pid>-<n>-<random>.partial` (exclusive create) in 1 MiB chunks (one huge write is several times
-   * slower here than chunks), then the complete file gets its name by a hard link, which never replaces a file,
-   * so a kill -9 mid-write leaves only a `.partial` (never bundled), never a short image under an artifact's
-   * name. `meanwhile(end)` runs on this thread for each chunk while the pool writes it (the sha256 is fed that
-   * way). Creates `artifacts/` when missing (never the session dir itself). A failed write leaves no file.
+   * Start writing the bytes to a new temp file `.capture-<pid>-<n>-<random>.partial` in `artifacts/`
+   * (exclusive create, one write call, then closed); `place` gives it its artifact name once complete. Creates
+   * `artifacts/` when missing (never the session dir itself). A failed write leaves no file.
    */
-  private async write(
-    buf: Buffer,
-    format: ImageFormat,
-    meanwhile: (end: number) => void,
-    prefix: string,
-  ): Promise<{ path: string } | WriteFault> {
-    let n = ++this.counter;
+  private startTempFile(buf: Buffer): TempFile {
+    const n = ++this.counter;
     const tmp = path.join(
       this.artifactsDir,
       `.capture-${process.pid}-${n}-${randomBytes(4).toString('hex')}.partial`,
     );
+    const temp: TempFile = { tmp, n, sent: false, done: Promise.resolve(undefined) };
+    temp.done = this.writeTemp(temp, buf).finally(() => {
+      temp.sent = true;
+    });
+    return temp;
+  }
+
+  private async writeTemp(temp: TempFile, buf: Buffer): Promise<WriteFault | undefined> {
     let handle: FileHandle;
     try {
-      handle = await fsp.open(tmp, 'wx');
+      handle = await fsp.open(temp.tmp, 'wx');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return diskFault(err);
       // artifacts/ not there yet (or vanished): create it, never the session dir itself.
@@ -391,7 +401,7 @@ export class ArtifactStore {
       );
       if (made) return diskFault(made);
       try {
-        handle = await fsp.open(tmp, 'wx');
+        handle = await fsp.open(temp.tmp, 'wx');
       } catch (again) {
         return diskFault(again);
       }
@@ -399,23 +409,36 @@ export class ArtifactStore {
     try {
       let offset = 0;
       while (offset < buf.length) {
-        const end = Math.min(buf.length, offset + WRITE_CHUNK);
-        const writing = handle.write(buf, offset, end - offset, offset);
-        meanwhile(end);
+        const writing = handle.write(buf, offset, buf.length - offset, offset);
+        temp.sent = true;
         const { bytesWritten } = await writing;
         if (bytesWritten <= 0) throw new Error('short write');
         offset += bytesWritten;
       }
       await handle.close();
+      return undefined;
     } catch (err) {
       await handle.close().catch(() => undefined);
-      await fsp.unlink(tmp).catch(() => undefined);
+      await fsp.unlink(temp.tmp).catch(() => undefined);
       return diskFault(err);
     }
+  }
+
+  /**
+   * Give the complete temp file a fresh name `<prefix>-<UTC stamp>-<n>.<ext>` by a hard link, which never
+   * replaces a file, so a kill -9 mid-write leaves only a `.partial` (never bundled), never a short image under
+   * an artifact's name; then remove the temp name.
+   */
+  private async place(
+    temp: TempFile,
+    format: ImageFormat,
+    prefix: string,
+  ): Promise<{ path: string } | WriteFault> {
+    let n = temp.n;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const name = artifactFileName(prefix, this.now(), n, EXTENSION[format]);
-        const placed = await placeNewFile(tmp, path.join(this.artifactsDir, name));
+        const placed = await placeNewFile(temp.tmp, path.join(this.artifactsDir, name));
         if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number
           continue;
@@ -425,10 +448,40 @@ export class ArtifactStore {
         return { path: `${ARTIFACTS_DIR}/${name}` };
       }
       return diskFault('could not find a free artifact name');
+    } catch (err) {
+      return diskFault(err);
     } finally {
-      await fsp.unlink(tmp).catch(() => undefined);
+      await fsp.unlink(temp.tmp).catch(() => undefined);
     }
   }
+}
+
+/** A temp file the thread pool is writing (see ArtifactStore.startTempFile). */
+interface TempFile {
+  tmp: string;
+  /** The number its artifact name starts from. */
+  n: number;
+  /** True once the pool has the write call (or the write ended early). */
+  sent: boolean;
+  /** A failure, or undefined when the complete file is closed. */
+  done: Promise<WriteFault | undefined>;
+}
+
+/**
+ * Feed the sha256 while the pool opens the temp file: slice by slice, giving the event loop a turn between
+ * slices (the open's completion passes through this thread to send the write) until the write is sent, then
+ * the rest in one go while the pool writes. The hash of a 4K capture takes longer than its write.
+ */
+async function hashWhileOpening(
+  temp: TempFile,
+  hashUpTo: (end: number) => void,
+  length: number,
+): Promise<void> {
+  for (let end = HASH_SLICE; end < length && !temp.sent; end += HASH_SLICE) {
+    hashUpTo(end);
+    await nextTurn();
+  }
+  hashUpTo(length);
 }
 
 /** A file name prefix as given when it is safe (letters, digits, `-`), else `capture`. */

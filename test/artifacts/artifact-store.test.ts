@@ -74,6 +74,30 @@ describe('ArtifactStore', () => {
     expect(s.usedBytes).toBe(png.length);
   });
 
+  it('while a large image is hashed and written, no artifact name ever shows a partial file', async () => {
+    const png = await noisyPng(800, 600); // over 1 MB: hashed in slices while the thread pool writes it
+    expect(png.length).toBeGreaterThan(1024 * 1024);
+    const artifacts = path.join(dir, 'artifacts');
+    fs.mkdirSync(artifacts);
+    const sizes: number[] = [];
+    let saving = true;
+    const watching = (async () => {
+      while (saving) {
+        for (const name of fs.readdirSync(artifacts))
+          if (!name.startsWith('.')) sizes.push(fs.statSync(path.join(artifacts, name)).size);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    const saved = await store().save(png);
+    saving = false;
+    await watching;
+    expect(saved.error).toBeUndefined();
+    expect(saved.sha256).toBe(sha(png));
+    expect(sizes.length).toBeGreaterThan(0); // the final name was seen (the temp name goes after it)
+    expect(sizes.every((size) => size === png.length)).toBe(true);
+    expect(fs.readdirSync(artifacts)).toEqual([path.basename(saved.path!)]);
+  });
+
   it('never overwrites a file left by an earlier writer of the same session', async () => {
     fs.mkdirSync(path.join(dir, 'artifacts'));
     fs.writeFileSync(path.join(dir, 'artifacts', 'capture-20261202-030405067-1.png'), 'older');
