@@ -1,8 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
-import type { FileHandle } from 'node:fs/promises';
+import fs from 'node:fs';
 import path from 'node:path';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
@@ -70,9 +68,14 @@ export const DEFAULT_LIMIT_INPUT_PIXELS = 100_000_000;
 
 type SharpModule = typeof import('sharp')['default'];
 let sharpModule: Promise<SharpModule> | undefined;
+/** sharp once loaded: a header read then goes to the thread pool without waiting a turn. */
+let sharpLoaded: SharpModule | undefined;
 /** sharp costs ~100 ms to load: import it once, on first use. */
 function loadSharp(): Promise<SharpModule> {
-  sharpModule ??= import('sharp').then((m) => m.default);
+  sharpModule ??= import('sharp').then((m) => {
+    sharpLoaded = m.default;
+    return m.default;
+  });
   return sharpModule;
 }
 
@@ -87,9 +90,6 @@ type WriteFault = { error: string; failure: 'disk' };
 function diskFault(what: unknown): WriteFault {
   return { error: `disk error: ${typeof what === 'string' ? what : errorText(what)}`, failure: 'disk' };
 }
-
-/** Bytes hashed between two turns of the event loop while a file is written (about 0.15 ms of sha256). */
-const HASH_SLICE = 256 * 1024;
 
 /** sha256 (hex) of the bytes. */
 function sha256Hex(buf: Buffer): string {
@@ -250,7 +250,7 @@ export class ArtifactStore {
       if (!h) throw new Error('bad BMP header');
       return { width: h.width, height: h.height };
     }
-    const sharp = await loadSharp();
+    const sharp = sharpLoaded ?? (await loadSharp());
     return sharp(buf, { limitInputPixels: this.limitInputPixels }).metadata();
   }
 
@@ -286,20 +286,10 @@ export class ArtifactStore {
   }
 
   private async firstSave(buf: Buffer, options: SaveOptions, knownSha?: string): Promise<SavedImage> {
-    // The hash is fed while the file is written (see hashWhileOpening), or all at once.
+    // Hashed while the thread pool writes the file (below), or for a refusal.
     let sha256 = knownSha;
-    const hasher = knownSha ? undefined : createHash('sha256');
-    let hashed = 0;
-    const hashUpTo = (end: number): void => {
-      if (!hasher || end <= hashed) return;
-      hasher.update(buf.subarray(hashed, end));
-      hashed = end;
-    };
     const hash = (): string => {
-      if (sha256 === undefined) {
-        hashUpTo(buf.length);
-        sha256 = hasher!.digest('hex');
-      }
+      sha256 ??= sha256Hex(buf);
       return sha256;
     };
     const format = sniffImageFormat(buf);
@@ -337,89 +327,76 @@ export class ArtifactStore {
     }
 
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
-    // The temp file's open goes to the thread pool before sharp's header read (the pool takes jobs in order);
-    // this thread hashes meanwhile (see hashWhileOpening).
-    const temp = this.startTempFile(buf);
-    const placed = temp.done.then(
-      (fault) => fault ?? this.place(temp, format, safePrefix(options.namePrefix)),
-    );
-    const computing = !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined;
+    // The write goes to the thread pool first, then sharp's header read; this thread hashes meanwhile (for a
+    // 4K capture the hash takes longer than the write, so the write costs little on top).
+    const temp = this.tempFile();
+    const writing = this.writeTemp(temp.path, buf);
     const reading = dimsOf();
-    await hashWhileOpening(temp, hashUpTo, buf.length);
-    const [d, written, blankCheck] = await Promise.all([reading, placed, computing]);
+    const computing = !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined;
     base.sha256 = hash();
+    const [d, fault, blankCheck] = await Promise.all([reading, writing, computing]);
     if (blankCheck) base.blankCheck = blankCheck;
-    const problem = typeof d === 'string' ? d : this.tooManyPixels(d);
     if (typeof d !== 'string') Object.assign(base, d);
-    if (problem || 'error' in written) {
+    const problem = typeof d === 'string' ? d : this.tooManyPixels(d);
+    if (problem) {
+      // sharp refused what the cheap checks let by: the temp file never gets a name.
+      if (!fault) removeTemp(temp.path);
       this.used -= buf.length;
-      if ('path' in written) await this.remove(written.path); // sharp refused what the cheap checks let by
-      return problem
-        ? { ...base, error: problem, failure: 'invalid' }
-        : { ...base, ...(written as WriteFault) };
+      return { ...base, error: problem, failure: 'invalid' };
+    }
+    const written = fault ?? this.place(temp, format, safePrefix(options.namePrefix));
+    if ('error' in written) {
+      this.used -= buf.length;
+      return { ...base, ...written };
     }
     return { ...base, path: written.path };
   }
 
-  private async remove(relative: string): Promise<void> {
-    try {
-      await fsp.unlink(this.absolutePath(relative));
-      this.written--;
-    } catch {
-      // Best effort: a leftover file holds bytes that no summary points at.
-    }
+  /** A fresh temp name in `artifacts/`: `.capture-<pid>-<n>-<random>.partial`, n the artifact name's number. */
+  private tempFile(): { path: string; n: number } {
+    const n = ++this.counter;
+    const name = `.capture-${process.pid}-${n}-${randomBytes(4).toString('hex')}.partial`;
+    return { path: path.join(this.artifactsDir, name), n };
   }
 
   /**
-   * Start writing the bytes to a new temp file `.capture-<pid>-<n>-<random>.partial` in `artifacts/`
-   * (exclusive create, one write call, then closed); `place` gives it its artifact name once complete. Creates
-   * `artifacts/` when missing (never the session dir itself). A failed write leaves no file.
+   * The bytes in a new file `tmp` (exclusive create), in one write call on the thread pool, then closed. The
+   * file is opened on this thread: one syscall, where a round trip through the pool (behind sharp's header read
+   * and the garbage collector's helpers) delayed the write by up to 1.5 ms. Creates `artifacts/` when missing
+   * (never the session dir itself). A failed write leaves no file.
    */
-  private startTempFile(buf: Buffer): TempFile {
-    const n = ++this.counter;
-    const tmp = path.join(
-      this.artifactsDir,
-      `.capture-${process.pid}-${n}-${randomBytes(4).toString('hex')}.partial`,
-    );
-    const temp: TempFile = { tmp, n, sent: false, done: Promise.resolve(undefined) };
-    temp.done = this.writeTemp(temp, buf).finally(() => {
-      temp.sent = true;
-    });
-    return temp;
-  }
-
-  private async writeTemp(temp: TempFile, buf: Buffer): Promise<WriteFault | undefined> {
-    let handle: FileHandle;
+  private async writeTemp(tmp: string, buf: Buffer): Promise<WriteFault | undefined> {
+    let fd: number;
     try {
-      handle = await fsp.open(temp.tmp, 'wx');
+      fd = fs.openSync(tmp, 'wx');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return diskFault(err);
       // artifacts/ not there yet (or vanished): create it, never the session dir itself.
-      const made = await fsp.mkdir(this.artifactsDir).then(
-        () => undefined,
-        (e: NodeJS.ErrnoException) => (e.code === 'EEXIST' ? undefined : e),
-      );
-      if (made) return diskFault(made);
       try {
-        handle = await fsp.open(temp.tmp, 'wx');
+        fs.mkdirSync(this.artifactsDir);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') return diskFault(e);
+      }
+      try {
+        fd = fs.openSync(tmp, 'wx');
       } catch (again) {
         return diskFault(again);
       }
     }
+    let open = true;
     try {
       let offset = 0;
       while (offset < buf.length) {
-        const writing = handle.write(buf, offset, buf.length - offset, offset);
-        temp.sent = true;
-        const { bytesWritten } = await writing;
-        if (bytesWritten <= 0) throw new Error('short write');
-        offset += bytesWritten;
+        const written = await writeAt(fd, buf, offset);
+        if (written <= 0) throw new Error('short write');
+        offset += written;
       }
-      await handle.close();
+      open = false;
+      await closeFd(fd); // on the pool: closing a new file can wait for a virus scanner (Windows)
       return undefined;
     } catch (err) {
-      await handle.close().catch(() => undefined);
-      await fsp.unlink(temp.tmp).catch(() => undefined);
+      if (open) await closeFd(fd).catch(() => undefined);
+      removeTemp(tmp);
       return diskFault(err);
     }
   }
@@ -427,18 +404,19 @@ export class ArtifactStore {
   /**
    * Give the complete temp file a fresh name `<prefix>-<UTC stamp>-<n>.<ext>` by a hard link, which never
    * replaces a file, so a kill -9 mid-write leaves only a `.partial` (never bundled), never a short image under
-   * an artifact's name; then remove the temp name.
+   * an artifact's name; then remove the temp name. On this thread: metadata syscalls, each cheaper than a
+   * round trip through the pool.
    */
-  private async place(
-    temp: TempFile,
+  private place(
+    temp: { path: string; n: number },
     format: ImageFormat,
     prefix: string,
-  ): Promise<{ path: string } | WriteFault> {
+  ): { path: string } | WriteFault {
     let n = temp.n;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const name = artifactFileName(prefix, this.now(), n, EXTENSION[format]);
-        const placed = await placeNewFile(temp.tmp, path.join(this.artifactsDir, name));
+        const placed = placeNewFile(temp.path, path.join(this.artifactsDir, name));
         if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number
           continue;
@@ -451,37 +429,33 @@ export class ArtifactStore {
     } catch (err) {
       return diskFault(err);
     } finally {
-      await fsp.unlink(temp.tmp).catch(() => undefined);
+      removeTemp(temp.path);
     }
   }
 }
 
-/** A temp file the thread pool is writing (see ArtifactStore.startTempFile). */
-interface TempFile {
-  tmp: string;
-  /** The number its artifact name starts from. */
-  n: number;
-  /** True once the pool has the write call (or the write ended early). */
-  sent: boolean;
-  /** A failure, or undefined when the complete file is closed. */
-  done: Promise<WriteFault | undefined>;
+/** One positioned write, on the thread pool, of `buf` from `offset` to its end; the count written. */
+function writeAt(fd: number, buf: Buffer, offset: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    fs.write(fd, buf, offset, buf.length - offset, offset, (err, written) =>
+      err ? reject(err) : resolve(written),
+    );
+  });
 }
 
-/**
- * Feed the sha256 while the pool opens the temp file: slice by slice, giving the event loop a turn between
- * slices (the open's completion passes through this thread to send the write) until the write is sent, then
- * the rest in one go while the pool writes. The hash of a 4K capture takes longer than its write.
- */
-async function hashWhileOpening(
-  temp: TempFile,
-  hashUpTo: (end: number) => void,
-  length: number,
-): Promise<void> {
-  for (let end = HASH_SLICE; end < length && !temp.sent; end += HASH_SLICE) {
-    hashUpTo(end);
-    await nextTurn();
+function closeFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    fs.close(fd, (err) => (err ? reject(err) : resolve()));
+  });
+}
+
+/** Best effort: a `.partial` left behind is never bundled, and a later run removes it (util/temp-files). */
+function removeTemp(tmp: string): void {
+  try {
+    fs.unlinkSync(tmp);
+  } catch {
+    // gone already, or not removable now
   }
-  hashUpTo(length);
 }
 
 /** A file name prefix as given when it is safe (letters, digits, `-`), else `capture`. */

@@ -131,7 +131,7 @@ export async function keepThumbnail(
     });
     tmp = tempFileIn(dir, 'thumb');
     await fsp.writeFile(tmp, data, { flag: 'wx' });
-    const placed = await placeNewFile(tmp, file);
+    const placed = placeNewFile(tmp, file);
     return placed === 'ok' || placed === 'taken';
   } catch {
     return false;

@@ -74,17 +74,16 @@ describe('ArtifactStore', () => {
     expect(s.usedBytes).toBe(png.length);
   });
 
-  it('while a large image is hashed and written, no artifact name ever shows a partial file', async () => {
-    const png = await noisyPng(800, 600); // over 1 MB: hashed in slices while the thread pool writes it
+  it('while a large image is hashed and written, only a .partial temp name exists', async () => {
+    const png = await noisyPng(800, 600); // over 1 MB: written by the thread pool while this thread hashes it
     expect(png.length).toBeGreaterThan(1024 * 1024);
     const artifacts = path.join(dir, 'artifacts');
     fs.mkdirSync(artifacts);
-    const sizes: number[] = [];
+    const seen = new Set<string>();
     let saving = true;
     const watching = (async () => {
       while (saving) {
-        for (const name of fs.readdirSync(artifacts))
-          if (!name.startsWith('.')) sizes.push(fs.statSync(path.join(artifacts, name)).size);
+        for (const name of fs.readdirSync(artifacts)) seen.add(name);
         await new Promise((resolve) => setImmediate(resolve));
       }
     })();
@@ -93,9 +92,11 @@ describe('ArtifactStore', () => {
     await watching;
     expect(saved.error).toBeUndefined();
     expect(saved.sha256).toBe(sha(png));
-    expect(sizes.length).toBeGreaterThan(0); // the final name was seen (the temp name goes after it)
-    expect(sizes.every((size) => size === png.length)).toBe(true);
+    // Seen mid-write: the temp name, never the artifact's (it appears, complete, when the save resolves).
+    expect([...seen].length).toBeGreaterThan(0);
+    for (const name of seen) expect(name).toMatch(/^\.capture-\d+-1-[0-9a-f]{8}\.partial$/);
     expect(fs.readdirSync(artifacts)).toEqual([path.basename(saved.path!)]);
+    expect(fs.statSync(path.join(artifacts, path.basename(saved.path!))).size).toBe(png.length);
   });
 
   it('never overwrites a file left by an earlier writer of the same session', async () => {
