@@ -148,25 +148,40 @@ async function deflateFile(file: string, size: number, level: number): Promise<D
 
 /**
  * Feed `size` bytes of `file` to `data` through `buffer` (each chunk taken in before the next read); a file
- * of another size fails with its name.
+ * of another size fails with its name. A read that comes back short has met the file's end, so a file read
+ * whole in one read (an image) needs no second read to see it did not grow; the file is closed without a wait
+ * (a plain close of a file only read). Each wait is a turn of the event loop, which the zip gets only between
+ * the page's rows.
  */
 async function readFileChunks(file: string, size: number, buffer: Buffer, data: DataSink): Promise<void> {
-  const input = await fs.promises.open(file, 'r');
+  const fd = await openForReading(file);
   try {
     let at = 0;
     for (;;) {
       // One byte past what is left: a file that grew is caught without reading all of it.
-      const { bytesRead } = await input.read(buffer, 0, Math.min(buffer.length, size - at + 1), at);
+      const wanted = Math.min(buffer.length, size - at + 1);
+      const bytesRead = await readAt(fd, buffer, wanted, at);
       if (bytesRead === 0) break;
       at += bytesRead;
       if (at > size) break;
       await data.add(buffer.subarray(0, bytesRead), true);
+      if (bytesRead < wanted && at === size) break;
     }
     if (at !== size)
       throw new Error(`${file} changed while it was zipped: ${size} bytes expected, ${at} read`);
   } finally {
-    await input.close();
+    fs.closeSync(fd);
   }
+}
+
+function openForReading(file: string): Promise<number> {
+  return new Promise((resolve, reject) => fs.open(file, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
+}
+
+function readAt(fd: number, buffer: Buffer, length: number, at: number): Promise<number> {
+  return new Promise((resolve, reject) =>
+    fs.read(fd, buffer, 0, length, at, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead))),
+  );
 }
 
 /** The zip file being written: a position, the stage, the entries so far and their sums. */
@@ -181,6 +196,11 @@ class ZipOutput implements ByteSink {
   private readonly stage = Buffer.allocUnsafeSlow(STAGE);
   private stageStart = 0;
   private stageLength = 0;
+  /**
+   * The last flush of the stage, still being written: a flush is a copy at its own offset, so the zip goes on
+   * without waiting for it (a turn of the event loop saved per image, whose header is flushed before its data).
+   */
+  private flushing: Promise<void> = Promise.resolve();
   private closed = false;
 
   private constructor(
@@ -240,32 +260,40 @@ class ZipOutput implements ByteSink {
       // The stage holds one contiguous run: bytes after a large write or a copied file start a new one.
       const contiguous = this.stageStart + this.stageLength === at;
       const full = this.stageLength + data.length > STAGE;
-      const flushed = !contiguous || full ? this.flushStage() : Promise.resolve();
+      // The flush before this one is waited for: one copy of the stage in flight at most.
+      const before = !contiguous || full ? this.flushStage() : Promise.resolve();
       if (this.stageLength === 0) this.stageStart = at;
       data.copy(this.stage, this.stageLength);
       this.stageLength += data.length;
-      return flushed;
+      return before;
     }
     return writeAll(this.handle, data, at);
   }
 
   /** Overwrite bytes written earlier at `at` (a header completed): in the stage while they are there. */
-  private patch(data: Buffer, at: number): Promise<void> {
+  private async patch(data: Buffer, at: number): Promise<void> {
     const from = at - this.stageStart;
     if (this.stageLength > 0 && from >= 0 && from + data.length <= this.stageLength) {
       data.copy(this.stage, from);
-      return Promise.resolve();
+      return;
     }
-    return writeAll(this.handle, data, at);
+    await this.flushing; // those bytes may be in the flush still being written: patch them after it
+    await writeAll(this.handle, data, at);
   }
 
-  /** Write the stage's bytes out and empty it (a copy goes out: the stage is refilled at once). */
+  /**
+   * Start writing the stage's bytes out (a copy: the stage is refilled at once) and empty it; resolves when
+   * the flush before it is written.
+   */
   private flushStage(): Promise<void> {
     if (this.stageLength === 0) return Promise.resolve();
     const bytes = Buffer.from(this.stage.subarray(0, this.stageLength));
     const at = this.stageStart;
     this.stageLength = 0;
-    return writeAll(this.handle, bytes, at);
+    const before = this.flushing;
+    this.flushing = writeAll(this.handle, bytes, at);
+    this.flushing.catch(() => undefined); // awaited by the next flush, a patch, finish() or close()
+    return before;
   }
 
   /** The central directory and end records, once every entry is in; returns the zip's size. */
@@ -279,6 +307,7 @@ class ZipOutput implements ByteSink {
       await this.write(zip64End(count, size, start, this.position));
     await this.write(classicEnd(count, size, start));
     await this.flushStage();
+    await this.flushing;
     return this.position;
   }
 
@@ -286,6 +315,7 @@ class ZipOutput implements ByteSink {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.flushing.catch(() => undefined); // a failed zip: its error is the one reported
     await this.handle.close();
   }
 

@@ -14,8 +14,11 @@ import { MIN_BODY_CHARS, type RowCounters, type RowThumb } from './row-view.js';
 
 /** Calls read from the log at a time: a page of rows is alive while it is rendered, so small pages keep old heap small. */
 const CALL_PAGE = 64;
-/** Rows rendered between two turns of the event loop (so thumbnail and zip callbacks run). */
-const YIELD_EVERY = 250;
+/**
+ * The rows' loop gives the event loop a turn every this many ms, so the zip's reads and writes (the images,
+ * written meanwhile) and thumbnail reads go on while the rows are measured: each of those needs a turn.
+ */
+const YIELD_MS = 2;
 
 /** How much body text a row may show. */
 export const BODY_LIMITS = {
@@ -108,6 +111,7 @@ export async function measureRows(
   const entries: Entry[] = [];
   const tools = new Map<string, number>();
   let bareBytes = 0;
+  let turnAt = performance.now() + YIELD_MS;
   for (const row of callsInSmallPages(reader)) {
     keep.callRows?.add(row);
     const line = summarizeCall(row);
@@ -132,7 +136,10 @@ export async function measureRows(
       final: null,
     });
     bareBytes += bytes;
-    if (entries.length % YIELD_EVERY === 0) await new Promise((resolve) => setImmediate(resolve));
+    if (performance.now() >= turnAt) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turnAt = performance.now() + YIELD_MS;
+    }
   }
   keep.callRows?.end();
   return { entries, tools, bareBytes };
