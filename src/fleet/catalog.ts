@@ -3,10 +3,10 @@
  * calls `refreshCatalog` first. It re-reads only what may have changed: sessions still open, rows a writer
  * touched (the recorder when a session ends or gets a verdict, `mcec-bundle verdict`), and, when the
  * sessions dir's time moved, what that says: names came or went. A names sweep reads the dirs without a row
- * and drops the rows without a dir, stat-ing nothing else; a full sweep stats every session dir and reads
- * those newer than their row. Full: for `index`, a new or rebuilt catalog, every SWEEP_EVERY_MS, on a
- * writer's sweep request (a hand-off), and when the time moved but no name came or went (a dir replaced
- * under its name, say). A dir replaced under its name while other names change too is caught by the next
+ * and the rows stored without a dir time, drops the rows without a dir, and stats nothing else; a full sweep
+ * stats every session dir and reads those newer than their row. Full: for `index`, a new or rebuilt catalog,
+ * every SWEEP_EVERY_MS, on a writer's sweep request (a hand-off), and when the time moved (or was not
+ * trusted) but no name came or went (a dir replaced under its name, say). A dir replaced under its name while other names change too is caught by the next
  * full sweep, as any writer that does not know the catalog. Light to import: the code that reads a log
  * loads only when there is one to read (`list` must start fast).
  */
@@ -118,10 +118,9 @@ export async function refreshCatalog(
     const storedRoot = catalog.meta('root_mtime');
     let work: RefreshWork | null = null;
     if (fullDue || storedRoot === null || storedRoot !== String(rootMtime)) {
-      // A settled stored time that moved says something changed at the root: when no name came or went, what
-      // did is not known (a dir replaced under its name, a hand-off), so every dir is compared. An unsettled
-      // one (null) was not trusted: the names are checked again, nothing more is implied.
-      if (!fullDue) work = sweepNames(catalog, root, storedRoot !== null);
+      // The time moved (or the last reader could not trust it: null): when no name came or went, what changed
+      // is not known (a dir replaced under its name, a hand-off, a copy finished), so every dir is compared.
+      if (!fullDue) work = sweepNames(catalog, root);
       work ??= sweepSessionDirs(catalog, root, rereadAll);
     } else work = dirtySessions(catalog, root);
     const { todo, gone, sweep } = work;
@@ -181,11 +180,11 @@ interface RefreshWork {
 }
 
 /**
- * Only the names: dirs without a row to read, rows without a dir gone, and the dirty rows. Null when a full
- * sweep is needed instead: a writer asked for one, or `expectNames` (the sessions dir's settled time moved)
- * and no name came or went.
+ * Only the names: dirs without a row to read, rows without a dir gone, the dirty rows, and the rows read
+ * while their dir's time was not settled (a copy still being written then). Null when a full sweep is needed
+ * instead: a writer asked for one, or no name came or went.
  */
-function sweepNames(catalog: Catalog, root: string, expectNames: boolean): RefreshWork | null {
+function sweepNames(catalog: Catalog, root: string): RefreshWork | null {
   const rows = new Set(catalog.rowNames());
   const todo: RefreshWork['todo'] = [];
   // Plain names: a row's name is taken to be its dir still (a dir turned file under it waits for a full
@@ -200,9 +199,9 @@ function sweepNames(catalog: Catalog, root: string, expectNames: boolean): Refre
   const gone = [...rows]; // what is left: rows whose dir is not there
   // A dir without a log (being created, not a session) has no row and never gets one: not a name change.
   const namesChanged = gone.length > 0 || todo.some((t) => isRegularFile(path.join(root, t.name, LOG_FILE)));
-  if (expectNames && !namesChanged) return null;
+  if (!namesChanged) return null;
   const goneSet = new Set(gone);
-  for (const name of catalog.dirtyRows())
+  for (const name of new Set([...catalog.dirtyRows(), ...catalog.unsettledRows()]))
     if (!goneSet.has(name)) todo.push({ name, mtime: mtimeOf(path.join(root, name)) });
   return { todo, gone, sweep: 'names' };
 }

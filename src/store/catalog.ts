@@ -354,6 +354,11 @@ export class Catalog {
     return this.db.prepare('SELECT dir_name FROM sessions').pluck().all() as string[];
   }
 
+  /** Rows stored without a dir time (it was too recent to trust when read): a names sweep reads them again. */
+  unsettledRows(): string[] {
+    return this.db.prepare('SELECT dir_name FROM sessions WHERE dir_mtime IS NULL').pluck().all() as string[];
+  }
+
   /** Every row's state, by dir name (for a full sweep). */
   rowStates(): Map<string, CatalogRowState> {
     const out = new Map<string, CatalogRowState>();
@@ -621,7 +626,12 @@ export function handSessionToNextReader(sessionsDir: string, sessionDir: string)
     const now = new Date();
     fs.utimesSync(sessionDir, now, now);
     // After the dir's time: a reader that removes the request before its sweep then sees the new time.
-    fs.writeFileSync(path.join(sessionsDir, SWEEP_REQUEST_FILE), '');
+    try {
+      fs.writeFileSync(path.join(sessionsDir, SWEEP_REQUEST_FILE), '');
+    } catch {
+      // A request pending delete (EPERM on Windows) or a dir we may not create in: the sessions dir's time
+      // alone still makes the next sweep full unless a name comes or goes meanwhile (then the 10-minute one).
+    }
     // The request may be there already (no name came): the sessions dir's time must still move.
     fs.utimesSync(sessionsDir, now, now);
     return true;

@@ -1,7 +1,8 @@
 /**
  * Names sweeps and full sweeps: when the sessions dir's time moves because names came or went, only those
  * names are read or dropped; every session dir is stat-ed only by a full sweep (index, every 10 minutes, a
- * writer's hand-off, a time moved with no name changed). Clocks are the reader's `now`, ahead of real time.
+ * writer's hand-off, a time moved or not trusted with no name changed). Clocks are the reader's `now`, ahead
+ * of real time.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -9,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { generateFleet } from '../../bench/lib/fleet.js';
 import { type RefreshResult, refreshCatalog } from '../../src/fleet/catalog.js';
 import { appendSessionEvent } from '../../src/store/append-event.js';
-import { handSessionToNextReader, SWEEP_REQUEST_FILE } from '../../src/store/catalog.js';
+import { Catalog, handSessionToNextReader, SWEEP_REQUEST_FILE } from '../../src/store/catalog.js';
 import { scratchRoot } from './helpers.js';
 
 const MINUTE = 60_000;
@@ -25,6 +26,19 @@ async function refresh(
     return { sweep: res.sweep, indexed: res.indexed, removed: res.removed, verdicts };
   } finally {
     res.catalog.close();
+  }
+}
+
+/**
+ * The catalog as a reader within 2 s of a change leaves it: no sessions dir time stored (one cannot be made
+ * that fresh from outside: a reader's own catalog open moves the sessions dir's time to the real now).
+ */
+function forgetRootTime(sessionsDir: string): void {
+  const catalog = Catalog.open(sessionsDir);
+  try {
+    catalog.setMeta({ root_mtime: null });
+  } finally {
+    catalog.close();
   }
 }
 
@@ -118,10 +132,45 @@ describe('catalog sweeps', () => {
     const after = await refresh(sessionsDir, MINUTE);
     expect([after.sweep, after.verdicts.get(passing[0]!)]).toEqual(['full', 'FAIL']);
     expect(fs.existsSync(path.join(sessionsDir, SWEEP_REQUEST_FILE))).toBe(false);
-    // Removing the request moved the sessions dir's time: not trusted, so the next reader checks the names
-    // (nothing came or went since, and that is what it expects: no full sweep).
+    // Removing the request moved the sessions dir's time: not trusted, so the next reader compares every dir
+    // again (no name came or went: what moved the time is not known), and then the catalog is fresh.
     const next = await refresh(sessionsDir, 2 * MINUTE);
-    expect([next.sweep, next.indexed]).toEqual(['names', 0]);
+    expect([next.sweep, next.indexed]).toEqual(['full', 0]);
     expect((await refresh(sessionsDir, 3 * MINUTE)).sweep).toBe(null);
+  });
+
+  it('after a reader that could not trust the time (within 2 s of a change), a dir replaced alone is read', async () => {
+    const { sessionsDir, passing, moveIn } = await indexedFleet('unsettled');
+    moveIn(0);
+    expect((await refresh(sessionsDir, MINUTE)).sweep).toBe('names');
+    forgetRootTime(sessionsDir); // what a reader right after the move stores
+    // A dir then replaced alone: no name came or went since, so every dir is compared (not a names sweep).
+    const name = passing[0]!;
+    const copy = path.join(root, 'unsettled', `copy-${name}`);
+    fs.cpSync(path.join(sessionsDir, name), copy, { recursive: true });
+    failBehindItsBack(copy);
+    fs.rmSync(path.join(sessionsDir, name), { recursive: true });
+    fs.renameSync(copy, path.join(sessionsDir, name));
+    const replaced = await refresh(sessionsDir, 2 * MINUTE);
+    expect([replaced.sweep, replaced.verdicts.get(name)]).toEqual(['full', 'FAIL']);
+  });
+
+  it('a dir read while its time was fresh (a copy still being written) is read again by a names sweep', async () => {
+    const { sessionsDir, extra, moveIn } = await indexedFleet('copying');
+    moveIn(0);
+    const copied = extra.sessions[0]!.dirName;
+    // Its time as a reader right after the move sees it: too fresh to keep, so its row has no dir time.
+    const t = new Date(Date.now() + MINUTE);
+    fs.utimesSync(path.join(sessionsDir, copied), t, t);
+    expect((await refresh(sessionsDir, MINUTE)).verdicts.has(copied)).toBe(true);
+    // The copy goes on (its log gets a verdict), and another dir comes: a names sweep, which reads it again.
+    failBehindItsBack(path.join(sessionsDir, copied));
+    moveIn(1);
+    const after = await refresh(sessionsDir, 2 * MINUTE);
+    expect([after.sweep, after.indexed, after.verdicts.get(copied)]).toEqual(['names', 2, 'FAIL']);
+    // Its time is settled now: the next names sweep reads only what came.
+    moveIn(2);
+    const settled = await refresh(sessionsDir, 3 * MINUTE);
+    expect([settled.sweep, settled.indexed]).toEqual(['names', 1]);
   });
 });
