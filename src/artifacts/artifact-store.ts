@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -7,7 +7,7 @@ import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
 import { computeBlankCheck } from './blank-check.js';
 import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
-import { placeNewFile } from './place-file.js';
+import { placeNewFile, tempFileIn } from './place-file.js';
 
 /** What became of one image's bytes. */
 export interface SavedImage {
@@ -366,11 +366,9 @@ export class ArtifactStore {
     return { ...base, path: written.path };
   }
 
-  /** A fresh temp name in `artifacts/`: `.capture-<pid>-<n>-<random>.partial`, n the artifact name's number. */
+  /** A fresh temp name in `artifacts/` (`.capture-<pid>-<k>-<random>.partial`) and the artifact name's number. */
   private tempFile(): { path: string; n: number } {
-    const n = ++this.counter;
-    const name = `.capture-${process.pid}-${n}-${randomBytes(4).toString('hex')}.partial`;
-    return { path: path.join(this.artifactsDir, name), n };
+    return { path: tempFileIn(this.artifactsDir, 'capture'), n: ++this.counter };
   }
 
   /**
