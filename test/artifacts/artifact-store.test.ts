@@ -94,7 +94,7 @@ describe('ArtifactStore', () => {
     expect(saved.sha256).toBe(sha(png));
     // Seen mid-write: the temp name, never the artifact's (it appears, complete, when the save resolves).
     expect([...seen].length).toBeGreaterThan(0);
-    for (const name of seen) expect(name).toMatch(/^\.capture-\d+-1-[0-9a-f]{8}\.partial$/);
+    for (const name of seen) expect(name).toMatch(/^\.capture-\d+-\d+-[0-9a-f]{8}\.partial$/);
     expect(fs.readdirSync(artifacts)).toEqual([path.basename(saved.path!)]);
     expect(fs.statSync(path.join(artifacts, path.basename(saved.path!))).size).toBe(png.length);
   });
