@@ -203,6 +203,7 @@ interface Statements {
   register: { get(...p: unknown[]): unknown };
   unregister: { run(...p: unknown[]): unknown };
   otherWriters: { all(...p: unknown[]): unknown[] };
+  dataVersion: { get(...p: unknown[]): unknown };
   nextSeq: { get(...p: unknown[]): unknown };
   setNextSeq: { run(...p: unknown[]): unknown };
   call: { run(...p: unknown[]): unknown };
@@ -222,6 +223,18 @@ interface WriteResult {
   /** Tokens of the other writers found (reported once). */
   tokens: string[];
   others: Array<{ pid: number; host: string }>;
+  /** The file as this transaction leaves it (see `SessionLog.fileSeen`). */
+  fileSeen: FileSeen;
+}
+
+/**
+ * The file as this writer's last commit left it: the connection's `PRAGMA data_version` (it changes only
+ * when another connection commits) and `log_state.next_seq` (null: not read). While the version stays, no
+ * other writer wrote, so neither the `writers` table nor the seq counter needs reading again.
+ */
+interface FileSeen {
+  dataVersion: number;
+  nextSeq: number | null;
 }
 
 /** Another writer's open `writers` row. */
@@ -266,6 +279,8 @@ export class SessionLog implements PooledLog {
   /** Identifies this writer in the `writers` table; its row id there once registered in the open file. */
   private readonly token = randomBytes(8).toString('hex');
   private writerId: number | null = null;
+  /** What this writer's last commit through the open handle saw of the file (null: none yet). */
+  private fileSeen: FileSeen | null = null;
   /** This writer has a row in the file that it has not marked closed yet (see `release`). */
   private registered = false;
   /** Other writers already reported (their tokens). */
@@ -313,11 +328,18 @@ export class SessionLog implements PooledLog {
     return this.ops.length > 0 || this.sessionDirty;
   }
 
-  /** Change session fields; the whole row is rewritten at the next commit. */
+  /**
+   * Change session fields; the next commit writes those whose value differs from the row's (the same last
+   * observation again, say, writes nothing: each session row write is a WAL page or more).
+   */
   setSessionFields(fields: Partial<SessionRow>): void {
-    Object.assign(this.sessionRow, fields);
-    for (const key of Object.keys(fields) as Array<keyof SessionRow>) this.dirtyFields.add(key);
-    this.sessionDirty = true;
+    for (const key of Object.keys(fields) as Array<keyof SessionRow>) {
+      const value = fields[key];
+      if (value === this.sessionRow[key]) continue;
+      (this.sessionRow as Record<keyof SessionRow, unknown>)[key] = value;
+      this.dirtyFields.add(key);
+      this.sessionDirty = true;
+    }
   }
 
   /** The seq a call key was stored under, once committed. */
@@ -558,6 +580,7 @@ export class SessionLog implements PooledLog {
       if (seq > this.highestSeq) this.highestSeq = seq;
     }
     this.writerId = written.writerId;
+    this.fileSeen = written.fileSeen;
     this.registered = true;
     for (const t of written.tokens) this.seenWriters.add(t);
     this.heldForCommit = [];
@@ -595,7 +618,7 @@ export class SessionLog implements PooledLog {
    * counter, in key order (the order the calls started in this writer), never below the key. Runs inside
    * the write transaction.
    */
-  private allocateSeqs(statements: Statements, ops: QueuedOp[]): Map<number, number> {
+  private allocateSeqs(statements: Statements, ops: QueuedOp[], seen: FileSeen): Map<number, number> {
     const newSeqs = new Map<number, number>();
     const keys: number[] = [];
     const needSeq = (key: number | null | undefined) => {
@@ -613,14 +636,18 @@ export class SessionLog implements PooledLog {
     }
     if (keys.length === 0) return newSeqs;
     keys.sort((a, b) => a - b);
-    const row = statements.nextSeq.get() as { next_seq: number } | undefined;
-    let next = Math.max(row?.next_seq ?? 1, this.highestSeq + 1);
+    if (seen.nextSeq === null) {
+      const row = statements.nextSeq.get() as { next_seq: number } | undefined;
+      seen.nextSeq = row?.next_seq ?? 1;
+    }
+    let next = Math.max(seen.nextSeq, this.highestSeq + 1);
     // Never below the key: a single writer's seqs are its keys (gaps left by calls it lost stay visible).
     for (const key of keys) {
       next = Math.max(next, key);
       newSeqs.set(key, next++);
     }
     statements.setNextSeq.run(next);
+    seen.nextSeq = next;
     return newSeqs;
   }
 
@@ -630,8 +657,15 @@ export class SessionLog implements PooledLog {
     return newSeqs.get(key) ?? this.seqOf.get(key) ?? null;
   }
 
-  /** Register this writer in the file (again after a reopen) and find other writers holding it open. */
-  private registerWriter(statements: Statements): { writerId: number; others: OtherWriter[] } {
+  /**
+   * Register this writer in the file (again after a reopen) and find other writers holding it open: none new
+   * when no other connection wrote since this writer's last commit (`unchanged`), so the query is skipped.
+   */
+  private registerWriter(
+    statements: Statements,
+    unchanged: boolean,
+  ): { writerId: number; others: OtherWriter[] } {
+    if (unchanged && this.writerId !== null) return { writerId: this.writerId, others: [] };
     const writerId =
       this.writerId ??
       (statements.register.get(this.token, process.pid, HOST, new Date().toISOString()) as { id: number }).id;
@@ -649,9 +683,12 @@ export class SessionLog implements PooledLog {
    */
   private transactionOf(db: SessionDb, statements: Statements): WriteTransaction {
     return db.transaction((ops: QueuedOp[], writeSession: boolean): WriteResult => {
-      const { writerId, others } = this.registerWriter(statements);
+      const dataVersion = statements.dataVersion.get() as number;
+      const unchanged = this.fileSeen?.dataVersion === dataVersion;
+      const seen: FileSeen = { dataVersion, nextSeq: unchanged ? this.fileSeen!.nextSeq : null };
+      const { writerId, others } = this.registerWriter(statements, unchanged);
       this.writeConcurrentWriterEvents(statements, writerId, others);
-      const newSeqs = this.allocateSeqs(statements, ops);
+      const newSeqs = this.allocateSeqs(statements, ops, seen);
       if (writeSession) this.writeSessionRow(db, statements);
       for (const op of ops) this.applyOp(statements, op, newSeqs, writerId);
       return {
@@ -659,6 +696,7 @@ export class SessionLog implements PooledLog {
         writerId,
         tokens: others.map((w) => w.token),
         others: others.map((w) => ({ pid: w.pid, host: w.host })),
+        fileSeen: seen,
       };
     });
   }
@@ -875,6 +913,7 @@ export class SessionLog implements PooledLog {
         otherWriters: db.prepare(
           'SELECT token, id, pid, host, opened_at FROM writers WHERE closed_at IS NULL AND token != ?',
         ),
+        dataVersion: db.prepare('PRAGMA data_version').pluck(),
         nextSeq: db.prepare('SELECT next_seq FROM log_state WHERE id = 1'),
         setNextSeq: db.prepare(
           'INSERT INTO log_state (id, next_seq) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET next_seq = excluded.next_seq',
@@ -919,6 +958,7 @@ export class SessionLog implements PooledLog {
     this.statements = null;
     this.writeTransaction = null;
     this.writerId = null;
+    this.fileSeen = null;
     this.sessionUpdates.clear();
     if (!db) return;
     this.options.pool?.didClose(this);

@@ -251,4 +251,40 @@ describe('SessionLog', () => {
     for (const log of logs) log.close();
     expect(pool.size).toBe(0);
   });
+  it('a writer that committed alone sees a writer that came later: new seqs above its, and a concurrent-writer event', () => {
+    const dir = path.join(root, '20261202-101502-abc123def456');
+    const a = SessionLog.open({ dir, session: sessionRow() });
+    for (const seq of [1, 2, 3]) {
+      a.beginCall(callRow(seq));
+      expect(a.commit().error).toBeUndefined(); // later commits skip the writers and seq reads: nobody else wrote
+    }
+    const b = SessionLog.open({ dir, session: sessionRow() });
+    b.beginCall(callRow(1));
+    expect(b.commit().error).toBeUndefined();
+    a.beginCall(callRow(4));
+    const outcome = a.commit();
+    expect(outcome.concurrentWriters).toEqual([{ pid: process.pid, host: expect.any(String) }]);
+    expect([a.storedSeq(4), b.storedSeq(1)]).toEqual([5, 4]);
+    a.beginCall(callRow(5));
+    expect(a.commit().concurrentWriters).toBeUndefined(); // reported once
+    expect(a.storedSeq(5)).toBe(6);
+    b.close();
+    a.close();
+    const file = path.join(dir, LOG_FILE);
+    expect(read<{ seq: number }>(file, 'SELECT seq FROM calls ORDER BY seq').map((r) => r.seq)).toEqual([
+      1, 2, 3, 4, 5, 6,
+    ]);
+    expect(read(file, "SELECT id FROM events WHERE kind = 'concurrent-writer'")).toHaveLength(2);
+  });
+
+  it('setting a session field to the value it has queues no write', () => {
+    const log = SessionLog.open({ dir: path.join(root, 'd'), session: sessionRow() });
+    expect(log.commit().error).toBeUndefined();
+    log.setSessionFields({ last_observation: '{"a":1}' });
+    expect(log.dirty).toBe(true);
+    expect(log.commit().committed).toBe(1);
+    log.setSessionFields({ last_observation: '{"a":1}', status: 'open' });
+    expect(log.dirty).toBe(false);
+    log.close();
+  });
 });
