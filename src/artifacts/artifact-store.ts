@@ -5,6 +5,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
+import { closeFd, writeAt } from '../util/fd-io.js';
 import { computeBlankCheck } from './blank-check.js';
 import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
 import { placeNewFile, tempFileIn } from './place-file.js';
@@ -444,19 +445,6 @@ export class ArtifactStore {
       removeTemp(temp.path);
     }
   }
-}
-
-/** One positioned write, on the thread pool, of `length` bytes of `buf` from `offset`; the count written. */
-function writeAt(fd: number, buf: Buffer, offset: number, length: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    fs.write(fd, buf, offset, length, offset, (err, written) => (err ? reject(err) : resolve(written)));
-  });
-}
-
-function closeFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    fs.close(fd, (err) => (err ? reject(err) : resolve()));
-  });
 }
 
 /** Best effort: a `.partial` left behind is never bundled, and a later run removes it (util/temp-files). */

@@ -7,6 +7,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import zlib from 'node:zlib';
+import { openFd, readAt } from '../util/fd-io.js';
 
 /** Where an entry's bytes come from. */
 export type ZipSource =
@@ -154,7 +155,7 @@ async function deflateFile(file: string, size: number, level: number): Promise<D
  * the page's rows.
  */
 async function readFileChunks(file: string, size: number, buffer: Buffer, data: DataSink): Promise<void> {
-  const fd = await openForReading(file);
+  const fd = await openFd(file, 'r');
   try {
     let at = 0;
     for (;;) {
@@ -172,16 +173,6 @@ async function readFileChunks(file: string, size: number, buffer: Buffer, data: 
   } finally {
     fs.closeSync(fd);
   }
-}
-
-function openForReading(file: string): Promise<number> {
-  return new Promise((resolve, reject) => fs.open(file, 'r', (err, fd) => (err ? reject(err) : resolve(fd))));
-}
-
-function readAt(fd: number, buffer: Buffer, length: number, at: number): Promise<number> {
-  return new Promise((resolve, reject) =>
-    fs.read(fd, buffer, 0, length, at, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead))),
-  );
 }
 
 /** The zip file being written: a position, the stage, the entries so far and their sums. */
