@@ -21,10 +21,9 @@ import {
   isCatalogDamage,
   SWEEP_REQUEST_FILE,
 } from '../store/catalog.js';
+import { SETTLE_MS } from '../store/entry-sidecar.js';
 import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
 
-/** A dir or sessions-dir time this close to now may still move within the file system's time tick. */
-const SETTLE_MS = 2000;
 /**
  * A full sweep also runs when the last one is older than this: a writer that does not know the catalog (an
  * older recorder, a copied-in dir) changes a session dir without touching its row or the sessions dir, and a

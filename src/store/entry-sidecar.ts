@@ -16,8 +16,11 @@ import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount } f
 export const ENTRY_SIDECAR_FILE = 'catalog-entry.json';
 /** This file's own format; the entry's is the caller's `entryVersion` (fingerprint rules, entry code). */
 const SIDECAR_FORMAT = 'mcec-catalog-entry/1';
-/** A log time this close to the sidecar's writing may share a file-system time tick with a later write. */
-const SETTLE_MS = 2000;
+/**
+ * A file time this close to now may share a file-system time tick with a later write (FAT keeps 2 s): the
+ * catalog's rule for dir times too.
+ */
+export const SETTLE_MS = 2000;
 /** Logs larger than this are not hashed: their sidecar is trusted on size + settled mtime, or not at all. */
 const MAX_HASHED_BYTES = 64 * 1024 * 1024;
 
