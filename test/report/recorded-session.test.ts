@@ -178,7 +178,7 @@ describe('summaries of sessions recorded by the recorder', () => {
     expect(summary.verdictReason).toContain('aborted');
     expect(summary.failingCall).toMatchObject({ seq: 3, tool: 'wait-for', status: 'pending' });
     const text = await renderFailureSummary(summary);
-    expect(text).toContain('- Failing step: none\n');
+    expect(text).toContain('- Failing step: none (no step declared)\n');
     expect(text).toMatch(/\nCall #3 `wait-for` at \S+ never returned\.\n/);
     expect(text).toContain('- Status: aborted;');
   });

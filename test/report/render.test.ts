@@ -128,7 +128,7 @@ describe('failure-summary.md', () => {
     const openText = await renderFailureSummary(await summarize(open));
     expect(openText).toContain('; FAIL\n');
     expect(openText).toContain('- Status: open; started 2026-12-02T10:15:00.000Z');
-    expect(openText).toContain('- Failing step: none\n');
+    expect(openText).toContain('- Failing step: none (no step declared)\n');
     expect(openText).toMatch(/\nCall #2 `wait-for` at \S+ never returned\.\n/);
     expect(openText).toContain('pending (no response recorded)');
 
@@ -153,8 +153,19 @@ describe('failure-summary.md', () => {
     const text = await renderFailureSummary(await summarize(f));
     expect(text.split('\n')[0]).toBe('# save a file in Notepad; PASS');
     expect(text).toContain('- Verdict: **PASS**: its one call succeeded');
-    expect(text).toContain('- Failing step: none');
+    expect(text).toContain('- Failing step: none (no step declared)');
     expect(text).not.toContain('## Failing call');
+    expect(text).toContain('## Failures\n\nNone.');
+  });
+
+  it('says a failed call came from no failed step when steps were declared and all passed', async () => {
+    const f = FixtureSession.create(root);
+    f.step('open Notepad', 'passed');
+    f.call({ tool: 'wait-for', args: { name: 'Saved', timeoutMs: 5000 }, status: 'pending' });
+    const text = await renderFailureSummary(await summarize(f));
+    expect(text).toContain('; FAIL\n');
+    expect(text).toContain('- Failing step: none (no declared step failed)\n');
+    expect(text).toMatch(/\nCall #1 `wait-for` at \S+ never returned\.\n/);
     expect(text).toContain('## Failures\n\nNone.');
   });
 
