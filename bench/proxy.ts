@@ -23,6 +23,7 @@ import { alternate, fmtMs, median, percentile, round } from './lib/stats.js';
 import type { Figure, Row } from './lib/types.js';
 
 const BARE_PROXY = fileURLToPath(new URL('./lib/bare-proxy.cjs', import.meta.url));
+const BARE_STDIO_PROXY = fileURLToPath(new URL('./lib/bare-stdio-proxy.cjs', import.meta.url));
 /** Clients at once in the concurrent HTTP rows. */
 const CLIENTS = 8;
 
@@ -161,67 +162,83 @@ export const figure: Figure = {
       await stop(bare.child);
       await stop(target.child);
 
-      // stdio: the simulator alone vs behind the stdio proxy.
+      // stdio: the simulator alone, behind a bare pass-through (the floor), and behind the stdio proxy.
       const directChild = spawnStdioSim(ctx.root, path.join(ctx.tmp, 'sim2'));
       children.push(directChild);
-      const proxiedChild = spawnStdioSim(ctx.root, path.join(ctx.tmp, 'sim3'), path.join(sessions, 'stdio'));
+      const bareChild = spawnStdioSim(ctx.root, path.join(ctx.tmp, 'sim4'), { bare: BARE_STDIO_PROXY });
+      children.push(bareChild);
+      const proxiedChild = spawnStdioSim(ctx.root, path.join(ctx.tmp, 'sim3'), {
+        recordInto: path.join(sessions, 'stdio'),
+      });
       children.push(proxiedChild);
-      const a = new StdioClient(directChild);
-      const b = new StdioClient(proxiedChild);
-      await a.call(1, 'initialize', {
-        protocolVersion: '2025-06-18',
-        capabilities: {},
-        clientInfo: { name: 'bench', version: '0' },
-      });
-      await b.call(1, 'initialize', {
-        protocolVersion: '2025-06-18',
-        capabilities: {},
-        clientInfo: { name: 'bench', version: '0' },
-      });
-      await a.times(200, 10);
-      await b.times(200, 10);
+      const stdioArms = { direct: directChild, bare: bareChild, proxied: proxiedChild };
+      const clients = {
+        direct: new StdioClient(directChild),
+        bare: new StdioClient(bareChild),
+        proxied: new StdioClient(proxiedChild),
+      };
+      for (const client of Object.values(clients)) {
+        await client.call(1, 'initialize', {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'bench', version: '0' },
+        });
+        await client.times(200, 10);
+      }
       ctx.log(`stdio: ${rounds} rounds x ${calls} calls per arm`);
-      const s50 = { direct: [] as number[], proxied: [] as number[] };
-      // CPU per call: the simulator's when called directly; mcec-record's (its own process, not its child's).
+      const s50 = { direct: [] as number[], bare: [] as number[], proxied: [] as number[] };
+      // CPU per call: the simulator's when called directly; a front process's own (not its child's).
       const proxiedSim = childPids(proxiedChild.pid!)[0];
-      const sCpu = { direct: [] as number[], proxy: [] as number[], proxiedSim: [] as number[] };
+      const sCpu = {
+        direct: [] as number[],
+        bare: [] as number[],
+        proxy: [] as number[],
+        proxiedSim: [] as number[],
+      };
       let sid = 1000;
+      const stdioArm = (arm: keyof typeof stdioArms, cpu: number[], simCpu?: number[]) => async () => {
+        sid += calls;
+        const pid = stdioArms[arm].pid!;
+        const cpu0 = processCpuMs(pid);
+        const sim0 = simCpu && proxiedSim !== undefined ? processCpuMs(proxiedSim) : 0;
+        s50[arm].push(median(await clients[arm].times(calls, sid)));
+        cpu.push((processCpuMs(pid) - cpu0) / calls);
+        if (simCpu && proxiedSim !== undefined) simCpu.push((processCpuMs(proxiedSim) - sim0) / calls);
+        return 0;
+      };
       await alternate(rounds, {
-        direct: async () => {
-          sid += calls;
-          const cpu0 = processCpuMs(directChild.pid!);
-          s50.direct.push(median(await a.times(calls, sid)));
-          sCpu.direct.push((processCpuMs(directChild.pid!) - cpu0) / calls);
-          return 0;
-        },
-        proxied: async () => {
-          sid += calls;
-          const cpu0 = processCpuMs(proxiedChild.pid!);
-          const sim0 = proxiedSim === undefined ? 0 : processCpuMs(proxiedSim);
-          s50.proxied.push(median(await b.times(calls, sid)));
-          sCpu.proxy.push((processCpuMs(proxiedChild.pid!) - cpu0) / calls);
-          if (proxiedSim !== undefined) sCpu.proxiedSim.push((processCpuMs(proxiedSim) - sim0) / calls);
-          return 0;
-        },
+        direct: stdioArm('direct', sCpu.direct),
+        bare: stdioArm('bare', sCpu.bare),
+        proxied: stdioArm('proxied', sCpu.proxy, sCpu.proxiedSim),
       });
       const sAdded = median(s50.proxied.map((v, i) => v - s50.direct[i]!));
       rows.push({
         name: 'stdio proxy (mcec-record stdio), median call',
         budget: '<= 1 ms added at the median',
         measured: `${fmtMs(sAdded)} added (${fmtMs(median(s50.proxied))} per call)`,
-        baseline: `${fmtMs(median(s50.direct))} per call direct`,
+        baseline: `${fmtMs(median(s50.direct))} per call direct; bare pass-through ${fmtMs(median(s50.bare))}`,
         ratio: round(sAdded / 1, 3),
         holds: sAdded <= 1,
         notes: [`${rounds} rounds x ${calls} sequential calls per arm over pipes, arms alternated.`],
         data: {
           p50MsPerRound: {
             direct: s50.direct.map((v) => round(v, 4)),
+            bare: s50.bare.map((v) => round(v, 4)),
             proxied: s50.proxied.map((v) => round(v, 4)),
           },
         },
       });
       const proxyCpu = median(sCpu.proxy);
       const directCpu = median(sCpu.direct);
+      const bareCpu = median(sCpu.bare);
+      const cpuData = {
+        cpuMsPerCall: {
+          direct: sCpu.direct.map((v) => round(v, 5)),
+          bare: sCpu.bare.map((v) => round(v, 5)),
+          proxy: sCpu.proxy.map((v) => round(v, 5)),
+          proxiedSim: sCpu.proxiedSim.map((v) => round(v, 5)),
+        },
+      };
       rows.push({
         name: 'stdio proxy CPU per call (mcec-record stdio process)',
         budget: 'none (reported; issue 31: halve it)',
@@ -233,16 +250,21 @@ export const figure: Figure = {
           'CPU time of the proxy process (all its threads, /proc/<pid>/task/*/schedstat; its child simulator not included) over the sequential calls of a round, per call; median over rounds.',
           `The simulator behind it: ${fmtMs(median(sCpu.proxiedSim))} per call.`,
         ],
-        data: {
-          cpuMsPerCall: {
-            direct: sCpu.direct.map((v) => round(v, 5)),
-            proxy: sCpu.proxy.map((v) => round(v, 5)),
-            proxiedSim: sCpu.proxiedSim.map((v) => round(v, 5)),
-          },
-        },
+        data: cpuData,
       });
-      directChild.stdin!.end();
-      proxiedChild.stdin!.end();
+      rows.push({
+        name: 'stdio proxy CPU per call vs a bare pass-through',
+        budget: 'none (reported)',
+        measured: `${fmtMs(proxyCpu)} per call`,
+        baseline: `bare pass-through ${fmtMs(bareCpu)} per call (${round(bareCpu / directCpu, 2)}x the simulator's)`,
+        ratio: round(proxyCpu / bareCpu, 3),
+        holds: null,
+        notes: [
+          "The floor of forwarding alone: bench/lib/bare-stdio-proxy.cjs pipes the client's bytes to the same simulator and its answers back (two pipe reads and two pipe writes per call, as the proxy's), no line splitting, no recording. Same CPU measure, same rounds.",
+        ],
+        data: cpuData,
+      });
+      for (const child of Object.values(stdioArms)) child.stdin!.end();
     } finally {
       await Promise.all(children.map(stop));
     }

@@ -311,7 +311,7 @@ async function httpPhase(root: string, total: number, tmp: string) {
 /** Phase 3: sequential calls through `mcec-record stdio -- mcec-sim --stdio`. */
 async function stdioPhase(root: string, total: number, tmp: string) {
   const dir = path.join(tmp, 'stdio-sessions');
-  const child = spawnStdioSim(root, path.join(tmp, 'sim-stdio'), dir);
+  const child = spawnStdioSim(root, path.join(tmp, 'sim-stdio'), { recordInto: dir });
   try {
     const pid = child.pid!;
     const client = new StdioClient(child);

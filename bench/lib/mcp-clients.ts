@@ -36,16 +36,24 @@ export function startHttpRecorder(
 }
 
 /**
- * `mcec-sim --stdio` (seed 7, its artifacts in `simDir`) on pipes: alone, or with `recordInto` behind
- * `mcec-record stdio` recording into that sessions dir.
+ * `mcec-sim --stdio` (seed 7, its artifacts in `simDir`) on pipes: alone, behind `mcec-record stdio`
+ * recording into a sessions dir, or behind the bare pass-through `bench/lib/bare-stdio-proxy.cjs` (the
+ * stdio proxy's floor).
  */
-export function spawnStdioSim(root: string, simDir: string, recordInto?: string): ChildProcess {
+export function spawnStdioSim(
+  root: string,
+  simDir: string,
+  through?: { recordInto: string } | { bare: string },
+): ChildProcess {
   const { sim, rec } = clis(root);
   const server = [sim, '--stdio', '--seed', '7', '--sessions', simDir];
-  const args =
-    recordInto === undefined
-      ? server
-      : [rec, 'stdio', '--sessions', recordInto, '--', process.execPath, ...server];
+  const front =
+    through === undefined
+      ? null
+      : 'bare' in through
+        ? [through.bare, '--']
+        : [rec, 'stdio', '--sessions', through.recordInto, '--'];
+  const args = front === null ? server : [...front, process.execPath, ...server];
   return spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
