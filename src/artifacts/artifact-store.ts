@@ -98,8 +98,11 @@ function diskFault(what: unknown): WriteFault {
  * the bench (files kept between rounds), where 1 MiB calls did not.
  */
 const WRITE_CHUNK = 1024 * 1024;
-/** Bytes hashed between two turns of the event loop while the pool writes (about 0.15 ms of sha256). */
-const HASH_SLICE = 256 * 1024;
+/**
+ * Bytes hashed between two turns of the event loop while the pool writes (about 0.6 ms of sha256): the turns
+ * keep this thread answering other work during a 4K capture's 4-5 ms of hashing; the write does not need them.
+ */
+const HASH_SLICE = 1024 * 1024;
 
 /** sha256 (hex) of the bytes. */
 function sha256Hex(buf: Buffer): string {
@@ -337,15 +340,16 @@ export class ArtifactStore {
     }
 
     this.used += buf.length; // reserved before the awaits so concurrent saves respect the budget
-    // The write goes to the thread pool first, then sharp's header read; this thread hashes meanwhile, giving
-    // the event loop a turn between slices so each chunk's completion sends the next at once (for a 4K capture
-    // the hash takes longer than the write, so the write costs little on top).
+    // sharp's header read goes to the thread pool first (short, and it must not queue behind the write), then
+    // every chunk of the write at once; this thread hashes meanwhile. For a 4K capture the hash (4-5 ms) takes
+    // longer than the write, so the write costs little on top; with every chunk already queued, the write never
+    // waits for this thread to send the next one.
+    const reading = dimsOf();
     const temp = this.tempFile();
     let busy = true;
     const writing = this.writeTemp(temp.path, buf).finally(() => {
       busy = false;
     });
-    const reading = dimsOf();
     const computing = !base.blankCheck && options.blankCheck ? this.blankCheckOf(buf) : undefined;
     if (!knownSha) base.sha256 = sha256 = await hashWhile(buf, () => busy);
     else base.sha256 = hash();
@@ -373,10 +377,12 @@ export class ArtifactStore {
   }
 
   /**
-   * The bytes in a new file `tmp` (exclusive create), written by the thread pool chunk after chunk, then
-   * closed. The file is opened on this thread: one syscall, where a round trip through the pool (behind sharp's
-   * header read and the garbage collector's helpers) delayed the write by up to 1.5 ms. Creates `artifacts/`
-   * when missing (never the session dir itself). A failed write leaves no file.
+   * The bytes in a new file `tmp` (exclusive create), written by the thread pool in 1 MiB chunks all sent at
+   * once (each at its own position), then closed once every chunk has settled. The file is opened on this
+   * thread: one syscall, where a round trip through the pool (behind sharp's header read and the garbage
+   * collector's helpers) delayed the write by up to 1.5 ms. Creates `artifacts/` when missing (never the session
+   * dir itself). A failed write leaves no file: the descriptor is closed only after every chunk settled (a
+   * closed number may be reused by another file at once), then the temp name is removed.
    */
   private async writeTemp(tmp: string, buf: Buffer): Promise<WriteFault | undefined> {
     let fd: number;
@@ -396,22 +402,19 @@ export class ArtifactStore {
         return diskFault(again);
       }
     }
-    let open = true;
+    const chunks: Promise<void>[] = [];
+    for (let start = 0; start < buf.length; start += WRITE_CHUNK)
+      chunks.push(writeRange(fd, buf, start, Math.min(buf.length, start + WRITE_CHUNK)));
+    const failure = (await Promise.allSettled(chunks)).find((c) => c.status === 'rejected');
     try {
-      let offset = 0;
-      while (offset < buf.length) {
-        const written = await writeAt(fd, buf, offset, Math.min(WRITE_CHUNK, buf.length - offset));
-        if (written <= 0) throw new Error('short write');
-        offset += written;
-      }
-      open = false;
       await closeFd(fd); // on the pool: closing a new file can wait for a virus scanner (Windows)
-      return undefined;
     } catch (err) {
-      if (open) await closeFd(fd).catch(() => undefined);
       removeTemp(tmp);
-      return diskFault(err);
+      return diskFault(failure ? failure.reason : err);
     }
+    if (!failure) return undefined;
+    removeTemp(tmp);
+    return diskFault(failure.reason);
   }
 
   /**
@@ -453,6 +456,16 @@ function removeTemp(tmp: string): void {
     fs.unlinkSync(tmp);
   } catch {
     // gone already, or not removable now
+  }
+}
+
+/** Write `buf[start, end)` at the same position in the file, again after a short write. */
+async function writeRange(fd: number, buf: Buffer, start: number, end: number): Promise<void> {
+  let offset = start;
+  while (offset < end) {
+    const written = await writeAt(fd, buf, offset, end - offset);
+    if (written <= 0) throw new Error('short write');
+    offset += written;
   }
 }
 

@@ -1,12 +1,23 @@
 // Artifact names must be UTC whatever the local zone: run this suite in a zone far from UTC.
 process.env.TZ = 'America/Los_Angeles';
 
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactStore } from '../../src/artifacts/index.js';
-import { claimedSizePng, noisyPng, solidBmp, solidGif, solidJpeg, solidPng } from '../support/images.js';
+import {
+  claimedSizePng,
+  noiseRaw,
+  noisyPng,
+  solidBmp,
+  solidGif,
+  solidJpeg,
+  solidPng,
+} from '../support/images.js';
 import { tempDir } from '../support/temp.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -249,6 +260,71 @@ describe('ArtifactStore', () => {
       : [];
     expect(dirEntries).toEqual([]);
   });
+
+  it('a JPEG bomb of several MiB (its write in chunks at once, sharp refusing meanwhile) leaves no file', async () => {
+    const jpeg = await sharp(noiseRaw(1000, 1000), { raw: { width: 1000, height: 1000, channels: 3 } })
+      .jpeg({ quality: 100, chromaSubsampling: '4:4:4' })
+      .toBuffer();
+    expect(jpeg.length).toBeGreaterThan(2 * 1024 * 1024); // more than two write chunks
+    const sof = jpeg.indexOf(Buffer.from([0xff, 0xc0]));
+    const bomb = Buffer.from(jpeg);
+    bomb.writeUInt16BE(50_000, sof + 5);
+    bomb.writeUInt16BE(50_000, sof + 7);
+    const s = store();
+    const saved = await s.save(bomb);
+    expect(saved.error).toMatch(/too many pixels/);
+    expect(saved.path).toBeUndefined();
+    expect(saved.sha256).toBe(sha(bomb));
+    expect(fs.readdirSync(path.join(dir, 'artifacts'))).toEqual([]);
+    expect(s.usedBytes).toBe(0);
+  });
+
+  it.skipIf(process.platform === 'win32')(
+    'a write that fails part way (ulimit -f) leaves neither a named file nor a temp file',
+    async () => {
+      // A child process under a 1 MiB file size limit: the first 1 MiB chunk is written, the others fail
+      // with EFBIG while the child hashes the bytes; then a small image still saves.
+      const large = await noisyPng(1000, 1000); // ~3 MB of noise: four chunks
+      const small = await solidPng(8, 8, [1, 2, 3]);
+      expect(large.length).toBeGreaterThan(2 * 1024 * 1024);
+      fs.writeFileSync(path.join(dir, 'large.png'), large);
+      fs.writeFileSync(path.join(dir, 'small.png'), small);
+      const sessionDir = path.join(dir, 'session');
+      fs.mkdirSync(sessionDir);
+      const child = fileURLToPath(new URL('./fixtures/save-under-file-limit.ts', import.meta.url));
+      const res = spawnSync(
+        'bash',
+        [
+          '-c',
+          'ulimit -f 1024 && exec "$0" "$@"', // bash counts 1024-byte blocks
+          process.execPath,
+          '--import',
+          'tsx',
+          child,
+          sessionDir,
+          path.join(dir, 'large.png'),
+          path.join(dir, 'small.png'),
+        ],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(res.status, res.stderr).toBe(0);
+      const out = JSON.parse(res.stdout) as {
+        large: { error?: string; failure?: string; sha256: string; path?: string };
+        afterLarge: string[];
+        usedAfterLarge: number;
+        small: { error?: string; path?: string };
+        afterSmall: string[];
+      };
+      expect(out.large.error).toMatch(/^disk error: EFBIG/);
+      expect(out.large.failure).toBe('disk');
+      expect(out.large.path).toBeUndefined();
+      expect(out.large.sha256).toBe(sha(large));
+      expect(out.afterLarge).toEqual([]);
+      expect(out.usedAfterLarge).toBe(0);
+      expect(out.small.error).toBeUndefined();
+      expect(out.afterSmall).toEqual([path.basename(out.small.path!)]);
+    },
+  );
 
   it('JPEG and GIF are kept with their own extensions', async () => {
     const s = store();
