@@ -81,6 +81,15 @@ function loadSharp(): Promise<SharpModule> {
   return sharpModule;
 }
 
+/**
+ * The first save of a fingerprint, and its bytes while something else keeps them in memory (weakly held: the
+ * store never keeps an image's bytes alive).
+ */
+interface FirstCopy {
+  saved: Promise<SavedImage>;
+  bytes: WeakRef<Buffer>;
+}
+
 /** No file: `error` says why to a person, `failure` to the code. */
 export function failed(error: string, failure: SaveFailure): SavedImage {
   return { sha256: '', bytes: 0, error, failure, deduplicated: false };
@@ -136,7 +145,7 @@ export class ArtifactStore {
   private readonly now: () => Date;
   /** Saves by sha256 of the bytes, and by the cheap fingerprint that lets a new image be written at once. */
   private readonly known = new Map<string, Promise<SavedImage>>();
-  private readonly byFingerprint = new Map<string, Promise<SavedImage>>();
+  private readonly byFingerprint = new Map<string, FirstCopy>();
   private readonly computing = new Map<string, Promise<BlankCheck | undefined>>();
   private counter = 0;
   private written = 0;
@@ -216,14 +225,17 @@ export class ArtifactStore {
    * Same bytes always have the same fingerprint (length + head + tail), so an unknown fingerprint proves the
    * bytes are new and the file write can start at once; the full sha256 is computed while the write and the
    * header read run on the thread pool, which keeps the cost near one write. A known fingerprint is decided
-   * by the full sha256.
+   * by comparing the bytes with the first copy's while that copy is still in memory (a capture's image block
+   * and envelope hold the same bytes: a compare costs a tenth of a hash), else by the full sha256.
    */
   private async saveBuffer(buf: Buffer, options: SaveOptions): Promise<SavedImage> {
     const fp = fingerprintOf(buf);
     const earlier = this.byFingerprint.get(fp);
     if (earlier) {
+      const firstBytes = earlier.bytes.deref();
+      if (firstBytes?.equals(buf)) return this.deduplicated(await earlier.saved, buf, options);
       const sha256 = sha256Hex(buf);
-      const first = await earlier;
+      const first = await earlier.saved;
       const same = first.sha256 === sha256 ? first : await this.known.get(sha256);
       if (same) return this.deduplicated(same, buf, options);
       return this.saveNew(buf, options, undefined, sha256); // a fingerprint collision: new bytes after all
@@ -245,11 +257,11 @@ export class ArtifactStore {
     sha256?: string,
   ): Promise<SavedImage> {
     const pending = this.firstSave(buf, options, sha256);
-    if (fp) this.byFingerprint.set(fp, pending);
+    if (fp) this.byFingerprint.set(fp, { saved: pending, bytes: new WeakRef(buf) });
     const saved = await pending;
     if (saved.failure === 'disk') {
       // A disk error may be transient: let a later copy of the same bytes try again.
-      if (fp && this.byFingerprint.get(fp) === pending) this.byFingerprint.delete(fp);
+      if (fp && this.byFingerprint.get(fp)?.saved === pending) this.byFingerprint.delete(fp);
     } else if (!this.known.has(saved.sha256)) {
       this.known.set(saved.sha256, pending);
     }
