@@ -81,13 +81,16 @@ function loadSharp(): Promise<SharpModule> {
   return sharpModule;
 }
 
-/**
- * The first save of a fingerprint, and its bytes while something else keeps them in memory (weakly held: the
- * store never keeps an image's bytes alive).
- */
+/** The first save of a fingerprint. */
 interface FirstCopy {
   saved: Promise<SavedImage>;
+  /**
+   * The latest copy of its bytes (proven equal), while something else keeps it in memory: weakly held, the
+   * store never keeps an image's bytes alive.
+   */
   bytes: WeakRef<Buffer>;
+  /** Its sha256, once the save has settled. */
+  sha256?: string;
 }
 
 /** No file: `error` says why to a person, `failure` to the code. */
@@ -225,16 +228,17 @@ export class ArtifactStore {
    * Same bytes always have the same fingerprint (length + head + tail), so an unknown fingerprint proves the
    * bytes are new and the file write can start at once; the full sha256 is computed while the write and the
    * header read run on the thread pool, which keeps the cost near one write. A known fingerprint is decided
-   * by comparing the bytes with the first copy's while that copy is still in memory (a capture's image block
-   * and envelope hold the same bytes: a compare costs a tenth of a hash), else by the full sha256.
+   * by comparing the bytes with the latest copy of the first's still in memory (a capture's image block and
+   * envelope hold the same bytes: a compare costs a tenth of a hash), else by the full sha256.
    */
   private async saveBuffer(buf: Buffer, options: SaveOptions): Promise<SavedImage> {
     const fp = fingerprintOf(buf);
     const earlier = this.byFingerprint.get(fp);
     if (earlier) {
-      const firstBytes = earlier.bytes.deref();
-      if (firstBytes?.equals(buf)) return this.deduplicated(await earlier.saved, buf, options);
+      if (earlier.bytes.deref()?.equals(buf)) return this.deduplicated(await earlier.saved, buf, options);
       const sha256 = sha256Hex(buf);
+      // These bytes stand in for the first's from now on: the next copy (this capture's other one) compares.
+      if (sha256 === earlier.sha256) earlier.bytes = new WeakRef(buf);
       const first = await earlier.saved;
       const same = first.sha256 === sha256 ? first : await this.known.get(sha256);
       if (same) return this.deduplicated(same, buf, options);
@@ -257,8 +261,10 @@ export class ArtifactStore {
     sha256?: string,
   ): Promise<SavedImage> {
     const pending = this.firstSave(buf, options, sha256);
-    if (fp) this.byFingerprint.set(fp, { saved: pending, bytes: new WeakRef(buf) });
+    const first: FirstCopy = { saved: pending, bytes: new WeakRef(buf) };
+    if (fp) this.byFingerprint.set(fp, first);
     const saved = await pending;
+    first.sha256 = saved.sha256;
     if (saved.failure === 'disk') {
       // A disk error may be transient: let a later copy of the same bytes try again.
       if (fp && this.byFingerprint.get(fp)?.saved === pending) this.byFingerprint.delete(fp);
