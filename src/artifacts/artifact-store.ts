@@ -235,7 +235,11 @@ export class ArtifactStore {
     const fp = fingerprintOf(buf);
     const earlier = this.byFingerprint.get(fp);
     if (earlier) {
-      if (earlier.bytes.deref()?.equals(buf)) return this.deduplicated(await earlier.saved, buf, options);
+      if (earlier.bytes.deref()?.equals(buf)) {
+        const first = await earlier.saved;
+        // A disk error may be transient: these bytes try again (below), as a copy after it settled would.
+        if (first.failure !== 'disk') return this.deduplicated(first, buf, options);
+      }
       const sha256 = sha256Hex(buf);
       // These bytes stand in for the first's from now on: the next copy (this capture's other one) compares.
       if (sha256 === earlier.sha256) earlier.bytes = new WeakRef(buf);
