@@ -1,0 +1,141 @@
+/**
+ * The recorder in a worker thread (src/record/worker-recorder.ts) behind the real HTTP proxy, in front of the
+ * simulator: it records what the in-process recorder records, a crash of the worker never breaks the wire,
+ * and close commits everything. The worker runs the built entry, so the port is imported from dist/
+ * (test/global-setup.ts builds it).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import type { ProxyRecorder } from '../../src/proxy/recorder-port.js';
+import { createRecorder } from '../../src/record/index.js';
+import { createSimulator } from '../../src/sim/index.js';
+import { tempDir } from '../support/temp.js';
+import { post } from './helpers.js';
+import { allText, FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from './sim-script.js';
+
+type WorkerModule = typeof import('../../src/record/worker-recorder.js');
+const dist = path.resolve(import.meta.dirname, '../../dist/record/worker-recorder.js');
+const { createWorkerRecorder, createWorkerRecorderWithFaults } = (await import(dist)) as WorkerModule;
+
+const TOKEN = 'tok-77c1d0e9a4b35f21';
+let tmp: string;
+const cleanups: Array<() => Promise<void>> = [];
+
+beforeEach(() => {
+  tmp = tempDir('mcec-worker-');
+});
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!().catch(() => {});
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+async function startSim() {
+  const sim = createSimulator({
+    seed: SIM_SEED,
+    now: () => new Date(FIXED_NOW),
+    sessionsRoot: path.join(tmp, `sim-${cleanups.length}`),
+    token: TOKEN,
+  });
+  const listener = await sim.listenHttp({ port: 0 });
+  cleanups.push(() => listener.close());
+  return listener;
+}
+
+async function startProxy(target: string, recorder: ProxyRecorder) {
+  const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder });
+  cleanups.push(() => proxy.close());
+  return proxy;
+}
+
+/** Play the simulator script through `url`; every answer's status and body. */
+async function playScript(url: string): Promise<Array<{ status: number; body: string }>> {
+  const answers: Array<{ status: number; body: string }> = [];
+  let sessionId = '';
+  for (const [i, step] of SCRIPT.entries()) {
+    const answer = await post(url, step(sessionId), { Authorization: `Bearer ${TOKEN}` });
+    answers.push({ status: answer.status, body: answer.body.toString('utf8') });
+    if (i === 3) sessionId = sessionIdFrom(answers[i]!.body);
+  }
+  return answers;
+}
+
+/** What a recording holds, without its times and ids: calls and event kinds per session, in order. */
+function recorded(root: string) {
+  return readSessions(root)
+    .map((s) => ({
+      status: s.session.status,
+      calls: s.calls.map((c) => [c.tool, c.status, c.error_code, c.transport]),
+      events: s.events.map((e) => e.kind),
+    }))
+    .sort((a, b) => a.calls.length - b.calls.length);
+}
+
+describe('the recorder in a worker thread', () => {
+  it('records through the proxy what the in-process recorder records, the token scrubbed, everything in the log at close', async () => {
+    const inProcessDir = path.join(tmp, 'in-process');
+    const inProcess = createRecorder({ sessionsDir: inProcessDir, transport: 'http', stderr: () => {} });
+    const viaInProcess = await startProxy((await startSim()).url, inProcess);
+    const expected = await playScript(viaInProcess.url);
+    await inProcess.close();
+
+    const notices: string[] = [];
+    const workerDir = path.join(tmp, 'worker');
+    const worker = createWorkerRecorder({
+      sessionsDir: workerDir,
+      transport: 'http',
+      stderr: (line) => notices.push(line),
+    });
+    expect(worker.sessionsDir).toBe(workerDir);
+    const viaWorker = await startProxy((await startSim()).url, worker);
+    const actual = await playScript(viaWorker.url);
+    // Closed at once after the last answer: close resolves only when the worker's recorder committed it all.
+    await worker.close();
+
+    expect(actual.map((a) => a.status)).toEqual(expected.map((a) => a.status));
+    expect(recorded(workerDir)).toEqual(recorded(inProcessDir));
+    expect(recorded(workerDir).flatMap((s) => s.calls)).toHaveLength(8);
+    expect(allText(workerDir)).not.toContain(TOKEN);
+    expect(notices).toEqual([]);
+  });
+
+  it("brings the recorder's stderr notices back before close resolves", async () => {
+    const notices: string[] = [];
+    const worker = createWorkerRecorder({
+      sessionsDir: path.join(tmp, 'notices'),
+      transport: 'http',
+      stderr: (line) => notices.push(line),
+    });
+    const proxy = await startProxy((await startSim()).url, worker);
+    // A handshake and no tool call: the recorder says at close what it did not write.
+    const answer = await post(proxy.url, SCRIPT[0]!(''), { Authorization: `Bearer ${TOKEN}` });
+    expect(answer.status).toBe(200);
+    await worker.close();
+    expect(notices.join('\n')).toContain('no tool call followed the handshake');
+  });
+
+  it('a worker that crashes never breaks the wire: said once on stderr, the proxy keeps forwarding, close says so', async () => {
+    const notices: string[] = [];
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: path.join(tmp, 'crash'), transport: 'http', stderr: (line) => notices.push(line) },
+      { crashOnEventKind: 'proxy-error' },
+    );
+    const target = await startSim();
+    const proxy = await startProxy(target.url, worker);
+    const direct = await playScript(target.url);
+    // A refused path is a proxy-error event: the worker throws on it, uncaught.
+    expect((await post(proxy.url.replace(/\/mcp$/, '/admin'), '{}')).status).toBe(404);
+    const deadline = Date.now() + 10_000;
+    while (!notices.some((n) => n.includes('worker thread stopped')) && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(notices.filter((n) => n.includes('worker thread stopped'))).toHaveLength(1);
+    expect(notices[0]).toContain('injected crash on a proxy-error event');
+    // Every request of the script still goes through, answered as the target answers it directly.
+    const through = await playScript(proxy.url);
+    expect(through.map((a) => a.status)).toEqual(direct.map((a) => a.status));
+    expect(JSON.parse(through[2]!.body).result).toEqual(JSON.parse(direct[2]!.body).result);
+    await expect(worker.close()).rejects.toThrow(/worker thread stopped earlier/);
+    expect(notices.filter((n) => n.includes('worker thread stopped'))).toHaveLength(1);
+  });
+});
