@@ -4,30 +4,61 @@
  */
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { createRecorder } from './recorder.js';
-import type { PendingExchange } from './types.js';
-import type { FromWorker, ToWorker, WorkerRecorderData } from './worker-recorder.js';
+import type { Clock } from './clock.js';
+import { createRecorderOnClock } from './recorder.js';
+import type { ExchangeMeta, PendingExchange } from './types.js';
+import type { FromWorker, Posted, ToWorker, WireMeta, WorkerRecorderData } from './worker-recorder.js';
 
 const port = parentPort;
 if (!port) throw new Error('worker-recorder-entry runs only as a worker thread (createWorkerRecorder)');
 const { options, faults } = workerData as WorkerRecorderData;
 const send = (message: FromWorker) => port.postMessage(message);
-const recorder = createRecorder({ ...options, stderr: (line) => send({ op: 'stderr', line }) });
+/** When the message being handled was posted: the recorder's wall clock while it is handled. */
+let postedAt: number | undefined;
+const clock: Clock = { now: () => performance.now(), date: () => new Date(postedAt ?? Date.now()) };
+const recorder = createRecorderOnClock({ ...options, stderr: (line) => send({ op: 'stderr', line }) }, clock);
 /** Exchanges by the id the proxy's thread gave them, until it drops its handle (`forget`). */
 const exchanges = new Map<number, PendingExchange>();
+send({ op: 'ready' });
+
+/** An exchange's times back as dates. */
+function metaOf(wire: WireMeta | undefined): ExchangeMeta | undefined {
+  if (!wire) return undefined;
+  const meta: ExchangeMeta = {};
+  if (wire.transport !== undefined) meta.transport = wire.transport;
+  if (wire.mcpSessionId !== undefined) meta.mcpSessionId = wire.mcpSessionId;
+  if (typeof wire.startedAt === 'number') meta.startedAt = new Date(wire.startedAt);
+  if (typeof wire.endedAt === 'number') meta.endedAt = new Date(wire.endedAt);
+  return meta;
+}
 
 function handle(message: ToWorker): void {
   switch (message.op) {
     case 'begin':
-      exchanges.set(message.id, recorder.beginExchange(message.request, message.meta));
+      exchanges.set(message.id, recorder.beginExchange(message.request, metaOf(message.meta)));
       return;
-    case 'settle': {
-      const pending = exchanges.get(message.id);
-      if (pending) (pending[message.method] as (...args: unknown[]) => void)(...message.args);
+    case 'complete':
+      exchanges.get(message.id)?.complete(message.response, metaOf(message.meta));
+      return;
+    case 'too-large':
+      exchanges.get(message.id)?.tooLarge(message.answer, metaOf(message.meta));
+      return;
+    case 'fail':
+      exchanges.get(message.id)?.fail(message.reason);
+      return;
+    case 'timed-out':
+      exchanges.get(message.id)?.timedOut(message.reason);
+      return;
+    case 'client-left':
+      exchanges.get(message.id)?.clientLeft(message.reason);
+      return;
+    case 'note': {
+      const at = typeof message.at === 'number' ? new Date(message.at) : undefined;
+      exchanges.get(message.id)?.note(message.kind, message.detail, at);
       return;
     }
     case 'exchange':
-      recorder.recordExchange(message.request, message.response, message.meta);
+      recorder.recordExchange(message.request, message.response, metaOf(message.meta));
       return;
     case 'event':
       recorder.event(message.sessionId, message.kind, message.detail);
@@ -54,15 +85,18 @@ function closed(error?: string): void {
   port?.close();
 }
 
-port.on('message', (batch: ToWorker[]) => {
-  for (const message of batch) {
+port.on('message', (text: string) => {
+  for (const message of JSON.parse(text) as Posted[]) {
     // The test seam: a throw outside the guard, as a bug in this loop would be.
     if (message.op === 'event' && message.kind === faults?.crashOnEventKind)
       throw new Error(`injected crash on a ${message.kind} event`);
+    postedAt = message.t;
     try {
       handle(message);
     } catch {
       // The recorder counts its own failures; one bad message never stops the ones after it.
+    } finally {
+      postedAt = undefined;
     }
   }
 });

@@ -10,29 +10,54 @@ import { Worker } from 'node:worker_threads';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { NOOP_EXCHANGE } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
-import type { ExchangeMeta, PendingExchange, Recorder, RecorderOptions } from './types.js';
+import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderOptions } from './types.js';
 
 /** What a worker recorder offers: what the proxies use of a recorder (`ProxyRecorder`) and where it writes. */
-export type WorkerRecorder = Pick<
-  Recorder,
-  'sessionsDir' | 'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'close'
->;
+export interface WorkerRecorder
+  extends Pick<
+    Recorder,
+    'sessionsDir' | 'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'close'
+  > {
+  /**
+   * Resolves once the worker's recorder exists; rejects when the worker could not start it. Calls made
+   * before wait in order; a proxy that waits starts with the recorder ready, not with a burst of them.
+   */
+  ready(): Promise<void>;
+}
 
-/** The pending exchange's methods, as posted (`settle`). */
-type PendingMethod = keyof PendingExchange;
+/** An exchange's times as they cross threads: epoch milliseconds (the batch is JSON). */
+export interface WireMeta {
+  transport?: ExchangeMeta['transport'];
+  mcpSessionId?: string;
+  startedAt?: number;
+  endedAt?: number;
+}
 
-/** The proxy's thread to the worker, in order, batched per turn of the event loop. */
+/**
+ * The proxy's thread to the worker, in order, batched (FLUSH_MS) and sent as one JSON text:
+ * what a proxy hands its recorder is JSON it parsed, and a string crosses threads as a copy of its bytes,
+ * where the structured clone of the same objects costs several times its JSON.stringify.
+ */
 export type ToWorker =
-  | { op: 'begin'; id: number; request: unknown; meta: ExchangeMeta }
-  | { op: 'settle'; id: number; method: PendingMethod; args: unknown[] }
-  | { op: 'exchange'; request: unknown; response: unknown; meta: ExchangeMeta }
+  | { op: 'begin'; id: number; request: unknown; meta: WireMeta }
+  | { op: 'complete'; id: number; response: unknown; meta: WireMeta | undefined }
+  | { op: 'too-large'; id: number; answer: OversizeAnswer; meta: WireMeta | undefined }
+  | { op: 'fail' | 'timed-out' | 'client-left'; id: number; reason: string }
+  | { op: 'note'; id: number; kind: string; detail: Record<string, unknown>; at: number | undefined }
+  | { op: 'exchange'; request: unknown; response: unknown; meta: WireMeta }
   | { op: 'event'; sessionId: string | undefined; kind: string; detail: Record<string, unknown> }
   | { op: 'header-secret'; secret: string }
   | { op: 'forget'; id: number }
   | { op: 'close' };
 
+/**
+ * A message as posted: `t` is when (epoch ms), so what the recorder stamps itself (an event's time, a failed
+ * exchange's end) is the proxy's moment, not the worker's some milliseconds later.
+ */
+export type Posted = ToWorker & { t: number };
+
 /** The worker to the proxy's thread: the recorder's stderr lines, and its close. */
-export type FromWorker = { op: 'stderr'; line: string } | { op: 'closed'; error?: string };
+export type FromWorker = { op: 'ready' } | { op: 'stderr'; line: string } | { op: 'closed'; error?: string };
 
 /**
  * Test seam (not exported by index.ts): the worker throws, uncaught, when it gets an event of this kind, as a
@@ -48,6 +73,12 @@ export interface WorkerRecorderData {
   faults?: WorkerRecorderFaults;
 }
 
+/**
+ * What is posted waits this long for more: one wake-up of the worker per a few calls, not several per call
+ * (each is a syscall and, on a busy machine, a context switch on the proxy's thread).
+ */
+const FLUSH_MS = 2;
+
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 
 class WorkerRecorderImpl implements WorkerRecorder {
@@ -55,13 +86,15 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private readonly worker: Worker;
   private readonly stderr: (line: string) => void;
   private nextId = 1;
-  private batch: ToWorker[] = [];
-  private flushQueued = false;
+  private batch: Posted[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
   private closing: Promise<void> | undefined;
   private closed = false;
   private settleClose: ((error?: string) => void) | undefined;
+  private readonly started: Promise<void>;
+  private settleReady: ((error?: string) => void) | undefined;
   /** A handle the proxy dropped: the worker forgets its exchange (notes may come after it settles). */
   private readonly handles = new FinalizationRegistry<number>((id) => this.post({ op: 'forget', id }));
 
@@ -76,6 +109,15 @@ class WorkerRecorderImpl implements WorkerRecorder {
     this.worker.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
     // Like an in-process recorder, it keeps the process alive only while it closes.
     this.worker.unref();
+    this.started = new Promise<void>((resolve, reject) => {
+      this.settleReady = (error) => {
+        this.settleReady = undefined;
+        if (error === undefined) resolve();
+        else reject(new Error(error));
+      };
+    });
+    // Whoever does not wait for it hears of a failed start through stderr (stop) and close.
+    this.started.catch(() => {});
     this.worker.on('message', (message: FromWorker) => this.received(message));
     this.worker.on('error', (err) => this.stop(err.message));
     this.worker.on('messageerror', (err) => this.stop(err.message));
@@ -85,25 +127,25 @@ class WorkerRecorderImpl implements WorkerRecorder {
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     if (this.closed || this.stopped !== undefined) return NOOP_EXCHANGE;
     const id = this.nextId++;
-    this.post({ op: 'begin', id, request, meta });
-    const settle =
-      (method: PendingMethod) =>
-      (...args: unknown[]): void =>
-        this.post({ op: 'settle', id, method, args });
+    this.post({ op: 'begin', id, request, meta: wireMeta(meta) });
     const handle: PendingExchange = {
-      complete: settle('complete'),
-      fail: settle('fail'),
-      timedOut: settle('timedOut'),
-      clientLeft: settle('clientLeft'),
-      tooLarge: settle('tooLarge'),
-      note: settle('note'),
+      complete: (response, m) => this.post({ op: 'complete', id, response, meta: m && wireMeta(m) }),
+      tooLarge: (answer, m) => this.post({ op: 'too-large', id, answer, meta: m && wireMeta(m) }),
+      fail: (reason) => this.post({ op: 'fail', id, reason: String(reason) }),
+      timedOut: (reason) => this.post({ op: 'timed-out', id, reason: String(reason) }),
+      clientLeft: (reason) => this.post({ op: 'client-left', id, reason: String(reason) }),
+      note: (kind, detail, at) => this.post({ op: 'note', id, kind, detail, at: at && msOf(at) }),
     };
     this.handles.register(handle, id);
     return handle;
   }
 
+  ready(): Promise<void> {
+    return this.started;
+  }
+
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
-    this.post({ op: 'exchange', request, response, meta });
+    this.post({ op: 'exchange', request, response, meta: wireMeta(meta) });
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
@@ -138,27 +180,29 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   private post(message: ToWorker): void {
     if (this.stopped !== undefined || this.closed) return;
-    this.batch.push(message);
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    queueMicrotask(() => this.flush());
+    (message as Posted).t = Date.now();
+    this.batch.push(message as Posted);
+    if (this.flushTimer) return;
+    this.flushTimer = setTimeout(() => this.flush(), FLUSH_MS);
+    this.flushTimer.unref();
   }
 
-  /** Everything posted in this turn goes in one message: one wake-up of the worker, not one per call. */
+  /** Everything posted since the last flush, as one message. */
   private flush(): void {
-    this.flushQueued = false;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
     if (this.batch.length === 0 || this.stopped !== undefined) return;
     const batch = this.batch;
     this.batch = [];
     try {
-      this.worker.postMessage(batch);
+      this.worker.postMessage(JSON.stringify(batch));
     } catch (err) {
-      // A value that cannot cross threads (a function in an event's detail): posted one by one, it is dropped alone.
+      // A value JSON cannot hold (a BigInt, a cycle in an event's detail): sent one by one, it is dropped alone.
       for (const message of batch) {
         try {
-          this.worker.postMessage([message]);
+          this.worker.postMessage(JSON.stringify([message]));
         } catch {
-          this.stderr(`mcec-recorder: not recorded (${(err as Error).message}): a ${message.op} message`);
+          this.stderr(`mcec-recorder: not recorded (${(err as Error).message}): one ${message.op} message`);
         }
       }
     }
@@ -166,6 +210,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   private received(message: FromWorker): void {
     if (message.op === 'stderr') this.stderr(message.line);
+    else if (message.op === 'ready') this.settleReady?.();
     else this.settleClose?.(message.error);
   }
 
@@ -176,6 +221,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     this.stopped = reason;
     this.batch = [];
     this.worker.unref();
+    this.settleReady?.(`the recorder's worker thread stopped before it was ready: ${reason}`);
     if (this.settleClose) {
       this.settleClose(`the recorder's worker thread stopped while closing: ${reason}`);
       return;
@@ -185,6 +231,21 @@ class WorkerRecorderImpl implements WorkerRecorder {
         'longer recorded; what it had not committed is lost',
     );
   }
+}
+
+/** Epoch milliseconds of a date; undefined for an invalid one (the recorder then stamps its own). */
+function msOf(date: Date): number | undefined {
+  const ms = date instanceof Date ? date.getTime() : Number.NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+function wireMeta(meta: ExchangeMeta): WireMeta {
+  const wire: WireMeta = {};
+  if (meta.transport !== undefined) wire.transport = meta.transport;
+  if (meta.mcpSessionId !== undefined) wire.mcpSessionId = meta.mcpSessionId;
+  if (meta.startedAt !== undefined) wire.startedAt = msOf(meta.startedAt);
+  if (meta.endedAt !== undefined) wire.endedAt = msOf(meta.endedAt);
+  return wire;
 }
 
 /**

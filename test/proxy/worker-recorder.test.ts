@@ -88,6 +88,7 @@ describe('the recorder in a worker thread', () => {
       stderr: (line) => notices.push(line),
     });
     expect(worker.sessionsDir).toBe(workerDir);
+    await worker.ready();
     const viaWorker = await startProxy((await startSim()).url, worker);
     const actual = await playScript(viaWorker.url);
     // Closed at once after the last answer: close resolves only when the worker's recorder committed it all.
@@ -100,7 +101,7 @@ describe('the recorder in a worker thread', () => {
     expect(notices).toEqual([]);
   });
 
-  it("brings the recorder's stderr notices back before close resolves", async () => {
+  it("brings the recorder's stderr notices back before close resolves; an event JSON cannot hold is dropped alone", async () => {
     const notices: string[] = [];
     const worker = createWorkerRecorder({
       sessionsDir: path.join(tmp, 'notices'),
@@ -111,7 +112,10 @@ describe('the recorder in a worker thread', () => {
     // A handshake and no tool call: the recorder says at close what it did not write.
     const answer = await post(proxy.url, SCRIPT[0]!(''), { Authorization: `Bearer ${TOKEN}` });
     expect(answer.status).toBe(200);
+    // A detail JSON cannot hold is dropped alone, said on stderr; the handshake is still reported.
+    worker.event(undefined, 'step', { name: 'big', at: 10n });
     await worker.close();
+    expect(notices.join('\n')).toMatch(/not recorded \(.*BigInt.*\): one event message/);
     expect(notices.join('\n')).toContain('no tool call followed the handshake');
   });
 
