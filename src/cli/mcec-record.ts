@@ -8,7 +8,7 @@ import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
 import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
 import { recorderVersion } from '../record/environment.js';
-import type { Recorder } from '../record/index.js';
+import type { WorkerRecorder } from '../record/worker-recorder.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
   DEFAULT_BODY_TIMEOUT,
@@ -184,13 +184,17 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
   return { ...previous, [value.slice(0, at).trim()]: value.slice(at + 1).trim() };
 }
 
-async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
+/**
+ * The recorder, in a worker thread: this thread only forwards bytes, the recording's work (parse, redact,
+ * commit) never delays the next request.
+ */
+async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<WorkerRecorder> {
   const foreign = windowsPathProblem(options.sessions);
   if (foreign) throw new UsageError(foreign);
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
-  const { createRecorder } = await import('../record/index.js');
+  const { createWorkerRecorder } = await import('../record/worker-recorder.js');
   const mask = maskOptions(options);
-  return createRecorder({
+  const recorder = createWorkerRecorder({
     transport,
     mask,
     copyHostFiles: options.hostFiles !== false,
@@ -203,6 +207,10 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
       : {}),
     stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
   });
+  // Listening (or starting the server) waits for it: the first calls find it ready, and a recorder that
+  // cannot start is exit 1 before any client relies on it.
+  await recorder.ready().catch((err: Error) => fail(`cannot record: ${err.message}`, 1));
+  return recorder;
 }
 
 interface HttpCommandOptions extends CommonOptions {
