@@ -30,7 +30,7 @@ export interface ExchangeSink {
  * An answer recorded without its body because the record queue was full, as an oversize answer; its outcome
  * read from the answer at hand (a JSON-RPC error, or a result's `isError`) so the row's status stays true.
  */
-function queueFull(bytes: number, limit: number, output?: unknown): OversizeAnswer {
+export function queueFull(bytes: number, limit: number, output?: unknown): OversizeAnswer {
   const answer: OversizeAnswer = { bytes, limit, reason: 'queue-full' };
   if (!isRecord(output)) return answer;
   if (isRecord(output.error)) answer.rpcError = true;

@@ -3,6 +3,7 @@
  * proxy's thread. Its stderr lines go back as messages; `close` answers with `closed` (and its error, if any).
  */
 
+import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { createRecorderOnClock } from './recorder.js';
@@ -85,11 +86,19 @@ function closed(error?: string): void {
   port?.close();
 }
 
+/** The test seam's hold: this thread blocked (as by a stalled commit) until the file exists. */
+function holdUntil(file: string): void {
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  while (!fs.existsSync(file)) Atomics.wait(nap, 0, 0, 10);
+}
+
 port.on('message', (text: string) => {
   for (const message of JSON.parse(text) as Posted[]) {
-    // The test seam: a throw outside the guard, as a bug in this loop would be.
+    // The test seams: a throw outside the guard, as a bug in this loop would be; a blocked thread.
     if (message.op === 'event' && message.kind === faults?.crashOnEventKind)
       throw new Error(`injected crash on a ${message.kind} event`);
+    if (message.op === 'event' && message.kind === faults?.holdOnEventKind?.kind)
+      holdUntil(faults.holdOnEventKind.untilFile);
     postedAt = message.t;
     try {
       handle(message);
@@ -99,4 +108,6 @@ port.on('message', (text: string) => {
       postedAt = undefined;
     }
   }
+  // What the proxy's thread may post before an answer is recorded without its body.
+  send({ op: 'taken', chars: text.length });
 });

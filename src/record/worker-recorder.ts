@@ -8,8 +8,9 @@
 
 import { Worker } from 'node:worker_threads';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
-import { NOOP_EXCHANGE } from './exchange.js';
+import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
+import { roughSize } from './outcome.js';
 import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderOptions } from './types.js';
 
 /** What a worker recorder offers: what the proxies use of a recorder (`ProxyRecorder`) and where it writes. */
@@ -57,14 +58,22 @@ export type ToWorker =
 export type Posted = ToWorker & { t: number };
 
 /** The worker to the proxy's thread: the recorder's stderr lines, and its close. */
-export type FromWorker = { op: 'ready' } | { op: 'stderr'; line: string } | { op: 'closed'; error?: string };
+export type FromWorker =
+  | { op: 'ready' }
+  | { op: 'taken'; chars: number }
+  | { op: 'stderr'; line: string }
+  | { op: 'closed'; error?: string };
 
 /**
- * Test seam (not exported by index.ts): the worker throws, uncaught, when it gets an event of this kind, as a
- * bug in the recorder would.
+ * Test seams (not exported by index.ts): the worker throws, uncaught, when it gets an event of a kind, as a
+ * bug in the recorder would; or blocks on one; or the untaken JSON's cap is smaller.
  */
 export interface WorkerRecorderFaults {
   crashOnEventKind?: string;
+  /** The worker's thread blocks on an event of this kind until the file exists (a stalled commit). */
+  holdOnEventKind?: { kind: string; untilFile: string };
+  /** In place of MAX_UNTAKEN_CHARS. */
+  maxUntakenChars?: number;
 }
 
 /** What the worker starts with: the options that cross threads (no functions) and the faults. */
@@ -74,10 +83,18 @@ export interface WorkerRecorderData {
 }
 
 /**
- * What is posted waits this long for more: one wake-up of the worker per a few calls, not several per call
- * (each is a syscall and, on a busy machine, a context switch on the proxy's thread).
+ * What is posted waits this long for more: one wake-up of the worker for many calls, not several per call
+ * (each is a syscall and, on a busy machine, a context switch on the proxy's thread). Measured against 2 ms:
+ * less of the proxy's thread per call, no slower (the record queue commits every 4 ms anyway).
  */
-const FLUSH_MS = 2;
+const FLUSH_MS = 10;
+
+/**
+ * JSON posted that the worker has not taken yet, at most (as the record queue's 256 MiB): past it an answer is
+ * recorded without its body (`queue-full`), as the record queue does, so a stalled worker never makes the
+ * proxy hold more than this.
+ */
+const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
 
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 
@@ -87,6 +104,9 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private readonly stderr: (line: string) => void;
   private nextId = 1;
   private batch: Posted[] = [];
+  /** Chars of JSON posted that the worker has not said it took. */
+  private untaken = 0;
+  private readonly maxUntaken: number;
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
@@ -104,6 +124,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     this.sessionsDir = resolveSessionsDir(rest.sessionsDir);
     const data: WorkerRecorderData = { options: { ...rest, sessionsDir: this.sessionsDir } };
     if (faults) data.faults = faults;
+    this.maxUntaken = faults?.maxUntakenChars ?? MAX_UNTAKEN_CHARS;
     // stdout: true keeps the worker's stdout off ours (a stdio proxy's stdout is the protocol).
     this.worker = new Worker(ENTRY, { workerData: data, stdout: true });
     this.worker.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
@@ -129,7 +150,11 @@ class WorkerRecorderImpl implements WorkerRecorder {
     const id = this.nextId++;
     this.post({ op: 'begin', id, request, meta: wireMeta(meta) });
     const handle: PendingExchange = {
-      complete: (response, m) => this.post({ op: 'complete', id, response, meta: m && wireMeta(m) }),
+      complete: (response, m) => {
+        const full = this.queueFull(response);
+        if (full) this.post({ op: 'too-large', id, answer: full, meta: m && wireMeta(m) });
+        else this.post({ op: 'complete', id, response, meta: m && wireMeta(m) });
+      },
       tooLarge: (answer, m) => this.post({ op: 'too-large', id, answer, meta: m && wireMeta(m) }),
       fail: (reason) => this.post({ op: 'fail', id, reason: String(reason) }),
       timedOut: (reason) => this.post({ op: 'timed-out', id, reason: String(reason) }),
@@ -145,7 +170,15 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
-    this.post({ op: 'exchange', request, response, meta: wireMeta(meta) });
+    const full = this.queueFull(response);
+    if (full) this.beginExchange(request, meta).tooLarge(full, meta);
+    else this.post({ op: 'exchange', request, response, meta: wireMeta(meta) });
+  }
+
+  /** The answer as recorded without its body when it would take the untaken JSON past its cap; else null. */
+  private queueFull(response: unknown): OversizeAnswer | null {
+    const size = roughSize(response);
+    return this.untaken + size > this.maxUntaken ? queueFull(size, this.maxUntaken, response) : null;
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
@@ -195,12 +228,16 @@ class WorkerRecorderImpl implements WorkerRecorder {
     const batch = this.batch;
     this.batch = [];
     try {
-      this.worker.postMessage(JSON.stringify(batch));
+      const text = JSON.stringify(batch);
+      this.worker.postMessage(text);
+      this.untaken += text.length;
     } catch (err) {
       // A value JSON cannot hold (a BigInt, a cycle in an event's detail): sent one by one, it is dropped alone.
       for (const message of batch) {
         try {
-          this.worker.postMessage(JSON.stringify([message]));
+          const text = JSON.stringify([message]);
+          this.worker.postMessage(text);
+          this.untaken += text.length;
         } catch {
           this.stderr(`mcec-recorder: not recorded (${(err as Error).message}): one ${message.op} message`);
         }
@@ -210,6 +247,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   private received(message: FromWorker): void {
     if (message.op === 'stderr') this.stderr(message.line);
+    else if (message.op === 'taken') this.untaken -= message.chars;
     else if (message.op === 'ready') this.settleReady?.();
     else this.settleClose?.(message.error);
   }

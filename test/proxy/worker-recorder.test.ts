@@ -142,4 +142,30 @@ describe('the recorder in a worker thread', () => {
     await expect(worker.close()).rejects.toThrow(/worker thread stopped earlier/);
     expect(notices.filter((n) => n.includes('worker thread stopped'))).toHaveLength(1);
   });
+
+  it('a stalled worker never makes the proxy hold more than its cap: answers past it are recorded without their bodies', async () => {
+    const release = path.join(tmp, 'release');
+    const dir = path.join(tmp, 'stalled');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'http', stderr: () => {} },
+      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 2_000 },
+    );
+    await worker.ready();
+    const target = await startSim();
+    const proxy = await startProxy(target.url, worker);
+    // The worker's thread blocks (as on a stalled commit) while the whole script goes through the proxy.
+    worker.event(undefined, 'hold', {});
+    const through = await playScript(proxy.url);
+    expect(through.map((a) => a.status)).toEqual(SCRIPT.map(() => 200));
+    fs.writeFileSync(release, '');
+    await worker.close();
+
+    const sessions = readSessions(dir);
+    const calls = sessions.flatMap((s) => s.calls);
+    expect(calls).toHaveLength(8);
+    expect(calls.some((c) => c.error_code === 'answer-not-recorded')).toBe(true);
+    const full = sessions.flatMap((s) => s.events).filter((e) => e.kind === 'oversize-message');
+    expect(full.length).toBeGreaterThan(0);
+    expect(full.every((e) => e.detail.reason === 'queue-full' && e.detail.limit === 2_000)).toBe(true);
+  });
 });
