@@ -115,7 +115,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private settleClose: ((error?: string) => void) | undefined;
   private readonly started: Promise<void>;
   private settleReady: ((error?: string) => void) | undefined;
-  /** A handle the proxy dropped: the worker forgets its exchange (notes may come after it settles). */
+  /** An exchange whose methods the proxy dropped: the worker forgets it (notes may come after it settles). */
   private readonly handles = new FinalizationRegistry<number>((id) => this.post({ op: 'forget', id }));
 
   constructor(options: RecorderOptions, faults: WorkerRecorderFaults | undefined) {
@@ -147,21 +147,25 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     if (this.closed || this.stopped !== undefined) return NOOP_EXCHANGE;
-    const id = this.nextId++;
-    this.post({ op: 'begin', id, request, meta: wireMeta(meta) });
+    // The methods hold `exchange`, the registered object: it lives while any of them can still be called.
+    const exchange = { id: this.nextId++ };
+    this.handles.register(exchange, exchange.id);
+    this.post({ op: 'begin', id: exchange.id, request, meta: wireMeta(meta) });
     const handle: PendingExchange = {
       complete: (response, m) => {
         const full = this.queueFull(response);
+        const { id } = exchange;
         if (full) this.post({ op: 'too-large', id, answer: full, meta: m && wireMeta(m) });
         else this.post({ op: 'complete', id, response, meta: m && wireMeta(m) });
       },
-      tooLarge: (answer, m) => this.post({ op: 'too-large', id, answer, meta: m && wireMeta(m) }),
-      fail: (reason) => this.post({ op: 'fail', id, reason: String(reason) }),
-      timedOut: (reason) => this.post({ op: 'timed-out', id, reason: String(reason) }),
-      clientLeft: (reason) => this.post({ op: 'client-left', id, reason: String(reason) }),
-      note: (kind, detail, at) => this.post({ op: 'note', id, kind, detail, at: at && msOf(at) }),
+      tooLarge: (answer, m) =>
+        this.post({ op: 'too-large', id: exchange.id, answer, meta: m && wireMeta(m) }),
+      fail: (reason) => this.post({ op: 'fail', id: exchange.id, reason: String(reason) }),
+      timedOut: (reason) => this.post({ op: 'timed-out', id: exchange.id, reason: String(reason) }),
+      clientLeft: (reason) => this.post({ op: 'client-left', id: exchange.id, reason: String(reason) }),
+      note: (kind, detail, at) =>
+        this.post({ op: 'note', id: exchange.id, kind, detail, at: at && msOf(at) }),
     };
-    this.handles.register(handle, id);
     return handle;
   }
 
