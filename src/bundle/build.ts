@@ -15,6 +15,7 @@ import {
 } from '../report/html/render-html.js';
 import { REPORT_HTML_FILE } from '../report/html/write-report.js';
 import type { PlayerModel } from '../report/player/model.js';
+import { readPlayerModel } from '../report/player/read-model.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import type { SessionSummary, Verdict } from '../report/types.js';
@@ -41,7 +42,7 @@ import {
   type SkippedFile,
 } from './images.js';
 import { type BundleMasking, maskedSessionView } from './masked-view.js';
-import { RUN_GIF_FILE, type RunGif, writeRunGif } from './run-gif.js';
+import { preloadRunGifDecoder, RUN_GIF_FILE, type RunGif, writeRunGif } from './run-gif.js';
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
@@ -124,6 +125,10 @@ interface SessionFacts {
   report: ReportStream;
   /** Set when the session is still being recorded (its writer alive): the bundle is a snapshot of it. */
   stillRecording: string | null;
+  /** run.gif, drawn from the start (its own pass over the log) while report.html is planned; null when none. */
+  gif: Promise<RunGif | null> | null;
+  /** Why run.gif could not be made, once it is known (a warning, not a failed bundle). */
+  gifProblem: string[];
 }
 
 /** What one write of the zip is made of. */
@@ -176,7 +181,11 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     // Masks still to paint (mask mode on-export, new rules): the bundle reads a masked view of the session.
     const view = await maskedSessionView(dir, tmpDir, options.maskRules ?? []);
     const source = view.dir ?? dir;
-    const facts = await readSession(source, tmpDir, progress, options.templatesDir);
+    const facts = await readSession(source, tmpDir, progress, {
+      templatesDir: options.templatesDir,
+      withGif: options.gif !== false,
+      drawing,
+    });
     opened = facts;
     const plan = {
       ...(await planBundle(source, tmpDir, facts, options, progress, drawing)),
@@ -208,19 +217,8 @@ async function planBundle(
   const { session, summary } = facts;
   const top = topFolderName(dir, session);
   const failureSummary = await renderFailureSummary(summary, { templatesDir: options.templatesDir });
-  // run.gif is drawn once the page's plan has read the calls, while the rest of the page is planned and the
-  // zip's first entries are written; bug-report.md, which shows it, is rendered when it is known.
-  const gifProblem: string[] = [];
-  const gif =
-    withGif && stillImages(facts.images) >= 2
-      ? facts.report
-          .player()
-          .then((model) => writeRunGif(dir, model, path.join(tmpDir, RUN_GIF_FILE)))
-          .catch((err: unknown) => {
-            gifProblem.push(`run.gif was not written: ${err instanceof Error ? err.message : String(err)}`);
-            return null;
-          })
-      : null;
+  // bug-report.md shows run.gif (being drawn since the log was opened): it is rendered when that is known.
+  const { gif, gifProblem } = facts;
   const bugReport = (gif ?? Promise.resolve(null)).then(async (made) => {
     const text = await renderBugReport(summary, {
       templatesDir: options.templatesDir,
@@ -417,22 +415,56 @@ function overCapWarning(bytes: number, maxBytes: number, droppable: number, drop
   );
 }
 
-/** Read what the bundle needs from the log; the connection stays open until report.html is written. */
+/** What readSession is asked for besides the log. */
+interface ReadOptions {
+  templatesDir?: string;
+  /** Draw run.gif (when the session has two still images or more). */
+  withGif: boolean;
+  /** Work drawn into the temp dir in the background, waited for before it is removed (run.gif joins it). */
+  drawing: Array<Promise<unknown>>;
+}
+
+/**
+ * Read what the bundle needs from the log; the connection stays open until report.html is written. run.gif
+ * starts here, before the page's rows: the player's model on a pass of its own, then sharp draws the frames
+ * while the rows are measured; the page is handed the same model.
+ */
 async function readSession(
   dir: string,
   tmpDir: string,
   progress: Progress,
-  templatesDir?: string,
+  read: ReadOptions,
 ): Promise<SessionFacts> {
   const reader = SessionReader.open(dir);
   let streaming = false;
   try {
     const session = reader.session();
     progress.expect(reader.callCount() + 2);
-    const summary = await buildSummary(reader);
     const rows = reader.artifacts();
     const { images, skipped } = listImageFiles(dir, rows);
+    const drawsGif = read.withGif && stillImages(images) >= 2;
+    // sharp's import (~200 ms) goes on while the summary and the model are read.
+    if (drawsGif) preloadRunGifDecoder();
+    const summary = await buildSummary(reader);
     const keep = protectedImages(summary, rows);
+    const gifProblem: string[] = [];
+    let player: PlayerModel | null = null;
+    let gif: Promise<RunGif | null> | null = null;
+    if (drawsGif) {
+      try {
+        player = readPlayerModel(reader, summary);
+      } catch (err) {
+        // No GIF; the page collects its model on its rows pass, and fails there if it must.
+        gifProblem.push(`run.gif was not written: ${errorMessage(err)}`);
+      }
+    }
+    if (player) {
+      gif = writeRunGif(dir, player, path.join(tmpDir, RUN_GIF_FILE)).catch((err: unknown) => {
+        gifProblem.push(`run.gif was not written: ${errorMessage(err)}`);
+        return null;
+      });
+      read.drawing.push(gif);
+    }
     const log = new ToolCallLogFile(reader, session.session_id, path.join(tmpDir, 'tool-calls.jsonl'), {
       onCall: () => progress.step(),
     });
@@ -442,12 +474,34 @@ async function readSession(
       summary.status === 'open'
         ? `the session is still being recorded${live ? ` (pid ${live.pid} on ${live.host})` : ''}: the bundle holds its calls up to now; bundle it again once the run ended`
         : null;
-    const report = new ReportStream(reader, summary, { templatesDir }, tmpDir, log);
+    const report = new ReportStream(
+      reader,
+      summary,
+      { templatesDir: read.templatesDir },
+      tmpDir,
+      log,
+      player,
+    );
     streaming = true;
-    return { session, summary, log: report.log, images, skipped, keep, report, stillRecording };
+    return {
+      session,
+      summary,
+      log: report.log,
+      images,
+      skipped,
+      keep,
+      report,
+      stillRecording,
+      gif,
+      gifProblem,
+    };
   } finally {
     if (!streaming) reader.close();
   }
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /**
@@ -458,27 +512,21 @@ class ReportStream {
   private readonly page: Promise<ReportHtmlPage>;
   /** tool-calls.jsonl, complete once the plan has read every call. */
   readonly log: Promise<LogFacts>;
-  /** The run as the page's player shows it, known as soon as the plan has read the calls. */
-  private readonly playerModel: Promise<PlayerModel>;
 
+  /** `player`: the player's model when read already (run.gif's pass), else the rows pass collects it. */
   constructor(
     private readonly reader: SessionReader,
     summary: SessionSummary,
     options: ReportHtmlOptions,
     spoolDir: string,
     log: ToolCallLogFile,
+    player: PlayerModel | null,
   ) {
     let ended: (facts: LogFacts) => void = () => undefined;
     let failed: (err: unknown) => void = () => undefined;
     this.log = new Promise<LogFacts>((resolve, reject) => {
       ended = resolve;
       failed = reject;
-    });
-    let played: (model: PlayerModel) => void = () => undefined;
-    let notPlayed: (err: unknown) => void = () => undefined;
-    this.playerModel = new Promise<PlayerModel>((resolve, reject) => {
-      played = resolve;
-      notPlayed = reject;
     });
     // The log is complete as soon as the plan has read the last call (before the bodies are shared out).
     const callRows = {
@@ -495,24 +543,14 @@ class ReportStream {
       keepRows: false,
       spoolDir,
       callRows,
-      onPlayer: played,
+      ...(player ? { player } : {}),
     });
     this.page.catch((err: unknown) => {
       log.abort();
       failed(err);
-      notPlayed(err); // no effect once the model was handed over
     });
     // A failed plan fails the zip that asks for the page or the log.
     this.log.catch(() => undefined);
-    this.playerModel.catch(() => undefined);
-  }
-
-  /**
-   * The run as the page's player shows it, known once the plan has read the calls: run.gif is drawn while
-   * the rest of the page is planned.
-   */
-  player(): Promise<PlayerModel> {
-    return this.playerModel;
   }
 
   /** The page's bytes, also written to `copy` when given. */

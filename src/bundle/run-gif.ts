@@ -51,6 +51,17 @@ const MIN_WIDTH_FROM_IMAGES = 400;
 /** Labels at least this high in the GIF's pixels. */
 const MIN_FONT_PX = 10;
 const BACKGROUND = { r: 31, g: 35, b: 40, alpha: 1 };
+/** Frames drawn ahead of the one being written (each at most 800 x 1600 px of RGB, 3.8 MB, and its source). */
+const DRAWS_AHEAD = 3;
+const DRAWN: Promise<Buffer | null> = Promise.resolve(null);
+
+/**
+ * Start importing sharp now (~200 ms of loading), so it is there when the first frame is drawn. A failed
+ * import is the GIF's warning once it asks for sharp, so it is not reported here.
+ */
+export function preloadRunGifDecoder(): void {
+  loadSharp().catch(() => undefined);
+}
 
 /** The steps shown: the failing one, then its neighbours (two before for each after), in run order. */
 export function chooseSteps(steps: readonly PlayerStep[], max: number): PlayerStep[] {
@@ -135,17 +146,30 @@ async function encode(
   const height = Math.max(16, Math.round(width * aspect));
   const gif = await GifFileWriter.open(file, runGifPalette(), width, height);
   const page = width * height * 3;
-  // A frame is written once the next one is known: its delay is the gap to the next step shown.
+  // A frame is written once the next one is known: its delay is the gap to the next step shown. The next
+  // frames are drawn meanwhile (DRAWS_AHEAD at a time): each one is a string of waits (file reads, sharp's
+  // thread, a write), and the rows pass beside it gives the event loop a turn only every 2 ms.
+  const draws: Array<Promise<Buffer | null>> = [];
+  const drawAhead = (upTo: number) => {
+    for (let i = draws.length; i < Math.min(steps.length, upTo); i++) {
+      const draw = drawFrame(sharp, sessionDir, frames[i]!, steps[i]!, fromThumbs, width, height);
+      draw.catch(() => undefined); // awaited at its turn
+      draws.push(draw);
+    }
+  };
   let pending: { pixels: Buffer; step: PlayerStep } | null = null;
   try {
     for (const [i, step] of steps.entries()) {
-      const pixels = await drawFrame(sharp, sessionDir, frames[i]!, step, fromThumbs, width, height);
+      drawAhead(i + 1 + DRAWS_AHEAD);
+      const pixels = await draws[i]!;
+      draws[i] = DRAWN; // its pixels are let go once written
       if (!pixels || pixels.length < page) continue; // an unreadable image: the GIF goes on without it
       if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, step));
       pending = { pixels, step };
     }
     if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, null));
   } catch (err) {
+    await Promise.allSettled(draws); // none still reading when the caller removes the files
     await gif.abandon();
     throw err;
   }

@@ -175,6 +175,10 @@ export function resolveSession(sessionsDir: string, idOrPrefix: string): Session
 const CALL_COLUMNS = `seq, tool, args, rpc_id, transport, started_at, ended_at, duration_ms, status, ok, error_code,
   error_category, error_detail, output_kind, envelope, response, violations, payload_dropped`;
 
+/** CALL_COLUMNS' order with only the player's columns read (PlayerCollector.add). */
+const PLAYER_CALL_COLUMNS = `seq, tool, args, NULL, transport, started_at, NULL, NULL, status, ok, error_code,
+  NULL, NULL, NULL, envelope, NULL, NULL, 0`;
+
 /**
  * A CallRow from a raw row in CALL_COLUMNS order. Built here, all rows share one object shape; rows built by
  * the driver cost about 15% more to read, and reading is most of streaming 10,000 calls.
@@ -373,15 +377,22 @@ export class SessionReader {
     return (this.stmt('SELECT count(*) AS n FROM calls').get() as { n: number }).n;
   }
 
-  /** Calls in seq order from `fromSeq` (default 1), at most `limit`, streamed one row at a time. */
-  *calls(options: { fromSeq?: number; limit?: number } = {}): IterableIterator<CallRow> {
+  /**
+   * Calls in seq order from `fromSeq` (default 1), at most `limit`, streamed one row at a time. `columns:
+   * 'player'` reads only what the player's model takes (seq, tool, args, started_at, status, error_code,
+   * envelope; the rest null or 0): run.gif's own pass, which need not pull the responses into JS.
+   */
+  *calls(
+    options: { fromSeq?: number; limit?: number; columns?: 'all' | 'player' } = {},
+  ): IterableIterator<CallRow> {
     const from = options.fromSeq ?? 0;
     const limit = options.limit ?? -1;
     // Page through in chunks so the caller may query the reader between rows (an open iterate() locks it).
     const PAGE = 500;
     let next = from;
     let left = limit < 0 ? Number.POSITIVE_INFINITY : limit;
-    const stmt = this.stmt(`SELECT ${CALL_COLUMNS} FROM calls WHERE seq >= ? ORDER BY seq LIMIT ?`, true);
+    const columns = options.columns === 'player' ? PLAYER_CALL_COLUMNS : CALL_COLUMNS;
+    const stmt = this.stmt(`SELECT ${columns} FROM calls WHERE seq >= ? ORDER BY seq LIMIT ?`, true);
     while (left > 0) {
       const page = stmt.all(next, Math.min(PAGE, left)) as unknown[][];
       if (page.length === 0) return;

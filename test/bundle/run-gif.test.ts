@@ -1,6 +1,7 @@
 // run.gif in the bug bundle: the demo's run as an animated GIF that bug-report.md shows inline (decoded here
 // with sharp: frame count, size and delays within bounds), 60 frames chosen around the failure in a long
-// session, none with --no-gif or with fewer than two images.
+// session, none with --no-gif or with fewer than two images. The GIF is drawn from the player's model read on
+// a pass of its own before the page's rows: that model is the one the page's rows pass collects.
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +9,12 @@ import { buildBundle } from '../../src/bundle/build.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { runDemo } from '../../src/demo/index.js';
 import { createRecorder } from '../../src/index.js';
+import { pageChunks, renderReportHtmlParts } from '../../src/report/html/render-html.js';
+import { MAX_STEPS } from '../../src/report/player/model.js';
+import { readPlayerModel } from '../../src/report/player/read-model.js';
+import { buildSummary } from '../../src/report/summary.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { bundleValidators, readZip, sha256, unzipTest, type ZipEntryRead } from './helpers.js';
 
@@ -35,6 +41,46 @@ async function recordCaptures(sessionsDir: string, before: number, after: number
   const dir = recorder.session(sessionId)!.dir;
   await recorder.close();
   return dir;
+}
+
+/** Two captures, then `finds` finds (each a step with its marks), the failing capture, and a few more finds. */
+async function recordFinds(sessionsDir: string, finds: number): Promise<string> {
+  const sim = createSimulator({ sessionsRoot: path.join(sessionsDir, 'sim') });
+  const recorder = createRecorder({ sessionsDir, scenario: 'finds', stderr: () => {} });
+  const dispatch = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
+  const sessionId = envelopeOf(await dispatch('session-start', {})).sessionId as string;
+  const find = (i: number) =>
+    dispatch('find', {
+      window: 'Untitled - Notepad',
+      by: 'name',
+      value: i % 7 ? 'Text Editor' : `item ${i}`,
+      sessionId,
+    });
+  await dispatch('capture', { window: 'Untitled - Notepad', maxWidth: 300, sessionId });
+  await dispatch('capture', { window: 'Untitled - Notepad', maxWidth: 320, sessionId });
+  for (let i = 0; i < finds; i++) await find(i);
+  await dispatch('capture', { window: 'Video Player', sessionId });
+  for (let i = 0; i < 5; i++) await find(i);
+  await recorder.end(sessionId, { passed: false, reason: 'black player' });
+  await recorder.flush();
+  const dir = recorder.session(sessionId)!.dir;
+  await recorder.close();
+  return dir;
+}
+
+/** The page's own model (collected on its rows pass), the one read on a pass of its own, and whether the page given the latter is the same bytes. */
+async function bothModels(dir: string) {
+  const reader = SessionReader.open(dir);
+  try {
+    const summary = await buildSummary(reader);
+    const collected = await renderReportHtmlParts(reader, summary, {}, { keepRows: true });
+    const read = readPlayerModel(reader, summary);
+    const given = await renderReportHtmlParts(reader, summary, {}, { keepRows: true, player: read });
+    const bytes = (page: typeof given) => Buffer.concat([...pageChunks(page)]);
+    return { collected: collected.player, read, samePage: bytes(collected).equals(bytes(given)) };
+  } finally {
+    reader.close();
+  }
 }
 
 describe('run.gif', () => {
@@ -75,6 +121,22 @@ describe('run.gif', () => {
     expect(bug).toMatch(/^!\[The run, 8 frames: [^\]]*\]\(run\.gif\)$/m);
     expect(demo.verify.ok).toBe(true);
   });
+
+  it("is drawn from the page's player: the model read on its own pass is the one the rows pass collects", async () => {
+    const demoModels = await bothModels(demo.sessionDir);
+    expect(demoModels.read).toEqual(demoModels.collected);
+    expect(demoModels.samePage).toBe(true);
+    // The demo draws clicks, finds and invokes: marks that depend on earlier calls (a find gives an invoke its box).
+    expect(
+      demoModels.read.steps.filter((s) => s.marks.some((m) => m.kind !== 'caption')).length,
+    ).toBeGreaterThan(2);
+    // More steps than the player keeps: the same ones kept, around the failure, on the same frames.
+    const many = await bothModels(await recordFinds(path.join(root, 'finds'), MAX_STEPS + 50));
+    expect(many.read.stepsOmitted).toBeGreaterThan(0);
+    expect(many.read.steps.some((s) => s.failing)).toBe(true);
+    expect(many.read).toEqual(many.collected);
+    expect(many.samePage).toBe(true);
+  }, 60_000);
 
   it('is the same bytes when the same session is bundled again', async () => {
     const out = path.join(root, 'again.zip');

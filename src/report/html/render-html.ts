@@ -10,6 +10,7 @@ import type { CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { PlayerCollector, type PlayerModel } from '../player/model.js';
 import { playerView } from '../player/player-view.js';
+import { serverVersionOf } from '../player/read-model.js';
 import { isPlainServer } from '../server-kind.js';
 import { escapeFormatChars } from '../text.js';
 import type { SessionSummary } from '../types.js';
@@ -81,7 +82,7 @@ export interface ReportHtmlPage {
   tail: string | null;
   /** Each shown row's HTML, in order. */
   rows(): Generator<string>;
-  /** The run as the player shows it (run.gif is drawn from it too). */
+  /** The run as the player shows it (the bundle reads it first, for run.gif, and hands it in: `PageMode.player`). */
   player: PlayerModel;
 }
 
@@ -153,8 +154,8 @@ export interface PageMode {
   spoolDir?: string;
   /** Handed every call row, in seq order, as the rows are measured (the bundle writes tool-calls.jsonl on this pass). */
   callRows?: CallRowListener;
-  /** Handed the player's model once the pass has read the last call, before the bodies are shared out (run.gif starts then). */
-  onPlayer?: (player: PlayerModel) => void;
+  /** The player's model read already (`readPlayerModel`, the bundle's run.gif pass): the rows pass does not collect it. */
+  player?: PlayerModel;
 }
 
 /** Plan the page: rows measured, thumbnails made, bodies shared out, the page around the rows rendered. */
@@ -232,27 +233,28 @@ async function planPage(
   const { tpl, facts, rows, settings, seqs, requests } = read;
   const special = Math.min(BODY_LIMITS.special, Math.floor(settings.maxBytes / 40));
   const specials = new Set([seqs.failingSeq, seqs.lastGoodSeq].filter((s): s is number => s !== null));
-  // The player's model is read on the same pass over the log as the rows.
-  const collector = new PlayerCollector({
-    artifactsBySeq: facts.artifactsBySeq,
-    firstSeqOfImage: facts.firstSeqOfImage,
-    keyOf: (a) => imageRef(reader.dir, a.path, settings.artifactBase)?.key ?? null,
-    serverVersion: serverVersionOf(summary),
-    failingSeq: seqs.failingSeq,
-  });
+  // The player's model is read on the same pass over the log as the rows, unless it was read before.
+  const collector = mode.player
+    ? null
+    : new PlayerCollector({
+        artifactsBySeq: facts.artifactsBySeq,
+        firstSeqOfImage: facts.firstSeqOfImage,
+        keyOf: (a) => imageRef(reader.dir, a.path, settings.artifactBase)?.key ?? null,
+        serverVersion: serverVersionOf(summary),
+        failingSeq: seqs.failingSeq,
+      });
   const measured = await measureRows(reader, rows, facts, specials, {
     html: mode.keepRows,
     spool,
     callRows: {
       add: (row) => {
-        collector.add(row);
+        collector?.add(row);
         mode.callRows?.add(row);
       },
       end: () => mode.callRows?.end(),
     },
   });
-  const player = collector.finish();
-  mode.onPlayer?.(player);
+  const player = mode.player ?? collector!.finish();
   const plan = await read.planned;
   rows.usePlan(plan);
 
@@ -427,13 +429,6 @@ function renderShell(
 }
 
 /** The MCEC server's version from the session's environment (how click/drag pixels with a target are read). */
-function serverVersionOf(summary: SessionSummary): string | null {
-  const server = summary.environment.server;
-  if (!server || typeof server !== 'object') return null;
-  const version = (server as Record<string, unknown>).version;
-  return typeof version === 'string' ? version : null;
-}
-
 /** "5 MB", "400 KB": the page's cap as people write it (decimal units, like the 5 MB in the docs). */
 function decimalSize(bytes: number): string {
   if (bytes >= 1_000_000) return `${Number((bytes / 1_000_000).toFixed(1))} MB`;
