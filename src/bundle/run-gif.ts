@@ -51,9 +51,9 @@ const MIN_WIDTH_FROM_IMAGES = 400;
 /** Labels at least this high in the GIF's pixels. */
 const MIN_FONT_PX = 10;
 const BACKGROUND = { r: 31, g: 35, b: 40, alpha: 1 };
-/** Frames drawn ahead of the one being written (each at most 800 x 1600 px of RGB, 3.8 MB, and its source). */
-const DRAWS_AHEAD = 3;
-const DRAWN: Promise<Buffer | null> = Promise.resolve(null);
+/** Kept thumbnails read ahead of the frame being drawn (an image file: one, it may be megabytes). */
+const THUMBS_READ_AHEAD = 4;
+const DONE: Promise<Buffer | null> = Promise.resolve(null);
 
 /**
  * Start importing sharp now (~200 ms of loading), so it is there when the first frame is drawn. A failed
@@ -146,30 +146,42 @@ async function encode(
   const height = Math.max(16, Math.round(width * aspect));
   const gif = await GifFileWriter.open(file, runGifPalette(), width, height);
   const page = width * height * 3;
-  // A frame is written once the next one is known: its delay is the gap to the next step shown. The next
-  // frames are drawn meanwhile (DRAWS_AHEAD at a time): each one is a string of waits (file reads, sharp's
-  // thread, a write), and the rows pass beside it gives the event loop a turn only every 2 ms.
+  // A frame is written once the next one is known: its delay is the gap to the next step shown. Meanwhile
+  // the next frame is drawn and the bytes of a few after it read (kept thumbnails are a few KB): each is a
+  // string of waits, and the rows pass beside the GIF gives the event loop a turn only every 2 ms.
+  const sourcesAhead = fromThumbs ? THUMBS_READ_AHEAD : 1;
+  const sources: Array<Promise<Buffer | null>> = [];
   const draws: Array<Promise<Buffer | null>> = [];
   const drawAhead = (upTo: number) => {
+    for (let i = sources.length; i < Math.min(steps.length, upTo + sourcesAhead); i++) {
+      // Steps in a row on one image read it once.
+      const same = i > 0 && steps[i]!.frame === steps[i - 1]!.frame ? sources[i - 1] : undefined;
+      const read = same ?? sourceOf(sessionDir, frames[i]!, fromThumbs);
+      read.catch(() => undefined); // awaited by its draw
+      sources.push(read);
+    }
     for (let i = draws.length; i < Math.min(steps.length, upTo); i++) {
-      const draw = drawFrame(sharp, sessionDir, frames[i]!, steps[i]!, fromThumbs, width, height);
+      const draw = sources[i]!.then((source) =>
+        source ? drawFrame(sharp, source, frames[i]!, steps[i]!, width, height) : null,
+      );
       draw.catch(() => undefined); // awaited at its turn
       draws.push(draw);
+      sources[i] = DONE; // its bytes are let go once drawn (the next step's read is chained already)
     }
   };
   let pending: { pixels: Buffer; step: PlayerStep } | null = null;
   try {
     for (const [i, step] of steps.entries()) {
-      drawAhead(i + 1 + DRAWS_AHEAD);
+      drawAhead(i + 2);
       const pixels = await draws[i]!;
-      draws[i] = DRAWN; // its pixels are let go once written
+      draws[i] = DONE; // its pixels are let go once written
       if (!pixels || pixels.length < page) continue; // an unreadable image: the GIF goes on without it
       if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, step));
       pending = { pixels, step };
     }
     if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, null));
   } catch (err) {
-    await Promise.allSettled(draws); // none still reading when the caller removes the files
+    await Promise.allSettled([...sources, ...draws]); // none still reading when the caller removes the files
     await gif.abandon();
     throw err;
   }
@@ -181,18 +193,15 @@ async function encode(
   return { bytes: gif.bytes, frames: gif.frames, width, height };
 }
 
-/** One frame's RGB pixels, `width` x `height`: the image resized, its marks drawn, background below. */
+/** One frame's RGB pixels, `width` x `height`: the image (`source`) resized, its marks drawn, background below. */
 async function drawFrame(
   sharp: Awaited<ReturnType<typeof loadSharp>>,
-  sessionDir: string,
+  source: Buffer,
   frame: PlayerModel['frames'][number],
   step: PlayerStep,
-  fromThumbs: boolean,
   width: number,
   height: number,
 ): Promise<Buffer | null> {
-  const source = await sourceOf(sessionDir, frame, fromThumbs);
-  if (!source) return null;
   const fh = Math.min(height, Math.max(1, Math.round((width * frame.height) / frame.width)));
   const svg = overlaySvg(frame.width, frame.height, step.marks, {
     width,
