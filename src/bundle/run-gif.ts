@@ -3,16 +3,20 @@
  * call as a title, its captions at the bottom, the failing step framed in red). Bounded: at most 60 frames
  * (those around the failing call first), 800 px wide, 5 MB; a session with fewer than two images gets none.
  * Frames are small when there are many (a pixel budget), and then made from the 320 px thumbnails the
- * recorder kept, so a big session costs no PNG decode. sharp (imported only here) draws one frame at a time
- * to raw pixels; gif-writer.ts maps it to a fixed palette that holds the marks' colours exactly and appends it
- * to the file, so memory holds one frame whatever the count.
+ * recorder kept, so a big session costs no PNG decode. sharp (imported only here) draws each frame to raw
+ * pixels (an image shown by steps in a row is decoded and resized once); gif-writer.ts maps it to a fixed
+ * palette that holds the marks' colours exactly and appends it to the file, so memory holds a few frames
+ * whatever the count.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadSharp, readKeptThumbnail } from '../artifacts/thumbnail.js';
-import type { PlayerModel, PlayerStep } from '../report/player/model.js';
+
+import type { PlayerFrame, PlayerModel, PlayerStep } from '../report/player/model.js';
 import { OVERLAY_COLOURS, overlaySvg } from '../report/player/overlay-svg.js';
 import { GifFileWriter, GifPalette, rgbOf } from './gif-writer.js';
+
+type Sharp = Awaited<ReturnType<typeof loadSharp>>;
 
 /** Bounds of run.gif. */
 export interface RunGifLimits {
@@ -54,6 +58,7 @@ const BACKGROUND = { r: 31, g: 35, b: 40, alpha: 1 };
 /** Kept thumbnails read ahead of the frame being drawn (an image file: one, it may be megabytes). */
 const THUMBS_READ_AHEAD = 4;
 const DONE: Promise<Buffer | null> = Promise.resolve(null);
+const DONE_RESIZED: Promise<Resized | null> = Promise.resolve(null);
 
 /**
  * Start importing sharp now (~200 ms of loading), so it is there when the first frame is drawn. A failed
@@ -152,21 +157,29 @@ async function encode(
   const sourcesAhead = fromThumbs ? THUMBS_READ_AHEAD : 1;
   const sources: Array<Promise<Buffer | null>> = [];
   const draws: Array<Promise<Buffer | null>> = [];
+  // Steps in a row on one image read and resize it once, and draw their own marks on it.
+  let resized: Promise<Resized | null> = DONE_RESIZED;
   const drawAhead = (upTo: number) => {
     for (let i = sources.length; i < Math.min(steps.length, upTo + sourcesAhead); i++) {
-      // Steps in a row on one image read it once.
-      const same = i > 0 && steps[i]!.frame === steps[i - 1]!.frame ? sources[i - 1] : undefined;
-      const read = same ?? sourceOf(sessionDir, frames[i]!, fromThumbs);
+      const same = i > 0 && steps[i]!.frame === steps[i - 1]!.frame;
+      const read = same ? DONE : sourceOf(sessionDir, frames[i]!, fromThumbs);
       read.catch(() => undefined); // awaited by its draw
       sources.push(read);
     }
     for (let i = draws.length; i < Math.min(steps.length, upTo); i++) {
-      const draw = sources[i]!.then((source) =>
-        source ? drawFrame(sharp, source, frames[i]!, steps[i]!, width, height) : null,
+      const frame = frames[i]!;
+      if (i === 0 || steps[i]!.frame !== steps[i - 1]!.frame) {
+        resized = sources[i]!.then((source) =>
+          source ? resizeImage(sharp, source, frame, width, height) : null,
+        );
+        resized.catch(() => undefined); // awaited by its draws
+      }
+      const draw = resized.then((image) =>
+        image ? drawFrame(sharp, image, frame, steps[i]!, height) : null,
       );
       draw.catch(() => undefined); // awaited at its turn
       draws.push(draw);
-      sources[i] = DONE; // its bytes are let go once drawn (the next step's read is chained already)
+      sources[i] = DONE; // its bytes are let go once resized
     }
   };
   let pending: { pixels: Buffer; step: PlayerStep } | null = null;
@@ -193,30 +206,78 @@ async function encode(
   return { bytes: gif.bytes, frames: gif.frames, width, height };
 }
 
-/** One frame's RGB pixels, `width` x `height`: the image (`source`) resized, its marks drawn, background below. */
-async function drawFrame(
-  sharp: Awaited<ReturnType<typeof loadSharp>>,
+/**
+ * An image at the GIF's width, `width` x `height`: its raw pixels (`channels` each), or for a 16-bit PNG its
+ * bytes, resized again for each step (8 bits would round its pixels before the marks are drawn on them).
+ */
+type Resized = { width: number; height: number } & (
+  | { data: Buffer; channels: 1 | 2 | 3 | 4 }
+  | { source: Buffer }
+);
+
+/** The image (`source`) resized to `width` (its height as the GIF's frames fit it), or null when unreadable. */
+async function resizeImage(
+  sharp: Sharp,
   source: Buffer,
-  frame: PlayerModel['frames'][number],
-  step: PlayerStep,
+  frame: PlayerFrame,
   width: number,
   height: number,
-): Promise<Buffer | null> {
+): Promise<Resized | null> {
   const fh = Math.min(height, Math.max(1, Math.round((width * frame.height) / frame.width)));
+  if (isSixteenBitPng(source)) return { source, width, height: fh };
+  try {
+    const { data, info } = await resized(sharp, source, width, fh)
+      .raw()
+      .toBuffer({ resolveWithObject: true });
+    return { data, width, height: fh, channels: info.channels };
+  } catch {
+    return null;
+  }
+}
+
+function resized(sharp: Sharp, source: Buffer, width: number, height: number) {
+  return sharp(source, { limitInputPixels: 100_000_000 }).resize(width, height, { fit: 'fill' });
+}
+
+/** A PNG of 16 bits per sample (IHDR's bit depth, byte 24). */
+function isSixteenBitPng(data: Buffer): boolean {
+  return (
+    data.length > 24 &&
+    data.readUInt32BE(0) === 0x89504e47 &&
+    data.toString('latin1', 12, 16) === 'IHDR' &&
+    data[24] === 16
+  );
+}
+
+/**
+ * One frame's RGB pixels, `width` x `height`: the resized image with the step's marks drawn, background
+ * below. Drawing on the resized pixels gives the same bytes as resizing and drawing in one pipeline.
+ */
+async function drawFrame(
+  sharp: Sharp,
+  image: Resized,
+  frame: PlayerFrame,
+  step: PlayerStep,
+  height: number,
+): Promise<Buffer | null> {
   const svg = overlaySvg(frame.width, frame.height, step.marks, {
-    width,
-    height: fh,
+    width: image.width,
+    height: image.height,
     captions: true,
     title: step.title,
     failing: step.failing,
     minFontPx: MIN_FONT_PX,
   });
+  const { width } = image;
   try {
     // The SVG is the resized image's size, drawn at the top-left; the canvas below it is background.
-    return await sharp(source, { limitInputPixels: 100_000_000 })
-      .resize(width, fh, { fit: 'fill' })
+    const base =
+      'data' in image
+        ? sharp(image.data, { raw: { width, height: image.height, channels: image.channels } })
+        : resized(sharp, image.source, width, image.height);
+    return await base
       .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
-      .extend({ top: 0, bottom: height - fh, left: 0, right: 0, background: BACKGROUND })
+      .extend({ top: 0, bottom: height - image.height, left: 0, right: 0, background: BACKGROUND })
       .removeAlpha()
       .raw()
       .toBuffer();

@@ -2,15 +2,20 @@
 // with sharp: frame count, size and delays within bounds), 60 frames chosen around the failure in a long
 // session, none with --no-gif or with fewer than two images. The GIF is drawn from the player's model read on
 // a pass of its own before the page's rows: that model is the one the page's rows pass collects.
+
+import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
+import { GifFileWriter, GifPalette, rgbOf } from '../../src/bundle/gif-writer.js';
+import { writeRunGif } from '../../src/bundle/run-gif.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { runDemo } from '../../src/demo/index.js';
 import { createRecorder } from '../../src/index.js';
 import { pageChunks, renderReportHtmlParts } from '../../src/report/html/render-html.js';
-import { MAX_STEPS } from '../../src/report/player/model.js';
+import { MAX_STEPS, type PlayerModel } from '../../src/report/player/model.js';
+import { OVERLAY_COLOURS, overlaySvg } from '../../src/report/player/overlay-svg.js';
 import { readPlayerModel } from '../../src/report/player/read-model.js';
 import { buildSummary } from '../../src/report/summary.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
@@ -137,6 +142,77 @@ describe('run.gif', () => {
     expect(many.read).toEqual(many.collected);
     expect(many.samePage).toBe(true);
   }, 60_000);
+
+  it('draws steps in a row on one image from one decode, the same bytes as a pipeline per step (8- and 16-bit PNGs)', async () => {
+    const dir = path.join(root, 'shared');
+    fs.mkdirSync(dir, { recursive: true });
+    const pixels = Buffer.alloc(800 * 600 * 4);
+    for (let i = 0; i < pixels.length; i += 4) {
+      pixels.set([i % 251, (i >> 8) % 253, (i >> 4) % 241, 128 + ((i >> 6) % 128)], i);
+    }
+    const image = () => sharp(pixels, { raw: { width: 800, height: 600, channels: 4 } });
+    await image().png().toFile(path.join(dir, 'a.png'));
+    await image().removeAlpha().toColourspace('rgb16').png({ force: true }).toFile(path.join(dir, 'b.png')); // 16 bits
+    await image().removeAlpha().negate().png().toFile(path.join(dir, 'c.png'));
+    const frames = ['a.png', 'b.png', 'c.png'].map((key, i) => ({
+      key,
+      sha256: null,
+      seq: i + 1,
+      kind: 'image' as const,
+      width: 800,
+      height: 600,
+      window: null,
+      handle: null,
+      geometry: { screen: null, image: { width: 800, height: 600 } },
+    }));
+    const steps = [0, 0, 0, 1, 1, 1, 2, 2].map((frame, i) => ({
+      seq: i + 1,
+      tool: 'find',
+      status: 'ok',
+      frame,
+      at: i * 700,
+      failing: i === 7,
+      title: `#${i + 1} find`,
+      marks: [
+        {
+          kind: 'box' as const,
+          x: 10 + 20 * i,
+          y: 20,
+          width: 200,
+          height: 100,
+          label: `box ${i}`,
+          tone: 'found' as const,
+        },
+        { kind: 'caption' as const, text: `caption ${i}` },
+      ],
+    }));
+    const model: PlayerModel = { frames, steps, stepsOmitted: 0 };
+    const made = await writeRunGif(dir, model, path.join(dir, 'run.gif'));
+    expect(made).toMatchObject({ frames: 8, width: 707, height: 530 });
+    // Each step resized and drawn in one pipeline, as run.gif was before it shared the decodes.
+    const reference = path.join(dir, 'reference.gif');
+    const palette = new GifPalette([...OVERLAY_COLOURS.map(rgbOf), [31, 35, 40]]);
+    const gif = await GifFileWriter.open(reference, palette, 707, 530);
+    for (const step of steps) {
+      const svg = overlaySvg(800, 600, step.marks, {
+        width: 707,
+        height: 530,
+        captions: true,
+        title: step.title,
+        failing: step.failing,
+        minFontPx: 10,
+      });
+      const drawn = await sharp(path.join(dir, frames[step.frame]!.key))
+        .resize(707, 530, { fit: 'fill' })
+        .composite([{ input: Buffer.from(svg), top: 0, left: 0 }])
+        .removeAlpha()
+        .raw()
+        .toBuffer();
+      await gif.addFrame(drawn, 3, step.failing || step.seq === 8 ? 3000 : 700);
+    }
+    await gif.close();
+    expect(fs.readFileSync(path.join(dir, 'run.gif')).equals(fs.readFileSync(reference))).toBe(true);
+  });
 
   it('is the same bytes when the same session is bundled again', async () => {
     const out = path.join(root, 'again.zip');
