@@ -106,6 +106,8 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private batch: Posted[] = [];
   /** Chars of JSON posted that the worker has not said it took. */
   private untaken = 0;
+  /** Rough size of the answers in `batch`: not posted yet, but held all the same (counted against the cap). */
+  private batchedAnswers = 0;
   private readonly maxUntaken: number;
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
@@ -179,10 +181,16 @@ class WorkerRecorderImpl implements WorkerRecorder {
     else this.post({ op: 'exchange', request, response, meta: wireMeta(meta) });
   }
 
-  /** The answer as recorded without its body when it would take the untaken JSON past its cap; else null. */
+  /**
+   * The answer as recorded without its body when it would take the JSON held (untaken, and batched for the next
+   * flush) past its cap; else null, its size then counted as batched.
+   */
   private queueFull(response: unknown): OversizeAnswer | null {
     const size = roughSize(response);
-    return this.untaken + size > this.maxUntaken ? queueFull(size, this.maxUntaken, response) : null;
+    if (this.untaken + this.batchedAnswers + size > this.maxUntaken)
+      return queueFull(size, this.maxUntaken, response);
+    this.batchedAnswers += size;
+    return null;
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
@@ -231,6 +239,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (this.batch.length === 0 || this.stopped !== undefined) return;
     const batch = this.batch;
     this.batch = [];
+    this.batchedAnswers = 0; // from now on counted as untaken, by its JSON
     try {
       const text = JSON.stringify(batch);
       this.worker.postMessage(text);

@@ -168,4 +168,28 @@ describe('the recorder in a worker thread', () => {
     expect(full.length).toBeGreaterThan(0);
     expect(full.every((e) => e.detail.reason === 'queue-full' && e.detail.limit === 2_000)).toBe(true);
   });
+  it('counts answers still waiting for the flush against the cap: those past it are recorded without their bodies', async () => {
+    const dir = path.join(tmp, 'batched');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+      { maxUntakenChars: 4_000 },
+    );
+    await worker.ready();
+    const text = 'x'.repeat(1_500);
+    // Four answers of ~1,750 chars, all before the next flush: together past a 4,000-char cap.
+    for (let id = 1; id <= 4; id++) {
+      const call = worker.beginExchange(
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get-state', arguments: {} } },
+        { transport: 'stdio' },
+      );
+      call.complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+    }
+    await worker.close();
+    const sessions = readSessions(dir);
+    expect(sessions.flatMap((s) => s.calls)).toHaveLength(4);
+    const full = sessions
+      .flatMap((s) => s.events)
+      .filter((e) => e.kind === 'oversize-message' && e.detail.reason === 'queue-full');
+    expect(full).toHaveLength(2);
+  });
 });
