@@ -235,16 +235,20 @@ export class ArtifactStore {
     const fp = fingerprintOf(buf);
     const earlier = this.byFingerprint.get(fp);
     if (earlier) {
+      // A disk error may be transient: these bytes try again, as a copy after it settled would (saveNew has
+      // forgotten the failed first by then, so the retry saves them, or waits for another copy's retry).
       if (earlier.bytes.deref()?.equals(buf)) {
         const first = await earlier.saved;
-        // A disk error may be transient: these bytes try again (below), as a copy after it settled would.
-        if (first.failure !== 'disk') return this.deduplicated(first, buf, options);
+        return first.failure === 'disk'
+          ? this.saveBuffer(buf, options)
+          : this.deduplicated(first, buf, options);
       }
       const sha256 = sha256Hex(buf);
       // These bytes stand in for the first's from now on: the next copy (this capture's other one) compares.
       if (sha256 === earlier.sha256) earlier.bytes = new WeakRef(buf);
       const first = await earlier.saved;
       const same = first.sha256 === sha256 ? first : await this.known.get(sha256);
+      if (same?.failure === 'disk') return this.saveBuffer(buf, options);
       if (same) return this.deduplicated(same, buf, options);
       return this.saveNew(buf, options, undefined, sha256); // a fingerprint collision: new bytes after all
     }

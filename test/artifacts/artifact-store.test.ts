@@ -232,6 +232,23 @@ describe('ArtifactStore', () => {
     expect(s.usedBytes).toBe(png.length);
   });
 
+  it('a copy that comes while the first save of its bytes fails on a disk error tries again itself', async () => {
+    const png = await solidPng(6, 6, [7, 7, 7]);
+    const file = path.join(dir, 'sess');
+    fs.writeFileSync(file, 'x');
+    const s = new ArtifactStore({ sessionDir: file, maxArtifactBytes: 1e9 });
+    const first = s.save(png); // its temp file cannot be opened (the session dir is a file)
+    fs.rmSync(file);
+    fs.mkdirSync(file);
+    // The same bytes in another buffer, before the first save settled: the disk is fine again.
+    const copy = await s.save(Buffer.from(png));
+    expect((await first).failure).toBe('disk');
+    expect(copy.error).toBeUndefined();
+    expect(copy.deduplicated).toBe(false);
+    expect(fs.existsSync(path.join(file, copy.path!))).toBe(true);
+    expect(s.usedBytes).toBe(png.length);
+  });
+
   it('computes blankCheck on request, once, and keeps a declared one', async () => {
     const black = await solidPng(50, 50, [0, 0, 0]);
     const s = store();
