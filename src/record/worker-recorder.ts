@@ -241,21 +241,31 @@ class WorkerRecorderImpl implements WorkerRecorder {
     this.batch = [];
     this.batchedAnswers = 0; // from now on counted as untaken, by its JSON
     try {
-      const text = JSON.stringify(batch);
-      this.worker.postMessage(text);
-      this.untaken += text.length;
-    } catch (err) {
-      // A value JSON cannot hold (a BigInt, a cycle in an event's detail): sent one by one, it is dropped alone.
+      this.send(batch);
+    } catch {
+      // A value JSON cannot hold (a BigInt, a cycle in an event's detail, a text past V8's string limit): sent
+      // one by one, it is dropped alone.
       for (const message of batch) {
         try {
-          const text = JSON.stringify([message]);
-          this.worker.postMessage(text);
-          this.untaken += text.length;
-        } catch {
-          this.stderr(`mcec-recorder: not recorded (${(err as Error).message}): one ${message.op} message`);
+          this.send([message]);
+        } catch (one) {
+          const why = (one as Error).message;
+          this.stderr(`mcec-recorder: not recorded (${why}): one ${message.op} message`);
+          // An answer that cannot cross still settles its call (failed, saying why): never read as unanswered.
+          if (message.op === 'complete') {
+            const reason = `the answer could not be passed to the recorder's thread (${why}): not recorded`;
+            this.send([{ op: 'fail', id: message.id, reason, t: message.t }]);
+          }
         }
       }
     }
+  }
+
+  /** Messages as one JSON text to the worker, counted as untaken until it says it took them. */
+  private send(messages: Posted[]): void {
+    const text = JSON.stringify(messages);
+    this.worker.postMessage(text);
+    this.untaken += text.length;
   }
 
   private received(message: FromWorker): void {

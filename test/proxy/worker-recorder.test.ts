@@ -192,4 +192,25 @@ describe('the recorder in a worker thread', () => {
       .filter((e) => e.kind === 'oversize-message' && e.detail.reason === 'queue-full');
     expect(full).toHaveLength(2);
   });
+  it('an answer JSON cannot hold still settles its call, as failed saying why, never left unanswered', async () => {
+    const dir = path.join(tmp, 'unsendable');
+    const notices: string[] = [];
+    const worker = createWorkerRecorder({
+      sessionsDir: dir,
+      transport: 'stdio',
+      stderr: (l) => notices.push(l),
+    });
+    await worker.ready();
+    const call = worker.beginExchange(
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'get-state', arguments: {} } },
+      { transport: 'stdio' },
+    );
+    // As an answer too long for one JSON text would (V8's string limit): it cannot cross to the worker.
+    call.complete({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'ok' }], n: 10n } });
+    await worker.close();
+    const calls = readSessions(dir).flatMap((s) => s.calls);
+    expect(calls.map((c) => [c.tool, c.status])).toEqual([['get-state', 'fault']]);
+    expect(JSON.stringify(calls[0])).toMatch(/could not be passed to the recorder.*BigInt/);
+    expect(notices.join('\n')).toMatch(/not recorded \(.*BigInt.*\): one complete message/);
+  });
 });
