@@ -18,7 +18,7 @@ import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
-import { type ProxyRecorder, rememberHeaderSecret } from './recorder-port.js';
+import { type ProxyRecorder, recorderRoom, rememberHeaderSecret } from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, formatDuration, MAX_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
@@ -383,7 +383,11 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     const bounds = { limit: settings.maxBodyBytes[kind], timeoutMs: settings.bodyTimeoutMs };
     readBoundedBody(req, res, bounds, kind, wire, (body) => {
       if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
-      else forwardRequest(ctx, req, res, body, post);
+      else {
+        const room = recorderRoom(options.recorder);
+        if (room) room.then(() => forwardRequest(ctx, req, res, body, post));
+        else forwardRequest(ctx, req, res, body, post);
+      }
     });
   });
   server.on('clientError', (_err, socket) => {

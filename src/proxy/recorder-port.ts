@@ -10,11 +10,42 @@ export type ProxyOversizeAnswer = OversizeAnswer;
 /** A request the recorder has seen; settled with the response, a failure or an oversize answer. */
 export type ProxyPendingExchange = PendingExchange;
 
-/** What a proxy needs from a recorder: exchanges, proxy events, the bearer tokens it sees, and close. */
+/**
+ * What a proxy needs from a recorder: exchanges, proxy events, the bearer tokens it sees, room to record, and
+ * close.
+ */
 export type ProxyRecorder = Pick<
   Recorder,
-  'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'close'
+  'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'room' | 'close'
 >;
+
+/**
+ * Longest a proxy holds a request back while the recorder has no room: past it the request goes on (recording
+ * never stops the wire; an answer past the recorder's byte cap is then recorded without its body).
+ */
+export const ROOM_WAIT_MS = 1000;
+
+/**
+ * Undefined while the recorder keeps up; else a promise that resolves once it has room, or after ROOM_WAIT_MS:
+ * a client faster than the recording is paced by it instead of filling the recorder's memory. Never rejects.
+ */
+export function recorderRoom(recorder: ProxyRecorder): Promise<void> | undefined {
+  let room: Promise<void> | undefined;
+  try {
+    room = recorder.room();
+  } catch {
+    return undefined; // Recording never breaks the wire.
+  }
+  if (!room) return undefined;
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ROOM_WAIT_MS);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    room.then(done, done);
+  });
+}
 
 /** Tell the recorder's redactor about a credential seen on the wire (a bearer token): its own pool. */
 export function rememberHeaderSecret(recorder: ProxyRecorder, secret: string): void {

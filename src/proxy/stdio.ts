@@ -7,7 +7,7 @@ import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAns
 import { DeclarationFilter } from './declarations.js';
 import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
 import { isBlankLine, LineSplitter } from './lines.js';
-import type { ProxyPendingExchange, ProxyRecorder } from './recorder-port.js';
+import { type ProxyPendingExchange, type ProxyRecorder, recorderRoom } from './recorder-port.js';
 import { WireRecording } from './wire-recording.js';
 
 /**
@@ -234,11 +234,13 @@ class StdioPairing {
 /**
  * Pipe the client's bytes to the child and the child's back, unchanged, with back-pressure both ways; the
  * recording reads lines on the side. Notifications for the recorder itself (declared steps and verdicts)
- * are kept from the server. Returns what detaches the client's stdin.
+ * are kept from the server. The client's stdin is also paused while the recorder has no room (at most
+ * ROOM_WAIT_MS each time). Returns what detaches the client's stdin.
  */
 function pipeBothWays(
   child: ChildProcessWithoutNullStreams,
   io: { stdin: Readable; stdout: Writable; stderr: Writable },
+  recorder: ProxyRecorder,
   fromClient: LineSplitter,
   fromServer: LineSplitter,
 ): () => void {
@@ -248,13 +250,27 @@ function pipeBothWays(
     if (parts.length === 0) return true;
     return child.stdin.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
   };
+  // Two reasons to stop reading the client (the child's stdin is full, the recorder has no room): read again
+  // once neither holds.
+  let holds = 0;
+  const hold = () => {
+    if (holds++ === 0) stdin.pause();
+  };
+  const release = () => {
+    if (--holds === 0) stdin.resume();
+  };
   const onStdinData = (chunk: Buffer) => {
     if (!child.stdin.writable) return;
     if (!toChild(declarations.push(chunk))) {
-      stdin.pause();
-      child.stdin.once('drain', () => stdin.resume());
+      hold();
+      child.stdin.once('drain', release);
     }
     fromClient.push(chunk);
+    const room = recorderRoom(recorder);
+    if (room) {
+      hold();
+      room.then(release);
+    }
   };
   const onStdinEnd = () => {
     fromClient.end();
@@ -372,7 +388,7 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     maxLineBytes: maxRecordBytes,
     onOversizeLine: (edges) => pairing.oversizeServerLine(edges),
   });
-  const detachClient = pipeBothWays(child, io, fromClient, fromServer);
+  const detachClient = pipeBothWays(child, io, recorder, fromClient, fromServer);
   const stopForwarding = (options.forwardSignals ?? true) ? forwardSignals(child) : () => {};
 
   const code = await childExit(child, options.command, io.stderr, options.drainGraceMs ?? 2000);

@@ -424,6 +424,10 @@ class RecorderImpl implements Recorder {
     this.redactor.rememberHeaderSecret(secret);
   }
 
+  room(): Promise<void> | undefined {
+    return this.queue.room();
+  }
+
   verdict(sessionId: string, verdict: { passed: boolean; reason?: string }): Promise<void> {
     const detail: Record<string, unknown> = { passed: verdict?.passed === true, via: 'recorder' };
     if (typeof verdict?.reason === 'string') detail.reason = verdict.reason;

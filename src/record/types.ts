@@ -208,6 +208,11 @@ export interface Recorder {
   session(sessionId: string): SessionInfo | undefined;
   /** Resolves when everything recorded so far is committed. */
   flush(): Promise<void>;
+  /**
+   * Undefined while the recorder keeps up; past its queue's high-water mark, a promise that resolves once it
+   * has room again. `wrap` waits for it itself; a proxy waits before it forwards the next request.
+   */
+  room(): Promise<void> | undefined;
   /** Flush, mark open sessions ended, close the logs. Calls made afterwards are passed through unrecorded. */
   close(): Promise<void>;
 }

@@ -108,6 +108,9 @@ port.on('message', (text: string) => {
       postedAt = undefined;
     }
   }
-  // What the proxy's thread may post before an answer is recorded without its body.
-  send({ op: 'taken', chars: text.length });
+  // Taken once the recorder's queue has room: until then the proxy's thread counts it as held (its room()).
+  const taken = () => send({ op: 'taken', chars: text.length });
+  const room = recorder.room();
+  if (room) room.then(taken, taken);
+  else taken();
 });

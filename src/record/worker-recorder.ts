@@ -17,7 +17,7 @@ import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderO
 export interface WorkerRecorder
   extends Pick<
     Recorder,
-    'sessionsDir' | 'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'close'
+    'sessionsDir' | 'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'room' | 'close'
   > {
   /**
    * Resolves once the worker's recorder exists; rejects when the worker could not start it. Calls made
@@ -74,6 +74,8 @@ export interface WorkerRecorderFaults {
   holdOnEventKind?: { kind: string; untilFile: string };
   /** In place of MAX_UNTAKEN_CHARS. */
   maxUntakenChars?: number;
+  /** In place of ROOM_HIGH_CHARS (room again at half of it). */
+  roomHighChars?: number;
 }
 
 /** What the worker starts with: the options that cross threads (no functions) and the faults. */
@@ -96,6 +98,14 @@ const FLUSH_MS = 10;
  */
 const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
 
+/**
+ * Past this much JSON held for the worker (posted and not taken, or batched), `room()` makes the proxy wait:
+ * the worker takes a batch only once its recorder's queue has room, so a client faster than the recording is
+ * paced by it (as it was when both ran on one thread) instead of filling memory up to MAX_UNTAKEN_CHARS.
+ * Room again at half of it.
+ */
+const ROOM_HIGH_CHARS = 8 * 1024 * 1024;
+
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 
 class WorkerRecorderImpl implements WorkerRecorder {
@@ -109,6 +119,8 @@ class WorkerRecorderImpl implements WorkerRecorder {
   /** Rough size of the answers in `batch`: not posted yet, but held all the same (counted against the cap). */
   private batchedAnswers = 0;
   private readonly maxUntaken: number;
+  private readonly roomHigh: number;
+  private roomWaiters: Array<() => void> = [];
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
@@ -127,6 +139,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     const data: WorkerRecorderData = { options: { ...rest, sessionsDir: this.sessionsDir } };
     if (faults) data.faults = faults;
     this.maxUntaken = faults?.maxUntakenChars ?? MAX_UNTAKEN_CHARS;
+    this.roomHigh = faults?.roomHighChars ?? ROOM_HIGH_CHARS;
     // stdout: true keeps the worker's stdout off ours (a stdio proxy's stdout is the protocol).
     this.worker = new Worker(ENTRY, { workerData: data, stdout: true });
     this.worker.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
@@ -175,6 +188,21 @@ class WorkerRecorderImpl implements WorkerRecorder {
     return this.started;
   }
 
+  room(): Promise<void> | undefined {
+    if (this.stopped !== undefined || this.closed) return undefined;
+    if (this.untaken + this.batchedAnswers <= this.roomHigh) return undefined;
+    return new Promise((resolve) => this.roomWaiters.push(resolve));
+  }
+
+  /** Let the waiting proxy go on: room again (half the high mark), or the worker is gone or closing. */
+  private wakeRoomWaiters(force: boolean): void {
+    if (this.roomWaiters.length === 0) return;
+    if (!force && this.untaken + this.batchedAnswers > this.roomHigh / 2) return;
+    const waiters = this.roomWaiters;
+    this.roomWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
     const full = this.queueFull(response);
     if (full) this.beginExchange(request, meta).tooLarge(full, meta);
@@ -210,6 +238,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     this.post({ op: 'close' });
     this.closed = true;
     this.flush();
+    this.wakeRoomWaiters(true);
     if (this.stopped !== undefined)
       return Promise.reject(new Error(`the recorder's worker thread stopped earlier: ${this.stopped}`));
     this.worker.ref();
@@ -270,8 +299,10 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   private received(message: FromWorker): void {
     if (message.op === 'stderr') this.stderr(message.line);
-    else if (message.op === 'taken') this.untaken -= message.chars;
-    else if (message.op === 'ready') this.settleReady?.();
+    else if (message.op === 'taken') {
+      this.untaken -= message.chars;
+      this.wakeRoomWaiters(false);
+    } else if (message.op === 'ready') this.settleReady?.();
     else this.settleClose?.(message.error);
   }
 
@@ -281,6 +312,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (this.closed && this.settleClose === undefined) return; // exited after its close, as it should
     this.stopped = reason;
     this.batch = [];
+    this.wakeRoomWaiters(true);
     this.worker.unref();
     this.settleReady?.(`the recorder's worker thread stopped before it was ready: ${reason}`);
     if (this.settleClose) {

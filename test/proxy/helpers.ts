@@ -97,6 +97,7 @@ export function collectingRecorder(): ProxyRecorder & {
     recordExchange(request, response) {
       collected.exchanges.push({ request, response });
     },
+    room: () => undefined,
     event(_sessionId, kind, detail) {
       collected.events.push({ kind, detail });
     },

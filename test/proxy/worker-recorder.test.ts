@@ -168,6 +168,49 @@ describe('the recorder in a worker thread', () => {
     expect(full.length).toBeGreaterThan(0);
     expect(full.every((e) => e.detail.reason === 'queue-full' && e.detail.limit === 2_000)).toBe(true);
   });
+  it('past its room mark a stalled worker makes room() wait until the worker takes the JSON again', async () => {
+    const release = path.join(tmp, 'release');
+    const dir = path.join(tmp, 'paced');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+      { holdOnEventKind: { kind: 'hold', untilFile: release }, roomHighChars: 1_000 },
+    );
+    await worker.ready();
+    expect(worker.room()).toBeUndefined();
+    worker.event(undefined, 'hold', {});
+    const calls = 6;
+    for (let id = 1; id <= calls; id++) {
+      const request = {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { id } },
+      };
+      const response = { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'x'.repeat(400) }] } };
+      worker.recordExchange(request, response, { transport: 'stdio' });
+    }
+    // Once the batch is posted (every 10 ms) and not taken (the worker is blocked), there is no room.
+    let room = worker.room();
+    for (let i = 0; room === undefined && i < 250; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      room = worker.room();
+    }
+    expect(room).toBeInstanceOf(Promise);
+    let wokeBeforeRelease = false;
+    room!.then(() => {
+      wokeBeforeRelease = !fs.existsSync(release);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    fs.writeFileSync(release, '');
+    await room;
+    expect(wokeBeforeRelease).toBe(false);
+    expect(worker.room()).toBeUndefined();
+    await worker.close();
+    const rows = readSessions(dir).flatMap((s) => s.calls);
+    expect(rows).toHaveLength(calls);
+    expect(rows.filter((c) => c.status === 'pending')).toEqual([]);
+  });
+
   it('counts answers still waiting for the flush against the cap: those past it are recorded without their bodies', async () => {
     const dir = path.join(tmp, 'batched');
     const worker = createWorkerRecorderWithFaults(
