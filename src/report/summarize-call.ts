@@ -1,6 +1,7 @@
 /** The per-tool summarizer: one short line per call for timelines and failure lists. */
 import { mcecTool, type SummarizerKey } from '../contract/tool-catalog.js';
 import type { CallRow } from '../store/schema.js';
+import { CallJson } from './call-json.js';
 import { asRecord, clip, formatBytes, oneLine, parseJson, quote } from './text.js';
 
 /** Longest line the summarizer returns. */
@@ -254,17 +255,20 @@ function describeTarget(tool: string, args: Obj | undefined): string {
   return timeout === undefined ? target : `${target} (${timeout} ms)`;
 }
 
-/** One line describing a call, e.g. "capture 800x600 png 14 KB of 'Untitled - Notepad'" or "find name='Save': selector-matched-3". */
-export function summarizeCall(row: CallRow): string {
+/**
+ * One line describing a call, e.g. "capture 800x600 png 14 KB of 'Untitled - Notepad'" or "find name='Save':
+ * selector-matched-3". `json`: the row's parsed JSON when someone else on the same pass reads it too.
+ */
+export function summarizeCall(row: CallRow, json: CallJson = new CallJson(row)): string {
   const tool = oneLine(row.tool, 40) || '?';
-  const args = asRecord(parseJson(row.args, 1024 * 1024));
+  const args = asRecord(json.args(1024 * 1024));
   const dropped = row.payload_dropped ? ' [payload dropped]' : '';
   let line: string;
   if (row.status === 'pending') {
     const target = describeTarget(tool, args);
     line = `${tool}${target ? ` ${target}` : ''}: pending (no response recorded)`;
   } else if (row.status === 'ok') {
-    const envelope = asRecord(parseJson(row.envelope));
+    const envelope = asRecord(json.envelope());
     const result = asRecord(envelope?.result);
     // Without a readable result (dropped payload, bad JSON) the per-tool text would only be question marks.
     line =

@@ -247,9 +247,9 @@ async function planPage(
     html: mode.keepRows,
     spool,
     callRows: {
-      add: (row) => {
-        collector?.add(row);
-        mode.callRows?.add(row);
+      add: (row, json) => {
+        collector?.add(row, json);
+        mode.callRows?.add(row, json);
       },
       end: () => mode.callRows?.end(),
     },

@@ -6,6 +6,7 @@
  */
 import type { CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
+import { CallJson } from '../call-json.js';
 import { summarizeCall } from '../summarize-call.js';
 import { oneLine } from '../text.js';
 import type { CallFacts, RowRenderer } from './row-renderer.js';
@@ -70,7 +71,8 @@ const noCounters = (): RowCounters => ({ clipped: 0, omitted: 0, bodyChars: 0 })
 
 /** Someone else reading the call rows on the measuring pass: every row in seq order, then `end`. */
 export interface CallRowListener {
-  add(row: CallRow): void;
+  /** `json`: the row's parsed JSON, shared with its summary line (parsed once for both). */
+  add(row: CallRow, json: CallJson): void;
   end(): void;
 }
 
@@ -113,8 +115,9 @@ export async function measureRows(
   let bareBytes = 0;
   let turnAt = performance.now() + YIELD_MS;
   for (const row of callsInSmallPages(reader)) {
-    keep.callRows?.add(row);
-    const line = summarizeCall(row);
+    const json = new CallJson(row);
+    keep.callRows?.add(row, json);
+    const line = summarizeCall(row, json);
     const html = rows.render(row, line, 0, [], noCounters());
     const bytes = byteLength(html) + 1;
     const isSpecial = special.has(row.seq);

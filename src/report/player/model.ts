@@ -5,6 +5,7 @@
  */
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import { isRecord } from '../../util/json.js';
+import { CallJson } from '../call-json.js';
 import {
   endpointOnScreen,
   type FrameGeometry,
@@ -101,14 +102,9 @@ interface WindowFacts {
 
 type Obj = Record<string, unknown>;
 
-function parse(text: string | null): Obj | null {
-  if (!text || text.length > MAX_ENVELOPE_CHARS) return null;
-  try {
-    const v = JSON.parse(text) as unknown;
-    return isRecord(v) ? v : null;
-  } catch {
-    return null;
-  }
+/** A parsed value as an object, or null. */
+function record(v: unknown): Obj | null {
+  return isRecord(v) ? v : null;
 }
 
 function windowFacts(value: unknown): WindowFacts | null {
@@ -211,13 +207,13 @@ export class PlayerCollector {
 
   constructor(private readonly inputs: PlayerInputs) {}
 
-  /** Take the next call row (seq order). */
-  add(row: CallRow): void {
+  /** Take the next call row (seq order); `json`: its parsed JSON, shared with the row's other readers. */
+  add(row: CallRow, json: CallJson = new CallJson(row)): void {
     const newFrames = this.framesOf(row);
     const wantsMarks = TOOLS_WITH_MARKS.has(row.tool) || row.seq === this.inputs.failingSeq;
     if (newFrames.length === 0 && !wantsMarks) return;
-    const env = parse(row.envelope);
-    const args = parse(row.args) ?? {};
+    const env = record(json.envelope(MAX_ENVELOPE_CHARS));
+    const args = record(json.args(MAX_ENVELOPE_CHARS)) ?? {};
     if (env) this.learnWindows(env);
     if (newFrames.length > 0) {
       newFrames.forEach((f, i) => {
