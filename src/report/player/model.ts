@@ -102,6 +102,19 @@ interface WindowFacts {
 
 type Obj = Record<string, unknown>;
 
+/**
+ * A mark not drawn yet: each Drawing call makes exactly one mark (or the note that stands for it), but only
+ * the steps the model keeps (MAX_STEPS of them) have theirs made, labels and mapping included.
+ */
+type MarkOp = () => Mark;
+
+/** A step as collected: its title and marks made only if the step is kept. */
+interface CollectedStep extends Omit<PlayerStep, 'title' | 'marks'> {
+  /** The title before `label` flattens and clips it. */
+  titleText: string;
+  marks: MarkOp[];
+}
+
 /** A parsed value as an object, or null. */
 function record(v: unknown): Obj | null {
   return isRecord(v) ? v : null;
@@ -189,7 +202,7 @@ const TOOLS_WITH_MARKS = new Set([
 /** Builds the player model from the call rows, handed in seq order. */
 export class PlayerCollector {
   private readonly frames: PlayerFrame[] = [];
-  private readonly steps: PlayerStep[] = [];
+  private readonly steps: CollectedStep[] = [];
   /** The latest frame of each window (by handle, then by title), and the latest frame of all. */
   private readonly frameOfHandle = new Map<number, number>();
   private readonly frameOfTitle = new Map<string, number>();
@@ -241,7 +254,16 @@ export class PlayerCollector {
     const renumber = new Map(used.map((old, i) => [old, i]));
     return {
       frames: used.map((i) => this.frames[i]!),
-      steps: steps.map((s) => ({ ...s, frame: renumber.get(s.frame)! })),
+      steps: steps.map((s) => ({
+        seq: s.seq,
+        tool: s.tool,
+        status: s.status,
+        frame: renumber.get(s.frame)!,
+        at: s.at,
+        failing: s.failing,
+        title: label(s.titleText),
+        marks: s.marks.map((mark) => mark()),
+      })),
       stepsOmitted: omitted,
     };
   }
@@ -297,7 +319,7 @@ export class PlayerCollector {
     return index;
   }
 
-  private pushStep(row: CallRow, frame: number, marks: Mark[], what = ''): void {
+  private pushStep(row: CallRow, frame: number, marks: MarkOp[], what = ''): void {
     const started = Date.parse(row.started_at);
     if (this.startMs === null && Number.isFinite(started)) this.startMs = started;
     const at = Number.isFinite(started) && this.startMs !== null ? Math.max(0, started - this.startMs) : 0;
@@ -308,22 +330,15 @@ export class PlayerCollector {
       frame,
       at,
       failing: row.seq === this.inputs.failingSeq,
-      title: label(
-        `#${row.seq} ${row.tool}${what ? ` ${what}` : ''}${row.error_code ? ` · ${row.error_code}` : ''}`,
-      ),
+      titleText: `#${row.seq} ${row.tool}${what ? ` ${what}` : ''}${row.error_code ? ` · ${row.error_code}` : ''}`,
       marks: marks.slice(0, MAX_MARKS),
     });
   }
 
-  private failureCaption(row: CallRow): Mark[] {
+  private failureCaption(row: CallRow): MarkOp[] {
     if (row.status === 'ok' || !row.error_code) return [];
-    return [
-      {
-        kind: 'caption',
-        text: label(`${row.tool} failed: ${row.error_code}`, MAX_CAPTION_CHARS),
-        tone: 'failed',
-      },
-    ];
+    const text = `${row.tool} failed: ${row.error_code}`;
+    return [() => ({ kind: 'caption', text: label(text, MAX_CAPTION_CHARS), tone: 'failed' })];
   }
 
   /** Remember every window rect a result shows (WindowInfo in result.window, or a windows list). */
@@ -598,50 +613,59 @@ export class PlayerCollector {
   }
 }
 
-/** The marks of one step on its frame: screen geometry mapped, or a note where it cannot be. */
+/**
+ * The marks of one step on its frame: screen geometry mapped, or a note where it cannot be. Each call adds one
+ * mark, made when the step is kept (`MarkOp`); what it depends on is fixed now (the frame, whether its window
+ * moved since the image), so it comes out as if made at once.
+ */
 class Drawing {
-  readonly marks: Mark[] = [];
+  readonly marks: MarkOp[] = [];
+  /** A refusal that holds for every mark on this frame (its window moved since the image), else null. */
+  private readonly refusal: { ok: false; reason: string } | null;
 
   constructor(
     private readonly frame: PlayerFrame,
-    private readonly windowRects: ReadonlyMap<number, Rect>,
+    windowRects: ReadonlyMap<number, Rect>,
     readonly sameWindow: boolean,
-  ) {}
-
-  /** Why the frame cannot be drawn on now (its window moved or resized since the image), or null. */
-  private moved(): string | null {
-    const { screen } = this.frame.geometry;
-    const now = this.frame.handle === null ? undefined : this.windowRects.get(this.frame.handle);
-    if (!screen || !now || sameRect(now, screen)) return null;
-    return `the window moved since this image (${rectText(screen)} then, ${rectText(now)} now)`;
+  ) {
+    const { screen } = frame.geometry;
+    const now = frame.handle === null ? undefined : windowRects.get(frame.handle);
+    this.refusal =
+      !screen || !now || sameRect(now, screen)
+        ? null
+        : {
+            ok: false,
+            reason: `the window moved since this image (${rectText(screen)} then, ${rectText(now)} now)`,
+          };
   }
 
   point(p: Point, what: string, failed: boolean): void {
-    const m = this.guard() ?? mapPoint(this.frame.geometry, p);
-    if (!m.ok) {
-      this.note(`${what} at ${p.x},${p.y} not drawn: ${m.reason}`);
-      return;
-    }
-    this.marks.push({ kind: 'point', x: m.x, y: m.y, label: label(`${what} at ${p.x},${p.y}`), failed });
+    const { refusal, frame } = this;
+    this.marks.push(() => {
+      const m = refusal ?? mapPoint(frame.geometry, p);
+      if (!m.ok) return captionMark(`${what} at ${p.x},${p.y} not drawn: ${m.reason}`, 'note');
+      return { kind: 'point', x: m.x, y: m.y, label: label(`${what} at ${p.x},${p.y}`), failed };
+    });
   }
 
   arrow(from: Point, to: Point, what: string, failed: boolean): void {
-    const guard = this.guard();
-    const a = guard ?? mapPoint(this.frame.geometry, from);
-    const b = guard ?? mapPoint(this.frame.geometry, to);
-    if (!a.ok || !b.ok) {
-      const reason = !a.ok ? a.reason : !b.ok ? b.reason : '';
-      this.note(`${what} ${from.x},${from.y} → ${to.x},${to.y} not drawn: ${reason}`);
-      return;
-    }
-    this.marks.push({
-      kind: 'arrow',
-      x1: a.x,
-      y1: a.y,
-      x2: b.x,
-      y2: b.y,
-      label: label(`${what} ${from.x},${from.y} → ${to.x},${to.y}`),
-      failed,
+    const { refusal, frame } = this;
+    this.marks.push(() => {
+      const a = refusal ?? mapPoint(frame.geometry, from);
+      const b = refusal ?? mapPoint(frame.geometry, to);
+      if (!a.ok || !b.ok) {
+        const reason = !a.ok ? a.reason : !b.ok ? b.reason : '';
+        return captionMark(`${what} ${from.x},${from.y} → ${to.x},${to.y} not drawn: ${reason}`, 'note');
+      }
+      return {
+        kind: 'arrow',
+        x1: a.x,
+        y1: a.y,
+        x2: b.x,
+        y2: b.y,
+        label: label(`${what} ${from.x},${from.y} → ${to.x},${to.y}`),
+        failed,
+      };
     });
   }
 
@@ -650,49 +674,35 @@ class Drawing {
       this.caption(what, tone === 'missing' ? 'failed' : undefined);
       return;
     }
-    const m = this.guard() ?? mapRect(this.frame.geometry, e.rect);
-    if (!m.ok) {
-      this.note(`${what} not drawn: ${m.reason}`);
-      return;
-    }
-    const elsewhere = !this.sameWindow;
-    this.marks.push({
-      kind: 'box',
-      ...rounded(m),
-      label: label(what),
-      tone,
-      elsewhere,
-    });
+    this.box(e.rect, what, tone);
   }
 
   windowBox(w: WindowFacts, what: string): void {
-    const m = this.guard() ?? mapRect(this.frame.geometry, w.rect);
-    if (!m.ok) {
-      this.note(`${what} not drawn: ${m.reason}`);
-      return;
-    }
-    this.marks.push({
-      kind: 'box',
-      ...rounded(m),
-      label: label(what),
-      tone: 'window',
-      elsewhere: !this.sameWindow,
-    });
+    this.box(w.rect, what, 'window');
   }
 
   caption(text: string, tone?: 'note' | 'failed'): void {
-    this.marks.push({ kind: 'caption', text: label(text, MAX_CAPTION_CHARS), ...(tone ? { tone } : {}) });
+    this.marks.push(() => captionMark(text, tone));
   }
 
   note(text: string): void {
     this.caption(text, 'note');
   }
 
-  /** A refusal that holds for every mark on this frame (its window moved), else null. */
-  private guard(): { ok: false; reason: string } | null {
-    const moved = this.moved();
-    return moved ? { ok: false, reason: moved } : null;
+  private box(rect: Rect, what: string, tone: BoxTone): void {
+    const { refusal, frame } = this;
+    const elsewhere = !this.sameWindow;
+    this.marks.push(() => {
+      const m = refusal ?? mapRect(frame.geometry, rect);
+      if (!m.ok) return captionMark(`${what} not drawn: ${m.reason}`, 'note');
+      return { kind: 'box', ...rounded(m), label: label(what), tone, elsewhere };
+    });
   }
+}
+
+/** A line of text under the image. */
+function captionMark(text: string, tone?: 'note' | 'failed'): Mark {
+  return { kind: 'caption', text: label(text, MAX_CAPTION_CHARS), ...(tone ? { tone } : {}) };
 }
 
 function rounded(r: Rect): Rect {
