@@ -2,7 +2,7 @@
 // window, and a note instead of a mark wherever the mapping is unsure.
 import { describe, expect, it } from 'vitest';
 import type { Mark } from '../../src/report/player/marks.js';
-import { PlayerCollector, type PlayerInputs } from '../../src/report/player/model.js';
+import { MAX_STEPS, PlayerCollector, type PlayerInputs } from '../../src/report/player/model.js';
 import type { ArtifactRow, CallRow } from '../../src/store/schema.js';
 
 const notepad = { handle: 65552, title: 'Untitled - Notepad', x: 120, y: 80, width: 800, height: 600 };
@@ -217,5 +217,38 @@ describe('PlayerCollector', () => {
       label: 'invoke automationid="b" · invoked',
     });
     expect(captions(bySeq.get(6)!.marks)).toEqual(['typed: [typed text: 8 chars]']);
+  });
+
+  it('keeps MAX_STEPS steps around the failing call of a long run, whichever step fails', () => {
+    // One frame, then finds: a step each. The collector lets go of steps while collecting (at 800 held),
+    // so the runs end just after one of those points, and far from one.
+    const found = {
+      found: true,
+      element: { name: 'Save', x: 200, y: 100, width: 50, height: 20 },
+      window: notepad,
+    };
+    const images = [artifact(1, 'artifacts/a.png', 400, 300)];
+    for (const calls of [1251, 2601, 3000]) {
+      const rows = [capture(1)];
+      for (let seq = 2; seq <= calls; seq++) {
+        rows.push(call(seq, 'find', { window: 'Notepad', value: 'Save' }, { ok: true, result: found }));
+      }
+      const half = Math.floor(calls / 2);
+      for (const failingSeq of [null, 1, 301, 302, half, calls - 350, calls - 1, calls, calls + 1]) {
+        const model = collect(rows, images, null, failingSeq);
+        // The window as the whole list gives it: 300 steps before the failing one, else the last 400.
+        const failing = failingSeq !== null && failingSeq <= calls ? failingSeq - 1 : calls - 1;
+        const from = Math.max(0, Math.min(failing - 300, calls - MAX_STEPS));
+        const what = `${calls} calls, failing #${failingSeq}`;
+        expect(model.stepsOmitted, what).toBe(calls - MAX_STEPS);
+        expect(model.steps[0]!.seq, what).toBe(from + 1);
+        expect(model.steps.map((s) => s.seq)).toEqual(
+          Array.from({ length: MAX_STEPS }, (_, i) => from + i + 1),
+        );
+        const last = model.steps.at(-1)!;
+        expect(last.title).toBe(`#${last.seq} find name="Save"`);
+        expect(last.marks).toEqual([expect.objectContaining({ kind: 'box', label: 'name="Save" · found' })]);
+      }
+    }
   });
 });

@@ -78,6 +78,8 @@ export interface PlayerInputs {
 
 /** Steps the page and the GIF get at most; the ones nearest the failing call are kept. */
 export const MAX_STEPS = 400;
+/** Steps kept before the failing call's (the rest of MAX_STEPS after it). */
+const STEPS_BEFORE_FAILING = Math.floor(MAX_STEPS * 0.75);
 /** Envelopes longer than this are not parsed for marks (a big query tree); their step says so. */
 const MAX_ENVELOPE_CHARS = 1_000_000;
 /** Elements kept from the last query of each window, to show an ambiguous selector's candidates. */
@@ -202,7 +204,11 @@ const TOOLS_WITH_MARKS = new Set([
 /** Builds the player model from the call rows, handed in seq order. */
 export class PlayerCollector {
   private readonly frames: PlayerFrame[] = [];
+  /** The steps from `stepsLeftOut` on; those before it are out of every window `finish` could keep. */
   private readonly steps: CollectedStep[] = [];
+  private stepsLeftOut = 0;
+  /** The index of the first step of the failing call, once collected. */
+  private failingStep: number | null = null;
   /** The latest frame of each window (by handle, then by title), and the latest frame of all. */
   private readonly frameOfHandle = new Map<number, number>();
   private readonly frameOfTitle = new Map<string, number>();
@@ -240,14 +246,15 @@ export class PlayerCollector {
 
   /** The model, its steps bounded around the failing call. */
   finish(): PlayerModel {
+    const total = this.stepsLeftOut + this.steps.length;
     let steps = this.steps;
     let omitted = 0;
-    if (steps.length > MAX_STEPS) {
-      const failing = steps.findIndex((s) => s.failing);
-      const centre = failing === -1 ? steps.length - 1 : failing;
-      const from = Math.max(0, Math.min(centre - Math.floor(MAX_STEPS * 0.75), steps.length - MAX_STEPS));
-      omitted = steps.length - MAX_STEPS;
-      steps = steps.slice(from, from + MAX_STEPS);
+    if (total > MAX_STEPS) {
+      const centre = this.failingStep ?? total - 1;
+      const from = Math.max(0, Math.min(centre - STEPS_BEFORE_FAILING, total - MAX_STEPS));
+      if (from < this.stepsLeftOut) throw new Error('player: a kept step was left out while collecting');
+      omitted = total - MAX_STEPS;
+      steps = steps.slice(from - this.stepsLeftOut, from - this.stepsLeftOut + MAX_STEPS);
     }
     // Only the frames the kept steps show, renumbered.
     const used = [...new Set(steps.map((s) => s.frame))].sort((a, b) => a - b);
@@ -320,6 +327,9 @@ export class PlayerCollector {
   }
 
   private pushStep(row: CallRow, frame: number, marks: MarkOp[], what = ''): void {
+    const failing = row.seq === this.inputs.failingSeq;
+    if (failing && this.failingStep === null) this.failingStep = this.stepsLeftOut + this.steps.length;
+    if (this.steps.length >= 2 * MAX_STEPS) this.leaveOutUnkept();
     const started = Date.parse(row.started_at);
     if (this.startMs === null && Number.isFinite(started)) this.startMs = started;
     const at = Number.isFinite(started) && this.startMs !== null ? Math.max(0, started - this.startMs) : 0;
@@ -329,10 +339,25 @@ export class PlayerCollector {
       status: row.status,
       frame,
       at,
-      failing: row.seq === this.inputs.failingSeq,
+      failing,
       titleText: `#${row.seq} ${row.tool}${what ? ` ${what}` : ''}${row.error_code ? ` · ${row.error_code}` : ''}`,
       marks: marks.slice(0, MAX_MARKS),
     });
+  }
+
+  /**
+   * Let go of the steps no end of the run can keep (a long session makes ten thousand and more): `finish`
+   * keeps MAX_STEPS from at least STEPS_BEFORE_FAILING before the failing step, or the last MAX_STEPS; a
+   * failing step not collected yet comes after every step so far.
+   */
+  private leaveOutUnkept(): void {
+    const total = this.stepsLeftOut + this.steps.length;
+    const lastWindow = total - MAX_STEPS;
+    const firstKept =
+      this.failingStep === null ? lastWindow : Math.min(this.failingStep - STEPS_BEFORE_FAILING, lastWindow);
+    if (firstKept <= this.stepsLeftOut) return;
+    this.steps.splice(0, firstKept - this.stepsLeftOut);
+    this.stepsLeftOut = firstKept;
   }
 
   private failureCaption(row: CallRow): MarkOp[] {
