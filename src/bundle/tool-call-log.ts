@@ -113,8 +113,8 @@ export class ToolCallLogFile {
 /** Where the lines go: bytes that can be cut back to an earlier length. */
 interface LineSink {
   length: number;
-  /** Append `text` and a newline; `size` is its UTF-8 length plus one. */
-  writeLine(text: string, size: number): void;
+  /** Append `text` and a newline; returns the bytes appended (its UTF-8 length plus one). */
+  writeLine(text: string): number;
   /** Drop everything past `length` bytes. */
   truncate(length: number): void;
 }
@@ -159,7 +159,7 @@ class LogLines {
     if (!this.truncated) this.flushEventsUntil(null);
     const { out, cap, truncationSize } = this;
     if (this.truncated && out.length + truncationSize <= cap) {
-      out.writeLine(TRUNCATION_LINE, truncationSize);
+      out.writeLine(TRUNCATION_LINE);
       this.sizes.push(truncationSize);
     }
     return {
@@ -173,8 +173,11 @@ class LogLines {
   private push(line: Line): boolean {
     const { out, cap, truncationSize, sizes } = this;
     const text = lineText(line, this.sessionIdJson);
-    const size = Buffer.byteLength(text) + 1;
-    if (out.length + size > cap) {
+    // Written, then taken back when over the cap: its UTF-8 length is learnt by encoding it once.
+    const start = out.length;
+    const size = out.writeLine(text);
+    if (out.length > cap) {
+      out.truncate(start);
       // Over the cap: take lines back until the truncation line fits, so the whole file stays within it.
       this.truncated = true;
       while (sizes.length > 0 && out.length + truncationSize > cap) {
@@ -183,7 +186,6 @@ class LogLines {
       }
       return false;
     }
-    out.writeLine(text, size);
     sizes.push(size);
     this.isCallRequest.push(line.method === 'tools/call' && line.direction === 'request');
     return true;
@@ -208,8 +210,8 @@ class GrowingBuffer implements LineSink {
     this.buf = Buffer.allocUnsafe(Math.min(limit, 64 * 1024));
   }
 
-  /** Append `text` and a newline; `size` is its UTF-8 length plus one. */
-  writeLine(text: string, size: number): void {
+  writeLine(text: string): number {
+    const size = Buffer.byteLength(text) + 1;
     const need = this.length + size;
     if (need > this.buf.length) {
       const grown = Buffer.allocUnsafe(Math.max(need, Math.min(this.limit, this.buf.length * 2)));
@@ -219,6 +221,7 @@ class GrowingBuffer implements LineSink {
     this.length += this.buf.write(text, this.length, 'utf8');
     this.buf[this.length] = 10;
     this.length += 1;
+    return size;
   }
 
   /** Drop everything past `length` bytes. */
@@ -244,9 +247,8 @@ class FileLines implements LineSink {
     return this.out.length;
   }
 
-  writeLine(text: string, size: number): void {
-    this.out.append(text, size - 1);
-    this.out.append('\n', 1);
+  writeLine(text: string): number {
+    return this.out.appendLine(text);
   }
 
   truncate(length: number): void {

@@ -41,6 +41,23 @@ export class StagedFile {
     return at;
   }
 
+  /** Append `text` and a line break; returns the bytes appended (UTF-8), learnt by encoding it once. */
+  appendLine(text: string): number {
+    this.openFd(); // throws once closed
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: room for that, or the exact length when it is that big.
+    if (text.length * 3 + 1 > STAGING) {
+      const bytes = Buffer.byteLength(text, 'utf8');
+      this.append(text, bytes);
+      this.append('\n', 1);
+      return bytes + 1;
+    }
+    if (this.staged + text.length * 3 + 1 > STAGING) this.flush();
+    const bytes = this.staging.write(text, this.staged, 'utf8');
+    this.staging[this.staged + bytes] = 10;
+    this.staged += bytes + 1;
+    return bytes + 1;
+  }
+
   /** Drop everything past `length` bytes (staged bytes are dropped, written ones cut off the file). */
   truncate(length: number): void {
     const fd = this.openFd();
