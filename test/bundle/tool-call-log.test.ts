@@ -136,6 +136,38 @@ describe('buildToolCallLog', () => {
     expect(result.isError).toBe(false);
   });
 
+  it('splices each envelope into a response shape many calls share, scrubbed and counted for each', () => {
+    // One stored shape (with image bytes the recorder should have kept out, and two envelope blocks) for
+    // three calls: each line is the shape with its own envelope, byte for byte as JSON.stringify writes it.
+    const response = JSON.stringify({
+      content: [
+        { type: 'image', data: PNG, mimeType: 'image/png' },
+        { type: 'text', text: '[envelope]' },
+        { type: 'text', text: '[envelope]' },
+      ],
+      isError: false,
+    });
+    const texts = ['plain', 'say "hi"\u2028 \\ — ☕', '\ud800 lone'];
+    const rows = texts.map((text, i) =>
+      row(i + 1, { envelope: JSON.stringify({ ok: true, result: { text } }), response }),
+    );
+    const log = buildToolCallLog(source(rows), 's');
+    const lines = log.data.toString('utf8').trim().split('\n');
+    expect(log.imagesRedacted).toBe(3);
+    rows.forEach((r, i) => {
+      const result = {
+        content: [
+          { type: 'image', data: '<redacted base64>', mimeType: 'image/png' },
+          { type: 'text', text: r.envelope },
+          { type: 'text', text: r.envelope },
+        ],
+        isError: false,
+      };
+      const payload = `{"jsonrpc":"2.0","id":${r.seq},"result":${JSON.stringify(result)}}`;
+      expect(lines[2 * i + 1]).toContain(`"payload":${payload},"seq":${r.seq}}`);
+    });
+  });
+
   it('keeps a stored JSON-RPC response and a JSON-RPC error as they were', () => {
     const rpc = {
       jsonrpc: '2.0',
