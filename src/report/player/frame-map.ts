@@ -103,11 +103,16 @@ export function sameRect(a: Rect, b: Rect): boolean {
 /** `{x, y, width, height}` of numbers, else null. */
 export function rectOf(value: unknown): Rect | null {
   if (!value || typeof value !== 'object') return null;
-  const v = value as Record<string, unknown>;
-  const n = (k: string) => (typeof v[k] === 'number' && Number.isFinite(v[k]) ? (v[k] as number) : null);
-  const [x, y, width, height] = [n('x'), n('y'), n('width'), n('height')];
-  if (x === null || y === null || width === null || height === null) return null;
+  // Read by name (no closure, no array): every result's window and element goes through here.
+  const { x, y, width, height } = value as Record<string, unknown>;
+  if (!isFiniteNumber(x) || !isFiniteNumber(y) || !isFiniteNumber(width) || !isFiniteNumber(height)) {
+    return null;
+  }
   return { x, y, width, height };
+}
+
+function isFiniteNumber(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v);
 }
 
 /** `[x, y]` (as click/drag/focus results give points) or `{x, y}`, else null. */
