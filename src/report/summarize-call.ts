@@ -257,9 +257,11 @@ function describeTarget(tool: string, args: Obj | undefined): string {
 
 /**
  * One line describing a call, e.g. "capture 800x600 png 14 KB of 'Untitled - Notepad'" or "find name='Save':
- * selector-matched-3". `json`: the row's parsed JSON when someone else on the same pass reads it too.
+ * selector-matched-3". `shared`: this row's parsed JSON when someone else on the same pass reads it too
+ * (anything else, such as an index from `rows.map(summarizeCall)`, is ignored).
  */
-export function summarizeCall(row: CallRow, json: CallJson = new CallJson(row)): string {
+export function summarizeCall(row: CallRow, shared?: CallJson): string {
+  const json = shared instanceof CallJson && shared.row === row ? shared : new CallJson(row);
   const tool = oneLine(row.tool, 40) || '?';
   const args = asRecord(json.args(1024 * 1024));
   const dropped = row.payload_dropped ? ' [payload dropped]' : '';

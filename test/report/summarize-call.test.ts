@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CallJson } from '../../src/report/call-json.js';
 import { MAX_LINE, summarizeCall } from '../../src/report/summarize-call.js';
 import type { CallRow } from '../../src/store/schema.js';
 import { NOTEPAD, SAVE_AS } from '../support/fixture-session.js';
@@ -301,5 +302,19 @@ describe('summarizeCall', () => {
 
   it('copes with unreadable stored JSON', () => {
     expect(summarizeCall(row('find', null, {}, { args: '{not json', envelope: '[1,2' }))).toBe('find: ok');
+  });
+
+  it('reads a parsed row handed in, and ignores anything else in its place (an index from map)', () => {
+    const found = row(
+      'find',
+      { by: 'name', value: 'Save' },
+      { result: { found: true, element: { name: 'Save' } } },
+    );
+    const other = row('find', { by: 'name', value: 'Open' }, { result: { found: false } });
+    const alone = [found, other].map((r) => summarizeCall(r));
+    // TypeScript refuses this; JavaScript callers of the built module can still write it.
+    expect([found, other].map(summarizeCall as (r: CallRow) => string)).toEqual(alone);
+    expect(summarizeCall(found, new CallJson(found))).toBe(alone[0]);
+    expect(summarizeCall(found, new CallJson(other))).toBe(alone[0]); // another row's JSON is not used
   });
 });
