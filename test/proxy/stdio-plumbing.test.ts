@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { ROOM_WAIT_MS } from '../../src/proxy/recorder-port.js';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { stdioProxy } from '../support/stdio-proxy.js';
 import { collectingRecorder, waitFor } from './helpers.js';
@@ -123,5 +124,51 @@ describe('stdio proxy plumbing', () => {
     expect(code).toBe(127);
     expect(text.join('')).toMatch(/cannot start .*ENOENT/);
     expect(recorder.collected.closed).toBe(1);
+  });
+});
+
+describe('stdio proxy pacing', () => {
+  it("reads the client's next bytes only once the recorder has room again (or after ROOM_WAIT_MS)", async () => {
+    const recorder = collectingRecorder();
+    let askedAt = Number.NaN;
+    let releasedAt = Number.NaN;
+    let release = () => {};
+    // No room from the second chunk on, until released.
+    let asked = 0;
+    recorder.room = () => {
+      asked += 1;
+      if (asked < 2) return undefined;
+      if (asked === 2) askedAt = performance.now();
+      return new Promise<void>((resolve) => {
+        release = () => {
+          releasedAt = performance.now();
+          resolve();
+        };
+      });
+    };
+    const { stdin, stdout, exit } = stdioProxy(recorder, [CHILD]);
+    const answers: Array<{ line: string; at: number }> = [];
+    let tail = '';
+    stdout.on('data', (c: Buffer) => {
+      const parts = (tail + c.toString('utf8')).split('\n');
+      tail = parts.pop()!;
+      for (const line of parts) answers.push({ line, at: performance.now() });
+    });
+    stdin.write('{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n');
+    await waitFor(() => answers.length === 1);
+    stdin.write('{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n');
+    await waitFor(() => answers.length === 2);
+    // The proxy forwarded the second request, then found no room: the third waits.
+    stdin.write('{"jsonrpc":"2.0","id":3,"method":"tools/list"}\n');
+    await new Promise((r) => setTimeout(r, 150));
+    release();
+    await waitFor(() => answers.length === 3);
+    const third = answers[2]!;
+    expect(third.line).toContain('"id":3');
+    // Not before the release, unless the 1 s wait ran out first (a slow machine): never at once.
+    expect(third.at).toBeGreaterThanOrEqual(Math.min(releasedAt, askedAt + ROOM_WAIT_MS) - 1);
+    stdin.end();
+    expect(await exit).toBe(0);
+    expect(recorder.collected.completed).toHaveLength(3);
   });
 });
