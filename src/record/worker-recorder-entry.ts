@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { createRecorderOnClock } from './recorder.js';
 import type { ExchangeMeta, PendingExchange } from './types.js';
-import type { FromWorker, Posted, ToWorker, WireMeta, WorkerRecorderData } from './worker-recorder.js';
+import type { FromWorker, Posted, WireMeta, WorkerRecorderData } from './worker-recorder.js';
 
 const port = parentPort;
 if (!port) throw new Error('worker-recorder-entry runs only as a worker thread (createWorkerRecorder)');
@@ -18,8 +18,33 @@ const send = (message: FromWorker) => port.postMessage(message);
 let postedAt: number | undefined;
 const clock: Clock = { now: () => performance.now(), date: () => new Date(postedAt ?? Date.now()) };
 const recorder = createRecorderOnClock({ ...options, stderr: (line) => send({ op: 'stderr', line }) }, clock);
-/** Exchanges by the id the proxy's thread gave them, until it drops its handle (`forget`). */
+/**
+ * Exchanges by the id the proxy's thread gave them, until it drops its handle (`forget`) or SETTLED_KEEP_MS
+ * after they settled, whichever is first.
+ */
 const exchanges = new Map<number, PendingExchange>();
+/**
+ * How long a settled exchange stays for a note that comes after its answer. `forget` alone waits for the
+ * proxy's thread to collect the handle, which a busy proxy does only at a full GC: 10,000-25,000 settled
+ * calls, their answers with them, were held meanwhile (a 60 MB swing in this thread's heap under the stdio
+ * soak's load). A quarter of a second is ample for an answer's last notes, which come in order.
+ */
+const SETTLED_KEEP_MS = 250;
+/** The settled exchanges' ids and when they settled (posted time), oldest first. */
+const settled = new Map<number, number>();
+
+function markSettled(id: number, at: number): void {
+  if (exchanges.has(id) && !settled.has(id)) settled.set(id, at);
+}
+
+/** Let go of the exchanges settled SETTLED_KEEP_MS or more before `now`. */
+function dropSettled(now: number): void {
+  for (const [id, at] of settled) {
+    if (now - at < SETTLED_KEEP_MS) return;
+    settled.delete(id);
+    exchanges.delete(id);
+  }
+}
 send({ op: 'ready' });
 
 /** An exchange's times back as dates. */
@@ -33,19 +58,22 @@ function metaOf(wire: WireMeta | undefined): ExchangeMeta | undefined {
   return meta;
 }
 
-function handle(message: ToWorker): void {
+function handle(message: Posted): void {
   switch (message.op) {
     case 'begin':
       exchanges.set(message.id, recorder.beginExchange(message.request, metaOf(message.meta)));
       return;
     case 'complete':
       exchanges.get(message.id)?.complete(message.response, metaOf(message.meta));
+      markSettled(message.id, message.t);
       return;
     case 'too-large':
       exchanges.get(message.id)?.tooLarge(message.answer, metaOf(message.meta));
+      markSettled(message.id, message.t);
       return;
     case 'fail':
       exchanges.get(message.id)?.fail(message.reason);
+      markSettled(message.id, message.t);
       return;
     case 'timed-out':
       exchanges.get(message.id)?.timedOut(message.reason);
@@ -55,7 +83,10 @@ function handle(message: ToWorker): void {
       return;
     case 'note': {
       const at = typeof message.at === 'number' ? new Date(message.at) : undefined;
-      exchanges.get(message.id)?.note(message.kind, message.detail, at);
+      const exchange = exchanges.get(message.id);
+      // Past SETTLED_KEEP_MS after its answer: an event of the session, no longer tied to the call.
+      if (exchange) exchange.note(message.kind, message.detail, at);
+      else recorder.event(undefined, message.kind, message.detail);
       return;
     }
     case 'exchange':
@@ -69,9 +100,11 @@ function handle(message: ToWorker): void {
       return;
     case 'forget':
       exchanges.delete(message.id);
+      settled.delete(message.id);
       return;
     case 'close':
       exchanges.clear();
+      settled.clear();
       recorder.close().then(
         () => closed(),
         (err: unknown) => closed(err instanceof Error ? err.message : String(err)),
@@ -108,9 +141,8 @@ port.on('message', (text: string) => {
       postedAt = undefined;
     }
   }
-  // Taken once the recorder's queue has room: until then the proxy's thread counts it as held (its room()).
+  dropSettled(Date.now());
+  // Taken once recorded (processed and committed): until then the proxy's thread counts it as held (room()).
   const taken = () => send({ op: 'taken', chars: text.length });
-  const room = recorder.room();
-  if (room) room.then(taken, taken);
-  else taken();
+  recorder.flush().then(taken, taken);
 });

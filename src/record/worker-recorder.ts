@@ -99,12 +99,13 @@ const FLUSH_MS = 10;
 const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
 
 /**
- * Past this much JSON held for the worker (posted and not taken, or batched), `room()` makes the proxy wait:
- * the worker takes a batch only once its recorder's queue has room, so a client faster than the recording is
- * paced by it (as it was when both ran on one thread) instead of filling memory up to MAX_UNTAKEN_CHARS.
- * Room again at half of it.
+ * Past this much JSON held for the worker (posted and not yet recorded, or batched), `room()` makes the proxy
+ * wait: the worker says it took a batch only once its recorder processed and committed it (a flush), so a
+ * client faster than the recording is paced by it (as it was when both ran on one thread) instead of filling
+ * the worker's queue (8,192 jobs before the queue itself calls for room: the stdio soak's proxy reached
+ * 437 MB). About a thousand small calls; room again at half of it.
  */
-const ROOM_HIGH_CHARS = 8 * 1024 * 1024;
+const ROOM_HIGH_CHARS = 1024 * 1024;
 
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 

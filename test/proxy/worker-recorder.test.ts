@@ -211,6 +211,27 @@ describe('the recorder in a worker thread', () => {
     expect(rows.filter((c) => c.status === 'pending')).toEqual([]);
   });
 
+  it("a note soon after its call's answer is the call's; one long after is kept as the session's event", async () => {
+    const dir = path.join(tmp, 'notes');
+    const worker = createWorkerRecorder({ sessionsDir: dir, transport: 'stdio', stderr: () => {} });
+    await worker.ready();
+    const request = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: {} } };
+    const exchange = worker.beginExchange(request, { transport: 'stdio' });
+    exchange.complete({ jsonrpc: '2.0', id: 1, result: { content: [] } });
+    exchange.note('notification', { method: 'notifications/message', n: 1 });
+    // Past the time a settled exchange is kept (a later batch lets it go): the note is not lost.
+    await new Promise((r) => setTimeout(r, 400));
+    worker.event(undefined, 'tick', {});
+    await new Promise((r) => setTimeout(r, 100));
+    exchange.note('notification', { method: 'notifications/message', n: 2 });
+    await worker.close();
+    const events = readSessions(dir).flatMap((s) => s.events);
+    const notes = events.filter((e) => e.kind === 'notification');
+    expect(notes.map((e) => e.detail.n)).toEqual([1, 2]);
+    expect(notes[0]!.call_seq).toBe(1);
+    expect(notes[1]!.call_seq).toBeNull();
+  });
+
   it('counts answers still waiting for the flush against the cap: those past it are recorded without their bodies', async () => {
     const dir = path.join(tmp, 'batched');
     const worker = createWorkerRecorderWithFaults(
