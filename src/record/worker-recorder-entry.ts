@@ -37,7 +37,7 @@ function markSettled(id: number, at: number): void {
   if (exchanges.has(id) && !settled.has(id)) settled.set(id, at);
 }
 
-/** Let go of the exchanges settled SETTLED_KEEP_MS or more before `now`. */
+/** Let go of the exchanges settled SETTLED_KEEP_MS or more before `now` (a posted time). */
 function dropSettled(now: number): void {
   for (const [id, at] of settled) {
     if (now - at < SETTLED_KEEP_MS) return;
@@ -126,7 +126,8 @@ function holdUntil(file: string): void {
 }
 
 port.on('message', (text: string) => {
-  for (const message of JSON.parse(text) as Posted[]) {
+  const messages = JSON.parse(text) as Posted[];
+  for (const message of messages) {
     // The test seams: a throw outside the guard, as a bug in this loop would be; a blocked thread.
     if (message.op === 'event' && message.kind === faults?.crashOnEventKind)
       throw new Error(`injected crash on a ${message.kind} event`);
@@ -141,7 +142,9 @@ port.on('message', (text: string) => {
       postedAt = undefined;
     }
   }
-  dropSettled(Date.now());
+  // By the proxy's clock (when posted), so a worker running behind never drops an exchange a note follows.
+  const last = messages[messages.length - 1];
+  if (last) dropSettled(last.t);
   // Taken once recorded (processed and committed): until then the proxy's thread counts it as held (room()).
   const taken = () => send({ op: 'taken', chars: text.length });
   recorder.flush().then(taken, taken);
