@@ -385,8 +385,20 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
       else {
         const room = recorderRoom(options.recorder);
-        if (room) room.then(() => forwardRequest(ctx, req, res, body, post));
-        else forwardRequest(ctx, req, res, body, post);
+        if (!room) forwardRequest(ctx, req, res, body, post);
+        else
+          room.then(() => {
+            // Gone while it waited (it disconnected, or close() destroyed its socket, whose response may not know it
+            // yet): MCEC never runs a call nobody waits for.
+            if (!res.destroyed && res.socket?.destroyed === false) forwardRequest(ctx, req, res, body, post);
+            else
+              wire.proxyError({
+                reason: 'client left before the request was forwarded',
+                method: req.method,
+                path: pathOnly(req.url),
+                server: kind,
+              });
+          });
       }
     });
   });

@@ -207,3 +207,68 @@ describe('HTTP proxy plumbing', () => {
     await sleep(10);
   });
 });
+
+describe('HTTP proxy pacing', () => {
+  /** A recorder with no room until `release()`; `asked` counts the requests that waited for it. */
+  function roomlessRecorder() {
+    const recorder = collectingRecorder();
+    const waiting: Array<() => void> = [];
+    recorder.room = () => new Promise<void>((resolve) => waiting.push(resolve));
+    return {
+      recorder,
+      asked: () => waiting.length,
+      release: () => {
+        for (const resolve of waiting.splice(0)) resolve();
+      },
+    };
+  }
+
+  it('does not forward a request whose client left while it waited for room (nor after close())', async () => {
+    const seen: string[] = [];
+    const target = await startServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        seen.push(body);
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('{"jsonrpc":"2.0","id":1,"result":{}}');
+      });
+    });
+    cleanups.push(() => target.close());
+    const { recorder, asked, release } = roomlessRecorder();
+    const proxy = await startHttpProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: target.url,
+      recorder,
+    });
+    cleanups.push(() => proxy.close());
+
+    // The client gives up while its request waits for room.
+    const client = http.request(proxy.url, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+    });
+    client.on('error', () => {});
+    client.end('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"click"}}');
+    await waitFor(() => asked() === 1);
+    client.destroy();
+    await sleep(50);
+    release();
+    // The proxy closes while another waits.
+    const call = post(proxy.url, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}').catch((e: Error) => e);
+    await waitFor(() => asked() === 1);
+    await proxy.close();
+    expect(await call).toBeInstanceOf(Error);
+    release();
+    await sleep(100);
+    expect(seen).toEqual([]);
+    expect(recorder.collected.begun).toHaveLength(0);
+    const left = recorder.collected.events.filter((e) => e.kind === 'proxy-error');
+    expect(left.map((e) => e.detail.reason)).toEqual([
+      'client left before the request was forwarded',
+      'client left before the request was forwarded',
+    ]);
+  });
+});
