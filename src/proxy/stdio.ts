@@ -252,12 +252,15 @@ function pipeBothWays(
   };
   // Two reasons to stop reading the client (the child's stdin is full, the recorder has no room): read again
   // once neither holds.
+  // Once detached, a late release (room after the child's exit) must not read on: the bytes would be lost to
+  // stdin's next owner, and a flowing process.stdin keeps the event loop alive.
   let holds = 0;
+  let detached = false;
   const hold = () => {
     if (holds++ === 0) stdin.pause();
   };
   const release = () => {
-    if (--holds === 0) stdin.resume();
+    if (--holds === 0 && !detached) stdin.resume();
   };
   const onStdinData = (chunk: Buffer) => {
     if (!child.stdin.writable) return;
@@ -297,6 +300,7 @@ function pipeBothWays(
   });
   stdout.on('error', () => {}); // the client went away; the child's exit still ends the run
   return () => {
+    detached = true;
     stdin.off('data', onStdinData);
     stdin.off('end', onStdinEnd);
     stdin.pause();

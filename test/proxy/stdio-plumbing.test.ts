@@ -172,3 +172,23 @@ describe('stdio proxy pacing', () => {
     expect(recorder.collected.completed).toHaveLength(3);
   });
 });
+
+describe('stdio proxy pacing at exit', () => {
+  it("leaves the client's stdin paused when the recorder's room comes after the child exited", async () => {
+    const recorder = collectingRecorder();
+    let release = () => {};
+    recorder.room = () =>
+      new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    // A child that leaves at the first bytes it reads, while the proxy waits for room.
+    const { stdin, exit } = stdioProxy(recorder, ['-e', "process.stdin.once('data', () => process.exit(0))"]);
+    stdin.write('{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n');
+    expect(await exit).toBe(0);
+    expect(stdin.isPaused()).toBe(true);
+    release();
+    await new Promise((r) => setImmediate(r));
+    // Detached: a stdin read on would be taken from its next owner (and keep a process's event loop alive).
+    expect(stdin.isPaused()).toBe(true);
+  });
+});
