@@ -361,6 +361,8 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   const watchAuthorization = authorizationWatcher(options.recorder);
   let port = settings.listenPort;
   let active = 0;
+  /** The last request waiting for the recorder's room, until it is forwarded (or dropped). */
+  let waitingTurn: Promise<void> | undefined;
 
   const server = http.createServer((req, res) => {
     res.on('error', () => {});
@@ -384,21 +386,38 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     readBoundedBody(req, res, bounds, kind, wire, (body) => {
       if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
       else {
-        const room = recorderRoom(options.recorder);
-        if (!room) forwardRequest(ctx, req, res, body, post);
-        else
-          room.then(() => {
-            // Gone while it waited (it disconnected, or close() destroyed its socket, whose response may not know it
-            // yet): MCEC never runs a call nobody waits for.
-            if (!res.destroyed && res.socket?.destroyed === false) forwardRequest(ctx, req, res, body, post);
-            else
-              wire.proxyError({
-                reason: 'client left before the request was forwarded',
-                method: req.method,
-                path: pathOnly(req.url),
-                server: kind,
-              });
-          });
+        // Behind any request still waiting (room comes back above the low mark, where waiters still wait): none
+        // overtakes an earlier one. Each still waits at most ROOM_WAIT_MS from its own arrival.
+        const own = recorderRoom(options.recorder);
+        const earlier = waitingTurn;
+        const room = own && earlier ? Promise.all([own, earlier]) : (own ?? earlier);
+        if (!room) {
+          forwardRequest(ctx, req, res, body, post);
+          return;
+        }
+        const turn = room.then(() => {
+          // Gone while it waited (it disconnected, or close() destroyed its socket, whose response may not know it
+          // yet): MCEC never runs a call nobody waits for.
+          if (!res.destroyed && res.socket?.destroyed === false) forwardRequest(ctx, req, res, body, post);
+          else
+            wire.proxyError({
+              reason: 'client left before the request was forwarded',
+              method: req.method,
+              path: pathOnly(req.url),
+              server: kind,
+            });
+        });
+        // Those behind it go on even if it threw (which still surfaces, unhandled, as it did before).
+        const done = new Promise<void>((settle) =>
+          turn.then(settle, (err: unknown) => {
+            settle();
+            throw err;
+          }),
+        );
+        waitingTurn = done;
+        done.then(() => {
+          if (waitingTurn === done) waitingTurn = undefined;
+        });
       }
     });
   });

@@ -271,4 +271,46 @@ describe('HTTP proxy pacing', () => {
       'client left before the request was forwarded',
     ]);
   });
+
+  it('forwards a request that came while an earlier one waited for room after it, not before', async () => {
+    const seen: string[] = [];
+    const target = await startServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        seen.push(body);
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(body.replace('"method":"tools/list"', '"result":{}'));
+      });
+    });
+    cleanups.push(() => target.close());
+    const recorder = collectingRecorder();
+    let release = () => {};
+    let asked = 0;
+    // No room for the first request; room again (past the high mark, not yet the low one) for the second.
+    recorder.room = () => {
+      asked += 1;
+      if (asked > 1) return undefined;
+      return new Promise<void>((resolve) => {
+        release = resolve;
+      });
+    };
+    const proxy = await startHttpProxy({
+      listen: { host: '127.0.0.1', port: 0 },
+      target: target.url,
+      recorder,
+    });
+    cleanups.push(() => proxy.close());
+    const first = post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}');
+    await waitFor(() => asked === 1);
+    const second = post(proxy.url, '{"jsonrpc":"2.0","id":2,"method":"tools/list"}');
+    await waitFor(() => asked === 2);
+    await sleep(50);
+    release();
+    expect((await first).status).toBe(200);
+    expect((await second).status).toBe(200);
+    expect(seen.map((body) => JSON.parse(body).id)).toEqual([1, 2]);
+  });
 });
