@@ -223,7 +223,8 @@ describe('HTTP proxy pacing', () => {
     };
   }
 
-  it('does not forward a request whose client left while it waited for room (nor after close())', async () => {
+  /** A target that keeps every body it gets (in `seen`) and answers it with `answer(body)`. */
+  async function bodyKeepingTarget(answer: (body: string) => string) {
     const seen: string[] = [];
     const target = await startServer((req, res) => {
       let body = '';
@@ -233,14 +234,19 @@ describe('HTTP proxy pacing', () => {
       req.on('end', () => {
         seen.push(body);
         res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end('{"jsonrpc":"2.0","id":1,"result":{}}');
+        res.end(answer(body));
       });
     });
     cleanups.push(() => target.close());
+    return { url: target.url, seen };
+  }
+
+  it('does not forward a request whose client left while it waited for room (nor after close())', async () => {
+    const { url: targetUrl, seen } = await bodyKeepingTarget(() => '{"jsonrpc":"2.0","id":1,"result":{}}');
     const { recorder, asked, release } = roomlessRecorder();
     const proxy = await startHttpProxy({
       listen: { host: '127.0.0.1', port: 0 },
-      target: target.url,
+      target: targetUrl,
       recorder,
     });
     cleanups.push(() => proxy.close());
@@ -273,19 +279,9 @@ describe('HTTP proxy pacing', () => {
   });
 
   it('forwards a request that came while an earlier one waited for room after it, not before', async () => {
-    const seen: string[] = [];
-    const target = await startServer((req, res) => {
-      let body = '';
-      req.on('data', (c: Buffer) => {
-        body += c.toString();
-      });
-      req.on('end', () => {
-        seen.push(body);
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(body.replace('"method":"tools/list"', '"result":{}'));
-      });
-    });
-    cleanups.push(() => target.close());
+    const { url: targetUrl, seen } = await bodyKeepingTarget((body) =>
+      body.replace('"method":"tools/list"', '"result":{}'),
+    );
     const recorder = collectingRecorder();
     let release = () => {};
     let asked = 0;
@@ -299,7 +295,7 @@ describe('HTTP proxy pacing', () => {
     };
     const proxy = await startHttpProxy({
       listen: { host: '127.0.0.1', port: 0 },
-      target: target.url,
+      target: targetUrl,
       recorder,
     });
     cleanups.push(() => proxy.close());
