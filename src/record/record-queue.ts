@@ -5,6 +5,7 @@
  * most once per commit interval (group commit), at once by `flush()`. Past the high-water mark callers wait
  * for room (`room()`); a commit that must be retried is tried again after `retryMs`.
  */
+import { Waiters } from '../util/waiters.js';
 import { type Clock, systemClock } from './clock.js';
 
 /** What the queue asks of the recorder. */
@@ -75,7 +76,7 @@ export class RecordQueue<J> {
   private lastCommitAt = -Infinity;
   private commitAgain = false;
   private retryTimer: NodeJS.Timeout | undefined;
-  private roomWaiters: Array<() => void> = [];
+  private readonly roomWaiters = new Waiters();
   private closed = false;
 
   constructor(worker: QueueWorker<J>, options: { clock?: Clock; limits?: Partial<QueueLimits> } = {}) {
@@ -95,7 +96,7 @@ export class RecordQueue<J> {
   /** Undefined while there is room; past the high-water mark, a promise that resolves once there is. */
   room(): Promise<void> | undefined {
     if (!this.underPressure()) return undefined;
-    return new Promise((resolve) => this.roomWaiters.push(resolve));
+    return this.roomWaiters.wait();
   }
 
   /** True while a job of `bytes` keeps the queue within `maxQueuedBytes` (a small job always fits). */
@@ -227,13 +228,11 @@ export class RecordQueue<J> {
   }
 
   private releaseRoom(force = false): void {
-    if (this.roomWaiters.length === 0) return;
+    if (!this.roomWaiters.waiting) return;
     const { lowWaterJobs, highWaterBytes } = this.limits;
     if (!force && (this.jobs.length - this.head > lowWaterJobs || this.queuedBytes > highWaterBytes / 2))
       return;
-    const waiters = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const w of waiters) w();
+    this.roomWaiters.wakeAll();
   }
 
   private scheduleRetry(): void {

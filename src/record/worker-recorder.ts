@@ -8,6 +8,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
+import { Waiters } from '../util/waiters.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
@@ -121,7 +122,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private batchedAnswers = 0;
   private readonly maxUntaken: number;
   private readonly roomHigh: number;
-  private roomWaiters: Array<() => void> = [];
+  private readonly roomWaiters = new Waiters();
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
@@ -192,16 +193,14 @@ class WorkerRecorderImpl implements WorkerRecorder {
   room(): Promise<void> | undefined {
     if (this.stopped !== undefined || this.closed) return undefined;
     if (this.untaken + this.batchedAnswers <= this.roomHigh) return undefined;
-    return new Promise((resolve) => this.roomWaiters.push(resolve));
+    return this.roomWaiters.wait();
   }
 
   /** Let the waiting proxy go on: room again (half the high mark), or the worker is gone or closing. */
   private wakeRoomWaiters(force: boolean): void {
-    if (this.roomWaiters.length === 0) return;
+    if (!this.roomWaiters.waiting) return;
     if (!force && this.untaken + this.batchedAnswers > this.roomHigh / 2) return;
-    const waiters = this.roomWaiters;
-    this.roomWaiters = [];
-    for (const wake of waiters) wake();
+    this.roomWaiters.wakeAll();
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
