@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ensureDist } from './lib/dist.js';
 import { machineInfo } from './lib/machine.js';
-import { type Results, renderBenchmarks } from './lib/report.js';
+import { mergeResults, type Results, renderBenchmarks } from './lib/report.js';
 import type { Figure, FigureResult } from './lib/types.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -197,21 +197,10 @@ async function main(): Promise<void> {
     figures,
   };
   const file = path.join(BENCH, args.quick ? 'results.quick.json' : 'results.json');
-  // A partial run (--only) merges into the existing results instead of dropping the other figures.
-  if (args.only && fs.existsSync(file)) {
+  if (fs.existsSync(file)) {
     try {
       const previous = JSON.parse(fs.readFileSync(file, 'utf8')) as Results;
-      const kept = previous.figures.filter((f) => !selected.some((s) => s.id === f.id));
-      const merged = FIGURES.map((f) => [...kept, ...figures].find((r) => r.id === f.id)).filter(
-        (r): r is FigureResult => r !== undefined,
-      );
-      // The header stays the full run's; this run is listed as a re-run of its figures (older ones it
-      // replaces entirely are dropped).
-      const rerun = { figures: selected.map((f) => f.id), machine: results.machine };
-      const older = (previous.reruns ?? []).filter((r) =>
-        r.figures.some((id) => !rerun.figures.includes(id)),
-      );
-      results = { ...previous, figures: merged, reruns: [...older, rerun] };
+      results = mergeResults(previous, results, FIGURES, args.only ? selected.map((f) => f.id) : null);
     } catch {
       // an unreadable previous file is simply replaced
     }

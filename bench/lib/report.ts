@@ -18,6 +18,39 @@ export interface Results {
   reruns?: Array<{ figures: string[]; machine: MachineInfo & { loadAverageAtEnd1m?: number } }>;
 }
 
+/**
+ * The results file after a run: a partial run (`only` lists its ids) merges its figures into the previous
+ * results, keeping the full run's header and listing itself as a re-run (older re-runs it replaces entirely are
+ * dropped). A full run never runs the figures measured only when asked (the soak): it keeps their last results
+ * under the re-run that measured them, instead of dropping them.
+ */
+export function mergeResults(
+  previous: Results,
+  current: Results,
+  order: ReadonlyArray<{ id: string; onlyWhenAsked?: boolean }>,
+  only: readonly string[] | null,
+): Results {
+  if (only) {
+    const kept = previous.figures.filter((f) => !only.includes(f.id));
+    const merged = order
+      .map((f) => [...kept, ...current.figures].find((r) => r.id === f.id))
+      .filter((r): r is FigureResult => r !== undefined);
+    const rerun = { figures: [...only], machine: current.machine };
+    const older = (previous.reruns ?? []).filter((r) => r.figures.some((id) => !only.includes(id)));
+    return { ...previous, figures: merged, reruns: [...older, rerun] };
+  }
+  const askedOnly = new Set(order.filter((f) => f.onlyWhenAsked).map((f) => f.id));
+  const kept = previous.figures.filter(
+    (f) => askedOnly.has(f.id) && !current.figures.some((r) => r.id === f.id),
+  );
+  if (kept.length === 0) return current;
+  const keptIds = kept.map((f) => f.id);
+  const reruns = (previous.reruns ?? []).filter((r) => r.figures.every((id) => keptIds.includes(id)));
+  const unlisted = keptIds.filter((id) => !reruns.some((r) => r.figures.includes(id)));
+  if (unlisted.length > 0) reruns.push({ figures: unlisted, machine: previous.machine });
+  return { ...current, figures: [...current.figures, ...kept], reruns };
+}
+
 function cell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
 }
