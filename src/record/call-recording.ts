@@ -96,6 +96,9 @@ export class CallRecording {
   begin(call: RecordedCall): void {
     const { registry, stage } = this.deps;
     if (this.deps.closed()) return;
+    // Started before the answer that names the server's default session was processed (the agent's next call
+    // comes before the queue's turn): file it there now, not in a placeholder made and dropped again per call.
+    if (call.startVia === 'default') call.startsIn(registry.startOf(call.namedSessionId));
     const s = registry.obtain(call.startSessionId, call.startVia, call.startedAt);
     s.callStarted(call);
     if (call.mcpSessionHash) s.noteMcpSession(call.mcpSessionHash, call.startedAt);

@@ -79,8 +79,8 @@ export class RecordedCall implements CallStart {
   /** performance.now() at the start, for the duration. */
   readonly t0: number;
   readonly namedSessionId: string | undefined;
-  readonly startSessionId: string;
-  readonly startVia: SessionVia;
+  private _startSessionId: string;
+  private _startVia: SessionVia;
   readonly plainServer: boolean;
   readonly mcpSessionHash: string | undefined;
   private _session: RecordedSession | undefined = undefined;
@@ -113,10 +113,28 @@ export class RecordedCall implements CallStart {
     this.startedAt = init.startedAt;
     this.t0 = performance.now();
     this.namedSessionId = init.namedSessionId;
-    this.startSessionId = init.startSessionId;
-    this.startVia = init.startVia;
+    this._startSessionId = init.startSessionId;
+    this._startVia = init.startVia;
     this.plainServer = init.plainServer;
     this.mcpSessionHash = init.mcpSessionHash;
+  }
+
+  /** Where its pending row goes: the session it names, else the server's default, else the recorder's. */
+  get startSessionId(): string {
+    return this._startSessionId;
+  }
+  /** How `startSessionId` was learned. */
+  get startVia(): SessionVia {
+    return this._startVia;
+  }
+  /**
+   * The start as the registry knows it when the queue processes it (before the call is filed): a call that
+   * started before an earlier answer named the server's default session goes there, not to the recorder's.
+   */
+  startsIn(start: { id: string; via: SessionVia }): void {
+    if (this._session) throw new Error('RecordedCall.startsIn: the call is already filed');
+    this._startSessionId = start.id;
+    this._startVia = start.via;
   }
 
   /** The session the call is filed in now (set when its start is processed; may move once it completes). */

@@ -154,6 +154,29 @@ describe('routing through wrap against the simulator', () => {
     expect(rows(r.recorder.defaultSessionId)).toEqual([['find', 'failed', 'unknown-session']]);
   });
 
+  it("a call started before the server's default was learned is filed there, not in a placeholder", async () => {
+    const sim = createSimulator({ seed: 5, sessionsRoot: path.join(root, 'sim'), pollMs: 5 });
+    const recorder = createRecorder({ sessionsDir: path.join(root, 'rec'), stderr: () => {} });
+    let release: (value: unknown) => void = () => {};
+    const dispatch = recorder.wrap((tool, args) =>
+      tool === 'wait-for' ? new Promise((resolve) => (release = resolve)) : sim.callTool(tool, args),
+    );
+    const def = envelopeOf((await dispatch('windows', {})) as CallToolResult).sessionId as string;
+    // The agent's next call starts before the queue has processed the first call's answer.
+    const waiting = dispatch('wait-for', { name: 'Save' });
+    await recorder.flush();
+    // While it is in flight its pending row is in the server's default session: no second session dir.
+    expect(sessionDirs(path.join(root, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${def}$`))]);
+    expect(calls(dirOf(def)).map((c) => [c.tool, c.status])).toEqual([
+      ['windows', 'ok'],
+      ['wait-for', 'pending'],
+    ]);
+    release(await sim.callTool('windows', {}));
+    await waiting;
+    await recorder.close();
+    expect(rows(def).map((row) => row[0])).toEqual(['windows', 'wait-for']);
+  });
+
   it('provision-session and end-session: their sessionId names an install, not a session', async () => {
     const r = rig();
     const def = (await r.call('windows')).sessionId;
