@@ -170,8 +170,11 @@ function openIfFresh(root: string, now: () => number): Catalog | null {
 
 /** Session dirs to read, and rows whose dir is gone. */
 interface RefreshWork {
-  /** `stored`: the row's dir time, when it has one (a time accepted before, unchanged since, can be kept). */
-  todo: Array<{ name: string; mtime: number | null; stored?: number | null }>;
+  /**
+   * `stored`: the row's dir time, when it has one (a time accepted before, unchanged since, can be kept);
+   * `touched`: the row's counter when the sweep read every row's state (else it is read before the session).
+   */
+  todo: Array<{ name: string; mtime: number | null; stored?: number | null; touched?: number }>;
   gone: string[];
   sweep: RefreshResult['sweep'];
   /** The sweep removed a writer's sweep request (which moved the sessions dir's time). */
@@ -226,7 +229,8 @@ function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): R
     if (mtime === null) continue;
     seen.add(name);
     const st = states.get(name);
-    if (rereadAll || needsReading(st, mtime)) todo.push({ name, mtime, stored: st?.dirMtime ?? null });
+    if (rereadAll || needsReading(st, mtime))
+      todo.push({ name, mtime, stored: st?.dirMtime ?? null, touched: st?.touched ?? 0 });
   }
   return {
     todo,
@@ -275,13 +279,13 @@ async function indexSessions(
   let indexed = 0;
   for (let i = 0; i < todo.length; i += BATCH) {
     const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
-    for (const { name, mtime, stored } of todo.slice(i, i + BATCH)) {
+    for (const { name, mtime, stored, touched: swept } of todo.slice(i, i + BATCH)) {
       const dir = path.join(root, name);
       if (mtime === null || !isRegularFile(path.join(dir, LOG_FILE))) {
         gone.push(name); // not a session (no log) or gone meanwhile
         continue;
       }
-      const touched = catalog.touchedOf(name);
+      const touched = swept ?? catalog.touchedOf(name);
       // The dir's time before reading can be kept: settled, or the row's already (accepted then, unchanged).
       const beforeKept = settled(mtime, t) !== null || (stored != null && stored === mtime);
       const fromSidecar = entryFromSidecar(dir, { now: t, restamp });

@@ -229,11 +229,21 @@ function schemaProblem(db: Db): string | null {
  * delete the WAL: the sessions dir's mtime then moves only when sessions come or go, which is what readers
  * check to know a sweep is due.
  */
+/** The statements `Catalog.put` runs for each entry. */
+interface PutStatements {
+  upsert: Database.Statement;
+  delFailures: Database.Statement;
+  delTools: Database.Statement;
+  addFailure: Database.Statement;
+  addTool: Database.Statement;
+}
+
 export class Catalog {
   readonly file: string;
   readonly readonly: boolean;
   private readonly db: Db;
   private touchedStatement: Database.Statement | undefined;
+  private putStatements: PutStatements | undefined;
   private readonly guard: Db | null;
 
   private constructor(file: string, db: Db, guard: Db | null, readonly: boolean) {
@@ -390,6 +400,26 @@ export class Catalog {
     at = new Date(),
   ): void {
     if (items.length === 0) return;
+    // Prepared once: an index puts thousands of rows, 64 per call.
+    this.putStatements ??= this.preparePut();
+    const { upsert, delFailures, delTools, addFailure, addTool } = this.putStatements;
+    const indexedAt = at.toISOString();
+    this.db
+      .transaction(() => {
+        for (const { entry, touched, dirMtime } of items) {
+          const name = entry.session.dir_name;
+          upsert.run({ ...entry.session, dir_mtime: dirMtime, touched, indexed_at: indexedAt });
+          delFailures.run(name);
+          delTools.run(name);
+          for (const f of entry.failures) addFailure.run({ ...f, dir_name: name });
+          for (const t of entry.tools) addTool.run({ ...t, dir_name: name });
+        }
+      })
+      .immediate();
+  }
+
+  /** The statements of `put`. */
+  private preparePut(): PutStatements {
     const upsert = this.db.prepare(
       `INSERT INTO sessions (${SESSION_COLUMNS}, dir_mtime, touched, indexed_touched, indexed_at)
        VALUES (@dir_name, @session_id, @scenario, @server, @host, @started_at, @ended_at, @duration_ms, @duration,
@@ -416,19 +446,7 @@ export class Catalog {
     const addTool = this.db.prepare(
       'INSERT OR REPLACE INTO tool_calls (dir_name, tool, calls, failures) VALUES (@dir_name, @tool, @calls, @failures)',
     );
-    const indexedAt = at.toISOString();
-    this.db
-      .transaction(() => {
-        for (const { entry, touched, dirMtime } of items) {
-          const name = entry.session.dir_name;
-          upsert.run({ ...entry.session, dir_mtime: dirMtime, touched, indexed_at: indexedAt });
-          delFailures.run(name);
-          delTools.run(name);
-          for (const f of entry.failures) addFailure.run({ ...f, dir_name: name });
-          for (const t of entry.tools) addTool.run({ ...t, dir_name: name });
-        }
-      })
-      .immediate();
+    return { upsert, delFailures, delTools, addFailure, addTool };
   }
 
   /** Remove the rows of sessions whose dirs are gone. */

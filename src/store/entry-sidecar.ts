@@ -189,7 +189,8 @@ let hashBuffer: Buffer | undefined;
 
 function statOrNull(p: string): fs.Stats | null {
   try {
-    return fs.statSync(p);
+    // No exception built for a missing file: the -wal of a log at rest is missing (half an index's stats).
+    return fs.statSync(p, { throwIfNoEntry: false }) ?? null;
   } catch {
     return null;
   }
