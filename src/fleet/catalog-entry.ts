@@ -255,7 +255,7 @@ export function entryOfSessionDir(
   dir: string,
   options: { now?: number; restamp?: boolean } = { restamp: true },
 ): SessionDirEntry & { fromSidecar: boolean } {
-  const fromSidecar = entryFromSidecar(dir, options);
+  const fromSidecar = entryFromSidecar(dir, { ...options, entryVersion: ENTRY_VERSION });
   return fromSidecar ? { ...fromSidecar, fromSidecar: true } : { ...entryFromLog(dir), fromSidecar: false };
 }
 

@@ -22,7 +22,9 @@ import {
   SWEEP_REQUEST_FILE,
 } from '../store/catalog.js';
 import { SETTLE_MS } from '../store/entry-sidecar.js';
+import { isRegularFile, lstatOf, mtimeOf } from '../util/file-stat.js';
 import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
+import type { SidecarStep } from './sidecar-entry.js';
 
 /**
  * A full sweep also runs when the last one is older than this: a writer that does not know the catalog (an
@@ -55,15 +57,6 @@ export interface RefreshResult {
   warning?: string;
 }
 
-function mtimeOf(p: string): number | null {
-  try {
-    // No exception built for a missing file (most misses).
-    return fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /** A time settled enough to compare later: null when it is so recent that a change could share its tick. */
 function settled(mtime: number | null, now: number): string | null {
   return mtime !== null && now - mtime >= SETTLE_MS ? String(mtime) : null;
@@ -91,7 +84,13 @@ function needsReading(st: CatalogRowState | undefined, dirMtime: number): boolea
  */
 export async function refreshCatalog(
   sessionsDir: string,
-  options: { full?: boolean; now?: () => number; onProgress?: Progress } = {},
+  options: {
+    full?: boolean;
+    now?: () => number;
+    onProgress?: Progress;
+    /** Check sidecars on a worker thread too: true whenever one starts (tests), false never; default: many. */
+    sidecarWorker?: boolean;
+  } = {},
 ): Promise<RefreshResult> {
   const root = path.resolve(sessionsDir);
   const now = options.now ?? Date.now;
@@ -124,15 +123,11 @@ export async function refreshCatalog(
     } else work = dirtySessions(catalog, root);
     const { todo, gone, sweep } = work;
     // `index` stamps the sidecars it checked by hash settled (the next index compares times only).
-    const indexed = await indexSessions(
-      catalog,
-      root,
-      todo,
-      gone,
-      now(),
-      options.full === true,
-      options.onProgress,
-    );
+    const indexed = await indexSessions(catalog, root, todo, gone, now(), {
+      restamp: options.full === true,
+      worker: options.sidecarWorker,
+      onProgress: options.onProgress,
+    });
     catalog.remove(gone);
     catalog.setMeta({
       entry_version: ENTRY_VERSION,
@@ -260,8 +255,10 @@ function dirtySessions(catalog: Catalog, root: string): RefreshWork {
 }
 
 /**
- * Read each session's log into its row, in batches of BATCH per write transaction; a dir without a log (or
- * gone meanwhile) is added to `gone`. Returns how many were read.
+ * Read each session into its row (from its sidecar when that is true to the log, else from the log), in
+ * batches of BATCH per write transaction; a dir without a log (or gone meanwhile) is added to `gone`. The
+ * sidecars are read and checked on two threads when there are many (sidecar-worker.ts). Returns how many
+ * were read.
  */
 async function indexSessions(
   catalog: Catalog,
@@ -269,44 +266,54 @@ async function indexSessions(
   todo: RefreshWork['todo'],
   gone: string[],
   t: number,
-  restamp: boolean,
-  onProgress?: Progress,
+  options: { restamp: boolean; worker?: boolean; onProgress?: Progress },
 ): Promise<number> {
   if (todo.length === 0) return 0;
-  const { entryFromSidecar } = await import('./sidecar-entry.js');
+  const { stepSessionDirs } = await import('./sidecar-worker.js');
   // The code that reads a log loads only when a sidecar cannot be trusted (most sweeps find them true).
   let readLog: typeof import('./catalog-entry.js').entryFromLog | undefined;
   let indexed = 0;
-  for (let i = 0; i < todo.length; i += BATCH) {
+  let done = 0;
+  const chunks: Array<RefreshWork['todo']> = [];
+  for (let i = 0; i < todo.length; i += BATCH) chunks.push(todo.slice(i, i + BATCH));
+  // Before a session is read, its row's counter (a writer that touches it meanwhile leaves it stale).
+  const prepare = (chunk: RefreshWork['todo']) => {
+    for (const item of chunk) item.touched ??= catalog.touchedOf(item.name);
+  };
+  const finish = async (chunk: RefreshWork['todo'], steps: SidecarStep[]) => {
     const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
-    for (const { name, mtime, stored, touched: swept } of todo.slice(i, i + BATCH)) {
-      const dir = path.join(root, name);
-      if (mtime === null || !isRegularFile(path.join(dir, LOG_FILE))) {
+    for (const [k, { name, mtime, stored, touched = 0 }] of chunk.entries()) {
+      const step = steps[k]!;
+      if (mtime === null || step.kind === 'gone') {
         gone.push(name); // not a session (no log) or gone meanwhile
         continue;
       }
-      const touched = swept ?? catalog.touchedOf(name);
+      const dir = path.join(root, name);
       // The dir's time before reading can be kept: settled, or the row's already (accepted then, unchanged).
       const beforeKept = settled(mtime, t) !== null || (stored != null && stored === mtime);
-      const fromSidecar = entryFromSidecar(dir, { now: t, restamp });
-      if (fromSidecar && !fromSidecar.wroteSidecar) {
+      if (step.kind === 'sidecar' && !step.wroteSidecar) {
         // Nothing of ours changed the dir: its time from the sweep (a later change makes the next sweep read it).
-        items.push({ entry: fromSidecar.entry, touched, dirMtime: beforeKept ? mtime : null });
+        items.push({ entry: step.entry, touched, dirMtime: beforeKept ? mtime : null });
         continue;
       }
-      const walFilesBefore = fromSidecar ? 0 : walFilesOf(dir);
-      let read = fromSidecar;
-      if (!read) {
-        readLog ??= (await import('./catalog-entry.js')).entryFromLog;
-        read = readLog(dir);
-      }
-      const { entry, wroteSidecar } = read;
       // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, and writing
       // the sidecar replaces a file, which moves it to now. Kept when that is all that changed it (the time
       // before was settled, and we wrote the sidecar or both WAL files appeared): else every session index
       // read is read again by the next sweep.
-      const after = mtimeOf(dir);
-      const onlyOurFiles = beforeKept && (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
+      let entry: CatalogEntry;
+      let after: number | null;
+      let onlyOurFiles: boolean;
+      if (step.kind === 'sidecar') {
+        ({ entry, dirMtimeAfter: after } = step);
+        onlyOurFiles = beforeKept;
+      } else {
+        const walFilesBefore = walFilesOf(dir);
+        readLog ??= (await import('./catalog-entry.js')).entryFromLog;
+        const read = readLog(dir);
+        entry = read.entry;
+        after = mtimeOf(dir);
+        onlyOurFiles = beforeKept && (read.wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
+      }
       items.push({
         entry,
         touched,
@@ -315,8 +322,16 @@ async function indexSessions(
     }
     catalog.put(items);
     indexed += items.length;
-    onProgress?.(Math.min(i + BATCH, todo.length), todo.length);
-  }
+    done += chunk.length;
+    options.onProgress?.(done, todo.length);
+  };
+  await stepSessionDirs(
+    root,
+    chunks,
+    { entryVersion: ENTRY_VERSION, now: t, restamp: options.restamp },
+    { prepare, finish },
+    options.worker,
+  );
   return indexed;
 }
 
@@ -349,6 +364,7 @@ export async function withCatalog<T>(
     now?: () => number;
     onRebuild?: (why: string) => void;
     onProgress?: Progress;
+    sidecarWorker?: boolean;
   } = {},
 ): Promise<T> {
   const root = path.resolve(sessionsDir);
@@ -382,21 +398,5 @@ function readNames(root: string): string[] {
     return fs.readdirSync(root);
   } catch {
     return [];
-  }
-}
-
-function lstatOf(p: string): fs.Stats | undefined {
-  try {
-    return fs.lstatSync(p, { throwIfNoEntry: false });
-  } catch {
-    return undefined;
-  }
-}
-
-function isRegularFile(p: string): boolean {
-  try {
-    return fs.lstatSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
-  } catch {
-    return false;
   }
 }

@@ -1,15 +1,26 @@
 /**
  * A session dir's catalog entry from its sidecar (src/store/entry-sidecar.ts), apart from the code that reads
- * a log (`catalog-entry.ts`): a sweep that finds every new dir's sidecar true loads only this.
+ * a log (`catalog-entry.ts`): a sweep that finds every new dir's sidecar true loads only this. The entry
+ * version is the caller's (catalog.ts's ENTRY_VERSION), so that `index`'s worker thread
+ * (sidecar-worker-entry.ts), which runs `sidecarStep`, loads neither the catalog nor SQLite.
  */
+import path from 'node:path';
+import { LOG_FILE } from '../paths/naming.js';
 import type { CatalogEntry } from '../store/catalog.js';
 import { trustedEntry, worthRestamping, writeEntrySidecar } from '../store/entry-sidecar.js';
-import { ENTRY_VERSION } from './catalog.js';
+import { isRegularFile, mtimeOf } from '../util/file-stat.js';
 
 /** A session dir's entry, and whether its sidecar was written (the dir's time moved). */
 export interface SessionDirEntry {
   entry: CatalogEntry;
   wroteSidecar: boolean;
+}
+
+/** How a sidecar is read: the entry version it must carry, the time now, whether to restamp it. */
+export interface SidecarReading {
+  entryVersion: string;
+  now?: number;
+  restamp?: boolean;
 }
 
 /**
@@ -19,15 +30,30 @@ export interface SessionDirEntry {
  * time when that is settled, so that the next reader compares times only; a sweep does not (writing it
  * costs two to three times the hash, and a sweep reads a dir again only when it changed).
  */
-export function entryFromSidecar(
-  dir: string,
-  options: { now?: number; restamp?: boolean } = {},
-): SessionDirEntry | null {
-  const trusted = trustedEntry(dir, ENTRY_VERSION);
+export function entryFromSidecar(dir: string, reading: SidecarReading): SessionDirEntry | null {
+  const trusted = trustedEntry(dir, reading.entryVersion);
   if (!trusted) return null;
   const wroteSidecar =
-    options.restamp === true &&
-    worthRestamping(trusted, options.now ?? Date.now()) &&
-    writeEntrySidecar(dir, ENTRY_VERSION, trusted.entry, trusted.stamp);
+    reading.restamp === true &&
+    worthRestamping(trusted, reading.now ?? Date.now()) &&
+    writeEntrySidecar(dir, reading.entryVersion, trusted.entry, trusted.stamp);
   return { entry: trusted.entry, wroteSidecar };
+}
+
+/**
+ * What an index found of one session dir without its catalog: `gone` (no log: not a session, or gone
+ * meanwhile), `log` (no sidecar true to the log: read the log), or the sidecar's entry, with the dir's time
+ * right after the sidecar was written again (null when it was not, or the dir is gone).
+ */
+export type SidecarStep =
+  | { kind: 'gone' }
+  | { kind: 'log' }
+  | { kind: 'sidecar'; entry: CatalogEntry; wroteSidecar: boolean; dirMtimeAfter: number | null };
+
+/** One session dir's `SidecarStep`: what `index` does per dir on either thread. */
+export function sidecarStep(dir: string, reading: SidecarReading): SidecarStep {
+  if (!isRegularFile(path.join(dir, LOG_FILE))) return { kind: 'gone' };
+  const read = entryFromSidecar(dir, reading);
+  if (!read) return { kind: 'log' };
+  return { kind: 'sidecar', ...read, dirMtimeAfter: read.wroteSidecar ? mtimeOf(dir) : null };
 }

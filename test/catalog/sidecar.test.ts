@@ -162,6 +162,85 @@ describe('catalog sidecars', () => {
     }
   });
 
+  it('index on two threads (built code) gives the rows of one; a log changed under its fresh sidecar is read', async () => {
+    type CatalogModule = typeof import('../../src/fleet/catalog.js');
+    type WorkerModule = typeof import('../../src/fleet/sidecar-worker.js');
+    const built = (m: string) => path.resolve(import.meta.dirname, '../../dist/fleet', m);
+    const { refreshCatalog: refreshBuilt, ENTRY_VERSION } = (await import(
+      built('catalog.js')
+    )) as CatalogModule;
+    const { stepSessionDirs } = (await import(built('sidecar-worker.js'))) as WorkerModule;
+    const one = path.join(root, 'threads-one');
+    const two = path.join(root, 'threads-two');
+    const fleet = generateFleet(one, { sessions: 40, seed: 31 }).sessions.map((s) => s.dirName);
+    for (const dir of sessionDirs(one)) age(dir); // sidecars from close: checked by hash, then restamped
+    // Changed under its sidecar, same size and time: only the hash tells. Another without a sidecar, one without a log.
+    const changed = path.join(one, fleet[3]!, 'session.sqlite');
+    const st = fs.statSync(changed);
+    const db = new Database(changed);
+    db.prepare("UPDATE session SET scenario = 'same size!' WHERE id = 1").run();
+    db.close();
+    for (const x of ['-wal', '-shm']) fs.rmSync(`${changed}${x}`, { force: true });
+    fs.utimesSync(changed, st.atime, st.mtime);
+    fs.rmSync(sidecarOf(path.join(one, fleet[5]!)));
+    fs.rmSync(path.join(one, fleet[7]!, 'session.sqlite'));
+    fs.cpSync(one, two, { recursive: true, preserveTimestamps: true });
+
+    // The steps themselves (not restamping: the copy is indexed after): every chunk finished once, the
+    // worker's steps those of this thread.
+    const reading = { entryVersion: ENTRY_VERSION, now: Date.now(), restamp: false };
+    const chunks = Array.from({ length: 10 }, (_, i) =>
+      fleet.slice(i * 4, i * 4 + 4).map((name) => ({ name })),
+    );
+    const steps = new Map<string, unknown>();
+    const stepped = async (worker: boolean) => {
+      steps.clear();
+      const done = await stepSessionDirs(
+        two,
+        chunks,
+        reading,
+        {
+          prepare: () => {},
+          finish: (chunk, s) => {
+            for (const [k, item] of chunk.entries()) steps.set(item.name, s[k]);
+          },
+        },
+        worker,
+      );
+      return { done, steps: Object.fromEntries([...steps].sort()) };
+    };
+    const here = await stepped(false);
+    const both = await stepped(true);
+    expect(here.done).toBe(0);
+    expect(both.done).toBeGreaterThan(0);
+    expect(Object.keys(both.steps)).toHaveLength(40);
+    expect(both.steps).toEqual(here.steps);
+
+    // The copy's dirs are new (their files came just now): the dir times are checked on the original.
+    const a = await refreshBuilt(two, { full: true, sidecarWorker: false });
+    const b = await refreshBuilt(one, { full: true, sidecarWorker: true });
+    try {
+      expect(b.indexed).toBe(39);
+      expect(dump(b.catalog)).toEqual(dump(a.catalog));
+      const scenario = (c: Catalog) =>
+        (c as unknown as { db: Database.Database }).db
+          .prepare('SELECT scenario FROM sessions WHERE dir_name = ?')
+          .pluck()
+          .get(fleet[3]);
+      expect(scenario(b.catalog)).toBe('same size!');
+      const states = b.catalog.rowStates();
+      for (const name of fleet.filter((n) => n !== fleet[7])) {
+        const dir = path.join(one, name);
+        expect(readSidecar(dir).log.settled, name).toBe(true);
+        if (name !== fleet[3] && name !== fleet[5])
+          expect(states.get(name)?.dirMtime, name).toBe(fs.statSync(dir).mtimeMs);
+      }
+    } finally {
+      a.catalog.close();
+      b.catalog.close();
+    }
+  });
+
   it('a log with WAL content is read, whatever its sidecar says', () => {
     const sessionsDir = path.join(root, 'wal');
     const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 24 }).sessions;
