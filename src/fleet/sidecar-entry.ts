@@ -52,8 +52,8 @@ export type SidecarStep =
 
 /** One session dir's `SidecarStep`: what `index` does per dir on either thread. */
 export function sidecarStep(dir: string, reading: SidecarReading): SidecarStep {
-  if (!isRegularFile(path.join(dir, LOG_FILE))) return { kind: 'gone' };
+  // A sidecar found true says the log is there, a regular file (`logAtRest`): no stat of its own for that.
   const read = entryFromSidecar(dir, reading);
-  if (!read) return { kind: 'log' };
-  return { kind: 'sidecar', ...read, dirMtimeAfter: read.wroteSidecar ? mtimeOf(dir) : null };
+  if (read) return { kind: 'sidecar', ...read, dirMtimeAfter: read.wroteSidecar ? mtimeOf(dir) : null };
+  return isRegularFile(path.join(dir, LOG_FILE)) ? { kind: 'log' } : { kind: 'gone' };
 }

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import type { MessagePort, Worker } from 'node:worker_threads';
 import { type SidecarReading, type SidecarStep, sidecarStep } from './sidecar-entry.js';
 
 /** Below this many dirs a worker's start (tens of ms) is not worth it. */
@@ -61,7 +61,7 @@ export async function stepSessionDirs<T extends { name: string }>(
   const helper =
     worker === false || (worker === undefined && (dirs < WORKER_FROM || os.availableParallelism() < 2))
       ? null
-      : startWorker({ root, reading });
+      : await startWorker({ root, reading });
   const posted = new Map<number, T[]>();
   const answered: ChunkSteps[] = [];
   let wake: (() => void) | undefined;
@@ -131,10 +131,14 @@ export async function stepSessionDirs<T extends { name: string }>(
   }
 }
 
-/** The worker, or null when there is no built entry or it cannot start. */
-function startWorker(data: StepWorkerData): { worker: Worker; port: MessagePort } | null {
+/**
+ * The worker, or null when there is no built entry or it cannot start. worker_threads loads only here: a
+ * sweep that reads a few new dirs (the first `list` after they came) does not pay for it.
+ */
+async function startWorker(data: StepWorkerData): Promise<{ worker: Worker; port: MessagePort } | null> {
   try {
     if (!fs.existsSync(fileURLToPath(ENTRY))) return null;
+    const { MessageChannel, Worker } = await import('node:worker_threads');
     const { port1, port2 } = new MessageChannel();
     const worker = new Worker(ENTRY, { workerData: { ...data, port: port2 }, transferList: [port2] });
     return { worker, port: port1 };

@@ -171,6 +171,30 @@ const SESSION_COLUMNS = `dir_name, session_id, scenario, server, host, started_a
   last_activity_at, status, verdict, verdict_reason, calls, failures, recovered, pending, warnings, artifacts,
   fingerprints, error`;
 
+/** The columns of a session's row, of a failure's and of a tool's count, in the order `put` binds them. */
+const SESSION_KEYS = SESSION_COLUMNS.split(',').map((c) => c.trim()) as Array<keyof CatalogSession>;
+// Records, so that a field added to the type and not here fails to compile.
+const FAILURE_KEYS = Object.keys({
+  dir_name: 1,
+  seq: 1,
+  at: 1,
+  tool: 1,
+  status: 1,
+  code: 1,
+  category: 1,
+  detail: 1,
+  target: 1,
+  window: 1,
+  class_name: 1,
+  process: 1,
+  recovered: 1,
+  fingerprint: 1,
+} satisfies Record<keyof CatalogFailure, 1>) as Array<keyof CatalogFailure>;
+const TOOL_KEYS = Object.keys({ dir_name: 1, tool: 1, calls: 1, failures: 1 } satisfies Record<
+  keyof CatalogToolCount,
+  1
+>) as Array<keyof CatalogToolCount>;
+
 type Db = Database.Database;
 
 function migrate(db: Db): void {
@@ -408,23 +432,24 @@ export class Catalog {
       .transaction(() => {
         for (const { entry, touched, dirMtime } of items) {
           const name = entry.session.dir_name;
-          upsert.run({ ...entry.session, dir_mtime: dirMtime, touched, indexed_at: indexedAt });
+          const session = entry.session;
+          upsert.run(...SESSION_KEYS.map((k) => session[k]), dirMtime, touched, touched, indexedAt);
           delFailures.run(name);
           delTools.run(name);
-          for (const f of entry.failures) addFailure.run({ ...f, dir_name: name });
-          for (const t of entry.tools) addTool.run({ ...t, dir_name: name });
+          for (const f of entry.failures)
+            addFailure.run(...FAILURE_KEYS.map((k) => (k === 'dir_name' ? name : f[k])));
+          for (const t of entry.tools) addTool.run(...TOOL_KEYS.map((k) => (k === 'dir_name' ? name : t[k])));
         }
       })
       .immediate();
   }
 
-  /** The statements of `put`. */
+  /** The statements of `put`: values bound by position (named values cost a fresh object per row). */
   private preparePut(): PutStatements {
+    const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
     const upsert = this.db.prepare(
       `INSERT INTO sessions (${SESSION_COLUMNS}, dir_mtime, touched, indexed_touched, indexed_at)
-       VALUES (@dir_name, @session_id, @scenario, @server, @host, @started_at, @ended_at, @duration_ms, @duration,
-         @last_activity_at, @status, @verdict, @verdict_reason, @calls, @failures, @recovered, @pending,
-         @warnings, @artifacts, @fingerprints, @error, @dir_mtime, @touched, @touched, @indexed_at)
+       VALUES (${marks(SESSION_KEYS.length + 4)})
        ON CONFLICT (dir_name) DO UPDATE SET session_id = excluded.session_id, scenario = excluded.scenario,
          server = excluded.server, host = excluded.host, started_at = excluded.started_at, ended_at = excluded.ended_at,
          duration_ms = excluded.duration_ms, duration = excluded.duration,
@@ -438,13 +463,10 @@ export class Catalog {
     const delFailures = this.db.prepare('DELETE FROM failures WHERE dir_name = ?');
     const delTools = this.db.prepare('DELETE FROM tool_calls WHERE dir_name = ?');
     const addFailure = this.db.prepare(
-      `INSERT OR REPLACE INTO failures (dir_name, seq, at, tool, status, code, category, detail, target, window,
-         class_name, process, recovered, fingerprint)
-       VALUES (@dir_name, @seq, @at, @tool, @status, @code, @category, @detail, @target, @window, @class_name,
-         @process, @recovered, @fingerprint)`,
+      `INSERT OR REPLACE INTO failures (${FAILURE_KEYS.join(', ')}) VALUES (${marks(FAILURE_KEYS.length)})`,
     );
     const addTool = this.db.prepare(
-      'INSERT OR REPLACE INTO tool_calls (dir_name, tool, calls, failures) VALUES (@dir_name, @tool, @calls, @failures)',
+      `INSERT OR REPLACE INTO tool_calls (${TOOL_KEYS.join(', ')}) VALUES (${marks(TOOL_KEYS.length)})`,
     );
     return { upsert, delFailures, delTools, addFailure, addTool };
   }
@@ -470,6 +492,11 @@ export class Catalog {
          ON CONFLICT (dir_name) DO UPDATE SET touched = touched + 1`,
       )
       .run(dirName, sessionId);
+  }
+
+  /** How many sessions the catalog holds (one row each). */
+  sessionCount(): number {
+    return this.db.prepare('SELECT count(*) FROM sessions').pluck().get() as number;
   }
 
   /** Sessions, oldest first (by dir name, which starts with the UTC start stamp). */

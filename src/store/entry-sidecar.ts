@@ -39,12 +39,16 @@ export interface LogStamp {
   hashedAtMs: number;
 }
 
-/** The log's size and mtime when it is at rest (no `-wal` with content), else null. */
+/**
+ * The log's size and mtime when it is at rest (no `-wal` with content), else null; null too when the log is
+ * missing or not a regular file itself (a symlink: the catalog never reads one), so a sidecar found true
+ * says the dir holds a log.
+ */
 export function logAtRest(dir: string): { size: number; mtimeMs: number } | null {
   const file = path.join(dir, LOG_FILE);
   try {
-    const st = fs.statSync(file);
-    if (!st.isFile()) return null;
+    const st = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (!st?.isFile()) return null;
     const wal = statOrNull(`${file}-wal`);
     if (wal && (!wal.isFile() || wal.size > 0)) return null;
     return { size: st.size, mtimeMs: st.mtimeMs };
@@ -58,7 +62,7 @@ export function stampLog(dir: string): LogStamp | null {
   const rest = logAtRest(dir);
   if (!rest) return null;
   const hashedAtMs = Date.now();
-  const sha1 = rest.size <= MAX_HASHED_BYTES ? hashOf(path.join(dir, LOG_FILE)) : null;
+  const sha1 = rest.size <= MAX_HASHED_BYTES ? hashOf(path.join(dir, LOG_FILE), rest.size) : null;
   const after = logAtRest(dir);
   if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
   return { ...rest, settled: false, sha1, hashedAtMs };
@@ -87,7 +91,7 @@ export function trustedEntry(dir: string, entryVersion: string): TrustedEntry | 
     return { entry: sidecar.entry, stamp: { size, mtimeMs, settled, sha1, hashedAtMs: Number.NaN } };
   if (sha1 === null || rest.size > MAX_HASHED_BYTES) return null;
   const hashedAtMs = Date.now();
-  if (hashOf(path.join(dir, LOG_FILE)) !== sha1) return null;
+  if (hashOf(path.join(dir, LOG_FILE), rest.size) !== sha1) return null;
   // The log may have been written while it was hashed: then its time moved, or its WAL has content.
   const after = logAtRest(dir);
   if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
@@ -163,18 +167,23 @@ export function removeEntrySidecar(dir: string): boolean {
   }
 }
 
-/** sha1: it tells a changed log from the one stamped (accidents, not attacks: whoever can write the sidecar can write the log), at half sha256's cost here. */
-function hashOf(file: string): string | null {
+/**
+ * sha1 of the first `size` bytes of `file` (its size when stat-ed: the caller stats it again after, so a log
+ * that grew or shrank meanwhile is caught there, and no read is spent finding the end). sha1: it tells a
+ * changed log from the one stamped (accidents, not attacks: whoever can write the sidecar can write the log).
+ */
+function hashOf(file: string, size: number): string | null {
   let fd: number | undefined;
   try {
     fd = fs.openSync(file, 'r');
     const hash = crypto.createHash('sha1');
     // One buffer for every log: an index hashes thousands, and a fresh one per file is mostly GC.
     hashBuffer ??= Buffer.allocUnsafe(HASH_CHUNK);
-    for (;;) {
-      const n = fs.readSync(fd, hashBuffer, 0, HASH_CHUNK, null);
+    for (let done = 0; done < size; ) {
+      const n = fs.readSync(fd, hashBuffer, 0, Math.min(HASH_CHUNK, size - done), null);
       if (n === 0) break;
       hash.update(hashBuffer.subarray(0, n));
+      done += n;
     }
     return hash.digest('hex');
   } catch {

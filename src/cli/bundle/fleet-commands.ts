@@ -82,7 +82,7 @@ Example:
         dir,
         (res) => {
           if (res.warning) warn(res.warning);
-          const total = res.catalog.sessions().length;
+          const total = res.catalog.sessionCount(); // not every row read to count them
           if (opts.json) {
             const { file: catalog } = res.catalog;
             const { indexed, removed } = res;
