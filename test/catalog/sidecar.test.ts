@@ -241,6 +241,22 @@ describe('catalog sidecars', () => {
     }
   });
 
+  it('a sidecar never vouches for a log that is a symlink; index counts such a dir as no session', async () => {
+    const sessionsDir = path.join(root, 'linked-log');
+    const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 33 }).sessions;
+    const dir = path.join(sessionsDir, s!.dirName);
+    const log = path.join(dir, 'session.sqlite');
+    fs.renameSync(log, path.join(root, 'linked-log.sqlite'));
+    fs.symlinkSync(path.join(root, 'linked-log.sqlite'), log);
+    expect(entryOfSessionDir(dir, { restamp: false }).fromSidecar).toBe(false);
+    const indexed = await refreshCatalog(sessionsDir, { full: true });
+    try {
+      expect(indexed.catalog.sessionCount()).toBe(0);
+    } finally {
+      indexed.catalog.close();
+    }
+  });
+
   it('a log with WAL content is read, whatever its sidecar says', () => {
     const sessionsDir = path.join(root, 'wal');
     const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 24 }).sessions;
