@@ -1,6 +1,6 @@
 /** RecorderRoom: one proxy's pacing by its recorder's room, and what a stalled recorder costs the wire. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type ProxyRecorder, RecorderRoom, ROOM_WAIT_MS } from '../../src/proxy/recorder-port.js';
+import { type ProxyRecorder, ROOM_WAIT_MS, RecorderRoom } from '../../src/proxy/recorder-port.js';
 
 /** A recorder whose room() is what the test says: room, or a promise the test resolves. */
 function recorderWithRoom() {
