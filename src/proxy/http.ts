@@ -18,7 +18,7 @@ import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
-import { type ProxyRecorder, RecorderRoom, rememberHeaderSecret } from './recorder-port.js';
+import { type ProxyRecorder, recorderRoom, rememberHeaderSecret } from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, formatDuration, MAX_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
@@ -361,7 +361,6 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
   const watchAuthorization = authorizationWatcher(options.recorder);
   let port = settings.listenPort;
   let active = 0;
-  const pacing = new RecorderRoom(options.recorder);
   /** The last request waiting for the recorder's room, until it is forwarded (or dropped). */
   let waitingTurn: Promise<void> | undefined;
 
@@ -389,7 +388,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       else {
         // Behind any request still waiting (room comes back above the low mark, where waiters still wait): none
         // overtakes an earlier one. Each still waits at most ROOM_WAIT_MS from its own arrival.
-        const own = pacing.wait();
+        const own = recorderRoom(options.recorder);
         const earlier = waitingTurn;
         const room = own && earlier ? Promise.all([own, earlier]) : (own ?? earlier);
         if (!room) {

@@ -26,39 +26,25 @@ export type ProxyRecorder = Pick<
 export const ROOM_WAIT_MS = 1000;
 
 /**
- * One proxy's pacing by its recorder's room: a client faster than the recording is paced by it instead of
- * filling the recorder's memory. A wait that runs out (ROOM_WAIT_MS) means the recorder is stalled (a commit
- * stuck on a locked disk): from then on requests go on at once until that room comes, so a stall costs the
- * wire one ROOM_WAIT_MS, not one per request.
+ * Undefined while the recorder keeps up; else a promise that resolves once it has room, or after ROOM_WAIT_MS:
+ * a client faster than the recording is paced by it instead of filling the recorder's memory. Never rejects.
  */
-export class RecorderRoom {
-  private stalled = false;
-
-  constructor(private readonly recorder: ProxyRecorder) {}
-
-  /** Undefined when the request may go on now; else a promise that resolves when it may. Never rejects. */
-  wait(): Promise<void> | undefined {
-    if (this.stalled) return undefined;
-    let room: Promise<void> | undefined;
-    try {
-      room = this.recorder.room();
-    } catch {
-      return undefined; // Recording never breaks the wire.
-    }
-    if (!room) return undefined;
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.stalled = true;
-        resolve();
-      }, ROOM_WAIT_MS);
-      const roomCame = () => {
-        clearTimeout(timer);
-        this.stalled = false;
-        resolve();
-      };
-      room.then(roomCame, roomCame);
-    });
+export function recorderRoom(recorder: ProxyRecorder): Promise<void> | undefined {
+  let room: Promise<void> | undefined;
+  try {
+    room = recorder.room();
+  } catch {
+    return undefined; // Recording never breaks the wire.
   }
+  if (!room) return undefined;
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ROOM_WAIT_MS);
+    const done = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    room.then(done, done);
+  });
 }
 
 /** Tell the recorder's redactor about a credential seen on the wire (a bearer token): its own pool. */

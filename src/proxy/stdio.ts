@@ -7,7 +7,7 @@ import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAns
 import { DeclarationFilter } from './declarations.js';
 import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
 import { isBlankLine, LineSplitter } from './lines.js';
-import { type ProxyPendingExchange, type ProxyRecorder, RecorderRoom } from './recorder-port.js';
+import { type ProxyPendingExchange, type ProxyRecorder, recorderRoom } from './recorder-port.js';
 import { WireRecording } from './wire-recording.js';
 
 /**
@@ -256,7 +256,6 @@ function pipeBothWays(
   // stdin's next owner, and a flowing process.stdin keeps the event loop alive.
   let holds = 0;
   let detached = false;
-  const pacing = new RecorderRoom(recorder);
   const hold = () => {
     if (holds++ === 0) stdin.pause();
   };
@@ -270,7 +269,7 @@ function pipeBothWays(
       child.stdin.once('drain', release);
     }
     fromClient.push(chunk);
-    const room = pacing.wait();
+    const room = recorderRoom(recorder);
     if (room) {
       hold();
       room.then(release);
