@@ -45,7 +45,10 @@ export function mergeResults(
   );
   if (kept.length === 0) return current;
   const keptIds = kept.map((f) => f.id);
-  const reruns = (previous.reruns ?? []).filter((r) => r.figures.every((id) => keptIds.includes(id)));
+  // Each re-run line keeps the kept figures it measured (a `--only bundle,soak` line becomes a soak line).
+  const reruns = (previous.reruns ?? [])
+    .map((r) => ({ ...r, figures: r.figures.filter((id) => keptIds.includes(id)) }))
+    .filter((r) => r.figures.length > 0);
   const unlisted = keptIds.filter((id) => !reruns.some((r) => r.figures.includes(id)));
   if (unlisted.length > 0) reruns.push({ figures: unlisted, machine: previous.machine });
   return { ...current, figures: [...current.figures, ...kept], reruns };

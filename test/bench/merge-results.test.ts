@@ -41,6 +41,16 @@ describe('mergeResults (the results file after a bench run)', () => {
     expect(out.reruns).toEqual([{ figures: ['soak'], machine: machine('full-1') }]);
   });
 
+  it('a soak measured by a re-run of several figures stays credited to that re-run', () => {
+    const both = results(
+      'full-1',
+      [figure('bundle', 'old'), figure('soak', 'old soak')],
+      [{ figures: ['bundle', 'soak'], machine: machine('only-2') }],
+    );
+    const out = mergeResults(both, results('full-3', [figure('bundle', 'new')]), ORDER, null);
+    expect(out.reruns).toEqual([{ figures: ['soak'], machine: machine('only-2') }]);
+  });
+
   it('a full run over a file without a soak is written as measured', () => {
     const plain = results('full-1', [figure('bundle', 'old')]);
     const full = results('full-2', [figure('bundle', 'new')]);

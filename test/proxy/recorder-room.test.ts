@@ -1,0 +1,61 @@
+/** recorderRoom: a proxy's pacing by its recorder's room, with a recorder that is slow but alive. */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type ProxyRecorder, ROOM_WAIT_MS, recorderRoom } from '../../src/proxy/recorder-port.js';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('recorderRoom', () => {
+  it('keeps a client faster than a slow recorder paced: the backlog stays near the high mark', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // A recorder like the worker's: room() past HIGH held, resolved at HIGH / 2. It takes 5 items every 1.5 s
+    // (its commits are slow on a busy machine, longer than a wait), but it is alive.
+    const HIGH = 10;
+    let held = 0;
+    let maxHeld = 0;
+    const waiters: Array<() => void> = [];
+    const recorder = {
+      room: () => (held <= HIGH ? undefined : new Promise<void>((resolve) => waiters.push(resolve))),
+    } as unknown as ProxyRecorder;
+    const drain = () => {
+      held = Math.max(0, held - 5);
+      if (held <= HIGH / 2) {
+        for (const wake of waiters.splice(0)) wake();
+      }
+      setTimeout(drain, 1500);
+    };
+    setTimeout(drain, 1500);
+    // The client: a request every 10 ms whenever it may go on, for 20 s.
+    let elapsed = 0;
+    while (elapsed < 20_000) {
+      const wait = recorderRoom(recorder);
+      if (wait) {
+        const t0 = elapsed;
+        let done = false;
+        void wait.then(() => {
+          done = true;
+        });
+        while (!done) {
+          await vi.advanceTimersByTimeAsync(10);
+          elapsed += 10;
+        }
+        expect(elapsed - t0).toBeLessThanOrEqual(ROOM_WAIT_MS + 10);
+      }
+      held += 1;
+      maxHeld = Math.max(maxHeld, held);
+      await vi.advanceTimersByTimeAsync(10);
+      elapsed += 10;
+    }
+    expect(maxHeld).toBeLessThanOrEqual(3 * HIGH);
+  });
+
+  it('a recorder whose room() throws never holds a request back', () => {
+    const recorder = {
+      room: () => {
+        throw new Error('broken');
+      },
+    } as unknown as ProxyRecorder;
+    expect(recorderRoom(recorder)).toBeUndefined();
+  });
+});
