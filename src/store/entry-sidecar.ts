@@ -125,7 +125,8 @@ export function writeEntrySidecar(
   stamp: LogStamp,
 ): boolean {
   const file = path.join(dir, ENTRY_SIDECAR_FILE);
-  const temp = `${file}.${process.pid}.tmp`;
+  // Unique per writer, not per process: an index's worker thread and this thread may write one dir's sidecar.
+  const temp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
   const body = (settled: boolean) =>
     `${JSON.stringify({
       format: SIDECAR_FORMAT,
