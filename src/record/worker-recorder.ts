@@ -77,8 +77,6 @@ export interface WorkerRecorderFaults {
   maxUntakenChars?: number;
   /** In place of ROOM_HIGH_CHARS (room again at half of it). */
   roomHighChars?: number;
-  /** In place of STALLED_AFTER_MS. */
-  stalledAfterMs?: number;
 }
 
 /** What the worker starts with: the options that cross threads (no functions) and the faults. */
@@ -110,14 +108,6 @@ const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
  */
 const ROOM_HIGH_CHARS = 1024 * 1024;
 
-/**
- * A worker that has taken nothing for this long while JSON waits for it is stalled (a commit hung on a locked or
- * dead disk), not slow: `room()` stops making the proxy wait until it takes a batch again, so a hung disk costs
- * the wire a few seconds once, not a second per request (the cap still bounds what is held; answers past it
- * are recorded without their bodies). A slow worker takes a batch at least this often and keeps pacing.
- */
-const STALLED_AFTER_MS = 5000;
-
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 
 class WorkerRecorderImpl implements WorkerRecorder {
@@ -132,9 +122,6 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private batchedAnswers = 0;
   private readonly maxUntaken: number;
   private readonly roomHigh: number;
-  private readonly stalledAfterMs: number;
-  /** When the worker last took a batch, or when JSON began to wait for it (performance.now()). */
-  private lastTaken = performance.now();
   private readonly roomWaiters = new Waiters();
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
@@ -155,7 +142,6 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (faults) data.faults = faults;
     this.maxUntaken = faults?.maxUntakenChars ?? MAX_UNTAKEN_CHARS;
     this.roomHigh = faults?.roomHighChars ?? ROOM_HIGH_CHARS;
-    this.stalledAfterMs = faults?.stalledAfterMs ?? STALLED_AFTER_MS;
     // stdout: true keeps the worker's stdout off ours (a stdio proxy's stdout is the protocol).
     this.worker = new Worker(ENTRY, { workerData: data, stdout: true });
     this.worker.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
@@ -207,7 +193,6 @@ class WorkerRecorderImpl implements WorkerRecorder {
   room(): Promise<void> | undefined {
     if (this.stopped !== undefined || this.closed) return undefined;
     if (this.untaken + this.batchedAnswers <= this.roomHigh) return undefined;
-    if (this.untaken > 0 && performance.now() - this.lastTaken > this.stalledAfterMs) return undefined;
     return this.roomWaiters.wait();
   }
 
@@ -309,7 +294,6 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private send(messages: Posted[]): void {
     const text = JSON.stringify(messages);
     this.worker.postMessage(text);
-    if (this.untaken === 0) this.lastTaken = performance.now(); // nothing was waiting: the clock starts now
     this.untaken += text.length;
   }
 
@@ -317,7 +301,6 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (message.op === 'stderr') this.stderr(message.line);
     else if (message.op === 'taken') {
       this.untaken -= message.chars;
-      this.lastTaken = performance.now();
       this.wakeRoomWaiters(false);
     } else if (message.op === 'ready') this.settleReady?.();
     else this.settleClose?.(message.error);

@@ -211,44 +211,6 @@ describe('the recorder in a worker thread', () => {
     expect(rows.filter((c) => c.status === 'pending')).toEqual([]);
   });
 
-  it('a worker that takes nothing for STALLED_AFTER_MS is stalled: room() stops making the proxy wait, nothing is lost', async () => {
-    const release = path.join(tmp, 'release-stalled');
-    const dir = path.join(tmp, 'stalled');
-    const stalledAfterMs = 300;
-    const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
-      { holdOnEventKind: { kind: 'hold', untilFile: release }, roomHighChars: 1_000, stalledAfterMs },
-    );
-    await worker.ready();
-    worker.event(undefined, 'hold', {});
-    const calls = 6;
-    for (let id = 1; id <= calls; id++) {
-      const request = {
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: { name: 'echo', arguments: { id } },
-      };
-      const response = { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'x'.repeat(400) }] } };
-      worker.recordExchange(request, response, { transport: 'stdio' });
-    }
-    // Posted and not taken: no room while the worker may only be slow...
-    let room = worker.room();
-    for (let i = 0; room === undefined && i < 10; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      room = worker.room();
-    }
-    expect(room).toBeInstanceOf(Promise);
-    // ...and once it has taken nothing for longer than stalledAfterMs, the proxy no longer waits for it.
-    await new Promise((r) => setTimeout(r, stalledAfterMs + 100));
-    expect(worker.room()).toBeUndefined();
-    fs.writeFileSync(release, '');
-    await worker.close();
-    const rows = readSessions(dir).flatMap((s) => s.calls);
-    expect(rows).toHaveLength(calls);
-    expect(rows.filter((c) => c.status === 'pending')).toEqual([]);
-  });
-
   it("a note soon after its call's answer is the call's; one long after is kept as the session's event", async () => {
     const dir = path.join(tmp, 'notes');
     const worker = createWorkerRecorder({ sessionsDir: dir, transport: 'stdio', stderr: () => {} });
