@@ -36,7 +36,10 @@ export function mergeResults(
       .map((f) => [...kept, ...current.figures].find((r) => r.id === f.id))
       .filter((r): r is FigureResult => r !== undefined);
     const rerun = { figures: [...only], machine: current.machine };
-    const older = (previous.reruns ?? []).filter((r) => r.figures.some((id) => !only.includes(id)));
+    // Older re-run lines keep only the figures this run did not measure again.
+    const older = (previous.reruns ?? [])
+      .map((r) => ({ ...r, figures: r.figures.filter((id) => !only.includes(id)) }))
+      .filter((r) => r.figures.length > 0);
     return { ...previous, figures: merged, reruns: [...older, rerun] };
   }
   const askedOnly = new Set(order.filter((f) => f.onlyWhenAsked).map((f) => f.id));

@@ -114,6 +114,13 @@ export function worthRestamping(trusted: TrustedEntry, now = Date.now()): boolea
 }
 
 /**
+ * This module's writer among the threads of this process (each thread loads its own copy): an index's worker
+ * thread and its main thread share a pid and may write one dir's sidecar. The write is synchronous, so one
+ * name per thread is enough (a random id, as importing worker_threads for its threadId costs ~2 ms at start).
+ */
+const WRITER = crypto.randomBytes(4).toString('hex');
+
+/**
  * Write the sidecar of `dir` (a temp file renamed over it: the sidecar is never held open by us, and a
  * reader that finds it half written reads the log). Removed again when the log changed meanwhile. Returns
  * whether it stays. Never throws: a sidecar is a shortcut, not a record.
@@ -125,8 +132,7 @@ export function writeEntrySidecar(
   stamp: LogStamp,
 ): boolean {
   const file = path.join(dir, ENTRY_SIDECAR_FILE);
-  // Unique per writer, not per process: an index's worker thread and this thread may write one dir's sidecar.
-  const temp = `${file}.${process.pid}.${crypto.randomBytes(4).toString('hex')}.tmp`;
+  const temp = `${file}.${process.pid}.${WRITER}.tmp`;
   const body = (settled: boolean) =>
     `${JSON.stringify({
       format: SIDECAR_FORMAT,

@@ -69,6 +69,19 @@ describe('mergeResults (the results file after a bench run)', () => {
     expect(out.reruns).toEqual([soakRun, { figures: ['bundle'], machine: machine('only-1') }]);
   });
 
+  it('a partial run takes its figures out of an older re-run line that measured others too', () => {
+    const both = results(
+      'full-1',
+      [figure('bundle', 'old'), figure('soak', 'old soak')],
+      [{ figures: ['bundle', 'soak'], machine: machine('only-2') }],
+    );
+    const out = mergeResults(both, results('only-3', [figure('bundle', 'new')]), ORDER, ['bundle']);
+    expect(out.reruns).toEqual([
+      { figures: ['soak'], machine: machine('only-2') },
+      { figures: ['bundle'], machine: machine('only-3') },
+    ]);
+  });
+
   it('a partial run drops an older re-run it replaces entirely', () => {
     const again = results('soak-2', [figure('soak', 'new soak')]);
     const out = mergeResults(previous, again, ORDER, ['soak']);
