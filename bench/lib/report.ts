@@ -20,8 +20,8 @@ export interface Results {
 
 /**
  * The results file after a run: a partial run (`only` lists its ids) merges its figures into the previous
- * results, keeping the full run's header and listing itself as a re-run (older re-runs it replaces entirely are
- * dropped). A full run never runs the figures measured only when asked (the soak): it keeps their last results
+ * results, keeping the full run's header and listing itself as a re-run (older re-run lines keep only the figures
+ * it did not measure again). A full run never runs the figures measured only when asked (the soak): it keeps their last results
  * under the re-run that measured them, instead of dropping them.
  */
 export function mergeResults(
