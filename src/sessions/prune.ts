@@ -8,6 +8,7 @@ import type { Verdict } from '../report/types.js';
 import { Catalog, type CatalogSession } from '../store/catalog.js';
 import { type SessionLocation, SessionReader } from '../store/session-reader.js';
 import { expectNumber, expectObject, expectPath } from '../util/expect.js';
+import { isRegularFile } from '../util/file-stat.js';
 import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
 
 /** A session that prune removes (or would remove on a dry run). */
@@ -179,12 +180,4 @@ function latestIso(times: Array<string | null | undefined>): string {
 function stampToIso(stamp: string): string {
   const m = /^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})$/.exec(stamp);
   return m ? `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}.000Z` : '';
-}
-
-function isRegularFile(p: string): boolean {
-  try {
-    return fs.lstatSync(p).isFile();
-  } catch {
-    return false;
-  }
 }

@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
+import { lstatOf, statOf } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount } from './catalog.js';
 
@@ -46,15 +47,12 @@ export interface LogStamp {
  */
 export function logAtRest(dir: string): { size: number; mtimeMs: number } | null {
   const file = path.join(dir, LOG_FILE);
-  try {
-    const st = fs.lstatSync(file, { throwIfNoEntry: false });
-    if (!st?.isFile()) return null;
-    const wal = statOrNull(`${file}-wal`);
-    if (wal && (!wal.isFile() || wal.size > 0)) return null;
-    return { size: st.size, mtimeMs: st.mtimeMs };
-  } catch {
-    return null;
-  }
+  const st = lstatOf(file);
+  if (!st?.isFile()) return null;
+  // No exception built for a missing file: the -wal of a log at rest is missing (half an index's stats).
+  const wal = statOf(`${file}-wal`);
+  if (wal && (!wal.isFile() || wal.size > 0)) return null;
+  return { size: st.size, mtimeMs: st.mtimeMs };
 }
 
 /** A stamp of the log at rest, hashed now (before its entry is read), or null when it is not at rest. */
@@ -202,15 +200,6 @@ function hashOf(file: string, size: number): string | null {
 
 const HASH_CHUNK = 1024 * 1024;
 let hashBuffer: Buffer | undefined;
-
-function statOrNull(p: string): fs.Stats | null {
-  try {
-    // No exception built for a missing file: the -wal of a log at rest is missing (half an index's stats).
-    return fs.statSync(p, { throwIfNoEntry: false }) ?? null;
-  } catch {
-    return null;
-  }
-}
 
 // The shape check: a sidecar goes into the catalog only when every field has the catalog's type (a foreign
 // or damaged file is read past, never a crash). Kept by hand: the list path must not load a schema validator.

@@ -13,6 +13,15 @@ export function mtimeOf(p: string): number | null {
   }
 }
 
+/** A path's stats (a symlink's target's), undefined when it is missing or cannot be stat-ed. */
+export function statOf(p: string): fs.Stats | undefined {
+  try {
+    return fs.statSync(p, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
 /** A path's own stats (a symlink's, not its target's), undefined when it is missing or cannot be stat-ed. */
 export function lstatOf(p: string): fs.Stats | undefined {
   try {
