@@ -2,7 +2,6 @@
  * `tool-calls.jsonl` in the existing evidence bundle's format (mcec-wire §6): one line per JSON-RPC message,
  * `{ts, sessionId, direction, method, payload}`, rebuilt from the call rows and `exchange` events of a log.
  */
-import { randomBytes } from 'node:crypto';
 import type { CallRow, EventRow } from '../store/schema.js';
 import { isRecord } from '../util/json.js';
 import { StagedFile } from '../util/staged-file.js';
@@ -261,10 +260,6 @@ class FileLines implements LineSink {
   }
 }
 
-/** Response shapes kept for reuse at most, and the longest kept. */
-const SHAPE_CACHE_ENTRIES = 64;
-const SHAPE_CACHE_CHARS = 4096;
-
 /** A run of base64 alphabet this long (or an escaped `+`, `/`, `=`, or a data: URI) sends text to the full check. */
 const LONG_RUN = 32;
 
@@ -275,8 +270,6 @@ const LONG_RUN = 32;
  */
 class JsonCleaner {
   redacted = 0;
-  /** Shapes by their stored text: most calls of a session store one of a few identical shapes. */
-  private readonly shapes = new Map<string, ResponseShape>();
 
   /** Clean JSON text, or null when it is not JSON. */
   text(raw: string): string | null {
@@ -296,22 +289,6 @@ class JsonCleaner {
   /** Clean JSON text, or the text as a JSON string (scrubbed too) when it is not JSON. */
   textOrString(raw: string): string {
     return this.text(raw) ?? JSON.stringify(this.value(raw));
-  }
-
-  /** A stored response shape cleaned (see ResponseShape), or null when it is not a JSON object. */
-  shape(raw: string | null): ResponseShape | null {
-    if (raw === null) return null;
-    const known = this.shapes.get(raw);
-    if (known) {
-      this.redacted += known.redacted;
-      return known;
-    }
-    const shape = responseShape(raw, this);
-    if (shape && raw.length <= SHAPE_CACHE_CHARS) {
-      if (this.shapes.size >= SHAPE_CACHE_ENTRIES) this.shapes.clear();
-      this.shapes.set(raw, shape);
-    }
-    return shape;
   }
 }
 
@@ -439,15 +416,15 @@ function responsePayload(row: CallRow, idText: string, json: JsonCleaner): strin
   // What stands for the envelope: its JSON, or (dropped / unreadable) a JSON string saying so.
   const envelopeJson =
     envelope ?? JSON.stringify(row.envelope == null ? DROPPED_TEXT : json.value(row.envelope));
-  const shape = json.shape(row.response);
-  if (shape) {
-    // The envelope's text as a JSON string: what JSON.stringify writes for it anywhere in the response.
-    const { parts } = shape;
-    const payload =
-      parts.length === 1
-        ? parts[0]!
-        : parts.join(envelope === null ? envelopeJson : JSON.stringify(envelope));
-    return shape.isRpc ? payload : `{"jsonrpc":"2.0","id":${idText},"result":${payload}}`;
+  const shape = parseJson(row.response);
+  if (shape.ok && isRecord(shape.value)) {
+    const value = json.value(shape.value) as Record<string, unknown>;
+    const envelopeText = envelope ?? (JSON.parse(envelopeJson) as string);
+    if (typeof value.jsonrpc === 'string' && ('result' in value || 'error' in value)) {
+      if ('result' in value) value.result = rebuildCallToolResult(value.result, envelopeText);
+      return JSON.stringify(value);
+    }
+    return `{"jsonrpc":"2.0","id":${idText},"result":${JSON.stringify(rebuildCallToolResult(value, envelopeText))}}`;
   }
   if (row.status === 'fault' && envelope == null) {
     const error = { code: row.error_code, message: row.error_detail ?? '' };
@@ -456,46 +433,12 @@ function responsePayload(row: CallRow, idText: string, json: JsonCleaner): strin
   return `{"jsonrpc":"2.0","id":${idText},"result":${envelopeJson}}`;
 }
 
-/**
- * A stored response shape (an object) cleaned and serialized with its `[envelope]` text blocks left open:
- * `parts.join(JSON.stringify(envelopeText))` is the response (its result when not `isRpc`), byte for byte,
- * since JSON.stringify writes a string the same wherever it stands.
- */
-interface ResponseShape {
-  parts: string[];
-  isRpc: boolean;
-  /** Images findImageBytes replaced in it (counted again each time the shape is used). */
-  redacted: number;
-}
-
-/** The response shape of `text` cleaned (see ResponseShape), or null when it is not a JSON object. */
-function responseShape(text: string | null, json: JsonCleaner): ResponseShape | null {
-  for (;;) {
-    const parsed = parseJson(text);
-    if (!parsed.ok || !isRecord(parsed.value)) return null;
-    const before = json.redacted;
-    const value = json.value(parsed.value) as Record<string, unknown>;
-    // Stands for the envelope's text while the shape is serialized; tried again should the text hold it.
-    const mark = `\u0000envelope-${randomBytes(12).toString('hex')}\u0000`;
-    const opened = { count: 0 };
-    const isRpc = typeof value.jsonrpc === 'string' && ('result' in value || 'error' in value);
-    if (isRpc && 'result' in value) value.result = rebuildCallToolResult(value.result, mark, opened);
-    const serialized = JSON.stringify(isRpc ? value : rebuildCallToolResult(value, mark, opened));
-    const parts = serialized.split(JSON.stringify(mark));
-    if (parts.length === opened.count + 1) return { parts, isRpc, redacted: json.redacted - before };
-    json.redacted = before;
-  }
-}
-
 /** Put the envelope text back into the `[envelope]` block and mark where image bytes were. */
-function rebuildCallToolResult(result: unknown, envelopeText: string, opened: { count: number }): unknown {
+function rebuildCallToolResult(result: unknown, envelopeText: string): unknown {
   if (!isRecord(result) || !Array.isArray(result.content)) return result;
   result.content = result.content.map((block: unknown) => {
     if (!isRecord(block)) return block;
-    if (block.type === 'text' && block.text === '[envelope]') {
-      opened.count += 1;
-      return { ...block, text: envelopeText };
-    }
+    if (block.type === 'text' && block.text === '[envelope]') return { ...block, text: envelopeText };
     if (block.type === 'image' && block.data === undefined) {
       const { type, ...rest } = block;
       return { type, data: REDACTED_BASE64, ...rest };
