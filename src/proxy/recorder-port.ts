@@ -26,6 +26,13 @@ export type ProxyRecorder = Pick<
 export const ROOM_WAIT_MS = 1000;
 
 /**
+ * The requests held back on each room promise a recorder handed out. A recorder hands all its waiters one
+ * promise, and a request that gives up (ROOM_WAIT_MS) leaves this set: a stalled recorder, asked at every
+ * request for hours, holds one reaction and the requests still waiting, not a reaction per request ever made.
+ */
+const heldBack = new WeakMap<Promise<void>, Set<() => void>>();
+
+/**
  * Undefined while the recorder keeps up; else a promise that resolves once it has room, or after ROOM_WAIT_MS:
  * a client faster than the recording is paced by it instead of filling the recorder's memory. Never rejects.
  */
@@ -37,14 +44,30 @@ export function recorderRoom(recorder: ProxyRecorder): Promise<void> | undefined
     return undefined; // Recording never breaks the wire.
   }
   if (!room) return undefined;
+  const held = heldBackOn(room);
   return new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ROOM_WAIT_MS);
-    const done = () => {
+    const goOn = () => {
       clearTimeout(timer);
+      held.delete(goOn);
       resolve();
     };
-    room.then(done, done);
+    const timer = setTimeout(goOn, ROOM_WAIT_MS);
+    held.add(goOn);
   });
+}
+
+function heldBackOn(room: Promise<void>): Set<() => void> {
+  let held = heldBack.get(room);
+  if (!held) {
+    const requests = new Set<() => void>();
+    const release = () => {
+      for (const goOn of requests) goOn();
+    };
+    room.then(release, release);
+    heldBack.set(room, requests);
+    held = requests;
+  }
+  return held;
 }
 
 /** Tell the recorder's redactor about a credential seen on the wire (a bearer token): its own pool. */

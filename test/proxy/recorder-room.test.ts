@@ -50,6 +50,44 @@ describe('recorderRoom', () => {
     expect(maxHeld).toBeLessThanOrEqual(3 * HIGH);
   });
 
+  it('a stalled recorder asked at every request holds one reaction, not one per request', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    // A recorder that never has room again (a hung disk): each room() hands out the same promise, as the
+    // worker's and the record queue's do. Count the reactions attached to it.
+    let reactions = 0;
+    let makeRoom = () => {};
+    const stalled = new Promise<void>((resolve) => {
+      makeRoom = resolve;
+    });
+    const then = stalled.then.bind(stalled);
+    // biome-ignore lint/suspicious/noThenProperty: the test counts the reactions attached to this promise
+    stalled.then = ((onFulfilled, onRejected) => {
+      reactions += 1;
+      return then(onFulfilled, onRejected);
+    }) as typeof stalled.then;
+    const recorder = { room: () => stalled } as unknown as ProxyRecorder;
+    let wentOn = 0;
+    for (let i = 0; i < 1000; i++) {
+      void recorderRoom(recorder)?.then(() => {
+        wentOn += 1;
+      });
+      await vi.advanceTimersByTimeAsync(ROOM_WAIT_MS / 100);
+    }
+    await vi.advanceTimersByTimeAsync(ROOM_WAIT_MS);
+    expect(wentOn).toBe(1000); // each went on after its own ROOM_WAIT_MS
+    expect(reactions).toBe(1);
+    // Requests still held back when room comes go on at once.
+    let late = 0;
+    for (let i = 0; i < 3; i++)
+      void recorderRoom(recorder)?.then(() => {
+        late += 1;
+      });
+    makeRoom();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(late).toBe(3);
+    expect(reactions).toBe(1);
+  });
+
   it('a recorder whose room() throws never holds a request back', () => {
     const recorder = {
       room: () => {

@@ -196,6 +196,7 @@ describe('the recorder in a worker thread', () => {
       room = worker.room();
     }
     expect(room).toBeInstanceOf(Promise);
+    expect(worker.room()).toBe(room); // one promise for every request held back, not one each
     let wokeBeforeRelease = false;
     room!.then(() => {
       wokeBeforeRelease = !fs.existsSync(release);

@@ -66,6 +66,8 @@ describe('RecordQueue', () => {
     q.push('j4', 1);
     const room = q.room();
     expect(room).toBeInstanceOf(Promise);
+    // Every caller that comes meanwhile holds the same promise (none is kept per caller).
+    expect(q.room()).toBe(room);
     await room;
     expect(q.length).toBeLessThanOrEqual(2);
     await q.flush();
