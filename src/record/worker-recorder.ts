@@ -94,8 +94,9 @@ const FLUSH_MS = 10;
 
 /**
  * JSON posted that the worker has not taken yet, at most (as the record queue's 256 MiB): past it an answer is
- * recorded without its body (`queue-full`), as the record queue does, so a stalled worker never makes the
- * proxy hold more than this.
+ * recorded without its body (`queue-full`), as the record queue does, and a new call, exchange, note or event
+ * is not posted at all, only counted (a `recording-gap` event once the worker catches up), so a stalled worker
+ * never makes the proxy hold more than this and what is settling.
  */
 const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
 
@@ -123,6 +124,8 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private readonly maxUntaken: number;
   private readonly roomHigh: number;
   private readonly roomWaiters = new Waiters();
+  /** What was not posted while the JSON held was at its cap, since when; said once the worker catches up. */
+  private gap: { requests: number; others: number; since: number } | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
@@ -164,6 +167,10 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     if (this.closed || this.stopped !== undefined) return NOOP_EXCHANGE;
+    if (this.atCap()) {
+      this.notPosted('request');
+      return NOOP_EXCHANGE;
+    }
     // The methods hold `exchange`, the registered object: it lives while any of them can still be called.
     const exchange = { id: this.nextId++ };
     this.handles.register(exchange, exchange.id);
@@ -180,8 +187,10 @@ class WorkerRecorderImpl implements WorkerRecorder {
       fail: (reason) => this.post({ op: 'fail', id: exchange.id, reason: String(reason) }),
       timedOut: (reason) => this.post({ op: 'timed-out', id: exchange.id, reason: String(reason) }),
       clientLeft: (reason) => this.post({ op: 'client-left', id: exchange.id, reason: String(reason) }),
-      note: (kind, detail, at) =>
-        this.post({ op: 'note', id: exchange.id, kind, detail, at: at && msOf(at) }),
+      note: (kind, detail, at) => {
+        if (this.atCap()) this.notPosted('other');
+        else this.post({ op: 'note', id: exchange.id, kind, detail, at: at && msOf(at) });
+      },
     };
     return handle;
   }
@@ -204,9 +213,49 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
+    if (this.atCap()) {
+      this.notPosted('other');
+      return;
+    }
     const full = this.queueFull(response);
     if (full) this.beginExchange(request, meta).tooLarge(full, meta);
     else this.post({ op: 'exchange', request, response, meta: wireMeta(meta) });
+  }
+
+  /**
+   * True while the JSON held for the worker is at its cap: what would add to it (a call, an exchange, a note,
+   * an event) is counted instead of posted. What settles a call already posted still is (one small message
+   * per call in flight), as are bearer tokens (the redactor must know them) and the close.
+   */
+  private atCap(): boolean {
+    return this.untaken + this.batchedAnswers >= this.maxUntaken;
+  }
+
+  private notPosted(what: 'request' | 'other'): void {
+    if (!this.gap) {
+      this.gap = { requests: 0, others: 0, since: Date.now() };
+      this.stderr(
+        `mcec-recorder: the recorder's thread holds ${this.maxUntaken} chars of JSON it has not taken (its ` +
+          'cap): calls are forwarded but not recorded until it catches up (a recording-gap event will say how many)',
+      );
+    }
+    if (what === 'request') this.gap.requests += 1;
+    else this.gap.others += 1;
+  }
+
+  /** Once the worker is back under half its cap (or at close), the gap is recorded: how many, and when. */
+  private closeGap(force: boolean): void {
+    const gap = this.gap;
+    if (!gap || (!force && this.untaken + this.batchedAnswers > this.maxUntaken / 2)) return;
+    this.gap = undefined;
+    const detail = {
+      reason: `the recorder's thread held ${this.maxUntaken} chars of JSON it had not taken (its cap)`,
+      requests: gap.requests,
+      otherMessages: gap.others,
+      from: new Date(gap.since).toISOString(),
+      to: new Date().toISOString(),
+    };
+    this.post({ op: 'event', sessionId: undefined, kind: 'recording-gap', detail });
   }
 
   /**
@@ -222,7 +271,8 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
-    this.post({ op: 'event', sessionId, kind, detail });
+    if (this.atCap()) this.notPosted('other');
+    else this.post({ op: 'event', sessionId, kind, detail });
   }
 
   rememberHeaderSecret(secret: string): void {
@@ -235,6 +285,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   private closeNow(): Promise<void> {
+    this.closeGap(true);
     this.post({ op: 'close' });
     this.closed = true;
     this.flush();
@@ -301,6 +352,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (message.op === 'stderr') this.stderr(message.line);
     else if (message.op === 'taken') {
       this.untaken -= message.chars;
+      this.closeGap(false);
       this.wakeRoomWaiters(false);
     } else if (message.op === 'ready') this.settleReady?.();
     else this.settleClose?.(message.error);

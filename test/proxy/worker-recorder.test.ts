@@ -11,6 +11,7 @@ import { startHttpProxy } from '../../src/proxy/http.js';
 import type { ProxyRecorder } from '../../src/proxy/recorder-port.js';
 import { createRecorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
+import { expectEventsValid } from '../record/helpers.js';
 import { tempDir } from '../support/temp.js';
 import { post } from './helpers.js';
 import { allText, FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from './sim-script.js';
@@ -143,31 +144,95 @@ describe('the recorder in a worker thread', () => {
     expect(notices.filter((n) => n.includes('worker thread stopped'))).toHaveLength(1);
   });
 
-  it('a stalled worker never makes the proxy hold more than its cap: answers past it are recorded without their bodies', async () => {
+  it('a stalled worker never makes the proxy hold more than its cap: requests past it are counted, not held', async () => {
     const release = path.join(tmp, 'release');
     const dir = path.join(tmp, 'stalled');
+    const notices: string[] = [];
     const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'http', stderr: () => {} },
-      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 2_000 },
+      { sessionsDir: dir, transport: 'http', stderr: (l) => notices.push(l) },
+      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 1_000_000 },
     );
     await worker.ready();
     const target = await startSim();
     const proxy = await startProxy(target.url, worker);
-    // The worker's thread blocks (as on a stalled commit) while the whole script goes through the proxy.
+    const recordedCalls = (await playScript(proxy.url)).filter((a) => a.body.includes('"content"')).length;
+    // Then the worker's thread blocks (as on a stalled commit) while more than the cap's worth of requests goes
+    // through: their messages alone would take the JSON held past it.
     worker.event(undefined, 'hold', {});
-    const through = await playScript(proxy.url);
-    expect(through.map((a) => a.status)).toEqual(SCRIPT.map(() => 200));
+    const pad = 'x'.repeat(20_000);
+    for (let id = 100; id < 160; id++) {
+      const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'ping', params: { _meta: { pad } } });
+      const answer = await post(proxy.url, body, { Authorization: `Bearer ${TOKEN}` });
+      expect(answer.status).toBe(200);
+    }
     fs.writeFileSync(release, '');
     await worker.close();
 
     const sessions = readSessions(dir);
-    const calls = sessions.flatMap((s) => s.calls);
-    expect(calls).toHaveLength(8);
-    expect(calls.some((c) => c.error_code === 'answer-not-recorded')).toBe(true);
-    const full = sessions.flatMap((s) => s.events).filter((e) => e.kind === 'oversize-message');
-    expect(full.length).toBeGreaterThan(0);
-    expect(full.every((e) => e.detail.reason === 'queue-full' && e.detail.limit === 2_000)).toBe(true);
+    expect(sessions.flatMap((s) => s.calls)).toHaveLength(recordedCalls);
+    const events = sessions.flatMap((s) => s.events);
+    // An answer that came near the cap was recorded without its body (which ones depends on the flushes).
+    const full = events.filter((e) => e.kind === 'oversize-message');
+    expect(full.every((e) => e.detail.reason === 'queue-full' && e.detail.limit === 1_000_000)).toBe(true);
+    // Past the cap a request is not posted at all, only counted: the gap says how many.
+    const gaps = events.filter((e) => e.kind === 'recording-gap');
+    expect(gaps).toHaveLength(1);
+    const gap = gaps[0]!.detail as { requests: number; otherMessages: number; from: string; to: string };
+    expect(gap.requests).toBeGreaterThan(0);
+    expect(gap.requests).toBeLessThanOrEqual(60);
+    const pings = events.filter((e) => e.kind === 'exchange' && e.detail.method === 'ping');
+    expect(pings.length - 1 + gap.requests).toBe(60); // the script's own ping is recorded too
+    expect(Date.parse(gap.to)).toBeGreaterThanOrEqual(Date.parse(gap.from));
+    for (const s of sessions) expectEventsValid(s.dir);
+    expect(notices.filter((n) => n.includes('not recorded until it catches up'))).toHaveLength(1);
   });
+
+  it('a worker stalled for thousands of calls holds at most its cap: the calls past it are counted, then recording goes on', async () => {
+    const release = path.join(tmp, 'release');
+    const dir = path.join(tmp, 'long-stall');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 20_000 },
+    );
+    await worker.ready();
+    worker.event(undefined, 'hold', {});
+    const request = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params: { name: 'get-state', arguments: { id } },
+    });
+    const answer = (id: number) => ({
+      jsonrpc: '2.0',
+      id,
+      result: { content: [{ type: 'text', text: `ok ${id}` }] },
+    });
+    const total = 3_000;
+    for (let id = 1; id <= total; id++) {
+      worker.beginExchange(request(id), { transport: 'stdio' }).complete(answer(id));
+      if (id % 200 === 0) await new Promise((r) => setTimeout(r, 15)); // a flush now and then, as in a proxy
+    }
+    fs.writeFileSync(release, '');
+    // Once the worker has caught up, calls are recorded again.
+    let room = worker.room();
+    while (room) {
+      await room;
+      room = worker.room();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    worker.beginExchange(request(total + 1), { transport: 'stdio' }).complete(answer(total + 1));
+    await worker.close();
+    const sessions = readSessions(dir);
+    const calls = sessions.flatMap((s) => s.calls);
+    const gap = sessions.flatMap((s) => s.events).find((e) => e.kind === 'recording-gap');
+    expect(gap).toBeDefined();
+    const counted = (gap!.detail as { requests: number }).requests;
+    // About 20,000 chars of ~150-char calls were held; the rest were counted, not kept.
+    expect(calls.length).toBeLessThan(400);
+    expect(calls.length + counted).toBe(total + 1);
+    expect(calls.at(-1)?.args).toContain(`"id":${total + 1}`);
+  });
+
   it('past its room mark a stalled worker makes room() wait until the worker takes the JSON again', async () => {
     const release = path.join(tmp, 'release');
     const dir = path.join(tmp, 'paced');
