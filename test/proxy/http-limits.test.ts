@@ -2,18 +2,18 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
-import { type HttpProxyOptions, startHttpProxy } from '../../src/proxy/http.js';
-import { createRecorder, type Recorder } from '../../src/record/index.js';
+import { startHttpProxy } from '../../src/proxy/http.js';
+import type { Recorder } from '../../src/record/index.js';
 import { decideVerdict, readVerdictFacts } from '../../src/report/verdict.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { type ProxyExtras, recordingHttpProxy, simOnHttp } from '../support/sim-http-proxy.js';
 import { slowClients } from '../support/slow-clients.js';
-import { tempDir } from '../support/temp.js';
 import { collectingRecorder, post, startServer, waitFor } from './helpers.js';
-import { FIXED_NOW, readSessions, SIM_SEED } from './sim-script.js';
+import { readSessions } from './sim-script.js';
 
 // Timeouts, oversize answers and request paths, through real HTTP: the simulator where it can play the part,
 // small hand-written servers where the test must decide when (or how much) the target answers.
@@ -21,37 +21,18 @@ const MiB = 1024 * 1024;
 const TOKEN = 'tok-limits-5e1d0c';
 const AUTH = { Authorization: `Bearer ${TOKEN}` };
 const SID = '5f19c9c01a3f';
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeEach(() => {
-  tmp = tempDir('mcec-limits-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-limits-');
 
 async function startSim() {
-  const sim = createSimulator({
-    seed: SIM_SEED,
-    now: () => new Date(FIXED_NOW),
-    sessionsRoot: path.join(tmp, 'sim-sessions'),
-    token: TOKEN,
-  });
-  const listener = await sim.listenHttp({ port: 0 });
-  cleanups.push(() => listener.close());
+  const { listener } = await simOnHttp(path.join(temp.dir, 'sim-sessions'), { token: TOKEN });
+  temp.defer(() => listener.close());
   return listener;
 }
 
-async function startProxy(target: string, extra: Partial<HttpProxyOptions> = {}) {
-  const recorder = createRecorder({ sessionsDir: path.join(tmp, 'recorded'), transport: 'http' });
-  const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder, ...extra });
-  cleanups.push(async () => {
-    await proxy.close();
-    await recorder.close();
-  });
-  return { recorder, proxy };
+async function startProxy(target: string, extras: ProxyExtras = {}) {
+  const started = await recordingHttpProxy(target, path.join(temp.dir, 'recorded'), extras);
+  temp.defer(started.close);
+  return started;
 }
 
 const toolCall = (id: number, name: string, args: Record<string, unknown>) =>
@@ -81,7 +62,7 @@ async function heldTarget() {
       }),
     );
   });
-  cleanups.push(() => server.close());
+  temp.defer(() => server.close());
   return { url: server.url, held };
 }
 
@@ -187,10 +168,10 @@ describe('HTTP proxy timeouts', () => {
       req.resume();
       req.on('end', () => setTimeout(() => res.end(toolAnswer(1, true)), 300));
     });
-    cleanups.push(() => slow.close());
+    temp.defer(() => slow.close());
     const recorder = collectingRecorder();
     const proxy = await startHttpProxy({ listen: { port: 0 }, target: slow.url, recorder, timeoutMs: 100 });
-    cleanups.push(() => proxy.close());
+    temp.defer(() => proxy.close());
     // 100 ms would cut it; the call asked MCEC to wait 200 ms, so the proxy waits 30.2 s
     expect((await post(proxy.url, toolCall(1, 'wait-for', { timeout: 200 }))).status).toBe(200);
     expect((await post(proxy.url, toolCall(1, 'capture', {}))).status).toBe(504);
@@ -200,7 +181,7 @@ describe('HTTP proxy timeouts', () => {
       recorder,
       toolTimeoutsMs: { 'wait-for': 100 },
     });
-    cleanups.push(() => strict.close());
+    temp.defer(() => strict.close());
     expect((await post(strict.url, toolCall(1, 'wait-for', { timeout: 200 }))).status).toBe(504);
   });
 
@@ -256,10 +237,10 @@ describe('HTTP proxy body deadline', () => {
       recorder,
       bodyTimeoutMs: 1000,
     });
-    cleanups.push(() => proxy.close());
+    temp.defer(() => proxy.close());
     // The issue's attack on the proxy's 16 slots in front of MCEC: a byte of body every so often.
     const slow = await slowClients(proxy.url, 16, { everyMs: 200, headers: AUTH });
-    cleanups.push(async () => {
+    temp.defer(async () => {
       for (const c of slow) c.destroy();
     });
     const ask = () => post(proxy.url, toolCall(1, 'displays', {}), AUTH);
@@ -321,7 +302,7 @@ describe('HTTP proxy with answers over the recording limit', () => {
         held.resume = () => res.end(body.subarray(half));
       });
     });
-    cleanups.push(() => target.close());
+    temp.defer(() => target.close());
     const { recorder, proxy } = await startProxy(target.url, { maxRecordBytes: MiB });
 
     const capture = post(proxy.url, toolCall(1, 'capture', { sessionId: SID }));
@@ -396,7 +377,7 @@ describe('HTTP proxy with answers over the recording limit', () => {
       detail: { direction: 'answer', limit: 8192, isError: false },
     });
     expectEventsValid(s.dir);
-    const bundle = await buildBundle(s.dir, { output: path.join(tmp, 'b.zip') });
+    const bundle = await buildBundle(s.dir, { output: path.join(temp.dir, 'b.zip') });
     expect((await verifyBundle(bundle.bundle)).ok).toBe(true);
   });
 
@@ -420,7 +401,7 @@ describe('HTTP proxy request paths', () => {
       req.resume();
       res.end(toolAnswer(1, true));
     });
-    cleanups.push(() => target.close());
+    temp.defer(() => target.close());
     const { recorder, proxy } = await startProxy(target.url);
     const base = `http://127.0.0.1:${proxy.port}`;
     const body = toolCall(1, 'launch', { path: 'calc.exe', sessionId: SID });

@@ -1,66 +1,30 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
-import { startHttpProxy } from '../../src/proxy/http.js';
-import { createRecorder } from '../../src/record/index.js';
-import { createSimulator } from '../../src/sim/index.js';
-import { tempDir } from '../support/temp.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { type ProxyExtras, recordingHttpProxy, simOnHttp } from '../support/sim-http-proxy.js';
 import { post, type RawAnswer, waitFor } from './helpers.js';
-import { allText, FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from './sim-script.js';
+import { allText, playScriptOverHttp, readSessions } from './sim-script.js';
 
 const TOKEN = 'tok-3f9a1c77e2b54d0e';
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeEach(() => {
-  tmp = tempDir('mcec-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest();
 
 /** A fresh simulator on an ephemeral port: same seed, same clock, same artifact root every time. */
 async function startSim(token: string | undefined = TOKEN) {
-  const sim = createSimulator({
-    seed: SIM_SEED,
-    now: () => new Date(FIXED_NOW),
-    sessionsRoot: path.join(tmp, 'sim-sessions'),
-    ...(token ? { token } : {}),
-  });
-  const listener = await sim.listenHttp({ port: 0 });
-  cleanups.push(() => listener.close());
-  return { sim, listener };
+  const started = await simOnHttp(path.join(temp.dir, 'sim-sessions'), { token });
+  temp.defer(() => started.listener.close());
+  return started;
 }
 
-async function startProxy(target: string, extra: { timeoutMs?: number } = {}) {
-  const notices: string[] = [];
-  const recorder = createRecorder({
-    sessionsDir: path.join(tmp, 'recorded'),
-    transport: 'http',
-    stderr: (line) => notices.push(line),
-  });
-  const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder, ...extra });
-  cleanups.push(async () => {
-    await proxy.close();
-    await recorder.close();
-  });
-  return { recorder, proxy, notices };
+async function startProxy(target: string, extras: ProxyExtras = {}) {
+  const started = await recordingHttpProxy(target, path.join(temp.dir, 'recorded'), extras);
+  temp.defer(started.close);
+  return started;
 }
 
-/** Play SCRIPT against `url`, one request at a time, and keep every answer's bytes. */
-async function playScript(url: string): Promise<RawAnswer[]> {
-  const answers: RawAnswer[] = [];
-  let sessionId = '';
-  for (const [i, step] of SCRIPT.entries()) {
-    const answer = await post(url, step(sessionId), { Authorization: `Bearer ${TOKEN}` });
-    answers.push(answer);
-    if (i === 3) sessionId = sessionIdFrom(answer.body.toString('utf8'));
-  }
-  return answers;
-}
+const playScript = (url: string) => playScriptOverHttp(url, TOKEN);
 
 const comparable = (a: RawAnswer) => ({
   status: a.status,
@@ -131,12 +95,12 @@ describe('HTTP proxy in front of the simulator', () => {
     expect(allText(recorder.sessionsDir)).not.toContain(TOKEN);
 
     for (const s of sessions) {
-      const bundle = await buildBundle(s.dir, { output: path.join(tmp, `${path.basename(s.dir)}.zip`) });
+      const bundle = await buildBundle(s.dir, { output: path.join(temp.dir, `${path.basename(s.dir)}.zip`) });
       const verified = await verifyBundle(bundle.bundle);
       expect(verified.problems).toEqual([]);
       expect(verified.ok).toBe(true);
     }
-    expect(allText(path.join(tmp))).not.toContain(TOKEN);
+    expect(allText(temp.dir)).not.toContain(TOKEN);
   });
 
   it("passes a wrong token's 401 through and records the refused call", async () => {

@@ -7,26 +7,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { expectEventsValid } from '../record/helpers.js';
 import { pausedReader, readSlowly } from '../support/paused-reader.js';
-import { tempDir } from '../support/temp.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { recordingHttpProxy } from '../support/sim-http-proxy.js';
 import { post, startServer, waitFor } from './helpers.js';
 
 const MiB = 1024 * 1024;
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeEach(() => {
-  tmp = tempDir('mcec-write-deadline-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-write-deadline-');
 
 const toolCall = (id: number) =>
   JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get-text', arguments: {} } });
@@ -61,32 +53,20 @@ async function bigAnswerTarget(bytes: number) {
     });
     res.on('error', () => {});
   });
-  cleanups.push(() => target.close());
+  temp.defer(() => target.close());
   return { url: target.url, requests: () => requests };
 }
 
 const rawClient = (port: number, id: number) => pausedReader(port, toolCall(id));
 
 async function startProxy(targetUrl: string, writeTimeoutMs: number) {
-  const sessionsDir = path.join(tmp, 'recorded');
-  const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-  const proxy = await startHttpProxy({
-    listen: { host: '127.0.0.1', port: 0 },
-    target: targetUrl,
-    recorder,
+  const started = await recordingHttpProxy(targetUrl, path.join(temp.dir, 'recorded'), {
     server: 'mcec',
     maxRecordBytes: MiB,
     writeTimeoutMs,
   });
-  let closed = false;
-  const close = async () => {
-    if (closed) return;
-    closed = true;
-    await proxy.close();
-    await recorder.close();
-  };
-  cleanups.push(close);
-  return { proxy, sessionsDir, close };
+  temp.defer(started.close);
+  return started;
 }
 
 /** Wait until `check` holds (a log being written may not be readable yet: that counts as not yet). */
@@ -136,7 +116,7 @@ describe('HTTP proxy write deadline', () => {
     // The deadline leaves room for all 16 to reach the target and the 503 to be seen on a busy machine.
     const { proxy, sessionsDir, close } = await startProxy(target.url, 4000);
     const stuck = Array.from({ length: 16 }, (_, i) => rawClient(proxy.port, i + 1));
-    cleanups.push(async () => {
+    temp.defer(async () => {
       for (const c of stuck) c.socket.destroy();
     });
     await waitFor(() => target.requests() === 16, 15_000);
@@ -176,7 +156,7 @@ describe('HTTP proxy write deadline', () => {
       const target = await bigAnswerTarget(answerBytes);
       const { proxy, sessionsDir, close } = await startProxy(target.url, 2000);
       const client = rawClient(proxy.port, 1);
-      cleanups.push(async () => {
+      temp.defer(async () => {
         client.socket.destroy();
       });
       // Read about a step, then pause 500 ms, until the whole answer (and its headers) has come: its pauses add
@@ -193,8 +173,8 @@ describe('HTTP proxy write deadline', () => {
   );
 
   it('refuses a write timeout that is not a whole number of ms from 1 to 24 h', async () => {
-    const recorder = createRecorder({ sessionsDir: path.join(tmp, 'r'), stderr: () => {} });
-    cleanups.push(() => recorder.close());
+    const recorder = createRecorder({ sessionsDir: path.join(temp.dir, 'r'), stderr: () => {} });
+    temp.defer(() => recorder.close());
     for (const writeTimeoutMs of [0, -1, 1.5, Number.NaN, 25 * 3_600_000]) {
       await expect(
         startHttpProxy({ listen: { port: 0 }, target: 'http://127.0.0.1:1/mcp', recorder, writeTimeoutMs }),

@@ -6,28 +6,19 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/index.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { listSessionSummaries } from '../../src/sessions/list.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { bundleValidators, readZip } from '../bundle/helpers.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
 import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
-import { tempDir } from '../support/temp.js';
 import { post, waitFor } from './helpers.js';
 import { type RecordedSession, readSessions } from './sim-script.js';
 
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
-
-beforeEach(() => {
-  tmp = tempDir('mcec-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-');
 
 /** One JSON-RPC message out; its answer (or null when none is expected). */
 type Send = (message: string, answered?: boolean) => Promise<Record<string, unknown> | null>;
@@ -43,7 +34,7 @@ interface Transport {
 function newRecorder(transport: 'http' | 'stdio'): { recorder: Recorder; notices: string[] } {
   const notices: string[] = [];
   const recorder = createRecorder({
-    sessionsDir: path.join(tmp, 'recorded'),
+    sessionsDir: path.join(temp.dir, 'recorded'),
     transport,
     stderr: (line) => notices.push(line),
   });
@@ -52,7 +43,7 @@ function newRecorder(transport: 'http' | 'stdio'): { recorder: Recorder; notices
 
 async function httpTransport(): Promise<Transport> {
   const { recorder, notices } = newRecorder('http');
-  const proxy = await simBehindHttpProxy(tmp, { recorder });
+  const proxy = await simBehindHttpProxy(temp.dir, { recorder });
   return {
     recorder,
     notices,
@@ -71,7 +62,7 @@ async function stdioTransport(): Promise<Transport> {
   const { recorder, notices } = newRecorder('stdio');
   const lines: string[] = [];
   let buffered = '';
-  const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
+  const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(temp.dir, 'sim')]);
   stdout.on('data', (chunk: Buffer) => {
     buffered += chunk.toString('utf8');
     let nl = buffered.indexOf('\n');
@@ -179,7 +170,7 @@ for (const [name, start] of [
       const { def, sid, instructions } = await converse(t);
       await t.stop();
 
-      const sessions = readSessions(path.join(tmp, 'recorded'));
+      const sessions = readSessions(path.join(temp.dir, 'recorded'));
       // exactly the two sessions the agent used: no handshake-only session, none for a rejected id or an install
       expect(sessions.map((s) => s.session.session_id).sort()).toEqual([def, sid].sort());
       const d = byId(sessions, def);
@@ -248,7 +239,7 @@ for (const [name, start] of [
       }
 
       // environment.json of a bundle carries it too, valid against its schema
-      const bundle = await buildBundle(s.dir, { output: path.join(tmp, 's.zip') });
+      const bundle = await buildBundle(s.dir, { output: path.join(temp.dir, 's.zip') });
       const envFile = (await readZip(bundle.bundle)).find((e) => e.name.endsWith('environment.json'))!;
       const environment = JSON.parse(envFile.data.toString('utf8'));
       expect(environment.server.instructionsSha256).toBe(sha);
@@ -259,7 +250,7 @@ for (const [name, start] of [
       expect(summary.events.emergencyStop).toBe(true);
       expect(summary.failures.map((f) => f.seq)).toEqual(expect.arrayContaining([4, 8]));
       expect(summary.verdict).toBe('FAIL');
-      const listed = await listSessionSummaries(path.join(tmp, 'recorded'));
+      const listed = await listSessionSummaries(path.join(temp.dir, 'recorded'));
       expect(listed.map((l) => l.id).sort()).toEqual([def, sid].sort());
       expect(t.notices.join('\n')).not.toMatch(/no tool call followed/);
     });
@@ -270,7 +261,7 @@ for (const [name, start] of [
       await t.send(rpc(2, 'tools/list'));
       await t.send('{"jsonrpc":"2.0","id":3,');
       await t.stop();
-      const dir = path.join(tmp, 'recorded');
+      const dir = path.join(temp.dir, 'recorded');
       expect(fs.existsSync(dir) ? fs.readdirSync(dir) : []).toEqual([]);
       const notice = t.notices.join('\n');
       expect(notice).toMatch(/no tool call followed the handshake/);

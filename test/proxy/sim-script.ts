@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openSessionDb } from '../../src/store/open.js';
 import type { CallRow, EventRow, SessionRow } from '../../src/store/schema.js';
+import { post, type RawAnswer } from './helpers.js';
 
 /** The simulator's clock in every suite: byte-identical answers need the same timestamps. */
 export const FIXED_NOW = '2026-12-02T10:15:02.123Z';
@@ -50,6 +51,18 @@ export function sessionIdFrom(answer: string): string {
   const response = JSON.parse(answer) as { result: { content: Array<{ type: string; text?: string }> } };
   const last = response.result.content[response.result.content.length - 1]!;
   return (JSON.parse(last.text!) as { sessionId: string }).sessionId;
+}
+
+/** Play SCRIPT against `url` over HTTP with `token`, one request at a time; every answer's bytes. */
+export async function playScriptOverHttp(url: string, token: string): Promise<RawAnswer[]> {
+  const answers: RawAnswer[] = [];
+  let sessionId = '';
+  for (const [i, step] of SCRIPT.entries()) {
+    const answer = await post(url, step(sessionId), { Authorization: `Bearer ${token}` });
+    answers.push(answer);
+    if (i === 3) sessionId = sessionIdFrom(answer.body.toString('utf8'));
+  }
+  return answers;
 }
 
 /** One recorded session, read back from its SQLite log. */

@@ -6,60 +6,41 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import type { ProxyRecorder } from '../../src/proxy/recorder-port.js';
 import { createRecorder } from '../../src/record/index.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { expectEventsValid } from '../record/helpers.js';
-import { tempDir } from '../support/temp.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
 import { post } from './helpers.js';
-import { allText, FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from './sim-script.js';
+import { allText, playScriptOverHttp, readSessions, SCRIPT } from './sim-script.js';
 
 type WorkerModule = typeof import('../../src/record/worker-recorder.js');
 const dist = path.resolve(import.meta.dirname, '../../dist/record/worker-recorder.js');
 const { createWorkerRecorder, createWorkerRecorderWithFaults } = (await import(dist)) as WorkerModule;
 
 const TOKEN = 'tok-77c1d0e9a4b35f21';
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
+const temp = tempDirPerTest('mcec-worker-');
+let simsStarted = 0;
 
-beforeEach(() => {
-  tmp = tempDir('mcec-worker-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-
+/** A simulator of its own (its own artifact root), closed after the test. */
 async function startSim() {
-  const sim = createSimulator({
-    seed: SIM_SEED,
-    now: () => new Date(FIXED_NOW),
-    sessionsRoot: path.join(tmp, `sim-${cleanups.length}`),
-    token: TOKEN,
-  });
-  const listener = await sim.listenHttp({ port: 0 });
-  cleanups.push(() => listener.close());
+  const { listener } = await simOnHttp(path.join(temp.dir, `sim-${simsStarted++}`), { token: TOKEN });
+  temp.defer(() => listener.close());
   return listener;
 }
 
 async function startProxy(target: string, recorder: ProxyRecorder) {
   const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder });
-  cleanups.push(() => proxy.close());
+  temp.defer(() => proxy.close());
   return proxy;
 }
 
 /** Play the simulator script through `url`; every answer's status and body. */
 async function playScript(url: string): Promise<Array<{ status: number; body: string }>> {
-  const answers: Array<{ status: number; body: string }> = [];
-  let sessionId = '';
-  for (const [i, step] of SCRIPT.entries()) {
-    const answer = await post(url, step(sessionId), { Authorization: `Bearer ${TOKEN}` });
-    answers.push({ status: answer.status, body: answer.body.toString('utf8') });
-    if (i === 3) sessionId = sessionIdFrom(answers[i]!.body);
-  }
-  return answers;
+  const answers = await playScriptOverHttp(url, TOKEN);
+  return answers.map((answer) => ({ status: answer.status, body: answer.body.toString('utf8') }));
 }
 
 /** What a recording holds, without its times and ids: calls and event kinds per session, in order. */
@@ -75,14 +56,14 @@ function recorded(root: string) {
 
 describe('the recorder in a worker thread', () => {
   it('records through the proxy what the in-process recorder records, the token scrubbed, everything in the log at close', async () => {
-    const inProcessDir = path.join(tmp, 'in-process');
+    const inProcessDir = path.join(temp.dir, 'in-process');
     const inProcess = createRecorder({ sessionsDir: inProcessDir, transport: 'http', stderr: () => {} });
     const viaInProcess = await startProxy((await startSim()).url, inProcess);
     const expected = await playScript(viaInProcess.url);
     await inProcess.close();
 
     const notices: string[] = [];
-    const workerDir = path.join(tmp, 'worker');
+    const workerDir = path.join(temp.dir, 'worker');
     const worker = createWorkerRecorder({
       sessionsDir: workerDir,
       transport: 'http',
@@ -105,7 +86,7 @@ describe('the recorder in a worker thread', () => {
   it("brings the recorder's stderr notices back before close resolves; an event JSON cannot hold is dropped alone", async () => {
     const notices: string[] = [];
     const worker = createWorkerRecorder({
-      sessionsDir: path.join(tmp, 'notices'),
+      sessionsDir: path.join(temp.dir, 'notices'),
       transport: 'http',
       stderr: (line) => notices.push(line),
     });
@@ -123,7 +104,7 @@ describe('the recorder in a worker thread', () => {
   it('a worker that crashes never breaks the wire: said once on stderr, the proxy keeps forwarding, close says so', async () => {
     const notices: string[] = [];
     const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: path.join(tmp, 'crash'), transport: 'http', stderr: (line) => notices.push(line) },
+      { sessionsDir: path.join(temp.dir, 'crash'), transport: 'http', stderr: (line) => notices.push(line) },
       { crashOnEventKind: 'proxy-error' },
     );
     const target = await startSim();
@@ -145,8 +126,8 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('a stalled worker never makes the proxy hold more than its cap: requests past it are counted, not held', async () => {
-    const release = path.join(tmp, 'release');
-    const dir = path.join(tmp, 'stalled');
+    const release = path.join(temp.dir, 'release');
+    const dir = path.join(temp.dir, 'stalled');
     const notices: string[] = [];
     const worker = createWorkerRecorderWithFaults(
       { sessionsDir: dir, transport: 'http', stderr: (l) => notices.push(l) },
@@ -188,11 +169,16 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('a worker stalled for thousands of calls holds at most its cap: the calls past it are counted, then recording goes on', async () => {
-    const release = path.join(tmp, 'release');
-    const dir = path.join(tmp, 'long-stall');
+    const release = path.join(temp.dir, 'release');
+    const dir = path.join(temp.dir, 'long-stall');
     const worker = createWorkerRecorderWithFaults(
       { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
-      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 20_000 },
+      // Room comes back where the gap closes (half the cap): once room() is undefined, recording goes on.
+      {
+        holdOnEventKind: { kind: 'hold', untilFile: release },
+        maxUntakenChars: 20_000,
+        roomHighChars: 10_000,
+      },
     );
     await worker.ready();
     worker.event(undefined, 'hold', {});
@@ -219,7 +205,6 @@ describe('the recorder in a worker thread', () => {
       await room;
       room = worker.room();
     }
-    await new Promise((r) => setTimeout(r, 100));
     worker.beginExchange(request(total + 1), { transport: 'stdio' }).complete(answer(total + 1));
     await worker.close();
     const sessions = readSessions(dir);
@@ -234,8 +219,8 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('past its room mark a stalled worker makes room() wait until the worker takes the JSON again', async () => {
-    const release = path.join(tmp, 'release');
-    const dir = path.join(tmp, 'paced');
+    const release = path.join(temp.dir, 'release');
+    const dir = path.join(temp.dir, 'paced');
     const worker = createWorkerRecorderWithFaults(
       { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
       { holdOnEventKind: { kind: 'hold', untilFile: release }, roomHighChars: 1_000 },
@@ -278,7 +263,7 @@ describe('the recorder in a worker thread', () => {
   });
 
   it("a note soon after its call's answer is the call's; one long after is kept as the session's event", async () => {
-    const dir = path.join(tmp, 'notes');
+    const dir = path.join(temp.dir, 'notes');
     const worker = createWorkerRecorder({ sessionsDir: dir, transport: 'stdio', stderr: () => {} });
     await worker.ready();
     const request = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: {} } };
@@ -299,7 +284,7 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('counts answers still waiting for the flush against the cap: those past it are recorded without their bodies', async () => {
-    const dir = path.join(tmp, 'batched');
+    const dir = path.join(temp.dir, 'batched');
     const worker = createWorkerRecorderWithFaults(
       { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
       { maxUntakenChars: 4_000 },
@@ -323,7 +308,7 @@ describe('the recorder in a worker thread', () => {
     expect(full).toHaveLength(2);
   });
   it('an answer JSON cannot hold still settles its call, as failed saying why, never left unanswered', async () => {
-    const dir = path.join(tmp, 'unsendable');
+    const dir = path.join(temp.dir, 'unsendable');
     const notices: string[] = [];
     const worker = createWorkerRecorder({
       sessionsDir: dir,

@@ -4,34 +4,23 @@
  * `chars:`) comes back from mcec-replay byte for byte, and the official MCP SDK client accepts it.
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startHttpProxy } from '../../src/proxy/http.js';
-import { createRecorder } from '../../src/record/index.js';
+import { describe, expect, it } from 'vitest';
 import { replaySession } from '../../src/replay/index.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { post } from '../proxy/helpers.js';
 import { readSessions } from '../proxy/sim-script.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { ROOT } from '../support/programs.js';
-import { tempDir } from '../support/temp.js';
+import { recordingHttpProxy, simOnHttp } from '../support/sim-http-proxy.js';
 
 const SIM_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-sim.js');
 const RECORD_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
 const REPLAY_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-replay.js');
 
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
-beforeEach(() => {
-  tmp = tempDir('mcec-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-');
 
 const rpc = (id: number, method: string, params?: unknown) =>
   JSON.stringify(
@@ -62,7 +51,7 @@ function expectNothingRedacted(sessionsDir: string): string {
 /** tools/list served by the replay over HTTP, as bytes (same request id as recorded). */
 async function replayedToolsList(sessionDir: string): Promise<{ bytes: Buffer; url: string }> {
   const replay = await replaySession(sessionDir, { http: {} });
-  cleanups.push(async () => {
+  temp.defer(async () => {
     await replay.close();
   });
   const answer = await post(replay.url!, TOOLS_LIST);
@@ -83,26 +72,18 @@ async function sdkListTools(url: string) {
 
 describe('the handshake recorded through a proxy replays byte for byte', () => {
   it('HTTP proxy: tools/list bytes equal, the SDK accepts them, instructions and notes kept', async () => {
-    const sim = createSimulator({ seed: 7, sessionsRoot: path.join(tmp, 'sim') });
-    const listener = await sim.listenHttp({ port: 0 });
-    cleanups.push(() => listener.close());
-    const sessionsDir = path.join(tmp, 'recorded');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({
-      listen: { host: '127.0.0.1', port: 0 },
-      target: listener.url,
-      recorder,
-    });
-    cleanups.push(async () => {
-      await proxy.close();
-      await recorder.close();
-    });
+    const { listener } = await simOnHttp(path.join(temp.dir, 'sim'), { seed: 7 });
+    temp.defer(() => listener.close());
+    const { proxy, sessionsDir, close } = await recordingHttpProxy(
+      listener.url,
+      path.join(temp.dir, 'recorded'),
+    );
+    temp.defer(close);
     const init = await post(proxy.url, INITIALIZE);
     await post(proxy.url, INITIALIZED);
     const sent = await post(proxy.url, TOOLS_LIST);
     await post(proxy.url, SESSION_START);
-    await proxy.close();
-    await recorder.close();
+    await close();
 
     const dir = expectNothingRedacted(sessionsDir);
     const { bytes, url } = await replayedToolsList(dir);
@@ -119,7 +100,7 @@ describe('the handshake recorded through a proxy replays byte for byte', () => {
   });
 
   it('stdio proxy: tools/list bytes equal to what the server wrote; the SDK lists through mcec-replay --stdio', async () => {
-    const sessionsDir = path.join(tmp, 'recorded');
+    const sessionsDir = path.join(temp.dir, 'recorded');
     const child = spawn(
       process.execPath,
       [
@@ -134,7 +115,7 @@ describe('the handshake recorded through a proxy replays byte for byte', () => {
         '--seed',
         '7',
         '--sessions',
-        path.join(tmp, 'sim'),
+        path.join(temp.dir, 'sim'),
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );

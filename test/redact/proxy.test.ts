@@ -1,15 +1,14 @@
 /** Redaction through both proxies: malformed requests' excerpts and typed commands, every recorded file read back. */
-import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { post, startServer, waitFor } from '../proxy/helpers.js';
 import { allText, readSessions } from '../proxy/sim-script.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { leakedForm } from '../support/secret-forms.js';
 import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
 import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
-import { tempDir } from '../support/temp.js';
 
 const TOKEN = 'tok-5e1d2c3b4a596877';
 const PASSWORD = 'Malformed-Pw-91';
@@ -17,22 +16,14 @@ const TYPED = 'Typed-In-Bad-92';
 /** Typed into tools MCEC does not have (misspelled names). */
 const MISTYPED = 'Mis-Typed-Pw-31';
 
-let tmp: string;
-const cleanups: Array<() => Promise<void>> = [];
-beforeEach(() => {
-  tmp = tempDir('mcec-');
-});
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()!().catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-');
 
 describe('redaction through the HTTP proxy', () => {
   it("a malformed body's excerpt keeps neither its password nor its typed text; nor does a typed call", async () => {
-    const sessionsDir = path.join(tmp, 'recorded');
+    const sessionsDir = path.join(temp.dir, 'recorded');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await simBehindHttpProxy(tmp, { seed: 7, token: TOKEN, recorder });
-    cleanups.push(() => proxy.close());
+    const proxy = await simBehindHttpProxy(temp.dir, { seed: 7, token: TOKEN, recorder });
+    temp.defer(() => proxy.close());
     const auth = { Authorization: `Bearer ${TOKEN}` };
     const call = (id: number, name: string, args: Record<string, unknown>) =>
       JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
@@ -88,8 +79,8 @@ describe("the HTTP proxy's Authorization headers", () => {
         res.writeHead(200, { 'Content-Type': 'application/json' }).end(body);
       });
     });
-    cleanups.push(() => target.close());
-    const sessionsDir = path.join(tmp, 'recorded');
+    temp.defer(() => target.close());
+    const sessionsDir = path.join(temp.dir, 'recorded');
     const recorder = createRecorder({
       sessionsDir,
       transport: 'http',
@@ -131,11 +122,11 @@ describe('redaction through the stdio proxy', () => {
     const lines: string[] = [];
     let buffered = '';
     const recorder = createRecorder({
-      sessionsDir: path.join(tmp, 'recorded'),
+      sessionsDir: path.join(temp.dir, 'recorded'),
       transport: 'stdio',
       stderr: () => {},
     });
-    const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(tmp, 'sim')]);
+    const { stdin, stdout, exit } = stdioProxy(recorder, [SIM_STDIO_CHILD, path.join(temp.dir, 'sim')]);
     stdout.on('data', (c: Buffer) => {
       buffered += c.toString('utf8');
       const parts = buffered.split('\n');

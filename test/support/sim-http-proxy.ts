@@ -1,19 +1,76 @@
 /**
- * The simulator on HTTP behind a recording HTTP proxy (`startHttpProxy`), optionally with a tap in front of the
- * simulator that keeps every body it gets (a small forwarding server: the simulator itself stays unmodified).
+ * The simulator on HTTP, a recording HTTP proxy (`startHttpProxy` with a real recorder), and the two together,
+ * optionally with a tap in front of the simulator that keeps every body it gets (a small forwarding server:
+ * the simulator itself stays unmodified).
  */
 import http from 'node:http';
 import path from 'node:path';
-import { startHttpProxy } from '../../src/proxy/http.js';
+import { type HttpProxy, type HttpProxyOptions, startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { post } from '../proxy/helpers.js';
 import { FIXED_NOW, SIM_SEED } from '../proxy/sim-script.js';
 
-export interface SimBehindHttpProxyOptions {
-  /** The simulator's PRNG seed (default SIM_SEED) and bearer token (none). Its clock is FIXED_NOW. */
+/** The simulator's PRNG seed (default SIM_SEED) and bearer token (none). */
+export interface SimOptions {
   seed?: number;
   token?: string;
+}
+
+/** A simulator listening on HTTP. */
+export interface SimOnHttp {
+  sim: ReturnType<typeof createSimulator>;
+  listener: Awaited<ReturnType<ReturnType<typeof createSimulator>['listenHttp']>>;
+}
+
+/** The simulator on an ephemeral port, clock FIXED_NOW (byte-identical answers), artifacts under `sessionsRoot`. */
+export async function simOnHttp(sessionsRoot: string, options: SimOptions = {}): Promise<SimOnHttp> {
+  const sim = createSimulator({
+    seed: options.seed ?? SIM_SEED,
+    now: () => new Date(FIXED_NOW),
+    sessionsRoot,
+    ...(options.token ? { token: options.token } : {}),
+  });
+  return { sim, listener: await sim.listenHttp({ port: 0 }) };
+}
+
+/** What the proxy is told beside where it listens, its target and its recorder. */
+export type ProxyExtras = Omit<HttpProxyOptions, 'listen' | 'target' | 'recorder'>;
+
+/** A recording HTTP proxy on an ephemeral loopback port. */
+export interface RecordingHttpProxy {
+  proxy: HttpProxy;
+  recorder: Recorder;
+  sessionsDir: string;
+  /** What the recorder told its user (its stderr lines). */
+  notices: string[];
+  /** Close the proxy, then the recorder; a second call does nothing. */
+  close(): Promise<void>;
+}
+
+/** A recorder (transport http) writing into `sessionsDir`, behind a proxy to `target`. */
+export async function recordingHttpProxy(
+  target: string,
+  sessionsDir: string,
+  extras: ProxyExtras = {},
+): Promise<RecordingHttpProxy> {
+  const notices: string[] = [];
+  const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: (line) => notices.push(line) });
+  const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder, ...extras });
+  let closed: Promise<void> | undefined;
+  return {
+    proxy,
+    recorder,
+    sessionsDir,
+    notices,
+    close() {
+      closed ??= proxy.close().then(() => recorder.close());
+      return closed;
+    },
+  };
+}
+
+export interface SimBehindHttpProxyOptions extends SimOptions {
   /** The recorder behind the proxy; default one writing into `<root>/recorded` (transport http). */
   recorder?: Recorder;
   /** Put the tap between the proxy and the simulator (it forwards bodies only, not the token). */
@@ -41,13 +98,7 @@ export async function simBehindHttpProxy(
   root: string,
   options: SimBehindHttpProxyOptions = {},
 ): Promise<SimWithProxy> {
-  const sim = createSimulator({
-    seed: options.seed ?? SIM_SEED,
-    now: () => new Date(FIXED_NOW),
-    sessionsRoot: path.join(root, 'sim-sessions'),
-    ...(options.token ? { token: options.token } : {}),
-  });
-  const listener = await sim.listenHttp({ port: 0 });
+  const { sim, listener } = await simOnHttp(path.join(root, 'sim-sessions'), options);
   const received: string[] = [];
   const tap = options.tap
     ? http.createServer((req, res) => {
