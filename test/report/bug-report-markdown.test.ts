@@ -8,14 +8,11 @@ import MarkdownIt from 'markdown-it';
 import type Token from 'markdown-it/lib/token.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
-import { startHttpProxy } from '../../src/proxy/http.js';
-import { createRecorder } from '../../src/record/index.js';
 import { renderBugReport } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { post } from '../proxy/helpers.js';
-import { FIXED_NOW, readSessions, SCRIPT, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
+import { readSessions } from '../proxy/sim-script.js';
+import { scriptRecordedThroughHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
 const HEADINGS = [
@@ -150,34 +147,8 @@ describe('bug-report.md rendered by markdown-it', () => {
   }, 60_000);
 
   it("a proxied session's: the same structure, arguments without the routing id", async () => {
-    const sim = createSimulator({
-      seed: SIM_SEED,
-      now: () => new Date(FIXED_NOW),
-      sessionsRoot: path.join(tmp, 'sim'),
-      token: 'tok-1',
-    });
-    const listener = await sim.listenHttp({ port: 0 });
-    const recorder = createRecorder({
-      sessionsDir: path.join(tmp, 'proxied'),
-      transport: 'http',
-      stderr: () => {},
-    });
-    const proxy = await startHttpProxy({
-      listen: { host: '127.0.0.1', port: 0 },
-      target: listener.url,
-      recorder,
-    });
-    let sid = '';
-    for (const [i, step] of SCRIPT.entries()) {
-      const answer = await post(proxy.url, step(sid), { Authorization: 'Bearer tok-1' });
-      if (i === 3) sid = sessionIdFrom(answer.body.toString('utf8'));
-    }
-    await proxy.close();
-    await recorder.close();
-    await listener.close();
-    const session = readSessions(recorder.sessionsDir).find((s) =>
-      s.calls.some((c) => c.tool === 'capture'),
-    )!;
+    const { sessionsDir, sessionId: sid } = await scriptRecordedThroughHttpProxy(tmp);
+    const session = readSessions(sessionsDir).find((s) => s.calls.some((c) => c.tool === 'capture'))!;
     const text = await bugReportOf(session.dir);
     const tokens = checkStructure(text);
     const calls = listAfter(section(tokens, 'To Reproduce'), 'Call #', 'ordered_list_open');

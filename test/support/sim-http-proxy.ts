@@ -9,7 +9,7 @@ import { type HttpProxy, type HttpProxyOptions, startHttpProxy } from '../../src
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { post } from '../proxy/helpers.js';
-import { FIXED_NOW, SIM_SEED } from '../proxy/sim-script.js';
+import { FIXED_NOW, playScriptOverHttp, SIM_SEED, sessionIdFrom } from '../proxy/sim-script.js';
 
 /** The simulator's PRNG seed (default SIM_SEED) and bearer token (none). */
 export interface SimOptions {
@@ -23,14 +23,22 @@ export interface SimOnHttp {
   listener: Awaited<ReturnType<ReturnType<typeof createSimulator>['listenHttp']>>;
 }
 
-/** The simulator on an ephemeral port, clock FIXED_NOW (byte-identical answers), artifacts under `sessionsRoot`. */
-export async function simOnHttp(sessionsRoot: string, options: SimOptions = {}): Promise<SimOnHttp> {
-  const sim = createSimulator({
+/** The simulator in this process: seed SIM_SEED unless given, clock FIXED_NOW, artifacts under `sessionsRoot`. */
+export function simulatorAt(
+  sessionsRoot: string,
+  options: SimOptions = {},
+): ReturnType<typeof createSimulator> {
+  return createSimulator({
     seed: options.seed ?? SIM_SEED,
     now: () => new Date(FIXED_NOW),
     sessionsRoot,
     ...(options.token ? { token: options.token } : {}),
   });
+}
+
+/** {@link simulatorAt} on an ephemeral HTTP port (byte-identical answers run to run). */
+export async function simOnHttp(sessionsRoot: string, options: SimOptions = {}): Promise<SimOnHttp> {
+  const sim = simulatorAt(sessionsRoot, options);
   return { sim, listener: await sim.listenHttp({ port: 0 }) };
 }
 
@@ -68,6 +76,31 @@ export async function recordingHttpProxy(
       return closed;
     },
   };
+}
+
+/** A recording of SCRIPT through the HTTP proxy: where it was written and the session the script opened. */
+export interface ScriptRecording {
+  sessionsDir: string;
+  sessionId: string;
+}
+
+/**
+ * SCRIPT played through a recording HTTP proxy in front of the simulator (bearer `token`), the recorder under
+ * `<root>/proxied` and the simulator's artifacts under `<root>/sim`; everything is closed when it resolves.
+ */
+export async function scriptRecordedThroughHttpProxy(
+  root: string,
+  token = 'tok-1',
+): Promise<ScriptRecording> {
+  const { listener } = await simOnHttp(path.join(root, 'sim'), { token });
+  const rig = await recordingHttpProxy(listener.url, path.join(root, 'proxied'));
+  try {
+    const answers = await playScriptOverHttp(rig.proxy.url, token);
+    return { sessionsDir: rig.sessionsDir, sessionId: sessionIdFrom(answers[3]!.body.toString('utf8')) };
+  } finally {
+    await rig.close();
+    await listener.close();
+  }
 }
 
 export interface SimBehindHttpProxyOptions extends SimOptions {

@@ -3,48 +3,24 @@
  * recorder that is still writing, `declareVerdict` from TypeScript, and `recorder.verdict()`. Every view
  * agrees afterwards.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { declareVerdict } from '../../src/sessions/verdict.js';
-import { createSimulator, envelopeOf } from '../../src/sim/index.js';
-import { FIXED_NOW, SIM_SEED } from '../proxy/sim-script.js';
-import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
-import {
-  bundleTexts,
-  playIssueRun,
-  runBundle,
-  type SimWithProxy,
-  simBehindHttpProxy,
-  tempRoot,
-} from './helpers.js';
+import { envelopeOf } from '../../src/sim/index.js';
+import { events, expectEventsValid } from '../record/helpers.js';
+import { simulatorAt } from '../support/sim-http-proxy.js';
+import { bundleTexts, issueRunRecordedPerFile, runBundle, sessionDirOf } from './helpers.js';
 
-let root: string;
-let rig: SimWithProxy;
-let sid: string;
-
-beforeAll(async () => {
-  root = tempRoot();
-  rig = await simBehindHttpProxy(root);
-  sid = await playIssueRun(rig.url);
-  await rig.close();
-}, 60_000);
-afterAll(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
-
-function sessionDir(sessionsDir: string, id: string): string {
-  return path.join(sessionsDir, sessionDirs(sessionsDir).find((d) => d.endsWith(`-${id}`))!);
-}
+const run = issueRunRecordedPerFile();
 
 describe('mcec-bundle verdict', () => {
   it('declares a proxied run passed, then failed again: show, list, session.json and report.html agree', async () => {
-    const s = ['--sessions', rig.sessionsDir];
+    const s = ['--sessions', run.sessionsDir];
     const pass = await runBundle([
       'verdict',
-      sid.slice(0, 6),
+      run.sid.slice(0, 6),
       'pass',
       '--reason',
       'the elevated console is expected here',
@@ -53,11 +29,11 @@ describe('mcec-bundle verdict', () => {
     expect(pass.code).toBe(0);
     expect(pass.stdout).toMatch(
       new RegExp(
-        `^${sid}: PASS: declared passed with mcec-bundle verdict: the elevated console is expected here; overriding: 4 failures`,
+        `^${run.sid}: PASS: declared passed with mcec-bundle verdict: the elevated console is expected here; overriding: 4 failures`,
       ),
     );
 
-    const show = await runBundle(['show', sid, ...s]);
+    const show = await runBundle(['show', run.sid, ...s]);
     expect(show.stdout).toContain(
       '- Verdict: **PASS**: declared passed with mcec-bundle verdict: the elevated console is expected here',
     );
@@ -68,14 +44,14 @@ describe('mcec-bundle verdict', () => {
       id: string;
       verdict: string;
     }>;
-    expect(list.find((r) => r.id === sid)?.verdict).toBe('PASS');
+    expect(list.find((r) => r.id === run.sid)?.verdict).toBe('PASS');
     const failed = JSON.parse((await runBundle(['list', '--failed', '--json', ...s])).stdout) as Array<{
       id: string;
     }>;
-    expect(failed.map((r) => r.id)).not.toContain(sid);
+    expect(failed.map((r) => r.id)).not.toContain(run.sid);
 
-    const zip = path.join(root, 'pass.zip');
-    expect((await runBundle([sid, '-o', zip, ...s])).code).toBe(0);
+    const zip = path.join(run.root, 'pass.zip');
+    expect((await runBundle([run.sid, '-o', zip, ...s])).code).toBe(0);
     const texts = await bundleTexts(zip);
     expect(JSON.parse(texts.get('session.json')!)).toMatchObject({ passed: true, verdict: 'PASS' });
     const html = texts.get('report.html')!;
@@ -84,10 +60,10 @@ describe('mcec-bundle verdict', () => {
     expect(html).not.toContain('<h2>Failing call');
     expect(html).not.toContain('class="tag t-fail"');
 
-    const fail = await runBundle(['verdict', sid, 'FAIL', '-r', 'wrong total', '--json', ...s]);
+    const fail = await runBundle(['verdict', run.sid, 'FAIL', '-r', 'wrong total', '--json', ...s]);
     expect(fail.code).toBe(0);
     expect(JSON.parse(fail.stdout)).toEqual({
-      sessionId: sid,
+      sessionId: run.sid,
       passed: false,
       reason: 'wrong total',
       verdict: 'FAIL',
@@ -98,9 +74,9 @@ describe('mcec-bundle verdict', () => {
     const again = JSON.parse((await runBundle(['list', '--failed', '--json', ...s])).stdout) as Array<{
       id: string;
     }>;
-    expect(again.map((r) => r.id)).toContain(sid);
+    expect(again.map((r) => r.id)).toContain(run.sid);
 
-    const dir = sessionDir(rig.sessionsDir, sid);
+    const dir = sessionDirOf(run.sessionsDir, run.sid);
     expect(events(dir, 'verdict').map((e) => e.data)).toEqual([
       { passed: true, reason: 'the elevated console is expected here', via: 'cli' },
       { passed: false, reason: 'wrong total', via: 'cli' },
@@ -109,10 +85,10 @@ describe('mcec-bundle verdict', () => {
   });
 
   it('answers bad usage with 2, an unknown session with 1, and teaches in --help', async () => {
-    const s = ['--sessions', rig.sessionsDir];
+    const s = ['--sessions', run.sessionsDir];
     const [maybe, missing, unknown, hostile, help] = await Promise.all([
-      runBundle(['verdict', sid, 'maybe', ...s]),
-      runBundle(['verdict', sid, ...s]),
+      runBundle(['verdict', run.sid, 'maybe', ...s]),
+      runBundle(['verdict', run.sid, ...s]),
       runBundle(['verdict', 'ffffffffffff', 'fail', ...s]),
       runBundle(['verdict', '../x', 'fail', ...s]),
       runBundle(['verdict', '--help']),
@@ -132,12 +108,8 @@ describe('mcec-bundle verdict', () => {
   });
 
   it('writes beside a recorder that is still recording the session, losing nothing', async () => {
-    const sessionsDir = path.join(root, 'live');
-    const sim = createSimulator({
-      seed: SIM_SEED,
-      now: () => new Date(FIXED_NOW),
-      sessionsRoot: path.join(root, 'live-sim'),
-    });
+    const sessionsDir = path.join(run.root, 'live');
+    const sim = simulatorAt(path.join(run.root, 'live-sim'));
     const recorder = createRecorder({ sessionsDir, scenario: 'live verdict' });
     const call = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
     const id = envelopeOf((await call('session-start', {})) as never).sessionId!;
@@ -164,7 +136,7 @@ describe('mcec-bundle verdict', () => {
     await call('session-end', { sessionId: id });
     await recorder.close();
 
-    const dir = sessionDir(sessionsDir, id);
+    const dir = sessionDirOf(sessionsDir, id);
     const summary = await summarizeSession(dir);
     expect(summary.counts).toMatchObject({ calls: made + 3, failures: 0, recordFailures: 0, lostCalls: 0 });
     expect(summary.verdict).toBe('FAIL');
@@ -174,18 +146,18 @@ describe('mcec-bundle verdict', () => {
   });
 
   it('is a library call too (declareVerdict), scrubbing secrets from the reason', async () => {
-    const dir = sessionDir(rig.sessionsDir, sid);
+    const dir = sessionDirOf(run.sessionsDir, run.sid);
     const res = await declareVerdict(dir, {
       passed: false,
       reason: '  login failed with password=hunter2  ',
     });
-    expect(res).toMatchObject({ sessionId: sid, passed: false, verdict: 'FAIL' });
+    expect(res).toMatchObject({ sessionId: run.sid, passed: false, verdict: 'FAIL' });
     expect(res.reason).not.toContain('hunter2');
     expect(events(dir, 'verdict').at(-1)?.data).toEqual({ passed: false, reason: res.reason, via: 'cli' });
     await expect(declareVerdict(dir, { passed: 'yes' as never })).rejects.toThrow(
       'passed must be true or false',
     );
-    await expect(declareVerdict(path.join(root, 'nowhere'), { passed: true })).rejects.toThrow(
+    await expect(declareVerdict(path.join(run.root, 'nowhere'), { passed: true })).rejects.toThrow(
       /no session.sqlite/,
     );
   });
@@ -193,18 +165,14 @@ describe('mcec-bundle verdict', () => {
 
 describe('recorder.verdict()', () => {
   it('declares a verdict without ending the session; a later end() without one keeps it', async () => {
-    const sessionsDir = path.join(root, 'api');
-    const sim = createSimulator({
-      seed: SIM_SEED,
-      now: () => new Date(FIXED_NOW),
-      sessionsRoot: path.join(root, 'api-sim'),
-    });
+    const sessionsDir = path.join(run.root, 'api');
+    const sim = simulatorAt(path.join(run.root, 'api-sim'));
     const recorder = createRecorder({ sessionsDir });
     const call = recorder.wrap((tool: string, args: Record<string, unknown>) => sim.callTool(tool, args));
     const id = envelopeOf((await call('session-start', {})) as never).sessionId!;
     await call('windows', { sessionId: id });
     await recorder.verdict(id, { passed: false, reason: 'the saved file was empty' });
-    const dir = sessionDir(sessionsDir, id);
+    const dir = sessionDirOf(sessionsDir, id);
     expect((await summarizeSession(dir)).verdictReason).toBe(
       'declared failed by the runner: the saved file was empty; the session is still running',
     );

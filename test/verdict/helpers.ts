@@ -1,9 +1,12 @@
+import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { readZip } from '../bundle/helpers.js';
 import { post } from '../proxy/helpers.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
+import { sessionDirs } from '../record/helpers.js';
 import { BUNDLE_CLI, type ChildRun, runNode } from '../support/programs.js';
 import { type SimWithProxy, simBehindHttpProxy as simBehindTap } from '../support/sim-http-proxy.js';
-import { tempDir } from '../support/temp.js';
+import { removeDir, tempDir } from '../support/temp.js';
 
 export { BUNDLE_CLI } from '../support/programs.js';
 export type { SimWithProxy } from '../support/sim-http-proxy.js';
@@ -73,6 +76,37 @@ export async function playIssueRun(url: string): Promise<string> {
   await expectCode(8, 'no-such-tool', {}, 'unknown-tool');
   await expectCode(9, 'session-end', {}, null);
   return sid;
+}
+
+/** Issue 11's run, recorded once for a test file: the temp root it lives in, the recorder's dir, its session id. */
+export interface RecordedIssueRun {
+  readonly root: string;
+  readonly sessionsDir: string;
+  readonly sid: string;
+}
+
+/**
+ * Call once at the top of a test file: before its tests, {@link playIssueRun} through the simulator behind the
+ * HTTP proxy (everything closed again, so the tests read a finished run); after them, the root is removed.
+ */
+export function issueRunRecordedPerFile(): RecordedIssueRun {
+  const run = { root: '', sessionsDir: '', sid: '' };
+  beforeAll(async () => {
+    run.root = tempRoot();
+    const rig = await simBehindHttpProxy(run.root);
+    run.sessionsDir = rig.sessionsDir;
+    run.sid = await playIssueRun(rig.url);
+    await rig.close();
+  }, 60_000);
+  afterAll(() => {
+    removeDir(run.root);
+  });
+  return run;
+}
+
+/** The dir of session `id` below `sessionsDir`. */
+export function sessionDirOf(sessionsDir: string, id: string): string {
+  return path.join(sessionsDir, sessionDirs(sessionsDir).find((d) => d.endsWith(`-${id}`))!);
 }
 
 /** The text entries of a bundle zip by their path below the top folder. */

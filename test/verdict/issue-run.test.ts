@@ -4,44 +4,25 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  bundleTexts,
-  playIssueRun,
-  runBundle,
-  type SimWithProxy,
-  simBehindHttpProxy,
-  tempRoot,
-} from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { bundleTexts, issueRunRecordedPerFile, runBundle } from './helpers.js';
 
-let root: string;
-let rig: SimWithProxy;
-let sid: string;
-
-beforeAll(async () => {
-  root = tempRoot();
-  rig = await simBehindHttpProxy(root);
-  sid = await playIssueRun(rig.url);
-  await rig.close();
-}, 60_000);
-afterAll(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const run = issueRunRecordedPerFile();
 
 describe('the issue 11 run through the HTTP proxy', () => {
   it('lists as FAIL in list --failed, with its four failures', async () => {
-    const res = await runBundle(['list', '--failed', '--json', '--sessions', rig.sessionsDir]);
+    const res = await runBundle(['list', '--failed', '--json', '--sessions', run.sessionsDir]);
     expect(res.code).toBe(0);
     const rows = JSON.parse(res.stdout) as Array<{ id: string; verdict: string; failures: number }>;
-    const row = rows.find((r) => r.id === sid);
-    expect(row).toMatchObject({ id: sid, verdict: 'FAIL', failures: 4 });
+    const row = rows.find((r) => r.id === run.sid);
+    expect(row).toMatchObject({ id: run.sid, verdict: 'FAIL', failures: 4 });
 
-    const table = await runBundle(['list', '--failed', '--sessions', rig.sessionsDir]);
-    expect(table.stdout.split('\n').find((l) => l.startsWith(sid))).toMatch(/\s4\s+FAIL$/);
+    const table = await runBundle(['list', '--failed', '--sessions', run.sessionsDir]);
+    expect(table.stdout.split('\n').find((l) => l.startsWith(run.sid))).toMatch(/\s4\s+FAIL$/);
   });
 
   it('shows FAIL with the unrecovered failures and the last of them as the failing call', async () => {
-    const res = await runBundle(['show', sid, '--sessions', rig.sessionsDir]);
+    const res = await runBundle(['show', run.sid, '--sessions', run.sessionsDir]);
     expect(res.code).toBe(0);
     expect(res.stdout).toContain(
       '- Verdict: **FAIL**: 4 failures were not recovered by a later success of the same tool on the same target; ' +
@@ -56,13 +37,13 @@ describe('the issue 11 run through the HTTP proxy', () => {
   });
 
   it('bundles as FAIL: session.json passed false, report.html FAIL beside its failing call', async () => {
-    const zip = path.join(root, 'bug.zip');
-    const res = await runBundle([sid, '-o', zip, '--json', '--sessions', rig.sessionsDir]);
+    const zip = path.join(run.root, 'bug.zip');
+    const res = await runBundle([run.sid, '-o', zip, '--json', '--sessions', run.sessionsDir]);
     expect(res.code).toBe(0);
     expect(JSON.parse(res.stdout)).toMatchObject({ verdict: 'FAIL' });
     const texts = await bundleTexts(zip);
     const session = JSON.parse(texts.get('session.json')!) as Record<string, unknown>;
-    expect(session).toMatchObject({ sessionId: sid, passed: false, verdict: 'FAIL' });
+    expect(session).toMatchObject({ sessionId: run.sid, passed: false, verdict: 'FAIL' });
     expect(String(session.verdictReason)).toContain('4 failures were not recovered');
     const html = texts.get('report.html')!;
     expect(html).toContain('<div class="verdict" id="verdict">FAIL</div>');
@@ -71,7 +52,7 @@ describe('the issue 11 run through the HTTP proxy', () => {
   });
 
   it('report (the command) writes the same verdict into the session dir', async () => {
-    const res = await runBundle(['report', sid, '--sessions', rig.sessionsDir]);
+    const res = await runBundle(['report', run.sid, '--sessions', run.sessionsDir]);
     expect(res.code).toBe(0);
     const html = fs.readFileSync(res.stdout.trim(), 'utf8');
     expect(html).toContain('<div class="verdict" id="verdict">FAIL</div>');

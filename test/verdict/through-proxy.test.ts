@@ -4,12 +4,10 @@
  * of the same call on the same target succeeded afterwards.
  */
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
-import { sessionDirs } from '../record/helpers.js';
-import { runBundle, send, simBehindHttpProxy, tempRoot, toolCall } from './helpers.js';
+import { runBundle, send, sessionDirOf, simBehindHttpProxy, tempRoot, toolCall } from './helpers.js';
 
 let root: string;
 beforeEach(() => {
@@ -18,10 +16,6 @@ beforeEach(() => {
 afterEach(() => {
   fs.rmSync(root, { recursive: true, force: true });
 });
-
-function sessionDir(sessionsDir: string, id: string): string {
-  return path.join(sessionsDir, sessionDirs(sessionsDir).find((d) => d.endsWith(`-${id}`))!);
-}
 
 describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
   it('an emergency stop fails the run even though the same capture succeeded once released', async () => {
@@ -39,7 +33,7 @@ describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
     } finally {
       await rig.close();
     }
-    const summary = await summarizeSession(sessionDir(rig.sessionsDir, sid));
+    const summary = await summarizeSession(sessionDirOf(rig.sessionsDir, sid));
     expect(summary.failures.map((f) => [f.seq, f.code, f.recovered])).toEqual([
       [3, 'emergency-stopped', true],
     ]);
@@ -63,7 +57,7 @@ describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
     } finally {
       await rig.close();
     }
-    const summary = await summarizeSession(sessionDir(rig.sessionsDir, sid));
+    const summary = await summarizeSession(sessionDirOf(rig.sessionsDir, sid));
     expect(summary.verdict).toBe('FAIL');
     expect(summary.verdictReason).toMatch(/^call #2 windows hit a proxy error: proxy-error 502: /);
     expect(summary.failingCall).toMatchObject({ seq: 2, tool: 'windows', code: 'proxy-error' });
@@ -86,7 +80,7 @@ describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
     } finally {
       await rig.close();
     }
-    const summary = await summarizeSession(sessionDir(rig.sessionsDir, sid));
+    const summary = await summarizeSession(sessionDirOf(rig.sessionsDir, sid));
     expect(summary.verdict).toBe('FAIL');
     expect(summary.verdictReason).toBe('call #2 windows got a protocol error (-32600) instead of an answer');
   });
