@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import {
   calls,
   events,
@@ -12,23 +13,16 @@ import {
   NOTEPAD,
   sessionDirs,
   sha256,
-  tempDir,
   withLog,
 } from './helpers.js';
 
-let root: string;
-beforeEach(() => {
-  root = tempDir();
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest();
 
 const SID = 'a1b2c3d4e5f6';
 
 function onlyDir(): string {
-  const [name] = sessionDirs(root);
-  return path.join(root, name!);
+  const [name] = sessionDirs(temp.dir);
+  return path.join(temp.dir, name!);
 }
 
 /** A real PNG whose IHDR is rewritten to declare huge dimensions (CRC fixed): a decompression bomb's header. */
@@ -63,7 +57,7 @@ describe('artifacts', () => {
     );
     const bomb = bombHeader(png, 100_000, 100_000).toString('base64');
     const inputs = { bad, truncated, notImage, bomb };
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const outputs: unknown[] = [];
     const dispatch = recorder.wrap(async (_tool: string, args: Record<string, unknown>) => {
       const out = { sessionId: SID, ok: true, result: capture(inputs[args.kind as keyof typeof inputs]) };
@@ -98,7 +92,7 @@ describe('artifacts', () => {
 
   it('writes one file per distinct image, computes blankCheck only when missing, flags declared sizes that lie', async () => {
     const black = await makePng(64, 48, [0, 0, 0], { uniform: true });
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const dispatch = recorder.wrap(async (_tool: string, args: Record<string, unknown>) => ({
       sessionId: SID,
       ok: true,
@@ -143,7 +137,7 @@ describe('artifacts', () => {
     const a = await makePng(64, 48, [200, 0, 0]);
     const b = await makePng(64, 48, [0, 200, 0]);
     const c = await makePng(64, 48, [0, 0, 200]);
-    const recorder = createRecorder({ sessionsDir: root, limits: { maxArtifactBytes: a.length + 10 } });
+    const recorder = createRecorder({ sessionsDir: temp.dir, limits: { maxArtifactBytes: a.length + 10 } });
     const images = [a, b, c];
     const dispatch = recorder.wrap(async (_tool: string, args: Record<string, unknown>) => ({
       sessionId: SID,
@@ -172,7 +166,7 @@ describe('artifacts', () => {
 
 describe('maxLogBytes', () => {
   it('keeps a metadata row for every call, drops payloads past the limit and counts them in one event', async () => {
-    const recorder = createRecorder({ sessionsDir: root, limits: { maxLogBytes: 4000 } });
+    const recorder = createRecorder({ sessionsDir: temp.dir, limits: { maxLogBytes: 4000 } });
     const filler = 'x'.repeat(300);
     const dispatch = recorder.wrap(async (_tool: string, args: Record<string, unknown>) =>
       (args.n as number) % 5 === 4

@@ -1,13 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LOG_FILE } from '../../src/paths/naming.js';
 import { AdvancingClock, systemClock } from '../../src/record/clock.js';
 import { createRecorder, type RecordStage } from '../../src/record/index.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { killWhenReady } from '../support/crash.js';
+import { deferred } from '../support/deferred.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import {
   calls,
   callToolResult,
@@ -16,26 +18,11 @@ import {
   expectEventsValid,
   makePng,
   NOTEPAD,
-  tempDir,
 } from './helpers.js';
 
-let root: string;
-beforeEach(() => {
-  root = tempDir();
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest();
 
 const SID = 'fa017fa017fa';
-
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
-}
 
 async function captureOutput(
   rgb: [number, number, number],
@@ -59,7 +46,7 @@ async function captureOutput(
 describe('recording never breaks a call', () => {
   it('a dispatch that keeps running while the session directory is removed: the call returns, the log comes back', async () => {
     const lines: string[] = [];
-    const recorder = createRecorder({ sessionsDir: root, stderr: (l) => lines.push(l) });
+    const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
     const gate = deferred();
     const first = await captureOutput([200, 10, 10]);
     const later = await captureOutput([10, 200, 10]);
@@ -104,7 +91,7 @@ describe('recording never breaks a call', () => {
 
   it('a log file replaced by one that is not a database is moved aside and a fresh log continues', async () => {
     const lines: string[] = [];
-    const recorder = createRecorder({ sessionsDir: root, stderr: (l) => lines.push(l) });
+    const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
     const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
       sessionId: SID,
       ok: true,
@@ -113,7 +100,7 @@ describe('recording never breaks a call', () => {
     await dispatch('query', { sessionId: SID, n: 1 });
     await recorder.flush();
     const dir = recorder.session(SID)!.dir;
-    const garbage = path.join(root, 'garbage');
+    const garbage = path.join(temp.dir, 'garbage');
     fs.writeFileSync(garbage, 'not sqlite at all '.repeat(500));
     fs.renameSync(garbage, path.join(dir, LOG_FILE));
     for (const s of ['-wal', '-shm']) fs.rmSync(path.join(dir, `${LOG_FILE}${s}`), { force: true });
@@ -131,7 +118,7 @@ describe('recording never breaks a call', () => {
 
   it('a database locked by another writer delays the log, never the calls, and the commit failure is recorded', async () => {
     const lines: string[] = [];
-    const recorder = createRecorder({ sessionsDir: root, stderr: (l) => lines.push(l) });
+    const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
     const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
       sessionId: SID,
       ok: true,
@@ -161,9 +148,13 @@ describe('recording never breaks a call', () => {
 
   it('a full disk: calls return, the loss is counted, stderr hears about it once', async () => {
     const lines: string[] = [];
-    const recorder = createRecorderOnClock({ sessionsDir: root, stderr: (l) => lines.push(l) }, systemClock, {
-      sqlitePragmas: ['max_page_count = 25'],
-    });
+    const recorder = createRecorderOnClock(
+      { sessionsDir: temp.dir, stderr: (l) => lines.push(l) },
+      systemClock,
+      {
+        sqlitePragmas: ['max_page_count = 25'],
+      },
+    );
     const payload = 'y'.repeat(2000);
     const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
       sessionId: SID,
@@ -188,11 +179,15 @@ describe('recording never breaks a call', () => {
   it('a bug in a stage: the call returns as dispatched, the row keeps its metadata, the failure is an event', async () => {
     const lines: string[] = [];
     let broken: RecordStage | undefined;
-    const recorder = createRecorderOnClock({ sessionsDir: root, stderr: (l) => lines.push(l) }, systemClock, {
-      beforeStage: (stage) => {
-        if (stage === broken) throw new Error(`injected ${stage} bug`);
+    const recorder = createRecorderOnClock(
+      { sessionsDir: temp.dir, stderr: (l) => lines.push(l) },
+      systemClock,
+      {
+        beforeStage: (stage) => {
+          if (stage === broken) throw new Error(`injected ${stage} bug`);
+        },
       },
-    });
+    );
     const { out, png } = await captureOutput([30, 30, 160]);
     const failure = callToolResult({
       sessionId: SID,
@@ -237,7 +232,7 @@ describe('recording never breaks a call', () => {
 
   it('an artifact that cannot be written: artifactError in the summary, a record-failure event, the call untouched', async () => {
     const lines: string[] = [];
-    const recorder = createRecorder({ sessionsDir: root, stderr: (l) => lines.push(l) });
+    const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
     const { out, png } = await captureOutput([120, 60, 0]);
     const dispatch = recorder.wrap(async (tool: string, _args: Record<string, unknown>) =>
       tool === 'capture' ? out : { sessionId: SID, ok: true, result: {} },
@@ -261,7 +256,7 @@ describe('recording never breaks a call', () => {
   });
 
   it('a sessions dir that cannot be created: calls return (even with a throwing stderr); the loss is written once it can', async () => {
-    const blocked = path.join(root, 'sessions');
+    const blocked = path.join(temp.dir, 'sessions');
     fs.writeFileSync(blocked, 'a file in the way');
     let stderrCalls = 0;
     const clock = new AdvancingClock();
@@ -307,9 +302,9 @@ describe('recording never breaks a call', () => {
 
 describe('a crash', () => {
   it('a writer killed with SIGKILL mid-call leaves its completed calls and a pending row for the one in flight', async () => {
-    const child = await killWhenReady('in-flight', root);
-    const [name] = fs.readdirSync(root);
-    const dir = path.join(root, name!);
+    const child = await killWhenReady('in-flight', temp.dir);
+    const [name] = fs.readdirSync(temp.dir);
+    const dir = path.join(temp.dir, name!);
     expect(calls(dir).map((r) => [r.seq, r.tool, r.status])).toEqual([
       [1, 'capture', 'ok'],
       [2, 'find', 'ok'],

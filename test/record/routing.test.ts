@@ -5,20 +5,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecorder, type Recorder } from '../../src/record/index.js';
 import { listSessionSummaries } from '../../src/sessions/list.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { type CallToolResult, createSimulator, envelopeOf, type Simulator } from '../../src/sim/index.js';
-import { calls, events, expectEventsValid, sessionDirs, tempDir } from './helpers.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { calls, events, expectEventsValid, sessionDirs } from './helpers.js';
 
-let root: string;
-beforeEach(() => {
-  root = tempDir();
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest();
 
 interface Rig {
   sim: Simulator;
@@ -31,10 +26,10 @@ interface Rig {
 }
 
 function rig(): Rig {
-  const sim = createSimulator({ seed: 5, sessionsRoot: path.join(root, 'sim'), pollMs: 5 });
+  const sim = createSimulator({ seed: 5, sessionsRoot: path.join(temp.dir, 'sim'), pollMs: 5 });
   const notices: string[] = [];
   const recorder = createRecorder({
-    sessionsDir: path.join(root, 'rec'),
+    sessionsDir: path.join(temp.dir, 'rec'),
     stderr: (line) => notices.push(line),
   });
   const dispatch = recorder.wrap((tool, args) => sim.callTool(tool, args));
@@ -55,9 +50,9 @@ function rig(): Rig {
 
 /** The recorded session dir of `id`. */
 function dirOf(id: string): string {
-  const name = sessionDirs(path.join(root, 'rec')).find((d) => d.endsWith(`-${id}`));
+  const name = sessionDirs(path.join(temp.dir, 'rec')).find((d) => d.endsWith(`-${id}`));
   if (!name) throw new Error(`no session dir for ${id}`);
-  return path.join(root, 'rec', name);
+  return path.join(temp.dir, 'rec', name);
 }
 
 const rows = (id: string) => calls(dirOf(id)).map((c) => [c.tool, c.status, c.error_code]);
@@ -90,7 +85,7 @@ describe('routing through wrap against the simulator', () => {
     r.sim.control.emergencyStop(false);
     await r.recorder.close();
 
-    expect(sessionDirs(path.join(root, 'rec'))).toHaveLength(2);
+    expect(sessionDirs(path.join(temp.dir, 'rec'))).toHaveLength(2);
     expect(rows(sid)).toEqual([
       ['session-start', 'ok', null],
       ['find', 'ok', null],
@@ -124,7 +119,7 @@ describe('routing through wrap against the simulator', () => {
     expect(await r.call('session-end', { sessionId: 'abcabcabcabc' })).toMatchObject({ ok: true });
     await r.recorder.close();
 
-    expect(sessionDirs(path.join(root, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${sid}$`))]);
+    expect(sessionDirs(path.join(temp.dir, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${sid}$`))]);
     const rowsOf = calls(dirOf(sid));
     expect(rowsOf.map((c) => [c.tool, c.error_code])).toEqual([
       ['session-start', null],
@@ -148,15 +143,15 @@ describe('routing through wrap against the simulator', () => {
     const r = rig();
     expect((await r.call('find', { value: 'x', sessionId: 'feedfeedfeed' })).code).toBe('unknown-session');
     await r.recorder.close();
-    expect(sessionDirs(path.join(root, 'rec'))).toEqual([
+    expect(sessionDirs(path.join(temp.dir, 'rec'))).toEqual([
       expect.stringMatching(new RegExp(`-${r.recorder.defaultSessionId}$`)),
     ]);
     expect(rows(r.recorder.defaultSessionId)).toEqual([['find', 'failed', 'unknown-session']]);
   });
 
   it("a call started before the server's default was learned is filed there, not in a placeholder", async () => {
-    const sim = createSimulator({ seed: 5, sessionsRoot: path.join(root, 'sim'), pollMs: 5 });
-    const recorder = createRecorder({ sessionsDir: path.join(root, 'rec'), stderr: () => {} });
+    const sim = createSimulator({ seed: 5, sessionsRoot: path.join(temp.dir, 'sim'), pollMs: 5 });
+    const recorder = createRecorder({ sessionsDir: path.join(temp.dir, 'rec'), stderr: () => {} });
     let release: (value: unknown) => void = () => {};
     const dispatch = recorder.wrap((tool, args) =>
       tool === 'wait-for' ? new Promise((resolve) => (release = resolve)) : sim.callTool(tool, args),
@@ -166,7 +161,7 @@ describe('routing through wrap against the simulator', () => {
     const waiting = dispatch('wait-for', { name: 'Save' });
     await recorder.flush();
     // While it is in flight its pending row is in the server's default session: no second session dir.
-    expect(sessionDirs(path.join(root, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${def}$`))]);
+    expect(sessionDirs(path.join(temp.dir, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${def}$`))]);
     expect(calls(dirOf(def)).map((c) => [c.tool, c.status])).toEqual([
       ['windows', 'ok'],
       ['wait-for', 'pending'],
@@ -187,11 +182,11 @@ describe('routing through wrap against the simulator', () => {
     await r.recorder.close();
     expect(rows(def).map((row) => row[0])).toEqual(['windows', 'provision-session', 'end-session']);
     expect(rows(sid).map((row) => row[0])).toEqual(['session-start']);
-    expect(sessionDirs(path.join(root, 'rec'))).toHaveLength(2);
+    expect(sessionDirs(path.join(temp.dir, 'rec'))).toHaveLength(2);
   });
 
   it('keeps at most 1,000 handshake events before the first call, and says how many it did not keep', async () => {
-    const recorder = createRecorder({ sessionsDir: path.join(root, 'rec'), transport: 'stdio' });
+    const recorder = createRecorder({ sessionsDir: path.join(temp.dir, 'rec'), transport: 'stdio' });
     for (let id = 1; id <= 1005; id += 1)
       recorder.recordExchange({ jsonrpc: '2.0', id, method: 'ping' }, { jsonrpc: '2.0', id, result: {} });
     recorder.recordExchange(
@@ -211,16 +206,16 @@ describe('routing through wrap against the simulator', () => {
     const r = rig();
     r.recorder.step(undefined, 'connect', 'passed');
     await r.recorder.flush();
-    expect(fs.existsSync(path.join(root, 'rec'))).toBe(false);
+    expect(fs.existsSync(path.join(temp.dir, 'rec'))).toBe(false);
     const sid = (await r.call('session-start')).sessionId;
     // declared for a session that never gets a call: not written, said on stderr
     r.recorder.step('0000deadbeef', 'orphan step', 'failed');
     await r.recorder.end('0000deadbeef', { passed: false });
     await r.recorder.close();
-    expect(sessionDirs(path.join(root, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${sid}$`))]);
+    expect(sessionDirs(path.join(temp.dir, 'rec'))).toEqual([expect.stringMatching(new RegExp(`-${sid}$`))]);
     expect(events(dirOf(sid), 'step').map((e) => e.data.name)).toEqual(['connect']);
     expect(r.notices.join('\n')).toMatch(/session 0000deadbeef holds no tool call/);
-    const listed = await listSessionSummaries(path.join(root, 'rec'));
+    const listed = await listSessionSummaries(path.join(temp.dir, 'rec'));
     expect(listed.map((l) => l.id)).toEqual([sid]);
   });
 });

@@ -1,46 +1,26 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { safeDerivedId } from '../../src/paths/naming.js';
 import { createRecorder } from '../../src/record/index.js';
-import {
-  calls,
-  callToolResult,
-  events,
-  expectEventsValid,
-  sessionDirs,
-  tempDir,
-  withLog,
-} from './helpers.js';
+import { deferred } from '../support/deferred.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { calls, callToolResult, events, expectEventsValid, sessionDirs, withLog } from './helpers.js';
 
-let root: string;
-beforeEach(() => {
-  root = tempDir();
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest();
 
 function dirOf(id: string): string {
-  const name = sessionDirs(root).find((d) => d.endsWith(`-${id}`));
-  if (!name) throw new Error(`no session dir for ${id} in ${sessionDirs(root).join(', ')}`);
-  return path.join(root, name);
-}
-
-function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
-  let resolve!: (v: T) => void;
-  const promise = new Promise<T>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
+  const name = sessionDirs(temp.dir).find((d) => d.endsWith(`-${id}`));
+  if (!name) throw new Error(`no session dir for ${id} in ${sessionDirs(temp.dir).join(', ')}`);
+  return path.join(temp.dir, name);
 }
 
 describe('sessions', () => {
   it('16 interleaved in-flight calls across 4 sessions land in the right sessions in start order', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const ids = ['aaaa00000001', 'bbbb00000002', 'cccc00000003', 'dddd00000004'];
-    const gates = Array.from({ length: 16 }, () => deferred<void>());
+    const gates = Array.from({ length: 16 }, () => deferred());
     const dispatch = recorder.wrap(async (_tool, args) => {
       await gates[args.n as number]!.promise;
       return { sessionId: args.sessionId, ok: true, result: { n: args.n } };
@@ -55,7 +35,7 @@ describe('sessions', () => {
     const values = await Promise.all(results);
     expect(values.map((v) => (v as { result: { n: number } }).result.n)).toEqual([...Array(16).keys()]);
     await recorder.close();
-    expect(sessionDirs(root)).toHaveLength(4);
+    expect(sessionDirs(temp.dir)).toHaveLength(4);
     ids.forEach((id, i) => {
       const rows = calls(dirOf(id));
       expect(rows.map((r) => r.seq)).toEqual([1, 2, 3, 4]);
@@ -66,8 +46,8 @@ describe('sessions', () => {
   });
 
   it('moves a call whose envelope names another session than its argument, and opens sessions from envelopes', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
-    const gate = deferred<void>();
+    const recorder = createRecorder({ sessionsDir: temp.dir });
+    const gate = deferred();
     const dispatch = recorder.wrap(async (_tool, args) => {
       await gate.promise;
       return callToolResult({ sessionId: 'eeee00000005', ok: true, result: { echo: args.sessionId } });
@@ -79,7 +59,7 @@ describe('sessions', () => {
     await pending;
     await recorder.flush();
     // The session the argument named holds no call any more: it leaves nothing behind, at once.
-    expect(sessionDirs(root).filter((d) => d.endsWith('-ffff00000006'))).toEqual([]);
+    expect(sessionDirs(temp.dir).filter((d) => d.endsWith('-ffff00000006'))).toEqual([]);
     expect(calls(dirOf('eeee00000005')).map((r) => [r.seq, r.tool, r.status])).toEqual([[1, 'find', 'ok']]);
     expect(events(dirOf('eeee00000005'), 'session-start')[0]!.data).toEqual({
       sessionId: 'eeee00000005',
@@ -87,11 +67,11 @@ describe('sessions', () => {
     });
     expect(recorder.session('ffff00000006')).toBeUndefined();
     await recorder.close();
-    expect(sessionDirs(root)).toEqual([expect.stringMatching(/-eeee00000005$/)]);
+    expect(sessionDirs(temp.dir)).toEqual([expect.stringMatching(/-eeee00000005$/)]);
   });
 
   it('never uses an unsafe id in a path: a derived name, an event and a violation', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const hostile = '../../etc/passwd\u0000\n';
     const dispatch = recorder.wrap(async (_t: string, _a: Record<string, unknown>) => ({
       sessionId: hostile,
@@ -101,7 +81,7 @@ describe('sessions', () => {
     await dispatch('query', { sessionId: hostile });
     await recorder.close();
     const derived = safeDerivedId(hostile);
-    expect(sessionDirs(root)).toEqual([expect.stringMatching(new RegExp(`^\\d{8}-\\d{6}-${derived}$`))]);
+    expect(sessionDirs(temp.dir)).toEqual([expect.stringMatching(new RegExp(`^\\d{8}-\\d{6}-${derived}$`))]);
     const dir = dirOf(derived);
     expect(events(dir, 'unsafe-session-id')[0]!.data).toEqual({
       originalId: JSON.stringify(hostile).slice(1, -1),
@@ -115,12 +95,12 @@ describe('sessions', () => {
     ]);
     expect(recorder.session(hostile)?.id).toBe(derived);
     expectEventsValid(dir);
-    // Nothing was written outside the sessions root.
-    expect(fs.readdirSync(path.dirname(root)).filter((f) => f === 'etc')).toEqual([]);
+    // Nothing was written outside the sessions temp.dir.
+    expect(fs.readdirSync(path.dirname(temp.dir)).filter((f) => f === 'etc')).toEqual([]);
   });
 
   it('uses the default session (a fresh 12-hex id) for calls that name none, with steps and a verdict', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     expect(recorder.defaultSessionId).toMatch(/^[0-9a-f]{12}$/);
     const dispatch = recorder.wrap(async (_t: string, _a: Record<string, unknown>) => ({
       ok: true,
@@ -154,7 +134,7 @@ describe('sessions', () => {
   });
 
   it('close() ends open sessions via close; calls after close pass through unrecorded', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const dispatch = recorder.wrap(async (_t, args) => ({ sessionId: args.sessionId, ok: true, result: {} }));
     await dispatch('query', { sessionId: 'abcabcabcabc' });
     await recorder.close();
@@ -169,7 +149,7 @@ describe('sessions', () => {
   });
 
   it('a session-end result ends its session; the last good observation is kept compact for session()', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const dispatch = recorder.wrap(async (tool, args) =>
       tool === 'session-end'
         ? { sessionId: args.sessionId, ok: true, result: { sessionId: args.sessionId, ended: true } }
@@ -192,7 +172,7 @@ describe('sessions', () => {
 
 describe('exchanges (the proxies)', () => {
   it('records initialize into the environment, tools/call as calls, and the rest as exchange events in the first session', async () => {
-    const recorder = createRecorder({ sessionsDir: root, transport: 'stdio' });
+    const recorder = createRecorder({ sessionsDir: temp.dir, transport: 'stdio' });
     recorder.recordExchange(
       { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18' } },
       {
@@ -286,7 +266,7 @@ describe('exchanges (the proxies)', () => {
     expect(JSON.parse(rows[0]!.response!).result.content).toEqual([{ type: 'text', text: '[envelope]' }]);
     expect(rows[2]!.error_detail).toBe('target down: ECONNREFUSED');
     // The handshake and the protocol faults went into the session of the first call: no other session.
-    expect(sessionDirs(root)).toEqual([path.basename(dir)]);
+    expect(sessionDirs(temp.dir)).toEqual([path.basename(dir)]);
     const env = JSON.parse(
       withLog(
         dir,
@@ -314,7 +294,7 @@ describe('exchanges (the proxies)', () => {
   });
 
   it('takes events and secrets from a proxy: a remembered token is scrubbed everywhere', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     recorder.rememberSecret('Bearer tok-7f3a9c2e1d');
     recorder.event(undefined, 'proxy-error', { reason: 'upstream said: bad token tok-7f3a9c2e1d' });
     recorder.recordExchange(
@@ -337,7 +317,7 @@ describe('exchanges (the proxies)', () => {
 
 describe('back-pressure', () => {
   it('a flood of calls that never yields to the event loop stays bounded, and every call lands', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const result = { ok: true, result: { found: true, element: { name: 'x'.repeat(200) } } };
     const dispatch = recorder.wrap(async (_t: string, _a: Record<string, unknown>) => result);
     const total = 20_000;
@@ -366,7 +346,7 @@ describe('back-pressure', () => {
 
 describe('the last good observation', () => {
   it('is stored clipped (long strings, big values) while the agent still gets it whole', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     const text = 'word '.repeat(400_000); // 2 MB of OCR text
     const dispatch = recorder.wrap(async (tool: string, _a: Record<string, unknown>) =>
       tool === 'get-text'
@@ -392,7 +372,7 @@ describe('the last good observation', () => {
   });
 
   it('a failure after a 10,000-deep observation still returns, with the observation attached', async () => {
-    const recorder = createRecorder({ sessionsDir: root });
+    const recorder = createRecorder({ sessionsDir: temp.dir });
     let deep: unknown = 'bottom';
     for (let i = 0; i < 10_000; i += 1) deep = i % 2 === 0 ? [deep] : { a: deep };
     const dispatch = recorder.wrap(async (tool: string, _a: Record<string, unknown>) =>
@@ -415,7 +395,7 @@ describe('the last good observation', () => {
 describe('redaction options', () => {
   it('adds user keys and patterns to the defaults, and can keep typed text', async () => {
     const recorder = createRecorder({
-      sessionsDir: root,
+      sessionsDir: temp.dir,
       redact: { keys: ['pin', /^x-account/i], patterns: [/ACCT-\d{4,8}/g], keepTypedText: true },
     });
     const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({

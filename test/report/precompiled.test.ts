@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   PRECOMPILED_TEMPLATE_NAMES,
   precompileMarkdownTemplate,
@@ -10,23 +10,17 @@ import {
 } from '../../src/report/precompile.js';
 import { PRECOMPILED_TEMPLATES } from '../../src/report/precompiled-templates.js';
 import { BUILTIN_TEMPLATES_DIR, renderBugReport, renderFailureSummary } from '../../src/report/render.js';
-import { buildSummary } from '../../src/report/summary.js';
-import type { SessionSummary } from '../../src/report/types.js';
-import { SessionReader } from '../../src/store/session-reader.js';
-import { calls, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
+import { calls, FixtureSession, summaryOfSession } from '../support/fixture-session.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-let root: string;
-beforeEach(() => {
-  root = makeSessionsDir();
-});
-afterEach(() => removeDir(root));
+const temp = tempDirPerTest();
 
 /** A failed session with a recovered failure, a timeout, steps and warnings. */
 function failedSession(): FixtureSession {
-  const f = FixtureSession.create(root, { sessionId: 'precomp00001', scenario: 'save a file' });
+  const f = FixtureSession.create(temp.dir, { sessionId: 'precomp00001', scenario: 'save a file' });
   f.call(calls.displays());
   f.step('open Notepad', 'passed');
   f.call(calls.ambiguousFind());
@@ -37,15 +31,6 @@ function failedSession(): FixtureSession {
   f.end();
   f.close();
   return f;
-}
-
-async function summarize(dir: string): Promise<SessionSummary> {
-  const reader = SessionReader.open(dir);
-  try {
-    return await buildSummary(reader);
-  } finally {
-    reader.close();
-  }
 }
 
 describe('precompiled Markdown templates', () => {
@@ -63,9 +48,9 @@ describe('precompiled Markdown templates', () => {
 
   it('render exactly what compiling the same source at run time renders', async () => {
     const f = failedSession();
-    const summary = await summarize(f.dir);
+    const summary = await summaryOfSession(f.dir);
     // A trailing comment changes the source (so no precompiled spec matches) but not the output.
-    const dir = tempDir('tpl-', root);
+    const dir = tempDir('tpl-', temp.dir);
     for (const name of PRECOMPILED_TEMPLATE_NAMES) {
       const source = fs.readFileSync(path.join(BUILTIN_TEMPLATES_DIR, name), 'utf8');
       fs.writeFileSync(path.join(dir, name), `${source}{{!-- compiled at run time --}}`);
@@ -86,9 +71,9 @@ describe('precompiled Markdown templates', () => {
 
   it('load only date-fns entry points and handlebars/runtime when the built-in templates render', () => {
     const f = failedSession();
-    const trace = path.join(root, 'esm.txt');
-    const hooks = path.join(root, 'hooks.mjs');
-    const main = path.join(root, 'main.mjs');
+    const trace = path.join(temp.dir, 'esm.txt');
+    const hooks = path.join(temp.dir, 'hooks.mjs');
+    const main = path.join(temp.dir, 'main.mjs');
     fs.writeFileSync(
       hooks,
       `import fs from 'node:fs';

@@ -1,31 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { renderBugReport, renderFailureSummary } from '../../src/report/render.js';
-import { buildSummary } from '../../src/report/summary.js';
-import { MAX_DOCUMENT_CHARS, type SessionSummary, type SummaryOptions } from '../../src/report/types.js';
-import { SessionReader } from '../../src/store/session-reader.js';
-import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
+import { MAX_DOCUMENT_CHARS } from '../../src/report/types.js';
+import { calls, deadPid, FixtureSession, summaryOfSession } from '../support/fixture-session.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { tempDir } from '../support/temp.js';
 
-let root: string;
-beforeEach(() => {
-  root = makeSessionsDir();
-});
-afterEach(() => removeDir(root));
-
-async function summarize(f: FixtureSession, options?: SummaryOptions): Promise<SessionSummary> {
-  const reader = SessionReader.open(f.dir);
-  try {
-    return await buildSummary(reader, options);
-  } finally {
-    reader.close();
-  }
-}
+const temp = tempDirPerTest();
 
 /** The notepad scenario: a capture, a recovered ambiguous find, a query, an invoke, then a blank capture. */
 async function notepadSession(): Promise<{ f: FixtureSession; shot: string; suspect: string }> {
-  const f = FixtureSession.create(root, { sessionId: '5f19c9c01a3f' });
+  const f = FixtureSession.create(temp.dir, { sessionId: '5f19c9c01a3f' });
   f.call(calls.displays());
   f.step('open Notepad', 'passed');
   const shot = await f.capture();
@@ -47,7 +33,7 @@ function imageLinks(text: string): Array<{ alt: string; target: string }> {
 describe('failure-summary.md', () => {
   it('follows the existing bundle: heading, bullets, failing call with recovery, images, steps', async () => {
     const { f, shot, suspect } = await notepadSession();
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     const lines = text.split('\n');
     expect(lines[0]).toBe('# save a file in Notepad; FAIL');
     expect(text).toContain('- Session: `5f19c9c01a3f` (20261202-101500-5f19c9c01a3f)');
@@ -97,10 +83,10 @@ describe('failure-summary.md', () => {
   });
 
   it('shows the last good observation image when it was a capture', async () => {
-    const f = FixtureSession.create(root, { scenario: null });
+    const f = FixtureSession.create(temp.dir, { scenario: null });
     const shot = await f.capture();
     f.call(calls.waitForTimeout());
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     expect(text.split('\n')[0]).toBe(`# ${f.sessionId}; FAIL`);
     expect(text).toContain('- Scenario: (none)');
     // One image, linked once: the observation's image is the last image seen.
@@ -112,9 +98,9 @@ describe('failure-summary.md', () => {
   });
 
   it('writes an explicit omitted line when the timeline is longer than N', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.manyCalls(35, () => calls.findSave());
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     expect(text).toContain(
       '## Timeline\n\n- 15 earlier calls omitted\n- 2026-12-02T10:15:02.260Z #16 ok (100 ms): find',
     );
@@ -122,21 +108,21 @@ describe('failure-summary.md', () => {
   });
 
   it('renders a still-open session and a crashed one', async () => {
-    const open = FixtureSession.create(root);
+    const open = FixtureSession.create(temp.dir);
     open.call(calls.findSave());
     open.call({ tool: 'wait-for', args: { name: 'Saved', timeoutMs: 5000 }, status: 'pending' });
-    const openText = await renderFailureSummary(await summarize(open));
+    const openText = await renderFailureSummary(await summaryOfSession(open.dir));
     expect(openText).toContain('; FAIL\n');
     expect(openText).toContain('- Status: open; started 2026-12-02T10:15:00.000Z');
     expect(openText).toContain('- Failing step: none (no step declared)\n');
     expect(openText).toMatch(/\nCall #2 `wait-for` at \S+ never returned\.\n/);
     expect(openText).toContain('pending (no response recorded)');
 
-    const crashed = FixtureSession.create(root, { writerPid: deadPid() });
+    const crashed = FixtureSession.create(temp.dir, { writerPid: deadPid() });
     crashed.call(calls.findSave());
     crashed.call({ tool: 'invoke', args: { name: 'Save' }, status: 'pending' });
     crashed.close();
-    const summary = await summarize(crashed);
+    const summary = await summaryOfSession(crashed.dir);
     const crashedText = await renderFailureSummary(summary);
     expect(crashedText).toContain('- Status: aborted;');
     expect(crashedText).toMatch(
@@ -147,10 +133,10 @@ describe('failure-summary.md', () => {
   });
 
   it('renders a passing session without any failure', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.findSave());
     f.end();
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     expect(text.split('\n')[0]).toBe('# save a file in Notepad; PASS');
     expect(text).toContain('- Verdict: **PASS**: its one call succeeded');
     expect(text).toContain('- Failing step: none (no step declared)');
@@ -159,10 +145,10 @@ describe('failure-summary.md', () => {
   });
 
   it('says a failed call came from no failed step when steps were declared and all passed', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.step('open Notepad', 'passed');
     f.call({ tool: 'wait-for', args: { name: 'Saved', timeoutMs: 5000 }, status: 'pending' });
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     expect(text).toContain('; FAIL\n');
     expect(text).toContain('- Failing step: none (no declared step failed)\n');
     expect(text).toMatch(/\nCall #1 `wait-for` at \S+ never returned\.\n/);
@@ -170,7 +156,7 @@ describe('failure-summary.md', () => {
   });
 
   it('shows recording losses: violations, dropped payloads, record failures, limits, emergency stop', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call({ ...calls.findSave(), violations: [{ path: '/result/found', message: 'must be boolean' }] });
     f.call({ tool: 'capture', payloadDropped: true });
     f.event('record-failure', { stage: 'commit', message: 'SQLITE_FULL', lost: 2 });
@@ -178,7 +164,7 @@ describe('failure-summary.md', () => {
     f.event('artifact-limit', { omittedImages: 4, omittedBytes: 600 * 1024 * 1024 });
     f.event('emergency-stop', { code: 'emergency-stopped', detail: 'hotkey' });
     f.end();
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     expect(text).toContain(
       [
         '## Recording',
@@ -194,9 +180,9 @@ describe('failure-summary.md', () => {
   });
 
   it('keeps Markdown and HTML characters as they are (no HTML escaping)', async () => {
-    const f = FixtureSession.create(root, { scenario: `<Save> & "quit" 'now'` });
+    const f = FixtureSession.create(temp.dir, { scenario: `<Save> & "quit" 'now'` });
     f.call(calls.findSave());
-    const text = await renderFailureSummary(await summarize(f));
+    const text = await renderFailureSummary(await summaryOfSession(f.dir));
     expect(text.split('\n')[0]).toBe(`# <Save> & "quit" 'now'; PASS`);
     expect(text).not.toContain('&amp;');
     expect(text).not.toContain('&lt;');
@@ -206,7 +192,7 @@ describe('failure-summary.md', () => {
 describe('bug-report.md', () => {
   it('fills the MCEC bug-report headings in order and ends with the zip to attach', async () => {
     const { f, shot } = await notepadSession();
-    const summary = await summarize(f);
+    const summary = await summaryOfSession(f.dir);
     const text = await renderBugReport(summary);
     const headings = text.match(/^### .+$/gm);
     expect(headings).toEqual([
@@ -235,7 +221,7 @@ describe('bug-report.md', () => {
 
 describe('the 65,536-character cap', () => {
   it('shortens timeline and details of a huge session and says so', async () => {
-    const f = FixtureSession.create(root, { scenario: `scenario ${'s'.repeat(200_000)}` });
+    const f = FixtureSession.create(temp.dir, { scenario: `scenario ${'s'.repeat(200_000)}` });
     const longDetail = `detail ${'d'.repeat(20_000)}`;
     // 10,000 calls, a third of them failures with 2,000-character details (every 100th one 20,000).
     f.manyCalls(10_000, (i) =>
@@ -262,7 +248,7 @@ describe('the 65,536-character cap', () => {
       tool: 'capture',
       error: { code: 'frame-all-black', category: 'capture-blank', detail: longDetail },
     });
-    const summary = await summarize(f, { timelineLength: 10_000, maxFailures: 5000 });
+    const summary = await summaryOfSession(f.dir, { timelineLength: 10_000, maxFailures: 5000 });
     for (const render of [renderFailureSummary, renderBugReport]) {
       const text = await render(summary);
       expect(text.length).toBeLessThanOrEqual(MAX_DOCUMENT_CHARS);
@@ -277,14 +263,14 @@ describe('the 65,536-character cap', () => {
   });
 
   it('hard-clips a document that cannot be shortened, with a note', async () => {
-    const dir = tempDir('tpl-', root);
+    const dir = tempDir('tpl-', temp.dir);
     fs.writeFileSync(
       path.join(dir, 'failure-summary.md.hbs'),
       `# {{title}}\n${'static text '.repeat(10_000)}`,
     );
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.findSave());
-    const text = await renderFailureSummary(await summarize(f), { templatesDir: dir });
+    const text = await renderFailureSummary(await summaryOfSession(f.dir), { templatesDir: dir });
     expect(text.length).toBeLessThanOrEqual(MAX_DOCUMENT_CHARS);
     expect(
       text
@@ -298,14 +284,14 @@ describe('the 65,536-character cap', () => {
 
 describe('templates', () => {
   it('lets a templates dir override one template by file name, the other falling back', async () => {
-    const dir = tempDir('tpl-', root);
+    const dir = tempDir('tpl-', temp.dir);
     fs.writeFileSync(
       path.join(dir, 'failure-summary.md.hbs'),
       'CUSTOM {{verdict}} {{sessionId}} {{codeSpan failingCall.code}}\n',
     );
-    const f = FixtureSession.create(root, { sessionId: 'custom000001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'custom000001' });
     f.call(calls.waitForTimeout());
-    const summary = await summarize(f);
+    const summary = await summaryOfSession(f.dir);
     expect(await renderFailureSummary(summary, { templatesDir: dir })).toBe(
       'CUSTOM FAIL custom000001 `wait-condition-timeout`\n',
     );
@@ -316,11 +302,11 @@ describe('templates', () => {
   });
 
   it('fails clearly when a template names a field the summary lacks', async () => {
-    const dir = tempDir('tpl-', root);
+    const dir = tempDir('tpl-', temp.dir);
     fs.writeFileSync(path.join(dir, 'bug-report.md.hbs'), 'Bug in {{sessionId}}: {{noSuchField}}\n');
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.findSave());
-    const summary = await summarize(f);
+    const summary = await summaryOfSession(f.dir);
     await expect(renderBugReport(summary, { templatesDir: dir })).rejects.toThrow(
       /template .*bug-report\.md\.hbs: "noSuchField" not defined/,
     );
@@ -330,11 +316,11 @@ describe('templates', () => {
   });
 
   it('rejects a templates dir that does not exist', async () => {
-    const f = FixtureSession.create(root);
-    const summary = await summarize(f);
-    await expect(renderFailureSummary(summary, { templatesDir: path.join(root, 'nope') })).rejects.toThrow(
-      /templates dir .*nope does not exist/,
-    );
+    const f = FixtureSession.create(temp.dir);
+    const summary = await summaryOfSession(f.dir);
+    await expect(
+      renderFailureSummary(summary, { templatesDir: path.join(temp.dir, 'nope') }),
+    ).rejects.toThrow(/templates dir .*nope does not exist/);
   });
 
   it('renders the same text whatever the local time zone', async () => {
@@ -342,9 +328,9 @@ describe('templates', () => {
     const saved = process.env.TZ;
     try {
       process.env.TZ = 'UTC';
-      const utc = await renderFailureSummary(await summarize(f));
+      const utc = await renderFailureSummary(await summaryOfSession(f.dir));
       process.env.TZ = 'America/New_York';
-      const ny = await renderFailureSummary(await summarize(f));
+      const ny = await renderFailureSummary(await summaryOfSession(f.dir));
       expect(ny).toBe(utc);
       expect(ny).toContain('started 2026-12-02T10:15:00.000Z');
     } finally {

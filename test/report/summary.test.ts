@@ -1,43 +1,23 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { renderBugReport, renderFailureSummary } from '../../src/report/render.js';
 import { buildSummary } from '../../src/report/summary.js';
-import type { SessionSummary, SummaryOptions } from '../../src/report/types.js';
 import type { CallRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import {
-  calls,
-  deadPid,
-  FixtureSession,
-  makeSessionsDir,
-  NOTEPAD,
-  removeDir,
-} from '../support/fixture-session.js';
+import { calls, deadPid, FixtureSession, NOTEPAD, summaryOfSession } from '../support/fixture-session.js';
 import { callRow, oldPlainFailure, sessionRow } from '../support/log-rows.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 
-let root: string;
-beforeEach(() => {
-  root = makeSessionsDir();
-});
-afterEach(() => removeDir(root));
-
-async function summarize(f: FixtureSession, options?: SummaryOptions): Promise<SessionSummary> {
-  const reader = SessionReader.open(f.dir);
-  try {
-    return await buildSummary(reader, options);
-  } finally {
-    reader.close();
-  }
-}
+const temp = tempDirPerTest();
 
 describe('verdict', () => {
   it('takes a declared verdict from end() over everything else, still saying what it overrides', async () => {
-    const pass = FixtureSession.create(root);
+    const pass = FixtureSession.create(temp.dir);
     pass.call(calls.waitForTimeout());
     pass.end({ passed: true, reason: 'timeout expected in this scenario' });
-    const s = await summarize(pass);
+    const s = await summaryOfSession(pass.dir);
     expect(s.verdict).toBe('PASS');
     expect(s.passedExplicit).toBe(true);
     expect(s.verdictReasons).toEqual([
@@ -48,22 +28,22 @@ describe('verdict', () => {
     expect(s.failingCall).toBeNull();
     expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([[1, false]]);
 
-    const fail = FixtureSession.create(root);
+    const fail = FixtureSession.create(temp.dir);
     fail.call(calls.findSave());
     fail.end({ passed: false });
-    const t = await summarize(fail);
+    const t = await summaryOfSession(fail.dir);
     expect(t.verdict).toBe('FAIL');
     expect(t.passedExplicit).toBe(false);
     expect(t.verdictReason).toBe('declared failed by the runner (no reason given)');
   });
 
   it('is FAIL when a failure was not recovered, even when later calls (session-end) succeeded', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.findSave());
     f.call(calls.waitForTimeout());
     f.call({ tool: 'session-end', args: {}, result: { ended: true } });
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.verdict).toBe('FAIL');
     expect(s.passedExplicit).toBeNull();
     expect(s.verdictReason).toBe(
@@ -73,28 +53,28 @@ describe('verdict', () => {
   });
 
   it('lets the newest declared verdict win: a verdict event after end(), and end() after one', async () => {
-    const a = FixtureSession.create(root);
+    const a = FixtureSession.create(temp.dir);
     a.call(calls.findSave());
     a.end({ passed: true });
     a.event('verdict', { passed: false, reason: 'the invoice was not saved', via: 'cli' });
-    const s = await summarize(a);
+    const s = await summaryOfSession(a.dir);
     expect(s.verdict).toBe('FAIL');
     expect(s.passedExplicit).toBe(false);
     expect(s.verdictReason).toBe('declared failed with mcec-bundle verdict: the invoice was not saved');
 
-    const b = FixtureSession.create(root);
+    const b = FixtureSession.create(temp.dir);
     b.call(calls.waitForTimeout());
     b.event('verdict', { passed: false, via: 'notification' });
     b.end({ passed: true, reason: 'rerun passed' });
-    const t = await summarize(b);
+    const t = await summaryOfSession(b.dir);
     expect(t.verdict).toBe('PASS');
     expect(t.verdictReasons[0]).toBe('declared passed by the runner: rerun passed');
 
-    const c = FixtureSession.create(root);
+    const c = FixtureSession.create(temp.dir);
     c.call(calls.findSave());
     c.event('verdict', { passed: false, reason: 'wrong text typed', via: 'notification' });
     c.end(); // an end() without a verdict declares nothing
-    const u = await summarize(c);
+    const u = await summaryOfSession(c.dir);
     expect(u.verdict).toBe('FAIL');
     expect(u.verdictReason).toBe('declared failed by the client: wrong text typed');
     // No failing call to show: the page's card says so beside the FAIL.
@@ -102,11 +82,11 @@ describe('verdict', () => {
   });
 
   it('is FAIL while a call is pending, naming the pending call as the failing one', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.ambiguousFind());
     f.call(calls.findSave());
     f.call({ tool: 'invoke', args: { name: 'Save' }, status: 'pending' });
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.status).toBe('open');
     expect(s.verdict).toBe('FAIL');
     expect(s.verdictReason).toContain('call #3 invoke is still pending');
@@ -117,10 +97,10 @@ describe('verdict', () => {
   });
 
   it('is FAIL for a crashed session (open, writer pid dead) even when every call succeeded', async () => {
-    const f = FixtureSession.create(root, { writerPid: deadPid() });
+    const f = FixtureSession.create(temp.dir, { writerPid: deadPid() });
     f.call(calls.findSave());
     f.close();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.status).toBe('aborted');
     expect(s.verdict).toBe('FAIL');
     expect(s.verdictReason).toMatch(/aborted: it never ended and its writer process \(pid \d+\) is gone/);
@@ -129,36 +109,36 @@ describe('verdict', () => {
   });
 
   it('is FAIL for a session stored as aborted', async () => {
-    const f = FixtureSession.create(root, { status: 'aborted', writerPid: null });
+    const f = FixtureSession.create(temp.dir, { status: 'aborted', writerPid: null });
     f.call(calls.findSave());
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.verdict).toBe('FAIL');
     expect(s.verdictReason).toContain('aborted');
   });
 
   it('is FAIL after an emergency stop, from the event or from the error code', async () => {
-    const a = FixtureSession.create(root);
+    const a = FixtureSession.create(temp.dir);
     a.call(calls.findSave());
     a.event('emergency-stop', { code: 'emergency-stopped', detail: 'operator pressed the stop hotkey' });
     a.call(calls.findSave());
     a.end();
-    const s = await summarize(a);
+    const s = await summaryOfSession(a.dir);
     expect(s.verdict).toBe('FAIL');
     expect(s.events.emergencyStop).toBe(true);
     expect(s.verdictReason).toBe('an emergency stop happened');
 
-    const b = FixtureSession.create(root);
+    const b = FixtureSession.create(temp.dir);
     b.call({ tool: 'click', error: { code: 'emergency-stopped', category: 'internal', detail: 'stopped' } });
     b.call(calls.findSave());
     b.end();
-    const t = await summarize(b);
+    const t = await summaryOfSession(b.dir);
     expect(t.verdict).toBe('FAIL');
     expect(t.events.emergencyStop).toBe(true);
     expect(t.failingCall?.recovery).toMatch(/stop and tell the user/);
   });
 
   it('is PASS when every failure was recovered, saying how many', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.ambiguousFind());
     f.call(calls.findSave());
     f.call(calls.waitForTimeout());
@@ -168,7 +148,7 @@ describe('verdict', () => {
       result: { found: true, element: { controlType: 'Text', name: 'Saved' } },
     });
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.verdict).toBe('PASS');
     expect(s.verdictReason).toBe(
       '2 of 2 failures were recovered by a later success of the same tool on the same target',
@@ -182,9 +162,9 @@ describe('verdict', () => {
   });
 
   it('is PASS for a clean running session and says it is still running', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.findSave());
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.verdict).toBe('PASS');
     expect(s.verdictReason).toBe('its one call succeeded; the session is still running');
     expect(s.endedAt).toBeNull();
@@ -194,7 +174,7 @@ describe('verdict', () => {
 
 describe('failures and the failing call', () => {
   it('marks a failure recovered only when a later call of the same tool (same target) succeeded', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.ambiguousFind()); // 1: find fails
     f.call(calls.query()); // 2: a different tool succeeds: not a recovery
     f.call(calls.waitForTimeout()); // 3: wait-for fails, never recovered
@@ -202,7 +182,7 @@ describe('failures and the failing call', () => {
     f.call(calls.ambiguousFind()); // 5: find fails again, not recovered
     f.call(calls.invokeSave()); // 6: last call ok
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([
       [1, true],
       [3, false],
@@ -225,7 +205,7 @@ describe('failures and the failing call', () => {
     const blank = { code: 'frame-all-black', category: 'capture-blank', detail: 'black' };
     const elevated = { code: 'target-elevated', category: 'elevation', detail: 'elevated' };
     const ambiguous = { code: 'selector-matched-3', category: 'ambiguous-selector', detail: '3 matches' };
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     // 1: a black capture of the player; 2: Notepad captures fine: another target, no recovery.
     f.call({ tool: 'capture', args: { window: 'Video Player' }, error: blank });
     f.call({ tool: 'capture', args: { window: 'Untitled - Notepad' }, result: { width: 800 } });
@@ -246,7 +226,7 @@ describe('failures and the failing call', () => {
     f.call({ tool: 'focus', args: { process: 'notepad', className: 'Edit' }, result: { focused: true } });
     f.call({ tool: 'session-end', args: {}, result: { ended: true } });
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.failures.map((x) => [x.seq, x.tool, x.recovered])).toEqual([
       [1, 'capture', false],
       [3, 'find', true],
@@ -280,7 +260,7 @@ describe('failures and the failing call', () => {
   });
 
   it('is FAIL when a protocol or proxy error hit a tools/call, even when a retry succeeded', async () => {
-    const a = FixtureSession.create(root);
+    const a = FixtureSession.create(temp.dir);
     a.call({
       tool: 'capture',
       args: { window: 'Notepad' },
@@ -289,18 +269,18 @@ describe('failures and the failing call', () => {
     });
     a.call({ tool: 'capture', args: { window: 'Notepad' }, result: { width: 800 } });
     a.end();
-    const s = await summarize(a);
+    const s = await summaryOfSession(a.dir);
     expect(s.verdict).toBe('FAIL');
     expect(s.verdictReason).toBe('call #1 capture hit a proxy error: proxy-error 504: target did not answer');
     expect(s.failures.map((x) => [x.seq, x.recovered])).toEqual([[1, false]]);
     expect(s.failingCall?.seq).toBe(1);
 
-    const b = FixtureSession.create(root);
+    const b = FixtureSession.create(temp.dir);
     b.call({ tool: 'find', status: 'fault', error: { code: '-32602', category: 'internal', detail: 'bad' } });
     b.call({ tool: 'find', status: 'fault', error: { code: '-32603', category: 'internal', detail: 'x' } });
     b.call(calls.findSave());
     b.end();
-    const t = await summarize(b);
+    const t = await summaryOfSession(b.dir);
     expect(t.verdict).toBe('FAIL');
     expect(t.verdictReason).toBe(
       'call #2 find got a protocol error (-32603) instead of an answer (2 calls in all)',
@@ -308,26 +288,26 @@ describe('failures and the failing call', () => {
   });
 
   it('picks whichever came later of the last unrecovered failure and the pending call', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call({ tool: 'invoke', status: 'pending' });
     f.call(calls.waitForTimeout());
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.failingCall?.seq).toBe(2);
     expect(s.verdictReason).toContain('call #2 wait-for failed');
     expect(s.verdictReason).toContain('call #1 invoke is still pending');
   });
 
   it('lists at most maxFailures failures and counts the rest', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.manyCalls(30, () => calls.waitForTimeout());
-    const s = await summarize(f, { maxFailures: 5 });
+    const s = await summaryOfSession(f.dir, { maxFailures: 5 });
     expect(s.failures.map((x) => x.seq)).toEqual([26, 27, 28, 29, 30]);
     expect(s.failuresOmitted).toBe(25);
     expect(s.counts.failures).toBe(30);
   });
 
   it('groups warnings by code with a count and an example, and counts recording losses', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.query(1000, true));
     f.call(calls.query(1000, true));
     f.call({
@@ -341,7 +321,7 @@ describe('failures and the failing call', () => {
     f.event('truncation', { omittedCalls: 1, omittedBytes: 9_000_000 });
     f.event('artifact-limit', { omittedImages: 4, omittedBytes: 600_000_000 });
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.warningsByCode).toEqual([
       { code: 'tree-truncated', count: 2, example: 'UIA tree clipped at 1000 nodes' },
       { code: 'ocr-fallback', count: 1, example: 'fell back to Tesseract' },
@@ -360,13 +340,13 @@ describe('failures and the failing call', () => {
 
 describe('observations and images', () => {
   it('separates the last good observation, the last image seen and the suspect image', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     const shot = await f.capture(); // 1: image A
     f.call(calls.query(14, true)); // 2: last good observation, no image
     f.call(calls.invokeSave()); // 3: actuation: not an observation
     const blank = await f.blankCapture(shot.summary as unknown as Record<string, unknown>); // 4: fails, suspect image B
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.failingCall?.seq).toBe(4);
     expect(s.failingCall).toMatchObject({ code: 'frame-all-black', category: 'capture-blank' });
     expect(s.failingCall?.recovery).toMatch(/suspect image is in partialResult/);
@@ -396,7 +376,7 @@ describe('observations and images', () => {
   });
 
   it('uses the capture itself as the last good observation when it was the last observation', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.findSave());
     const shot = await f.capture();
     f.call({
@@ -404,7 +384,7 @@ describe('observations and images', () => {
       args: { name: 'Save' },
       error: { code: 'focus-not-set', category: 'focus', detail: 'no focus' },
     });
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.lastGoodObservation?.seq).toBe(shot.seq);
     expect(s.lastGoodObservation?.oneLine).toMatch(/^capture 800x600 png \d+ KB of 'Untitled - Notepad'$/);
     expect(s.lastGoodObservation?.image?.artifact).toBe(shot.image.artifact);
@@ -413,20 +393,20 @@ describe('observations and images', () => {
   });
 
   it('ignores images and observations after the failing call', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     const first = await f.capture();
     f.call(calls.waitForTimeout()); // failing: never recovered
     await f.capture(); // later image, a later observation
     f.call(calls.findSave());
     f.end();
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.failingCall?.seq).toBe(2);
     expect(s.lastImage?.seq).toBe(first.seq);
     expect(s.lastGoodObservation?.seq).toBe(first.seq);
   });
 
   it("falls back to the server's lastObservation when the log holds no earlier observation", async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call({
       tool: 'invoke',
       args: { name: 'Save' },
@@ -437,7 +417,7 @@ describe('observations and images', () => {
         lastObservation: { found: true, element: { controlType: 'Button', name: 'Open' }, window: NOTEPAD },
       },
     });
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.lastGoodObservation).toMatchObject({ seq: 1, tool: 'lastObservation' });
     expect(s.lastGoodObservation?.oneLine).toBe(
       "server's lastObservation (observation) of 'Untitled - Notepad'",
@@ -445,7 +425,7 @@ describe('observations and images', () => {
   });
 
   it("names the failing call's window from an earlier wait-for result (every tool whose result names a window)", async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call({
       tool: 'wait-for',
       args: { window: NOTEPAD.title, name: 'Text Editor' },
@@ -456,7 +436,7 @@ describe('observations and images', () => {
       args: { window: NOTEPAD.title, name: 'Save' },
       error: { code: 'element-not-found', category: 'no-target', detail: 'no element named Save' },
     });
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.failingCall?.seq).toBe(2);
     expect(s.failingCall?.target).toMatchObject({
       title: NOTEPAD.title,
@@ -468,7 +448,7 @@ describe('observations and images', () => {
   });
 
   it('never links an artifact path that leaves the session dir', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     const seq = f.call({
       tool: 'capture',
       result: { kind: 'capture-summary', width: 1, height: 1, encoding: 'png', bytes: 1 },
@@ -481,16 +461,16 @@ describe('observations and images', () => {
       height: 1,
     });
     f.call(calls.waitForTimeout());
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.lastImage).toBeNull();
   });
 });
 
 describe('timeline, steps, environment and times', () => {
   it('keeps the last N calls and counts the omitted ones', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.manyCalls(30, (i) => (i % 3 === 0 ? calls.query() : calls.findSave()));
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.timeline.lines).toHaveLength(20);
     expect(s.timeline.omitted).toBe(10);
     expect(s.timeline.lines[0]?.seq).toBe(11);
@@ -501,18 +481,18 @@ describe('timeline, steps, environment and times', () => {
       duration: '100 ms',
       line: "find name='Save' controlType='Button': found Button 'Save'",
     });
-    const short = await summarize(f, { timelineLength: 5 });
+    const short = await summaryOfSession(f.dir, { timelineLength: 5 });
     expect(short.timeline.lines.map((l) => l.seq)).toEqual([26, 27, 28, 29, 30]);
     expect(short.timeline.omitted).toBe(25);
   });
 
   it('builds a 10,000-call summary from the tail and SQL aggregates', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.manyCalls(10_000, (i) =>
       i % 100 === 99 ? calls.ambiguousFind() : i % 2 ? calls.findSave() : calls.query(500),
     );
     f.call(calls.waitForTimeout());
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.counts.calls).toBe(10_001);
     expect(s.counts.failures).toBe(101);
     expect(s.counts.recovered).toBe(99); // the find failures except the last one (seq 10,000) recovered
@@ -522,12 +502,12 @@ describe('timeline, steps, environment and times', () => {
   });
 
   it('reads steps, environment, display and DPI from the last displays call', async () => {
-    const f = FixtureSession.create(root);
+    const f = FixtureSession.create(temp.dir);
     f.call(calls.displays());
     f.step('open Notepad', 'passed');
     f.step('save', 'failed', 'dialog never closed');
     f.call(calls.waitForTimeout());
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.steps.map((x) => [x.name, x.status, x.detail])).toEqual([
       ['open Notepad', 'passed', null],
       ['save', 'failed', 'dialog never closed'],
@@ -544,7 +524,7 @@ describe('timeline, steps, environment and times', () => {
   });
 
   it('takes the server from the initialize exchange when the environment lacks it', async () => {
-    const f = FixtureSession.create(root, { environment: { os: 'linux', node: 'v20' } });
+    const f = FixtureSession.create(temp.dir, { environment: { os: 'linux', node: 'v20' } });
     f.event('exchange', {
       method: 'initialize',
       request: { jsonrpc: '2.0', id: 0, method: 'initialize' },
@@ -554,25 +534,25 @@ describe('timeline, steps, environment and times', () => {
         result: { protocolVersion: '2025-06-18', serverInfo: { name: 'MCEC', version: '3.1.0' } },
       },
     });
-    const s = await summarize(f);
+    const s = await summaryOfSession(f.dir);
     expect(s.environment.server).toEqual({ name: 'MCEC', version: '3.1.0', protocolVersion: '2025-06-18' });
     expect(s.environment.display).toBeNull();
   });
 
   it('gives the same UTC times whatever the local time zone', async () => {
-    const f = FixtureSession.create(root, { startedAt: new Date('2026-12-31T23:59:59.500Z') });
+    const f = FixtureSession.create(temp.dir, { startedAt: new Date('2026-12-31T23:59:59.500Z') });
     f.call({ ...calls.findSave(), durationMs: 2300 });
     f.call({ ...calls.findSave(), durationMs: 64_000 });
     f.end();
     const saved = process.env.TZ;
     try {
       process.env.TZ = 'UTC';
-      const utc = await summarize(f);
+      const utc = await summaryOfSession(f.dir);
       process.env.TZ = 'America/New_York';
       expect(new Date('2026-12-31T23:59:59.500Z').getHours()).toBe(18); // the zone is really in effect
-      const ny = await summarize(f);
+      const ny = await summaryOfSession(f.dir);
       process.env.TZ = 'Asia/Kolkata';
-      const kolkata = await summarize(f);
+      const kolkata = await summaryOfSession(f.dir);
       expect(ny).toEqual(utc);
       expect(kolkata).toEqual(utc);
       expect(ny.startedAt).toBe('2026-12-31T23:59:59.500Z');
@@ -592,7 +572,7 @@ describe('timeline, steps, environment and times', () => {
 describe("another MCP server's failures", () => {
   /** A log of a plain server written directly: its rows as `fields` say, the server named in the environment. */
   function plainLog(name: string, rows: Array<Partial<CallRow>>): string {
-    const dir = path.join(root, `20261202-101502-${name}`);
+    const dir = path.join(temp.dir, `20261202-101502-${name}`);
     const server = JSON.stringify({ server: { name: 'example-servers/everything', version: '1.0.0' } });
     const log = SessionLog.open({
       dir,

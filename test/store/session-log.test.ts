@@ -1,21 +1,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LOG_FILE } from '../../src/paths/naming.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { callRow, sessionRow } from '../support/log-rows.js';
-import { tempDir } from '../support/temp.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 
-let root: string;
-beforeEach(() => {
-  root = tempDir('mcec-');
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-');
 
 function read<T>(file: string, sql: string): T[] {
   const db = new Database(file, { readonly: true, fileMustExist: true });
@@ -28,7 +22,7 @@ function read<T>(file: string, sql: string): T[] {
 
 describe('SessionLog', () => {
   it('creates the directory and log, and a reader sees committed rows while the writer is open', () => {
-    const dir = path.join(root, '20261202-101502-abc123def456');
+    const dir = path.join(temp.dir, '20261202-101502-abc123def456');
     const log = SessionLog.open({ dir, session: sessionRow() });
     log.beginCall(callRow(1));
     expect(log.commit().error).toBeUndefined();
@@ -47,7 +41,7 @@ describe('SessionLog', () => {
   });
 
   it('writes a completed row in place of a pending one that never reached the file, in one transaction', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const log = SessionLog.open({ dir, session: sessionRow() });
     log.beginCall(callRow(1));
     log.beginCall(callRow(2));
@@ -64,7 +58,7 @@ describe('SessionLog', () => {
   });
 
   it('holds a young pending row one commit (a completing one up to a second), then writes it; a plain commit writes all', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const file = path.join(dir, LOG_FILE);
     const log = SessionLog.open({ dir, session: sessionRow() });
     const seqs = () => read<CallRow>(file, 'SELECT seq, status FROM calls ORDER BY seq');
@@ -96,7 +90,7 @@ describe('SessionLog', () => {
   });
 
   it('deletes a committed call and keeps the latest event of a kind as one row', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const log = SessionLog.open({ dir, session: sessionRow() });
     log.beginCall(callRow(1));
     log.setLatestEvent({ at: 'a', kind: 'truncation', detail: '{"omittedCalls":1}' });
@@ -116,7 +110,7 @@ describe('SessionLog', () => {
   });
 
   it('recreates a vanished directory, counts the calls lost with it, and lands the completion there', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const log = SessionLog.open({ dir, session: sessionRow() });
     log.beginCall(callRow(1));
     log.completeCall(callRow(1, { status: 'ok', ok: 1 }));
@@ -135,7 +129,7 @@ describe('SessionLog', () => {
   });
 
   it('moves a file that is not a database aside, on open and on a later commit', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, LOG_FILE), 'this is not a database, it is text '.repeat(200));
     const log = SessionLog.open({ dir, session: sessionRow() });
@@ -148,8 +142,8 @@ describe('SessionLog', () => {
     // Replaced under a running writer: detected by identity, recreated.
     fs.rmSync(path.join(dir, `${LOG_FILE}-wal`), { force: true });
     fs.rmSync(path.join(dir, `${LOG_FILE}-shm`), { force: true });
-    fs.writeFileSync(path.join(root, 'garbage'), 'garbage '.repeat(1000));
-    fs.renameSync(path.join(root, 'garbage'), path.join(dir, LOG_FILE));
+    fs.writeFileSync(path.join(temp.dir, 'garbage'), 'garbage '.repeat(1000));
+    fs.renameSync(path.join(temp.dir, 'garbage'), path.join(dir, LOG_FILE));
     log.beginCall(callRow(2));
     const second = log.commit();
     expect(second.error).toBeUndefined();
@@ -159,7 +153,7 @@ describe('SessionLog', () => {
   });
 
   it('keeps operations queued while another writer holds the lock, then commits them', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const log = SessionLog.open({ dir, session: sessionRow(), busyTimeoutMs: 5 });
     log.commit();
     const other = new Database(path.join(dir, LOG_FILE));
@@ -176,7 +170,7 @@ describe('SessionLog', () => {
   });
 
   it('on a full disk keeps a bounded queue and counts the calls it drops', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const log = SessionLog.open({
       dir,
       session: sessionRow(),
@@ -202,7 +196,7 @@ describe('SessionLog', () => {
   });
 
   it('reopening an existing session dir continues above its highest seq', () => {
-    const dir = path.join(root, 's');
+    const dir = path.join(temp.dir, 's');
     const a = SessionLog.open({ dir, session: sessionRow() });
     a.beginCall(callRow(1));
     a.beginCall(callRow(7));
@@ -215,7 +209,7 @@ describe('SessionLog', () => {
   it('keeps at most the pool cap of handles open, closes an ended log at once, and loses nothing queued', () => {
     const pool = new LogPool(2);
     const logs = ['a', 'b', 'c'].map((id) =>
-      SessionLog.open({ dir: path.join(root, id), session: sessionRow(id), pool }),
+      SessionLog.open({ dir: path.join(temp.dir, id), session: sessionRow(id), pool }),
     );
     expect(pool.size).toBe(2);
     expect(logs[0]!.handleOpen).toBe(false); // the least recently used made room for the third
@@ -224,7 +218,7 @@ describe('SessionLog', () => {
     expect(logs[0]!.commit()).toMatchObject({ committed: 2 }); // reopened on demand: session row and call
     expect(logs[0]!.handleOpen).toBe(true);
     expect(pool.size).toBe(2);
-    expect(read(path.join(root, 'a', LOG_FILE), 'SELECT seq, status FROM calls')).toEqual([
+    expect(read(path.join(temp.dir, 'a', LOG_FILE), 'SELECT seq, status FROM calls')).toEqual([
       { seq: 1, status: 'ok' },
     ]);
 
@@ -235,24 +229,26 @@ describe('SessionLog', () => {
     logs[1]!.beginCall(callRow(1, { status: 'ok', ok: 1 }));
     expect(logs[1]!.commit().error).toBeUndefined();
     expect(logs[1]!.handleOpen).toBe(false);
-    expect(read(path.join(root, 'b', LOG_FILE), 'SELECT status FROM session')).toEqual([{ status: 'ended' }]);
+    expect(read(path.join(temp.dir, 'b', LOG_FILE), 'SELECT status FROM session')).toEqual([
+      { status: 'ended' },
+    ]);
 
     // A log whose file vanished while its handle was closed is recreated and the loss is counted.
     logs[2]!.beginCall(callRow(1, { status: 'ok', ok: 1 }));
     logs[2]!.commit();
     logs[2]!.closeHandle();
-    fs.rmSync(path.join(root, 'c'), { recursive: true, force: true });
+    fs.rmSync(path.join(temp.dir, 'c'), { recursive: true, force: true });
     logs[2]!.beginCall(callRow(2, { status: 'ok', ok: 1 }));
     expect(logs[2]!.commit().recovered).toEqual({
       reason: expect.stringContaining('vanished'),
       lostCalls: 1,
     });
-    expect(read(path.join(root, 'c', LOG_FILE), 'SELECT seq FROM calls')).toEqual([{ seq: 2 }]);
+    expect(read(path.join(temp.dir, 'c', LOG_FILE), 'SELECT seq FROM calls')).toEqual([{ seq: 2 }]);
     for (const log of logs) log.close();
     expect(pool.size).toBe(0);
   });
   it('a writer that committed alone sees a writer that came later: new seqs above its, and a concurrent-writer event', () => {
-    const dir = path.join(root, '20261202-101502-abc123def456');
+    const dir = path.join(temp.dir, '20261202-101502-abc123def456');
     const a = SessionLog.open({ dir, session: sessionRow() });
     for (const seq of [1, 2, 3]) {
       a.beginCall(callRow(seq));
@@ -278,7 +274,7 @@ describe('SessionLog', () => {
   });
 
   it('setting a session field to the value it has queues no write', () => {
-    const log = SessionLog.open({ dir: path.join(root, 'd'), session: sessionRow() });
+    const log = SessionLog.open({ dir: path.join(temp.dir, 'd'), session: sessionRow() });
     expect(log.commit().error).toBeUndefined();
     log.setSessionFields({ last_observation: '{"a":1}' });
     expect(log.dirty).toBe(true);

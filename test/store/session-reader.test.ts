@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openSessionDb } from '../../src/store/open.js';
 import {
   isProcessAlive,
@@ -9,12 +9,9 @@ import {
   SessionReader,
 } from '../../src/store/session-reader.js';
 import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 
-let root: string;
-beforeEach(() => {
-  root = makeSessionsDir();
-});
-afterEach(() => removeDir(root));
+const temp = tempDirPerTest();
 
 function make(
   sessionsDir: string,
@@ -28,19 +25,19 @@ function make(
 
 describe('listSessions', () => {
   it('lists session dirs holding a log, oldest first, and skips everything else', () => {
-    make(root, 'bbbbbbbbbbbb', '2026-12-03T00:00:00.000Z');
-    make(root, 'aaaaaaaaaaaa', '2026-12-02T00:00:00.000Z');
-    fs.mkdirSync(path.join(root, '20261202-000000-nolog'));
-    fs.mkdirSync(path.join(root, 'not-a-session'));
-    fs.writeFileSync(path.join(root, '20261202-000000-file'), 'x');
+    make(temp.dir, 'bbbbbbbbbbbb', '2026-12-03T00:00:00.000Z');
+    make(temp.dir, 'aaaaaaaaaaaa', '2026-12-02T00:00:00.000Z');
+    fs.mkdirSync(path.join(temp.dir, '20261202-000000-nolog'));
+    fs.mkdirSync(path.join(temp.dir, 'not-a-session'));
+    fs.writeFileSync(path.join(temp.dir, '20261202-000000-file'), 'x');
     const outside = makeSessionsDir();
     try {
       const linked = make(outside, 'cccccccccccc');
-      fs.symlinkSync(linked.dir, path.join(root, linked.dirName));
-      const list = listSessions(root);
+      fs.symlinkSync(linked.dir, path.join(temp.dir, linked.dirName));
+      const list = listSessions(temp.dir);
       expect(list.map((s) => s.sessionId)).toEqual(['aaaaaaaaaaaa', 'bbbbbbbbbbbb']);
       expect(list[0]).toEqual({
-        dir: path.join(root, '20261202-000000-aaaaaaaaaaaa'),
+        dir: path.join(temp.dir, '20261202-000000-aaaaaaaaaaaa'),
         dirName: '20261202-000000-aaaaaaaaaaaa',
         sessionId: 'aaaaaaaaaaaa',
         stamp: '20261202-000000',
@@ -51,50 +48,50 @@ describe('listSessions', () => {
   });
 
   it('returns [] for a missing sessions dir', () => {
-    expect(listSessions(path.join(root, 'nope'))).toEqual([]);
+    expect(listSessions(path.join(temp.dir, 'nope'))).toEqual([]);
   });
 });
 
 describe('resolveSession', () => {
   it('finds a session by a unique prefix, the full id or the dir name', () => {
-    const a = make(root, '5f19c9c01a3f');
-    make(root, '7a00000000ff', '2026-12-02T11:00:00.000Z');
+    const a = make(temp.dir, '5f19c9c01a3f');
+    make(temp.dir, '7a00000000ff', '2026-12-02T11:00:00.000Z');
     for (const input of ['5', '5f19', '5f19c9c01a3f', a.dirName]) {
-      const hit = resolveSession(root, input);
+      const hit = resolveSession(temp.dir, input);
       expect(hit.ok, input).toBe(true);
       if (hit.ok) expect(hit.session.dir).toBe(a.dir);
     }
   });
 
   it('prefers an exact id over longer ids sharing it as a prefix', () => {
-    make(root, 'abc');
-    make(root, 'abcdef');
-    const hit = resolveSession(root, 'abc');
+    make(temp.dir, 'abc');
+    make(temp.dir, 'abcdef');
+    const hit = resolveSession(temp.dir, 'abc');
     expect(hit.ok && hit.session.sessionId).toBe('abc');
   });
 
   it('reports an ambiguous prefix with the sessions dir and every candidate', () => {
-    make(root, 'abc111111111');
-    make(root, 'abc222222222', '2026-12-02T12:00:00.000Z');
-    const miss = resolveSession(root, 'abc');
+    make(temp.dir, 'abc111111111');
+    make(temp.dir, 'abc222222222', '2026-12-02T12:00:00.000Z');
+    const miss = resolveSession(temp.dir, 'abc');
     expect(miss.ok).toBe(false);
     if (miss.ok) return;
     expect(miss.reason).toBe('ambiguous');
     expect(miss.candidates.map((c) => c.sessionId)).toEqual(['abc111111111', 'abc222222222']);
-    expect(miss.message).toContain(root);
+    expect(miss.message).toContain(temp.dir);
     expect(miss.message).toContain('20261202-101500-abc111111111');
     expect(miss.message).toContain('20261202-120000-abc222222222');
   });
 
   it('reports an unknown id naming the sessions dir and the known sessions', () => {
-    make(root, 'abc111111111');
-    const miss = resolveSession(root, 'ffff');
+    make(temp.dir, 'abc111111111');
+    const miss = resolveSession(temp.dir, 'ffff');
     expect(miss.ok).toBe(false);
     if (miss.ok) return;
     expect(miss.reason).toBe('not-found');
-    expect(miss.message).toContain(root);
+    expect(miss.message).toContain(temp.dir);
     expect(miss.message).toContain('abc111111111');
-    expect(resolveSession(path.join(root, 'missing'), 'ffff')).toMatchObject({
+    expect(resolveSession(path.join(temp.dir, 'missing'), 'ffff')).toMatchObject({
       ok: false,
       reason: 'not-found',
     });
@@ -102,9 +99,9 @@ describe('resolveSession', () => {
 
   it('refuses hostile ids without looking outside the sessions dir', () => {
     // A real session right outside the sessions dir, reachable only through `..`.
-    const sessions = path.join(root, 'sessions');
+    const sessions = path.join(temp.dir, 'sessions');
     fs.mkdirSync(sessions);
-    const outside = make(root, 'deadbeef0001');
+    const outside = make(temp.dir, 'deadbeef0001');
     const hostile = [
       '',
       '..',
@@ -136,7 +133,7 @@ describe('resolveSession', () => {
 
 describe('SessionReader', () => {
   it('reads a log while the writer still has it open (WAL), seeing later commits', () => {
-    const f = FixtureSession.create(root, { sessionId: 'live00000001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'live00000001' });
     f.call(calls.findSave());
     const reader = SessionReader.open(f.dir);
     try {
@@ -162,11 +159,11 @@ describe('SessionReader', () => {
   });
 
   it('reads an open session whose writer pid is dead as aborted, and its own live pid as open', () => {
-    const crashed = FixtureSession.create(root, { sessionId: 'crash0000001', writerPid: deadPid() });
+    const crashed = FixtureSession.create(temp.dir, { sessionId: 'crash0000001', writerPid: deadPid() });
     crashed.close();
-    const live = FixtureSession.create(root, { sessionId: 'alive0000001', writerPid: process.pid });
+    const live = FixtureSession.create(temp.dir, { sessionId: 'alive0000001', writerPid: process.pid });
     live.close();
-    const ended = FixtureSession.create(root, { sessionId: 'ended0000001', writerPid: deadPid() });
+    const ended = FixtureSession.create(temp.dir, { sessionId: 'ended0000001', writerPid: deadPid() });
     ended.end();
     ended.close();
     const status = (dir: string) => {
@@ -186,7 +183,7 @@ describe('SessionReader', () => {
   });
 
   it('streams calls in seq order across pages and allows other queries between rows', () => {
-    const f = FixtureSession.create(root, { sessionId: 'many00000001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'many00000001' });
     f.manyCalls(1234, (i) => ({ tool: i % 2 ? 'find' : 'query', args: { i } }));
     f.close();
     const reader = SessionReader.open(f.dir);
@@ -208,7 +205,7 @@ describe('SessionReader', () => {
   });
 
   it('aggregates counts in SQL: statuses, violations, dropped payloads, record failures and lost calls', () => {
-    const f = FixtureSession.create(root, { sessionId: 'stats0000001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'stats0000001' });
     f.call({
       ...calls.findSave(),
       violations: [
@@ -241,8 +238,8 @@ describe('SessionReader', () => {
   });
 
   it('says clearly when a dir has no log or the log has no session row', () => {
-    expect(() => SessionReader.open(root)).toThrow(/no session\.sqlite/);
-    const dir = path.join(root, '20261202-101500-empty0000001');
+    expect(() => SessionReader.open(temp.dir)).toThrow(/no session\.sqlite/);
+    const dir = path.join(temp.dir, '20261202-101500-empty0000001');
     fs.mkdirSync(dir);
     openSessionDb(path.join(dir, 'session.sqlite')).close();
     const reader = SessionReader.open(dir);
@@ -253,7 +250,7 @@ describe('SessionReader', () => {
     }
   });
   it('reads every column of every call as the driver returns it, across pages', () => {
-    const f = FixtureSession.create(root, { sessionId: 'columns00001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'columns00001' });
     f.manyCalls(1100, (i) =>
       i % 5 === 0
         ? { ...calls.ambiguousFind(), violations: [{ path: '/x', message: `v${i}` }] }
@@ -281,7 +278,7 @@ describe('SessionReader', () => {
   });
 
   it('finds the newest call by tools, statuses and seq bound like a scan of every call would', () => {
-    const f = FixtureSession.create(root, { sessionId: 'lastwhere001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'lastwhere001' });
     // A common tool, a rare one, one that never succeeds and one whose calls are all pending.
     f.manyCalls(900, (i) =>
       i % 150 === 149
@@ -329,7 +326,7 @@ describe('SessionReader', () => {
   });
 
   it('marks failures recovered exactly when a later call of the same tool on the same target succeeded', () => {
-    const f = FixtureSession.create(root, { sessionId: 'recovery0001' });
+    const f = FixtureSession.create(temp.dir, { sessionId: 'recovery0001' });
     // wait-for never succeeds; click succeeds only before its failures; find recovers now and then, on
     // one of three targets (by title in two spellings, by handle, by process); faults never recover.
     const targets = [

@@ -9,12 +9,25 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { CaptureSummary, Violation, Warning, WindowInfo } from '../../src/contract/types.js';
 import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/paths/naming.js';
+import { buildSummary } from '../../src/report/summary.js';
+import type { SessionSummary, SummaryOptions } from '../../src/report/types.js';
 import { openSessionDb, type SessionDb } from '../../src/store/open.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 
 import { NOTEPAD, SAVE_AS } from './mcec.js';
 
 export { removeDir, tempDir as makeSessionsDir } from '../support/temp.js';
 export { NOTEPAD, SAVE_AS };
+
+/** The summary of the session in `dir`, as the reports build it (its reader closed again). */
+export async function summaryOfSession(dir: string, options?: SummaryOptions): Promise<SessionSummary> {
+  const reader = SessionReader.open(dir);
+  try {
+    return await buildSummary(reader, options);
+  } finally {
+    reader.close();
+  }
+}
 
 /** The pid of a process that has already exited (a crashed writer). */
 export function deadPid(): number {

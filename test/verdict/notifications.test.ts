@@ -6,25 +6,20 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { DeclarationFilter, MAX_DECLARATION_BYTES } from '../../src/proxy/declarations.js';
 import { createRecorder } from '../../src/record/index.js';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { waitFor } from '../proxy/helpers.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { stdioProxy } from '../support/stdio-proxy.js';
-import { send, simBehindHttpProxy, tempRoot, toolCall } from './helpers.js';
+import { send, simBehindHttpProxy, toolCall } from './helpers.js';
 
 const TAP_CHILD = fileURLToPath(new URL('./fixtures/sim-stdio-tap.mjs', import.meta.url));
 
-let root: string;
-beforeEach(() => {
-  root = tempRoot();
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-verdict-');
 
 const note = (method: string, params: unknown) =>
   JSON.stringify({ jsonrpc: '2.0', method: `notifications/mcec-recorder/${method}`, params });
@@ -35,7 +30,7 @@ function sessionDir(sessionsDir: string, id: string): string {
 
 describe('notifications/mcec-recorder/* through the HTTP proxy', () => {
   it('records steps and a verdict, answers 202 with no body, and never forwards them', async () => {
-    const rig = await simBehindHttpProxy(root);
+    const rig = await simBehindHttpProxy(temp.dir);
     let sid = '';
     try {
       sid = sessionIdFrom((await send(rig.url, toolCall(1, 'session-start', {}))).text);
@@ -88,7 +83,7 @@ describe('notifications/mcec-recorder/* through the HTTP proxy', () => {
   });
 
   it("without a sessionId, declares into the connection's current session", async () => {
-    const rig = await simBehindHttpProxy(root);
+    const rig = await simBehindHttpProxy(temp.dir);
     let sid = '';
     try {
       sid = sessionIdFrom((await send(rig.url, toolCall(1, 'session-start', {}))).text);
@@ -118,10 +113,10 @@ function lines(stream: Readable): () => string[] {
 
 describe('notifications/mcec-recorder/* through the stdio proxy', () => {
   it('records them and keeps them from the server, passing every other byte on unchanged', async () => {
-    const tap = path.join(root, 'tap.bin');
-    const sessionsDir = path.join(root, 'recorded');
+    const tap = path.join(temp.dir, 'tap.bin');
+    const sessionsDir = path.join(temp.dir, 'recorded');
     const recorder = createRecorder({ sessionsDir, transport: 'stdio' });
-    const { stdin, stdout, exit } = stdioProxy(recorder, [TAP_CHILD, path.join(root, 'sim'), tap]);
+    const { stdin, stdout, exit } = stdioProxy(recorder, [TAP_CHILD, path.join(temp.dir, 'sim'), tap]);
     const out = lines(stdout);
     const forwarded: string[] = [];
     const request = async (line: string) => {

@@ -3,23 +3,17 @@
  * emergency stop, a proxy error and a protocol error on a tools/call each fail a run even when a retry
  * of the same call on the same target succeeded afterwards.
  */
-import fs from 'node:fs';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { summarizeSession } from '../../src/sessions/summarize.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
-import { runBundle, send, sessionDirOf, simBehindHttpProxy, tempRoot, toolCall } from './helpers.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { runBundle, send, sessionDirOf, simBehindHttpProxy, toolCall } from './helpers.js';
 
-let root: string;
-beforeEach(() => {
-  root = tempRoot();
-});
-afterEach(() => {
-  fs.rmSync(root, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcec-verdict-');
 
 describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
   it('an emergency stop fails the run even though the same capture succeeded once released', async () => {
-    const rig = await simBehindHttpProxy(root);
+    const rig = await simBehindHttpProxy(temp.dir);
     let sid = '';
     try {
       sid = sessionIdFrom((await send(rig.url, toolCall(1, 'session-start', {}))).text);
@@ -44,7 +38,7 @@ describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
   });
 
   it('a proxy error (502: MCEC cut the connection) fails the run even when the retry succeeded', async () => {
-    const rig = await simBehindHttpProxy(root);
+    const rig = await simBehindHttpProxy(temp.dir);
     let sid = '';
     try {
       sid = sessionIdFrom((await send(rig.url, toolCall(1, 'session-start', {}))).text);
@@ -64,7 +58,7 @@ describe('FAIL without an unrecovered failure, through the HTTP proxy', () => {
   });
 
   it('a protocol error answering a tools/call fails the run', async () => {
-    const rig = await simBehindHttpProxy(root);
+    const rig = await simBehindHttpProxy(temp.dir);
     let sid = '';
     try {
       sid = sessionIdFrom((await send(rig.url, toolCall(1, 'session-start', {}))).text);
