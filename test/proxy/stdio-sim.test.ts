@@ -62,6 +62,19 @@ function spawnRecordCli(args: string[]): ChildProcessWithoutNullStreams {
   return child;
 }
 
+/** `mcec-record stdio` recording into `sessionsDir` in front of the stdio simulator (`simArgs` after its root). */
+const recordCliBeforeStdioSim = (sessionsDir: string, ...simArgs: string[]) =>
+  spawnRecordCli([
+    'stdio',
+    '--sessions',
+    sessionsDir,
+    '--',
+    process.execPath,
+    SIM_STDIO_CHILD,
+    path.join(tmp, 'sim'),
+    ...simArgs,
+  ]);
+
 const exitOf = (child: ChildProcessWithoutNullStreams) =>
   new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
 
@@ -127,16 +140,7 @@ describe('stdio proxy in front of the simulator', () => {
   it('mcec-record stdio: same bytes through the CLI, notices on stderr only, the child exit code', async () => {
     const expected = await directBytes();
     const sessionsDir = path.join(tmp, 'recorded');
-    const child = spawnRecordCli([
-      'stdio',
-      '--sessions',
-      sessionsDir,
-      '--',
-      process.execPath,
-      SIM_STDIO_CHILD,
-      path.join(tmp, 'sim'),
-      '3',
-    ]);
+    const child = recordCliBeforeStdioSim(sessionsDir, '3');
     const out = collect(child.stdout);
     const err = collect(child.stderr);
     await playScript(child.stdin, out);
@@ -150,15 +154,7 @@ describe('stdio proxy in front of the simulator', () => {
 
   it('mcec-record stdio: SIGTERM reaches the server, sessions are closed, exit is 128+15', async () => {
     const sessionsDir = path.join(tmp, 'recorded');
-    const child = spawnRecordCli([
-      'stdio',
-      '--sessions',
-      sessionsDir,
-      '--',
-      process.execPath,
-      SIM_STDIO_CHILD,
-      path.join(tmp, 'sim'),
-    ]);
+    const child = recordCliBeforeStdioSim(sessionsDir);
     const out = collect(child.stdout);
     const slow = { name: 'wait-for', arguments: { window: 'Notepad', value: 'never-there', timeout: 20000 } };
     child.stdin.write(

@@ -24,6 +24,23 @@ const temp = tempDirPerTest();
 
 const SID = 'fa017fa017fa';
 
+/**
+ * A recorder into the test's dir (its stderr lines kept) around a tool answering `{ n }` in session SID, with a
+ * first query (`n`) already committed: the session's dir and its log exist.
+ */
+async function oneQueryCommitted(n: number) {
+  const lines: string[] = [];
+  const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
+  const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
+    sessionId: SID,
+    ok: true,
+    result: { n: args.n },
+  }));
+  await dispatch('query', { sessionId: SID, n });
+  await recorder.flush();
+  return { lines, recorder, dispatch, dir: recorder.session(SID)!.dir };
+}
+
 async function captureOutput(
   rgb: [number, number, number],
 ): Promise<{ out: Record<string, unknown>; png: Buffer }> {
@@ -90,16 +107,7 @@ describe('recording never breaks a call', () => {
   });
 
   it('a log file replaced by one that is not a database is moved aside and a fresh log continues', async () => {
-    const lines: string[] = [];
-    const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
-    const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
-      sessionId: SID,
-      ok: true,
-      result: { n: args.n },
-    }));
-    await dispatch('query', { sessionId: SID, n: 1 });
-    await recorder.flush();
-    const dir = recorder.session(SID)!.dir;
+    const { lines, recorder, dispatch, dir } = await oneQueryCommitted(1);
     const garbage = path.join(temp.dir, 'garbage');
     fs.writeFileSync(garbage, 'not sqlite at all '.repeat(500));
     fs.renameSync(garbage, path.join(dir, LOG_FILE));
@@ -117,16 +125,7 @@ describe('recording never breaks a call', () => {
   });
 
   it('a database locked by another writer delays the log, never the calls, and the commit failure is recorded', async () => {
-    const lines: string[] = [];
-    const recorder = createRecorder({ sessionsDir: temp.dir, stderr: (l) => lines.push(l) });
-    const dispatch = recorder.wrap(async (_t: string, args: Record<string, unknown>) => ({
-      sessionId: SID,
-      ok: true,
-      result: { n: args.n },
-    }));
-    await dispatch('query', { sessionId: SID, n: 0 });
-    await recorder.flush();
-    const dir = recorder.session(SID)!.dir;
+    const { lines, recorder, dispatch, dir } = await oneQueryCommitted(0);
     const other = new Database(path.join(dir, LOG_FILE));
     other.exec('BEGIN EXCLUSIVE');
     // Every call returns while the other writer still holds the lock (it lets go only after the loop); each

@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { validateCaptureSummary } from '../../src/contract/validate.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
-import { createRecorder } from '../../src/record/index.js';
+import { createRecorder, type RecorderOptions } from '../../src/record/index.js';
 import { failureSummaryText, summarizeSession } from '../../src/sessions/summarize.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
 import type { ArtifactRow } from '../../src/store/schema.js';
@@ -269,19 +269,27 @@ describe('win32 host paths', () => {
     };
   }
 
-  it('are copied through --host-path-map; the GIF stays a GIF and is linked from report.html', async () => {
-    const t = await hostTree();
+  /** A capture, a recording's stop and a failing click recorded around `mcecLike(t)`; the session's dir. */
+  async function recordCaptureRecordingClick(
+    t: Awaited<ReturnType<typeof hostTree>>,
+    hostPathMap?: RecorderOptions['hostPathMap'],
+  ): Promise<string> {
     const recorder = createRecorder({
       sessionsDir: root,
       stderr: () => {},
-      hostPathMap: [{ from: 'c:/MCEC/sessions', to: t.mount }],
+      ...(hostPathMap ? { hostPathMap } : {}),
     });
     const call = recorder.wrap(mcecLike(t));
     await call('capture', {});
     await call('record', { action: 'stop' });
     await call('click', {});
     await recorder.close();
-    const dir = sessionDir('5f19c9c01a3f');
+    return sessionDir('5f19c9c01a3f');
+  }
+
+  it('are copied through --host-path-map; the GIF stays a GIF and is linked from report.html', async () => {
+    const t = await hostTree();
+    const dir = await recordCaptureRecordingClick(t, [{ from: 'c:/MCEC/sessions', to: t.mount }]);
     const rows = artifactRows(dir);
     expect(rows.map((r) => [r.role, r.format, r.error, r.host_path])).toEqual([
       ['host-capture', 'png', null, t.capture],
@@ -304,13 +312,7 @@ describe('win32 host paths', () => {
 
   it('not readable here: the summary, the bug bundle and report.html say where each lies on the MCEC host', async () => {
     const t = await hostTree();
-    const recorder = createRecorder({ sessionsDir: root, stderr: () => {} });
-    const call = recorder.wrap(mcecLike(t));
-    await call('capture', {});
-    await call('record', { action: 'stop' });
-    await call('click', {});
-    await recorder.close();
-    const dir = sessionDir('5f19c9c01a3f');
+    const dir = await recordCaptureRecordingClick(t);
     const rows = artifactRows(dir);
     expect(rows.every((r) => r.path === null && r.error?.startsWith('not readable from this machine'))).toBe(
       true,

@@ -65,6 +65,11 @@ async function storedCapture(dir: string, seq: number) {
   return { summary, data, width: info.width, height: info.height, file };
 }
 
+/** {@link storedCapture} of the session's first capture call. */
+function firstStoredCapture(dir: string) {
+  return storedCapture(dir, calls(dir).find((r) => r.tool === 'capture')!.seq);
+}
+
 async function rawOf(base64: string) {
   const { data, info } = await sharp(Buffer.from(base64, 'base64'))
     .removeAlpha()
@@ -117,16 +122,21 @@ function fieldRect(found: Loose, scale = 1): Rect {
 
 const TOKEN = 'ghp_0123456789abcdefTOKEN';
 
+/** Find the Sign in window's ApiToken field, click it and type TOKEN: the field the masks must cover. */
+async function typeTokenIntoField(run: Run): Promise<Loose> {
+  const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
+  await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
+  await run.call('send_command', { command: `chars:${TOKEN}` });
+  return found;
+}
+
 describe('masks from what the recorder knows', () => {
   it('a token typed into a field: every pixel of the field is the mask in the stored image, nothing else changed', async () => {
     const run = await record();
-    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
-    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
-    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const found = await typeTokenIntoField(run);
     const capture = await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     const field = fieldRect(found);
     expect(unmasked(stored, field)).toBe(0);
     const original = await rawOf(capture.result.base64);
@@ -156,8 +166,7 @@ describe('masks from what the recorder knows', () => {
     });
     const capture = await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     const rules = (stored.summary.masked as MaskedRegion[]).map((m) => `${m.rule} ${m.target}`).sort();
     expect(rules).toEqual([
       "secret-field Edit 'API token' (automationid ApiToken) in 'Sign in'",
@@ -175,8 +184,7 @@ describe('masks from what the recorder knows', () => {
     await run.call('window', { window: 'Sign in', action: 'move', x: 300, y: 260 });
     await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     // One region: the typed secret (the Password field's own look is the same element).
     expect((stored.summary.masked as MaskedRegion[]).map((m) => m.rule)).toEqual(['typed-text']);
     for (const m of stored.summary.masked as MaskedRegion[]) {
@@ -194,8 +202,7 @@ describe('masks from what the recorder knows', () => {
     const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'PasswordBox' });
     await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     expect(stored.summary.masked).toEqual([
       expect.objectContaining({ rule: 'typed-text', rect: fieldRect(found) }),
     ]);
@@ -203,13 +210,10 @@ describe('masks from what the recorder knows', () => {
 
   it('a downscaled capture (maxWidth) is masked at its scale, rounded outward', async () => {
     const run = await record();
-    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
-    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
-    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const found = await typeTokenIntoField(run);
     await run.call('capture', { window: 'Sign in', maxWidth: 240 });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     expect(stored.width).toBe(240);
     const field = fieldRect(found, 0.5);
     const typed = (stored.summary.masked as MaskedRegion[]).find((m) => m.rule === 'typed-text')!;
@@ -225,13 +229,10 @@ describe('masks from what the recorder knows', () => {
 
   it('a region capture containing the field is masked in screen coordinates', async () => {
     const run = await record();
-    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
-    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
-    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const found = await typeTokenIntoField(run);
     const capture = await run.call('capture', { x: 900, y: 300, width: 700, height: 200 });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     const e = found.result.element;
     const field = { x: e.x - 900, y: e.y - 300, width: e.width, height: e.height };
     const typed = (stored.summary.masked as MaskedRegion[]).find((m) => m.rule === 'typed-text')!;
@@ -246,9 +247,7 @@ describe('a bundle of a session that typed a secret into a field and captured th
     const { buildBundle } = await import('../../src/bundle/build.js');
     const { readZip } = await import('../bundle/helpers.js');
     const run = await record();
-    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
-    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
-    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const found = await typeTokenIntoField(run);
     const inline = await run.call('capture', { window: 'Sign in' }); // inline base64 and an image block
     await run.call('capture', { window: 'Sign in', pathOnly: true }); // a file on the "MCEC host", copied
     await run.call('capture', { window: 'Sign in', scale: 0.75 });
@@ -350,8 +349,7 @@ describe("the user's rules", () => {
     const run = await record({ rules: [{ window: { title: 'Sign in' }, element: { value: 'Password' } }] });
     await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     expect(stored.summary.masked).toEqual([
       {
         rect: { x: 0, y: 0, width: 480, height: 300 },
@@ -367,8 +365,7 @@ describe("the user's rules", () => {
     const run = await record({ enabled: false, rules: [{ window: { title: 'Sign in' } }] });
     const capture = await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     expect(stored.summary.masked).toBeUndefined();
     expect(fs.readFileSync(stored.file).equals(Buffer.from(capture.result.base64, 'base64'))).toBe(true);
   });
@@ -379,13 +376,10 @@ describe('masks painted while bundling', () => {
     const { buildBundle } = await import('../../src/bundle/build.js');
     const { readZip } = await import('../bundle/helpers.js');
     const run = await record({ mode: 'on-export' });
-    const found = await run.call('find', { window: 'Sign in', by: 'automationid', value: 'ApiToken' });
-    await run.call('click', { window: 'Sign in', at: { by: 'automationid', value: 'ApiToken' } });
-    await run.call('send_command', { command: `chars:${TOKEN}` });
+    const found = await typeTokenIntoField(run);
     const capture = await run.call('capture', { window: 'Sign in' });
     await run.finish();
-    const seq = calls(run.dir).find((r) => r.tool === 'capture')!.seq;
-    const stored = await storedCapture(run.dir, seq);
+    const stored = await firstStoredCapture(run.dir);
     expect(stored.summary.maskedOnExport).toBe(true);
     expect(fs.readFileSync(stored.file).equals(Buffer.from(capture.result.base64, 'base64'))).toBe(true);
     const out = path.join(path.dirname(run.dir), 'on-export.zip');
