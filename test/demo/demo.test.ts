@@ -10,6 +10,7 @@ import { verifyBundle } from '../../src/bundle/verify.js';
 import { DEMO_STEPS, runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { type ChildRun, collectOutput, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -18,34 +19,12 @@ const DEMO_SRC = path.join(root, 'src/cli/demo.ts');
 const DEMO_DIST = path.join(root, 'dist/cli/demo.js');
 const BUNDLE_CLI = path.join(root, 'dist/cli/mcec-bundle.js');
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run a program to its end (or kill it after `timeoutMs`). */
-function run(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
-      cwd: root,
-      env: { ...process.env, TZ: 'Asia/Kolkata', ...options.env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+/** Run a program to its end in this suite's zone (or kill it after `timeoutMs`, default 60 s). */
+function run(
+  args: string[],
+  options: { env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<ChildRun> {
+  return runNode(args, { timeoutMs: 60_000, ...options, env: { TZ: 'Asia/Kolkata', ...options.env } });
 }
 
 /** The demo's output with what may change between runs (times, ids, durations, the temp dir) replaced. */
@@ -79,8 +58,8 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 describe('npm run demo, end to end', () => {
   const jsonDir = path.join(tmp, 'json');
   const textDir = path.join(tmp, 'text');
-  let jsonRun: Ran;
-  let textRuns: Ran[];
+  let jsonRun: ChildRun;
+  let textRuns: ChildRun[];
   let out: DemoJson;
 
   beforeAll(async () => {
@@ -284,34 +263,27 @@ describe('the demo CLI', () => {
         cwd: root,
       },
     );
-    let stderr = '';
-    let stdout = '';
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s;
-    });
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      stdout += s;
-    });
+    const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
       const deadline = Date.now() + 60_000;
       let url: string | undefined;
       // Wait for the whole serving notice, not just its first line: stderr arrives in chunks.
-      const ready = () => url !== undefined && stderr.includes(`--target ${url}`);
+      const ready = () => url !== undefined && output.stderr.includes(`--target ${url}`);
       while (!ready() && Date.now() < deadline) {
-        url = /Simulator listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)?.[1];
+        url = /Simulator listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(output.stderr)?.[1];
         if (!ready()) await new Promise((r) => setTimeout(r, 100));
       }
-      expect(url, stderr).toBeDefined();
+      expect(url, output.stderr).toBeDefined();
       // --quiet: stdout holds the four paths only; the serving instructions went to stderr.
-      const lines = stdout.trim().split('\n');
+      const lines = output.stdout.trim().split('\n');
       expect(lines).toHaveLength(4);
       expect(path.dirname(lines[0]!)).toBe(dir);
       expect(lines[1]).toBe(path.join(lines[0]!, 'failure-summary.md'));
       expect(lines[2]).toBe(`${lines[0]}.zip`);
       expect(lines[3]).toBe(path.join(lines[0]!, 'report.html'));
       for (const p of lines) expect(fs.existsSync(p)).toBe(true);
-      expect(stderr).toContain(`--target ${url}`);
+      expect(output.stderr).toContain(`--target ${url}`);
       const response = await fetch(url!, {
         method: 'POST',
         body: JSON.stringify({

@@ -15,6 +15,7 @@ import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { collectOutput } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -180,14 +181,7 @@ describe('mcec-record stdio --otlp with the collector down (the built CLI, a sho
       ],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s;
-    });
+    const output = collectOutput(child);
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const until = async (done: () => boolean) => {
       for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
@@ -199,13 +193,13 @@ describe('mcec-record stdio --otlp with the collector down (the built CLI, a sho
       method: 'initialize',
       params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
     });
-    await until(() => stdout.includes('"id":1'));
+    await until(() => output.stdout.includes('"id":1'));
     send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'displays', arguments: {} } });
-    await until(() => stdout.includes('"id":2'));
+    await until(() => output.stdout.includes('"id":2'));
     child.stdin.end();
     expect(await exited).toBe(0);
-    expect(stderr).toMatch(
+    expect(output.stderr).toMatch(
       new RegExp(
         `OpenTelemetry export to ${url.replace(/[.]/g, '\\.')}: 0 of (\\d+) spans delivered, \\1 dropped: \\S`,
       ),

@@ -6,6 +6,7 @@ import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { createRecorder } from '../../src/record/recorder.js';
 import { CATEGORIES, parseInjection, replaySession } from '../../src/replay/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { INLINE_CAPTURE_KEYS } from '../support/mcec.js';
 import { env, reportValidator, useRecordedDemo } from './helpers.js';
 
 const fixture = useRecordedDemo();
@@ -76,16 +77,7 @@ describe('fault injection', () => {
     const { run, answers } = await agentWith(['capture#1=frame-all-black']);
     const shot = answers.find((a) => a.tool === 'capture')!.envelope;
     const partial = shot.error.partialResult;
-    expect(Object.keys(partial)).toEqual([
-      'handle',
-      'width',
-      'height',
-      'encoding',
-      'bytes',
-      'base64',
-      'window',
-      'blankCheck',
-    ]);
+    expect(Object.keys(partial)).toEqual(INLINE_CAPTURE_KEYS);
     const png = Buffer.from(partial.base64, 'base64');
     expect(png.subarray(1, 4).toString()).toBe('PNG');
     expect(png.length).toBe(partial.bytes);

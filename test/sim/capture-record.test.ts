@@ -5,6 +5,7 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { computeBlankCheck } from '../../src/artifacts/index.js';
 import { createSimulator, HANDLES, type Simulator } from '../../src/sim/index.js';
+import { PATH_ONLY_CAPTURE_KEYS } from '../support/mcec.js';
 import { call, envelopeFrom, type Loose, request, tempDir, toolsCall } from './helpers.js';
 
 // The default GIF name is local time (the server uses DateTime.Now): run in a zone that differs from UTC.
@@ -123,16 +124,7 @@ describe('capture: file and path-only', () => {
     const { out, env } = await call(s, 'capture', { window: 'Save As', pathOnly: true });
     expect(out.content.map((b) => b.type)).toEqual(['text']);
     const r = env.result!;
-    expect(Object.keys(r)).toEqual([
-      'handle',
-      'width',
-      'height',
-      'encoding',
-      'bytes',
-      'window',
-      'blankCheck',
-      'artifact',
-    ]);
+    expect(Object.keys(r)).toEqual(PATH_ONLY_CAPTURE_KEYS);
     expect(path.isAbsolute(r.artifact)).toBe(true);
     expect(path.basename(r.artifact)).toBe('capture-20260701-233005123-1.png');
     expect(path.basename(path.dirname(r.artifact))).toMatch(/^20260701-233005-[0-9a-f]{12}$/);

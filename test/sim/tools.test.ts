@@ -4,6 +4,7 @@ import sharp from 'sharp';
 import { afterAll, describe, expect, it } from 'vitest';
 import { validateCaptureSummary } from '../../src/contract/index.js';
 import { createSimulator, HANDLES, NOTEPAD_TEXT, type Simulator, TOOLS } from '../../src/sim/index.js';
+import { INLINE_CAPTURE_KEYS } from '../support/mcec.js';
 import { call, type Loose, tempDir } from './helpers.js';
 
 // Artifact and session names are UTC: run in a zone where local time differs.
@@ -70,16 +71,7 @@ describe('capture', () => {
     expect(env.ok).toBe(true);
     expect(env.sessionId).toMatch(/^[0-9a-f]{12}$/); // the default session's real id
     const r = env.result!;
-    expect(Object.keys(r)).toEqual([
-      'handle',
-      'width',
-      'height',
-      'encoding',
-      'bytes',
-      'base64',
-      'window',
-      'blankCheck',
-    ]);
+    expect(Object.keys(r)).toEqual(INLINE_CAPTURE_KEYS);
     expect(image.data).toBe(r.base64);
     const png = Buffer.from(r.base64, 'base64');
     expect(png.length).toBe(r.bytes);

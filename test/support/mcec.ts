@@ -30,6 +30,30 @@ export const SAVE_AS: WindowInfo = {
   height: 480,
 };
 
+/** A window capture's result fields in the order MCEC writes them: inline (with `base64`). */
+export const INLINE_CAPTURE_KEYS = [
+  'handle',
+  'width',
+  'height',
+  'encoding',
+  'bytes',
+  'base64',
+  'window',
+  'blankCheck',
+];
+
+/** A window capture's result fields in MCEC's order with `pathOnly`: no `base64`, the file's `artifact` path last. */
+export const PATH_ONLY_CAPTURE_KEYS = [
+  'handle',
+  'width',
+  'height',
+  'encoding',
+  'bytes',
+  'window',
+  'blankCheck',
+  'artifact',
+];
+
 /** An MCEC CallToolResult: the image block first (successful inline capture), the envelope text block last. */
 export function callToolResult(
   envelope: Envelope | Record<string, unknown>,

@@ -1,5 +1,5 @@
 /** The built programs (`dist/`, built once by test/global-setup.ts) and one way to run a node child to its end. */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -29,24 +29,48 @@ function childEnv(env: Record<string, string> | undefined): NodeJS.ProcessEnv {
   return merged;
 }
 
-/** Run `node <args>` without blocking (the test's own work goes on meanwhile); resolves once it exited. */
-export function runNode(args: string[], options: ChildOptions = {}): Promise<ChildRun> {
+/** What a running child has printed so far, as text. */
+export interface ChildOutput {
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Collect `child`'s stdout and stderr as text while it runs (both must be pipes). */
+export function collectOutput(child: ChildProcess): ChildOutput {
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
+    output.stdout += s;
+  });
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    output.stderr += s;
+  });
+  return output;
+}
+
+/**
+ * Run `node <args>` without blocking (the test's own work goes on meanwhile); resolves once it exited, or
+ * once it was killed after `timeoutMs` (default: never).
+ */
+export function runNode(
+  args: string[],
+  options: ChildOptions & { timeoutMs?: number } = {},
+): Promise<ChildRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, args, {
       env: childEnv(options.env),
       cwd: options.cwd ?? ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s: string) => {
-      stdout += s;
-    });
-    child.stderr.setEncoding('utf8').on('data', (s: string) => {
-      stderr += s;
-    });
+    const output = collectOutput(child);
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: output.stdout, stderr: output.stderr });
+    });
   });
 }
 
