@@ -6,67 +6,62 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
-import { REPLAY_CLI, type RecordedDemo, recordDemo, root, tempDir } from './helpers.js';
+import { REPLAY_CLI, root, useRecordedDemo } from './helpers.js';
 
-let work: string;
-let demo: RecordedDemo;
-
-beforeAll(async () => {
-  work = tempDir();
-  demo = await recordDemo(path.join(work, 'sessions'));
-});
-afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+const fixture = useRecordedDemo();
 
 const cli = (...args: string[]) =>
-  spawnSync(process.execPath, [REPLAY_CLI, ...args], { cwd: work, encoding: 'utf8' });
+  spawnSync(process.execPath, [REPLAY_CLI, ...args], { cwd: fixture.work, encoding: 'utf8' });
 
 describe('mcec-replay: what cannot be found or read exits 1, naming it', () => {
   it('a missing .zip is a missing file, not an invalid session id', () => {
     const r = cli('missing.zip', '--stdio');
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain(`${path.join(work, 'missing.zip')}: no such file or directory`);
+    expect(r.stderr).toContain(`${path.join(fixture.work, 'missing.zip')}: no such file or directory`);
     expect(r.stderr).not.toMatch(/invalid session id/);
   });
 
   it('a missing --sessions dir says so, as mcec-bundle does', () => {
-    const r = cli('5f19', '--stdio', '--sessions', path.join(work, 'nope'));
+    const r = cli('5f19', '--stdio', '--sessions', path.join(fixture.work, 'nope'));
     expect(r.status).toBe(1);
-    expect(r.stderr).toContain(`the sessions dir ${path.join(work, 'nope')} (--sessions) does not exist`);
+    expect(r.stderr).toContain(
+      `the sessions dir ${path.join(fixture.work, 'nope')} (--sessions) does not exist`,
+    );
     expect(r.stderr).toContain('give --sessions DIR');
   });
 
   it('a session that is not there, or an ambiguous prefix, exits 1 like mcec-bundle', () => {
-    const missing = cli('nope', '--stdio', '--sessions', demo.sessionsDir);
+    const missing = cli('nope', '--stdio', '--sessions', fixture.demo.sessionsDir);
     expect(missing.status).toBe(1);
     expect(missing.stderr).toMatch(/no session matching "nope"/);
     // Two sessions whose ids share the prefix "5f".
-    const two = path.join(work, 'two');
+    const two = path.join(fixture.work, 'two');
     fs.mkdirSync(two);
     for (const name of ['20261202-101500-5f19aaaaaaaa', '20261202-101600-5f19bbbbbbbb'])
-      fs.cpSync(demo.sessionDir, path.join(two, name), { recursive: true });
+      fs.cpSync(fixture.demo.sessionDir, path.join(two, name), { recursive: true });
     const ambiguous = cli('5f19', '--stdio', '--sessions', two);
     expect(ambiguous.status).toBe(1);
     expect(ambiguous.stderr).toMatch(/is ambiguous/);
   });
 
   it('an id with characters no id has is bad usage (2)', () => {
-    const r = cli('a b', '--stdio', '--sessions', demo.sessionsDir);
+    const r = cli('a b', '--stdio', '--sessions', fixture.demo.sessionsDir);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/invalid session id/);
   });
 
   it('a file that is not a zip, a truncated zip, a zip that is not a bundle and a --no-db bundle exit 1', async () => {
-    const notZip = path.join(work, 'not-a.zip');
+    const notZip = path.join(fixture.work, 'not-a.zip');
     fs.writeFileSync(notZip, 'hello');
-    const full = path.join(work, 'full.zip');
-    await buildBundle(demo.sessionDir, { output: full });
-    const truncated = path.join(work, 'truncated.zip');
+    const full = path.join(fixture.work, 'full.zip');
+    await buildBundle(fixture.demo.sessionDir, { output: full });
+    const truncated = path.join(fixture.work, 'truncated.zip');
     const bytes = fs.readFileSync(full);
     fs.writeFileSync(truncated, bytes.subarray(0, Math.floor(bytes.length / 2)));
-    const noDb = path.join(work, 'no-db.zip');
-    await buildBundle(demo.sessionDir, { output: noDb, db: false });
+    const noDb = path.join(fixture.work, 'no-db.zip');
+    await buildBundle(fixture.demo.sessionDir, { output: noDb, db: false });
     for (const [zip, said] of [
       [notZip, /not a readable (zip|bundle)/],
       [truncated, /not a readable (zip|bundle)/],
@@ -81,9 +76,9 @@ describe('mcec-replay: what cannot be found or read exits 1, naming it', () => {
   });
 
   it('a corrupt session.sqlite is named with its path', () => {
-    const broken = path.join(work, 'broken', '20261202-101500-5f19c9c01a3f');
+    const broken = path.join(fixture.work, 'broken', '20261202-101500-5f19c9c01a3f');
     fs.mkdirSync(path.dirname(broken), { recursive: true });
-    fs.cpSync(demo.sessionDir, broken, { recursive: true });
+    fs.cpSync(fixture.demo.sessionDir, broken, { recursive: true });
     for (const f of fs.readdirSync(broken))
       if (f.startsWith('session.sqlite-')) fs.rmSync(path.join(broken, f));
     fs.writeFileSync(path.join(broken, 'session.sqlite'), Buffer.alloc(8192, 7));
@@ -96,7 +91,7 @@ describe('mcec-replay: what cannot be found or read exits 1, naming it', () => {
 
 describe('mcec-replay --listen', () => {
   it('a clean run stopped by SIGINT says SIGINT only, and prints its report on stdout', async () => {
-    const child = spawn(process.execPath, [REPLAY_CLI, demo.sessionDir, '--listen', '127.0.0.1:0'], {
+    const child = spawn(process.execPath, [REPLAY_CLI, fixture.demo.sessionDir, '--listen', '127.0.0.1:0'], {
       cwd: root,
     });
     let stderr = '';
