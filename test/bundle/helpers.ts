@@ -142,6 +142,59 @@ export interface RawEntry {
   crc?: number;
 }
 
+/** What one entry's ZIP headers say: stored (0) or deflated (8), its CRC-32 and sizes. */
+export interface ZipHeaderFields {
+  name: Buffer;
+  method: 0 | 8;
+  crc: number;
+  compressedSize: number;
+  size: number;
+}
+
+/** A local file header (30 bytes; the name and the data follow it): UTF-8 name, DOS date 1980-01-01, no extras. */
+export function localFileHeader(f: ZipHeaderFields): Buffer {
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt16LE(0x800, 6);
+  local.writeUInt16LE(f.method, 8);
+  local.writeUInt16LE(0x21, 12);
+  local.writeUInt32LE(f.crc, 14);
+  local.writeUInt32LE(f.compressedSize, 18);
+  local.writeUInt32LE(f.size, 22);
+  local.writeUInt16LE(f.name.length, 26);
+  return local;
+}
+
+/** A central directory record (46 bytes; the name follows it) made on Unix with `mode`, its local header at `offset`. */
+export function centralDirectoryRecord(f: ZipHeaderFields, offset: number, mode = 0o100644): Buffer {
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE((3 << 8) | 20, 4);
+  central.writeUInt16LE(20, 6);
+  central.writeUInt16LE(0x800, 8);
+  central.writeUInt16LE(f.method, 10);
+  central.writeUInt16LE(0x21, 14);
+  central.writeUInt32LE(f.crc, 16);
+  central.writeUInt32LE(f.compressedSize, 20);
+  central.writeUInt32LE(f.size, 24);
+  central.writeUInt16LE(f.name.length, 28);
+  central.writeUInt32LE((mode << 16) >>> 0, 38);
+  central.writeUInt32LE(offset, 42);
+  return central;
+}
+
+/** The end of central directory record (22 bytes) for `count` records of `size` bytes starting at `offset`. */
+export function endOfCentralDirectory(count: number, size: number, offset: number): Buffer {
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(count & 0xffff, 8);
+  end.writeUInt16LE(count & 0xffff, 10);
+  end.writeUInt32LE(size, 12);
+  end.writeUInt32LE(offset, 16);
+  return end;
+}
+
 /**
  * A minimal stored zip written byte by byte, so tests can make entries that zip writers refuse to make
  * (`..` segments, absolute paths, backslashes, symlinks).
@@ -153,44 +206,19 @@ export function rawZip(entries: RawEntry[]): Buffer {
   for (const e of entries) {
     const name = Buffer.isBuffer(e.name) ? e.name : Buffer.from(e.name, 'utf8');
     const crc = e.crc ?? zlib.crc32(e.data) >>> 0;
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
-    local.writeUInt16LE(0x800, 6);
-    local.writeUInt16LE(0, 8);
-    local.writeUInt16LE(0, 10);
-    local.writeUInt16LE(0x21, 12);
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(e.data.length, 18);
-    local.writeUInt32LE(e.data.length, 22);
-    local.writeUInt16LE(name.length, 26);
-    local.writeUInt16LE(0, 28);
-    locals.push(local, name, e.data);
-    const central = Buffer.alloc(46);
-    central.writeUInt32LE(0x02014b50, 0);
-    central.writeUInt16LE((3 << 8) | 20, 4);
-    central.writeUInt16LE(20, 6);
-    central.writeUInt16LE(0x800, 8);
-    central.writeUInt16LE(0, 10);
-    central.writeUInt16LE(0, 12);
-    central.writeUInt16LE(0x21, 14);
-    central.writeUInt32LE(crc, 16);
-    central.writeUInt32LE(e.data.length, 20);
-    central.writeUInt32LE(e.data.length, 24);
-    central.writeUInt16LE(name.length, 28);
-    central.writeUInt32LE(((e.mode ?? 0o100644) << 16) >>> 0, 38);
-    central.writeUInt32LE(offset, 42);
-    centrals.push(central, name);
+    const fields: ZipHeaderFields = {
+      name,
+      method: 0,
+      crc,
+      compressedSize: e.data.length,
+      size: e.data.length,
+    };
+    locals.push(localFileHeader(fields), name, e.data);
+    centrals.push(centralDirectoryRecord(fields, offset, e.mode), name);
     offset += 30 + name.length + e.data.length;
   }
   const cd = Buffer.concat(centrals);
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(entries.length & 0xffff, 8);
-  end.writeUInt16LE(entries.length & 0xffff, 10);
-  end.writeUInt32LE(cd.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return Buffer.concat([...locals, cd, end]);
+  return Buffer.concat([...locals, cd, endOfCentralDirectory(entries.length, cd.length, offset)]);
 }
 
 const SCHEMA_DIR = path.join(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'schema');

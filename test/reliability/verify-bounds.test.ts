@@ -10,7 +10,17 @@ import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { VERIFY_DEFAULTS, verifyBundle } from '../../src/bundle/verify.js';
-import { type RawEntry, rawZip, readZip, sha256, tempDir } from '../bundle/helpers.js';
+import {
+  centralDirectoryRecord,
+  endOfCentralDirectory,
+  localFileHeader,
+  type RawEntry,
+  rawZip,
+  readZip,
+  sha256,
+  tempDir,
+  type ZipHeaderFields,
+} from '../bundle/helpers.js';
 import { calls, FixtureSession } from '../support/fixture-session.js';
 import { reportFigure } from './helpers.js';
 
@@ -31,44 +41,24 @@ async function yazlZip(file: string, list: RawEntry[]): Promise<string> {
 
 /** `count` central-directory records, each naming its own file, all pointing at the one local entry at offset 0. */
 function overlappingZip(names: string[], deflated: Buffer, size: number, crc: number): Buffer {
-  const first = Buffer.from(names[0]!, 'utf8');
-  const local = Buffer.alloc(30);
-  local.writeUInt32LE(0x04034b50, 0);
-  local.writeUInt16LE(20, 4);
-  local.writeUInt16LE(0x800, 6);
-  local.writeUInt16LE(8, 8);
-  local.writeUInt16LE(0x21, 12);
-  local.writeUInt32LE(crc, 14);
-  local.writeUInt32LE(deflated.length, 18);
-  local.writeUInt32LE(size, 22);
-  local.writeUInt16LE(first.length, 26);
-  const centrals: Buffer[] = [];
-  for (const n of names) {
-    const name = Buffer.from(n, 'utf8');
-    const c = Buffer.alloc(46);
-    c.writeUInt32LE(0x02014b50, 0);
-    c.writeUInt16LE((3 << 8) | 20, 4);
-    c.writeUInt16LE(20, 6);
-    c.writeUInt16LE(0x800, 8);
-    c.writeUInt16LE(8, 10);
-    c.writeUInt16LE(0x21, 14);
-    c.writeUInt32LE(crc, 16);
-    c.writeUInt32LE(deflated.length, 20);
-    c.writeUInt32LE(size, 24);
-    c.writeUInt16LE(name.length, 28);
-    c.writeUInt32LE((0o100644 << 16) >>> 0, 38);
-    c.writeUInt32LE(0, 42); // every record: the same local header
-    centrals.push(c, name);
-  }
-  const cd = Buffer.concat(centrals);
-  const dataEnd = 30 + first.length + deflated.length;
-  const end = Buffer.alloc(22);
-  end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(names.length, 8);
-  end.writeUInt16LE(names.length, 10);
-  end.writeUInt32LE(cd.length, 12);
-  end.writeUInt32LE(dataEnd, 16);
-  return Buffer.concat([local, first, deflated, cd, end]);
+  const fields = (name: string): ZipHeaderFields => ({
+    name: Buffer.from(name, 'utf8'),
+    method: 8,
+    crc,
+    compressedSize: deflated.length,
+    size,
+  });
+  const first = fields(names[0]!);
+  // every record: the same local header
+  const cd = Buffer.concat(names.flatMap((n) => [centralDirectoryRecord(fields(n), 0), fields(n).name]));
+  const dataEnd = 30 + first.name.length + deflated.length;
+  return Buffer.concat([
+    localFileHeader(first),
+    first.name,
+    deflated,
+    cd,
+    endOfCentralDirectory(names.length, cd.length, dataEnd),
+  ]);
 }
 
 /** A raw deflate stream of `chunks` x 16 MiB of zeros (~16 KB each), made without deflating a GiB. */
