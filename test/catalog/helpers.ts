@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { CatalogSession } from '../../src/store/catalog.js';
 import { BUNDLE_CLI, type ChildRun, ROOT, runNodeSync } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 
@@ -37,4 +38,32 @@ export function validator(file: string): (value: unknown) => string[] {
   const fn = ajv.compile(JSON.parse(fs.readFileSync(path.join(ROOT, 'schema', file), 'utf8')));
   return (value) =>
     fn(value) ? [] : (fn.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''}`.trim());
+}
+
+/** A catalog row for an ended, passed session of 3 calls; `over` sets the rest. */
+export function catalogSession(
+  over: Partial<CatalogSession> & { dir_name: string; session_id: string },
+): CatalogSession {
+  return {
+    scenario: null,
+    server: 'MCEC',
+    host: null,
+    started_at: '2026-11-25T10:15:00.123Z',
+    ended_at: null,
+    duration_ms: 1200,
+    duration: '1.2 s',
+    last_activity_at: null,
+    status: 'ended',
+    verdict: 'PASS',
+    verdict_reason: null,
+    calls: 3,
+    failures: 0,
+    recovered: 0,
+    pending: 0,
+    warnings: 0,
+    artifacts: 0,
+    fingerprints: '[]',
+    error: null,
+    ...over,
+  };
 }

@@ -4,33 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Catalog, type CatalogSession } from '../../src/store/catalog.js';
+import { catalogSession as session } from './helpers.js';
 
 const HEADER = ['ID', 'SERVER', 'START (UTC)', 'DURATION', 'CALLS', 'FAILURES', 'VERDICT'];
-
-function session(over: Partial<CatalogSession> & { dir_name: string; session_id: string }): CatalogSession {
-  return {
-    scenario: null,
-    server: 'MCEC',
-    host: null,
-    started_at: '2026-11-25T10:15:00.123Z',
-    ended_at: null,
-    duration_ms: 1200,
-    duration: '1.2 s',
-    last_activity_at: null,
-    status: 'ended',
-    verdict: 'PASS',
-    verdict_reason: null,
-    calls: 3,
-    failures: 0,
-    recovered: 0,
-    pending: 0,
-    warnings: 0,
-    artifacts: 0,
-    fingerprints: '[]',
-    error: null,
-    ...over,
-  };
-}
 
 /** The table as list wrote it in JavaScript before SQLite rendered it: the reference. */
 function referenceTable(rows: CatalogSession[]): string {

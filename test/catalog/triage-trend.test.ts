@@ -11,7 +11,8 @@ import {
   type TriageGroup,
   triage,
 } from '../../src/fleet/triage.js';
-import { Catalog, type CatalogFailure, type CatalogSession } from '../../src/store/catalog.js';
+import { Catalog, type CatalogFailure } from '../../src/store/catalog.js';
+import { catalogSession } from './helpers.js';
 
 const DAY = 86_400_000;
 const T0 = Date.parse('2026-11-20T08:00:00.000Z');
@@ -31,29 +32,18 @@ function catalogOf(runs: Run[]): Catalog {
       const id = `r${String(i).padStart(11, '0')}`;
       const dir = `${start.toISOString().slice(0, 10).replaceAll('-', '')}-${start.toISOString().slice(11, 19).replaceAll(':', '')}-${id}`;
       const fails = r.fails ?? [];
-      const session: CatalogSession = {
+      const session = catalogSession({
         dir_name: dir,
         session_id: id,
         scenario: 'nightly',
-        server: 'MCEC',
-        host: null,
         started_at: start.toISOString(),
         ended_at: new Date(start.getTime() + 30_000).toISOString(),
         duration_ms: 30_000,
         duration: '30 s',
         last_activity_at: new Date(start.getTime() + 30_000).toISOString(),
-        status: 'ended',
         verdict: fails.length > 0 ? 'FAIL' : 'PASS',
-        verdict_reason: null,
-        calls: 3,
         failures: fails.length,
-        recovered: 0,
-        pending: 0,
-        warnings: 0,
-        artifacts: 0,
-        fingerprints: '[]',
-        error: null,
-      };
+      });
       const failures: CatalogFailure[] = fails.map((code, k) => ({
         dir_name: dir,
         seq: k + 1,
