@@ -2,8 +2,8 @@ import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../support/fixture-session.js';
+import { blankPng, noisePng } from '../support/images.js';
 import { externalRequests, hasChromium, images, launchChromium, openLogged } from './browser.js';
-import { blankPng, noisePng, writeImage } from './images.js';
 import { writeReport } from './scenario.js';
 
 const FIVE_MB = 5_000_000;
@@ -40,7 +40,7 @@ describe('report.html size budget', () => {
     const s = FixtureSession.create(root, { sessionId: 'b0d9e7a1c2f3', scenario: '200 captures' });
     s.db.transaction(() => {
       pngs.forEach((png, i) => {
-        const image = writeImage(s, png);
+        const image = s.storePng(png);
         const seq = s.call({
           tool: 'capture',
           args: { title: NOTEPAD.title, n: i },
@@ -49,7 +49,7 @@ describe('report.html size budget', () => {
         s.artifactRow(seq, 'result', image);
         lastGoodSeq = seq;
       });
-      const suspect = writeImage(s, black);
+      const suspect = s.storePng(black);
       failingSeq = s.call({
         tool: 'capture',
         args: { title: NOTEPAD.title },

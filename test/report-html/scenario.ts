@@ -4,7 +4,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { writeReportHtml } from '../../src/report/html/index.js';
 import { FixtureSession, NOTEPAD, SAVE_AS } from '../support/fixture-session.js';
-import { blankPng, windowPng, writeImage } from './images.js';
+import { blankPng, windowPng } from '../support/images.js';
 
 /** Text that would run or fetch something if the page did not escape it. */
 export const HOSTILE = `<img src="http://example.invalid/x.png"><script>window.__pwned = 1</script>`;
@@ -46,7 +46,7 @@ export async function writeScenario(root: string): Promise<Scenario> {
     s.call({ tool: 'windows', args: { processName: 'notepad' }, result: { count: 1, windows: [NOTEPAD] } }),
   );
 
-  const first = writeImage(s, await windowPng('Untitled - Notepad'));
+  const first = s.storePng(await windowPng('Untitled - Notepad'));
   const firstSeq = okCall(
     s.call({ tool: 'capture', args: { title: NOTEPAD.title }, result: { ...s.summaryOf(first, NOTEPAD) } }),
   );
@@ -98,10 +98,7 @@ export async function writeScenario(root: string): Promise<Scenario> {
     }),
   );
 
-  const dialog = writeImage(
-    s,
-    await windowPng('Untitled - Notepad', { dialog: 'Save As', accent: '#6b2fa0' }),
-  );
+  const dialog = s.storePng(await windowPng('Untitled - Notepad', { dialog: 'Save As', accent: '#6b2fa0' }));
   const dialogSeq = okCall(
     s.call({
       tool: 'capture',
@@ -120,7 +117,7 @@ export async function writeScenario(root: string): Promise<Scenario> {
   );
   s.step('open the Save As dialog', 'passed');
 
-  const black = writeImage(s, await blankPng());
+  const black = s.storePng(await blankPng());
   const failingSeq = s.call({
     tool: 'capture',
     args: { title: SAVE_AS.title },

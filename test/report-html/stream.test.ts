@@ -15,7 +15,7 @@ import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readZip } from '../bundle/helpers.js';
 import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../support/fixture-session.js';
-import { noisePng, writeImage } from './images.js';
+import { noisePng } from '../support/images.js';
 import { HOSTILE, writeScenario } from './scenario.js';
 
 /** The whole page (as renderReportHtml builds it) and the streamed one, chunk by chunk, of the session in `dir`. */
@@ -59,7 +59,7 @@ describe('report.html streamed row by row', () => {
     s.db.transaction(() => {
       for (let i = 0; i < 3_000; i++) {
         if (i % 100 === 50) {
-          const image = writeImage(s, pngs[(i - 50) / 100]!);
+          const image = s.storePng(pngs[(i - 50) / 100]!);
           const seq = s.call({
             tool: 'capture',
             args: { title: NOTEPAD.title },

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planThumbnails, type ThumbnailRequest } from '../../src/report/html/thumbnails.js';
+import { noisePng, pngSize, windowPng } from '../support/images.js';
 import { tempDir } from '../support/temp.js';
-import { noisePng, pngSize, windowPng } from './images.js';
 
 describe('planThumbnails', () => {
   let dir: string;

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CaptureSummary, Violation, Warning, WindowInfo } from '../../src/contract/types.js';
-import { ARTIFACTS_DIR, LOG_FILE, sessionDirName, utcStampMillis } from '../../src/paths/naming.js';
+import { ARTIFACTS_DIR, artifactFileName, LOG_FILE, sessionDirName } from '../../src/paths/naming.js';
 import { buildSummary } from '../../src/report/summary.js';
 import type { SessionSummary, SummaryOptions } from '../../src/report/types.js';
 import { openSessionDb, type SessionDb } from '../../src/store/open.js';
@@ -234,15 +234,20 @@ export class FixtureSession {
     )
       .png()
       .toBuffer();
-    const name = `capture-${utcStampMillis(new Date(this.clock))}-${++this.imageCounter}.png`;
+    return this.storePng(png);
+  }
+
+  /** Write `png` into artifacts/ as the recorder would (a UTC-stamped name) and describe it (size from its IHDR). */
+  storePng(png: Buffer): FixtureImage {
+    const name = artifactFileName('capture', new Date(this.clock), ++this.imageCounter, 'png');
     const artifact = `${ARTIFACTS_DIR}/${name}`;
     fs.writeFileSync(path.join(this.dir, artifact), png);
     return {
       artifact,
       sha256: createHash('sha256').update(png).digest('hex'),
       bytes: png.length,
-      width,
-      height,
+      width: png.readUInt32BE(16),
+      height: png.readUInt32BE(20),
     };
   }
 

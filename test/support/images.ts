@@ -231,3 +231,8 @@ export async function windowPng(
   </svg>`;
   return sharp(Buffer.from(svg)).png().toBuffer();
 }
+
+/** Width and height from a PNG's IHDR chunk. */
+export function pngSize(png: Buffer): { width: number; height: number } {
+  return { width: png.readUInt32BE(16), height: png.readUInt32BE(20) };
+}
