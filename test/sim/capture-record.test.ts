@@ -2,35 +2,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { computeBlankCheck } from '../../src/artifacts/index.js';
-import { createSimulator, HANDLES, type Simulator } from '../../src/sim/index.js';
+import { HANDLES } from '../../src/sim/index.js';
 import { PATH_ONLY_CAPTURE_KEYS } from '../support/mcec.js';
-import { call, envelopeFrom, type Loose, request, tempDir, toolsCall } from './helpers.js';
+import { call, envelopeFrom, type Loose, request, simulatorsInTempDir, toolsCall } from './helpers.js';
 
 // The default GIF name is local time (the server uses DateTime.Now): run in a zone that differs from UTC.
 process.env.TZ = 'America/New_York';
 
-const tmp = tempDir();
-afterAll(() => tmp.cleanup());
-
-let n = 0;
 const fixedNow = () => new Date('2026-07-01T23:30:05.123Z');
-function sim(extra: Parameters<typeof createSimulator>[0] = {}): Simulator & { temp: string } {
-  n += 1;
-  const temp = path.join(tmp.dir, `temp-${n}`);
-  fs.mkdirSync(temp, { recursive: true });
-  const s = createSimulator({
-    seed: 7,
-    now: fixedNow,
-    sessionsRoot: path.join(tmp.dir, `root-${n}`),
-    tempDir: temp,
-    modalGraceMs: 20,
-    pollMs: 10,
-    ...extra,
-  });
-  return Object.assign(s, { temp });
-}
+const tmp = simulatorsInTempDir({ seed: 7, now: fixedNow, modalGraceMs: 20, pollMs: 10 });
+const sim = tmp.sim;
 
 describe('capture: targets and regions', () => {
   it('a region capture has the region key order and no window; off every monitor it is black with a warning', async () => {

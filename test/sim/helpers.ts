@@ -1,7 +1,9 @@
+import fs from 'node:fs';
 import http from 'node:http';
-import { expect } from 'vitest';
+import path from 'node:path';
+import { afterAll, expect } from 'vitest';
 import { validateEnvelope } from '../../src/contract/index.js';
-import type { CallToolResult, Simulator } from '../../src/sim/index.js';
+import { type CallToolResult, createSimulator, type Simulator } from '../../src/sim/index.js';
 import { tempDir as makeTempDir, removeDir } from '../support/temp.js';
 
 /** Parsed JSON, loosely typed: tests read deep into results and let the assertions do the checking. */
@@ -55,6 +57,41 @@ export async function call(
 export function tempDir(): { dir: string; cleanup: () => void } {
   const dir = makeTempDir();
   return { dir, cleanup: () => removeDir(dir) };
+}
+
+/** What a test file gives every simulator it makes: createSimulator's options but the dirs (each gets its own). */
+export type SimulatorDefaults = Omit<
+  NonNullable<Parameters<typeof createSimulator>[0]>,
+  'sessionsRoot' | 'tempDir'
+>;
+
+/**
+ * Call once at the top of a test file: a temp dir (`dir`, removed after the file's tests) and `sim`, a fresh
+ * simulator each call with its own artifact root (`root-<n>`) and temp dir (`temp-<n>`, as `temp`) in it,
+ * made with `defaults` and then `extra`.
+ */
+export function simulatorsInTempDir(defaults: SimulatorDefaults = {}): {
+  dir: string;
+  sim: (extra?: SimulatorDefaults) => Simulator & { temp: string };
+} {
+  const { dir, cleanup } = tempDir();
+  afterAll(cleanup);
+  let made = 0;
+  return {
+    dir,
+    sim(extra = {}) {
+      made += 1;
+      const temp = path.join(dir, `temp-${made}`);
+      fs.mkdirSync(temp, { recursive: true });
+      const sim = createSimulator({
+        ...defaults,
+        sessionsRoot: path.join(dir, `root-${made}`),
+        tempDir: temp,
+        ...extra,
+      });
+      return Object.assign(sim, { temp });
+    },
+  };
 }
 
 /** One raw HTTP answer. */

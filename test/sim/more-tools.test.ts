@@ -1,29 +1,17 @@
 /** The tools the server has beyond the common ones, with their real argument names, shapes and codes. */
 import fs from 'node:fs';
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createSimulator, HANDLES, NOTEPAD_TEXT, type Simulator } from '../../src/sim/index.js';
-import { call, type Loose, tempDir } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { HANDLES, NOTEPAD_TEXT } from '../../src/sim/index.js';
+import { call, type Loose, simulatorsInTempDir } from './helpers.js';
 
-const tmp = tempDir();
-afterAll(() => tmp.cleanup());
-
-let n = 0;
-function sim(extra: Parameters<typeof createSimulator>[0] = {}): Simulator {
-  n += 1;
-  const temp = path.join(tmp.dir, `temp-${n}`);
-  fs.mkdirSync(temp, { recursive: true });
-  return createSimulator({
-    seed: 7,
-    now: () => new Date('2026-07-01T23:30:05.123Z'),
-    sessionsRoot: path.join(tmp.dir, `root-${n}`),
-    tempDir: temp,
-    modalGraceMs: 20,
-    pollMs: 10,
-    consentDelayMs: 5,
-    ...extra,
-  });
-}
+const tmp = simulatorsInTempDir({
+  seed: 7,
+  now: () => new Date('2026-07-01T23:30:05.123Z'),
+  modalGraceMs: 20,
+  pollMs: 10,
+  consentDelayMs: 5,
+});
+const sim = tmp.sim;
 
 describe('tools/list as the server lists it', () => {
   it('lists the 22 tools in the server order, sessionId where the server injects it', async () => {

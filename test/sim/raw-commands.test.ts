@@ -1,17 +1,10 @@
 /** The simulator's raw send_command table is MCEC's (SendInputCommand.cs), and its fallback warnings are reachable. */
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createSimulator, SIM_RAW_COMMANDS, type Simulator } from '../../src/sim/index.js';
-import { call, tempDir } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { SIM_RAW_COMMANDS } from '../../src/sim/index.js';
+import { call, simulatorsInTempDir } from './helpers.js';
 
-const tmp = tempDir();
-afterAll(() => tmp.cleanup());
-
-let n = 0;
-function sim(): Simulator {
-  n += 1;
-  return createSimulator({ seed: 3, signIn: true, sessionsRoot: path.join(tmp.dir, `root-${n}`) });
-}
+const tmp = simulatorsInTempDir({ seed: 3, signIn: true });
+const sim = tmp.sim;
 
 describe("the raw command table, as MCEC's", () => {
   it('runs the prefixes, the ctrl chords and VK names; key:, keydown: and keyup: are unknown', async () => {

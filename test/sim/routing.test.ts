@@ -1,22 +1,10 @@
 /** The simulator routes sessions and answers id-less calls the way the real server does (mcec-wire §8). */
-import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../src/sim/index.js';
-import { call, tempDir } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import type { Simulator } from '../../src/sim/index.js';
+import { call, simulatorsInTempDir } from './helpers.js';
 
-const tmp = tempDir();
-afterAll(() => tmp.cleanup());
-
-let n = 0;
-function sim(): Simulator {
-  n += 1;
-  return createSimulator({
-    seed: 11,
-    now: () => new Date('2026-07-01T23:30:05.123Z'),
-    sessionsRoot: path.join(tmp.dir, `root-${n}`),
-    pollMs: 5,
-  });
-}
+const tmp = simulatorsInTempDir({ seed: 11, now: () => new Date('2026-07-01T23:30:05.123Z'), pollMs: 5 });
+const sim = tmp.sim;
 
 const HEX12 = /^[0-9a-f]{12}$/;
 

@@ -1,17 +1,10 @@
-import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, describe, expect, it } from 'vitest';
-import { createSimulator, type Simulator } from '../../src/sim/index.js';
-import { call, type Loose, tempDir } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import type { Simulator } from '../../src/sim/index.js';
+import { call, type Loose, simulatorsInTempDir } from './helpers.js';
 
-const tmp = tempDir();
-afterAll(() => tmp.cleanup());
-
-let n = 0;
-function sim(): Simulator {
-  n += 1;
-  return createSimulator({ seed: 3, signIn: true, sessionsRoot: path.join(tmp.dir, `root-${n}`) });
-}
+const tmp = simulatorsInTempDir({ seed: 3, signIn: true });
+const sim = tmp.sim;
 
 /** The window capture's pixels (RGB) and the rectangle of an element in them (window-relative). */
 async function captureOf(

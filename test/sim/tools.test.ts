@@ -1,31 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { validateCaptureSummary } from '../../src/contract/index.js';
-import { createSimulator, HANDLES, NOTEPAD_TEXT, type Simulator, TOOLS } from '../../src/sim/index.js';
+import { createSimulator, HANDLES, NOTEPAD_TEXT, TOOLS } from '../../src/sim/index.js';
 import { INLINE_CAPTURE_KEYS } from '../support/mcec.js';
-import { call, type Loose, tempDir } from './helpers.js';
+import { call, type Loose, simulatorsInTempDir } from './helpers.js';
 
 // Artifact and session names are UTC: run in a zone where local time differs.
 process.env.TZ = 'America/New_York';
 
-const tmp = tempDir();
-afterAll(() => tmp.cleanup());
-
-let n = 0;
 const fixedNow = () => new Date('2026-07-01T23:30:05.123Z');
-function sim(extra: Parameters<typeof createSimulator>[0] = {}): Simulator {
-  n += 1;
-  return createSimulator({
-    seed: 7,
-    now: fixedNow,
-    sessionsRoot: path.join(tmp.dir, `root-${n}`),
-    modalGraceMs: 20,
-    pollMs: 10,
-    ...extra,
-  });
-}
+const tmp = simulatorsInTempDir({ seed: 7, now: fixedNow, modalGraceMs: 20, pollMs: 10 });
+const sim = tmp.sim;
 
 describe('tools/list', () => {
   it('lists every tool with a name, a description and an object inputSchema that allows sessionId when routed', async () => {
