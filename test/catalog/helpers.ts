@@ -1,28 +1,17 @@
 /** Helpers of the catalog suites: a scratch root on tmpfs when there is one, the CLI, the listing schema. */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { CatalogSession } from '../../src/store/catalog.js';
 import { BUNDLE_CLI, type ChildRun, ROOT, runNodeSync } from '../support/programs.js';
-import { tempDir } from '../support/temp.js';
+import { tmpfsTempDir } from '../support/temp.js';
 
 export { ROOT, runNode } from '../support/programs.js';
 export const CLI = BUNDLE_CLI;
 
-/**
- * A scratch dir on tmpfs when the machine has one: fleets write thousands of logs, and each log's close
- * costs a checkpoint sync on this VM's disk, which says nothing about the catalog.
- */
+/** A scratch root on tmpfs when there is one: fleets write thousands of logs. */
 export function scratchRoot(): string {
-  for (const base of ['/dev/shm', os.tmpdir()]) {
-    try {
-      return tempDir('mcec-cat-', base);
-    } catch {
-      // not writable here: try the next
-    }
-  }
-  throw new Error('no writable temp dir');
+  return tmpfsTempDir('mcec-cat-');
 }
 
 export type Run = ChildRun;

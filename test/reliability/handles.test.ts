@@ -5,36 +5,21 @@
  * every call of every session is in its log and nothing is counted lost.
  */
 import { spawnSync } from 'node:child_process';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listSessions } from '../../src/store/session-reader.js';
-import { tempDir } from '../support/temp.js';
+import { tmpfsTempDir } from '../support/temp.js';
 import { removeRoot, reportFigure } from './helpers.js';
 
 const CHILD = fileURLToPath(new URL('./fixtures/many-sessions-child.mjs', import.meta.url));
 const SESSIONS = 5000;
 const CALLS = 2;
 
-/**
- * A tmpfs root when the machine has one: the suite is about descriptors, and 10,000 log closes on this VM's
- * disk cost two minutes of fsync (a checkpoint per close), which says nothing about handles.
- */
-function scratchRoot(): string {
-  for (const base of ['/dev/shm', os.tmpdir()]) {
-    try {
-      return tempDir('mcec-fd-', base);
-    } catch {
-      // not writable here: try the next
-    }
-  }
-  throw new Error('no writable temp dir');
-}
-
 describe('handles: 5,000 sessions in one process under ulimit -n 256', () => {
-  const root = scratchRoot();
+  // On tmpfs: the suite is about descriptors, and 10,000 log closes on a VM's disk cost two minutes of fsync.
+  const root = tmpfsTempDir('mcec-fd-');
   afterAll(() => removeRoot(root));
 
   it('records every call of every session, ended and open, and counts nothing lost', () => {

@@ -8,30 +8,18 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSimulator } from '../../src/sim/index.js';
 import { listSessions } from '../../src/store/session-reader.js';
 import { ROOT } from '../support/programs.js';
-import { tempDir } from '../support/temp.js';
+import { tmpfsTempDir } from '../support/temp.js';
 import { removeRoot, reportFigure } from './helpers.js';
 
 const RECORD_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
 const SESSIONS = 1000;
 const CLIENTS = 32;
-
-function scratchRoot(): string {
-  for (const base of ['/dev/shm', os.tmpdir()]) {
-    try {
-      return tempDir('mcec-pfd-', base);
-    } catch {
-      // not writable here: try the next
-    }
-  }
-  throw new Error('no writable temp dir');
-}
 
 /** One tools/call; the simulator's own 503 (over its 16 requests in flight, as MCEC) is tried again. */
 async function rpcCall(
@@ -75,7 +63,7 @@ function rpcOnce(agent: http.Agent, url: URL, id: number, name: string, args: ob
 }
 
 describe('handles: the HTTP proxy under ulimit -n 256', () => {
-  const root = scratchRoot();
+  const root = tmpfsTempDir('mcec-pfd-');
   afterAll(() => removeRoot(root));
 
   it('32 keep-alive clients, 1,000 open sessions: no 502, every call recorded', async () => {
