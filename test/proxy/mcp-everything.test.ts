@@ -16,12 +16,12 @@ import {
   ElicitRequestSchema,
   ListRootsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { replaySession } from '../../src/replay/index.js';
 import { isProcessAlive } from '../../src/store/session-reader.js';
-import { tempDir } from '../support/temp.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
 import { deadPort, waitFor } from './helpers.js';
 import { readSessions } from './sim-script.js';
 
@@ -30,15 +30,7 @@ const EVERYTHING = require.resolve('@modelcontextprotocol/server-everything/dist
 const MCEC_RECORD = path.resolve('dist/cli/mcec-record.js');
 const MCEC_BUNDLE = path.resolve('dist/cli/mcec-bundle.js');
 
-let tmp: string;
-const cleanups: Array<() => Promise<void> | void> = [];
-beforeEach(() => {
-  tmp = tempDir('mcp-everything-');
-});
-afterEach(async () => {
-  while (cleanups.length) await Promise.resolve(cleanups.pop()!()).catch(() => {});
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const temp = tempDirPerTest('mcp-everything-');
 
 /** server-everything over Streamable HTTP on a free port; resolves once it listens. */
 async function startEverythingHttp(): Promise<{ url: string; child: ChildProcess }> {
@@ -47,7 +39,7 @@ async function startEverythingHttp(): Promise<{ url: string; child: ChildProcess
     env: { ...process.env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  cleanups.push(() => {
+  temp.defer(() => {
     child.kill();
   });
   await new Promise<void>((resolve, reject) => {
@@ -180,10 +172,10 @@ describe('the SDK client and server-everything through the proxies', () => {
     const expected = await converse(direct);
     await direct.close();
 
-    const sessionsDir = path.join(tmp, 'sessions');
+    const sessionsDir = path.join(temp.dir, 'sessions');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
     const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    cleanups.push(() => proxy.close());
+    temp.defer(() => proxy.close());
     const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
     const got = await converse(client);
     await client.close(); // DELETE of the MCP session, passed through
@@ -211,7 +203,7 @@ describe('the SDK client and server-everything through the proxies', () => {
     // A replay of the recording answers the same conversation with the server's own results: plain
     // CallToolResults as recorded (the image's bytes back from artifacts/), no MCEC envelope added.
     const replay = await replaySession(recorded(sessionsDir)[0]!.dir, { http: { port: 0 }, order: 'strict' });
-    cleanups.push(async () => {
+    temp.defer(async () => {
       await replay.close();
     });
     const replayed = await connect(new StreamableHTTPClientTransport(new URL(replay.url)));
@@ -228,7 +220,7 @@ describe('the SDK client and server-everything through the proxies', () => {
     const expected = await converse(direct);
     await direct.close();
 
-    const sessionsDir = path.join(tmp, 'sessions');
+    const sessionsDir = path.join(temp.dir, 'sessions');
     fs.mkdirSync(sessionsDir);
     const transport = new StdioClientTransport({
       command: process.execPath,
@@ -252,10 +244,10 @@ describe('the SDK client and server-everything through the proxies', () => {
 
   it('a failed run of server-everything reads well: no window, display, envelope, observation or MCEC next step', async () => {
     const server = await startEverythingHttp();
-    const sessionsDir = path.join(tmp, 'sessions');
+    const sessionsDir = path.join(temp.dir, 'sessions');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
     const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    cleanups.push(() => proxy.close());
+    temp.defer(() => proxy.close());
     const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
     await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
     await client.callTool({ name: 'get-tiny-image', arguments: {} });
