@@ -9,9 +9,8 @@ import type Token from 'markdown-it/lib/token.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
 import { renderBugReport } from '../../src/report/render.js';
-import { buildSummary } from '../../src/report/summary.js';
-import { SessionReader } from '../../src/store/session-reader.js';
 import { readSessions } from '../proxy/sim-script.js';
+import { summaryOfSession } from '../support/fixture-session.js';
 import { scriptRecordedThroughHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
@@ -35,12 +34,7 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 async function bugReportOf(dir: string): Promise<string> {
-  const reader = SessionReader.open(dir);
-  try {
-    return await renderBugReport(await buildSummary(reader));
-  } finally {
-    reader.close();
-  }
+  return renderBugReport(await summaryOfSession(dir));
 }
 
 /** The tokens of one heading's section (from its heading_close to the next heading_open). */

@@ -9,9 +9,8 @@ import type Token from 'markdown-it/lib/token.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../src/demo/index.js';
 import { renderFailureSummary } from '../../src/report/render.js';
-import { buildSummary } from '../../src/report/summary.js';
-import { SessionReader } from '../../src/store/session-reader.js';
 import { readSessions } from '../proxy/sim-script.js';
+import { summaryOfSession } from '../support/fixture-session.js';
 import { scriptRecordedThroughHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
@@ -38,12 +37,7 @@ beforeAll(() => {
 afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
 async function summaryOf(dir: string): Promise<string> {
-  const reader = SessionReader.open(dir);
-  try {
-    return await renderFailureSummary(await buildSummary(reader));
-  } finally {
-    reader.close();
-  }
+  return renderFailureSummary(await summaryOfSession(dir));
 }
 
 /** The tokens of one `##` section (from its heading to the next heading). */
@@ -151,9 +145,7 @@ describe('failure-summary.md rendered by markdown-it', () => {
   it("a proxied session's: the same structure, arguments without the routing id", async () => {
     const { sessionsDir, sessionId: sid } = await scriptRecordedThroughHttpProxy(tmp);
     const session = readSessions(sessionsDir).find((s) => s.calls.some((c) => c.tool === 'capture'))!;
-    const reader = SessionReader.open(session.dir);
-    const detail = (await buildSummary(reader)).failingCall?.detail;
-    reader.close();
+    const detail = (await summaryOfSession(session.dir)).failingCall?.detail;
     expect(detail).toBeTruthy();
     const text = await summaryOf(session.dir);
     const tokens = checkStructure(text, detail!.slice(0, 60), ['Image from the failing call']);

@@ -6,12 +6,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
-import { buildSummary, renderBugReport, renderFailureSummary } from '../../src/report/index.js';
+import { renderBugReport, renderFailureSummary } from '../../src/report/index.js';
 import type { SessionSummary } from '../../src/report/types.js';
 import { createSimulator } from '../../src/sim/index.js';
-import { resolveSession, SessionReader } from '../../src/store/session-reader.js';
+import { resolveSession } from '../../src/store/session-reader.js';
 import { killWhenReady } from '../support/crash.js';
-import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
+import { makeSessionsDir, removeDir, summaryOfSession } from '../support/fixture-session.js';
 
 let root: string;
 let sessionsDir: string;
@@ -42,12 +42,7 @@ async function recordedSession(scenario = 'save in Notepad') {
 async function summarize(sessionId: string): Promise<{ summary: SessionSummary; dir: string }> {
   const found = resolveSession(sessionsDir, sessionId);
   if (!found.ok) throw new Error(found.message);
-  const reader = SessionReader.open(found.session.dir);
-  try {
-    return { summary: await buildSummary(reader), dir: found.session.dir };
-  } finally {
-    reader.close();
-  }
+  return { summary: await summaryOfSession(found.session.dir), dir: found.session.dir };
 }
 
 function sha256File(file: string): string {

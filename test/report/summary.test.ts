@@ -594,8 +594,7 @@ describe("another MCP server's failures", () => {
       oldPlainFailure('echo'),
       { ...ended, tool: 'add', args: '{"a":1}' },
     ]);
-    const reader = SessionReader.open(dir);
-    const s = await buildSummary(reader).finally(() => reader.close());
+    const s = await summaryOfSession(dir);
     expect(s.verdictReason).toBe('call #1 echo failed (tool-error) and no later echo call succeeded');
     expect(s.failures.map((f) => [f.seq, f.code, f.category])).toEqual([[1, 'tool-error', null]]);
     expect(s.failingCall).toMatchObject({ seq: 1, code: 'tool-error', category: null });
@@ -614,8 +613,7 @@ describe("another MCP server's failures", () => {
       oldPlainFailure('add'),
       oldPlainFailure('add'),
     ]);
-    const reader = SessionReader.open(dir);
-    const s = await buildSummary(reader).finally(() => reader.close());
+    const s = await summaryOfSession(dir);
     expect(s.verdictReason).toBe(
       '2 failures were not recovered by a later success of the same tool; the last: call #5 add (tool-error)',
     );
@@ -635,8 +633,7 @@ describe("another MCP server's failures", () => {
       kill('b'),
       { ...ended, tool: 'kill', args: '{"process":"c"}' },
     ]);
-    const reader = SessionReader.open(dir);
-    const s = await buildSummary(reader).finally(() => reader.close());
+    const s = await summaryOfSession(dir);
     expect(s.verdictReason).toBe('2 of 2 failures were recovered by a later success of the same tool');
     const lone = plainLog('a1b2c3d4e5fa', [{ ...ended, tool: 'kill', args: '{"process":"c"}' }, kill('a')]);
     const again = SessionReader.open(lone);
