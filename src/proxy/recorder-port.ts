@@ -61,6 +61,7 @@ function heldBackOn(room: Promise<void>): Set<() => void> {
   if (!held) {
     const requests = new Set<() => void>();
     const release = () => {
+      heldBack.delete(room); // a recorder that hands this promise out again lets its requests go at once
       for (const goOn of requests) goOn();
     };
     room.then(release, release);

@@ -8,6 +8,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
+import { SECRET_BUDGET } from '../redact/secret-store.js';
 import { Waiters } from '../util/waiters.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
@@ -109,6 +110,29 @@ const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
  */
 const ROOM_HIGH_CHARS = 1024 * 1024;
 
+/** Events posted even at the cap: what an agent declares of its run (declarations.ts). */
+const DECLARED_KINDS: ReadonlySet<string> = new Set(['step', 'verdict']);
+
+/** What was counted instead of posted while at the cap. */
+interface Gap {
+  toolCalls: number;
+  /** Requests with an id, tools/call among them. */
+  requests: number;
+  /** Notifications, exchanges without a request, notes, events. */
+  others: number;
+  since: number;
+  last: number;
+  secrets: Set<string>;
+}
+
+function isToolCall(request: unknown): boolean {
+  return (
+    typeof request === 'object' &&
+    request !== null &&
+    (request as { method?: unknown }).method === 'tools/call'
+  );
+}
+
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 
 class WorkerRecorderImpl implements WorkerRecorder {
@@ -124,8 +148,8 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private readonly maxUntaken: number;
   private readonly roomHigh: number;
   private readonly roomWaiters = new Waiters();
-  /** What was not posted while the JSON held was at its cap, since when; said once the worker catches up. */
-  private gap: { requests: number; others: number; since: number } | undefined;
+  /** What was not posted while the JSON held was at its cap, and when; said once the worker catches up. */
+  private gap: Gap | undefined;
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
@@ -168,7 +192,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     if (this.closed || this.stopped !== undefined) return NOOP_EXCHANGE;
     if (this.atCap()) {
-      this.notPosted('request');
+      this.notPosted(isToolCall(request) ? 'tool-call' : 'request');
       return NOOP_EXCHANGE;
     }
     // The methods hold `exchange`, the registered object: it lives while any of them can still be called.
@@ -231,16 +255,19 @@ class WorkerRecorderImpl implements WorkerRecorder {
     return this.untaken + this.batchedAnswers >= this.maxUntaken;
   }
 
-  private notPosted(what: 'request' | 'other'): void {
+  private notPosted(what: 'tool-call' | 'request' | 'other'): void {
+    const now = Date.now();
     if (!this.gap) {
-      this.gap = { requests: 0, others: 0, since: Date.now() };
+      this.gap = { toolCalls: 0, requests: 0, others: 0, since: now, last: now, secrets: new Set() };
       this.stderr(
         `mcec-recorder: the recorder's thread holds ${this.maxUntaken} chars of JSON it has not taken (its ` +
           'cap): calls are forwarded but not recorded until it catches up (a recording-gap event will say how many)',
       );
     }
-    if (what === 'request') this.gap.requests += 1;
-    else this.gap.others += 1;
+    if (what === 'other') this.gap.others += 1;
+    else this.gap.requests += 1;
+    if (what === 'tool-call') this.gap.toolCalls += 1;
+    this.gap.last = now;
   }
 
   /** Once the worker is back under half its cap (or at close), the gap is recorded: how many, and when. */
@@ -248,12 +275,14 @@ class WorkerRecorderImpl implements WorkerRecorder {
     const gap = this.gap;
     if (!gap || (!force && this.untaken + this.batchedAnswers > this.maxUntaken / 2)) return;
     this.gap = undefined;
+    for (const secret of gap.secrets) this.post({ op: 'header-secret', secret });
     const detail = {
       reason: `the recorder's thread held ${this.maxUntaken} chars of JSON it had not taken (its cap)`,
+      toolCalls: gap.toolCalls,
       requests: gap.requests,
       otherMessages: gap.others,
       from: new Date(gap.since).toISOString(),
-      to: new Date().toISOString(),
+      to: new Date(gap.last).toISOString(),
     };
     this.post({ op: 'event', sessionId: undefined, kind: 'recording-gap', detail });
   }
@@ -271,11 +300,21 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
-    if (this.atCap()) this.notPosted('other');
+    // An agent's declared step or verdict is posted even at the cap: small, rare, and what its run is judged by.
+    if (this.atCap() && !DECLARED_KINDS.has(kind)) this.notPosted('other');
     else this.post({ op: 'event', sessionId, kind, detail });
   }
 
   rememberHeaderSecret(secret: string): void {
+    // At the cap a bearer token is kept (each once, at most as many as the redactor's pool holds) and posted
+    // before the gap's event: nothing from the requests it came with is recorded meanwhile.
+    if (this.gap && this.atCap()) {
+      const { secrets } = this.gap;
+      secrets.delete(secret);
+      secrets.add(secret);
+      if (secrets.size > SECRET_BUDGET.header) secrets.delete(secrets.values().next().value as string);
+      return;
+    }
     this.post({ op: 'header-secret', secret });
   }
 

@@ -494,7 +494,8 @@ export class SessionReader {
   /** Counts and sums over the whole log, in SQL. */
   stats(): SessionStats {
     // One scan of the calls (each scan reads every row's pages, payloads included), and the other tables'
-    // counts in the same statement: one statement to prepare per log, not five.
+    // counts in the same statement: one statement to prepare per log, not five. A proxy's recording gap counts
+    // as a record failure, its tool calls as lost.
     const sums = this.stmt(
       `SELECT count(*) AS calls, max(seq) AS lastSeq, coalesce(sum(payload_dropped), 0) AS dropped,
           coalesce(sum(CASE WHEN violations IS NOT NULL AND json_valid(violations)
@@ -503,9 +504,10 @@ export class SessionReader {
           count(*) FILTER (WHERE status = 'ok') AS ok, count(*) FILTER (WHERE status = 'failed') AS failed,
           count(*) FILTER (WHERE status = 'fault') AS fault, count(*) FILTER (WHERE status = 'pending') AS pending,
           (SELECT count(*) FROM warnings) AS warnings, (SELECT count(*) FROM artifacts) AS artifacts,
-          (SELECT count(*) FROM events WHERE kind = 'record-failure') AS recordFailures,
-          (SELECT coalesce(sum(CASE WHEN json_valid(detail) THEN coalesce(json_extract(detail, '$.lost'), 0)
-            ELSE 0 END), 0) FROM events WHERE kind = 'record-failure') AS lost,
+          (SELECT count(*) FROM events WHERE kind IN ('record-failure', 'recording-gap')) AS recordFailures,
+          (SELECT coalesce(sum(CASE WHEN NOT json_valid(detail) THEN 0 WHEN kind = 'record-failure'
+            THEN coalesce(json_extract(detail, '$.lost'), 0) ELSE coalesce(json_extract(detail, '$.toolCalls'), 0)
+            END), 0) FROM events WHERE kind IN ('record-failure', 'recording-gap')) AS lost,
           (SELECT max(at) FROM events) AS lastEventAt
          FROM calls`,
     ).get() as {

@@ -88,6 +88,20 @@ describe('recorderRoom', () => {
     expect(reactions).toBe(1);
   });
 
+  it('a room promise handed out again after it resolved lets each later request go at once', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const resolved = Promise.resolve();
+    const recorder = { room: () => resolved } as unknown as ProxyRecorder;
+    for (let i = 0; i < 3; i++) {
+      let wentOn = false;
+      void recorderRoom(recorder)?.then(() => {
+        wentOn = true;
+      });
+      await vi.advanceTimersByTimeAsync(0); // microtasks only: no waiting out ROOM_WAIT_MS
+      expect(wentOn).toBe(true);
+    }
+  });
+
   it('a recorder whose room() throws never holds a request back', () => {
     const recorder = {
       room: () => {

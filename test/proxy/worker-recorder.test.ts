@@ -11,6 +11,7 @@ import { startHttpProxy } from '../../src/proxy/http.js';
 import type { ProxyRecorder } from '../../src/proxy/recorder-port.js';
 import { createRecorder } from '../../src/record/index.js';
 import { expectEventsValid } from '../record/helpers.js';
+import { summaryOfSession } from '../support/fixture-session.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 import { simOnHttp } from '../support/sim-http-proxy.js';
 import { post } from './helpers.js';
@@ -158,8 +159,15 @@ describe('the recorder in a worker thread', () => {
     // Past the cap a request is not posted at all, only counted: the gap says how many.
     const gaps = events.filter((e) => e.kind === 'recording-gap');
     expect(gaps).toHaveLength(1);
-    const gap = gaps[0]!.detail as { requests: number; otherMessages: number; from: string; to: string };
+    const gap = gaps[0]!.detail as {
+      toolCalls: number;
+      requests: number;
+      otherMessages: number;
+      from: string;
+      to: string;
+    };
     expect(gap.requests).toBeGreaterThan(0);
+    expect(gap.toolCalls).toBe(0); // pings
     expect(gap.requests).toBeLessThanOrEqual(60);
     const pings = events.filter((e) => e.kind === 'exchange' && e.detail.method === 'ping');
     expect(pings.length - 1 + gap.requests).toBe(60); // the script's own ping is recorded too
@@ -194,10 +202,15 @@ describe('the recorder in a worker thread', () => {
       result: { content: [{ type: 'text', text: `ok ${id}` }] },
     });
     const total = 3_000;
+    const kept = 'tok-kept-3b9f2e71c04d5a86';
     for (let id = 1; id <= total; id++) {
+      // A bearer token per request, as the HTTP proxy tells them: kept while at the cap, not posted each time.
+      worker.rememberHeaderSecret(id === total ? kept : `tok-${id}-${'z'.repeat(64)}`);
       worker.beginExchange(request(id), { transport: 'stdio' }).complete(answer(id));
       if (id % 200 === 0) await new Promise((r) => setTimeout(r, 15)); // a flush now and then, as in a proxy
     }
+    // An agent's declared step is posted even at the cap.
+    worker.event(undefined, 'step', { name: 'after the stall', status: 'ok' });
     fs.writeFileSync(release, '');
     // Once the worker has caught up, calls are recorded again.
     let room = worker.room();
@@ -205,17 +218,32 @@ describe('the recorder in a worker thread', () => {
       await room;
       room = worker.room();
     }
-    worker.beginExchange(request(total + 1), { transport: 'stdio' }).complete(answer(total + 1));
+    // The token told during the gap reached the redactor: an answer echoing it is stored scrubbed.
+    const echo = {
+      jsonrpc: '2.0',
+      id: total + 1,
+      result: { content: [{ type: 'text', text: `token ${kept}` }] },
+    };
+    worker.beginExchange(request(total + 1), { transport: 'stdio' }).complete(echo);
     await worker.close();
     const sessions = readSessions(dir);
     const calls = sessions.flatMap((s) => s.calls);
-    const gap = sessions.flatMap((s) => s.events).find((e) => e.kind === 'recording-gap');
+    const events = sessions.flatMap((s) => s.events);
+    const gap = events.find((e) => e.kind === 'recording-gap');
     expect(gap).toBeDefined();
-    const counted = (gap!.detail as { requests: number }).requests;
+    const { toolCalls, requests } = gap!.detail as { toolCalls: number; requests: number };
+    expect(toolCalls).toBe(requests);
     // About 20,000 chars of ~150-char calls were held; the rest were counted, not kept.
     expect(calls.length).toBeLessThan(400);
-    expect(calls.length + counted).toBe(total + 1);
+    expect(calls.length + toolCalls).toBe(total + 1);
     expect(calls.at(-1)?.args).toContain(`"id":${total + 1}`);
+    expect(allText(dir)).not.toContain(kept);
+    expect(events.filter((e) => e.kind === 'step').map((e) => e.detail.name)).toEqual(['after the stall']);
+    // Read back, the gap is a record failure and its tool calls are lost calls.
+    const summary = await summaryOfSession(sessions[0]!.dir);
+    expect(summary.counts.lostCalls).toBe(toolCalls);
+    expect(summary.counts.recordFailures).toBe(1);
+    for (const session of sessions) expectEventsValid(session.dir);
   });
 
   it('past its room mark a stalled worker makes room() wait until the worker takes the JSON again', async () => {
