@@ -12,6 +12,12 @@ import type { SessionRegistry } from './session-registry.js';
 import type { RecordStage } from './types.js';
 import { withoutImageBytes } from './values.js';
 
+/**
+ * Events about the whole recorder, not one connection: a proxy's recording gap (worker-recorder.ts) may have
+ * cost any open session calls, so it goes into each of them.
+ */
+const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set(['recording-gap']);
+
 /** A call's event (a streamed notification, a server request) is clipped to this. */
 const MAX_CALL_EVENT_CHARS = 64 * 1024;
 
@@ -39,7 +45,8 @@ export class EventRecording {
     const stored = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
     const id = sessionId?.trim();
     if (!id) {
-      registry.connectionEvent(kind, stored, at);
+      if (!(RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)))
+        registry.connectionEvent(kind, stored, at);
       return;
     }
     const s = registry.obtain(id, 'argument', at);

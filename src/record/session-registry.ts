@@ -402,6 +402,17 @@ export class SessionRegistry {
     this.preamble.writeInto(s);
   }
 
+  /** An event about the whole recorder (a proxy's recording gap): into every open session; false if none is. */
+  noteInOpenSessions(kind: string, detail: unknown, at: Date): boolean {
+    let noted = false;
+    for (const s of this.sessions.values()) {
+      if (s.status !== 'open') continue;
+      s.note(kind, detail, null, at);
+      noted = true;
+    }
+    return noted;
+  }
+
   /** An event of the connection: into its current session, or kept for the first session a call lands in. */
   connectionEvent(kind: string, detail: unknown, at: Date): void {
     if (this.current) this.current.note(kind, detail, null, at);

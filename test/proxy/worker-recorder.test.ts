@@ -246,6 +246,46 @@ describe('the recorder in a worker thread', () => {
     for (const session of sessions) expectEventsValid(session.dir);
   });
 
+  it('a recording gap goes into every session open during it', async () => {
+    const release = path.join(temp.dir, 'release');
+    const dir = path.join(temp.dir, 'gap-sessions');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 20_000 },
+    );
+    await worker.ready();
+    const call = (id: number, sessionId: string) => {
+      const request = {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'get-state', arguments: { sessionId } },
+      };
+      worker
+        .beginExchange(request, { transport: 'stdio' })
+        .complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }] } });
+    };
+    call(1, 'gap-alpha');
+    call(2, 'gap-beta');
+    worker.event(undefined, 'hold', {});
+    for (let id = 3; id < 400; id++) {
+      call(id, id % 2 ? 'gap-alpha' : 'gap-beta');
+      if (id % 50 === 0) await new Promise((r) => setTimeout(r, 15)); // flushes, as in a proxy
+    }
+    fs.writeFileSync(release, '');
+    await worker.close();
+    const sessions = readSessions(dir);
+    const byId = new Map(sessions.map((s) => [s.session.session_id, s]));
+    for (const id of ['gap-alpha', 'gap-beta']) {
+      const gaps = byId.get(id)?.events.filter((e) => e.kind === 'recording-gap') ?? [];
+      expect(gaps, id).toHaveLength(1);
+    }
+    const counted = (
+      byId.get('gap-alpha')!.events.find((e) => e.kind === 'recording-gap')!.detail as { toolCalls: number }
+    ).toolCalls;
+    expect(sessions.flatMap((s) => s.calls).length + counted).toBe(399);
+  });
+
   it('past its room mark a stalled worker makes room() wait until the worker takes the JSON again', async () => {
     const release = path.join(temp.dir, 'release');
     const dir = path.join(temp.dir, 'paced');
