@@ -402,11 +402,14 @@ export class SessionRegistry {
     this.preamble.writeInto(s);
   }
 
-  /** An event about the whole recorder (a proxy's recording gap): into every open session; false if none is. */
+  /**
+   * An event about the whole recorder (a proxy's recording gap): into every open session that holds a call
+   * (one without is never written); false if there is none.
+   */
   noteInOpenSessions(kind: string, detail: unknown, at: Date): boolean {
     let noted = false;
     for (const s of this.sessions.values()) {
-      if (s.status !== 'open') continue;
+      if (s.status !== 'open' || s.counts.calls === 0) continue;
       s.note(kind, detail, null, at);
       noted = true;
     }

@@ -8,7 +8,7 @@
 
 import { Worker } from 'node:worker_threads';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
-import { SECRET_BUDGET } from '../redact/secret-store.js';
+import { MAX_SCRUBBED_SECRET, SECRET_BUDGET } from '../redact/secret-store.js';
 import { Waiters } from '../util/waiters.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
@@ -112,6 +112,8 @@ const ROOM_HIGH_CHARS = 1024 * 1024;
 
 /** Events posted even at the cap: what an agent declares of its run (declarations.ts). */
 const DECLARED_KINDS: ReadonlySet<string> = new Set(['step', 'verdict']);
+/** Declared events posted in one gap at most (each clipped to a few KB): past it they are counted. */
+const GAP_DECLARED = 1000;
 
 /** What was counted instead of posted while at the cap. */
 interface Gap {
@@ -120,6 +122,8 @@ interface Gap {
   requests: number;
   /** Notifications, exchanges without a request, notes, events. */
   others: number;
+  /** Declared steps and verdicts that came at the cap (posted up to GAP_DECLARED). */
+  declared: number;
   since: number;
   last: number;
   secrets: Set<string>;
@@ -255,27 +259,55 @@ class WorkerRecorderImpl implements WorkerRecorder {
     return this.untaken + this.batchedAnswers >= this.maxUntaken;
   }
 
+  /** True while a declared event may still be posted in this gap (counted against GAP_DECLARED). */
+  private declaredAtCap(): boolean {
+    const gap = this.openGap();
+    gap.declared += 1;
+    return gap.declared <= GAP_DECLARED;
+  }
+
   private notPosted(what: 'tool-call' | 'request' | 'other'): void {
-    const now = Date.now();
+    const gap = this.openGap();
+    if (what === 'other') gap.others += 1;
+    else gap.requests += 1;
+    if (what === 'tool-call') gap.toolCalls += 1;
+    gap.last = Date.now();
+  }
+
+  private openGap(): Gap {
     if (!this.gap) {
-      this.gap = { toolCalls: 0, requests: 0, others: 0, since: now, last: now, secrets: new Set() };
+      const now = Date.now();
+      this.gap = {
+        toolCalls: 0,
+        requests: 0,
+        others: 0,
+        declared: 0,
+        since: now,
+        last: now,
+        secrets: new Set(),
+      };
       this.stderr(
         `mcec-recorder: the recorder's thread holds ${this.maxUntaken} chars of JSON it has not taken (its ` +
           'cap): calls are forwarded but not recorded until it catches up (a recording-gap event will say how many)',
       );
     }
-    if (what === 'other') this.gap.others += 1;
-    else this.gap.requests += 1;
-    if (what === 'tool-call') this.gap.toolCalls += 1;
-    this.gap.last = now;
+    return this.gap;
+  }
+
+  /** Tokens kept at the cap go as soon as it is left: before any request that is posted again. */
+  private postKeptSecrets(): void {
+    const secrets = this.gap?.secrets;
+    if (!secrets || secrets.size === 0 || this.atCap()) return;
+    for (const secret of secrets) this.post({ op: 'header-secret', secret });
+    secrets.clear();
   }
 
   /** Once the worker is back under half its cap (or at close), the gap is recorded: how many, and when. */
   private closeGap(force: boolean): void {
     const gap = this.gap;
     if (!gap || (!force && this.untaken + this.batchedAnswers > this.maxUntaken / 2)) return;
+    this.postKeptSecrets();
     this.gap = undefined;
-    for (const secret of gap.secrets) this.post({ op: 'header-secret', secret });
     const detail = {
       reason: `the recorder's thread held ${this.maxUntaken} chars of JSON it had not taken (its cap)`,
       toolCalls: gap.toolCalls,
@@ -300,8 +332,9 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
-    // An agent's declared step or verdict is posted even at the cap: small, rare, and what its run is judged by.
-    if (this.atCap() && !DECLARED_KINDS.has(kind)) this.notPosted('other');
+    // An agent's declared steps and verdicts are posted even at the cap (what its run is judged by), up to
+    // GAP_DECLARED of them: past that they are counted too.
+    if (this.atCap() && !(DECLARED_KINDS.has(kind) && this.declaredAtCap())) this.notPosted('other');
     else this.post({ op: 'event', sessionId, kind, detail });
   }
 
@@ -309,6 +342,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     // At the cap a bearer token is kept (each once, at most as many as the redactor's pool holds) and posted
     // before the gap's event: nothing from the requests it came with is recorded meanwhile.
     if (this.gap && this.atCap()) {
+      if (secret.length > MAX_SCRUBBED_SECRET) return; // the redactor would not keep it either
       const { secrets } = this.gap;
       secrets.delete(secret);
       secrets.add(secret);
@@ -391,6 +425,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (message.op === 'stderr') this.stderr(message.line);
     else if (message.op === 'taken') {
       this.untaken -= message.chars;
+      this.postKeptSecrets();
       this.closeGap(false);
       this.wakeRoomWaiters(false);
     } else if (message.op === 'ready') this.settleReady?.();

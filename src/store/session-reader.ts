@@ -505,9 +505,9 @@ export class SessionReader {
           count(*) FILTER (WHERE status = 'fault') AS fault, count(*) FILTER (WHERE status = 'pending') AS pending,
           (SELECT count(*) FROM warnings) AS warnings, (SELECT count(*) FROM artifacts) AS artifacts,
           (SELECT count(*) FROM events WHERE kind IN ('record-failure', 'recording-gap')) AS recordFailures,
-          (SELECT coalesce(sum(CASE WHEN NOT json_valid(detail) THEN 0 WHEN kind = 'record-failure'
+          (SELECT total(CASE WHEN NOT json_valid(detail) THEN 0 WHEN kind = 'record-failure'
             THEN coalesce(json_extract(detail, '$.lost'), 0) ELSE coalesce(json_extract(detail, '$.toolCalls'), 0)
-            END), 0) FROM events WHERE kind IN ('record-failure', 'recording-gap')) AS lost,
+            END) FROM events WHERE kind IN ('record-failure', 'recording-gap')) AS lost,
           (SELECT max(at) FROM events) AS lastEventAt
          FROM calls`,
     ).get() as {

@@ -209,8 +209,8 @@ describe('the recorder in a worker thread', () => {
       worker.beginExchange(request(id), { transport: 'stdio' }).complete(answer(id));
       if (id % 200 === 0) await new Promise((r) => setTimeout(r, 15)); // a flush now and then, as in a proxy
     }
-    // An agent's declared step is posted even at the cap.
-    worker.event(undefined, 'step', { name: 'after the stall', status: 'ok' });
+    // An agent's declared steps are posted even at the cap, up to 1,000 in one gap; the rest are counted.
+    for (let i = 1; i <= 1005; i++) worker.event(undefined, 'step', { name: `step ${i}`, status: 'ok' });
     fs.writeFileSync(release, '');
     // Once the worker has caught up, calls are recorded again.
     let room = worker.room();
@@ -231,14 +231,21 @@ describe('the recorder in a worker thread', () => {
     const events = sessions.flatMap((s) => s.events);
     const gap = events.find((e) => e.kind === 'recording-gap');
     expect(gap).toBeDefined();
-    const { toolCalls, requests } = gap!.detail as { toolCalls: number; requests: number };
+    const { toolCalls, requests, otherMessages } = gap!.detail as {
+      toolCalls: number;
+      requests: number;
+      otherMessages: number;
+    };
     expect(toolCalls).toBe(requests);
+    expect(otherMessages).toBe(5); // the steps past the 1,000
     // About 20,000 chars of ~150-char calls were held; the rest were counted, not kept.
     expect(calls.length).toBeLessThan(400);
     expect(calls.length + toolCalls).toBe(total + 1);
     expect(calls.at(-1)?.args).toContain(`"id":${total + 1}`);
     expect(allText(dir)).not.toContain(kept);
-    expect(events.filter((e) => e.kind === 'step').map((e) => e.detail.name)).toEqual(['after the stall']);
+    const steps = events.filter((e) => e.kind === 'step').map((e) => e.detail.name);
+    expect(steps).toHaveLength(1000);
+    expect(steps.at(-1)).toBe('step 1000');
     // Read back, the gap is a record failure and its tool calls are lost calls.
     const summary = await summaryOfSession(sessions[0]!.dir);
     expect(summary.counts.lostCalls).toBe(toolCalls);
@@ -284,6 +291,55 @@ describe('the recorder in a worker thread', () => {
       byId.get('gap-alpha')!.events.find((e) => e.kind === 'recording-gap')!.detail as { toolCalls: number }
     ).toolCalls;
     expect(sessions.flatMap((s) => s.calls).length + counted).toBe(399);
+  });
+
+  it('a recording gap while no open session holds a call waits for the next call, not in a log never written', async () => {
+    const release = path.join(temp.dir, 'release');
+    const dir = path.join(temp.dir, 'gap-no-calls');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+      {
+        holdOnEventKind: { kind: 'hold', untilFile: release },
+        maxUntakenChars: 20_000,
+        roomHighChars: 10_000,
+      },
+    );
+    await worker.ready();
+    const call = (id: number) => {
+      const request = {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: 'get-state', arguments: {} },
+      };
+      worker
+        .beginExchange(request, { transport: 'stdio' })
+        .complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }] } });
+    };
+    // A session named by a declaration alone is open but holds no call: it is never written.
+    worker.event('gap-declared-only', 'step', { name: 'declared', status: 'ok' });
+    worker.event(undefined, 'hold', {});
+    worker.event(undefined, 'padding', { text: 'x'.repeat(25_000) }); // past the cap once posted
+    let room = worker.room();
+    for (let i = 0; room === undefined && i < 250; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      room = worker.room();
+    }
+    expect(room).toBeInstanceOf(Promise);
+    for (let id = 1; id <= 50; id++) call(id); // all counted: nothing was recorded before them
+    fs.writeFileSync(release, '');
+    while (room) {
+      await room;
+      room = worker.room();
+    }
+    call(51); // the first call recorded: the gap, kept for the connection, goes into its session
+    await worker.close();
+    const sessions = readSessions(dir);
+    expect(sessions.map((s) => s.session.session_id)).not.toContain('gap-declared-only');
+    const gaps = sessions.flatMap((s) => s.events.filter((e) => e.kind === 'recording-gap'));
+    expect(gaps).toHaveLength(1);
+    expect((gaps[0]!.detail as { toolCalls: number }).toolCalls).toBe(50);
+    expect(sessions.flatMap((s) => s.calls).map((c) => c.rpc_id)).toEqual(['51']);
   });
 
   it('past its room mark a stalled worker makes room() wait until the worker takes the JSON again', async () => {
