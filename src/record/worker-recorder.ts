@@ -253,7 +253,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
   /**
    * True while the JSON held for the worker is at its cap: what would add to it (a call, an exchange, a note,
    * an event) is counted instead of posted. What settles a call already posted still is (one small message
-   * per call in flight), as are bearer tokens (the redactor must know them) and the close.
+   * per call in flight), as are declared events (up to GAP_DECLARED) and the close; bearer tokens are kept.
    */
   private atCap(): boolean {
     return this.untaken + this.batchedAnswers >= this.maxUntaken;
@@ -340,10 +340,10 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   rememberHeaderSecret(secret: string): void {
     // At the cap a bearer token is kept (each once, at most as many as the redactor's pool holds) and posted
-    // before the gap's event: nothing from the requests it came with is recorded meanwhile.
-    if (this.gap && this.atCap()) {
+    // once the cap is left (postKeptSecrets): nothing from the requests it came with is recorded meanwhile.
+    if (this.atCap()) {
       if (secret.length > MAX_SCRUBBED_SECRET) return; // the redactor would not keep it either
-      const { secrets } = this.gap;
+      const { secrets } = this.openGap();
       secrets.delete(secret);
       secrets.add(secret);
       if (secrets.size > SECRET_BUDGET.header) secrets.delete(secrets.values().next().value as string);
