@@ -55,6 +55,46 @@ function recorded(root: string) {
     .sort((a, b) => a.calls.length - b.calls.length);
 }
 
+type WorkerRecorder = ReturnType<WorkerModule['createWorkerRecorder']>;
+
+/**
+ * A worker recorder over stdio whose thread blocks on a `hold` event (`stall()`) until `release()`, as on a
+ * commit stalled by a hung disk; with a small cap of untaken JSON.
+ */
+async function stallableWorker(name: string, limits: { maxUntakenChars: number; roomHighChars?: number }) {
+  const releaseFile = path.join(temp.dir, `${name}-release`);
+  const dir = path.join(temp.dir, name);
+  const worker = createWorkerRecorderWithFaults(
+    { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+    { holdOnEventKind: { kind: 'hold', untilFile: releaseFile }, ...limits },
+  );
+  await worker.ready();
+  return {
+    worker,
+    dir,
+    stall: () => worker.event(undefined, 'hold', {}),
+    release: () => fs.writeFileSync(releaseFile, ''),
+  };
+}
+
+/** A tools/call `get-state` through the worker, answered at once with one text block. */
+function answeredCall(worker: WorkerRecorder, id: number, args: Record<string, unknown>, text = 'ok'): void {
+  const request = {
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'get-state', arguments: args },
+  };
+  worker
+    .beginExchange(request, { transport: 'stdio' })
+    .complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+}
+
+/** Wait until the worker has room again (it caught up after a stall). */
+async function caughtUp(worker: WorkerRecorder): Promise<void> {
+  for (let room = worker.room(); room; room = worker.room()) await room;
+}
+
 describe('the recorder in a worker thread', () => {
   it('records through the proxy what the in-process recorder records, the token scrubbed, everything in the log at close', async () => {
     const inProcessDir = path.join(temp.dir, 'in-process');
@@ -177,54 +217,26 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('a worker stalled for thousands of calls holds at most its cap: the calls past it are counted, then recording goes on', async () => {
-    const release = path.join(temp.dir, 'release');
-    const dir = path.join(temp.dir, 'long-stall');
-    const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
-      // Room comes back where the gap closes (half the cap): once room() is undefined, recording goes on.
-      {
-        holdOnEventKind: { kind: 'hold', untilFile: release },
-        maxUntakenChars: 20_000,
-        roomHighChars: 10_000,
-      },
-    );
-    await worker.ready();
-    worker.event(undefined, 'hold', {});
-    const request = (id: number) => ({
-      jsonrpc: '2.0',
-      id,
-      method: 'tools/call',
-      params: { name: 'get-state', arguments: { id } },
+    // Room comes back where the gap closes (half the cap): once room() is undefined, recording goes on.
+    const { worker, dir, stall, release } = await stallableWorker('long-stall', {
+      maxUntakenChars: 20_000,
+      roomHighChars: 10_000,
     });
-    const answer = (id: number) => ({
-      jsonrpc: '2.0',
-      id,
-      result: { content: [{ type: 'text', text: `ok ${id}` }] },
-    });
+    stall();
     const total = 3_000;
     const kept = 'tok-kept-3b9f2e71c04d5a86';
     for (let id = 1; id <= total; id++) {
       // A bearer token per request, as the HTTP proxy tells them: kept while at the cap, not posted each time.
       worker.rememberHeaderSecret(id === total ? kept : `tok-${id}-${'z'.repeat(64)}`);
-      worker.beginExchange(request(id), { transport: 'stdio' }).complete(answer(id));
+      answeredCall(worker, id, { id }, `ok ${id}`);
       if (id % 200 === 0) await new Promise((r) => setTimeout(r, 15)); // a flush now and then, as in a proxy
     }
     // An agent's declared steps are posted even at the cap, up to 1,000 in one gap; the rest are counted.
     for (let i = 1; i <= 1005; i++) worker.event(undefined, 'step', { name: `step ${i}`, status: 'ok' });
-    fs.writeFileSync(release, '');
-    // Once the worker has caught up, calls are recorded again.
-    let room = worker.room();
-    while (room) {
-      await room;
-      room = worker.room();
-    }
+    release();
+    await caughtUp(worker);
     // The token told during the gap reached the redactor: an answer echoing it is stored scrubbed.
-    const echo = {
-      jsonrpc: '2.0',
-      id: total + 1,
-      result: { content: [{ type: 'text', text: `token ${kept}` }] },
-    };
-    worker.beginExchange(request(total + 1), { transport: 'stdio' }).complete(echo);
+    answeredCall(worker, total + 1, { id: total + 1 }, `token ${kept}`);
     await worker.close();
     const sessions = readSessions(dir);
     const calls = sessions.flatMap((s) => s.calls);
@@ -254,32 +266,17 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('a recording gap goes into every session open during it', async () => {
-    const release = path.join(temp.dir, 'release');
-    const dir = path.join(temp.dir, 'gap-sessions');
-    const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
-      { holdOnEventKind: { kind: 'hold', untilFile: release }, maxUntakenChars: 20_000 },
-    );
-    await worker.ready();
-    const call = (id: number, sessionId: string) => {
-      const request = {
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: { name: 'get-state', arguments: { sessionId } },
-      };
-      worker
-        .beginExchange(request, { transport: 'stdio' })
-        .complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }] } });
-    };
-    call(1, 'gap-alpha');
-    call(2, 'gap-beta');
-    worker.event(undefined, 'hold', {});
+    const { worker, dir, stall, release } = await stallableWorker('gap-sessions', {
+      maxUntakenChars: 20_000,
+    });
+    answeredCall(worker, 1, { sessionId: 'gap-alpha' });
+    answeredCall(worker, 2, { sessionId: 'gap-beta' });
+    stall();
     for (let id = 3; id < 400; id++) {
-      call(id, id % 2 ? 'gap-alpha' : 'gap-beta');
+      answeredCall(worker, id, { sessionId: id % 2 ? 'gap-alpha' : 'gap-beta' });
       if (id % 50 === 0) await new Promise((r) => setTimeout(r, 15)); // flushes, as in a proxy
     }
-    fs.writeFileSync(release, '');
+    release();
     await worker.close();
     const sessions = readSessions(dir);
     const byId = new Map(sessions.map((s) => [s.session.session_id, s]));
@@ -294,31 +291,13 @@ describe('the recorder in a worker thread', () => {
   });
 
   it('a recording gap while no open session holds a call waits for the next call, not in a log never written', async () => {
-    const release = path.join(temp.dir, 'release');
-    const dir = path.join(temp.dir, 'gap-no-calls');
-    const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
-      {
-        holdOnEventKind: { kind: 'hold', untilFile: release },
-        maxUntakenChars: 20_000,
-        roomHighChars: 10_000,
-      },
-    );
-    await worker.ready();
-    const call = (id: number) => {
-      const request = {
-        jsonrpc: '2.0',
-        id,
-        method: 'tools/call',
-        params: { name: 'get-state', arguments: {} },
-      };
-      worker
-        .beginExchange(request, { transport: 'stdio' })
-        .complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'ok' }] } });
-    };
+    const { worker, dir, stall, release } = await stallableWorker('gap-no-calls', {
+      maxUntakenChars: 20_000,
+      roomHighChars: 10_000,
+    });
     // A session named by a declaration alone is open but holds no call: it is never written.
     worker.event('gap-declared-only', 'step', { name: 'declared', status: 'ok' });
-    worker.event(undefined, 'hold', {});
+    stall();
     worker.event(undefined, 'padding', { text: 'x'.repeat(25_000) }); // past the cap once posted
     let room = worker.room();
     for (let i = 0; room === undefined && i < 250; i++) {
@@ -326,13 +305,10 @@ describe('the recorder in a worker thread', () => {
       room = worker.room();
     }
     expect(room).toBeInstanceOf(Promise);
-    for (let id = 1; id <= 50; id++) call(id); // all counted: nothing was recorded before them
-    fs.writeFileSync(release, '');
-    while (room) {
-      await room;
-      room = worker.room();
-    }
-    call(51); // the first call recorded: the gap, kept for the connection, goes into its session
+    for (let id = 1; id <= 50; id++) answeredCall(worker, id, {}); // all counted: nothing recorded before them
+    release();
+    await caughtUp(worker);
+    answeredCall(worker, 51, {}); // the first call recorded: the gap, kept for the connection, goes into its session
     await worker.close();
     const sessions = readSessions(dir);
     expect(sessions.map((s) => s.session.session_id)).not.toContain('gap-declared-only');
