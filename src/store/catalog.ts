@@ -247,12 +247,6 @@ function schemaProblem(db: Db): string | null {
   return compareSchema(readSchema(db, 200), catalogSchema);
 }
 
-/**
- * The catalog of one sessions dir. `open` for reading never creates anything; for writing it creates and
- * migrates the file. A writer also holds a read-only connection while it closes, so its close does not
- * delete the WAL: the sessions dir's mtime then moves only when sessions come or go, which is what readers
- * check to know a sweep is due.
- */
 /** The statements `Catalog.put` runs for each entry. */
 interface PutStatements {
   upsert: Database.Statement;
@@ -262,6 +256,12 @@ interface PutStatements {
   addTool: Database.Statement;
 }
 
+/**
+ * The catalog of one sessions dir. `open` for reading never creates anything; for writing it creates and
+ * migrates the file. A writer also holds a read-only connection while it closes, so its close does not
+ * delete the WAL: the sessions dir's mtime then moves only when sessions come or go, which is what readers
+ * check to know a sweep is due.
+ */
 export class Catalog {
   readonly file: string;
   readonly readonly: boolean;

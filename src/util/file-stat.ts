@@ -6,11 +6,7 @@ import fs from 'node:fs';
 
 /** A path's mtime, null when it is missing or cannot be stat-ed. */
 export function mtimeOf(p: string): number | null {
-  try {
-    return fs.statSync(p, { throwIfNoEntry: false })?.mtimeMs ?? null;
-  } catch {
-    return null;
-  }
+  return statOf(p)?.mtimeMs ?? null;
 }
 
 /** A path's stats (a symlink's target's), undefined when it is missing or cannot be stat-ed. */
