@@ -49,6 +49,16 @@ function dump(catalog: Catalog): unknown {
 }
 
 /** Age every file of a session dir (log, sidecar, dir) so its times are settled. */
+/** Change a log's content in place, its size and times as they were: only its hash can tell. */
+function changeKeepingSizeAndTime(file: string): void {
+  const st = fs.statSync(file);
+  const db = new Database(file);
+  db.prepare("UPDATE session SET scenario = 'same size!' WHERE id = 1").run();
+  db.close();
+  for (const x of ['-wal', '-shm']) fs.rmSync(`${file}${x}`, { force: true });
+  fs.utimesSync(file, st.atime, st.mtime);
+}
+
 function age(dir: string): void {
   const t = anHourAgo();
   for (const name of fs.readdirSync(dir)) fs.utimesSync(path.join(dir, name), t, t);
@@ -133,11 +143,7 @@ describe('catalog sidecars', () => {
     const file = path.join(dir, 'session.sqlite');
     expect(readSidecar(dir).log.settled).toBe(false);
     const st = fs.statSync(file);
-    const db = new Database(file);
-    db.prepare("UPDATE session SET scenario = 'same size!' WHERE id = 1").run();
-    db.close();
-    for (const x of ['-wal', '-shm']) fs.rmSync(`${file}${x}`, { force: true });
-    fs.utimesSync(file, st.atime, st.mtime);
+    changeKeepingSizeAndTime(file);
     expect(fs.statSync(file).size).toBe(st.size);
     const read = entryOfSessionDir(dir);
     expect(read.fromSidecar).toBe(false);
@@ -176,12 +182,7 @@ describe('catalog sidecars', () => {
     for (const dir of sessionDirs(one)) age(dir); // sidecars from close: checked by hash, then restamped
     // Changed under its sidecar, same size and time: only the hash tells. Another without a sidecar, one without a log.
     const changed = path.join(one, fleet[3]!, 'session.sqlite');
-    const st = fs.statSync(changed);
-    const db = new Database(changed);
-    db.prepare("UPDATE session SET scenario = 'same size!' WHERE id = 1").run();
-    db.close();
-    for (const x of ['-wal', '-shm']) fs.rmSync(`${changed}${x}`, { force: true });
-    fs.utimesSync(changed, st.atime, st.mtime);
+    changeKeepingSizeAndTime(changed);
     fs.rmSync(sidecarOf(path.join(one, fleet[5]!)));
     fs.rmSync(path.join(one, fleet[7]!, 'session.sqlite'));
     fs.cpSync(one, two, { recursive: true, preserveTimestamps: true });
