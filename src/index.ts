@@ -2,7 +2,12 @@
  * mcec-recorder's public API: what a consumer records with, reads a session with and bundles it with.
  * An explicit list (README "Library API"; test/package/consumer.test.ts checks it): internals stay reachable
  * only by their module paths inside this repository. The simulator and the demo are `mcec-recorder/sim`.
+ * One composition besides: `createRecorder`, the recorder with fleet's catalog sidecars wired in.
  */
+
+import { writeCatalogSidecars } from './fleet/catalog-sidecars.js';
+import { createRecorder as createRecorderWithHandler } from './record/recorder.js';
+import type { Recorder, RecorderOptions } from './record/types.js';
 
 // Bundles and the sessions dir (what mcec-bundle does).
 export { type BundleOptions, type BundleResult, buildBundle } from './bundle/build.js';
@@ -36,7 +41,7 @@ export { type HttpProxy, type HttpProxyOptions, startHttpProxy } from './proxy/h
 export { runStdioProxy, type StdioProxyOptions } from './proxy/stdio.js';
 // Recording: wrap a dispatch, or put a proxy on the wire.
 export { recorderVersion, type ServerInfo } from './record/environment.js';
-export { createRecorder, DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_MAX_LOG_BYTES } from './record/recorder.js';
+export { DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_MAX_LOG_BYTES } from './record/recorder.js';
 export type {
   Dispatch,
   Recorder,
@@ -45,6 +50,15 @@ export type {
   SessionInfo,
   Transport,
 } from './record/types.js';
+
+/**
+ * Create a recorder (src/record/README.md; bad options throw at once). The sessions it closes get their
+ * catalog sidecars (`catalog-entry.json`, src/fleet/catalog-sidecars.ts): the recorder hands their dirs on,
+ * this entry point wires fleet's writer in, as record/ does not import fleet/.
+ */
+export function createRecorder(options?: RecorderOptions): Recorder {
+  return createRecorderWithHandler(options, writeCatalogSidecars);
+}
 // Redaction (the recorder applies it; exported for checking text the same way).
 export { createRedactor, type RedactOptions, type Redactor } from './redact/redactor.js';
 // Replaying a recorded session as MCEC.

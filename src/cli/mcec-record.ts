@@ -185,6 +185,15 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
 }
 
 /**
+ * What the recorder's worker does with the sessions it closed: fleet's catalog sidecars, loaded there at close
+ * (a function cannot cross threads; record/ does not import fleet/).
+ */
+const CATALOG_SIDECARS = {
+  url: new URL('../fleet/catalog-sidecars.js', import.meta.url).href,
+  name: 'writeCatalogSidecars' satisfies keyof typeof import('../fleet/catalog-sidecars.js'),
+};
+
+/**
  * The recorder, in a worker thread: this thread only forwards bytes, the recording's work (parse, redact,
  * commit) never delays the next request.
  */
@@ -194,19 +203,22 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
   const { createWorkerRecorder } = await import('../record/worker-recorder.js');
   const mask = maskOptions(options);
-  const recorder = createWorkerRecorder({
-    transport,
-    mask,
-    copyHostFiles: options.hostFiles !== false,
-    hostPathMap: options.hostPathMap ?? [],
-    limits: { maxHostFileBytes },
-    ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
-    ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
-    ...(options.otlp !== undefined
-      ? { otlp: { url: options.otlp, ...(options.otlpHeader ? { headers: options.otlpHeader } : {}) } }
-      : {}),
-    stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
-  });
+  const recorder = createWorkerRecorder(
+    {
+      transport,
+      mask,
+      copyHostFiles: options.hostFiles !== false,
+      hostPathMap: options.hostPathMap ?? [],
+      limits: { maxHostFileBytes },
+      ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
+      ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
+      ...(options.otlp !== undefined
+        ? { otlp: { url: options.otlp, ...(options.otlpHeader ? { headers: options.otlpHeader } : {}) } }
+        : {}),
+      stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
+    },
+    CATALOG_SIDECARS,
+  );
   // Listening (or starting the server) waits for it: the first calls find it ready, and a recorder that
   // cannot start is exit 1 before any client relies on it.
   await recorder.ready().catch((err: Error) => fail(`cannot record: ${err.message}`, 1));

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { buildBundle } from '../bundle/build.js';
 import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
+import { writeCatalogSidecars } from '../fleet/catalog-sidecars.js';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { createRecorder } from '../record/recorder.js';
@@ -67,12 +68,16 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
   try {
     const sim = options.simulator ?? createSimulator({ sessionsRoot: ownSimDir! });
-    const recorder = createRecorder({
-      sessionsDir,
-      scenario: DEMO_SCENARIO,
-      ...(options.stderr ? { stderr: options.stderr } : {}),
-      ...(options.otlp !== undefined ? { otlp: options.otlp } : {}),
-    });
+    // Its session gets its catalog sidecar at close, as the package's createRecorder's do.
+    const recorder = createRecorder(
+      {
+        sessionsDir,
+        scenario: DEMO_SCENARIO,
+        ...(options.stderr ? { stderr: options.stderr } : {}),
+        ...(options.otlp !== undefined ? { otlp: options.otlp } : {}),
+      },
+      writeCatalogSidecars,
+    );
     let run: ScriptedRun;
     let sessionDir: string;
     let counts: SessionCounts;

@@ -24,6 +24,7 @@ import { agentValue, decidableFailure } from './agent-value.js';
 import { newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import { CallRecording } from './call-recording.js';
 import { type Clock, systemClock } from './clock.js';
+import { type ClosedSessionsHandler, handClosedSessions } from './closed-sessions.js';
 import { EventRecording } from './event-recording.js';
 import {
   type ExchangeSink,
@@ -116,6 +117,8 @@ class RecorderImpl implements Recorder {
     options: RecorderOptions,
     clock: Clock,
     private readonly faults: RecorderFaults | undefined,
+    /** What becomes of the sessions closed at close() (closed-sessions.ts): none when not given. */
+    private readonly closedSessions: ClosedSessionsHandler | undefined,
   ) {
     this.options = options;
     this.clock = clock;
@@ -476,33 +479,23 @@ class RecorderImpl implements Recorder {
     this.queue.close();
     const closedDirs = this.registry.closeAll();
     this.catalogTouches.close();
-    await writeCatalogSidecars(closedDirs);
+    await handClosedSessions(this.closedSessions, closedDirs);
     // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
     await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
   }
 }
 
 /**
- * Each cleanly closed session's catalog entry written beside its log (`catalog-entry.json`,
- * src/store/README.md "Catalog sidecars"), so an `index` or a copy of the dir elsewhere need not open the log.
- * The entry code loads only here, at close. Never fails the close: a missing sidecar means the log is read.
- */
-async function writeCatalogSidecars(dirs: string[]): Promise<void> {
-  if (dirs.length === 0) return;
-  try {
-    const { writeSidecarOfClosedLog } = await import('../fleet/catalog-entry.js');
-    for (const dir of dirs) writeSidecarOfClosedLog(dir);
-  } catch {
-    // the next reader of the catalog reads these logs and writes their sidecars
-  }
-}
-
-/**
  * Create a recorder (see RecorderOptions for the defaults). Bad options throw at once: a TypeError for a
- * wrong type, a RangeError for a value out of range, naming the option (`checkRecorderOptions`).
+ * wrong type, a RangeError for a value out of range, naming the option (`checkRecorderOptions`). At close it
+ * hands the dirs of the sessions it closed to `closedSessions`: the package's createRecorder (src/index.ts)
+ * gives fleet's catalog sidecars.
  */
-export function createRecorder(options: RecorderOptions = {}): Recorder {
-  return new RecorderImpl(checkRecorderOptions(options), systemClock, undefined);
+export function createRecorder(
+  options: RecorderOptions = {},
+  closedSessions?: ClosedSessionsHandler,
+): Recorder {
+  return new RecorderImpl(checkRecorderOptions(options), systemClock, undefined, closedSessions);
 }
 
 /**
@@ -514,6 +507,7 @@ export function createRecorderOnClock(
   options: RecorderOptions,
   clock: Clock = systemClock,
   faults?: RecorderFaults,
+  closedSessions?: ClosedSessionsHandler,
 ): Recorder {
-  return new RecorderImpl(checkRecorderOptions(options), clock, faults);
+  return new RecorderImpl(checkRecorderOptions(options), clock, faults, closedSessions);
 }

@@ -6,18 +6,24 @@
 import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Clock } from './clock.js';
+import { handlerInModule } from './closed-sessions.js';
 import { createRecorderOnClock } from './recorder.js';
 import type { ExchangeMeta, PendingExchange } from './types.js';
 import type { FromWorker, Posted, WireMeta, WorkerRecorderData } from './worker-recorder.js';
 
 const port = parentPort;
 if (!port) throw new Error('worker-recorder-entry runs only as a worker thread (createWorkerRecorder)');
-const { options, faults } = workerData as WorkerRecorderData;
+const { options, closedSessions, faults } = workerData as WorkerRecorderData;
 const send = (message: FromWorker) => port.postMessage(message);
 /** When the message being handled was posted: the recorder's wall clock while it is handled. */
 let postedAt: number | undefined;
 const clock: Clock = { now: () => performance.now(), date: () => new Date(postedAt ?? Date.now()) };
-const recorder = createRecorderOnClock({ ...options, stderr: (line) => send({ op: 'stderr', line }) }, clock);
+const recorder = createRecorderOnClock(
+  { ...options, stderr: (line) => send({ op: 'stderr', line }) },
+  clock,
+  undefined,
+  closedSessions && handlerInModule(closedSessions),
+);
 /**
  * Exchanges by the id the proxy's thread gave them, until it drops its handle (`forget`) or SETTLED_KEEP_MS
  * after they settled, whichever is first.

@@ -10,6 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import { MAX_SCRUBBED_SECRET, SECRET_BUDGET } from '../redact/secret-store.js';
 import { Waiters } from '../util/waiters.js';
+import type { ClosedSessionsModule } from './closed-sessions.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
@@ -80,9 +81,13 @@ export interface WorkerRecorderFaults {
   roomHighChars?: number;
 }
 
-/** What the worker starts with: the options that cross threads (no functions) and the faults. */
+/**
+ * What the worker starts with: the options that cross threads (no functions), the module whose handler gets
+ * the closed sessions (closed-sessions.ts; loaded by the worker at close) and the faults.
+ */
 export interface WorkerRecorderData {
   options: Omit<RecorderOptions, 'stderr'>;
+  closedSessions?: ClosedSessionsModule;
   faults?: WorkerRecorderFaults;
 }
 
@@ -165,11 +170,16 @@ class WorkerRecorderImpl implements WorkerRecorder {
   /** An exchange whose methods the proxy dropped: the worker forgets it (notes may come after it settles). */
   private readonly handles = new FinalizationRegistry<number>((id) => this.post({ op: 'forget', id }));
 
-  constructor(options: RecorderOptions, faults: WorkerRecorderFaults | undefined) {
+  constructor(
+    options: RecorderOptions,
+    closedSessions: ClosedSessionsModule | undefined,
+    faults: WorkerRecorderFaults | undefined,
+  ) {
     const { stderr, ...rest } = checkRecorderOptions(options);
     this.stderr = stderr ?? ((line) => process.stderr.write(`${line}\n`));
     this.sessionsDir = resolveSessionsDir(rest.sessionsDir);
     const data: WorkerRecorderData = { options: { ...rest, sessionsDir: this.sessionsDir } };
+    if (closedSessions) data.closedSessions = closedSessions;
     if (faults) data.faults = faults;
     this.maxUntaken = faults?.maxUntakenChars ?? MAX_UNTAKEN_CHARS;
     this.roomHigh = faults?.roomHighChars ?? ROOM_HIGH_CHARS;
@@ -469,10 +479,15 @@ function wireMeta(meta: ExchangeMeta): WireMeta {
 
 /**
  * A recorder in a worker thread, with `createRecorder`'s options (checked here: bad options throw at once,
- * as `createRecorder`'s do). `stderr` is called on this thread with the recorder's notices.
+ * as `createRecorder`'s do). `stderr` is called on this thread with the recorder's notices. At close the
+ * worker hands the closed sessions' dirs to the handler `closedSessions` names (mcec-record: fleet's
+ * catalog sidecars).
  */
-export function createWorkerRecorder(options: RecorderOptions = {}): WorkerRecorder {
-  return new WorkerRecorderImpl(options, undefined);
+export function createWorkerRecorder(
+  options: RecorderOptions = {},
+  closedSessions?: ClosedSessionsModule,
+): WorkerRecorder {
+  return new WorkerRecorderImpl(options, closedSessions, undefined);
 }
 
 /** createWorkerRecorder with a fault injected into the worker (test seam; not part of the package's API). */
@@ -480,5 +495,5 @@ export function createWorkerRecorderWithFaults(
   options: RecorderOptions,
   faults: WorkerRecorderFaults,
 ): WorkerRecorder {
-  return new WorkerRecorderImpl(options, faults);
+  return new WorkerRecorderImpl(options, undefined, faults);
 }

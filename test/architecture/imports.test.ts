@@ -1,6 +1,7 @@
 /**
  * The rooms' import direction: every relative import in src/ must follow docs/architecture-imports.json (the
- * table docs/architecture.md shows), and no two rooms may reach each other through any chain of imports.
+ * table docs/architecture.md shows), no two rooms may reach each other through any chain of imports, and no
+ * room reaches through a chain what its row and file edges do not let it (record never reaches fleet).
  * Reads the source text only (a regex over import/export specifiers), so it runs in well under a second.
  */
 import fs from 'node:fs';
@@ -15,7 +16,7 @@ interface ImportRules {
   /** Room (a folder under src/, or `(root)` for src/*.ts) -> the rooms it may import. */
   rooms: Record<string, string[]>;
   /** Edges allowed only between these files (paths under src/), beyond what `rooms` allows. */
-  fileEdges: Array<{ from: string; to: string[]; why: string }>;
+  fileEdges: Array<{ from: string; to: string[]; why: string; reaches?: string[] }>;
 }
 
 const rules = JSON.parse(
@@ -93,6 +94,51 @@ function roomCycles(edges: Edge[]): string[][] {
   return cycles;
 }
 
+/** Each file's imports (files under src/). */
+function fileGraph(edges: Edge[]): Map<string, Set<string>> {
+  const next = new Map<string, Set<string>>();
+  for (const e of edges) {
+    if (!next.has(e.from)) next.set(e.from, new Set());
+    next.get(e.from)!.add(e.to);
+  }
+  return next;
+}
+
+/** The files a room's files import through any chain, not going on from the files in `stopAt`. */
+function filesReached(next: Map<string, Set<string>>, room: string, stopAt = new Set<string>()): Set<string> {
+  const seen = new Set([...next.keys()].filter((f) => roomOf(f) === room));
+  const stack = [...seen];
+  while (stack.length > 0) {
+    const file = stack.pop()!;
+    if (stopAt.has(file)) continue;
+    for (const n of next.get(file) ?? []) if (!seen.has(n) && seen.add(n)) stack.push(n);
+  }
+  return seen;
+}
+
+/** The rooms the table lets a room reach through chains of imports (its row, their rows, ...). */
+function tableReach(room: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [room];
+  while (stack.length > 0)
+    for (const r of rules.rooms[stack.pop()!] ?? []) if (!seen.has(r) && seen.add(r)) stack.push(r);
+  return seen;
+}
+
+/**
+ * What a room may reach: the table's reach, and through the file edges of any room in it, their targets'
+ * rooms and what each edge says it `reaches` (with the table's reach of those).
+ */
+function allowedReach(room: string): Set<string> {
+  const allowed = tableReach(room);
+  for (const from of [room, ...allowed])
+    for (const e of rules.fileEdges.filter((x) => roomOf(x.from) === from)) {
+      for (const target of e.to) allowed.add(roomOf(target));
+      for (const r of e.reaches ?? []) for (const reached of [r, ...tableReach(r)]) allowed.add(reached);
+    }
+  return allowed;
+}
+
 describe('import direction (docs/architecture.md, "What may import what")', () => {
   const edges = sourceEdges();
 
@@ -112,6 +158,29 @@ describe('import direction (docs/architecture.md, "What may import what")', () =
 
   it('has no cycle between rooms', () => {
     expect(roomCycles(edges)).toEqual([]);
+  });
+
+  it('no room reaches, through any chain of imports, a room its row and file edges do not let it', () => {
+    const next = fileGraph(edges);
+    const wrong: string[] = [];
+    for (const room of Object.keys(rules.rooms)) {
+      const allowed = allowedReach(room);
+      for (const file of filesReached(next, room)) {
+        const reached = roomOf(file);
+        if (reached !== room && !allowed.has(reached)) wrong.push(`${room} reaches ${file}`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('record reaches neither fleet, sessions nor bundle, and report only through the live export', () => {
+    // The recorder does not know the catalog: the composition roots hand it fleet's sidecar writer.
+    const next = fileGraph(edges);
+    const rooms = (files: Set<string>) => new Set([...files].map(roomOf));
+    const reached = rooms(filesReached(next, 'record'));
+    for (const never of ['fleet', 'sessions', 'bundle']) expect(reached.has(never), never).toBe(false);
+    const liveExport = rules.fileEdges.find((e) => e.from === 'record/live-export.ts')!;
+    expect(rooms(filesReached(next, 'record', new Set(liveExport.to))).has('report')).toBe(false);
   });
 
   it('docs/architecture.md shows the same table', () => {

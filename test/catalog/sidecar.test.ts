@@ -3,6 +3,7 @@
  * only while the log is the one it describes, removed by every writer before it writes, never a crash, and
  * the rows it gives identical to the rows read from the logs.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -10,13 +11,16 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { generateFleet } from '../../bench/lib/fleet.js';
 import { refreshCatalog } from '../../src/fleet/catalog.js';
 import { entryOfSessionDir, readCatalogEntry } from '../../src/fleet/catalog-entry.js';
-import { createRecorder } from '../../src/record/index.js';
+import { createRecorder } from '../../src/index.js';
+import { createRecorder as createRecorderOfRecord } from '../../src/record/index.js';
+import { createSimulator } from '../../src/sim/index.js';
 import { appendSessionEvent } from '../../src/store/append-event.js';
 import { CATALOG_FILE, type Catalog } from '../../src/store/catalog.js';
 import { ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
 import { SessionLog } from '../../src/store/session-log.js';
+import { post } from '../proxy/helpers.js';
 import { sessionRow } from '../support/log-rows.js';
-import { scratchRoot, validator } from './helpers.js';
+import { ROOT, scratchRoot, validator } from './helpers.js';
 
 const validate = validator('catalog-entry.schema.json');
 const sidecarOf = (dir: string) => path.join(dir, ENTRY_SIDECAR_FILE);
@@ -329,7 +333,19 @@ describe('catalog sidecars', () => {
     expect(entryOfSessionDir(dir).entry).toEqual(expected);
   });
 
-  it('the recorder writes the sidecar of each session it closes', async () => {
+  /** The one session dir under `sessionsDir` has a sidecar true to its ended log. */
+  function expectTrueSidecar(sessionsDir: string): void {
+    const dirs = sessionDirs(sessionsDir);
+    expect(dirs).toHaveLength(1);
+    const dir = dirs[0]!;
+    expect(validate(readSidecar(dir))).toEqual([]);
+    const read = entryOfSessionDir(dir);
+    expect(read.fromSidecar).toBe(true);
+    expect(read.entry).toEqual(readCatalogEntry(dir));
+    expect(read.entry.session.status).toBe('ended');
+  }
+
+  it("the package's createRecorder writes the sidecar of each session it closes", async () => {
     const sessionsDir = path.join(root, 'recorded');
     const recorder = createRecorder({ sessionsDir, stderr: () => {} });
     const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
@@ -340,11 +356,59 @@ describe('catalog sidecars', () => {
     await call('find', { sessionId: 'sidecar00001', window: 'Notepad' });
     await recorder.end('sidecar00001');
     await recorder.close();
-    const [dir] = sessionDirs(sessionsDir);
-    expect(validate(readSidecar(dir!))).toEqual([]);
-    const read = entryOfSessionDir(dir!);
-    expect(read.fromSidecar).toBe(true);
-    expect(read.entry).toEqual(readCatalogEntry(dir!));
-    expect(read.entry.session.status).toBe('ended');
+    expectTrueSidecar(sessionsDir);
+  });
+
+  it("record's own createRecorder hands the closed sessions' dirs to its handler and writes no sidecar", async () => {
+    const sessionsDir = path.join(root, 'handler');
+    const handed: string[][] = [];
+    const recorder = createRecorderOfRecord({ sessionsDir, stderr: () => {} }, async (dirs) => {
+      handed.push(dirs);
+    });
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+      ok: true,
+      sessionId: 'handler00001',
+      result: { found: true },
+    }));
+    await call('find', { sessionId: 'handler00001', window: 'Notepad' });
+    await recorder.close();
+    expect(handed).toEqual([sessionDirs(sessionsDir)]);
+    expect(fs.existsSync(sidecarOf(handed[0]![0]!))).toBe(false);
+  });
+
+  it('mcec-record http writes the sidecar of each session it closes (its recorder in a worker thread)', async () => {
+    const sim = createSimulator({ seed: 5, sessionsRoot: path.join(root, 'http-sim') });
+    const upstream = await sim.listenHttp({ port: 0 });
+    const sessionsDir = path.join(root, 'http-recorded');
+    const record = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
+    const args = ['http', '--listen', '127.0.0.1:0', '--target', upstream.url, '--sessions', sessionsDir];
+    const child = spawn(process.execPath, [record, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+      stderr += text;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      while (!/recording (http:\/\/\S+) ->/.test(stderr)) {
+        if (child.exitCode !== null) throw new Error(`mcec-record exited: ${stderr}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const url = /recording (http:\/\/\S+) ->/.exec(stderr)![1]!;
+      const rpc = (id: number, name: string, args: object) =>
+        post(
+          url,
+          JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+        );
+      const started = await rpc(1, 'session-start', {});
+      const sessionId = JSON.parse(JSON.parse(started.body.toString('utf8')).result.content.at(-1).text)
+        .sessionId as string;
+      expect((await rpc(2, 'windows', { sessionId })).status).toBe(200);
+      child.kill('SIGINT');
+      expect(await exited, stderr).toBe(0);
+    } finally {
+      child.kill();
+      await upstream.close();
+    }
+    expectTrueSidecar(sessionsDir);
   });
 });

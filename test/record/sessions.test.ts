@@ -142,8 +142,9 @@ describe('sessions', () => {
     const out = await dispatch('query', { sessionId: 'abcabcabcabc' });
     expect(out).toMatchObject({ ok: true });
     const dir = dirOf('abcabcabcabc');
-    // WAL checkpointed and removed; the catalog sidecar written at close
-    expect(fs.readdirSync(dir).sort()).toEqual(['catalog-entry.json', 'session.sqlite']);
+    // WAL checkpointed and removed. No catalog sidecar: record's createRecorder was given no closed-sessions
+    // handler (the package's createRecorder writes one: test/catalog/sidecar.test.ts).
+    expect(fs.readdirSync(dir).sort()).toEqual(['session.sqlite']);
     expect(calls(dir)).toHaveLength(1);
     expect(events(dir, 'session-end').map((e) => e.data)).toEqual([{ via: 'close' }]);
   });
