@@ -2,6 +2,9 @@
 import type { ClientSaw, LateAnswer, RecordedCall } from './call.js';
 import type { CallRecording } from './call-recording.js';
 import type { EventRecording } from './event-recording.js';
+import type { FailureLedger } from './failure-ledger.js';
+import { thrownMessage } from './outcome.js';
+import { stageOf } from './stages.js';
 
 export type Job =
   /** A call started: its pending row. */
@@ -42,4 +45,26 @@ export function runJob(job: Job, calls: CallRecording, events: EventRecording): 
       events.end(job.sessionId, job.verdict, job.at);
       return undefined;
   }
+}
+
+/** Do one job, its failures kept to itself (a throw, sync or async, is jobFailed's). */
+export function runJobSafely(
+  job: Job,
+  calls: CallRecording,
+  events: EventRecording,
+  ledger: FailureLedger,
+): Promise<void> | undefined {
+  try {
+    const pending = runJob(job, calls, events);
+    return pending?.catch((err) => jobFailed(job, err, calls, ledger));
+  } catch (err) {
+    jobFailed(job, err, calls, ledger);
+    return undefined;
+  }
+}
+
+/** A bug (or injected fault) in a stage: count it, keep what can be kept, and hand the caller its value. */
+function jobFailed(job: Job, err: unknown, calls: CallRecording, ledger: FailureLedger): void {
+  if (job.type === 'complete' || job.type === 'begin') calls.failed(job.call, job.type === 'complete', err);
+  else ledger.note(undefined, stageOf(err), thrownMessage(err), 0);
 }

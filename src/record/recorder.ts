@@ -5,27 +5,26 @@
  * group commits, back-pressure, retry), SessionRegistry (lookup, routing, logs, ends, the commit pass),
  * RecordedSession and RecordedCall (state that changes only through their transitions), CallRecording (a
  * call's rows), EventRecording (events and exchanges), the pure row builder (rows.ts), the agent's value
- * (agent-value.ts) and FailureLedger (counting, report-once, commit outcomes). Recording never breaks a call:
- * failures are counted, reported once on stderr and written as `record-failure` events.
+ * (agent-value.ts) and FailureLedger (counting, report-once, commit outcomes), built from the options by
+ * recorder-parts.ts. Recording never breaks a call: failures are counted, reported once on stderr and written
+ * as `record-failure` events.
  */
 
 import { randomBytes } from 'node:crypto';
-import { HostFileCollector } from '../artifacts/host-files.js';
-import { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
+import type { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { isSafeSessionId, safeDerivedId } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
-import { createRedactor, type Redactor } from '../redact/redactor.js';
-import { CatalogTouches } from '../store/catalog-touches.js';
-import { LogPool, logPoolSizeForProcess } from '../store/log-pool.js';
+import type { Redactor } from '../redact/redactor.js';
+import type { CatalogTouches } from '../store/catalog-touches.js';
 import { isRecord } from '../util/json.js';
 import { agentValue, decidableFailure } from './agent-value.js';
 import { newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
-import { CallRecording } from './call-recording.js';
+import type { CallRecording } from './call-recording.js';
 import { type Clock, systemClock } from './clock.js';
 import { type ClosedSessionsHandler, handClosedSessions } from './closed-sessions.js';
-import { EventRecording } from './event-recording.js';
+import type { EventRecording } from './event-recording.js';
 import {
   type ExchangeSink,
   initializeExchange,
@@ -33,16 +32,16 @@ import {
   otherExchange,
   toolCallExchange,
 } from './exchange.js';
-import { FailureLedger } from './failure-ledger.js';
-import { type Job, runJob } from './jobs.js';
-import { type LiveExportHook, openLiveExport } from './live-export.js';
-import { CaptureMasking } from './masking.js';
+import type { FailureLedger } from './failure-ledger.js';
+import { type Job, runJobSafely } from './jobs.js';
+import type { LiveExportHook } from './live-export.js';
 import { checkRecorderOptions } from './options.js';
 import { type OutputShape, quickOutcome, thrownMessage } from './outcome.js';
 import { RecordQueue } from './record-queue.js';
+import { buildRecorderParts, COMMIT_RETRY_MS } from './recorder-parts.js';
 import { routingArgument } from './routing.js';
 import { type McpSession, ServerIdentity } from './server-identity.js';
-import { SessionRegistry } from './session-registry.js';
+import type { SessionRegistry } from './session-registry.js';
 import { inStage, stageOf } from './stages.js';
 import type {
   Dispatch,
@@ -57,13 +56,9 @@ import type {
 } from './types.js';
 import { jsonOrNull, validDate } from './values.js';
 
+export { DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_MAX_LOG_BYTES } from './recorder-parts.js';
 export { IMAGE_BYTES_OMITTED } from './values.js';
 
-const MiB = 1024 * 1024;
-/** Default stored payload per session. */
-export const DEFAULT_MAX_LOG_BYTES = 8 * MiB;
-/** Default artifact bytes per session. */
-export const DEFAULT_MAX_ARTIFACT_BYTES = 512 * MiB;
 /** What the log stores for a dispatch result that throws when read (a getter, a Proxy trap). */
 export const UNREADABLE_RESULT = '[result not recorded: reading it threw]';
 
@@ -72,12 +67,8 @@ const WAIT_FOR_QUEUE: unique symbol = Symbol('wait for the queue');
 /** A W3C trace context header of version 00, as MCP clients put it in `params._meta.traceparent`. */
 const TRACEPARENT = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
-/** How long a failing log waits before the next commit attempt. */
-const COMMIT_RETRY_MS = 100;
 /** At close, thumbnails still waiting after this long are left for a report to make. */
 const THUMBNAIL_CLOSE_MS = 2_000;
-/** The stored last good observation is clipped to this (the agent still gets it whole). */
-const MAX_OBSERVATION_CHARS = 256 * 1024;
 
 class RecorderImpl implements Recorder {
   readonly sessionsDir: string;
@@ -124,69 +115,33 @@ class RecorderImpl implements Recorder {
     this.clock = clock;
     this.sessionsDir = resolveSessionsDir(options.sessionsDir);
     this.defaultSessionId = randomBytes(6).toString('hex');
-    this.redactor = createRedactor(options.redact ?? {});
-    const maxLogBytes = options.limits?.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
     this.fillLastObservation = options.fillLastObservation !== false;
     this.observationTools = new Set(options.observationTools ?? OBSERVATION_TOOLS);
     this.transport = options.transport ?? 'wrap';
-    const scrubText = (text: string) => this.redactor.scrubText(text);
-    this.ledger = new FailureLedger({
-      stderr: options.stderr ?? ((line) => process.stderr.write(`${line}\n`)),
-      scrubText,
-      clock,
-      commitRetryMs: COMMIT_RETRY_MS,
-    });
-    this.catalogTouches = new CatalogTouches(this.sessionsDir, (line) => this.ledger.notice(line));
-    this.liveExport = openLiveExport(options.otlp);
-    this.registry = new SessionRegistry({
-      sessionsDir: this.sessionsDir,
-      defaultSessionId: this.defaultSessionId,
-      scenario: options.scenario ?? null,
-      maxLogBytes,
-      maxArtifactBytes: options.limits?.maxArtifactBytes ?? DEFAULT_MAX_ARTIFACT_BYTES,
-      clock,
-      logPool: new LogPool(options.maxOpenLogs ?? logPoolSizeForProcess((line) => this.ledger.notice(line))),
-      faults,
-      ledger: this.ledger,
-      scrubText,
-      observationTools: this.observationTools,
-      redact: (value) => this.redactor.redact(value),
-      maxObservationChars: Math.min(MAX_OBSERVATION_CHARS, maxLogBytes),
-      liveExport: this.liveExport,
-      catalogTouches: this.catalogTouches,
-    });
-    this.thumbnails = options.thumbnails === false ? null : new ThumbnailQueue();
-    this.calls = new CallRecording({
-      registry: this.registry,
-      ledger: this.ledger,
-      redactor: this.redactor,
-      hostFiles: new HostFileCollector({
-        enabled: options.copyHostFiles !== false,
-        pathMap: options.hostPathMap ?? [],
-        ...(options.limits?.maxHostFileBytes ? { maxFileBytes: options.limits.maxHostFileBytes } : {}),
-      }),
-      clock,
-      stage: (name, fn) => this.stage(name, fn),
-      closed: () => this.closed,
-      fillLastObservation: this.fillLastObservation,
-      observationTools: this.observationTools,
-      thumbnails: this.thumbnails
-        ? { queue: this.thumbnails, underPressure: () => this.queue.underPressure() }
-        : null,
-      masking:
-        options.mask?.enabled === false
-          ? null
-          : new CaptureMasking(
-              { typedText: options.redact?.keepTypedText !== true, ...options.mask },
-              options.redact?.keys ?? [],
-            ),
-    });
-    this.events = new EventRecording({
-      registry: this.registry,
-      redactor: this.redactor,
-      stage: (name, fn) => this.stage(name, fn),
-      closed: () => this.closed,
-    });
+    const parts = buildRecorderParts(
+      options,
+      {
+        sessionsDir: this.sessionsDir,
+        defaultSessionId: this.defaultSessionId,
+        clock,
+        faults,
+        fillLastObservation: this.fillLastObservation,
+        observationTools: this.observationTools,
+      },
+      {
+        stage: (name, fn) => this.stage(name, fn),
+        closed: () => this.closed,
+        underPressure: () => this.queue.underPressure(),
+      },
+    );
+    this.redactor = parts.redactor;
+    this.ledger = parts.ledger;
+    this.catalogTouches = parts.catalogTouches;
+    this.liveExport = parts.liveExport;
+    this.registry = parts.registry;
+    this.thumbnails = parts.thumbnails;
+    this.calls = parts.calls;
+    this.events = parts.events;
     this.queue = new RecordQueue<Job>(
       {
         process: (job) => this.processJob(job),
@@ -344,7 +299,7 @@ class RecorderImpl implements Recorder {
 
   /** One job, its failures kept to itself; an observation stops counting once its job is done. */
   private processJob(job: Job): Promise<void> | undefined {
-    const pending = this.processSafely(job);
+    const pending = runJobSafely(job, this.calls, this.events, this.ledger);
     if (job.type !== 'complete' || !job.call.observationQueued) return pending;
     const observed = () => {
       job.call.observationInQueue(false);
@@ -355,23 +310,6 @@ class RecorderImpl implements Recorder {
       return undefined;
     }
     return pending.then(observed);
-  }
-
-  private processSafely(job: Job): Promise<void> | undefined {
-    try {
-      const pending = runJob(job, this.calls, this.events);
-      return pending?.catch((err) => this.jobFailed(job, err));
-    } catch (err) {
-      this.jobFailed(job, err);
-      return undefined;
-    }
-  }
-
-  /** A bug (or injected fault) in a stage: count it, keep what can be kept, and hand the caller its value. */
-  private jobFailed(job: Job, err: unknown): void {
-    if (job.type === 'complete' || job.type === 'begin')
-      this.calls.failed(job.call, job.type === 'complete', err);
-    else this.ledger.note(undefined, stageOf(err), thrownMessage(err), 0);
   }
 
   /** Run one stage (sync or async); a throw is tagged with the stage's name for the record-failure event. */
