@@ -59,6 +59,7 @@ export type {
 export function createRecorder(options?: RecorderOptions): Recorder {
   return createRecorderWithHandler(options, writeCatalogSidecars);
 }
+
 // Redaction (the recorder applies it; exported for checking text the same way).
 export { createRedactor, type RedactOptions, type Redactor } from './redact/redactor.js';
 // Replaying a recorded session as MCEC.

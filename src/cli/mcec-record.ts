@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
 import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
+import type { ClosedSessionsModule } from '../record/closed-sessions.js';
 import { recorderVersion } from '../record/environment.js';
 import type { WorkerRecorder } from '../record/worker-recorder.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
@@ -188,7 +189,7 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
  * What the recorder's worker does with the sessions it closed: fleet's catalog sidecars, loaded there at close
  * (a function cannot cross threads; record/ does not import fleet/).
  */
-const CATALOG_SIDECARS = {
+const CATALOG_SIDECARS: ClosedSessionsModule = {
   url: new URL('../fleet/catalog-sidecars.js', import.meta.url).href,
   name: 'writeCatalogSidecars' satisfies keyof typeof import('../fleet/catalog-sidecars.js'),
 };
