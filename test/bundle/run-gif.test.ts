@@ -11,7 +11,6 @@ import { buildBundle } from '../../src/bundle/build.js';
 import { GifFileWriter, GifPalette, rgbOf } from '../../src/bundle/gif-writer.js';
 import { writeRunGif } from '../../src/bundle/run-gif.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
-import { runDemo } from '../../src/demo/index.js';
 import { createRecorder } from '../../src/index.js';
 import { pageChunks, renderReportHtmlParts } from '../../src/report/html/render-html.js';
 import { MAX_STEPS, type PlayerModel } from '../../src/report/player/model.js';
@@ -20,6 +19,7 @@ import { readPlayerModel } from '../../src/report/player/read-model.js';
 import { buildSummary } from '../../src/report/summary.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { type DemoSession, useDemoSession } from '../support/demo-session.js';
 import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { bundleValidators, readZip, sha256, unzipTest, type ZipEntryRead } from './helpers.js';
 
@@ -90,12 +90,13 @@ async function bothModels(dir: string) {
 
 describe('run.gif', () => {
   let root: string;
-  let demo: Awaited<ReturnType<typeof runDemo>>;
+  let demo: DemoSession;
+  const demoSession = useDemoSession();
 
-  beforeAll(async () => {
+  beforeAll(() => {
     root = makeSessionsDir();
-    demo = await runDemo({ sessionsDir: path.join(root, 'demo'), stderr: () => {} });
-  }, 120_000);
+    demo = demoSession();
+  });
   afterAll(() => removeDir(root));
 
   it("is in the demo's bundle, listed in the manifest and shown inline by bug-report.md", async () => {

@@ -2,26 +2,22 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/run-demo.js';
 import { exportSessions } from '../../src/export/backfill.js';
 import { SessionReader } from '../../src/store/session-reader.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
-import { tempDir } from '../support/temp.js';
 
-let root: string;
+const demoSession = useDemoSession();
 let sessionDir: string;
 let receiver: OtlpReceiver;
 
 beforeAll(async () => {
-  root = tempDir('mcec-otel-');
-  const demo = await runDemo({ sessionsDir: path.join(root, 'sessions'), stderr: () => {} });
-  sessionDir = demo.sessionDir;
+  sessionDir = demoSession().sessionDir;
   receiver = await startOtlpReceiver();
 }, 60_000);
 
 afterAll(async () => {
   await receiver?.close();
-  fs.rmSync(root, { recursive: true, force: true });
 });
 
 describe('mcec-bundle export (backfill)', () => {

@@ -5,13 +5,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateXML } from 'xmllint-wasm';
-import { runDemo } from '../../src/demo/run-demo.js';
 import { selectSessions } from '../../src/export/ci-report.js';
 import { createRecorder } from '../../src/record/index.js';
+import { copyOfDemoSession, useDemoSession } from '../support/demo-session.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const XSD = fs.readFileSync(path.join(ROOT, 'test/support/junit/JUnit.xsd'), 'utf8');
+const demoSession = useDemoSession();
 let root: string;
 let sessions: string;
 let failedId: string;
@@ -30,7 +31,8 @@ function bundleCli(args: string[]) {
 beforeAll(async () => {
   root = tempDir('mcec-junit-');
   sessions = path.join(root, 'sessions');
-  failedId = (await runDemo({ sessionsDir: sessions, stderr: () => {} })).sessionId;
+  // A copy: a passing run is recorded beside it.
+  failedId = copyOfDemoSession(demoSession(), sessions).sessionId;
   // A passing run of another scenario, with characters XML must escape in its name.
   const recorder = createRecorder({
     sessionsDir: sessions,

@@ -39,6 +39,7 @@ export async function recordDemoSessions(
   const passDir = fs.readdirSync(sessionsDir).find((n) => n.endsWith(sid))!;
   // The demo's dir name must sort after the passing run's (both carry the second they started).
   await new Promise((r) => setTimeout(r, 1100));
+  // Its own runDemo, not test/support/demo-session.ts: the demo must start after the passing run, as recorded.
   const demo = await runDemo({ sessionsDir, stderr: () => {} });
   return { passDir: path.join(sessionsDir, passDir), failDir: demo.sessionDir, failId: demo.sessionId };
 }

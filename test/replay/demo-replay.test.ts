@@ -1,15 +1,15 @@
 // Session and artifact names are UTC: run this suite in a zone far from it.
 process.env.TZ = 'Asia/Kolkata';
 
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/run-demo.js';
 import { runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { replaySession } from '../../src/replay/index.js';
 import type { CallToolResult } from '../../src/sim/index.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { callsOf, reportValidator, StdioReplay, useRecordedDemo } from './helpers.js';
 
 const fixture = useRecordedDemo();
+const demoSession = useDemoSession();
 
 const envelopeText = (out: CallToolResult) => out.content.at(-1)!;
 
@@ -55,8 +55,7 @@ describe('the demo session replayed through a second run of the scripted agent',
   });
 
   it('npm run demo, then mcec-replay <that session> --stdio drives the agent to the same verdict with the same calls', async () => {
-    const sessionsDir = path.join(fixture.work, 'demo-sessions');
-    const recorded = await runDemo({ sessionsDir, stderr: () => {} });
+    const { sessionsDir, ...recorded } = demoSession();
     const replay = new StdioReplay([recorded.sessionId, '--sessions', sessionsDir, '--stdio']);
     const init = await replay.request('initialize', { protocolVersion: '2025-06-18' });
     expect((init.result as { serverInfo: unknown }).serverInfo).toEqual({

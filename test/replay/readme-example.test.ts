@@ -1,6 +1,6 @@
 // The block between the markers is quoted verbatim in README.md ("Turn a failure bundle into a regression
 // test"), with the imports from '../../src/index.js' and '../../src/sim.js' written as 'mcec-recorder' and
-// 'mcec-recorder/sim'; the last test keeps them equal.
+// 'mcec-recorder/sim'; the last test keeps them equal. It calls runDemo itself, as the README shows a user doing.
 // --- README example start
 import fs from 'node:fs';
 import os from 'node:os';

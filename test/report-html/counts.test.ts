@@ -2,21 +2,16 @@
 // the envelope's `result` and as an MCP image block (same sha256), so the log has two rows for one file.
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/index.js';
+import { describe, expect, it } from 'vitest';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { bundleValidators, readZip } from '../bundle/helpers.js';
-import { tempDir } from '../support/temp.js';
+import { useDemoSession } from '../support/demo-session.js';
 
-let tmp: string;
-beforeAll(() => {
-  tmp = tempDir('mcec-counts-');
-});
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const demoSession = useDemoSession();
 
 describe('image counts', () => {
   it('agree across session.json, the report.html tile and its timeline for a capture referred to twice', async () => {
-    const demo = await runDemo({ sessionsDir: tmp, stderr: () => {} });
+    const demo = demoSession();
     const reader = SessionReader.open(demo.sessionDir);
     const rows = reader.artifacts().filter((a) => a.path);
     reader.close();

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/index.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { hasChromium, launchChromium, openLogged, SKIP_MESSAGE } from './browser.js';
 import { type Scenario, writeScenario } from './scenario.js';
@@ -44,15 +44,12 @@ describe.skipIf(!hasChromium)('report.html layout in headless Chromium at 1400 a
   let demoReport: string;
   let browser: Browser;
 
+  const demoSession = useDemoSession();
+
   beforeAll(async () => {
     root = makeSessionsDir();
-    let demo: Awaited<ReturnType<typeof runDemo>>;
-    [sc, demo, browser] = await Promise.all([
-      writeScenario(root),
-      runDemo({ sessionsDir: path.join(root, 'demo'), stderr: () => {} }),
-      launchChromium(),
-    ]);
-    demoReport = demo.reportHtml;
+    [sc, browser] = await Promise.all([writeScenario(root), launchChromium()]);
+    demoReport = demoSession().reportHtml;
   }, 120_000);
   afterAll(async () => {
     await browser?.close();

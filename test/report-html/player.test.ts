@@ -8,10 +8,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/index.js';
 import { createRecorder } from '../../src/index.js';
 import { writeReportHtml } from '../../src/report/html/write-report.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { hasChromium, launchChromium, openLogged, SKIP_MESSAGE } from './browser.js';
 
@@ -80,16 +80,13 @@ describe.skipIf(!hasChromium)('report.html player in headless Chromium', () => {
   let demoReport: string;
   let clicks: Awaited<ReturnType<typeof recordClicks>> & { report: string };
 
+  const demoSession = useDemoSession();
+
   beforeAll(async () => {
     root = makeSessionsDir();
-    let demo: Awaited<ReturnType<typeof runDemo>>;
     let recorded: Awaited<ReturnType<typeof recordClicks>>;
-    [demo, recorded, browser] = await Promise.all([
-      runDemo({ sessionsDir: path.join(root, 'demo'), stderr: () => {} }),
-      recordClicks(path.join(root, 'clicks')),
-      launchChromium(),
-    ]);
-    demoReport = demo.reportHtml;
+    [recorded, browser] = await Promise.all([recordClicks(path.join(root, 'clicks')), launchChromium()]);
+    demoReport = demoSession().reportHtml;
     clicks = { ...recorded, report: await writeReportHtml(recorded.dir) };
   }, 180_000);
   afterAll(async () => {

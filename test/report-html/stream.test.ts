@@ -5,7 +5,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
-import { runDemo } from '../../src/demo/run-demo.js';
 import {
   type ReportHtmlOptions,
   renderReportHtml,
@@ -14,6 +13,7 @@ import {
 import { buildSummary } from '../../src/report/summary.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { readZip } from '../bundle/helpers.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { FixtureSession, makeSessionsDir, NOTEPAD, removeDir } from '../support/fixture-session.js';
 import { noisePng } from '../support/images.js';
 import { HOSTILE, writeScenario } from './scenario.js';
@@ -151,16 +151,10 @@ describe('report.html streamed row by row', () => {
 });
 
 describe("report.html of the demo's sessions, streamed", () => {
-  let sessionsDir: string;
-
-  beforeAll(async () => {
-    sessionsDir = makeSessionsDir();
-    await runDemo({ sessionsDir, stderr: () => {} });
-  }, 120_000);
-
-  afterAll(() => removeDir(sessionsDir));
+  const demoSession = useDemoSession();
 
   it("gives the whole page's bytes for every session the demo recorded, in its bundle and session dir", async () => {
+    const { sessionsDir } = demoSession();
     const dirs = fs
       .readdirSync(sessionsDir, { withFileTypes: true })
       .filter((d) => d.isDirectory() && fs.existsSync(path.join(sessionsDir, d.name, 'session.sqlite')))

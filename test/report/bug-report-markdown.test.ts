@@ -3,13 +3,12 @@
 process.env.TZ = 'America/Los_Angeles';
 
 import fs from 'node:fs';
-import path from 'node:path';
 import MarkdownIt from 'markdown-it';
 import type Token from 'markdown-it/lib/token.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/index.js';
 import { renderBugReport } from '../../src/report/render.js';
 import { readSessions } from '../proxy/sim-script.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { summaryOfSession } from '../support/fixture-session.js';
 import { scriptRecordedThroughHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
@@ -27,6 +26,7 @@ const HEADINGS = [
 ];
 
 const md = new MarkdownIt({ html: false });
+const demoSession = useDemoSession();
 let tmp: string;
 beforeAll(() => {
   tmp = tempDir('mcec-bugmd-');
@@ -96,8 +96,7 @@ function checkStructure(text: string): Token[] {
 
 describe('bug-report.md rendered by markdown-it', () => {
   it("the demo's: headings once and in order, calls with arguments up to the failure, separate lists", async () => {
-    const demo = await runDemo({ sessionsDir: path.join(tmp, 'demo'), stderr: () => {} });
-    const text = await bugReportOf(demo.sessionDir);
+    const text = await bugReportOf(demoSession().sessionDir);
     const tokens = checkStructure(text);
 
     const reproduce = section(tokens, 'To Reproduce');

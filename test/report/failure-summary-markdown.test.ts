@@ -3,13 +3,12 @@
 process.env.TZ = 'America/Los_Angeles';
 
 import fs from 'node:fs';
-import path from 'node:path';
 import MarkdownIt from 'markdown-it';
 import type Token from 'markdown-it/lib/token.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../src/demo/index.js';
 import { renderFailureSummary } from '../../src/report/render.js';
 import { readSessions } from '../proxy/sim-script.js';
+import { useDemoSession } from '../support/demo-session.js';
 import { summaryOfSession } from '../support/fixture-session.js';
 import { scriptRecordedThroughHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
@@ -30,6 +29,7 @@ const SECTIONS = [
 ];
 
 const md = new MarkdownIt({ html: false });
+const demoSession = useDemoSession();
 let tmp: string;
 beforeAll(() => {
   tmp = tempDir('mcec-summd-');
@@ -95,8 +95,7 @@ function checkStructure(text: string, detail: string, optional: string[]): Token
 
 describe('failure-summary.md rendered by markdown-it', () => {
   it("the demo's: the failing call with its arguments and its window's facts, the detail once, titled images", async () => {
-    const demo = await runDemo({ sessionsDir: path.join(tmp, 'demo'), stderr: () => {} });
-    const text = await summaryOf(demo.sessionDir);
+    const text = await summaryOf(demoSession().sessionDir);
     const tokens = checkStructure(text, 'Captured frame is blank', ['Evidence on the MCEC host']);
 
     const failing = section(tokens, 'Failing call');
