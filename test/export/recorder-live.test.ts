@@ -8,14 +8,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { failureSummaryText } from '../../src/sessions/summarize.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { collectOutput } from '../support/programs.js';
+import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -86,35 +85,27 @@ describe('createRecorder({ otlp })', () => {
   it("makes a proxied call a child of the agent's span when its params._meta carries a traceparent", async () => {
     const root = tempRoot();
     const r = await receiver();
-    const sim = createSimulator({ sessionsRoot: path.join(root, 'sim') });
-    const mcec = await sim.listenHttp({ port: 0 });
-    cleanups.push(() => mcec.close());
     const recorder = createRecorder({
       sessionsDir: path.join(root, 'recorded'),
       transport: 'http',
       otlp: { url: r.url, scheduledDelayMillis: 20 },
       stderr: () => {},
     });
-    const proxy = await startHttpProxy({
-      listen: { host: '127.0.0.1', port: 0 },
-      target: mcec.url,
-      recorder,
-    });
-    cleanups.push(() => proxy.close());
-    const started = JSON.parse(await post(proxy.url, rpc(1, 'session-start', {}))) as {
+    const rig = await simBehindHttpProxy(root, { recorder });
+    cleanups.push(() => rig.close());
+    const started = JSON.parse(await post(rig.url, rpc(1, 'session-start', {}))) as {
       result: { content: Array<{ text: string }> };
     };
     const sid = (JSON.parse(started.result.content.at(-1)!.text) as { sessionId: string }).sessionId;
     const agentTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
     const agentSpan = '00f067aa0ba902b7';
     await post(
-      proxy.url,
+      rig.url,
       rpc(2, 'windows', { sessionId: sid }, { traceparent: `00-${agentTrace}-${agentSpan}-01` }),
     );
-    await post(proxy.url, rpc(3, 'windows', { sessionId: sid }, { traceparent: 'not a trace context' }));
-    await post(proxy.url, rpc(4, 'session-end', { sessionId: sid }));
-    await proxy.close();
-    await recorder.close();
+    await post(rig.url, rpc(3, 'windows', { sessionId: sid }, { traceparent: 'not a trace context' }));
+    await post(rig.url, rpc(4, 'session-end', { sessionId: sid }));
+    await rig.close();
     const windows = r.spans.filter((s) => s.name === 'tools/call windows');
     expect(windows).toHaveLength(2);
     const [under, plain] = windows as [(typeof windows)[0], (typeof windows)[0]];

@@ -13,7 +13,7 @@ import { isDeepStrictEqual } from 'node:util';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { replaySession } from '../../src/replay/index.js';
-import { createSimulator } from '../../src/sim/index.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 import { type Checks, differences, node22, passedScenarios, runConformance } from './conformance-suite.js';
 import { deadPort } from './helpers.js';
@@ -70,8 +70,7 @@ async function startEverything(): Promise<string> {
 
 /** The simulator over HTTP, in process. */
 async function startSim(): Promise<string> {
-  const sim = createSimulator({ seed: 7, sessionsRoot: path.join(tmp, 'sim-sessions') });
-  const listener = await sim.listenHttp({ port: 0 });
+  const { listener } = await simOnHttp(path.join(tmp, 'sim-sessions'), { seed: 7 });
   cleanups.push(() => listener.close());
   return listener.url;
 }

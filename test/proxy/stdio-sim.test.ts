@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { createRecorder } from '../../src/record/index.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
 import { SIM_STDIO_CHILD, stdioProxy } from '../support/stdio-proxy.js';
 import { tempDir } from '../support/temp.js';
 import { waitFor } from './helpers.js';
@@ -196,9 +197,7 @@ describe('stdio proxy in front of the simulator', () => {
 
 describe('mcec-record http (CLI)', () => {
   it('records through the CLI and closes the sessions on SIGINT so they bundle at once', async () => {
-    const { createSimulator } = await import('../../src/sim/index.js');
-    const sim = createSimulator({ seed: 7, sessionsRoot: path.join(tmp, 'sim'), token: 'cli-token-abcdef' });
-    const listener = await sim.listenHttp({ port: 0 });
+    const { listener } = await simOnHttp(path.join(tmp, 'sim'), { seed: 7, token: 'cli-token-abcdef' });
     try {
       const sessionsDir = path.join(tmp, 'recorded');
       const child = spawnRecordCli([

@@ -12,7 +12,6 @@ import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
 import { validateCaptureSummary } from '../../src/contract/validate.js';
-import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder, type RecorderOptions } from '../../src/record/index.js';
 import { failureSummaryText, summarizeSession } from '../../src/sessions/summarize.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
@@ -21,6 +20,7 @@ import { SessionReader } from '../../src/store/session-reader.js';
 import { readZip, unzipTest } from '../bundle/helpers.js';
 import { post, waitFor } from '../proxy/helpers.js';
 import { solidGif } from '../support/images.js';
+import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
 import { calls, callToolResult, makePng, sessionDirs, tempDir } from './helpers.js';
 
 let root: string;
@@ -335,18 +335,12 @@ describe('win32 host paths', () => {
 
 describe('through the HTTP proxy', () => {
   it('a path-only capture lands in the bundle as an image', async () => {
-    const sim = createSimulator({ seed: 7, sessionsRoot: simRoot });
-    const listener = await sim.listenHttp({ port: 0 });
     const recorder = createRecorder({ sessionsDir: root, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({
-      listen: { host: '127.0.0.1', port: 0 },
-      target: listener.url,
-      recorder,
-    });
+    const rig = await simBehindHttpProxy(simRoot, { seed: 7, recorder });
     try {
       const rpc = async (id: number, name: string, args: Record<string, unknown>) => {
         const answer = await post(
-          proxy.url,
+          rig.url,
           JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
           { accept: 'application/json, text/event-stream' },
         );
@@ -357,8 +351,7 @@ describe('through the HTTP proxy', () => {
       const env = await rpc(2, 'capture', { sessionId, window: 'Untitled - Notepad', pathOnly: true });
       const hostPath = env.result!.artifact as string;
       await rpc(3, 'session-end', { sessionId });
-      await proxy.close();
-      await recorder.close();
+      await rig.close();
       const dir = sessionDir(sessionId);
       const rows = artifactRows(dir);
       expect(rows).toHaveLength(1);
@@ -373,9 +366,7 @@ describe('through the HTTP proxy', () => {
       expect(image).toEqual(fs.readFileSync(hostPath));
       expect((await sharp(image).metadata()).width).toBe(rows[0]!.width);
     } finally {
-      await proxy.close().catch(() => {});
-      await recorder.close().catch(() => {});
-      await listener.close();
+      await rig.close();
     }
   });
 });

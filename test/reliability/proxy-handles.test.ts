@@ -11,9 +11,9 @@ import http from 'node:http';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSimulator } from '../../src/sim/index.js';
 import { listSessions } from '../../src/store/session-reader.js';
 import { ROOT } from '../support/programs.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
 import { tmpfsTempDir } from '../support/temp.js';
 import { removeRoot, reportFigure } from './helpers.js';
 
@@ -67,8 +67,7 @@ describe('handles: the HTTP proxy under ulimit -n 256', () => {
   afterAll(() => removeRoot(root));
 
   it('32 keep-alive clients, 1,000 open sessions: no 502, every call recorded', async () => {
-    const sim = createSimulator({ seed: 11, sessionsRoot: path.join(root, 'sim') });
-    const upstream = await sim.listenHttp({ port: 0 });
+    const { listener: upstream } = await simOnHttp(path.join(root, 'sim'), { seed: 11 });
     const sessionsDir = path.join(root, 'sessions');
     const child = spawn(
       'bash',

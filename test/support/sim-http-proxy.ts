@@ -122,7 +122,7 @@ export interface SimWithProxy {
   cut: boolean;
   /** With the tap: every JSON-RPC body the simulator received, so a test can check what was (not) forwarded. */
   received: string[];
-  /** Close the proxy, the recorder, the tap and the simulator's listener. */
+  /** Close the proxy, the recorder, the tap and the simulator's listener; a second call does nothing. */
   close(): Promise<void>;
 }
 
@@ -155,6 +155,7 @@ export async function simBehindHttpProxy(
   const sessionsDir = options.recorder?.sessionsDir ?? path.join(root, 'recorded');
   const recorder = options.recorder ?? createRecorder({ sessionsDir, transport: 'http' });
   const proxy = await startHttpProxy({ listen: { host: '127.0.0.1', port: 0 }, target, recorder });
+  let closed: Promise<void> | undefined;
   const rig: SimWithProxy = {
     url: proxy.url,
     sim,
@@ -163,11 +164,14 @@ export async function simBehindHttpProxy(
     sessionsDir,
     cut: false,
     received,
-    async close() {
-      await proxy.close();
-      await recorder.close();
-      if (tap) await new Promise<void>((resolve) => tap.close(() => resolve()));
-      await listener.close();
+    close() {
+      closed ??= (async () => {
+        await proxy.close();
+        await recorder.close();
+        if (tap) await new Promise<void>((resolve) => tap.close(() => resolve()));
+        await listener.close();
+      })();
+      return closed;
     },
   };
   return rig;
