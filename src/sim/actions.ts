@@ -245,7 +245,7 @@ export async function runClipboard(ctx: ToolContext): Promise<ToolSuccess> {
     const text = str(ctx.args, 'text');
     if (!text)
       throw new ToolFailure('clipboard-text-missing', 'invalid-argument', 'clipboard set requires text.');
-    ctx.desktop.clipboard = text;
+    ctx.desktop.setClipboard(text);
     return { result: { set: true, length: text.length } };
   }
   if (action === 'get') {

@@ -22,19 +22,27 @@ export interface UiaElement {
 /** What driving an element does to the desktop (simulator-only; never on the wire). */
 export type ElementEffect = 'close-window' | 'open-save-as';
 
-/** An element of the simulated tree: the wire fields plus the effect of invoking it. */
-export interface SimElement extends UiaElement {
+/** An element as the desktop holds it: the wire fields plus the effect of invoking it. Only the desktop changes it. */
+interface ElementState extends UiaElement {
   effect?: ElementEffect;
   /**
    * A password box (UIA IsPassword): drawn as one dot per character, its value never on the wire (UIA's
    * ValuePattern refuses it) and read by OCR as dots.
    */
   isPassword?: boolean;
-  children: SimElement[];
+  children: ElementState[];
 }
 
-/** A top-level window of the fake desktop. */
-export interface SimWindow extends WindowInfo {
+/**
+ * An element of the simulated tree as tools see it: read-only, so only the desktop's methods (`setValue`,
+ * `select`, `typeText`, moving a window) change it.
+ */
+export type SimElement = Readonly<Omit<ElementState, 'children'>> & {
+  readonly children: readonly SimElement[];
+};
+
+/** A top-level window as the desktop holds it. Only the desktop changes it. */
+interface WindowState extends WindowInfo {
   /** Runs elevated: actuation fails with target-elevated. */
   elevated: boolean;
   /** Captures come back all black (a protected video surface). */
@@ -47,8 +55,14 @@ export interface SimWindow extends WindowInfo {
   titleBar: Rgb;
   client: Rgb;
   text: Rgb;
-  tree: SimElement;
+  tree: ElementState;
 }
+
+/** A top-level window of the fake desktop as tools see it: read-only (the desktop's methods move, resize... it). */
+export type SimWindow = Readonly<Omit<WindowState, 'tree' | 'restoreBounds'>> & {
+  readonly tree: SimElement;
+  readonly restoreBounds?: Readonly<Rect>;
+};
 
 /** How a tool names its target window (the real server's five selector properties). */
 export interface WindowTarget {
@@ -128,7 +142,7 @@ export const NOTEPAD_TEXT = "Hello + <world> & 'friends' — café ☕ 1+1=2";
 type Bounds = [x: number, y: number, width: number, height: number];
 
 type ElementSpec = Omit<
-  SimElement,
+  ElementState,
   'x' | 'y' | 'width' | 'height' | 'children' | 'isEnabled' | 'isOffscreen'
 > & {
   isEnabled?: boolean;
@@ -140,8 +154,8 @@ function elementAt(
   origin: { x: number; y: number },
   spec: ElementSpec,
   bounds: Bounds,
-  children: SimElement[] = [],
-): SimElement {
+  children: ElementState[] = [],
+): ElementState {
   const { isEnabled = true, isOffscreen = false, ...rest } = spec;
   return {
     ...rest,
@@ -157,7 +171,7 @@ function elementAt(
 }
 
 /** Builds elements of one window: window-relative bounds, the window's origin applied once. */
-type Place = (spec: ElementSpec, bounds: Bounds, children?: SimElement[]) => SimElement;
+type Place = (spec: ElementSpec, bounds: Bounds, children?: ElementState[]) => ElementState;
 
 /** The element builder of a window at `origin`. */
 function placeIn(origin: { x: number; y: number }): Place {
@@ -165,7 +179,7 @@ function placeIn(origin: { x: number; y: number }): Place {
 }
 
 /** A standard title bar with its three caption buttons. */
-function titleBar(el: Place, title: string, width: number): SimElement {
+function titleBar(el: Place, title: string, width: number): ElementState {
   return el(
     { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
     [0, 0, width, 32],
@@ -173,7 +187,7 @@ function titleBar(el: Place, title: string, width: number): SimElement {
   );
 }
 
-function captionButtons(el: Place, width: number, closeEffect?: ElementEffect): SimElement[] {
+function captionButtons(el: Place, width: number, closeEffect?: ElementEffect): ElementState[] {
   return [
     el({ controlType: 'Button', name: 'Minimize', automationId: 'Minimize' }, [width - 96, 0, 32, 32]),
     el({ controlType: 'Button', name: 'Maximize', automationId: 'Maximize' }, [width - 64, 0, 32, 32]),
@@ -189,7 +203,7 @@ function captionButtons(el: Place, width: number, closeEffect?: ElementEffect): 
   ];
 }
 
-function windowRoot(w: WindowLook, children: SimElement[]): SimElement {
+function windowRoot(w: WindowLook, children: ElementState[]): ElementState {
   return elementAt(
     w,
     { controlType: 'Window', name: w.title, className: w.className },
@@ -199,7 +213,7 @@ function windowRoot(w: WindowLook, children: SimElement[]): SimElement {
 }
 
 /** A window as the desktop holds it, apart from its handle and tree. */
-type WindowLook = Omit<SimWindow, 'tree' | 'handle'>;
+type WindowLook = Omit<WindowState, 'tree' | 'handle'>;
 
 /** The windows present at start. */
 type StartWindow = keyof typeof HANDLES | 'signIn';
@@ -217,7 +231,7 @@ const PLACES: Record<
 };
 
 /** How each starting window is drawn. */
-const PALETTES: Record<StartWindow, Pick<SimWindow, 'titleBar' | 'client' | 'text'>> = {
+const PALETTES: Record<StartWindow, Pick<WindowState, 'titleBar' | 'client' | 'text'>> = {
   saveAs: { titleBar: [243, 243, 243], client: [249, 249, 249], text: [20, 20, 20] },
   notepad: { titleBar: [0, 120, 215], client: [255, 255, 255], text: [30, 30, 30] },
   commandPrompt: { titleBar: [255, 255, 255], client: [12, 12, 12], text: [204, 204, 204] },
@@ -233,8 +247,8 @@ function startWindow(
   name: StartWindow,
   handle: number,
   flags: { elevated?: boolean; blankCapture?: boolean },
-  children: (el: Place, title: string) => SimElement[],
-): SimWindow {
+  children: (el: Place, title: string) => ElementState[],
+): WindowState {
   const [title, className, processName, processId, [x, y, width, height]] = PLACES[name];
   const look: WindowLook = {
     title,
@@ -252,9 +266,9 @@ function startWindow(
   return { ...look, handle, tree: windowRoot(look, children(placeIn(look), title)) };
 }
 
-function notepad(): SimWindow {
+function notepad(): WindowState {
   return startWindow('notepad', HANDLES.notepad, {}, (el, title) => {
-    const menuItem = (name: string, x: number, items: SimElement[] = []) =>
+    const menuItem = (name: string, x: number, items: ElementState[] = []) =>
       el({ controlType: 'MenuItem', name }, [x, 32, 48, 24], items);
     const fileItems = [
       el({ controlType: 'MenuItem', name: 'New', isOffscreen: true }, [4, 56, 200, 24]),
@@ -303,7 +317,7 @@ function notepad(): SimWindow {
 }
 
 /** The Save As dialog: three buttons named Save (command bar, hidden default, the real one). */
-function saveAs(handle: number): SimWindow {
+function saveAs(handle: number): WindowState {
   return startWindow('saveAs', handle, {}, (el, title) => [
     el(
       { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
@@ -350,7 +364,7 @@ function saveAs(handle: number): SimWindow {
 }
 
 /** A dialog's push button that closes it. */
-function closingButton(el: Place, name: string, automationId: string, bounds: Bounds): SimElement {
+function closingButton(el: Place, name: string, automationId: string, bounds: Bounds): ElementState {
   return el(
     { controlType: 'Button', name, automationId, className: 'Button', effect: 'close-window' },
     bounds,
@@ -358,7 +372,7 @@ function closingButton(el: Place, name: string, automationId: string, bounds: Bo
 }
 
 /** The Save As dialog's navigation pane and items view. */
-function saveAsBrowser(el: Place): SimElement[] {
+function saveAsBrowser(el: Place): ElementState[] {
   const folders = ['Quick access', 'This PC', 'Documents', 'Downloads'];
   const files = ['notes-old.txt', 'Résumé.txt', 'todo + ideas.txt'];
   return [
@@ -382,7 +396,7 @@ function stackedItems(
   names: string[],
   [x, top, width]: [x: number, top: number, width: number],
   selected?: string,
-): SimElement[] {
+): ElementState[] {
   return names.map((name, i) =>
     el({ controlType, name, ...(name === selected ? { isSelected: true } : {}) }, [
       x,
@@ -393,7 +407,7 @@ function stackedItems(
   );
 }
 
-function commandPrompt(): SimWindow {
+function commandPrompt(): WindowState {
   return startWindow('commandPrompt', HANDLES.commandPrompt, { elevated: true }, (el, title) => [
     titleBar(el, title, 720),
     el(
@@ -410,7 +424,7 @@ function commandPrompt(): SimWindow {
   ]);
 }
 
-function videoPlayer(): SimWindow {
+function videoPlayer(): WindowState {
   return startWindow('videoPlayer', HANDLES.videoPlayer, { blankCapture: true }, (el, title) => [
     titleBar(el, title, 800),
     el({ controlType: 'Pane', name: 'Video', automationId: 'VideoSurface' }, [0, 32, 800, 362]),
@@ -427,7 +441,7 @@ function videoPlayer(): SimWindow {
  * A sign-in dialog (opened on demand, see `Desktop.openSignIn`): a user name box, a password box (dots) and an
  * API token box that shows what is typed, so tests can prove a secret's pixels are gone from a capture.
  */
-function signIn(handle: number): SimWindow {
+function signIn(handle: number): WindowState {
   return startWindow('signIn', handle, {}, (el, title) => [
     el(
       { controlType: 'TitleBar', automationId: 'TitleBar', name: title },
@@ -504,9 +518,9 @@ export function toUiaElement(e: SimElement): UiaElement {
 }
 
 /** Every element of a tree below its root, in document order. */
-export function descendants(root: SimElement): SimElement[] {
-  const out: SimElement[] = [];
-  const walk = (e: SimElement) => {
+export function descendants<E extends { readonly children: readonly E[] }>(root: E): E[] {
+  const out: E[] = [];
+  const walk = (e: E) => {
     for (const c of e.children) {
       out.push(c);
       walk(c);
@@ -531,7 +545,7 @@ function cacheKey(w: SimWindow): string {
 }
 
 /** Shift an element tree by (dx, dy): element bounds are absolute screen pixels. */
-function shiftTree(e: SimElement, dx: number, dy: number): void {
+function shiftTree(e: ElementState, dx: number, dy: number): void {
   e.x += dx;
   e.y += dy;
   for (const c of e.children) shiftTree(c, dx, dy);
@@ -540,17 +554,62 @@ function shiftTree(e: SimElement, dx: number, dy: number): void {
 /** A deterministic fake desktop; each simulator owns one (its windows change as tools act on them). */
 export class Desktop {
   /** Top of the z-order first. */
-  private open: SimWindow[];
+  private open: WindowState[];
   private readonly closed = new Set<number>();
   private nextHandle = 327_682;
   private nextPid = 11_000;
   /** The system text clipboard (the clipboard tool reads and writes it). */
-  clipboard = '';
+  private clipboardText = '';
   /** The control with keyboard focus: typed and pasted text goes there. */
-  private focused?: { window: SimWindow; element: SimElement };
+  private focused?: { window: WindowState; element: ElementState };
 
   constructor() {
     this.open = [saveAs(HANDLES.saveAs), notepad(), commandPrompt(), videoPlayer()];
+  }
+
+  /** The desktop's own record of an open window (tools hold read-only views of it). */
+  private stateOf(w: SimWindow): WindowState {
+    const state = this.open.find((x) => x === w);
+    if (!state) throw new Error(`window ${w.handle} is not open on this desktop`);
+    return state;
+  }
+
+  /** The desktop's own record of an element of an open window. */
+  private elementOf(w: SimWindow, e: SimElement): ElementState {
+    const tree = this.stateOf(w).tree;
+    const state = tree === e ? tree : descendants(tree).find((x) => x === e);
+    if (!state) throw new Error(`element ${e.controlType} '${e.name ?? ''}' is not in window ${w.handle}`);
+    return state;
+  }
+
+  /** The system text clipboard. */
+  get clipboard(): string {
+    return this.clipboardText;
+  }
+
+  /** Put text on the clipboard (the clipboard tool's set). */
+  setClipboard(text: string): void {
+    this.clipboardText = text;
+  }
+
+  /** Replace a text box's value (invoke setvalue). */
+  setValue(w: SimWindow, e: SimElement, text: string): void {
+    this.elementOf(w, e).value = text;
+  }
+
+  /** Whether captures of a window come back all black (a protected surface such as the Video Player's). */
+  setBlankCapture(w: SimWindow, blank: boolean): void {
+    this.stateOf(w).blankCapture = blank;
+  }
+
+  /** Select an item: its selectable siblings are deselected (invoke select). */
+  select(w: SimWindow, e: SimElement): void {
+    const item = this.elementOf(w, e);
+    const tree = this.stateOf(w).tree;
+    const parent = [tree, ...descendants(tree)].find((p) => p.children.includes(item));
+    for (const sibling of parent?.children ?? [])
+      if (sibling.isSelected !== undefined) sibling.isSelected = false;
+    item.isSelected = true;
   }
 
   /** Open windows, top of the z-order first. */
@@ -647,12 +706,14 @@ export class Desktop {
   }
 
   /** Put a window on top of the z-order (the foreground). */
-  bringToFront(w: SimWindow): void {
+  bringToFront(window: SimWindow): void {
+    const w = this.stateOf(window);
     this.open = [w, ...this.open.filter((x) => x !== w)];
   }
 
   /** Move a window's top-left to (x, y), its elements with it. */
-  moveWindow(w: SimWindow, x: number, y: number): void {
+  moveWindow(window: SimWindow, x: number, y: number): void {
+    const w = this.stateOf(window);
     shiftTree(w.tree, x - w.x, y - w.y);
     w.x = x;
     w.y = y;
@@ -661,7 +722,8 @@ export class Desktop {
   }
 
   /** Resize a window (at least 1x1); its elements keep their places. */
-  resizeWindow(w: SimWindow, width: number, height: number): void {
+  resizeWindow(window: SimWindow, width: number, height: number): void {
+    const w = this.stateOf(window);
     w.width = Math.max(1, width);
     w.height = Math.max(1, height);
     w.tree.width = w.width;
@@ -669,7 +731,8 @@ export class Desktop {
   }
 
   /** Minimize: the window reports Windows' parked rect and captures black until restored. */
-  minimize(w: SimWindow): void {
+  minimize(window: SimWindow): void {
+    const w = this.stateOf(window);
     if (w.minimized) return;
     w.restoreBounds ??= { x: w.x, y: w.y, width: w.width, height: w.height };
     w.minimized = true;
@@ -678,7 +741,8 @@ export class Desktop {
   }
 
   /** Maximize to the working area of the monitor the window is on. */
-  maximize(w: SimWindow): void {
+  maximize(window: SimWindow): void {
+    const w = this.stateOf(window);
     const bounds = w.restoreBounds ?? { x: w.x, y: w.y, width: w.width, height: w.height };
     const display =
       DISPLAYS.find((d) => bounds.x >= d.bounds.x && bounds.x < d.bounds.x + d.bounds.width) ?? DISPLAYS[0]!;
@@ -689,7 +753,8 @@ export class Desktop {
   }
 
   /** Restore the bounds from before minimize or maximize. */
-  restore(w: SimWindow): void {
+  restore(window: SimWindow): void {
+    const w = this.stateOf(window);
     const b = w.restoreBounds;
     w.minimized = false;
     w.restoreBounds = undefined;
@@ -710,18 +775,25 @@ export class Desktop {
    * target of typing; anything else leaves no control focused.
    */
   setFocus(w: SimWindow, e: SimElement): void {
-    this.focused = TYPABLE.has(e.controlType) && !e.isOffscreen ? { window: w, element: e } : undefined;
+    this.focused =
+      TYPABLE.has(e.controlType) && !e.isOffscreen
+        ? { window: this.stateOf(w), element: this.elementOf(w, e) }
+        : undefined;
   }
 
   /** The focused text box, while its window is open. */
   focusedElement(): { window: SimWindow; element: SimElement } | undefined {
+    return this.focusedState();
+  }
+
+  private focusedState(): { window: WindowState; element: ElementState } | undefined {
     const f = this.focused;
     return f && this.open.includes(f.window) ? f : undefined;
   }
 
   /** Type text into the focused text box (`chars:`); false when no text box has focus. */
   typeText(text: string): boolean {
-    const f = this.focusedElement();
+    const f = this.focusedState();
     if (!f) return false;
     f.element.value = (f.element.value ?? '') + text;
     return true;
@@ -729,7 +801,7 @@ export class Desktop {
 
   /** Paste the clipboard into the focused text box (ctrl-v); false when no text box has focus. */
   paste(): boolean {
-    return this.typeText(this.clipboard);
+    return this.typeText(this.clipboardText);
   }
 
   /** Open the Sign in dialog on top (a new handle each time), unless one is open. */

@@ -70,18 +70,10 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
       get emergencyStopped() {
         return core.emergencyStopped;
       },
-      consentPending: (on) => {
-        core.gates.consentPending = on;
-      },
-      bootstrapOnly: (on) => {
-        core.gates.bootstrapOnly = on;
-      },
-      agentCommands: (on) => {
-        core.gates.agentCommands = on;
-      },
-      printWindowRefused: (on) => {
-        core.gates.printWindowRefused = on;
-      },
+      consentPending: (on) => core.setGate('consentPending', on),
+      bootstrapOnly: (on) => core.setGate('bootstrapOnly', on),
+      agentCommands: (on) => core.setGate('agentCommands', on),
+      printWindowRefused: (on) => core.setGate('printWindowRefused', on),
     },
     listenHttp: (httpOptions = {}) =>
       listenHttp(core, { ...httpOptions, token: httpOptions.token ?? core.token }),

@@ -27,8 +27,8 @@ export class CommandTable {
   private readonly enabled = new Map<string, boolean>();
   private readonly denied = new Set<string>();
   private anyGrant = false;
-  /** True while a consent prompt is on the operator's screen. */
-  pending = false;
+  /** A consent prompt is on the operator's screen. */
+  private prompting = false;
 
   constructor(
     readonly catalog: readonly string[],
@@ -36,8 +36,8 @@ export class CommandTable {
     rawCommands: readonly string[],
     rawEnabled: readonly string[],
     /** What the operator answers next, and how long they take. */
-    public answer: ConsentAnswer = 'allow',
-    public answerDelayMs = 50,
+    private answer: ConsentAnswer = 'allow',
+    private readonly answerDelayMs = 50,
   ) {
     for (const name of catalog) this.enabled.set(name, !gated.includes(name));
     for (const key of rawCommands) this.enabled.set(key, rawEnabled.includes(key));
@@ -96,6 +96,32 @@ export class CommandTable {
   armAnyGrant(): void {
     this.anyGrant = true;
   }
+
+  /** True while a consent prompt is on the operator's screen. */
+  get pending(): boolean {
+    return this.prompting;
+  }
+
+  /** How the operator answers the next prompts (the `consent` option, `sim:consent`). */
+  answerNext(answer: ConsentAnswer): void {
+    this.answer = answer;
+  }
+
+  /** Put the prompt on the operator's screen (one at a time) and wait for the answer. */
+  async askOperator(): Promise<ConsentAnswer> {
+    if (this.prompting)
+      throw internal(
+        'consent-pending',
+        "Another request-command-access prompt is already on the operator's screen; one at a time. Wait for it to resolve, then retry.",
+      );
+    this.prompting = true;
+    try {
+      await sleep(this.answerDelayMs);
+      return this.answer;
+    } finally {
+      this.prompting = false;
+    }
+  }
 }
 
 /** The reason as the operator sees it: controls and format characters to spaces, `"` to `'`, capped. */
@@ -153,7 +179,7 @@ export async function runRequestCommandAccess(ctx: ToolContext): Promise<ToolSuc
     table.grant(needed);
     return { result: accessResult(needed, alreadyEnabled, 'any') };
   }
-  const answer = await askOperator(table);
+  const answer = await table.askOperator();
   refuseUnlessAllowed(answer, table, needed);
   table.grant(needed);
   if (answer === 'allow-any') table.armAnyGrant();
@@ -193,22 +219,6 @@ function requestedCommands(ctx: ToolContext): string[] {
       `Unknown command(s): ${unknown.join(', ')}. They are not in the loaded command table; nothing was asked of the operator. Fix the names and retry.`,
     );
   return resolved;
-}
-
-/** Put the prompt on the operator's screen (one at a time) and wait for the answer. */
-async function askOperator(table: CommandTable): Promise<ConsentAnswer> {
-  if (table.pending)
-    throw internal(
-      'consent-pending',
-      "Another request-command-access prompt is already on the operator's screen; one at a time. Wait for it to resolve, then retry.",
-    );
-  table.pending = true;
-  try {
-    await sleep(table.answerDelayMs);
-    return table.answer;
-  } finally {
-    table.pending = false;
-  }
 }
 
 /** Throw the refusal of an answer that is not allow or allow-any (a deny is remembered). */

@@ -175,7 +175,7 @@ export class SimulatorCore {
   readonly commands: CommandTable;
   private stopped = false;
   /** The other operator states that refuse calls before routing, and the agent-commands opt-in. */
-  readonly gates: SimulatorGates = {
+  private readonly gates: SimulatorGates = {
     consentPending: false,
     bootstrapOnly: false,
     agentCommands: true,
@@ -228,9 +228,13 @@ export class SimulatorCore {
 
   /** Latch or release the operator's emergency stop; the stop is recorded in the default session's status. */
   emergencyStop(on: boolean, source = 'operator'): void {
-    if (on && !this.stopped)
-      this.sessions.defaultSession.emergencyStop = { at: roundTripUtc(this.now()), source };
+    if (on && !this.stopped) this.sessions.noteEmergencyStop({ at: roundTripUtc(this.now()), source });
     this.stopped = on;
+  }
+
+  /** Turn one of the operator's gates on or off (`sim.control`, the `sim:` controls). */
+  setGate(gate: keyof SimulatorGates, on: boolean): void {
+    this.gates[gate] = on;
   }
 
   private initializeResult(): Record<string, unknown> {
@@ -343,12 +347,12 @@ export class SimulatorCore {
           ? argSession
           : session.id;
       if (failure.refusal) return this.failure(stamp, failure, undefined);
-      if (tool.routed) session.lastAction = name;
+      if (tool.routed) this.sessions.noteAction(session, name);
       // send_command failures never carry an observation, and are not kept as the session's last error.
       if (tool.kind === 'meta') return this.failure(stamp, failure, undefined);
       return this.failure(stamp, failure, prior, session);
     }
-    if (tool.routed) session.lastAction = name;
+    if (tool.routed) this.sessions.noteAction(session, name);
     if (tool.kind === 'observation') await this.sessions.recordObservation(session, success.result);
     // session-start, -status and -end are stamped with the session they started, inspected or ended.
     const stamp =
@@ -399,7 +403,7 @@ export class SimulatorCore {
     if (lastObservation) error.lastObservation = lastObservation;
     if (f.partialResult) error.partialResult = f.partialResult;
     // The real server keeps the whole error object, partialResult base64 included (a known leak, mcec-wire §5).
-    if (session) session.lastError = structuredClone(error);
+    if (session) this.sessions.noteError(session, error);
     const envelope: Record<string, unknown> = { ok: false, sessionId };
     const allWarnings = [...warnings, ...f.warnings];
     if (allWarnings.length > 0) envelope.warnings = allWarnings;
@@ -420,7 +424,7 @@ export class SimulatorCore {
     if (verb === 'sim:throw') throw new SimulatorFault('simulated handler fault (sim:throw)');
     const answers = ['allow', 'allow-any', 'deny', 'timeout', 'unavailable'];
     if (verb === 'sim:consent' && arg !== undefined && answers.includes(arg)) {
-      this.commands.answer = arg as ConsentAnswer;
+      this.commands.answerNext(arg as ConsentAnswer);
       return this.success(stamp, { result: { output: `the operator will answer ${arg}` } });
     }
     if (arg === 'on' || arg === 'off') {
@@ -430,16 +434,16 @@ export class SimulatorCore {
         this.emergencyStop(on, 'sim-control');
         output = on ? 'emergency stop engaged' : 'emergency stop released';
       } else if (verb === 'sim:consent-pending') {
-        this.gates.consentPending = on;
+        this.setGate('consentPending', on);
         output = on ? 'consent prompt open' : 'consent prompt answered';
       } else if (verb === 'sim:bootstrap-only') {
-        this.gates.bootstrapOnly = on;
+        this.setGate('bootstrapOnly', on);
         output = on ? 'bootstrap-only on' : 'bootstrap-only off';
       } else if (verb === 'sim:agent-commands') {
-        this.gates.agentCommands = on;
+        this.setGate('agentCommands', on);
         output = on ? 'agent commands enabled' : 'agent commands disabled';
       } else if (verb === 'sim:print-window-refused') {
-        this.gates.printWindowRefused = on;
+        this.setGate('printWindowRefused', on);
         output = on ? 'PrintWindow refused: captures and OCR use the on-screen blit' : 'PrintWindow works';
       }
       if (output !== undefined) return this.success(stamp, { result: { output } });

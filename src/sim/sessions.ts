@@ -13,8 +13,8 @@ export interface SessionMemory {
   emergencyStop?: { at: string; source: string };
 }
 
-/** One server-side session: identity, artifact dir, and memory of the last target/observation/error. */
-export interface SimSession extends SessionMemory {
+/** One server-side session as the store holds it: identity, artifact dir, and memory of the last target/observation/error. */
+interface SessionState extends SessionMemory {
   id: string;
   startedAt: Date;
   /** The 100 ns ticks below the millisecond of startedAt (0..9999): .NET keeps 7 fractional digits. */
@@ -25,6 +25,9 @@ export interface SimSession extends SessionMemory {
   ended: boolean;
   artifactCounter: number;
 }
+
+/** A session as the server and its tools see it: read-only, so only the store's methods change it. */
+export type SimSession = Readonly<SessionState>;
 
 /** What session-start / session-status report about a session. */
 export interface SessionStatus extends SessionMemory {
@@ -58,8 +61,8 @@ const SUMMARY_KEYS = [
 
 /** The registry of sessions: the implicit default one plus those started with session-start. */
 export class SessionStore {
-  private current: SimSession | undefined;
-  private readonly byId = new Map<string, SimSession>();
+  private current: SessionState | undefined;
+  private readonly byId = new Map<string, SessionState>();
   /** Path-only captures count across sessions (CaptureContent's static counter), apart from compaction's. */
   private pathOnlyCounter = 0;
 
@@ -73,14 +76,25 @@ export class SessionStore {
 
   /** The implicit default session, created with a real 12-hex id on first use (again after it is ended). */
   get defaultSession(): SimSession {
+    return this.defaultState();
+  }
+
+  private defaultState(): SessionState {
     this.current ??= this.create(true);
     return this.current;
   }
 
-  private create(isDefault: boolean): SimSession {
+  /** The store's own record of a session it handed out. */
+  private stateOf(s: SimSession): SessionState {
+    const state = this.byId.get(s.id);
+    if (state !== s) throw new Error(`session ${s.id} is not one of this store's`);
+    return state;
+  }
+
+  private create(isDefault: boolean): SessionState {
     const id = this.nextId();
     const startedAt = this.now();
-    const session: SimSession = {
+    const session: SessionState = {
       id,
       startedAt,
       startedAtTicks: this.subMillisecondTicks(),
@@ -109,11 +123,27 @@ export class SessionStore {
    * End a session; true when it was live. Ending the default session drops it, so the next call without a
    * sessionId gets a fresh default session (as the real server does).
    */
-  end(s: SimSession): boolean {
+  end(session: SimSession): boolean {
+    const s = this.stateOf(session);
     if (s.ended) return false;
     s.ended = true;
     if (this.current === s) this.current = undefined;
     return true;
+  }
+
+  /** Remember the last tool a session ran (session-status's `lastAction`). */
+  noteAction(s: SimSession, tool: string): void {
+    this.stateOf(s).lastAction = tool;
+  }
+
+  /** Remember a session's last failure, whole (a copy: later changes to `error` do not reach it). */
+  noteError(s: SimSession, error: Record<string, unknown>): void {
+    this.stateOf(s).lastError = structuredClone(error);
+  }
+
+  /** Record the operator's emergency stop in the default session's status (a new stop replaces the last). */
+  noteEmergencyStop(stop: { at: string; source: string }): void {
+    this.defaultState().emergencyStop = { ...stop };
   }
 
   /** The status object the wire carries (a deep copy, so later changes do not leak into old replies). */
@@ -135,7 +165,8 @@ export class SessionStore {
   }
 
   /** Write image bytes into the session's artifact dir as `capture-<UTC ms stamp>-<n>.png`; returns the path. */
-  async writeArtifact(s: SimSession, png: Buffer): Promise<string> {
+  async writeArtifact(session: SimSession, png: Buffer): Promise<string> {
+    const s = this.stateOf(session);
     await mkdir(s.artifactDir, { recursive: true });
     s.artifactCounter += 1;
     const file = path.join(s.artifactDir, artifactFileName('capture', this.now(), s.artifactCounter, 'png'));
@@ -159,7 +190,8 @@ export class SessionStore {
    * Remember a successful observation. An inline capture is compacted to a capture-summary with its PNG
    * written to the artifact dir, so a later error.lastObservation never carries base64.
    */
-  async recordObservation(s: SimSession, result: Record<string, unknown>): Promise<void> {
+  async recordObservation(session: SimSession, result: Record<string, unknown>): Promise<void> {
+    const s = this.stateOf(session);
     const base64 = result.base64;
     let kept: Record<string, unknown>;
     if (typeof base64 === 'string' && base64.length > 0) {

@@ -13,7 +13,6 @@ import { clickArgsError, runClipboard, runDrag, runFocus, runLaunch, runWindow }
 import { runCapture, windowCaptureData } from './capture.js';
 import {
   DISPLAYS,
-  descendants,
   describeTarget,
   type MatchBy,
   type SimElement,
@@ -229,15 +228,10 @@ async function runInvoke(ctx: ToolContext): Promise<ToolSuccess> {
     const text = str(args, 'text');
     if (text === undefined)
       throw new ToolFailure('invalid-argument', 'invalid-argument', "setvalue needs a 'text' argument.");
-    e.value = text;
+    ctx.desktop.setValue(w, e, text);
   }
   if (action === 'setfocus') ctx.desktop.setFocus(w, e);
-  if (action === 'select') {
-    const parent = [w.tree, ...descendants(w.tree)].find((p) => p.children.includes(e));
-    for (const sibling of parent?.children ?? [])
-      if (sibling.isSelected !== undefined) sibling.isSelected = false;
-    e.isSelected = true;
-  }
+  if (action === 'select') ctx.desktop.select(w, e);
   if (action === 'invoke' && applyEffect(ctx, w, e)) {
     // The real server returns after a grace when the invoke opened a modal dialog.
     await sleep(ctx.modalGraceMs);
@@ -455,7 +449,6 @@ async function runSendCommand(ctx: ToolContext): Promise<ToolSuccess> {
 
 async function runSessionStart(ctx: ToolContext): Promise<ToolSuccess> {
   const s = await ctx.sessions.start();
-  ctx.session = s;
   return { result: { ...ctx.sessions.status(s, ctx.commands.access()) } };
 }
 

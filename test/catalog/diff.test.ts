@@ -26,7 +26,8 @@ describe('diff: three demo runs, two passing and one failing', () => {
     for (const passing of [true, true, false]) {
       const simulator = createSimulator({ sessionsRoot: path.join(root, 'sim') });
       // A passing run: the player shows a picture (the demo's player is a protected, black surface).
-      for (const w of simulator.desktop.windows()) if (passing && w.blankCapture) w.blankCapture = false;
+      for (const w of simulator.desktop.windows())
+        if (passing && w.blankCapture) simulator.desktop.setBlankCapture(w, false);
       // Its own runDemo, not test/support/demo-session.ts: passing runs need a simulator with the player fixed.
       const res = await runDemo({ sessionsDir, simulator, stderr: () => {} });
       runs.push({ sessionId: res.sessionId, dir: res.sessionDir, passed: res.verdict === 'PASS' });
@@ -138,7 +139,8 @@ describe.skipIf(!hasChromium)('index page: mcec-bundle report --all over the dem
       const ids: string[] = [];
       for (const passing of [true, false]) {
         const simulator = createSimulator({ sessionsRoot: path.join(root, 'sim') });
-        for (const w of simulator.desktop.windows()) if (passing && w.blankCapture) w.blankCapture = false;
+        for (const w of simulator.desktop.windows())
+          if (passing && w.blankCapture) simulator.desktop.setBlankCapture(w, false);
         // Its own runDemo (not the shared demo session): the passing run needs a simulator with the player fixed.
         ids.push((await runDemo({ sessionsDir, simulator, stderr: () => {} })).sessionId);
       }
