@@ -114,8 +114,13 @@ function deadlineAgent(protocol: string, deadlineMs: number): DeadlineAgent {
 
 /** Ids the planner chose, handed to the SDK for the next span it starts. */
 class PlannedIds implements IdGenerator {
-  traceId = '';
-  spanId = '';
+  private traceId = '';
+  private spanId = '';
+  /** The ids of the next span the SDK starts. */
+  plan(traceId: string, spanId: string): void {
+    this.traceId = traceId;
+    this.spanId = spanId;
+  }
   generateTraceId(): string {
     return this.traceId;
   }
@@ -219,8 +224,7 @@ function tracerProvider(
 
 /** Start and end one planned span with its planned ids, parent, links, events and status. */
 function startPlannedSpan(tracer: Tracer, ids: PlannedIds, plan: SpanPlan): void {
-  ids.traceId = plan.traceId;
-  ids.spanId = plan.spanId;
+  ids.plan(plan.traceId, plan.spanId);
   const parent: Context = plan.parentSpanId
     ? trace.setSpanContext(ROOT_CONTEXT, {
         traceId: plan.traceId,

@@ -177,7 +177,7 @@ class Allotment {
   private tightRows = 0;
 
   constructor(
-    public free: number,
+    private free: number,
     specials: number,
     otherRows: number,
     private readonly special: number,
@@ -206,6 +206,11 @@ class Allotment {
   /** What is free beyond the room kept for the specials still to come. */
   room(): number {
     return this.free - this.reserved;
+  }
+
+  /** A row's final HTML took `bytes` more than its bare form. */
+  spend(bytes: number): void {
+    this.free -= bytes;
   }
 }
 
@@ -248,7 +253,7 @@ export function allotBodies(
     }
     counts.clipped += local.clipped;
     counts.omitted += local.omitted;
-    share.free -= htmlBytes + 1 - e.bytes - rowThumbBytes;
+    share.spend(htmlBytes + 1 - e.bytes - rowThumbBytes);
     e.allowance = allowance;
     if (e.html !== null) e.html = html;
     else if (spool) e.final = { at: spool.append(html, htmlBytes), bytes: htmlBytes };
