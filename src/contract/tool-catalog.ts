@@ -2,8 +2,9 @@
  * The MCEC tool catalog: one row per tool the server registers (tig/mcec `ToolCatalog.cs` and its meta tools,
  * mcec-wire §1). Every per-tool fact the recorder uses derives from this table: which tools are observations,
  * which are meta, which arguments hold typed text, which one-line summarizer a call gets, and the simulator's
- * tool list. Adding a tool: a row here, its tools/list entry in `tool-listings.ts`, its behaviour in
- * `src/sim/tools.ts` (and, when the generic line is not enough, a summarizer in `src/report/summarize-call.ts`).
+ * tool list. Adding a tool: a row here and its tools/list entry in `tool-listings.ts`; the simulator serves it
+ * with the behaviour its row implies (`src/sim/derived-tool.ts`) until it is given a scripted one, and the
+ * report gives it the generic line until it is given a summarizer (`src/report/summarize-call.ts`).
  */
 
 import type { ErrorCategory } from './types.js';

@@ -377,9 +377,10 @@ export const TOOL_LISTINGS: readonly ToolListing[] = [
 
 /** The tools/list entries (name, description, inputSchema), each a fresh copy: what tools/list answers. */
 export function toolListings(): ToolListing[] {
-  return TOOL_LISTINGS.map(({ name, description, inputSchema }) => ({
-    name,
-    description,
-    inputSchema: structuredClone(inputSchema),
-  }));
+  return TOOL_LISTINGS.map(listingOf);
+}
+
+/** A fresh copy of a tools/list entry's wire fields (name, description, inputSchema), nothing else. */
+export function listingOf({ name, description, inputSchema }: ToolListing): ToolListing {
+  return { name, description, inputSchema: structuredClone(inputSchema) };
 }

@@ -2,7 +2,8 @@
 import { randomInt } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { GATED_BY_DEFAULT, INSTALL_TOOLS, SERVED_DURING_CONSENT } from '../contract/tool-catalog.js';
+import { INSTALL_TOOLS } from '../contract/tool-catalog.js';
+import { listingOf } from '../contract/tool-listings.js';
 import type { ErrorCategory, Warning } from '../contract/types.js';
 import { isRecord } from '../util/json.js';
 import {
@@ -22,13 +23,12 @@ import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.
 import { roundTripUtc, SessionStore, type SimSession } from './sessions.js';
 import {
   badArguments,
-  CATALOG_TOOLS,
+  inCommandTable,
+  TOOLS,
   type ToolContext,
   type ToolDef,
   ToolFailure,
   type ToolSuccess,
-  toolByName,
-  toolListings,
 } from './tools.js';
 
 export { type CallToolResult, type ContentBlock, PROTOCOL_VERSION };
@@ -107,8 +107,13 @@ export interface SimulatorGates {
   printWindowRefused: boolean;
 }
 
-/** The only tools of the provisioning bootstrap; their `sessionId` names an install, never a session. */
-const BOOTSTRAP_TOOLS = INSTALL_TOOLS;
+/**
+ * A tool of the provisioning bootstrap: its `sessionId` names an install, never a session. Known by name too, so
+ * the server's bootstrap names keep their routing while the simulator lacks them (`unknown-tool`).
+ */
+function isInstallTool(name: string, tool: ToolDef | undefined): boolean {
+  return tool?.spec.installTool === true || INSTALL_TOOLS.has(name);
+}
 
 function agentCommandsDisabled(): ToolFailure {
   return new ToolFailure(
@@ -134,11 +139,11 @@ function bootstrapOnly(): ToolFailure {
   );
 }
 
-function consentPending(): ToolFailure {
+function consentPending(servedDuringConsent: readonly string[]): ToolFailure {
   return new ToolFailure(
     'consent-pending',
     'internal',
-    `An operator consent prompt (request-command-access) is open; actuation is paused until the operator answers. Only observation tools (${[...SERVED_DURING_CONSENT].join('/')}) are served right now. Wait for the pending request-command-access call to return, then retry.`,
+    `An operator consent prompt (request-command-access) is open; actuation is paused until the operator answers. Only observation tools (${servedDuringConsent.join('/')}) are served right now. Wait for the pending request-command-access call to return, then retry.`,
   );
 }
 
@@ -173,6 +178,13 @@ export class SimulatorCore {
   private readonly allowProvisioning: boolean;
   /** The loaded command table and the operator's consent (request-command-access). */
   readonly commands: CommandTable;
+  /** The tools served, in tools/list order, and by name. */
+  private readonly tools: readonly ToolDef[];
+  private readonly byName: ReadonlyMap<string, ToolDef>;
+  /** The catalog tools the operator has to grant first (commandAccess `gatedTools` at connect). */
+  private readonly gatedByDefault: readonly string[];
+  /** The tools still served while a consent prompt is open. */
+  private readonly servedDuringConsent: readonly string[];
   private stopped = false;
   /** The other operator states that refuse calls before routing, and the agent-commands opt-in. */
   private readonly gates: SimulatorGates = {
@@ -185,7 +197,7 @@ export class SimulatorCore {
   private readonly methods = new Map<string, JsonRpcMethod>([
     ['initialize', () => this.initializeResult()],
     ['ping', () => ({})],
-    ['tools/list', () => ({ tools: toolListings() })],
+    ['tools/list', () => ({ tools: this.tools.map(listingOf) })],
     [
       'tools/call',
       (params) => {
@@ -195,7 +207,12 @@ export class SimulatorCore {
     ],
   ]);
 
-  constructor(options: SimulatorOptions = {}) {
+  /** `tools`: what it serves (default: one tool per catalog row). */
+  constructor(options: SimulatorOptions = {}, tools: readonly ToolDef[] = TOOLS) {
+    this.tools = tools;
+    this.byName = new Map(tools.map((t) => [t.name, t]));
+    this.gatedByDefault = tools.filter((t) => t.spec.gatedByDefault === true).map((t) => t.name);
+    this.servedDuringConsent = tools.filter((t) => t.spec.servedDuringConsent === true).map((t) => t.name);
     this.now = options.now ?? (() => new Date());
     if (options.signIn) this.desktop.openSignIn();
     this.token = options.token;
@@ -205,8 +222,8 @@ export class SimulatorCore {
     this.tempDir = path.resolve(options.tempDir ?? os.tmpdir());
     this.allowProvisioning = options.allowProvisioning === true;
     this.commands = new CommandTable(
-      CATALOG_TOOLS,
-      GATED_BY_DEFAULT,
+      tools.filter(inCommandTable).map((t) => t.name),
+      this.gatedByDefault,
       SIM_RAW_COMMANDS,
       SIM_RAW_COMMANDS,
       options.consent ?? 'allow',
@@ -243,7 +260,7 @@ export class SimulatorCore {
       capabilities: { tools: {} },
       serverInfo: { name: 'MCEC', version: SIM_VERSION },
       instructions: INSTRUCTIONS,
-      commandAccess: this.commands.defaults(GATED_BY_DEFAULT),
+      commandAccess: this.commands.defaults(this.gatedByDefault),
     };
   }
 
@@ -277,7 +294,7 @@ export class SimulatorCore {
       const control = args.command.trim();
       if (control.toLowerCase().startsWith('sim:')) return this.simControl(control, argSession);
     }
-    const tool = toolByName(name);
+    const tool = this.byName.get(name);
     const gate = this.preRoutingRefusal(name, tool, argSession);
     if (gate) return this.failure(this.sessions.defaultSession.id, gate, undefined);
     const session = this.routedSession(name, tool, argSession);
@@ -297,10 +314,10 @@ export class SimulatorCore {
   ): ToolFailure | undefined {
     // The operator's emergency stop latches before anything else, like the real server's gate.
     if (this.stopped) return emergencyStopped();
-    if (this.gates.bootstrapOnly && !BOOTSTRAP_TOOLS.has(name)) return bootstrapOnly();
+    if (this.gates.bootstrapOnly && !isInstallTool(name, tool)) return bootstrapOnly();
     // A prompt is open: set by request-command-access while the operator decides, or by the control.
-    if ((this.gates.consentPending || this.commands.pending) && !SERVED_DURING_CONSENT.has(name))
-      return consentPending();
+    if ((this.gates.consentPending || this.commands.pending) && tool?.spec.servedDuringConsent !== true)
+      return consentPending(this.servedDuringConsent);
     if (tool?.kind !== 'lifecycle') return undefined;
     if (!this.gates.agentCommands) return agentCommandsDisabled();
     if (name === 'session-end' && (argSession ?? '').trim() === '')
@@ -316,7 +333,7 @@ export class SimulatorCore {
   ): SimSession | undefined {
     // Lifecycle tools read sessionId as their target, and the provisioning tools as the id of an install:
     // both answer in the default session. Only routed tools route by it.
-    if (tool?.routed === false || BOOTSTRAP_TOOLS.has(name) || argSession === null || argSession === '')
+    if (tool?.routed === false || isInstallTool(name, tool) || argSession === null || argSession === '')
       return this.sessions.defaultSession;
     const named = this.sessions.get(argSession.trim());
     return named && !named.ended ? named : undefined;

@@ -187,6 +187,20 @@ export function timeoutArg(args: Record<string, unknown>, fallback: number): num
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** The live session a lifecycle tool's `sessionId` names (trimmed, as the server does); absent or empty: the default. */
+export function sessionTarget(ctx: ToolContext): SimSession {
+  const raw = str(ctx.args, 'sessionId');
+  if (raw === undefined || raw === '') return ctx.sessions.defaultSession;
+  const s = ctx.sessions.get(raw.trim());
+  if (!s || s.ended)
+    throw new ToolFailure(
+      'unknown-session',
+      'invalid-argument',
+      `Unknown sessionId '${raw}'. It was never started or has ended. Call session-start, or omit sessionId for the default session.`,
+    );
+  return s;
+}
+
 /** An ambiguous-selector failure: a selector matched more than one element. */
 export function ambiguous(n: number, by: MatchBy, value: string): ToolFailure {
   return new ToolFailure(

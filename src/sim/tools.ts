@@ -4,13 +4,13 @@ import {
   type McecToolName,
   type McecToolSpec,
   mcecTool,
-  toolsOfKind,
 } from '../contract/tool-catalog.js';
 import { TOOL_LISTINGS, type ToolListing } from '../contract/tool-listings.js';
 import type { Warning } from '../contract/types.js';
 import { serializeWire } from '../wire/json-text.js';
 import { clickArgsError, runClipboard, runDrag, runFocus, runLaunch, runWindow } from './actions.js';
 import { runCapture, windowCaptureData } from './capture.js';
+import { derivedBehaviour, type ToolRun } from './derived-tool.js';
 import {
   DISPLAYS,
   describeTarget,
@@ -28,7 +28,6 @@ import { runGetText } from './get-text.js';
 import { runEndSession, runProvisionSession, runRequestCommandAccess } from './meta-tools.js';
 import { encodePng } from './raster.js';
 import { runRecord } from './record.js';
-import type { SimSession } from './sessions.js';
 import type { ToolContext, ToolSuccess } from './tool-kit.js';
 import {
   ambiguous,
@@ -39,6 +38,7 @@ import {
   refuseElevated,
   requireTarget,
   resolveWindow,
+  sessionTarget,
   sleep,
   str,
   ToolFailure,
@@ -54,6 +54,8 @@ export { badArguments, ToolFailure } from './tool-kit.js';
 export type ToolKind = McecToolKind;
 
 export interface ToolDef extends ToolListing {
+  /** Its catalog row (contract/tool-catalog.ts). */
+  spec: McecToolSpec;
   kind: ToolKind;
   /** Routed tools run inside the session named by `sessionId`; lifecycle tools read it as their target. */
   routed: boolean;
@@ -452,20 +454,6 @@ async function runSessionStart(ctx: ToolContext): Promise<ToolSuccess> {
   return { result: { ...ctx.sessions.status(s, ctx.commands.access()) } };
 }
 
-/** The live session a lifecycle tool's `sessionId` names (trimmed, as the server does); absent or empty: the default. */
-function sessionTarget(ctx: ToolContext): SimSession {
-  const raw = str(ctx.args, 'sessionId');
-  if (raw === undefined || raw === '') return ctx.sessions.defaultSession;
-  const s = ctx.sessions.get(raw.trim());
-  if (!s || s.ended)
-    throw new ToolFailure(
-      'unknown-session',
-      'invalid-argument',
-      `Unknown sessionId '${raw}'. It was never started or has ended. Call session-start, or omit sessionId for the default session.`,
-    );
-  return s;
-}
-
 async function runSessionStatus(ctx: ToolContext): Promise<ToolSuccess> {
   return { result: { ...ctx.sessions.status(sessionTarget(ctx), ctx.commands.access()) } };
 }
@@ -493,8 +481,11 @@ async function runSessionEnd(ctx: ToolContext): Promise<ToolSuccess> {
 // the catalog
 // ---------------------------------------------------------------------------------------------
 
-/** How each MCEC tool of the catalog runs; its kind comes from the catalog, its tools/list entry from contract/tool-listings.ts. */
-const BEHAVIOUR: Record<McecToolName, (ctx: ToolContext) => Promise<ToolSuccess>> = {
+/**
+ * The scripted behaviours, for the tools the demo and the tests drive (their result shapes and codes from the
+ * server's source). A catalog tool without one gets the behaviour its row implies (`derived-tool.ts`).
+ */
+const BEHAVIOUR: Partial<Record<McecToolName, ToolRun>> = {
   capture: runCapture,
   'get-text': runGetText,
   query: runQuery,
@@ -519,11 +510,16 @@ const BEHAVIOUR: Record<McecToolName, (ctx: ToolContext) => Promise<ToolSuccess>
   'end-session': runEndSession,
 };
 
-/** The gated agent tools (ToolCatalog.All): they run only while enabled in the command table. */
-export const CATALOG_TOOLS: readonly string[] = toolsOfKind('observation', 'read-only', 'action');
+/** The kinds of the gated agent tools (ToolCatalog.All): they run only while enabled in the command table. */
+const COMMAND_TABLE_KINDS: readonly ToolKind[] = ['observation', 'read-only', 'action'];
+
+/** True for a tool of the command table (ToolCatalog.All), which the per-command Enabled gate guards. */
+export function inCommandTable(tool: { kind: ToolKind }): boolean {
+  return COMMAND_TABLE_KINDS.includes(tool.kind);
+}
 
 /** A catalog tool's run behind the per-command Enabled gate (the executor's command-disabled refusal). */
-function gated(name: string, run: (ctx: ToolContext) => Promise<ToolSuccess>) {
+function gated(name: string, run: ToolRun): ToolRun {
   return async (ctx: ToolContext): Promise<ToolSuccess> => {
     if (!ctx.commands.isEnabled(name))
       throw new ToolFailure(
@@ -535,23 +531,28 @@ function gated(name: string, run: (ctx: ToolContext) => Promise<ToolSuccess>) {
   };
 }
 
-/** Every simulated tool, in tools/list order. */
-export const TOOLS: readonly ToolDef[] = TOOL_LISTINGS.map((listing) => {
-  const spec: McecToolSpec | undefined = mcecTool(listing.name);
-  if (!spec) throw new Error(`simulated tool ${listing.name} is not in the MCEC tool catalog`);
-  const run = BEHAVIOUR[listing.name as McecToolName];
-  return {
+/**
+ * A simulated tool from its tools/list entry and catalog row: `run`, else the behaviour derived from the row;
+ * its kind, routing and gate from the row.
+ */
+export function simulatedTool(
+  listing: ToolListing,
+  spec: McecToolSpec,
+  run: ToolRun = derivedBehaviour(listing.name, spec),
+): ToolDef {
+  const tool = {
     ...listing,
+    spec,
     kind: spec.kind,
     // Lifecycle tools read `sessionId` as their target; install tools run in the default session.
     routed: spec.kind !== 'lifecycle' && spec.installTool !== true,
-    run: CATALOG_TOOLS.includes(listing.name) ? gated(listing.name, run) : run,
   };
-});
-
-const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
-
-/** A tool by its exact (case-sensitive) name. */
-export function toolByName(name: string): ToolDef | undefined {
-  return BY_NAME.get(name);
+  return { ...tool, run: inCommandTable(tool) ? gated(listing.name, run) : run };
 }
+
+/** Every simulated tool, in tools/list order: one per catalog row (each needs its tools/list entry). */
+export const TOOLS: readonly ToolDef[] = TOOL_LISTINGS.map((listing) => {
+  const spec: McecToolSpec | undefined = mcecTool(listing.name);
+  if (!spec) throw new Error(`simulated tool ${listing.name} is not in the MCEC tool catalog`);
+  return simulatedTool(listing, spec, BEHAVIOUR[listing.name as McecToolName]);
+});
