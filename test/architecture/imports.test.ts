@@ -1,8 +1,9 @@
 /**
  * The rooms' import direction: every relative import in src/ must follow docs/architecture-imports.json (the
- * table docs/architecture.md shows), no two rooms may reach each other through any chain of imports, and no
- * room reaches through a chain what its row and file edges do not let it (record never reaches fleet).
- * Reads the source text only (a regex over import/export specifiers), so it runs in well under a second.
+ * table docs/architecture.md shows, and each room's README.md its own row of), no two rooms may reach each
+ * other through any chain of imports, and no room reaches through a chain what its row and file edges do not
+ * let it (record never reaches fleet). Reads the source text only (a regex over import/export specifiers), so
+ * it runs in well under a second.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -139,6 +140,58 @@ function allowedReach(room: string): Set<string> {
   return allowed;
 }
 
+/**
+ * A room's README.md states its row in one line: `Imports: `a`, `b`.` (the rooms in backticks, comma-separated,
+ * a full stop after the last), or `Imports: (nothing).` for a leaf.
+ */
+const IMPORTS_LINE = /^Imports: (?:\(nothing\)|(`[^`]+`(?:, `[^`]+`)*))\.$/;
+
+/** The rooms a README's Imports line names, or why it has none to read. */
+function readmeImports(room: string): string[] | string {
+  const file = path.join(SRC, room, 'README.md');
+  if (!fs.existsSync(file)) return 'has no README.md';
+  const lines = fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('Imports:'));
+  if (lines.length !== 1) return `has ${lines.length} lines starting "Imports:", not one`;
+  const m = IMPORTS_LINE.exec(lines[0]!.trimEnd());
+  if (!m)
+    return `its Imports line is not of the form \`Imports: \`a\`, \`b\`.\` or \`Imports: (nothing).\`: ${lines[0]}`;
+  return m[1] ? [...m[1].matchAll(/`([^`]+)`/g)].map((x) => x[1]!) : [];
+}
+
+/** What is wrong with each room's README Imports line, against the JSON's row and the room's real imports. */
+function readmeProblems(edges: Edge[]): string[] {
+  const problems: string[] = [];
+  const folders = fs
+    .readdirSync(SRC, { withFileTypes: true })
+    .filter((d) => d.isDirectory())
+    .map((d) => d.name)
+    .sort();
+  for (const room of folders) {
+    const where = `src/${room}/README.md`;
+    const named = readmeImports(room);
+    if (typeof named === 'string') {
+      problems.push(`${where}: ${named}`);
+      continue;
+    }
+    const row = rules.rooms[room] ?? [];
+    for (const r of named.filter((r) => !row.includes(r)))
+      problems.push(`${where}: names \`${r}\`, which docs/architecture-imports.json does not give ${room}`);
+    for (const r of row.filter((r) => !named.includes(r)))
+      problems.push(`${where}: leaves out \`${r}\`, which docs/architecture-imports.json gives ${room}`);
+    const byFileEdge = (e: Edge) => rules.fileEdges.some((f) => f.from === e.from && f.to.includes(e.to));
+    const unnamed = new Map<string, Edge>();
+    for (const e of edges)
+      if (roomOf(e.from) === room && roomOf(e.to) !== room && !named.includes(roomOf(e.to)) && !byFileEdge(e))
+        unnamed.set(roomOf(e.to), e);
+    for (const [r, e] of unnamed)
+      problems.push(`${where}: does not name \`${r}\`, which ${room} imports (${e.from} -> ${e.to})`);
+  }
+  return problems;
+}
+
 describe('import direction (docs/architecture.md, "What may import what")', () => {
   const edges = sourceEdges();
 
@@ -194,5 +247,9 @@ describe('import direction (docs/architecture.md, "What may import what")', () =
     }
     const table = Object.fromEntries(Object.entries(rules.rooms).map(([k, v]) => [k, [...v].sort()]));
     expect(shown).toEqual(table);
+  });
+
+  it("every room's README.md states its row in its Imports line", () => {
+    expect(readmeProblems(edges)).toEqual([]);
   });
 });
