@@ -24,6 +24,7 @@ import type { CallRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
 import { expectNumber, expectOptions, expectPath, expectString } from '../util/expect.js';
 import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
+import { type BundleFileName, bundleFileList } from './contents.js';
 import { bundleDb } from './db-snapshot.js';
 import {
   byPath,
@@ -147,7 +148,7 @@ interface BundlePlan {
   masking: BundleMasking;
   top: string;
   facts: SessionFacts;
-  texts: Array<{ name: string; data: Buffer | Promise<TempFile> }>;
+  texts: Array<{ name: BundleFileName; data: Buffer | Promise<TempFile> }>;
   dbFile: string | null;
   images: ImageFile[];
   dropped: DroppedFile[];
@@ -224,6 +225,11 @@ async function planBundle(
       templatesDir: options.templatesDir,
       bundleName: `${top}.zip`,
       runGif: made ? { path: RUN_GIF_FILE, frames: made.frames } : null,
+      bundleFiles: bundleFileList({
+        images: withImages && facts.images.length > 0,
+        gif: made !== null,
+        db: withDb,
+      }),
     });
     const file = path.join(tmpDir, 'bug-report.md');
     await fs.promises.writeFile(file, text, 'utf8');
@@ -240,7 +246,7 @@ async function planBundle(
   if (!withImages) {
     for (const img of facts.images) dropped.push({ path: img.path, bytes: img.bytes, reason: 'no-images' });
   }
-  const texts = [
+  const texts: BundlePlan['texts'] = [
     { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
     { name: 'bug-report.md', data: bugReport },
     { name: 'tool-calls.jsonl', data: facts.log },
@@ -282,16 +288,16 @@ function layout(
     ),
   }));
   const entries = zipEntries(top, plan.texts, included, plan.dbFile);
-  entries.push({ name: `${top}/session.json`, source: sessionDoc, compress: true });
+  entries.push({ name: inBundle(top, 'session.json'), source: sessionDoc, compress: true });
   entries.push({
-    name: `${top}/${REPORT_HTML_FILE}`,
+    name: inBundle(top, REPORT_HTML_FILE),
     source: { stream: () => facts.report.chunks(copy) },
     compress: true,
   });
   const { gif } = plan;
   if (gif) {
     entries.push({
-      name: `${top}/${RUN_GIF_FILE}`,
+      name: inBundle(top, RUN_GIF_FILE),
       source: gif.then((g): ZipSource => (g ? { file: g.file, size: g.bytes } : { none: true })),
       compress: false,
     });
@@ -355,7 +361,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
       const { bytes } = await writeZip(
         tmp,
         entries,
-        { name: `${top}/manifest.json`, build: manifest },
+        { name: inBundle(top, 'manifest.json'), build: manifest },
         { mtime: new Date(facts.summary.startedAt), onEntry: () => progress.step() },
       );
       if (maxBytes !== undefined && bytes > maxBytes) {
@@ -703,13 +709,13 @@ function jsonBuffer(value: unknown): Buffer {
 /** Zip entries of the files and documents (report.html is added by the caller, which sorts them). */
 function zipEntries(
   top: string,
-  texts: Array<{ name: string; data: Buffer | Promise<TempFile> }>,
+  texts: BundlePlan['texts'],
   images: readonly ImageFile[],
   dbFile: string | null,
 ): ZipEntry[] {
   const entries: ZipEntry[] = [
     ...texts.map((t) => ({
-      name: `${top}/${t.name}`,
+      name: inBundle(top, t.name),
       source: Buffer.isBuffer(t.data)
         ? { buffer: t.data }
         : t.data.then((f): ZipSource => ({ file: f.file, size: f.size })),
@@ -723,13 +729,18 @@ function zipEntries(
   ];
   if (dbFile) {
     entries.push({
-      name: `${top}/${LOG_FILE}`,
+      name: inBundle(top, LOG_FILE),
       source: { file: dbFile, size: fs.statSync(dbFile).size },
       compress: true,
       level: DB_LEVEL,
     });
   }
   return entries;
+}
+
+/** A file's entry name in the zip: only a file `BUNDLE_FILES` lists (`contents.ts`) typechecks. */
+function inBundle(top: string, name: BundleFileName): string {
+  return `${top}/${name}`;
 }
 
 /** Sorted path order, by code unit (the manifest is appended last by writeZip). */

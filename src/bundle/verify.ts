@@ -15,6 +15,7 @@ import { foreignLogProblem } from '../store/foreign-log.js';
 import { expectNumber, expectOptions, expectPath } from '../util/expect.js';
 import { isRecord } from '../util/json.js';
 import { makeTempDir } from '../util/temp-files.js';
+import { BUNDLE_FILES, type BundleFileName } from './contents.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
 import { checkJsonFile, checkJsonLines } from './verify-json.js';
@@ -66,15 +67,10 @@ export const VERIFY_DEFAULTS: Readonly<Required<Omit<VerifyOptions, 'templatesDi
   maxHtmlBytes: 64 * MiB,
 });
 
-/** Files every bundle has at the top of its folder. */
-export const REQUIRED_FILES = [
-  'failure-summary.md',
-  'bug-report.md',
-  'session.json',
-  'tool-calls.jsonl',
-  'environment.json',
-  'manifest.json',
-] as const;
+/** Files every bundle has at the top of its folder: the `required` ones of `BUNDLE_FILES`. */
+export const REQUIRED_FILES: readonly BundleFileName[] = BUNDLE_FILES.filter((f) => f.required).map(
+  (f) => f.name,
+);
 
 /** In a text file, any base64 run this long is suspect even when it does not start like an image. */
 const TEXT_PLAIN_RUN_LIMIT = 100_000;

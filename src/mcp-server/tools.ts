@@ -3,6 +3,7 @@
  * tool runs) and the schema file of schema/ its structured content follows. `run` turns checked arguments
  * into an answer through SessionsEvidence.
  */
+import { bundleFileList, bundleFilesPhrase } from '../bundle/contents.js';
 import { LIMITS, type SessionsEvidence } from './evidence.js';
 
 /** What a tool answers: structured content, and the content blocks shown beside it. */
@@ -228,8 +229,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'bundle',
     title: 'Build the bug bundle',
-    description:
-      "Build a session's bug bundle (a deterministic zip: failure-summary.md, bug-report.md, report.html, session.json, tool-calls.jsonl, the images, the log) beside the session dir in the sessions dir, and return its path and size, to attach to an issue. maxBytes drops the oldest images until it fits. The only tool that writes.",
+    description: `Build a session's bug bundle, a deterministic zip beside the session dir in the sessions dir, and return its path and size, to attach to an issue. It holds ${bundleFilesPhrase(bundleFileList())}. maxBytes drops the oldest images until it fits. The only tool that writes.`,
     inputSchema: input(
       {
         session: SESSION,

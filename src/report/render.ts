@@ -335,5 +335,9 @@ export function renderFailureSummary(summary: SessionSummary, options: RenderOpt
 export function renderBugReport(summary: SessionSummary, options: BugReportOptions = {}): Promise<string> {
   const bundleName = oneLine(options.bundleName ?? `${summary.dirName}.zip`, 200);
   const runGif = options.runGif ? { path: options.runGif.path, frames: options.runGif.frames } : null;
-  return renderCapped(BUG_REPORT_TEMPLATE, summary, options, { bundleName, runGif });
+  const bundleFiles = (options.bundleFiles ?? []).map((f) => ({
+    name: oneLine(f.name, 200),
+    holds: oneLine(f.holds, 200),
+  }));
+  return renderCapped(BUG_REPORT_TEMPLATE, summary, options, { bundleName, runGif, bundleFiles });
 }

@@ -232,6 +232,11 @@ export interface BugReportOptions extends RenderOptions {
   bundleName?: string;
   /** The bundle's run.gif (path beside bug-report.md, and its frame count), shown inline; null or absent: none. */
   runGif?: { path: string; frames: number } | null;
+  /**
+   * The files of the bundle to attach, each with what it holds (`bundleFileList` of `src/bundle/contents.ts`),
+   * named under "Agent evidence"; absent or empty: none are named.
+   */
+  bundleFiles?: ReadonlyArray<{ name: string; holds: string }>;
 }
 
 /** Most characters a rendered document may have (a GitHub issue body's limit). */

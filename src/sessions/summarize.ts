@@ -3,7 +3,7 @@ import path from 'node:path';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import { FULL_FACTS, type SummaryFacts, summaryFacts } from '../report/summary-facts.js';
-import type { SessionSummary } from '../report/types.js';
+import type { BugReportOptions, SessionSummary } from '../report/types.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
 import { SessionReader } from '../store/session-reader.js';
 import { expectOptions, expectPath, expectString } from '../util/expect.js';
@@ -50,8 +50,15 @@ export async function failureSummaryFacts(
   return summaryFacts(summary, await renderFailureSummary(summary, options), FULL_FACTS);
 }
 
-/** The bug-report body as Markdown (ends with the name of the zip to attach). */
-export async function bugReportText(dir: string, options: { templatesDir?: string } = {}): Promise<string> {
+/**
+ * The bug-report body as Markdown (ends with the name of the zip to attach). `bundleFiles`: the files that
+ * zip holds, named under "Agent evidence" (`mcec-bundle issue-body` passes `bundleFileList()` of
+ * `src/bundle/contents.ts`; this room does not import the bundle).
+ */
+export async function bugReportText(
+  dir: string,
+  options: Pick<BugReportOptions, 'templatesDir' | 'bundleFiles'> = {},
+): Promise<string> {
   checkDirAndTemplates(dir, options);
   const summary = await summarizeSession(dir);
   return renderBugReport(summary, { ...options, bundleName: `${summary.dirName}.zip` });

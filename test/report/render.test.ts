@@ -211,8 +211,16 @@ describe('bug-report.md', () => {
     expect(text).toContain('- Display DISPLAY1 (primary): 1920x1080 at x=0 y=0, 144 dpi');
     expect(text).toContain('- Display DISPLAY2: 2560x1440 at x=1920 y=0, 96 dpi');
     expect(text).toContain(`800x600: \`${shot}\``);
-    expect(text).toContain('`tool-calls.jsonl`');
-    expect(text).toContain('`failure-summary.md`');
+    // The bundle's files are named only when the caller gives them (src/bundle/contents.ts is their list).
+    expect(text).not.toContain('The attached bundle holds');
+    const files = [
+      { name: 'tool-calls.jsonl', holds: 'the messages' },
+      { name: 'session.json', holds: 'the facts' },
+      { name: 'failure-summary.md', holds: 'what failed' },
+    ];
+    expect(await renderBugReport(summary, { bundleFiles: files })).toContain(
+      'The attached bundle holds `tool-calls.jsonl` (the messages), `session.json` (the facts) and `failure-summary.md` (what failed).',
+    );
     expect(text.trimEnd().endsWith('Attach: **20261202-101500-5f19c9c01a3f.zip**')).toBe(true);
     const named = await renderBugReport(summary, { bundleName: 'evidence.zip' });
     expect(named.trimEnd().endsWith('Attach: **evidence.zip**')).toBe(true);
