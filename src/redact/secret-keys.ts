@@ -181,7 +181,7 @@ export function isDefaultSecretKey(key: string): boolean {
 
 /**
  * Text that may assign a default secret key holds one of these (a cheap test before the assignment scan):
- * every word, fragment, qualifier pair and suffix above contains one (test/redact/secret-keys.test.ts).
+ * every word, fragment, qualifier pair and suffix above contains one (test/redact/redactor.test.ts).
  */
 const DEFAULT_KEY_HINT =
   /pass|pwd|secret|token|key|auth|cred|cookie|bearer|jwt|otp|csrf|xsrf|sess|cvv|cvc|card|conn/i;
