@@ -21,7 +21,7 @@ export interface BundleFile {
 export const BUNDLE_FILES = [
   {
     name: 'failure-summary.md',
-    holds: 'what failed, the next step, the last good observation',
+    holds: 'the run in short: its verdict and what failed',
     when: 'always',
     required: true,
   },
@@ -47,7 +47,7 @@ export const BUNDLE_FILES = [
   },
   {
     name: 'environment.json',
-    holds: 'the MCEC host: OS, displays, versions',
+    holds: 'where it ran: host, OS, server, versions',
     when: 'always',
     required: true,
   },
