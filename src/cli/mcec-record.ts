@@ -273,7 +273,10 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     });
   } catch (err) {
     await recorder.close().catch(() => {});
-    if (err instanceof ProxyConfigError) fail(err.message, EXIT_USAGE);
+    // Options that cannot work (above all a non-loopback --listen without --allow-remote) are usage: exit 2. A
+    // wrong type or range is checked above first, so the proxy's own TypeError/RangeError means the same.
+    if (err instanceof ProxyConfigError || err instanceof TypeError || err instanceof RangeError)
+      fail(err.message, EXIT_USAGE);
     fail(
       `cannot listen on ${options.listen}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
       1,

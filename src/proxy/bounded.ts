@@ -5,17 +5,19 @@
  */
 
 import { constants } from 'node:buffer';
+import { expectNumber } from '../util/expect.js';
 
 const MiB = 1024 * 1024;
 /** Default cap: well under V8's longest string (about 512 MiB), so a recorded message always fits in one. */
 export const DEFAULT_MAX_RECORD_BYTES = 256 * MiB;
 /** The highest cap accepted: one byte per character must still fit in a V8 string. */
 export const MAX_RECORD_BYTES_LIMIT = constants.MAX_STRING_LENGTH;
-/** Throw a RangeError unless `limit` is a usable recording limit (1 byte to {@link MAX_RECORD_BYTES_LIMIT}). */
-export function checkRecordLimit(limit: number): void {
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_RECORD_BYTES_LIMIT) {
-    throw new RangeError(`the recording limit must be 1 to ${MAX_RECORD_BYTES_LIMIT} bytes, got ${limit}`);
-  }
+/**
+ * A usable recording limit (1 byte to {@link MAX_RECORD_BYTES_LIMIT}), or a TypeError/RangeError naming the
+ * option (`name`, e.g. `options.maxRecordBytes`).
+ */
+export function checkRecordLimit(limit: unknown, name: string): void {
+  expectNumber(limit, name, { min: 1, max: MAX_RECORD_BYTES_LIMIT, integer: true });
 }
 
 /** Bytes kept from each end of an oversize message. */

@@ -4,6 +4,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isMcecName } from '../contract/server-name.js';
 import {
+  expectBoolean,
+  expectFunction,
+  expectMethods,
+  expectNumber,
+  expectObject,
+  expectOneOf,
+  expectOptions,
+  expectPath,
+  expectRecord,
+  expectString,
+} from '../util/expect.js';
+import {
   endpointPathRejection,
   hostOriginRefusal,
   hostOriginRejection,
@@ -18,7 +30,12 @@ import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
 import { classifyMessage, excerpt } from './jsonrpc.js';
-import { type ProxyRecorder, recorderRoom, rememberHeaderSecret } from './recorder-port.js';
+import {
+  PROXY_RECORDER_METHODS,
+  type ProxyRecorder,
+  recorderRoom,
+  rememberHeaderSecret,
+} from './recorder-port.js';
 import { DEFAULT_TIMEOUT_MS, formatDuration, MAX_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
@@ -85,14 +102,19 @@ export const DEFAULT_LATE_ANSWER_MS = 10 * 60_000;
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
 export { DEFAULT_TIMEOUT_MS };
 
-/** An error thrown for options that cannot work (bad target, non-loopback listen without permission). */
+/**
+ * An error thrown for options of the right type that cannot work together with this machine or target: a
+ * non-loopback listen host without `allowNonLoopback`, a target that is not an http:// URL or carries
+ * credentials. A wrong type is a TypeError, a number out of range a RangeError (each naming the option).
+ */
 export class ProxyConfigError extends Error {
   override readonly name = 'ProxyConfigError';
 }
 
-/** The checked settings of a proxy: what startHttpProxy's options mean, or a ProxyConfigError. */
+/** The checked settings of a proxy: what startHttpProxy's options mean. */
 interface HttpSettings {
   target: URL;
+  recorder: ProxyRecorder;
   listenHost: string;
   listenPort: number;
   allowNonLoopback: boolean;
@@ -101,75 +123,80 @@ interface HttpSettings {
   server: 'auto' | TargetKind;
   maxRecordBytes: number;
   timeouts: ReturnType<typeof timeoutPolicy>;
+  lateAnswerMs: number;
   bodyTimeoutMs: number;
   writeTimeoutMs: number;
+  onNotice: (line: string) => void;
 }
 
-/** Check the options and fill in the defaults; throws ProxyConfigError for options that cannot work. */
-function httpSettings(options: HttpProxyOptions): HttpSettings {
-  const target = parseTarget(options.target);
-  const rawHost = options.listen?.host ?? '127.0.0.1';
-  const listenHost = rawHost.startsWith('[') && rawHost.endsWith(']') ? rawHost.slice(1, -1) : rawHost;
-  const listenPort = options.listen?.port ?? 5152;
-  const allowNonLoopback = options.allowNonLoopback ?? false;
-  const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
-  const given = options.maxBodyBytes;
-  const server = options.server ?? 'auto';
-  if (server !== 'auto' && server !== 'mcec' && server !== 'mcp') {
-    throw new ProxyConfigError(`server must be auto, mcec or mcp, got ${String(server)}`);
+const SERVER_KINDS = ['auto', 'mcec', 'mcp'] as const;
+/** A whole number of ms a timer can hold (timers past 2^31 ms fire at once). */
+const TIMER_MS = { min: 1, max: MAX_TIMEOUT_MS, integer: true } as const;
+
+/**
+ * Check the options and fill in the defaults: a TypeError or RangeError naming the first bad option, a
+ * ProxyConfigError for options that cannot work (see there). Nothing is opened before.
+ */
+function httpSettings(options: unknown): HttpSettings {
+  expectObject(options, 'options');
+  expectPath(options.target, 'options.target');
+  expectMethods(options.recorder, 'options.recorder', PROXY_RECORDER_METHODS);
+  const listen = expectOptions(options.listen, 'options.listen');
+  expectString(listen.host, 'options.listen.host', { nonEmpty: true });
+  expectNumber(listen.port, 'options.listen.port', { min: 0, max: 65535, integer: true });
+  expectBoolean(options.allowNonLoopback, 'options.allowNonLoopback');
+  expectOneOf(options.server, 'options.server', SERVER_KINDS);
+  const maxRecordBytes = (options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES) as number;
+  checkRecordLimit(maxRecordBytes, 'options.maxRecordBytes');
+  // A request body is read whole before it is forwarded: it must fit in what can be recorded.
+  const given = options.maxBodyBytes as number | undefined;
+  expectNumber(given, 'options.maxBodyBytes', { min: 1, max: maxRecordBytes, integer: true });
+  if (given === undefined && DEFAULT_MAX_BODY_BYTES > maxRecordBytes) {
+    throw new RangeError(
+      `Expected options.maxRecordBytes to be at least ${DEFAULT_MAX_BODY_BYTES}, the default options.maxBodyBytes ` +
+        '(or give a smaller options.maxBodyBytes)',
+    );
   }
+  expectNumber(options.timeoutMs, 'options.timeoutMs', TIMER_MS);
+  expectRecord(options.toolTimeoutsMs, 'options.toolTimeoutsMs', (ms, name) =>
+    expectNumber(ms, name, { ...TIMER_MS, required: true }),
+  );
+  expectNumber(options.lateAnswerMs, 'options.lateAnswerMs', { ...TIMER_MS, min: 0 });
+  expectNumber(options.bodyTimeoutMs, 'options.bodyTimeoutMs', TIMER_MS);
+  expectNumber(options.writeTimeoutMs, 'options.writeTimeoutMs', TIMER_MS);
+  expectFunction(options.onNotice, 'options.onNotice');
+
+  const target = parseTarget(options.target as string);
+  const rawHost = (listen.host as string | undefined) ?? '127.0.0.1';
+  const listenHost = rawHost.startsWith('[') && rawHost.endsWith(']') ? rawHost.slice(1, -1) : rawHost;
+  const allowNonLoopback = (options.allowNonLoopback as boolean | undefined) ?? false;
   if (!isLoopbackHost(listenHost) && !allowNonLoopback) {
     throw new ProxyConfigError(
       `refusing to listen on non-loopback host ${listenHost} (pass --allow-remote / allowNonLoopback to allow it)`,
     );
   }
-  if (!Number.isInteger(listenPort) || listenPort < 0 || listenPort > 65535) {
-    throw new ProxyConfigError(`bad listen port: ${listenPort}`);
-  }
-  try {
-    checkRecordLimit(maxRecordBytes);
-  } catch (err) {
-    throw new ProxyConfigError((err as Error).message);
-  }
-  // A request body is read whole before it is forwarded: it must fit in what can be recorded.
   const limit = given ?? DEFAULT_MAX_BODY_BYTES;
-  if (!Number.isSafeInteger(limit) || limit < 1 || limit > maxRecordBytes) {
-    throw new ProxyConfigError(
-      `the request body limit must be 1 to ${maxRecordBytes} bytes (the recording limit), got ${limit}`,
-    );
-  }
-  const maxBodyBytes = {
-    mcec: limit,
-    // The SDK's 4 MiB is no server's hard limit: a smaller recording limit bounds it.
-    mcp: given ?? Math.min(DEFAULT_MCP_MAX_BODY_BYTES, maxRecordBytes),
-  };
-  let timeouts: ReturnType<typeof timeoutPolicy>;
-  try {
-    timeouts = timeoutPolicy(options.timeoutMs ?? DEFAULT_TIMEOUT_MS, options.toolTimeoutsMs);
-  } catch (err) {
-    throw new ProxyConfigError((err as Error).message);
-  }
-  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
-  if (!Number.isSafeInteger(bodyTimeoutMs) || bodyTimeoutMs < 1) {
-    throw new ProxyConfigError(`the body timeout must be a whole number of ms above 0, got ${bodyTimeoutMs}`);
-  }
-  const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
-  if (!Number.isSafeInteger(writeTimeoutMs) || writeTimeoutMs < 1 || writeTimeoutMs > MAX_TIMEOUT_MS) {
-    throw new ProxyConfigError(
-      `the write timeout must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${writeTimeoutMs}`,
-    );
-  }
   return {
     target,
+    recorder: options.recorder as ProxyRecorder,
     listenHost,
-    listenPort,
+    listenPort: (listen.port as number | undefined) ?? 5152,
     allowNonLoopback,
-    maxBodyBytes,
-    server,
+    maxBodyBytes: {
+      mcec: limit,
+      // The SDK's 4 MiB is no server's hard limit: a smaller recording limit bounds it.
+      mcp: given ?? Math.min(DEFAULT_MCP_MAX_BODY_BYTES, maxRecordBytes),
+    },
+    server: (options.server as HttpSettings['server'] | undefined) ?? 'auto',
     maxRecordBytes,
-    timeouts,
-    bodyTimeoutMs,
-    writeTimeoutMs,
+    timeouts: timeoutPolicy(
+      (options.timeoutMs as number | undefined) ?? DEFAULT_TIMEOUT_MS,
+      options.toolTimeoutsMs as Record<string, number> | undefined,
+    ),
+    lateAnswerMs: (options.lateAnswerMs as number | undefined) ?? DEFAULT_LATE_ANSWER_MS,
+    bodyTimeoutMs: (options.bodyTimeoutMs as number | undefined) ?? DEFAULT_BODY_TIMEOUT_MS,
+    writeTimeoutMs: (options.writeTimeoutMs as number | undefined) ?? DEFAULT_WRITE_TIMEOUT_MS,
+    onNotice: (options.onNotice as ((line: string) => void) | undefined) ?? (() => {}),
   };
 }
 
@@ -339,8 +366,8 @@ async function listen(server: http.Server, port: number, host: string): Promise<
 /** Start a recording proxy in front of an MCEC HTTP endpoint. */
 export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpProxy> {
   const settings = httpSettings(options);
-  const { target, listenHost } = settings;
-  const wire = new WireRecording(options.recorder, 'http');
+  const { target, listenHost, recorder } = settings;
+  const wire = new WireRecording(recorder, 'http');
   // Until an initialize answer names the server, auto means MCEC's (stricter) rules.
   let kind: TargetKind = settings.server === 'mcp' ? 'mcp' : 'mcec';
   const ctx: ForwardContext = {
@@ -348,7 +375,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     agent: new http.Agent({ keepAlive: true, maxFreeSockets: 16 }),
     wire,
     timeouts: settings.timeouts,
-    lateAnswerMs: options.lateAnswerMs ?? DEFAULT_LATE_ANSWER_MS,
+    lateAnswerMs: settings.lateAnswerMs,
     writeTimeoutMs: settings.writeTimeoutMs,
     maxRecordBytes: settings.maxRecordBytes,
     inFlight: new Set(),
@@ -356,9 +383,9 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     serverNamed: (name) => {
       if (settings.server === 'auto') kind = isMcecName(name) ? 'mcec' : 'mcp';
     },
-    health: new TargetHealth(options.target, options.onNotice ?? (() => {})),
+    health: new TargetHealth(options.target, settings.onNotice),
   };
-  const watchAuthorization = authorizationWatcher(options.recorder);
+  const watchAuthorization = authorizationWatcher(recorder);
   let port = settings.listenPort;
   let active = 0;
   /** The last request waiting for the recorder's room, until it is forwarded (or dropped). */
@@ -388,7 +415,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
       else {
         // Behind any request still waiting (room comes back above the low mark, where waiters still wait): none
         // overtakes an earlier one. Each still waits at most ROOM_WAIT_MS from its own arrival.
-        const own = recorderRoom(options.recorder);
+        const own = recorderRoom(recorder);
         const earlier = waitingTurn;
         const room = own && earlier ? Promise.all([own, earlier]) : (own ?? earlier);
         if (!room) {

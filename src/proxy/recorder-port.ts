@@ -19,6 +19,16 @@ export type ProxyRecorder = Pick<
   'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'room' | 'close'
 >;
 
+/** ProxyRecorder's methods, as the proxies check a recorder they are given. */
+export const PROXY_RECORDER_METHODS = [
+  'beginExchange',
+  'recordExchange',
+  'event',
+  'rememberHeaderSecret',
+  'room',
+  'close',
+] as const satisfies ReadonlyArray<keyof ProxyRecorder>;
+
 /**
  * Longest a proxy holds a request back while the recorder has no room: past it the request goes on (recording
  * never stops the wire; an answer past the recorder's byte cap is then recorded without its body).

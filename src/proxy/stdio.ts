@@ -3,11 +3,28 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { constants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
+import {
+  expectArray,
+  expectBoolean,
+  expectMethods,
+  expectNumber,
+  expectObject,
+  expectOptions,
+  expectPath,
+  expectString,
+  expectStringItem,
+} from '../util/expect.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
 import { DeclarationFilter } from './declarations.js';
 import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
 import { isBlankLine, LineSplitter } from './lines.js';
-import { type ProxyPendingExchange, type ProxyRecorder, recorderRoom } from './recorder-port.js';
+import {
+  PROXY_RECORDER_METHODS,
+  type ProxyPendingExchange,
+  type ProxyRecorder,
+  recorderRoom,
+} from './recorder-port.js';
+import { MAX_TIMEOUT_MS } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
 /**
@@ -360,12 +377,35 @@ function childExit(
   });
 }
 
+/** runStdioProxy's options, checked before anything starts: a TypeError/RangeError naming the first bad one. */
+function checkStdioOptions(options: unknown): void {
+  expectObject(options, 'options');
+  expectPath(options.command, 'options.command');
+  expectArray(options.args, 'options.args', expectStringItem);
+  expectMethods(options.recorder, 'options.recorder', PROXY_RECORDER_METHODS);
+  if (options.stdin !== undefined) expectMethods(options.stdin, 'options.stdin', ['on', 'pause', 'resume']);
+  if (options.stdout !== undefined) expectMethods(options.stdout, 'options.stdout', ['on', 'write']);
+  if (options.stderr !== undefined) expectMethods(options.stderr, 'options.stderr', ['write']);
+  expectOptions(options.env, 'options.env');
+  expectString(options.cwd, 'options.cwd', { nonEmpty: true });
+  expectBoolean(options.forwardSignals, 'options.forwardSignals');
+  expectNumber(options.faultAnswerMs, 'options.faultAnswerMs', {
+    min: 0,
+    max: MAX_TIMEOUT_MS,
+    integer: true,
+  });
+  expectNumber(options.drainGraceMs, 'options.drainGraceMs', { min: 0, max: MAX_TIMEOUT_MS, integer: true });
+  if (options.maxRecordBytes !== undefined)
+    checkRecordLimit(options.maxRecordBytes, 'options.maxRecordBytes');
+}
+
 /**
  * Run `command` as a child, pass the client's lines to it and its lines back byte for byte, record each
  * exchange, and resolve with the child's exit code (128 + signal number when it was killed).
  * When the child is gone, exchanges still in flight fail ('server exited') and the recorder is closed.
  */
 export async function runStdioProxy(options: StdioProxyOptions): Promise<number> {
+  checkStdioOptions(options);
   const io = {
     stdin: options.stdin ?? process.stdin,
     stdout: options.stdout ?? process.stdout,
@@ -373,7 +413,6 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   };
   const recorder = options.recorder;
   const maxRecordBytes = options.maxRecordBytes ?? DEFAULT_MAX_RECORD_BYTES;
-  checkRecordLimit(maxRecordBytes);
   const wire = new WireRecording(recorder, 'stdio');
   const pairing = new StdioPairing(wire, maxRecordBytes, options.faultAnswerMs ?? 5000);
 

@@ -23,8 +23,9 @@ export function expectString(value: unknown, name: string, { nonEmpty = false } 
   if (nonEmpty && value.trim() === '') throw new RangeError(`Expected ${name} to be a non-empty string`);
 }
 
-export function expectBoolean(value: unknown, name: string): void {
-  if (value !== undefined && typeof value !== 'boolean')
+/** A boolean; `required`: undefined is refused too. */
+export function expectBoolean(value: unknown, name: string, { required = false } = {}): void {
+  if ((value !== undefined || required) && typeof value !== 'boolean')
     throw new TypeError(`Expected ${name} to be a boolean`);
 }
 
@@ -33,13 +34,16 @@ export function expectFunction(value: unknown, name: string): void {
     throw new TypeError(`Expected ${name} to be a function`);
 }
 
-/** A finite number at least `min` (and at most `max`); `integer` requires a whole number. */
+/**
+ * A finite number at least `min` (and at most `max`); `integer` requires a whole number; `required`: undefined
+ * is refused too.
+ */
 export function expectNumber(
   value: unknown,
   name: string,
-  { min = Number.NEGATIVE_INFINITY, max = Number.POSITIVE_INFINITY, integer = false } = {},
+  { min = Number.NEGATIVE_INFINITY, max = Number.POSITIVE_INFINITY, integer = false, required = false } = {},
 ): void {
-  if (value === undefined) return;
+  if (value === undefined && !required) return;
   if (typeof value !== 'number' || Number.isNaN(value))
     throw new TypeError(`Expected ${name} to be a number`);
   const what = integer ? 'an integer' : 'a finite number';
@@ -85,4 +89,27 @@ export function expectRegExp(value: unknown, name: string): void {
 export function expectPath(value: unknown, name: string): void {
   if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
   if (value.trim() === '') throw new RangeError(`Expected ${name} to be a non-empty string`);
+}
+
+/**
+ * An object with these methods (a recorder a proxy writes to, a stream): each a function, named
+ * `name.method` when it is not.
+ */
+export function expectMethods(value: unknown, name: string, methods: readonly string[]): void {
+  expectObject(value, name);
+  for (const method of methods)
+    if (typeof value[method] !== 'function')
+      throw new TypeError(`Expected ${name}.${method} to be a function`);
+}
+
+/** An object whose every own value passes `item` (called with `name.key`, or `name["odd key"]`). */
+export function expectRecord(value: unknown, name: string, item: (v: unknown, name: string) => void): void {
+  if (value === undefined) return;
+  expectObject(value, name);
+  for (const [key, v] of Object.entries(value)) item(v, memberName(name, key));
+}
+
+/** `name.key` when the key reads as an identifier, else `name["key"]`. */
+function memberName(name: string, key: string): string {
+  return /^[A-Za-z_$][\w$]*$/.test(key) ? `${name}.${key}` : `${name}[${JSON.stringify(key)}]`;
 }

@@ -4,6 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildBundle, verifyBundle } from '../../src/bundle/index.js';
+import { MAX_RECORD_BYTES_LIMIT } from '../../src/proxy/bounded.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import type { Recorder } from '../../src/record/index.js';
 import { decideVerdict, readVerdictFacts } from '../../src/report/verdict.js';
@@ -261,12 +262,19 @@ describe('HTTP proxy body deadline', () => {
     expect(recorder.collected.begun.every((b) => (b.request as { id?: unknown }).id === 1)).toBe(true);
   });
 
-  it('refuses a body timeout that is not a positive whole number of ms', async () => {
+  it('refuses a body timeout that is not a whole number of ms from 1 to 24 h', async () => {
     const recorder = collectingRecorder();
-    for (const bodyTimeoutMs of [0, -1, 1.5, Number.NaN]) {
+    const range = new RangeError('Expected options.bodyTimeoutMs to be an integer between 1 and 86400000');
+    for (const [bodyTimeoutMs, error] of [
+      [0, range],
+      [-1, range],
+      [25 * 3_600_000, range],
+      [1.5, new RangeError('Expected options.bodyTimeoutMs to be an integer')],
+      [Number.NaN, new TypeError('Expected options.bodyTimeoutMs to be a number')],
+    ] as const) {
       await expect(
         startHttpProxy({ listen: { port: 0 }, target: 'http://127.0.0.1:1/mcp', recorder, bodyTimeoutMs }),
-      ).rejects.toThrow(/body timeout/);
+      ).rejects.toThrow(error);
     }
   });
 });
@@ -384,9 +392,23 @@ describe('HTTP proxy with answers over the recording limit', () => {
   it('refuses a request body limit above the recording limit, and a recording limit V8 cannot hold', async () => {
     const recorder = collectingRecorder();
     const base = { listen: { port: 0 }, target: 'http://127.0.0.1:1/mcp', recorder };
-    await expect(startHttpProxy({ ...base, maxRecordBytes: 1024 })).rejects.toThrow(/request body limit/);
-    await expect(startHttpProxy({ ...base, maxRecordBytes: 2 ** 30 })).rejects.toThrow(/recording limit/);
-    await expect(startHttpProxy({ ...base, timeoutMs: 0 })).rejects.toThrow(/timeout/);
+    await expect(startHttpProxy({ ...base, maxRecordBytes: 1024 })).rejects.toThrow(
+      new RangeError(
+        'Expected options.maxRecordBytes to be at least 1048576, the default options.maxBodyBytes ' +
+          '(or give a smaller options.maxBodyBytes)',
+      ),
+    );
+    await expect(startHttpProxy({ ...base, maxRecordBytes: 1024, maxBodyBytes: 2048 })).rejects.toThrow(
+      new RangeError('Expected options.maxBodyBytes to be an integer between 1 and 1024'),
+    );
+    await expect(startHttpProxy({ ...base, maxRecordBytes: 2 ** 30 })).rejects.toThrow(
+      new RangeError(
+        `Expected options.maxRecordBytes to be an integer between 1 and ${MAX_RECORD_BYTES_LIMIT}`,
+      ),
+    );
+    await expect(startHttpProxy({ ...base, timeoutMs: 0 })).rejects.toThrow(
+      new RangeError('Expected options.timeoutMs to be an integer between 1 and 86400000'),
+    );
   });
 });
 

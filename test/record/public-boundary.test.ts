@@ -6,6 +6,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
+import { MAX_RECORD_BYTES_LIMIT } from '../../src/proxy/bounded.js';
+import { ProxyConfigError } from '../../src/proxy/http.js';
+import { collectingRecorder } from '../proxy/helpers.js';
 import { tempDir } from './helpers.js';
 
 const dirs: string[] = [];
@@ -222,5 +225,221 @@ describe('the other entry points', () => {
       new RangeError('Expected options.maxDepth to be an integer at least 1'),
     );
     expect(() => create({ keys: 'password' })).toThrow(new TypeError('Expected options.keys to be an array'));
+  });
+});
+
+/** An error class a check throws. */
+type ErrorClass = new (...args: never[]) => Error;
+/** One refusal: the entry point, what is wrong, the call, the class and the exact message it throws. */
+type Refusal = [entry: string, bad: string, call: () => unknown, type: ErrorClass, message: string];
+
+const httpProxy = loose(api.startHttpProxy);
+const stdioProxy = loose(api.runStdioProxy);
+/** Options a proxy takes, with `extra` over them (the recorder is never written: every case fails first). */
+const httpOptions = (extra: Record<string, unknown>) => ({
+  listen: { port: 0 },
+  target: 'http://127.0.0.1:1/mcp',
+  recorder: collectingRecorder(),
+  ...extra,
+});
+const stdioOptions = (extra: Record<string, unknown>) => ({
+  command: process.execPath,
+  args: ['-e', ''],
+  recorder: collectingRecorder(),
+  ...extra,
+});
+const TIMER_RANGE = 'an integer between 1 and 86400000';
+
+const refusals: Refusal[] = [
+  ['startHttpProxy', 'no options', () => httpProxy(), TypeError, 'Expected options to be an object'],
+  [
+    'startHttpProxy',
+    'a target that is a port',
+    () => httpProxy(httpOptions({ target: 5151 })),
+    TypeError,
+    'Expected options.target to be a string',
+  ],
+  [
+    'startHttpProxy',
+    'a recorder without its methods',
+    () => httpProxy(httpOptions({ recorder: {} })),
+    TypeError,
+    'Expected options.recorder.beginExchange to be a function',
+  ],
+  [
+    'startHttpProxy',
+    'no recorder',
+    () => httpProxy(httpOptions({ recorder: undefined })),
+    TypeError,
+    'Expected options.recorder to be an object',
+  ],
+  [
+    'startHttpProxy',
+    'a listen host that is a number',
+    () => httpProxy(httpOptions({ listen: { host: 127 } })),
+    TypeError,
+    'Expected options.listen.host to be a string',
+  ],
+  [
+    'startHttpProxy',
+    'a listen port above 65535',
+    () => httpProxy(httpOptions({ listen: { port: 70000 } })),
+    RangeError,
+    'Expected options.listen.port to be an integer between 0 and 65535',
+  ],
+  [
+    'startHttpProxy',
+    'a server kind it does not know',
+    () => httpProxy(httpOptions({ server: 'sse' })),
+    RangeError,
+    'Expected options.server to be one of "auto", "mcec", "mcp"',
+  ],
+  [
+    'startHttpProxy',
+    "a tool's timeout as text",
+    () => httpProxy(httpOptions({ toolTimeoutsMs: { 'wait-for': '10m' } })),
+    TypeError,
+    'Expected options.toolTimeoutsMs["wait-for"] to be a number',
+  ],
+  [
+    'startHttpProxy',
+    "a tool's timeout past 24 h",
+    () => httpProxy(httpOptions({ toolTimeoutsMs: { record: 25 * 3_600_000 } })),
+    RangeError,
+    `Expected options.toolTimeoutsMs.record to be ${TIMER_RANGE}`,
+  ],
+  [
+    'startHttpProxy',
+    'a negative late-answer wait',
+    () => httpProxy(httpOptions({ lateAnswerMs: -1 })),
+    RangeError,
+    'Expected options.lateAnswerMs to be an integer between 0 and 86400000',
+  ],
+  [
+    'startHttpProxy',
+    'allowNonLoopback as text',
+    () => httpProxy(httpOptions({ allowNonLoopback: 'yes' })),
+    TypeError,
+    'Expected options.allowNonLoopback to be a boolean',
+  ],
+  [
+    'startHttpProxy',
+    'an onNotice that is no function',
+    () => httpProxy(httpOptions({ onNotice: 'stderr' })),
+    TypeError,
+    'Expected options.onNotice to be a function',
+  ],
+  [
+    'startHttpProxy',
+    'a recording limit as text',
+    () => httpProxy(httpOptions({ maxRecordBytes: '256MiB' })),
+    TypeError,
+    'Expected options.maxRecordBytes to be a number',
+  ],
+  [
+    'startHttpProxy',
+    'a body limit of 0',
+    () => httpProxy(httpOptions({ maxBodyBytes: 0 })),
+    RangeError,
+    `Expected options.maxBodyBytes to be an integer between 1 and ${256 * 1024 * 1024}`,
+  ],
+  [
+    'startHttpProxy',
+    'a non-loopback host without allowNonLoopback (a configuration fact)',
+    () => httpProxy(httpOptions({ listen: { host: '0.0.0.0', port: 0 } })),
+    ProxyConfigError,
+    'refusing to listen on non-loopback host 0.0.0.0 (pass --allow-remote / allowNonLoopback to allow it)',
+  ],
+  [
+    'startHttpProxy',
+    'a target that is not http (a configuration fact)',
+    () => httpProxy(httpOptions({ target: 'ftp://x/mcp' })),
+    ProxyConfigError,
+    'target must be an http:// URL: ftp:',
+  ],
+  ['runStdioProxy', 'no options', () => stdioProxy(), TypeError, 'Expected options to be an object'],
+  [
+    'runStdioProxy',
+    'a command that is no string',
+    () => stdioProxy(stdioOptions({ command: ['node'] })),
+    TypeError,
+    'Expected options.command to be a string',
+  ],
+  [
+    'runStdioProxy',
+    'an empty command',
+    () => stdioProxy(stdioOptions({ command: ' ' })),
+    RangeError,
+    'Expected options.command to be a non-empty string',
+  ],
+  [
+    'runStdioProxy',
+    'args as one string',
+    () => stdioProxy(stdioOptions({ args: '--stdio' })),
+    TypeError,
+    'Expected options.args to be an array',
+  ],
+  [
+    'runStdioProxy',
+    'an arg that is a number',
+    () => stdioProxy(stdioOptions({ args: ['--port', 5151] })),
+    TypeError,
+    'Expected options.args[1] to be a string',
+  ],
+  [
+    'runStdioProxy',
+    'a recorder without close',
+    () => stdioProxy(stdioOptions({ recorder: { ...collectingRecorder(), close: undefined } })),
+    TypeError,
+    'Expected options.recorder.close to be a function',
+  ],
+  [
+    'runStdioProxy',
+    'a stdout that cannot be written',
+    () => stdioProxy(stdioOptions({ stdout: {} })),
+    TypeError,
+    'Expected options.stdout.on to be a function',
+  ],
+  [
+    'runStdioProxy',
+    'a negative fault-answer wait',
+    () => stdioProxy(stdioOptions({ faultAnswerMs: -5 })),
+    RangeError,
+    'Expected options.faultAnswerMs to be an integer between 0 and 86400000',
+  ],
+  [
+    'runStdioProxy',
+    'a drain grace as text',
+    () => stdioProxy(stdioOptions({ drainGraceMs: '2s' })),
+    TypeError,
+    'Expected options.drainGraceMs to be a number',
+  ],
+  [
+    'runStdioProxy',
+    'forwardSignals as a number',
+    () => stdioProxy(stdioOptions({ forwardSignals: 1 })),
+    TypeError,
+    'Expected options.forwardSignals to be a boolean',
+  ],
+  [
+    'runStdioProxy',
+    'a recording limit of 0',
+    () => stdioProxy(stdioOptions({ maxRecordBytes: 0 })),
+    RangeError,
+    `Expected options.maxRecordBytes to be an integer between 1 and ${MAX_RECORD_BYTES_LIMIT}`,
+  ],
+];
+
+describe('every entry point refuses a bad argument with the exact class and message', () => {
+  it.each(refusals)('%s: %s', async (_entry, _bad, call, type, message) => {
+    let thrown: unknown;
+    try {
+      await call();
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(type);
+    expect((thrown as Error).constructor).toBe(type);
+    expect((thrown as Error).message).toBe(message);
   });
 });
