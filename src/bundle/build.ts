@@ -22,7 +22,16 @@ import type { SessionSummary, Verdict } from '../report/types.js';
 import { moveIntoPlace, tempNameFor } from '../report/write-atomic.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
-import { expectNumber, expectOptions, expectPath, expectString } from '../util/expect.js';
+import {
+  expectArray,
+  expectBoolean,
+  expectFunction,
+  expectNumber,
+  expectObject,
+  expectOptions,
+  expectPath,
+  expectString,
+} from '../util/expect.js';
 import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
 import { type BundleFileName, bundleFileList } from './contents.js';
 import { bundleDb } from './db-snapshot.js';
@@ -164,14 +173,14 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
   expectPath(sessionDir, 'sessionDir');
   const o = expectOptions(options);
   expectString(o.output, 'options.output', { nonEmpty: true });
-  expectNumber(o.maxBytes, 'options.maxBytes', { min: 1 });
+  expectNumber(o.maxBytes, 'options.maxBytes', { min: 1, integer: true });
   expectString(o.templatesDir, 'options.templatesDir', { nonEmpty: true });
+  for (const key of ['images', 'db', 'gif', 'reportHtmlInSessionDir'])
+    expectBoolean(o[key], `options.${key}`);
+  expectFunction(o.onProgress, 'options.onProgress');
+  expectArray(o.maskRules, 'options.maskRules', expectObject);
   const dir = path.resolve(sessionDir);
   if (!fs.existsSync(path.join(dir, LOG_FILE))) throw new Error(`${dir}: not a session dir (no ${LOG_FILE})`);
-  const { maxBytes } = options;
-  if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes > 0)) {
-    throw new Error(`maxBytes must be a positive integer, got ${maxBytes}`);
-  }
   if (options.output !== undefined) refuseOutputInSession(dir, options.output);
   const tmpDir = makeTempDir('mcec-bundle');
   let opened: SessionFacts | null = null;

@@ -15,6 +15,7 @@ import type { RecorderOptions, SessionCounts } from '../record/types.js';
 import type { Verdict } from '../report/types.js';
 import { writeFailureSummary } from '../sessions/summarize.js';
 import { createSimulator, type Simulator } from '../sim/index.js';
+import { expectFunction, expectMethods, expectObject, expectOptions, expectString } from '../util/expect.js';
 import { runScriptedAgent, type ScriptedRun } from './scripted-agent.js';
 
 /** The scenario name stored with the demo's session (the summary's title). */
@@ -61,8 +62,21 @@ export function defaultSessionsDir(): string {
   return resolveSessionsDir();
 }
 
+/**
+ * runDemo's options, checked before anything is made: a TypeError or RangeError naming the first bad one
+ * (`otlp`'s fields are createRecorder's, checked there under the same names).
+ */
+function checkDemoOptions(value: unknown): void {
+  const o = expectOptions(value);
+  expectString(o.sessionsDir, 'options.sessionsDir', { nonEmpty: true });
+  if (o.simulator !== undefined) expectMethods(o.simulator, 'options.simulator', ['handle', 'callTool']);
+  expectFunction(o.stderr, 'options.stderr');
+  if (o.otlp !== undefined && typeof o.otlp !== 'boolean') expectObject(o.otlp, 'options.otlp');
+}
+
 /** Run the scripted session through the recorder, write failure-summary.md and report.html, build and verify the bundle. */
 export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
+  checkDemoOptions(options);
   const sessionsDir = path.resolve(options.sessionsDir ?? defaultSessionsDir());
   makeDirectory(sessionsDir); // its error names the cause (read-only, permission, a file in the way)
   const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));

@@ -6,6 +6,7 @@
 import { readToolOutput } from '../contract/read-tool-output.js';
 import type { Envelope } from '../contract/types.js';
 import type { Dispatch } from '../record/types.js';
+import { expectFunction, expectMethods } from '../util/expect.js';
 
 /** Where the agent declares its runner steps (a recorder, or anything with the same two methods). */
 export interface StepSink {
@@ -76,6 +77,8 @@ function record(value: unknown): Record<string, unknown> {
 
 /** Drive the scripted session through `dispatch`, declaring steps on `steps`; never throws for a tool failure. */
 export async function runScriptedAgent(dispatch: Dispatch, steps: StepSink): Promise<ScriptedRun> {
+  expectFunction(dispatch, 'dispatch', { required: true });
+  expectMethods(steps, 'steps', ['step']);
   const calls: AgentCall[] = [];
   const declared: AgentStep[] = [];
   let sessionId = '';

@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expectNumber, expectObject, expectOptions, expectPath, expectString } from '../util/expect.js';
 import { groupThousands } from '../util/units.js';
 import { type HandlebarsApi, lazyHandlebars } from './handlebars.js';
 import { registerHelpers } from './helpers.js';
@@ -327,12 +328,34 @@ async function renderCapped(
 }
 
 /** Render `failure-summary.md` (at most 65,536 characters). */
-export function renderFailureSummary(summary: SessionSummary, options: RenderOptions = {}): Promise<string> {
+export async function renderFailureSummary(
+  summary: SessionSummary,
+  options: RenderOptions = {},
+): Promise<string> {
+  checkRenderArguments(summary, options);
   return renderCapped(FAILURE_SUMMARY_TEMPLATE, summary, options, {});
 }
 
+/** A summary and the options every renderer takes, checked at the public boundary (TypeError/RangeError). */
+function checkRenderArguments(summary: unknown, options: unknown): Record<string, unknown> {
+  expectObject(summary, 'summary');
+  const o = expectOptions(options);
+  expectString(o.templatesDir, 'options.templatesDir', { nonEmpty: true });
+  return o;
+}
+
 /** Render `bug-report.md`, an issue body with the MCEC bug-report headings (at most 65,536 characters). */
-export function renderBugReport(summary: SessionSummary, options: BugReportOptions = {}): Promise<string> {
+export async function renderBugReport(
+  summary: SessionSummary,
+  options: BugReportOptions = {},
+): Promise<string> {
+  const o = checkRenderArguments(summary, options);
+  expectString(o.bundleName, 'options.bundleName', { nonEmpty: true });
+  if (o.runGif !== undefined && o.runGif !== null) {
+    expectObject(o.runGif, 'options.runGif');
+    expectPath(o.runGif.path, 'options.runGif.path');
+    expectNumber(o.runGif.frames, 'options.runGif.frames', { min: 0, integer: true, required: true });
+  }
   const bundleName = oneLine(options.bundleName ?? `${summary.dirName}.zip`, 200);
   const runGif = options.runGif ? { path: options.runGif.path, frames: options.runGif.frames } : null;
   const bundleFiles = (options.bundleFiles ?? []).map((f) => ({

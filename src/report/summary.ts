@@ -2,7 +2,8 @@
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { safeRelativePath } from '../paths/naming.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
-import type { SessionReader } from '../store/session-reader.js';
+import { SessionReader } from '../store/session-reader.js';
+import { expectInstance, expectNumber, expectOptions } from '../util/expect.js';
 import { hostFilesOf, hostPathOfCall } from './host-files.js';
 import { maskedImagesOf } from './masked-images.js';
 import { categoryLine, recoveryForCall } from './recovery.js';
@@ -498,9 +499,13 @@ export async function buildSummary(
   reader: SessionReader,
   options: SummaryOptions = {},
 ): Promise<SessionSummary> {
+  expectInstance(reader, 'reader', SessionReader);
+  const o = expectOptions(options);
+  expectNumber(o.timelineLength, 'options.timelineLength', { min: 0, integer: true });
+  expectNumber(o.maxFailures, 'options.maxFailures', { min: 0, integer: true });
   const time = await loadTimeFormat();
-  const timelineLength = Math.max(0, Math.floor(options.timelineLength ?? 20));
-  const maxFailures = Math.max(0, Math.floor(options.maxFailures ?? 200));
+  const timelineLength = options.timelineLength ?? 20;
+  const maxFailures = options.maxFailures ?? 200;
   return reader.snapshot(() => {
     const session = reader.session();
     const stats = reader.stats();

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { withCatalog } from '../fleet/catalog.js';
 import type { Verdict } from '../report/types.js';
 import type { CatalogSession } from '../store/catalog.js';
-import { expectOptions, expectPath } from '../util/expect.js';
+import { expectBoolean, expectFunction, expectOptions, expectPath } from '../util/expect.js';
 
 /** One line of `mcec-bundle list` (`schema/session-listing.schema.json`): a catalog row. */
 export interface SessionListing {
@@ -85,7 +85,10 @@ export async function listSessionSummaries(
   options: ListOptions = {},
 ): Promise<SessionListing[]> {
   expectPath(sessionsDir, 'sessionsDir');
-  expectOptions(options);
+  const o = expectOptions(options);
+  expectBoolean(o.failedOnly, 'options.failedOnly');
+  expectFunction(o.onWarning, 'options.onWarning');
+  expectFunction(o.onProgress, 'options.onProgress');
   const rows: CatalogSession[] = await withCatalog(
     sessionsDir,
     ({ catalog, warning }) => {

@@ -4,8 +4,11 @@ import { createRedactor } from '../redact/redactor.js';
 import type { Verdict } from '../report/types.js';
 import { appendSessionEvent } from '../store/append-event.js';
 import { touchCatalogSession } from '../store/catalog.js';
-import { expectPath } from '../util/expect.js';
+import { expectBoolean, expectObject, expectOneOf, expectPath, expectString } from '../util/expect.js';
 import { summarizeSession } from './summarize.js';
+
+/** Who declared a verdict: `mcec-bundle verdict`, the recorder's API, a notification through a proxy. */
+const VIAS = ['cli', 'recorder', 'notification'] as const;
 
 /** Longest reason kept with a declared verdict. */
 export const MAX_VERDICT_REASON = 2000;
@@ -28,15 +31,18 @@ export interface DeclaredVerdictResult {
  */
 export async function declareVerdict(
   dir: string,
-  declared: { passed: boolean; reason?: string | null; via?: 'cli' | 'recorder' | 'notification' },
+  verdict: { passed: boolean; reason?: string | null; via?: 'cli' | 'recorder' | 'notification' },
 ): Promise<DeclaredVerdictResult> {
   expectPath(dir, 'dir');
-  if (typeof declared?.passed !== 'boolean') throw new TypeError('passed must be true or false');
-  const detail: Record<string, unknown> = { passed: declared.passed, via: declared.via ?? 'cli' };
+  expectObject(verdict, 'verdict');
+  expectBoolean(verdict.passed, 'verdict.passed', { required: true });
+  if (verdict.reason !== null) expectString(verdict.reason, 'verdict.reason');
+  expectOneOf(verdict.via, 'verdict.via', VIAS);
+  const detail: Record<string, unknown> = { passed: verdict.passed, via: verdict.via ?? 'cli' };
   let reason: string | null = null;
-  if (typeof declared.reason === 'string' && declared.reason.trim() !== '') {
+  if (typeof verdict.reason === 'string' && verdict.reason.trim() !== '') {
     // Inline secrets (password=..., bearer tokens) and image bytes never reach the log.
-    const scrubbed = createRedactor().scrubText(declared.reason.trim());
+    const scrubbed = createRedactor().scrubText(verdict.reason.trim());
     reason = scrubbed.length > MAX_VERDICT_REASON ? `${scrubbed.slice(0, MAX_VERDICT_REASON)}...` : scrubbed;
     detail.reason = reason;
   }
@@ -47,7 +53,7 @@ export async function declareVerdict(
   return {
     sessionId: summary.sessionId,
     dir,
-    passed: declared.passed,
+    passed: verdict.passed,
     reason,
     verdict: summary.verdict,
     verdictReason: summary.verdictReason,

@@ -1,10 +1,21 @@
 /** An embedded MCEC-like server for the demo, tests and benchmarks: library API of the simulator. */
 import type { Readable, Writable } from 'node:stream';
 import type { Envelope } from '../contract/types.js';
+import {
+  expectBoolean,
+  expectFunction,
+  expectNumber,
+  expectObject,
+  expectOneOf,
+  expectOptions,
+  expectString,
+} from '../util/expect.js';
 import { type HttpListener, type HttpOptions, listenHttp } from '../wire/http.js';
 import type { JsonRpcResponse } from '../wire/json-rpc.js';
 import { serveStdio } from '../wire/stdio.js';
 import type { Desktop } from './desktop.js';
+import type { ConsentAnswer } from './meta-tools.js';
+import type { RecordLimits } from './record.js';
 import { type CallToolResult, SimulatorCore, type SimulatorOptions } from './server.js';
 
 export type { HttpListener, HttpOptions } from '../wire/http.js';
@@ -56,8 +67,46 @@ export interface Simulator {
   serveStdio(input: Readable, output: Writable): Promise<void>;
 }
 
+/** The operator's answers to a consent prompt (`ConsentAnswer`). */
+const CONSENT_ANSWERS = [
+  'allow',
+  'allow-any',
+  'deny',
+  'timeout',
+  'unavailable',
+] as const satisfies readonly ConsentAnswer[];
+const RECORD_LIMIT_KEYS = [
+  'maxFps',
+  'maxDurationMs',
+  'maxFrames',
+  'maxWidth',
+] as const satisfies ReadonlyArray<keyof RecordLimits>;
+
+/** createSimulator's options, checked at the boundary: a TypeError or RangeError naming the first bad one. */
+function checkSimulatorOptions(value: unknown): void {
+  const o = expectOptions(value);
+  expectString(o.token, 'options.token');
+  expectNumber(o.seed, 'options.seed', { integer: true });
+  expectFunction(o.now, 'options.now');
+  expectFunction(o.subMillisecondTicks, 'options.subMillisecondTicks');
+  expectString(o.sessionsRoot, 'options.sessionsRoot', { nonEmpty: true });
+  expectString(o.tempDir, 'options.tempDir', { nonEmpty: true });
+  expectNumber(o.modalGraceMs, 'options.modalGraceMs', { min: 0 });
+  expectNumber(o.pollMs, 'options.pollMs', { min: 1 });
+  expectNumber(o.consentDelayMs, 'options.consentDelayMs', { min: 0 });
+  if (o.recordLimits !== undefined) {
+    expectObject(o.recordLimits, 'options.recordLimits');
+    for (const key of RECORD_LIMIT_KEYS)
+      expectNumber(o.recordLimits[key], `options.recordLimits.${key}`, { min: 1, integer: true });
+  }
+  expectOneOf(o.consent, 'options.consent', CONSENT_ANSWERS);
+  expectBoolean(o.allowProvisioning, 'options.allowProvisioning');
+  expectBoolean(o.signIn, 'options.signIn');
+}
+
 /** Create a simulated MCEC server with its own fake desktop and sessions. */
 export function createSimulator(options: SimulatorOptions = {}): Simulator {
+  checkSimulatorOptions(options);
   const core = new SimulatorCore(options);
   return {
     sessionsRoot: core.sessionsRoot,
@@ -83,6 +132,8 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
 
 /** The envelope of a CallToolResult: the JSON of its last text block. */
 export function envelopeOf(result: CallToolResult): Envelope {
+  expectObject(result, 'result');
+  if (!Array.isArray(result.content)) throw new TypeError('Expected result.content to be an array');
   const last = result.content[result.content.length - 1];
   if (last?.type !== 'text') throw new Error('CallToolResult has no envelope text block last');
   return JSON.parse(last.text) as Envelope;

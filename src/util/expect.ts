@@ -29,8 +29,9 @@ export function expectBoolean(value: unknown, name: string, { required = false }
     throw new TypeError(`Expected ${name} to be a boolean`);
 }
 
-export function expectFunction(value: unknown, name: string): void {
-  if (value !== undefined && typeof value !== 'function')
+/** A function; `required`: undefined is refused too. */
+export function expectFunction(value: unknown, name: string, { required = false } = {}): void {
+  if ((value !== undefined || required) && typeof value !== 'function')
     throw new TypeError(`Expected ${name} to be a function`);
 }
 
@@ -112,4 +113,18 @@ export function expectRecord(value: unknown, name: string, item: (v: unknown, na
 /** `name.key` when the key reads as an identifier, else `name["key"]`. */
 function memberName(name: string, key: string): string {
   return /^[A-Za-z_$][\w$]*$/.test(key) ? `${name}.${key}` : `${name}[${JSON.stringify(key)}]`;
+}
+
+/** An instance of `type` (a SessionReader): `Expected reader to be a SessionReader`. */
+export function expectInstance<T>(
+  value: unknown,
+  name: string,
+  type: { prototype: T; name: string },
+): asserts value is T {
+  if (
+    value === null ||
+    typeof value !== 'object' ||
+    !Object.prototype.isPrototypeOf.call(type.prototype, value)
+  )
+    throw new TypeError(`Expected ${name} to be a ${type.name}`);
 }

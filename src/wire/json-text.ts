@@ -22,6 +22,7 @@ const hex4 = (code: number) => `\\u${code.toString(16).toUpperCase().padStart(4,
  * as System.Text.Json writes them.
  */
 export function escapeJsonText(json: string): string {
+  if (typeof json !== 'string') throw new TypeError('Expected json to be a string');
   const parts: string[] = [];
   let last = 0;
   let inString = false;

@@ -3,12 +3,15 @@
  * a value out of range a RangeError, each naming the option; nothing is created before the check.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
 import { MAX_RECORD_BYTES_LIMIT } from '../../src/proxy/bounded.js';
 import { ProxyConfigError } from '../../src/proxy/http.js';
+import * as sim from '../../src/sim.js';
 import { collectingRecorder } from '../proxy/helpers.js';
+import { FixtureSession } from '../support/fixture-session.js';
 import { tempDir } from './helpers.js';
 
 const dirs: string[] = [];
@@ -192,7 +195,7 @@ describe('the other entry points', () => {
       new TypeError('Expected sessionDir to be a string'),
     );
     await expect(loose(api.buildBundle)('/tmp/x', { maxBytes: 0 })).rejects.toThrow(
-      new RangeError('Expected options.maxBytes to be a finite number at least 1'),
+      new RangeError('Expected options.maxBytes to be an integer at least 1'),
     );
     await expect(loose(api.verifyBundle)({})).rejects.toThrow(
       new TypeError('Expected zipPath to be a string'),
@@ -430,6 +433,286 @@ const refusals: Refusal[] = [
   ],
 ];
 
+/** A recorded session (made once) whose reader the report entry points get, past their reader check. */
+let fixtureRoot = '';
+let fixture: FixtureSession | undefined;
+let reader: api.SessionReader | undefined;
+beforeAll(() => {
+  fixtureRoot = tempDir();
+  fixture = FixtureSession.create(fixtureRoot, { sessionId: '5f19c9c01a3f' });
+  fixture.end({ passed: true });
+  fixture.close();
+  reader = api.SessionReader.open(fixture.dir);
+});
+afterAll(() => {
+  reader?.close();
+  fs.rmSync(fixtureRoot, { recursive: true, force: true });
+});
+const summary = { sessionId: '5f19c9c01a3f', dirName: 'x' };
+const nowhere = path.join(os.tmpdir(), 'mcec-no-such-session');
+
+refusals.push(
+  [
+    'renderReportHtml',
+    'a reader that is a path',
+    () => loose(api.renderReportHtml)('/tmp/session', summary),
+    TypeError,
+    'Expected reader to be a SessionReader',
+  ],
+  [
+    'renderReportHtml',
+    'no summary',
+    () => loose(api.renderReportHtml)(reader, null),
+    TypeError,
+    'Expected summary to be an object',
+  ],
+  [
+    'renderReportHtml',
+    'a size cap as text (it became NaN)',
+    () => loose(api.renderReportHtml)(reader, summary, { maxBytes: 'x' }),
+    TypeError,
+    'Expected options.maxBytes to be a number',
+  ],
+  [
+    'renderReportHtml',
+    'a size cap under 100,000 bytes (it was raised silently)',
+    () => loose(api.renderReportHtml)(reader, summary, { maxBytes: 5000 }),
+    RangeError,
+    'Expected options.maxBytes to be an integer at least 100000',
+  ],
+  [
+    'renderReportHtml',
+    'a negative thumbnail count (it became 0 silently)',
+    () => loose(api.renderReportHtml)(reader, summary, { maxThumbnails: -1 }),
+    RangeError,
+    'Expected options.maxThumbnails to be an integer at least 0',
+  ],
+  [
+    'writeReportHtml',
+    'an artifact base that is no string',
+    () => loose(api.writeReportHtml)(nowhere, { artifactBase: 7 }),
+    TypeError,
+    'Expected options.artifactBase to be a string',
+  ],
+  [
+    'writeReportHtml',
+    'an empty templates dir',
+    () => loose(api.writeReportHtml)(nowhere, { templatesDir: '' }),
+    RangeError,
+    'Expected options.templatesDir to be a non-empty string',
+  ],
+  [
+    'buildSummary',
+    'a reader that is a plain object',
+    () => loose(api.buildSummary)({ dir: '/tmp' }),
+    TypeError,
+    'Expected reader to be a SessionReader',
+  ],
+  [
+    'buildSummary',
+    'a negative timeline length (it became 0 silently)',
+    () => loose(api.buildSummary)(reader, { timelineLength: -1 }),
+    RangeError,
+    'Expected options.timelineLength to be an integer at least 0',
+  ],
+  [
+    'buildSummary',
+    'a failure count as text',
+    () => loose(api.buildSummary)(reader, { maxFailures: '200' }),
+    TypeError,
+    'Expected options.maxFailures to be a number',
+  ],
+  [
+    'renderFailureSummary',
+    'a summary that is a string',
+    () => loose(api.renderFailureSummary)('summary'),
+    TypeError,
+    'Expected summary to be an object',
+  ],
+  [
+    'renderFailureSummary',
+    'a templates dir that is a number',
+    () => loose(api.renderFailureSummary)(summary, { templatesDir: 1 }),
+    TypeError,
+    'Expected options.templatesDir to be a string',
+  ],
+  [
+    'renderBugReport',
+    'a bundle name that is a number',
+    () => loose(api.renderBugReport)(summary, { bundleName: 5 }),
+    TypeError,
+    'Expected options.bundleName to be a string',
+  ],
+  [
+    'renderBugReport',
+    'a run.gif without its frame count',
+    () => loose(api.renderBugReport)(summary, { runGif: { path: 'run.gif' } }),
+    TypeError,
+    'Expected options.runGif.frames to be a number',
+  ],
+  [
+    'SessionReader.open',
+    'a dir that is no string',
+    () => loose(api.SessionReader.open)(42),
+    TypeError,
+    'Expected dir to be a string',
+  ],
+  [
+    'SessionReader.open',
+    'tidy as text',
+    () => loose(api.SessionReader.open)(nowhere, { tidy: 'yes' }),
+    TypeError,
+    'Expected options.tidy to be a boolean',
+  ],
+  [
+    'declareVerdict',
+    'passed as text',
+    () => loose(api.declareVerdict)(nowhere, { passed: 'yes' }),
+    TypeError,
+    'Expected verdict.passed to be a boolean',
+  ],
+  [
+    'declareVerdict',
+    'no verdict',
+    () => loose(api.declareVerdict)(nowhere),
+    TypeError,
+    'Expected verdict to be an object',
+  ],
+  [
+    'declareVerdict',
+    'a reason that is a number',
+    () => loose(api.declareVerdict)(nowhere, { passed: false, reason: 404 }),
+    TypeError,
+    'Expected verdict.reason to be a string',
+  ],
+  [
+    'declareVerdict',
+    'a via it does not know',
+    () => loose(api.declareVerdict)(nowhere, { passed: true, via: 'email' }),
+    RangeError,
+    'Expected verdict.via to be one of "cli", "recorder", "notification"',
+  ],
+  [
+    'listSessionSummaries',
+    'failedOnly as text',
+    () => loose(api.listSessionSummaries)(nowhere, { failedOnly: 'yes' }),
+    TypeError,
+    'Expected options.failedOnly to be a boolean',
+  ],
+  [
+    'listSessionSummaries',
+    'an onProgress that is no function',
+    () => loose(api.listSessionSummaries)(nowhere, { onProgress: true }),
+    TypeError,
+    'Expected options.onProgress to be a function',
+  ],
+  [
+    'buildBundle',
+    'a fractional size cap',
+    () => loose(api.buildBundle)(nowhere, { maxBytes: 1.5 }),
+    RangeError,
+    'Expected options.maxBytes to be an integer',
+  ],
+  [
+    'buildBundle',
+    'images as text',
+    () => loose(api.buildBundle)(nowhere, { images: 'no' }),
+    TypeError,
+    'Expected options.images to be a boolean',
+  ],
+  [
+    'buildBundle',
+    'mask rules that are one string',
+    () => loose(api.buildBundle)(nowhere, { maskRules: 'window=Sign in' }),
+    TypeError,
+    'Expected options.maskRules to be an array',
+  ],
+  [
+    'createSimulator (mcec-recorder/sim)',
+    'a seed as text',
+    () => loose(sim.createSimulator)({ seed: '42' }),
+    TypeError,
+    'Expected options.seed to be a number',
+  ],
+  [
+    'createSimulator (mcec-recorder/sim)',
+    'a consent answer it does not know',
+    () => loose(sim.createSimulator)({ consent: 'maybe' }),
+    RangeError,
+    'Expected options.consent to be one of "allow", "allow-any", "deny", "timeout", "unavailable"',
+  ],
+  [
+    'createSimulator (mcec-recorder/sim)',
+    'a record limit of 0 frames',
+    () => loose(sim.createSimulator)({ recordLimits: { maxFrames: 0 } }),
+    RangeError,
+    'Expected options.recordLimits.maxFrames to be an integer at least 1',
+  ],
+  [
+    'createSimulator (mcec-recorder/sim)',
+    'a clock that is a Date',
+    () => loose(sim.createSimulator)({ now: new Date(0) }),
+    TypeError,
+    'Expected options.now to be a function',
+  ],
+  [
+    'createSimulator (mcec-recorder/sim)',
+    'a poll interval of 0',
+    () => loose(sim.createSimulator)({ pollMs: 0 }),
+    RangeError,
+    'Expected options.pollMs to be a finite number at least 1',
+  ],
+  [
+    'runDemo (mcec-recorder/sim)',
+    'a sessions dir that is a number',
+    () => loose(sim.runDemo)({ sessionsDir: 1 }),
+    TypeError,
+    'Expected options.sessionsDir to be a string',
+  ],
+  [
+    'runDemo (mcec-recorder/sim)',
+    'a simulator without callTool',
+    () => loose(sim.runDemo)({ sessionsDir: nowhere, simulator: { handle: () => null } }),
+    TypeError,
+    'Expected options.simulator.callTool to be a function',
+  ],
+  [
+    'runDemo (mcec-recorder/sim)',
+    'an OTLP export that is a URL',
+    () => loose(sim.runDemo)({ sessionsDir: nowhere, otlp: 'http://collector' }),
+    TypeError,
+    'Expected options.otlp to be an object',
+  ],
+  [
+    'runScriptedAgent (mcec-recorder/sim)',
+    'no dispatch',
+    () => loose(sim.runScriptedAgent)(undefined, { step() {} }),
+    TypeError,
+    'Expected dispatch to be a function',
+  ],
+  [
+    'runScriptedAgent (mcec-recorder/sim)',
+    'steps without step()',
+    () => loose(sim.runScriptedAgent)(async () => ({}), {}),
+    TypeError,
+    'Expected steps.step to be a function',
+  ],
+  [
+    'envelopeOf (mcec-recorder/sim)',
+    'a result without content',
+    () => loose(sim.envelopeOf)({}),
+    TypeError,
+    'Expected result.content to be an array',
+  ],
+  [
+    'escapeJsonText (mcec-recorder/sim)',
+    'an object instead of its JSON',
+    () => loose(sim.escapeJsonText)({ a: 1 }),
+    TypeError,
+    'Expected json to be a string',
+  ],
+);
+
 describe('every entry point refuses a bad argument with the exact class and message', () => {
   it.each(refusals)('%s: %s', async (_entry, _bad, call, type, message) => {
     let thrown: unknown;
@@ -441,5 +724,9 @@ describe('every entry point refuses a bad argument with the exact class and mess
     expect(thrown).toBeInstanceOf(type);
     expect((thrown as Error).constructor).toBe(type);
     expect((thrown as Error).message).toBe(message);
+  });
+
+  it('leaves nothing behind: no session dir was made where the refused calls pointed', () => {
+    expect(fs.existsSync(nowhere)).toBe(false);
   });
 });

@@ -155,7 +155,7 @@ describe('mcec-bundle verdict', () => {
     expect(res.reason).not.toContain('hunter2');
     expect(events(dir, 'verdict').at(-1)?.data).toEqual({ passed: false, reason: res.reason, via: 'cli' });
     await expect(declareVerdict(dir, { passed: 'yes' as never })).rejects.toThrow(
-      'passed must be true or false',
+      new TypeError('Expected verdict.passed to be a boolean'),
     );
     await expect(declareVerdict(path.join(run.root, 'nowhere'), { passed: true })).rejects.toThrow(
       /no session.sqlite/,

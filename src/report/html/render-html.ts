@@ -7,7 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { safeRelativePath } from '../../paths/naming.js';
 import type { CallRow } from '../../store/schema.js';
-import type { SessionReader } from '../../store/session-reader.js';
+import { SessionReader } from '../../store/session-reader.js';
+import {
+  expectInstance,
+  expectNumber,
+  expectObject,
+  expectOptions,
+  expectString,
+} from '../../util/expect.js';
 import { PlayerCollector, type PlayerModel } from '../player/model.js';
 import { playerView } from '../player/player-view.js';
 import { serverVersionOf } from '../player/read-model.js';
@@ -50,6 +57,8 @@ export interface ReportHtmlOptions {
 
 /** Default size cap of report.html: 5 MB. */
 export const DEFAULT_REPORT_HTML_MAX_BYTES = 5_000_000;
+/** The smallest size cap: the page around the rows takes most of it (shellGuess + shellMargin). */
+export const MIN_REPORT_HTML_MAX_BYTES = 100_000;
 /** Default number of thumbnails besides the priority ones. */
 export const DEFAULT_MAX_THUMBNAILS = 48;
 
@@ -86,12 +95,29 @@ export interface ReportHtmlPage {
   player: PlayerModel;
 }
 
+/**
+ * renderReportHtml's options, checked at the public boundary (writeReportHtml's too): a TypeError or RangeError
+ * naming the first bad one. `maxThumbnails` may be Infinity (every image gets one).
+ */
+export function checkReportHtmlOptions(value: unknown): ReportHtmlOptions {
+  const o = expectOptions(value);
+  expectString(o.templatesDir, 'options.templatesDir', { nonEmpty: true });
+  expectNumber(o.maxBytes, 'options.maxBytes', { min: MIN_REPORT_HTML_MAX_BYTES, integer: true });
+  expectString(o.artifactBase, 'options.artifactBase');
+  if (o.maxThumbnails !== Number.POSITIVE_INFINITY)
+    expectNumber(o.maxThumbnails, 'options.maxThumbnails', { min: 0, integer: true });
+  return o as ReportHtmlOptions;
+}
+
 /** Render report.html for one session: a server-rendered timeline that filters with JavaScript and reads without it. */
 export async function renderReportHtml(
   reader: SessionReader,
   summary: SessionSummary,
   options: ReportHtmlOptions = {},
 ): Promise<string> {
+  expectInstance(reader, 'reader', SessionReader);
+  expectObject(summary, 'summary');
+  checkReportHtmlOptions(options);
   const page = await renderReportHtmlParts(reader, summary, options, { keepRows: true });
   if (page.tail === null) return page.head;
   return [page.head, ...page.rows(), page.tail].join('\n');
@@ -128,12 +154,12 @@ export function* pageChunks(page: ReportHtmlPage): Generator<Buffer> {
   yield Buffer.from(pending.join('\n'), 'utf8');
 }
 
-/** The page's settings from the options. */
+/** The page's settings from the options (checked by checkReportHtmlOptions where they come from a caller). */
 function settingsOf(options: ReportHtmlOptions) {
   return {
-    maxBytes: Math.max(100_000, Math.floor(options.maxBytes ?? DEFAULT_REPORT_HTML_MAX_BYTES)),
+    maxBytes: options.maxBytes ?? DEFAULT_REPORT_HTML_MAX_BYTES,
     artifactBase: options.artifactBase ?? 'artifacts/',
-    maxThumbnails: Math.max(0, options.maxThumbnails ?? DEFAULT_MAX_THUMBNAILS),
+    maxThumbnails: options.maxThumbnails ?? DEFAULT_MAX_THUMBNAILS,
   };
 }
 
