@@ -7,7 +7,14 @@ import { buildSummary } from '../report/summary.js';
 import type { Verdict } from '../report/types.js';
 import { Catalog, type CatalogSession } from '../store/catalog.js';
 import { type SessionLocation, SessionReader } from '../store/session-reader.js';
-import { expectNumber, expectObject, expectPath } from '../util/expect.js';
+import {
+  expectBoolean,
+  expectFunction,
+  expectInstance,
+  expectNumber,
+  expectObject,
+  expectPath,
+} from '../util/expect.js';
 import { isRegularFile } from '../util/file-stat.js';
 import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
 
@@ -55,9 +62,13 @@ export interface PruneOptions {
 export async function pruneSessions(sessionsDir: string, options: PruneOptions): Promise<PrunedSession[]> {
   expectPath(sessionsDir, 'sessionsDir');
   expectObject(options, 'options');
-  if (options.olderThanMs === undefined) throw new TypeError('Expected options.olderThanMs to be a number');
-  expectNumber(options.olderThanMs, 'options.olderThanMs', { min: 0 });
-  expectNumber(options.recentMs, 'options.recentMs');
+  expectNumber(options.olderThanMs, 'options.olderThanMs', { min: 0, required: true });
+  expectNumber(options.recentMs, 'options.recentMs', { min: 0 });
+  expectBoolean(options.keepFailed, 'options.keepFailed');
+  expectBoolean(options.dryRun, 'options.dryRun');
+  if (options.now !== undefined) expectInstance(options.now, 'options.now', Date);
+  expectFunction(options.onKept, 'options.onKept');
+  expectFunction(options.onWarning, 'options.onWarning');
   const now = (options.now ?? new Date()).getTime();
   const cutoff = now - options.olderThanMs;
   const recentMs = Math.max(0, options.recentMs ?? DEFAULT_PRUNE_RECENT_MS);

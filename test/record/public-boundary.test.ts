@@ -628,6 +628,27 @@ refusals.push(
     'Expected options.maskRules to be an array',
   ],
   [
+    'pruneSessions',
+    'a reference time as text',
+    () => loose(api.pruneSessions)(nowhere, { olderThanMs: 0, now: '2026-01-01' }),
+    TypeError,
+    'Expected options.now to be a Date',
+  ],
+  [
+    'pruneSessions',
+    'a negative recent window',
+    () => loose(api.pruneSessions)(nowhere, { olderThanMs: 0, recentMs: -1 }),
+    RangeError,
+    'Expected options.recentMs to be a finite number at least 0',
+  ],
+  [
+    'pruneSessions',
+    'dryRun as text',
+    () => loose(api.pruneSessions)(nowhere, { olderThanMs: 0, dryRun: 'yes' }),
+    TypeError,
+    'Expected options.dryRun to be a boolean',
+  ],
+  [
     'createSimulator (mcec-recorder/sim)',
     'a seed as text',
     () => loose(sim.createSimulator)({ seed: '42' }),
