@@ -37,7 +37,7 @@ export { validateCaptureSummary, validateEnvelope } from './contract/validate.js
 // Secrets out of the pixels: the masking options and the user's rules (a rules file's JSON).
 export { MaskRuleError, parseMaskRules } from './mask/rules.js';
 export type { MaskMode, MaskOptions, MaskRule } from './mask/types.js';
-export { type HttpProxy, type HttpProxyOptions, startHttpProxy } from './proxy/http.js';
+export { type HttpProxy, type HttpProxyOptions, ProxyConfigError, startHttpProxy } from './proxy/http.js';
 export { runStdioProxy, type StdioProxyOptions } from './proxy/stdio.js';
 // Recording: wrap a dispatch, or put a proxy on the wire.
 export { recorderVersion, type ServerInfo } from './record/environment.js';

@@ -17,6 +17,7 @@ const ROOT_EXPORTS = [
   'DEFAULT_MAX_LOG_BYTES',
   'ERROR_CATEGORIES',
   'MaskRuleError',
+  'ProxyConfigError',
   'SessionReader',
   'bugReportText',
   'buildBundle',

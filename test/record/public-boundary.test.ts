@@ -8,7 +8,6 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
 import { MAX_RECORD_BYTES_LIMIT } from '../../src/proxy/bounded.js';
-import { ProxyConfigError } from '../../src/proxy/http.js';
 import * as sim from '../../src/sim.js';
 import { collectingRecorder } from '../proxy/helpers.js';
 import { FixtureSession } from '../support/fixture-session.js';
@@ -350,14 +349,14 @@ const refusals: Refusal[] = [
     'startHttpProxy',
     'a non-loopback host without allowNonLoopback (a configuration fact)',
     () => httpProxy(httpOptions({ listen: { host: '0.0.0.0', port: 0 } })),
-    ProxyConfigError,
+    api.ProxyConfigError,
     'refusing to listen on non-loopback host 0.0.0.0 (pass --allow-remote / allowNonLoopback to allow it)',
   ],
   [
     'startHttpProxy',
     'a target that is not http (a configuration fact)',
     () => httpProxy(httpOptions({ target: 'ftp://x/mcp' })),
-    ProxyConfigError,
+    api.ProxyConfigError,
     'target must be an http:// URL: ftp:',
   ],
   ['runStdioProxy', 'no options', () => stdioProxy(), TypeError, 'Expected options to be an object'],
