@@ -7,7 +7,8 @@
 import { isRecord } from '../util/json.js';
 import { type ClientSaw, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import type { Job } from './jobs.js';
-import { roughSize } from './outcome.js';
+import { roughSize, roughValueSize } from './outcome.js';
+import type { NotRecorded } from './recording-gap.js';
 import { oversizeDetail } from './rows.js';
 import type { ServerIdentity } from './server-identity.js';
 import type { ExchangeMeta, OversizeAnswer, PendingExchange } from './types.js';
@@ -24,6 +25,11 @@ export interface ExchangeSink {
    * for room (bytes pass through first), so past the cap an answer is recorded without its body.
    */
   overQueueCap(bytes: number): number | null;
+  /**
+   * True at the queue's byte cap (it holds it, or `bytes` more would take it past): `what` is counted into the
+   * recording gap (recording-gap.ts) and must not be queued. What settles an exchange already begun is not asked.
+   */
+  refuses(what: NotRecorded, bytes: number): boolean;
 }
 
 /**
@@ -108,13 +114,31 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
     },
     note: (kind, detail, at) => {
-      sink.push({ type: 'call-event', call, kind, detail, at: validDate(at) ?? new Date() }, SMALL_JOB_BYTES);
+      const size = SMALL_JOB_BYTES + roughValueSize(detail);
+      if (sink.refuses('other', size)) return;
+      sink.push({ type: 'call-event', call, kind, detail, at: validDate(at) ?? new Date() }, size);
     },
   };
 }
 
-/** The exchange of anything but a tools/call: an `exchange` event of the connection once it settles. */
-export function otherExchange(sink: ExchangeSink, request: unknown, method: string | null): PendingExchange {
+/** A request's JSON-RPC head (its params left out): what a settling record holds of it at the queue's cap. */
+function requestHead(request: unknown): unknown {
+  if (!isRecord(request)) return null;
+  const head: Record<string, unknown> = {};
+  for (const key of ['jsonrpc', 'id', 'method']) if (key in request) head[key] = request[key];
+  return head;
+}
+
+/**
+ * The exchange of anything but a tools/call: an `exchange` event of the connection once it settles, its
+ * request counted as `requestBytes` (its rough size) in the queue.
+ */
+export function otherExchange(
+  sink: ExchangeSink,
+  request: unknown,
+  method: string | null,
+  requestBytes = roughValueSize(request),
+): PendingExchange {
   let state: 'open' | 'settled' = 'open';
   let saw: ClientSaw | undefined;
   const noteSaw = () => {
@@ -122,7 +146,10 @@ export function otherExchange(sink: ExchangeSink, request: unknown, method: stri
   };
   const settle = (response: unknown, at: Date, size: number, failed?: string) => {
     state = 'settled';
-    sink.push({ type: 'exchange', request, response, at, failed }, size);
+    // At the cap the record holds the request's head alone: one small record per exchange in flight.
+    const whole = sink.overQueueCap(size + requestBytes) === null;
+    const held = whole ? request : requestHead(request);
+    sink.push({ type: 'exchange', request: held, response, at, failed }, whole ? size + requestBytes : size);
   };
   const bodiless = (answer: OversizeAnswer, at: Date) => {
     const failed =
@@ -138,7 +165,7 @@ export function otherExchange(sink: ExchangeSink, request: unknown, method: stri
       if (state === 'settled') return;
       const at = validDate(m?.endedAt) ?? sink.now();
       const size = roughSize(response);
-      const cap = sink.overQueueCap(size);
+      const cap = sink.overQueueCap(size + requestBytes);
       if (cap !== null) return bodiless(queueFull(size, cap), at);
       settle(response, at, size);
       noteSaw();
@@ -170,8 +197,9 @@ export function initializeExchange(
   sink: ExchangeSink,
   request: unknown,
   server: ServerIdentity,
+  requestBytes?: number,
 ): PendingExchange {
-  const inner = otherExchange(sink, request, 'initialize');
+  const inner = otherExchange(sink, request, 'initialize', requestBytes);
   return {
     ...inner,
     complete: (response, m) => {

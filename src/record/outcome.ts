@@ -212,6 +212,39 @@ export function roughSize(v: unknown): number {
   return n;
 }
 
+/**
+ * A rough byte size of any JSON-like value (a request's arguments, an event's detail), for the queue bound:
+ * its strings' lengths and a few bytes per other value and key. roughSize reads only an answer's usual
+ * shapes; this walks the whole value (each object once: a cycle is not followed again; a typed array by its
+ * byteLength).
+ */
+export function roughValueSize(v: unknown): number {
+  let n = 0;
+  const seen = new Set<object>();
+  const stack: unknown[] = [v];
+  try {
+    while (stack.length > 0) {
+      const x = stack.pop();
+      if (typeof x === 'string') n += x.length + 2;
+      else if (typeof x !== 'object' || x === null) n += 8;
+      else if (ArrayBuffer.isView(x)) n += x.byteLength;
+      else if (!seen.has(x)) {
+        seen.add(x);
+        n += 2;
+        if (Array.isArray(x)) for (const item of x) stack.push(item);
+        else
+          for (const key of Object.keys(x)) {
+            n += key.length + 4;
+            stack.push((x as Record<string, unknown>)[key]);
+          }
+      }
+    }
+  } catch {
+    // a getter or a Proxy trap that throws: the size so far (the value is recorded as it can be)
+  }
+  return n;
+}
+
 /** The `response` of the usual CallToolResult (one envelope block), prebuilt: nothing in it to scan or redact. */
 const PLAIN_RESPONSES = new Map<boolean, { value: unknown; json: string }>(
   [false, true].map((isError) => {

@@ -104,6 +104,11 @@ export class RecordQueue<J> {
     return this.queuedBytes + bytes <= this.limits.maxQueuedBytes;
   }
 
+  /** The rough bytes of the jobs queued and not yet processed. */
+  get bytes(): number {
+    return this.queuedBytes;
+  }
+
   /** The byte cap of `fits`. */
   get maxQueuedBytes(): number {
     return this.limits.maxQueuedBytes;

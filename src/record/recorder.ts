@@ -36,9 +36,10 @@ import type { FailureLedger } from './failure-ledger.js';
 import { type Job, runJobSafely } from './jobs.js';
 import type { LiveExportHook } from './live-export.js';
 import { checkRecorderOptions } from './options.js';
-import { type OutputShape, quickOutcome, thrownMessage } from './outcome.js';
+import { type OutputShape, quickOutcome, roughValueSize, thrownMessage } from './outcome.js';
 import { RecordQueue } from './record-queue.js';
 import { buildRecorderParts, COMMIT_RETRY_MS } from './recorder-parts.js';
+import { DECLARED_KINDS, isToolCall, queueGaps, type RecordingGaps } from './recording-gap.js';
 import { routingArgument } from './routing.js';
 import { type McpSession, ServerIdentity } from './server-identity.js';
 import type { SessionRegistry } from './session-registry.js';
@@ -94,7 +95,10 @@ class RecorderImpl implements Recorder {
     event: (sessionId, kind, detail) => this.event(sessionId, kind, detail),
     now: () => this.clock.date(),
     overQueueCap: (bytes) => (this.queue.fits(bytes) ? null : this.queue.maxQueuedBytes),
+    refuses: (what, bytes) => this.gaps.refuses(what, bytes),
   };
+  /** What the proxies' producers did not queue at its byte cap: one `recording-gap` event once it has room. */
+  private readonly gaps: RecordingGaps;
   private closed = false;
   private closing: Promise<void> | undefined;
   /** Which server the proxy's `initialize` named (unknown until then: read as MCEC). */
@@ -149,8 +153,24 @@ class RecorderImpl implements Recorder {
         commit: (force) => this.registry.commit(force),
         broke: (err) => this.ledger.note(undefined, stageOf(err), thrownMessage(err), 0),
       },
-      { clock, limits: { commitIntervalMs: options.commitIntervalMs ?? 4, retryMs: COMMIT_RETRY_MS } },
+      {
+        clock,
+        limits: {
+          commitIntervalMs: options.commitIntervalMs ?? 4,
+          retryMs: COMMIT_RETRY_MS,
+          ...(faults?.maxQueuedBytes ? { maxQueuedBytes: faults.maxQueuedBytes } : {}),
+        },
+      },
     );
+    this.gaps = queueGaps(this.queue, {
+      now: () => this.clock.date().getTime(),
+      notice: (line) => this.ledger.notice(line),
+      record: (detail) =>
+        this.push(
+          { type: 'event', sessionId: undefined, kind: 'recording-gap', detail, at: this.clock.date() },
+          SMALL_JOB_BYTES,
+        ),
+    });
     // The envelope schema compiles on first use (~250 ms): pay it now, not inside the first call's recording.
     setTimeout(() => readToolOutput({ ok: true, result: {} }), 0).unref();
   }
@@ -189,6 +209,7 @@ class RecorderImpl implements Recorder {
     transport: Transport,
     startedAt: Date,
     mcpSession?: McpSession,
+    beginBytes = SMALL_JOB_BYTES,
   ): RecordedCall {
     const name = typeof tool === 'string' ? tool : String(tool);
     // A server that is not MCEC: its MCP session is the recording's, whatever the arguments say.
@@ -209,7 +230,7 @@ class RecorderImpl implements Recorder {
       plainServer: mcpSession !== undefined,
       mcpSessionHash: mcpSession?.mcpSessionHash,
     });
-    this.push({ type: 'begin', call }, SMALL_JOB_BYTES);
+    this.push({ type: 'begin', call }, beginBytes);
     return call;
   }
 
@@ -293,12 +314,16 @@ class RecorderImpl implements Recorder {
       this.observationsInFlight += 1;
     }
     this.queue.push(job, size);
+    this.faults?.queued?.(this.queue.bytes);
   }
 
   // ---------------------------------------------------------------- the queue's worker
 
   /** One job, its failures kept to itself; an observation stops counting once its job is done. */
   private processJob(job: Job): Promise<void> | undefined {
+    this.gaps.closeIfRoom(false);
+    const hold = this.faults?.holdOnEventKind;
+    if (hold && job.type === 'event' && job.kind === hold.kind) return hold.until;
     const pending = runJobSafely(job, this.calls, this.events, this.ledger);
     if (job.type !== 'complete' || !job.call.observationQueued) return pending;
     const observed = () => {
@@ -324,17 +349,23 @@ class RecorderImpl implements Recorder {
     if (this.closed) return NOOP_EXCHANGE;
     // Mcp-Session-Id is a credential-like token (MCP spec): a plain server echoing it in a body gets it redacted.
     if (meta.mcpSessionId && this.server.plain) this.redactor.rememberTransportSecret(meta.mcpSessionId);
+    // The proxies never wait for room: at the queue's byte cap a request is counted (recording-gap.ts).
+    const bytes = SMALL_JOB_BYTES + roughValueSize(request);
+    if (this.gaps.refuses(isToolCall(request) ? 'tool-call' : 'request', bytes)) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
-    if (req?.method === 'initialize') return initializeExchange(this.exchangeSink, request, this.server);
-    if (req?.method !== 'tools/call')
-      return otherExchange(this.exchangeSink, request, typeof req?.method === 'string' ? req.method : null);
+    if (req?.method === 'initialize')
+      return initializeExchange(this.exchangeSink, request, this.server, bytes);
+    if (req?.method !== 'tools/call') {
+      const method = typeof req?.method === 'string' ? req.method : null;
+      return otherExchange(this.exchangeSink, request, method, bytes - SMALL_JOB_BYTES);
+    }
     const params = isRecord(req.params) ? req.params : {};
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
     const args = isRecord(params.arguments) ? params.arguments : {};
     const rpcId = req.id === undefined ? null : jsonOrNull(req.id);
     const mcpSession = this.server.mcpSessionOf(meta.mcpSessionId);
     const transport = meta.transport ?? this.transport;
-    const call = this.startCall(tool, args, rpcId, 'tools/call', transport, startedAt, mcpSession);
+    const call = this.startCall(tool, args, rpcId, 'tools/call', transport, startedAt, mcpSession, bytes);
     const traceparent = isRecord(params._meta) ? params._meta.traceparent : undefined;
     if (typeof traceparent === 'string' && TRACEPARENT.test(traceparent))
       call.carriesTraceparent(traceparent);
@@ -342,6 +373,7 @@ class RecorderImpl implements Recorder {
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
+    if (!this.closed && this.gaps.refuses('other', 0)) return;
     this.beginExchange(request, meta).complete(response, meta);
   }
 
@@ -354,7 +386,11 @@ class RecorderImpl implements Recorder {
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
     if (this.closed) return;
     const id = typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined;
-    this.push({ type: 'event', sessionId: id, kind, detail, at: this.clock.date() }, SMALL_JOB_BYTES);
+    // At the byte cap an event is counted, not queued; declared steps and verdicts up to GAP_DECLARED a gap.
+    const bytes = SMALL_JOB_BYTES + roughValueSize(detail);
+    if (DECLARED_KINDS.has(kind) ? this.gaps.refusesDeclared(bytes) : this.gaps.refuses('other', bytes))
+      return;
+    this.push({ type: 'event', sessionId: id, kind, detail, at: this.clock.date() }, bytes);
   }
 
   rememberSecret(secret: string): void {
@@ -397,6 +433,7 @@ class RecorderImpl implements Recorder {
   }
 
   close(): Promise<void> {
+    if (!this.closed) this.gaps.closeIfRoom(true);
     this.closing ??= this.closeNow();
     return this.closing;
   }

@@ -110,6 +110,12 @@ export interface RecorderOptions {
 export interface RecorderFaults {
   beforeStage?: (stage: RecordStage) => void;
   sqlitePragmas?: string[];
+  /** In place of the record queue's byte cap (`maxQueuedBytes`, 256 MiB). */
+  maxQueuedBytes?: number;
+  /** The queue stops at an event of this kind until `until` resolves (a stalled commit, a hung disk). */
+  holdOnEventKind?: { kind: string; until: Promise<void> };
+  /** Told the queue's bytes after each job queued (what it holds at its peak). */
+  queued?: (bytes: number) => void;
 }
 
 /** A session's live counts: the shared ones plus failures (failed and faulted calls). */

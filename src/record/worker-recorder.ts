@@ -14,6 +14,7 @@ import type { ClosedSessionsModule } from './closed-sessions.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
+import { DECLARED_KINDS, isToolCall, RecordingGaps } from './recording-gap.js';
 import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderOptions } from './types.js';
 
 /** What a worker recorder offers: what the proxies use of a recorder (`ProxyRecorder`) and where it writes. */
@@ -115,33 +116,6 @@ const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
  */
 const ROOM_HIGH_CHARS = 1024 * 1024;
 
-/** Events posted even at the cap: what an agent declares of its run (declarations.ts). */
-const DECLARED_KINDS: ReadonlySet<string> = new Set(['step', 'verdict']);
-/** Declared events posted in one gap at most (each clipped to a few KB): past it they are counted. */
-const GAP_DECLARED = 1000;
-
-/** What was counted instead of posted while at the cap. */
-interface Gap {
-  toolCalls: number;
-  /** Requests with an id, tools/call among them. */
-  requests: number;
-  /** Notifications, exchanges without a request, notes, events. */
-  others: number;
-  /** Declared steps and verdicts that came at the cap (posted up to GAP_DECLARED). */
-  declared: number;
-  since: number;
-  last: number;
-  secrets: Set<string>;
-}
-
-function isToolCall(request: unknown): boolean {
-  return (
-    typeof request === 'object' &&
-    request !== null &&
-    (request as { method?: unknown }).method === 'tools/call'
-  );
-}
-
 const ENTRY = new URL('./worker-recorder-entry.js', import.meta.url);
 
 class WorkerRecorderImpl implements WorkerRecorder {
@@ -158,7 +132,9 @@ class WorkerRecorderImpl implements WorkerRecorder {
   private readonly roomHigh: number;
   private readonly roomWaiters = new Waiters();
   /** What was not posted while the JSON held was at its cap, and when; said once the worker catches up. */
-  private gap: Gap | undefined;
+  private readonly gaps: RecordingGaps;
+  /** Bearer tokens told at the cap (each once, at most as many as the redactor's pool holds): posted after. */
+  private readonly keptSecrets = new Set<string>();
   private flushTimer: NodeJS.Timeout | undefined;
   /** Why the worker stopped, when it did before close. */
   private stopped: string | undefined;
@@ -183,6 +159,22 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (faults) data.faults = faults;
     this.maxUntaken = faults?.maxUntakenChars ?? MAX_UNTAKEN_CHARS;
     this.roomHigh = faults?.roomHighChars ?? ROOM_HIGH_CHARS;
+    this.gaps = new RecordingGaps({
+      held: () => this.untaken + this.batchedAnswers,
+      cap: this.maxUntaken,
+      reason: `the recorder's thread held ${this.maxUntaken} chars of JSON it had not taken (its cap)`,
+      now: () => Date.now(),
+      // Tokens kept at the cap go first: the gap closes as the cap is left.
+      record: (detail) => {
+        this.postKeptSecrets();
+        this.post({ op: 'event', sessionId: undefined, kind: 'recording-gap', detail: { ...detail } });
+      },
+      opened: () =>
+        this.stderr(
+          `mcec-recorder: the recorder's thread holds ${this.maxUntaken} chars of JSON it has not taken (its ` +
+            'cap): calls are forwarded but not recorded until it catches up (a recording-gap event will say how many)',
+        ),
+    });
     // stdout: true keeps the worker's stdout off ours (a stdio proxy's stdout is the protocol).
     this.worker = new Worker(ENTRY, { workerData: data, stdout: true });
     this.worker.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
@@ -205,10 +197,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     if (this.closed || this.stopped !== undefined) return NOOP_EXCHANGE;
-    if (this.atCap()) {
-      this.notPosted(isToolCall(request) ? 'tool-call' : 'request');
-      return NOOP_EXCHANGE;
-    }
+    if (this.gaps.refuses(isToolCall(request) ? 'tool-call' : 'request')) return NOOP_EXCHANGE;
     // The methods hold `exchange`, the registered object: it lives while any of them can still be called.
     const exchange = { id: this.nextId++ };
     this.handles.register(exchange, exchange.id);
@@ -226,8 +215,8 @@ class WorkerRecorderImpl implements WorkerRecorder {
       timedOut: (reason) => this.post({ op: 'timed-out', id: exchange.id, reason: String(reason) }),
       clientLeft: (reason) => this.post({ op: 'client-left', id: exchange.id, reason: String(reason) }),
       note: (kind, detail, at) => {
-        if (this.atCap()) this.notPosted('other');
-        else this.post({ op: 'note', id: exchange.id, kind, detail, at: at && msOf(at) });
+        if (!this.gaps.refuses('other'))
+          this.post({ op: 'note', id: exchange.id, kind, detail, at: at && msOf(at) });
       },
     };
     return handle;
@@ -251,82 +240,17 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
-    if (this.atCap()) {
-      this.notPosted('other');
-      return;
-    }
+    if (this.gaps.refuses('other')) return;
     const full = this.queueFull(response);
     if (full) this.beginExchange(request, meta).tooLarge(full, meta);
     else this.post({ op: 'exchange', request, response, meta: wireMeta(meta) });
   }
 
-  /**
-   * True while the JSON held for the worker is at its cap: what would add to it (a call, an exchange, a note,
-   * an event) is counted instead of posted. What settles a call already posted still is (one small message
-   * per call in flight), as are declared events (up to GAP_DECLARED) and the close; bearer tokens are kept.
-   */
-  private atCap(): boolean {
-    return this.untaken + this.batchedAnswers >= this.maxUntaken;
-  }
-
-  /** True while a declared event may still be posted in this gap (counted against GAP_DECLARED). */
-  private declaredAtCap(): boolean {
-    const gap = this.openGap();
-    gap.declared += 1;
-    return gap.declared <= GAP_DECLARED;
-  }
-
-  private notPosted(what: 'tool-call' | 'request' | 'other'): void {
-    const gap = this.openGap();
-    if (what === 'other') gap.others += 1;
-    else gap.requests += 1;
-    if (what === 'tool-call') gap.toolCalls += 1;
-    gap.last = Date.now();
-  }
-
-  private openGap(): Gap {
-    if (!this.gap) {
-      const now = Date.now();
-      this.gap = {
-        toolCalls: 0,
-        requests: 0,
-        others: 0,
-        declared: 0,
-        since: now,
-        last: now,
-        secrets: new Set(),
-      };
-      this.stderr(
-        `mcec-recorder: the recorder's thread holds ${this.maxUntaken} chars of JSON it has not taken (its ` +
-          'cap): calls are forwarded but not recorded until it catches up (a recording-gap event will say how many)',
-      );
-    }
-    return this.gap;
-  }
-
   /** Tokens kept at the cap go as soon as it is left: before any request that is posted again. */
   private postKeptSecrets(): void {
-    const secrets = this.gap?.secrets;
-    if (!secrets || secrets.size === 0 || this.atCap()) return;
-    for (const secret of secrets) this.post({ op: 'header-secret', secret });
-    secrets.clear();
-  }
-
-  /** Once the worker is back under half its cap (or at close), the gap is recorded: how many, and when. */
-  private closeGap(force: boolean): void {
-    const gap = this.gap;
-    if (!gap || (!force && this.untaken + this.batchedAnswers > this.maxUntaken / 2)) return;
-    this.postKeptSecrets();
-    this.gap = undefined;
-    const detail = {
-      reason: `the recorder's thread held ${this.maxUntaken} chars of JSON it had not taken (its cap)`,
-      toolCalls: gap.toolCalls,
-      requests: gap.requests,
-      otherMessages: gap.others,
-      from: new Date(gap.since).toISOString(),
-      to: new Date(gap.last).toISOString(),
-    };
-    this.post({ op: 'event', sessionId: undefined, kind: 'recording-gap', detail });
+    if (this.keptSecrets.size === 0 || this.gaps.atCap()) return;
+    for (const secret of this.keptSecrets) this.post({ op: 'header-secret', secret });
+    this.keptSecrets.clear();
   }
 
   /**
@@ -344,16 +268,17 @@ class WorkerRecorderImpl implements WorkerRecorder {
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
     // An agent's declared steps and verdicts are posted even at the cap (what its run is judged by), up to
     // GAP_DECLARED of them: past that they are counted too.
-    if (this.atCap() && !(DECLARED_KINDS.has(kind) && this.declaredAtCap())) this.notPosted('other');
-    else this.post({ op: 'event', sessionId, kind, detail });
+    const refused = DECLARED_KINDS.has(kind) ? this.gaps.refusesDeclared() : this.gaps.refuses('other');
+    if (!refused) this.post({ op: 'event', sessionId, kind, detail });
   }
 
   rememberHeaderSecret(secret: string): void {
     // At the cap a bearer token is kept (each once, at most as many as the redactor's pool holds) and posted
     // once the cap is left (postKeptSecrets): nothing from the requests it came with is recorded meanwhile.
-    if (this.atCap()) {
+    if (this.gaps.atCap()) {
       if (secret.length > MAX_SCRUBBED_SECRET) return; // the redactor would not keep it either
-      const { secrets } = this.openGap();
+      this.gaps.start();
+      const secrets = this.keptSecrets;
       secrets.delete(secret);
       secrets.add(secret);
       if (secrets.size > SECRET_BUDGET.header) secrets.delete(secrets.values().next().value as string);
@@ -368,7 +293,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
   }
 
   private closeNow(): Promise<void> {
-    this.closeGap(true);
+    this.gaps.closeIfRoom(true);
     this.post({ op: 'close' });
     this.closed = true;
     this.flush();
@@ -436,7 +361,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
     else if (message.op === 'taken') {
       this.untaken -= message.chars;
       this.postKeptSecrets();
-      this.closeGap(false);
+      this.gaps.closeIfRoom(false);
       this.wakeRoomWaiters(false);
     } else if (message.op === 'ready') this.settleReady?.();
     else this.settleClose?.(message.error);

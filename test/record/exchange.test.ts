@@ -3,19 +3,20 @@ import { describe, expect, it } from 'vitest';
 import { newCall, SMALL_JOB_BYTES } from '../../src/record/call.js';
 import { type ExchangeSink, otherExchange, toolCallExchange } from '../../src/record/exchange.js';
 import type { Job } from '../../src/record/jobs.js';
-import { RecordQueue } from '../../src/record/record-queue.js';
 
-/** A sink whose queue takes any answer, or (with `cap`) none larger than `cap` bytes. */
+/** A sink whose queue takes any job, or (with `cap`) none larger than `cap` bytes (those it counts). */
 function sink(cap?: number) {
   const jobs: Job[] = [];
   const events: Array<{ kind: string; detail: Record<string, unknown> }> = [];
+  const refused: string[] = [];
   const s: ExchangeSink = {
     push: (job) => jobs.push(job),
     event: (_id, kind, detail) => events.push({ kind, detail }),
     now: () => new Date('2026-12-02T10:00:01.000Z'),
     overQueueCap: (bytes) => (cap !== undefined && bytes > cap ? cap : null),
+    refuses: (what, bytes) => cap !== undefined && bytes > cap && refused.push(what) > 0,
   };
-  return { s, jobs, events };
+  return { s, jobs, events, refused };
 }
 
 const started = new Date('2026-12-02T10:00:00.000Z');
@@ -131,45 +132,27 @@ describe('the record queue bounds what the proxies queue (they never wait for ro
     ]);
   });
 
-  it('a stalled log: what the proxies queue stays within the byte cap plus a small record per exchange', async () => {
-    let release: () => void = () => {};
-    const stalled = new Promise<void>((resolve) => {
-      release = resolve;
+  it('a note past the cap is counted, not queued; one that fits is queued at its rough size', () => {
+    const { s, jobs, refused } = sink(1000);
+    const x = toolCallExchange(s, call(), started);
+    x.note('notification', { text: 'x'.repeat(4096) });
+    expect(jobs).toEqual([]);
+    expect(refused).toEqual(['other']);
+    const sizes: number[] = [];
+    const sized: ExchangeSink = { ...s, push: (job, size) => sizes.push(size) && jobs.push(job) };
+    toolCallExchange(sized, call(), started).note('notification', { text: 'x'.repeat(400) });
+    expect(jobs).toHaveLength(1);
+    expect(sizes[0]).toBeGreaterThan(SMALL_JOB_BYTES + 400);
+  });
+
+  it("at the cap an exchange's settling record holds the request's head alone: one small record", () => {
+    const { s, jobs } = sink(1000);
+    const request = { jsonrpc: '2.0', id: 7, method: 'resources/read', params: { pad: 'p'.repeat(4096) } };
+    otherExchange(s, request, 'resources/read').fail('the target went away');
+    expect(jobs[0]).toMatchObject({
+      type: 'exchange',
+      request: { jsonrpc: '2.0', id: 7, method: 'resources/read' },
     });
-    const cap = 64 * 1024;
-    const queue = new RecordQueue<Job>(
-      {
-        process: () => stalled, // the first job waits on a log that does not move
-        hasUncommitted: () => false,
-        commit: () => ({ retry: false, again: false }),
-        broke: (err) => {
-          throw err;
-        },
-      },
-      { limits: { maxQueuedBytes: cap } },
-    );
-    const pushed: number[] = [];
-    const events: string[] = [];
-    const s: ExchangeSink = {
-      push: (job, size) => {
-        pushed.push(size);
-        queue.push(job, size);
-      },
-      event: (_id, kind) => events.push(kind),
-      now: () => new Date('2026-12-02T10:00:01.000Z'),
-      overQueueCap: (bytes) => (queue.fits(bytes) ? null : queue.maxQueuedBytes),
-    };
-    const exchanges = 200;
-    for (let i = 0; i < exchanges; i++)
-      otherExchange(s, { method: 'ping', id: i }, 'ping').complete(bigAnswer(false));
-    const bodies = pushed.filter((n) => n > SMALL_JOB_BYTES);
-    expect(bodies.length).toBeGreaterThan(0);
-    expect(bodies.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(cap);
-    expect(pushed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(cap + exchanges * SMALL_JOB_BYTES);
-    expect(events).toHaveLength(exchanges - bodies.length); // one oversize-message per body left out
-    expect(queue.length).toBeGreaterThan(exchanges - 2);
-    release();
-    await queue.flush();
-    queue.close();
+    expect((jobs[0] as { request: Record<string, unknown> }).request.params).toBeUndefined();
   });
 });

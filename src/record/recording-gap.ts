@@ -1,0 +1,156 @@
+/**
+ * The rule both recorders follow at their cap (the in-process record queue's bytes, the worker recorder's JSON
+ * not yet taken): what would add to what they hold (a new call, request or exchange, a note, an event) is not
+ * kept, only counted, and one `recording-gap` event says how many and when, once they are back under half the
+ * cap (or at close). What settles a call already recorded still goes in, as do the agent's declared steps and
+ * verdicts, up to GAP_DECLARED of them in one gap.
+ */
+
+/** Events recorded even at the cap: what an agent declares of its run (declarations.ts). */
+export const DECLARED_KINDS: ReadonlySet<string> = new Set(['step', 'verdict']);
+/** Declared events let through in one gap at most: past it they are counted too. */
+export const GAP_DECLARED = 1000;
+
+/** What was not kept: a tools/call, any other request with an id, or anything else (notification, note, event). */
+export type NotRecorded = 'tool-call' | 'request' | 'other';
+
+/** True for a JSON-RPC tools/call request. */
+export function isToolCall(request: unknown): boolean {
+  return (
+    typeof request === 'object' &&
+    request !== null &&
+    (request as { method?: unknown }).method === 'tools/call'
+  );
+}
+
+export interface RecordingGapOptions {
+  /** What the recorder holds now, in the unit of `cap` (bytes queued, chars untaken). */
+  held: () => number;
+  cap: number;
+  /** The event's `reason`: what was at its cap. */
+  reason: string;
+  /** Said once as a gap opens (a line on stderr). */
+  opened: () => void;
+  /** Epoch milliseconds: the gap's `from` and `to`. */
+  now: () => number;
+  /** Records the `recording-gap` event as the gap closes (without waiting for room: it is one small event). */
+  record: (detail: RecordingGapDetail) => void;
+}
+
+/** The `recording-gap` event's detail (schema/session-log-event.schema.json, `recordingGap`). */
+export interface RecordingGapDetail {
+  reason: string;
+  toolCalls: number;
+  requests: number;
+  otherMessages: number;
+  from: string;
+  to: string;
+}
+
+/** A recorder's gaps: at most one open at a time, counting what its cap kept out. */
+export class RecordingGaps {
+  private readonly options: RecordingGapOptions;
+  private toolCalls = 0;
+  private requests = 0;
+  private others = 0;
+  private declared = 0;
+  private since = 0;
+  private last = 0;
+  private isOpen = false;
+
+  constructor(options: RecordingGapOptions) {
+    this.options = options;
+  }
+
+  get open(): boolean {
+    return this.isOpen;
+  }
+
+  /** True at the cap: what is held reached it, or `bytes` more would take it past. */
+  atCap(bytes = 0): boolean {
+    const held = this.options.held();
+    return held >= this.options.cap || held + bytes > this.options.cap;
+  }
+
+  /**
+   * At the cap, counts `what` (opening a gap) and says true: the caller keeps nothing of it. One that is alone
+   * bigger than the cap, refused while under half of it, is recorded as a gap at once.
+   */
+  refuses(what: NotRecorded, bytes = 0): boolean {
+    if (!this.atCap(bytes)) return false;
+    this.count(what);
+    this.closeIfRoom(false);
+    return true;
+  }
+
+  /** A declared step or verdict of `bytes`: true while it may still be kept (GAP_DECLARED), else counted. */
+  refusesDeclared(bytes = 0): boolean {
+    if (!this.atCap(bytes)) return false;
+    this.start();
+    this.declared += 1;
+    if (this.declared <= GAP_DECLARED) return false;
+    this.count('other');
+    return true;
+  }
+
+  /** Something not kept at the cap, counted into the open gap (opened now if none). */
+  count(what: NotRecorded): void {
+    this.start();
+    if (what === 'other') this.others += 1;
+    else this.requests += 1;
+    if (what === 'tool-call') this.toolCalls += 1;
+    this.last = this.options.now();
+  }
+
+  /** Opens a gap if none is open (said once through `opened`). */
+  start(): void {
+    if (this.isOpen) return;
+    const now = this.options.now();
+    this.isOpen = true;
+    this.toolCalls = 0;
+    this.requests = 0;
+    this.others = 0;
+    this.declared = 0;
+    this.since = now;
+    this.last = now;
+    this.options.opened();
+  }
+
+  /** The open gap closed and recorded once what is held is back under half the cap (or `force`, at close). */
+  closeIfRoom(force: boolean): void {
+    if (!this.isOpen || (!force && this.options.held() > this.options.cap / 2)) return;
+    this.isOpen = false;
+    this.options.record({
+      reason: this.options.reason,
+      toolCalls: this.toolCalls,
+      requests: this.requests,
+      otherMessages: this.others,
+      from: new Date(this.since).toISOString(),
+      to: new Date(this.last).toISOString(),
+    });
+  }
+}
+
+/**
+ * The in-process recorder's gaps: at its record queue's byte cap (`maxQueuedBytes`), where the proxies' new
+ * requests, notes and events are counted instead of queued.
+ */
+export function queueGaps(
+  queue: { readonly bytes: number; readonly maxQueuedBytes: number },
+  options: Pick<RecordingGapOptions, 'now' | 'record'> & { notice: (line: string) => void },
+): RecordingGaps {
+  const { now, record, notice } = options;
+  const cap = queue.maxQueuedBytes;
+  return new RecordingGaps({
+    held: () => queue.bytes,
+    cap,
+    reason: `the record queue held ${cap} bytes (its cap)`,
+    now,
+    record,
+    opened: () =>
+      notice(
+        `mcec-recorder: the record queue holds ${cap} bytes (its cap): calls are passed through but not ` +
+          'recorded until it catches up (a recording-gap event will say how many)',
+      ),
+  });
+}

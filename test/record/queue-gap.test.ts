@@ -1,0 +1,161 @@
+/**
+ * The in-process recorder's record queue at its byte cap (src/record/recording-gap.ts): the proxies never wait
+ * for room, so past the cap their new requests, notes and events are counted, not queued, and one
+ * `recording-gap` event says how many once the queue is back under half the cap. What the queue holds stays
+ * under a bound that does not grow with the number of exchanges. Real SQLite; the queue stalled by an event
+ * it holds on (`holdOnEventKind`), as on a hung disk.
+ */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SMALL_JOB_BYTES } from '../../src/record/call.js';
+import { systemClock } from '../../src/record/clock.js';
+import { roughValueSize } from '../../src/record/outcome.js';
+import { createRecorderOnClock } from '../../src/record/recorder.js';
+import { GAP_DECLARED } from '../../src/record/recording-gap.js';
+import type { Recorder } from '../../src/record/types.js';
+import { readSessions } from '../proxy/sim-script.js';
+import { summaryOfSession } from '../support/fixture-session.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { expectEventsValid } from './helpers.js';
+
+const temp = tempDirPerTest('mcec-queue-gap-');
+
+/** The queue's byte cap in these tests (the default is 256 MiB). */
+const CAP = 64 * 1024;
+/** What the queue may hold past the cap: one settling record per exchange in flight (here one at a time). */
+const BOUND = CAP + SMALL_JOB_BYTES;
+
+/** A tools/call `get-state` as a proxy hands it over, answered at once with one text block. */
+function answeredCall(recorder: Recorder, id: number, text = `ok ${id}`): void {
+  const request = {
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name: 'get-state', arguments: { id, note: 'n'.repeat(200) } },
+  };
+  recorder
+    .beginExchange(request, { transport: 'stdio' })
+    .complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+}
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** A recorder whose queue stalls at a `hold` event until `release()`; the peak of what its queue held. */
+function stallableRecorder(dir: string) {
+  let release: () => void = () => {};
+  const until = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const notices: string[] = [];
+  const held = { peak: 0 };
+  const recorder = createRecorderOnClock(
+    { sessionsDir: dir, transport: 'stdio', stderr: (line) => notices.push(line) },
+    systemClock,
+    {
+      maxQueuedBytes: CAP,
+      holdOnEventKind: { kind: 'hold', until },
+      queued: (bytes) => {
+        held.peak = Math.max(held.peak, bytes);
+      },
+    },
+  );
+  temp.defer(() => {
+    release();
+    return recorder.close();
+  });
+  return { recorder, notices, held, release: () => release() };
+}
+
+describe('the record queue at its byte cap (in-process recorder)', () => {
+  it.each([1_000, 10_000])(
+    'a stall of %i exchanges holds at most the cap plus one small record; the rest are counted, then recording goes on',
+    async (n) => {
+      const dir = path.join(temp.dir, `n${n}`);
+      const { recorder, notices, held, release } = stallableRecorder(dir);
+      answeredCall(recorder, 0); // recorded before the stall: the session holds a call
+      await recorder.flush();
+      recorder.event(undefined, 'hold', {});
+      for (let id = 1; id <= n; id++) {
+        answeredCall(recorder, id);
+        if (id % 100 === 0) await nextTurn(); // the queue gets its turns, and stays stalled
+      }
+      // The bound does not grow with the number of exchanges.
+      expect(held.peak).toBeGreaterThan(CAP / 2);
+      expect(held.peak).toBeLessThanOrEqual(BOUND);
+      // At the cap, events are counted; declared steps still go in, up to GAP_DECLARED of them in one gap.
+      for (let i = 1; i <= 10; i++) recorder.event(undefined, 'padding', { text: 'x'.repeat(1000) });
+      const step = { name: 'step 1000', status: 'ok' };
+      for (let i = 1; i <= GAP_DECLARED + 5; i++) recorder.step(undefined, `step ${i}`, 'ok');
+      expect(held.peak).toBeLessThanOrEqual(BOUND + GAP_DECLARED * (SMALL_JOB_BYTES + roughValueSize(step)));
+      expect(notices.filter((line) => line.includes('the record queue holds'))).toHaveLength(1);
+
+      release();
+      await recorder.flush();
+      // Back under half the cap: the gap is in the log before close.
+      const [during] = readSessions(dir);
+      const gaps = during!.events.filter((e) => e.kind === 'recording-gap');
+      expect(gaps).toHaveLength(1);
+      const gap = gaps[0]!.detail as {
+        reason: string;
+        toolCalls: number;
+        requests: number;
+        otherMessages: number;
+        from: string;
+        to: string;
+      };
+      expect(gap.reason).toBe(`the record queue held ${CAP} bytes (its cap)`);
+      expect(gap.toolCalls).toBe(gap.requests);
+      expect(gap.toolCalls).toBeGreaterThan(n - 200);
+      expect(gap.otherMessages).toBe(10 + 5); // the padding events, and the steps past GAP_DECLARED
+      expect(Date.parse(gap.to)).toBeGreaterThanOrEqual(Date.parse(gap.from));
+
+      // Recording goes on after the stall.
+      answeredCall(recorder, n + 1, 'after the stall');
+      await recorder.close();
+      const [session] = readSessions(dir);
+      const calls = session!.calls;
+      expect(calls.length + gap.toolCalls).toBe(n + 2);
+      expect(calls.at(-1)?.args).toContain(`"id":${n + 1}`);
+      expect(calls.at(-1)?.status).not.toBe('pending');
+      const steps = session!.events.filter((e) => e.kind === 'step').map((e) => e.detail.name);
+      expect(steps).toHaveLength(GAP_DECLARED);
+      expect(steps.at(-1)).toBe(`step ${GAP_DECLARED}`);
+      expect(session!.events.filter((e) => e.kind === 'recording-gap')).toHaveLength(1);
+      expectEventsValid(session!.dir);
+      // Read back, the gap is a record failure and its tool calls are lost calls.
+      const summary = await summaryOfSession(session!.dir);
+      expect(summary.counts.lostCalls).toBe(gap.toolCalls);
+      expect(summary.counts.recordFailures).toBe(1);
+    },
+  );
+
+  it('a gap that is still open at close is recorded then', async () => {
+    const dir = path.join(temp.dir, 'at-close');
+    const { recorder, release } = stallableRecorder(dir);
+    answeredCall(recorder, 0);
+    await recorder.flush();
+    recorder.event(undefined, 'hold', {});
+    for (let id = 1; id <= 500; id++) answeredCall(recorder, id);
+    const closed = recorder.close();
+    release();
+    await closed;
+    const [session] = readSessions(dir);
+    const gap = session!.events.find((e) => e.kind === 'recording-gap')!.detail as { toolCalls: number };
+    expect(session!.calls.length + gap.toolCalls).toBe(501);
+  });
+
+  it('an event bigger than the whole cap is counted at once, its gap recorded while the queue is idle', async () => {
+    const dir = path.join(temp.dir, 'oversize-event');
+    const { recorder } = stallableRecorder(dir);
+    answeredCall(recorder, 0);
+    await recorder.flush();
+    recorder.event(undefined, 'big', { text: 'x'.repeat(CAP) });
+    answeredCall(recorder, 1);
+    await recorder.close();
+    const [session] = readSessions(dir);
+    expect(session!.events.filter((e) => e.kind === 'big')).toHaveLength(0);
+    const gaps = session!.events.filter((e) => e.kind === 'recording-gap');
+    expect(gaps.map((e) => e.detail)).toMatchObject([{ toolCalls: 0, requests: 0, otherMessages: 1 }]);
+    expect(session!.calls).toHaveLength(2);
+  });
+});
