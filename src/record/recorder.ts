@@ -162,15 +162,7 @@ class RecorderImpl implements Recorder {
         },
       },
     );
-    this.gaps = queueGaps(this.queue, {
-      now: () => this.clock.date().getTime(),
-      notice: (line) => this.ledger.notice(line),
-      record: (detail) =>
-        this.push(
-          { type: 'event', sessionId: undefined, kind: 'recording-gap', detail, at: this.clock.date() },
-          SMALL_JOB_BYTES,
-        ),
-    });
+    this.gaps = queueGaps(this.queue, clock, this.ledger, (job, bytes) => this.push(job, bytes));
     // The envelope schema compiles on first use (~250 ms): pay it now, not inside the first call's recording.
     setTimeout(() => readToolOutput({ ok: true, result: {} }), 0).unref();
   }

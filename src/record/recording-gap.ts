@@ -6,6 +6,10 @@
  * verdicts, up to GAP_DECLARED of them in one gap.
  */
 
+import { SMALL_JOB_BYTES } from './call.js';
+import type { Clock } from './clock.js';
+import type { Job } from './jobs.js';
+
 /** Events recorded even at the cap: what an agent declares of its run (declarations.ts). */
 export const DECLARED_KINDS: ReadonlySet<string> = new Set(['step', 'verdict']);
 /** Declared events let through in one gap at most: past it they are counted too. */
@@ -137,18 +141,23 @@ export class RecordingGaps {
  */
 export function queueGaps(
   queue: { readonly bytes: number; readonly maxQueuedBytes: number },
-  options: Pick<RecordingGapOptions, 'now' | 'record'> & { notice: (line: string) => void },
+  clock: Clock,
+  ledger: { notice(line: string): void },
+  push: (job: Job, bytes: number) => void,
 ): RecordingGaps {
-  const { now, record, notice } = options;
   const cap = queue.maxQueuedBytes;
   return new RecordingGaps({
     held: () => queue.bytes,
     cap,
     reason: `the record queue held ${cap} bytes (its cap)`,
-    now,
-    record,
+    now: () => clock.date().getTime(),
+    record: (detail) =>
+      push(
+        { type: 'event', sessionId: undefined, kind: 'recording-gap', detail, at: clock.date() },
+        SMALL_JOB_BYTES,
+      ),
     opened: () =>
-      notice(
+      ledger.notice(
         `mcec-recorder: the record queue holds ${cap} bytes (its cap): calls are passed through but not ` +
           'recorded until it catches up (a recording-gap event will say how many)',
       ),
