@@ -11,7 +11,7 @@ import { SMALL_JOB_BYTES } from '../../src/record/call.js';
 import { systemClock } from '../../src/record/clock.js';
 import { roughValueSize } from '../../src/record/outcome.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
-import { GAP_DECLARED } from '../../src/record/recording-gap.js';
+import { GAP_DECLARED, type RecordingGapDetail, RecordingGaps } from '../../src/record/recording-gap.js';
 import type { Recorder } from '../../src/record/types.js';
 import { readSessions } from '../proxy/sim-script.js';
 import { summaryOfSession } from '../support/fixture-session.js';
@@ -65,6 +65,50 @@ function stallableRecorder(dir: string) {
   });
   return { recorder, notices, held, release: () => release() };
 }
+
+describe('RecordingGaps', () => {
+  it('counts what comes at the cap, lets declared events through up to GAP_DECLARED, and records one gap under half the cap', () => {
+    let held = 0;
+    let now = Date.parse('2026-01-01T00:00:00.000Z');
+    const recorded: RecordingGapDetail[] = [];
+    let opened = 0;
+    const gaps = new RecordingGaps({
+      held: () => held,
+      cap: 1000,
+      reason: 'the test cap',
+      now: () => now,
+      record: (detail) => recorded.push(detail),
+      opened: () => opened++,
+    });
+    expect(gaps.refuses('tool-call', 1000)).toBe(false); // fits exactly
+    expect(gaps.refuses('tool-call', 1001)).toBe(true); // alone bigger than the cap, the queue idle: said at once
+    expect(recorded).toMatchObject([{ toolCalls: 1, requests: 1, otherMessages: 0 }]);
+    held = 900;
+    expect(gaps.refuses('request', 200)).toBe(true);
+    now += 5;
+    expect(gaps.refuses('other')).toBe(false); // under the cap with nothing more
+    held = 1000;
+    expect(gaps.refuses('other')).toBe(true);
+    for (let i = 0; i < GAP_DECLARED; i++) expect(gaps.refusesDeclared(10)).toBe(false);
+    expect(gaps.refusesDeclared(10)).toBe(true);
+    held = 501;
+    gaps.closeIfRoom(false);
+    expect(recorded).toHaveLength(1);
+    held = 500;
+    gaps.closeIfRoom(false);
+    expect(recorded[1]).toEqual({
+      reason: 'the test cap',
+      toolCalls: 0,
+      requests: 1,
+      otherMessages: 2,
+      from: '2026-01-01T00:00:00.000Z',
+      to: '2026-01-01T00:00:00.005Z',
+    });
+    expect(opened).toBe(2);
+    gaps.closeIfRoom(true); // none open: nothing more
+    expect(recorded).toHaveLength(2);
+  });
+});
 
 describe('the record queue at its byte cap (in-process recorder)', () => {
   it.each([1_000, 10_000])(
