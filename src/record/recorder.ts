@@ -342,14 +342,15 @@ class RecorderImpl implements Recorder {
     // Mcp-Session-Id is a credential-like token (MCP spec): a plain server echoing it in a body gets it redacted.
     if (meta.mcpSessionId && this.server.plain) this.redactor.rememberTransportSecret(meta.mcpSessionId);
     // The proxies never wait for room: at the queue's byte cap a request is counted (recording-gap.ts).
-    const bytes = SMALL_JOB_BYTES + roughValueSize(request);
+    const size = roughValueSize(request);
+    const bytes = SMALL_JOB_BYTES + size;
     if (this.gaps.refuses(isToolCall(request) ? 'tool-call' : 'request', bytes)) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'initialize')
-      return initializeExchange(this.exchangeSink, request, this.server, bytes);
+      return initializeExchange(this.exchangeSink, request, this.server, size);
     if (req?.method !== 'tools/call') {
       const method = typeof req?.method === 'string' ? req.method : null;
-      return otherExchange(this.exchangeSink, request, method, bytes - SMALL_JOB_BYTES);
+      return otherExchange(this.exchangeSink, request, method, size);
     }
     const params = isRecord(req.params) ? req.params : {};
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';
