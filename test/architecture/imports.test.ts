@@ -2,8 +2,9 @@
  * The rooms' import direction: every relative import in src/ must follow docs/architecture-imports.json (the
  * table docs/architecture.md shows, and each room's README.md its own row of), no two rooms may reach each
  * other through any chain of imports, and no room reaches through a chain what its row and file edges do not
- * let it (record never reaches fleet). Reads the source text only (a regex over import/export specifiers), so
- * it runs in well under a second.
+ * let it (record never reaches fleet), each file edge held on its own. Reads the source text only (a regex over
+ * import/export specifiers, side-effect imports and `new URL('./x.js', import.meta.url)`), so it runs in well
+ * under a second.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -24,9 +25,20 @@ const rules = JSON.parse(
   fs.readFileSync(path.join(ROOT, 'docs', 'architecture-imports.json'), 'utf8'),
 ) as ImportRules;
 
-/** Static imports, re-exports, `import type` and dynamic `import('...')` of relative paths. */
-const SPECIFIER =
-  /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*'(\.{1,2}\/[^']+)'|import\(\s*'(\.{1,2}\/[^']+)'\s*\)/g;
+/**
+ * Relative paths in static imports, re-exports, `import type`, side-effect imports (`import './x.js'`),
+ * dynamic `import('...')`, and `new URL('./x.js', import.meta.url)` (how a worker's entry or a module loaded
+ * later by URL is named; only `.js` targets, so package.json, schemas and templates stay out).
+ */
+const SPECIFIER = new RegExp(
+  [
+    /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*'(\.{1,2}\/[^']+)'/.source,
+    /(?:^|[\s;])import\s*'(\.{1,2}\/[^']+)'/.source,
+    /import\(\s*'(\.{1,2}\/[^']+)'\s*\)/.source,
+    /new URL\(\s*'(\.{1,2}\/[^']+\.js)'\s*,\s*import\.meta\.url\s*,?\s*\)/.source,
+  ].join('|'),
+  'g',
+);
 
 interface Edge {
   from: string;
@@ -38,6 +50,11 @@ function roomOf(file: string): string {
   return parts.length > 1 ? parts[0]! : '(root)';
 }
 
+/** The relative paths a source text refers to, in any of SPECIFIER's forms. */
+function specifiersIn(text: string): string[] {
+  return [...text.matchAll(SPECIFIER)].map((m) => (m[1] ?? m[2] ?? m[3] ?? m[4])!);
+}
+
 function sourceEdges(): Edge[] {
   const edges: Edge[] = [];
   const files = (fs.readdirSync(SRC, { recursive: true }) as string[])
@@ -45,8 +62,7 @@ function sourceEdges(): Edge[] {
     .filter((f) => f.endsWith('.ts'));
   for (const file of files) {
     const text = fs.readFileSync(path.join(SRC, file), 'utf8');
-    for (const m of text.matchAll(SPECIFIER)) {
-      const spec = (m[1] ?? m[2])!;
+    for (const spec of specifiersIn(text)) {
       const target = path.posix
         .normalize(path.posix.join(path.posix.dirname(file), spec))
         .replace(/\.js$/, '.ts');
@@ -146,6 +162,26 @@ function allowedReach(room: string): Set<string> {
 }
 
 /**
+ * What may be reached through one file edge: its room and the table's reach of it, the rooms of its targets,
+ * and the rooms it says it `reaches` (with the table's reach of those).
+ */
+function edgeReach(edge: ImportRules['fileEdges'][number]): Set<string> {
+  const room = roomOf(edge.from);
+  const allowed = new Set([room, ...tableReach(room), ...edge.to.map(roomOf)]);
+  for (const r of edge.reaches ?? []) for (const reached of [r, ...tableReach(r)]) allowed.add(reached);
+  return allowed;
+}
+
+/** The files the given files import through any chain (the given files included). */
+function filesReachedFrom(next: Map<string, Set<string>>, files: string[]): Set<string> {
+  const seen = new Set(files);
+  const stack = [...files];
+  while (stack.length > 0)
+    for (const n of next.get(stack.pop()!) ?? []) if (!seen.has(n) && seen.add(n)) stack.push(n);
+  return seen;
+}
+
+/**
  * A room's README.md states its row in one line: `Imports: `a`, `b`.` (the rooms in backticks, comma-separated,
  * a full stop after the last), or `Imports: (nothing).` for a leaf.
  */
@@ -208,6 +244,29 @@ describe('import direction (docs/architecture.md, "What may import what")', () =
       for (const t of targets) expect(t in rules.rooms, t).toBe(true);
   });
 
+  it('reads every form of relative reference', () => {
+    const text = [
+      "import { a } from './a.js';",
+      "import type { B } from '../b/b.js';",
+      "export * from './c.js';",
+      "import '../d/side-effect.js';",
+      "const e = await import('./e.js');",
+      "const F = new URL('../f/worker-entry.js', import.meta.url);",
+      "const g = new URL(\n  '../g/g.js',\n  import.meta.url,\n).href;",
+      "const pkg = new URL('../../package.json', import.meta.url);",
+      "const h = new URL('https://example.test/x.js');",
+    ].join('\n');
+    expect(specifiersIn(text)).toEqual([
+      './a.js',
+      '../b/b.js',
+      './c.js',
+      '../d/side-effect.js',
+      './e.js',
+      '../f/worker-entry.js',
+      '../g/g.js',
+    ]);
+  });
+
   it('has no edge the table does not allow', () => {
     const wrong = edges.filter((e) => !allowed(e)).map((e) => `${e.from} -> ${e.to}`);
     expect(wrong).toEqual([]);
@@ -226,6 +285,18 @@ describe('import direction (docs/architecture.md, "What may import what")', () =
         const reached = roomOf(file);
         if (reached !== room && !allowed.has(reached)) wrong.push(`${room} reaches ${file}`);
       }
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('no file edge leads, through any chain, beyond what that edge itself allows', () => {
+    // Each edge on its own: another edge of the same room does not widen it.
+    const next = fileGraph(edges);
+    const wrong: string[] = [];
+    for (const edge of rules.fileEdges) {
+      const allowed = edgeReach(edge);
+      for (const file of filesReachedFrom(next, edge.to))
+        if (!allowed.has(roomOf(file))) wrong.push(`${edge.from} -> ${edge.to.join(', ')} reaches ${file}`);
     }
     expect(wrong).toEqual([]);
   });
