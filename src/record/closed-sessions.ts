@@ -5,6 +5,7 @@
  * package's `createRecorder` (src/index.ts), the demo and `mcec-record`, whose recorder runs in a worker
  * thread and so names the handler by module instead (a function cannot cross threads).
  */
+import { thrownMessage } from './outcome.js';
 
 /** What to do with the dirs of the sessions a recorder closed cleanly (their logs closed, nothing left to write). */
 export type ClosedSessionsHandler = (dirs: string[]) => Promise<void>;
@@ -17,24 +18,36 @@ export interface ClosedSessionsModule {
 
 /**
  * Hand the closed sessions' dirs on, when there are any and a handler was given. Never fails the close: what
- * the handler did not do is for a later reader (a missing sidecar means the log is read).
+ * the handler did not do is for a later reader (a missing sidecar means the log is read), and one `notice`
+ * line says what failed, so a misconfigured handler (a wrong module URL, a missing dist file, a misspelled
+ * export) is not silent.
  */
 export async function handClosedSessions(
   handler: ClosedSessionsHandler | undefined,
   dirs: string[],
+  notice: (line: string) => void,
 ): Promise<void> {
   if (!handler || dirs.length === 0) return;
   try {
     await handler(dirs);
-  } catch {
-    // the next reader of these sessions does what the handler did not
+  } catch (err) {
+    const sessions = dirs.length === 1 ? '1 closed session' : `${dirs.length} closed sessions`;
+    notice(
+      `mcec-recorder: the closed-sessions handler failed for ${sessions} (${thrownMessage(err).slice(0, 300)}); ` +
+        'they get their catalog entries from the next `mcec-bundle index` or `list`',
+    );
   }
 }
 
 /** The handler a ClosedSessionsModule names, its module loaded only when there is something to hand on. */
 export function handlerInModule(module: ClosedSessionsModule): ClosedSessionsHandler {
   return async (dirs) => {
-    const loaded = (await import(module.url)) as Record<string, unknown>;
+    let loaded: Record<string, unknown>;
+    try {
+      loaded = (await import(module.url)) as Record<string, unknown>;
+    } catch (err) {
+      throw new Error(`could not load ${module.url}: ${thrownMessage(err)}`);
+    }
     const handler = loaded[module.name];
     if (typeof handler !== 'function') throw new TypeError(`${module.url} exports no ${module.name}`);
     await (handler as ClosedSessionsHandler)(dirs);

@@ -447,7 +447,7 @@ class RecorderImpl implements Recorder {
     this.queue.close();
     const closedDirs = this.registry.closeAll();
     this.catalogTouches.close();
-    await handClosedSessions(this.closedSessions, closedDirs);
+    await handClosedSessions(this.closedSessions, closedDirs, (line) => this.ledger.notice(line));
     // Thumbnails already taken are finished (bounded: what is left after the deadline is made on demand).
     await this.thumbnails?.close(THUMBNAIL_CLOSE_MS);
   }
