@@ -362,7 +362,9 @@ describe('catalog sidecars', () => {
   it("record's own createRecorder hands the closed sessions' dirs to its handler and writes no sidecar", async () => {
     const sessionsDir = path.join(root, 'handler');
     const handed: string[][] = [];
+    // The handler finishes after a timer: close() must have waited for it (a sync push would not tell).
     const recorder = createRecorderOfRecord({ sessionsDir, stderr: () => {} }, async (dirs) => {
+      await new Promise((resolve) => setTimeout(resolve, 20));
       handed.push(dirs);
     });
     const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
@@ -372,7 +374,7 @@ describe('catalog sidecars', () => {
     }));
     await call('find', { sessionId: 'handler00001', window: 'Notepad' });
     await recorder.close();
-    expect(handed).toEqual([sessionDirs(sessionsDir)]);
+    expect(handed).toEqual([sessionDirs(sessionsDir)]); // checked as soon as close() resolved
     expect(fs.existsSync(sidecarOf(handed[0]![0]!))).toBe(false);
   });
 

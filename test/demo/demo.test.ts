@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { DEMO_STEPS, runScriptedAgent } from '../../src/demo/scripted-agent.js';
 import { createSimulator } from '../../src/sim/index.js';
+import { ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { type ChildRun, collectOutput, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
@@ -81,6 +82,8 @@ describe('npm run demo, end to end', () => {
     expect(path.dirname(out.sessionDir)).toBe(jsonDir);
     expect(path.basename(out.sessionDir)).toMatch(new RegExp(`^\\d{8}-\\d{6}-${out.sessionId}$`));
     expect(fs.existsSync(path.join(out.sessionDir, 'session.sqlite'))).toBe(true);
+    // Its catalog sidecar, written by the recorder's closed-sessions handler (src/demo/run-demo.ts).
+    expect(fs.statSync(path.join(out.sessionDir, ENTRY_SIDECAR_FILE)).isFile()).toBe(true);
     expect(out.failureSummary).toBe(path.join(out.sessionDir, 'failure-summary.md'));
     expect(fs.statSync(out.failureSummary).isFile()).toBe(true);
     expect(out.reportHtml).toBe(path.join(out.sessionDir, 'report.html'));
