@@ -53,8 +53,8 @@ export type {
 
 /**
  * Create a recorder (src/record/README.md; bad options throw at once). The sessions it closes get their
- * catalog sidecars (`catalog-entry.json`, src/fleet/catalog-sidecars.ts): the recorder hands their dirs on,
- * this entry point wires fleet's writer in, as record/ does not import fleet/.
+ * catalog sidecars (`catalog-entry.json`): this entry point wires fleet's writer in (src/record/README.md
+ * "Closed sessions").
  */
 export function createRecorder(options?: RecorderOptions): Recorder {
   return createRecorderWithHandler(options, writeCatalogSidecars);

@@ -187,7 +187,7 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
 
 /**
  * What the recorder's worker does with the sessions it closed: fleet's catalog sidecars, loaded there at close
- * (a function cannot cross threads; record/ does not import fleet/).
+ * (a function cannot cross threads; src/record/README.md "Closed sessions").
  */
 const CATALOG_SIDECARS: ClosedSessionsModule = {
   url: new URL('../fleet/catalog-sidecars.js', import.meta.url).href,

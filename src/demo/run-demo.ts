@@ -82,7 +82,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
   try {
     const sim = options.simulator ?? createSimulator({ sessionsRoot: ownSimDir! });
-    // Its session gets its catalog sidecar at close, as the package's createRecorder's do.
+    // Its session gets its catalog sidecar at close (src/record/README.md "Closed sessions").
     const recorder = createRecorder(
       {
         sessionsDir,

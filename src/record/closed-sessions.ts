@@ -1,9 +1,8 @@
 /**
  * The recorder's port for what becomes of a session once it is closed: at the end of `close()` the recorder
  * hands the dirs of the sessions whose logs it closed cleanly to the handler it was created with, and knows
- * nothing more. The composition roots give fleet's catalog sidecars (`src/fleet/catalog-sidecars.ts`): the
- * package's `createRecorder` (src/index.ts), the demo and `mcec-record`, whose recorder runs in a worker
- * thread and so names the handler by module instead (a function cannot cross threads).
+ * nothing more. Who gives which handler (a worker's recorder names it by module, as a function cannot cross
+ * threads): src/record/README.md "Closed sessions".
  */
 import { thrownMessage } from './outcome.js';
 

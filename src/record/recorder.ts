@@ -456,8 +456,8 @@ class RecorderImpl implements Recorder {
 /**
  * Create a recorder (see RecorderOptions for the defaults). Bad options throw at once: a TypeError for a
  * wrong type, a RangeError for a value out of range, naming the option (`checkRecorderOptions`). At close it
- * hands the dirs of the sessions it closed to `closedSessions`: the package's createRecorder (src/index.ts)
- * gives fleet's catalog sidecars.
+ * hands the dirs of the sessions it closed to `closedSessions` (who gives one: src/record/README.md "Closed
+ * sessions").
  */
 export function createRecorder(
   options: RecorderOptions = {},

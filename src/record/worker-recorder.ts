@@ -405,8 +405,8 @@ function wireMeta(meta: ExchangeMeta): WireMeta {
 /**
  * A recorder in a worker thread, with `createRecorder`'s options (checked here: bad options throw at once,
  * as `createRecorder`'s do). `stderr` is called on this thread with the recorder's notices. At close the
- * worker hands the closed sessions' dirs to the handler `closedSessions` names (mcec-record: fleet's
- * catalog sidecars).
+ * worker hands the closed sessions' dirs to the handler `closedSessions` names (src/record/README.md "Closed
+ * sessions").
  */
 export function createWorkerRecorder(
   options: RecorderOptions = {},
