@@ -67,6 +67,34 @@ describe('the closed-sessions handler', () => {
     expect(notices[0]).toMatch(NEXT_READER);
   });
 
+  it("named by a module without that export, in a worker recorder: the notice reaches the creator's stderr", async () => {
+    // The worker runs the built entry, so the port is imported from dist/ (test/global-setup.ts builds it).
+    const dist = path.resolve(import.meta.dirname, '../../dist/record/worker-recorder.js');
+    const { createWorkerRecorder } = (await import(
+      dist
+    )) as typeof import('../../src/record/worker-recorder.js');
+    const url = moduleFile();
+    const notices: string[] = [];
+    const worker = createWorkerRecorder(
+      { sessionsDir: path.join(root, 'worker'), transport: 'stdio', stderr: (l) => notices.push(l) },
+      { url, name: 'writeSidecarz' },
+    );
+    await worker.ready();
+    const request = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'find', arguments: {} } };
+    const envelope = { ok: true, sessionId: 'worker000001', result: { found: true } };
+    worker
+      .beginExchange(request, { transport: 'stdio' })
+      .complete({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { content: [{ type: 'text', text: JSON.stringify(envelope) }] },
+      });
+    await expect(worker.close()).resolves.toBeUndefined();
+    expect(notices.filter((l) => l.includes('closed-sessions handler'))).toEqual([
+      `mcec-recorder: the closed-sessions handler failed for 1 closed session (${url} exports no writeSidecarz); ${NEXT_READER}`,
+    ]);
+  });
+
   it('that works: no notice', async () => {
     const url = moduleFile();
     expect(await closeWith('works', handlerInModule({ url, name: 'writeSidecars' }))).toEqual([]);
