@@ -10,6 +10,7 @@ import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
 import type { ClosedSessionsModule } from '../record/closed-sessions.js';
 import { recorderVersion } from '../record/environment.js';
 import type { WorkerRecorder } from '../record/worker-recorder.js';
+import { isOptionError } from '../util/expect.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
   DEFAULT_BODY_TIMEOUT,
@@ -273,10 +274,9 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     });
   } catch (err) {
     await recorder.close().catch(() => {});
-    // Options that cannot work (above all a non-loopback --listen without --allow-remote) are usage: exit 2. A
-    // wrong type or range is checked above first, so the proxy's own TypeError/RangeError means the same.
-    if (err instanceof ProxyConfigError || err instanceof TypeError || err instanceof RangeError)
-      fail(err.message, EXIT_USAGE);
+    // Options that cannot work (above all a non-loopback --listen without --allow-remote) are usage: exit 2, as
+    // is the options check's own TypeError/RangeError; any other error is a failure (exit 1).
+    if (err instanceof ProxyConfigError || isOptionError(err)) fail(err.message, EXIT_USAGE);
     fail(
       `cannot listen on ${options.listen}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
       1,
@@ -308,13 +308,21 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
 }
 
 async function runStdio(command: string, args: string[], options: CommonOptions): Promise<void> {
+  // Before the recorder starts: a blank command cannot be run.
+  if (command.trim() === '')
+    throw new UsageError(`stdio needs a server command after --, got ${JSON.stringify(command)}`);
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
   const { runStdioProxy, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
   const recorder = await openRecorder(options, 'stdio');
   const sessionsDir = path.resolve(recorder.sessionsDir);
   // Started before the notice (its signal handlers are set synchronously): whoever reads it may signal.
-  const running = runStdioProxy({ command, args, recorder, maxRecordBytes });
+  const running = runStdioProxy({ command, args, recorder, maxRecordBytes }).catch(async (err: unknown) => {
+    // Its options check's TypeError/RangeError is usage (exit 2, one line), as for http.
+    if (!isOptionError(err)) throw err;
+    await recorder.close().catch(() => {});
+    return fail(err.message, EXIT_USAGE);
+  });
   // stdout is the protocol: everything of ours goes to stderr.
   process.stderr.write(`mcec-record: recording stdio of ${command}; sessions in ${sessionsDir}\n`);
   const relative = relativeSessionsWarning(options.sessions);

@@ -73,6 +73,8 @@ export function buildProgram(): Command {
         throw new UsageError('choose exactly one transport: --stdio or --http HOST:PORT');
       const listen = options.http ? parseListen('--http', options.http) : undefined;
       const seed = options.seed !== undefined ? parseSeed(options.seed) : undefined;
+      if (options.sessions !== undefined && options.sessions.trim() === '')
+        throw new UsageError(`--sessions must name a directory, got ${JSON.stringify(options.sessions)}`);
       const token = options.token ?? process.env.MCEC_SIM_TOKEN ?? undefined;
       // The simulator (and through it sharp) loads only once the arguments are known to be good.
       const { createSimulator } = await import('../sim/index.js');

@@ -14,6 +14,7 @@ import {
   expectPath,
   expectRecord,
   expectString,
+  optionRangeError,
 } from '../util/expect.js';
 import {
   endpointPathRejection,
@@ -152,7 +153,7 @@ function httpSettings(options: unknown): HttpSettings {
   const given = options.maxBodyBytes as number | undefined;
   expectNumber(given, 'options.maxBodyBytes', { min: 1, max: maxRecordBytes, integer: true });
   if (given === undefined && DEFAULT_MAX_BODY_BYTES > maxRecordBytes) {
-    throw new RangeError(
+    throw optionRangeError(
       `Expected options.maxRecordBytes to be at least ${DEFAULT_MAX_BODY_BYTES}, the default options.maxBodyBytes ` +
         '(or give a smaller options.maxBodyBytes)',
     );

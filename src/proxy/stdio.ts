@@ -383,8 +383,10 @@ function checkStdioOptions(options: unknown): void {
   expectPath(options.command, 'options.command');
   expectArray(options.args, 'options.args', expectStringItem);
   expectMethods(options.recorder, 'options.recorder', PROXY_RECORDER_METHODS);
-  if (options.stdin !== undefined) expectMethods(options.stdin, 'options.stdin', ['on', 'pause', 'resume']);
-  if (options.stdout !== undefined) expectMethods(options.stdout, 'options.stdout', ['on', 'write']);
+  // Every method pipeBothWays calls on them.
+  if (options.stdin !== undefined)
+    expectMethods(options.stdin, 'options.stdin', ['on', 'off', 'pause', 'resume']);
+  if (options.stdout !== undefined) expectMethods(options.stdout, 'options.stdout', ['on', 'once', 'write']);
   if (options.stderr !== undefined) expectMethods(options.stderr, 'options.stderr', ['write']);
   expectOptions(options.env, 'options.env');
   expectString(options.cwd, 'options.cwd', { nonEmpty: true });

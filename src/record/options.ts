@@ -14,6 +14,7 @@ import {
   expectString,
   expectStringItem,
   expectStringOrRegExp,
+  optionTypeError,
 } from '../util/expect.js';
 import type { RecorderOptions } from './types.js';
 
@@ -42,8 +43,8 @@ export function checkRecorderOptions(value: unknown): RecorderOptions {
   expectBoolean(o.copyHostFiles, 'options.copyHostFiles');
   expectArray(o.hostPathMap, 'options.hostPathMap', (entry, name) => {
     expectObject(entry, name);
-    if (typeof entry.from !== 'string') throw new TypeError(`Expected ${name}.from to be a string`);
-    if (typeof entry.to !== 'string') throw new TypeError(`Expected ${name}.to to be a string`);
+    if (typeof entry.from !== 'string') throw optionTypeError(`Expected ${name}.from to be a string`);
+    if (typeof entry.to !== 'string') throw optionTypeError(`Expected ${name}.to to be a string`);
   });
   expectBoolean(o.thumbnails, 'options.thumbnails');
   if (o.mask !== undefined) {

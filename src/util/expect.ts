@@ -4,10 +4,32 @@
  * a string`). An absent option (undefined) is always allowed: its default applies.
  */
 
+/** The errors these checks threw: a CLI tells a bad option (usage, exit 2) from a TypeError thrown deeper in. */
+const optionErrors = new WeakSet<Error>();
+
+/** A TypeError naming a bad option, known to `isOptionError`. */
+export function optionTypeError(message: string): TypeError {
+  const err = new TypeError(message);
+  optionErrors.add(err);
+  return err;
+}
+
+/** A RangeError naming a bad option, known to `isOptionError`. */
+export function optionRangeError(message: string): RangeError {
+  const err = new RangeError(message);
+  optionErrors.add(err);
+  return err;
+}
+
+/** Whether `err` came from an options check (a wrong type or range), not from a failure after it. */
+export function isOptionError(err: unknown): err is TypeError | RangeError {
+  return err instanceof Error && optionErrors.has(err);
+}
+
 /** `value` must be a plain object (not null, not an array). */
 export function expectObject(value: unknown, name: string): asserts value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
-    throw new TypeError(`Expected ${name} to be an object`);
+    throw optionTypeError(`Expected ${name} to be an object`);
 }
 
 /** An options argument: undefined (the defaults) or an object. */
@@ -19,20 +41,20 @@ export function expectOptions(value: unknown, name = 'options'): Record<string, 
 
 export function expectString(value: unknown, name: string, { nonEmpty = false } = {}): void {
   if (value === undefined) return;
-  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
-  if (nonEmpty && value.trim() === '') throw new RangeError(`Expected ${name} to be a non-empty string`);
+  if (typeof value !== 'string') throw optionTypeError(`Expected ${name} to be a string`);
+  if (nonEmpty && value.trim() === '') throw optionRangeError(`Expected ${name} to be a non-empty string`);
 }
 
 /** A boolean; `required`: undefined is refused too. */
 export function expectBoolean(value: unknown, name: string, { required = false } = {}): void {
   if ((value !== undefined || required) && typeof value !== 'boolean')
-    throw new TypeError(`Expected ${name} to be a boolean`);
+    throw optionTypeError(`Expected ${name} to be a boolean`);
 }
 
 /** A function; `required`: undefined is refused too. */
 export function expectFunction(value: unknown, name: string, { required = false } = {}): void {
   if ((value !== undefined || required) && typeof value !== 'function')
-    throw new TypeError(`Expected ${name} to be a function`);
+    throw optionTypeError(`Expected ${name} to be a function`);
 }
 
 /**
@@ -46,13 +68,13 @@ export function expectNumber(
 ): void {
   if (value === undefined && !required) return;
   if (typeof value !== 'number' || Number.isNaN(value))
-    throw new TypeError(`Expected ${name} to be a number`);
+    throw optionTypeError(`Expected ${name} to be a number`);
   const what = integer ? 'an integer' : 'a finite number';
   if (!Number.isFinite(value) || (integer && !Number.isInteger(value)))
-    throw new RangeError(`Expected ${name} to be ${what}`);
+    throw optionRangeError(`Expected ${name} to be ${what}`);
   if (value < min || value > max) {
     const range = max === Number.POSITIVE_INFINITY ? `at least ${min}` : `between ${min} and ${max}`;
-    throw new RangeError(`Expected ${name} to be ${what} ${range}`);
+    throw optionRangeError(`Expected ${name} to be ${what} ${range}`);
   }
 }
 
@@ -60,36 +82,36 @@ export function expectNumber(
 export function expectOneOf(value: unknown, name: string, allowed: readonly string[]): void {
   if (value === undefined) return;
   const list = allowed.map((a) => `"${a}"`).join(', ');
-  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be one of ${list}`);
-  if (!allowed.includes(value)) throw new RangeError(`Expected ${name} to be one of ${list}`);
+  if (typeof value !== 'string') throw optionTypeError(`Expected ${name} to be one of ${list}`);
+  if (!allowed.includes(value)) throw optionRangeError(`Expected ${name} to be one of ${list}`);
 }
 
 /** An array whose every item passes `item` (called with `name[i]`). */
 export function expectArray(value: unknown, name: string, item?: (v: unknown, name: string) => void): void {
   if (value === undefined) return;
-  if (!Array.isArray(value)) throw new TypeError(`Expected ${name} to be an array`);
+  if (!Array.isArray(value)) throw optionTypeError(`Expected ${name} to be an array`);
   if (item) for (let i = 0; i < value.length; i++) item(value[i], `${name}[${i}]`);
 }
 
 /** An item that must be a string (an array's entry: undefined is not allowed). */
 export function expectStringItem(value: unknown, name: string): void {
-  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
+  if (typeof value !== 'string') throw optionTypeError(`Expected ${name} to be a string`);
 }
 
 /** A string or a RegExp (redaction keys). */
 export function expectStringOrRegExp(value: unknown, name: string): void {
   if (typeof value !== 'string' && !(value instanceof RegExp))
-    throw new TypeError(`Expected ${name} to be a string or a RegExp`);
+    throw optionTypeError(`Expected ${name} to be a string or a RegExp`);
 }
 
 export function expectRegExp(value: unknown, name: string): void {
-  if (!(value instanceof RegExp)) throw new TypeError(`Expected ${name} to be a RegExp`);
+  if (!(value instanceof RegExp)) throw optionTypeError(`Expected ${name} to be a RegExp`);
 }
 
 /** A required string argument (a path, an id): present, a string, not empty. */
 export function expectPath(value: unknown, name: string): void {
-  if (typeof value !== 'string') throw new TypeError(`Expected ${name} to be a string`);
-  if (value.trim() === '') throw new RangeError(`Expected ${name} to be a non-empty string`);
+  if (typeof value !== 'string') throw optionTypeError(`Expected ${name} to be a string`);
+  if (value.trim() === '') throw optionRangeError(`Expected ${name} to be a non-empty string`);
 }
 
 /**
@@ -100,7 +122,7 @@ export function expectMethods(value: unknown, name: string, methods: readonly st
   expectObject(value, name);
   for (const method of methods)
     if (typeof value[method] !== 'function')
-      throw new TypeError(`Expected ${name}.${method} to be a function`);
+      throw optionTypeError(`Expected ${name}.${method} to be a function`);
 }
 
 /** An object whose every own value passes `item` (called with `name.key`, or `name["odd key"]`). */
@@ -126,5 +148,5 @@ export function expectInstance<T>(
     typeof value !== 'object' ||
     !Object.prototype.isPrototypeOf.call(type.prototype, value)
   )
-    throw new TypeError(`Expected ${name} to be a ${type.name}`);
+    throw optionTypeError(`Expected ${name} to be a ${type.name}`);
 }

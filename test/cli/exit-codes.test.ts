@@ -94,6 +94,21 @@ describe('the exit-code table', () => {
     }
   });
 
+  it('2 for a blank value where a command or directory is needed, in one line before anything starts', async () => {
+    const cases: Array<[string, string[], string]> = [
+      ['mcec-record', ['stdio', '--sessions', sessions, '--', ' '], 'stdio needs a server command after --'],
+      ['mcec-record', ['stdio', '--sessions', sessions, '--', ''], 'stdio needs a server command after --'],
+      ['mcec-sim', ['--stdio', '--sessions', ''], '--sessions must name a directory'],
+      ['mcec-sim', ['--stdio', '--sessions', '  '], '--sessions must name a directory'],
+    ];
+    for (const [name, args, named] of cases) {
+      const r = await run(name, args);
+      expect(r.code, `${name} ${JSON.stringify(args)}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.split('\n')[0]).toContain(`${name}: ${named}`);
+      expect(r.stderr).not.toMatch(/recording stdio|\n\s+at /);
+    }
+  });
+
   it('1 for what is not there or cannot be read, naming it', async () => {
     const notZip = path.join(work, 'not-a-bundle.zip');
     fs.writeFileSync(notZip, 'hello');

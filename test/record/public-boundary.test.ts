@@ -9,6 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import * as api from '../../src/index.js';
 import { MAX_RECORD_BYTES_LIMIT } from '../../src/proxy/bounded.js';
 import * as sim from '../../src/sim.js';
+import { isOptionError } from '../../src/util/expect.js';
 import { collectingRecorder } from '../proxy/helpers.js';
 import { FixtureSession } from '../support/fixture-session.js';
 import { tempDir } from './helpers.js';
@@ -404,6 +405,20 @@ const refusals: Refusal[] = [
   ],
   [
     'runStdioProxy',
+    'a stdin that cannot be let go of (no off)',
+    () => stdioProxy(stdioOptions({ stdin: { on() {}, pause() {}, resume() {} } })),
+    TypeError,
+    'Expected options.stdin.off to be a function',
+  ],
+  [
+    'runStdioProxy',
+    'a stdout that cannot wait for drain (no once)',
+    () => stdioProxy(stdioOptions({ stdout: { on() {}, write() {} } })),
+    TypeError,
+    'Expected options.stdout.once to be a function',
+  ],
+  [
+    'runStdioProxy',
     'a negative fault-answer wait',
     () => stdioProxy(stdioOptions({ faultAnswerMs: -5 })),
     RangeError,
@@ -734,7 +749,7 @@ refusals.push(
 );
 
 describe('every entry point refuses a bad argument with the exact class and message', () => {
-  it.each(refusals)('%s: %s', async (_entry, _bad, call, type, message) => {
+  it.each(refusals)('%s: %s', async (entry, _bad, call, type, message) => {
     let thrown: unknown;
     try {
       await call();
@@ -744,6 +759,14 @@ describe('every entry point refuses a bad argument with the exact class and mess
     expect(thrown).toBeInstanceOf(type);
     expect((thrown as Error).constructor).toBe(type);
     expect((thrown as Error).message).toBe(message);
+    // A proxy's refusals are its options check's: mcec-record maps only those to usage (exit 2).
+    if (entry === 'startHttpProxy' || entry === 'runStdioProxy')
+      expect(isOptionError(thrown) || thrown instanceof api.ProxyConfigError).toBe(true);
+  });
+
+  it('tells an options check error from any other TypeError', () => {
+    expect(isOptionError(new TypeError('Expected options to be an object'))).toBe(false);
+    expect(isOptionError(new RangeError('Invalid array length'))).toBe(false);
   });
 
   it('leaves nothing behind: no session dir was made where the refused calls pointed', () => {
