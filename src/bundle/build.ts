@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { type BundleFileName, bundleFileList } from '../contract/bundle-files.js';
 import type { MaskRule } from '../mask/types.js';
 import { describeFsError } from '../paths/disk-errors.js';
 import { LOG_FILE, parseSessionDirName, sessionDirName } from '../paths/naming.js';
@@ -33,7 +34,6 @@ import {
   expectString,
 } from '../util/expect.js';
 import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
-import { type BundleFileName, bundleFileList } from './contents.js';
 import { bundleDb } from './db-snapshot.js';
 import {
   byPath,

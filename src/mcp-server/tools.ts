@@ -3,7 +3,7 @@
  * tool runs) and the schema file of schema/ its structured content follows. `run` turns checked arguments
  * into an answer through SessionsEvidence.
  */
-import { bundleFileList, bundleFilesPhrase } from '../bundle/contents.js';
+import { bundleFileList, bundleFilesPhrase } from '../contract/bundle-files.js';
 import { LIMITS, type SessionsEvidence } from './evidence.js';
 
 /** What a tool answers: structured content, and the content blocks shown beside it. */

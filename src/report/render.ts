@@ -3,7 +3,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { expectNumber, expectObject, expectOptions, expectPath, expectString } from '../util/expect.js';
+import { bundleFileList } from '../contract/bundle-files.js';
+import {
+  expectArray,
+  expectNumber,
+  expectObject,
+  expectOptions,
+  expectPath,
+  expectString,
+} from '../util/expect.js';
 import { groupThousands } from '../util/units.js';
 import { type HandlebarsApi, lazyHandlebars } from './handlebars.js';
 import { registerHelpers } from './helpers.js';
@@ -344,6 +352,15 @@ function checkRenderArguments(summary: unknown, options: unknown): Record<string
   return o;
 }
 
+/** `options.bundleFiles`: absent, or an array of `{name, holds}`, both non-empty strings (TypeError/RangeError). */
+export function checkBundleFiles(value: unknown): void {
+  expectArray(value, 'options.bundleFiles', (file, name) => {
+    expectObject(file, name);
+    expectPath(file.name, `${name}.name`);
+    expectPath(file.holds, `${name}.holds`);
+  });
+}
+
 /** Render `bug-report.md`, an issue body with the MCEC bug-report headings (at most 65,536 characters). */
 export async function renderBugReport(
   summary: SessionSummary,
@@ -356,9 +373,11 @@ export async function renderBugReport(
     expectPath(o.runGif.path, 'options.runGif.path');
     expectNumber(o.runGif.frames, 'options.runGif.frames', { min: 0, integer: true, required: true });
   }
+  checkBundleFiles(o.bundleFiles);
   const bundleName = oneLine(options.bundleName ?? `${summary.dirName}.zip`, 200);
   const runGif = options.runGif ? { path: options.runGif.path, frames: options.runGif.frames } : null;
-  const bundleFiles = (options.bundleFiles ?? []).map((f) => ({
+  // Untold (a library user, `mcec-bundle issue-body`): every file a bundle can hold; [] names none.
+  const bundleFiles = (options.bundleFiles ?? bundleFileList()).map((f) => ({
     name: oneLine(f.name, 200),
     holds: oneLine(f.holds, 200),
   }));

@@ -233,8 +233,8 @@ export interface BugReportOptions extends RenderOptions {
   /** The bundle's run.gif (path beside bug-report.md, and its frame count), shown inline; null or absent: none. */
   runGif?: { path: string; frames: number } | null;
   /**
-   * The files of the bundle to attach, each with what it holds (`bundleFileList` of `src/bundle/contents.ts`),
-   * named under "Agent evidence"; absent or empty: none are named.
+   * The files of the bundle to attach, each with what it holds, named under "Agent evidence"; absent: every file
+   * a bundle can hold (`bundleFileList()` of `src/contract/bundle-files.ts`); empty: none are named.
    */
   bundleFiles?: ReadonlyArray<{ name: string; holds: string }>;
 }

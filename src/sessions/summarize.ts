@@ -1,6 +1,6 @@
 /** One session summarized, and its failure summary and bug report as text or written into the session dir. */
 import path from 'node:path';
-import { renderBugReport, renderFailureSummary } from '../report/render.js';
+import { checkBundleFiles, renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
 import { FULL_FACTS, type SummaryFacts, summaryFacts } from '../report/summary-facts.js';
 import type { BugReportOptions, SessionSummary } from '../report/types.js';
@@ -52,14 +52,15 @@ export async function failureSummaryFacts(
 
 /**
  * The bug-report body as Markdown (ends with the name of the zip to attach). `bundleFiles`: the files that
- * zip holds, named under "Agent evidence" (`mcec-bundle issue-body` passes `bundleFileList()` of
- * `src/bundle/contents.ts`; this room does not import the bundle).
+ * zip holds, named under "Agent evidence"; absent, every file a bundle can hold (renderBugReport's default,
+ * `bundleFileList()` of `src/contract/bundle-files.ts`), as `mcec-bundle issue-body` prints; `[]`: none.
  */
 export async function bugReportText(
   dir: string,
   options: Pick<BugReportOptions, 'templatesDir' | 'bundleFiles'> = {},
 ): Promise<string> {
   checkDirAndTemplates(dir, options);
+  checkBundleFiles(options.bundleFiles);
   const summary = await summarizeSession(dir);
   return renderBugReport(summary, { ...options, bundleName: `${summary.dirName}.zip` });
 }

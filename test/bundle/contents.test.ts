@@ -1,12 +1,12 @@
-// The bundle's files come from one list (src/bundle/contents.ts): a real bundle holds exactly them, and its
+// The bundle's files come from one list (src/contract/bundle-files.ts): a real bundle holds exactly them, and its
 // bug-report.md, `mcec-bundle issue-body` and the MCP server's `bundle` tool name exactly those.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
-import { BUNDLE_FILES, bundleFileList } from '../../src/bundle/contents.js';
 import { REQUIRED_FILES, verifyBundle } from '../../src/bundle/verify.js';
+import { BUNDLE_FILES, bundleFileList } from '../../src/contract/bundle-files.js';
 import { runDemo } from '../../src/demo/index.js';
 import { TOOLS } from '../../src/mcp-server/tools.js';
 import { bugReportText } from '../../src/sessions/summarize.js';
@@ -37,7 +37,7 @@ function namedInBugReport(text: string): string[] {
   return [...line!.matchAll(/`([^`]+)` \(/g)].map((m) => m[1]!).sort();
 }
 
-describe('the files of a bundle (src/bundle/contents.ts)', () => {
+describe('the files of a bundle (src/contract/bundle-files.ts)', () => {
   let root: string;
   let demo: Awaited<ReturnType<typeof runDemo>>;
 
@@ -68,9 +68,14 @@ describe('the files of a bundle (src/bundle/contents.ts)', () => {
     for (const f of required) expect(f.when, f.name).toBe('always');
   });
 
-  it('issue-body (no bundle yet) and the MCP bundle tool name every file', async () => {
+  it('issue-body (no bundle yet), bugReportText untold and the MCP bundle tool name every file', async () => {
     const text = await bugReportText(demo.sessionDir, { bundleFiles: bundleFileList() });
     expect(namedInBugReport(text)).toEqual(ALL);
+    // A library user who gives no list gets every file, as before; [] leaves the sentence out.
+    expect(await bugReportText(demo.sessionDir)).toBe(text);
+    expect(await bugReportText(demo.sessionDir, { bundleFiles: [] })).not.toContain(
+      'The attached bundle holds',
+    );
     expect(text).toContain('`run.gif` (the run as an animated GIF; when the session has two still images');
     const tool = TOOLS.find((t) => t.name === 'bundle')!;
     expect([...tool.description.matchAll(/`([^`]+)` \(/g)].map((m) => m[1]!).sort()).toEqual(ALL);

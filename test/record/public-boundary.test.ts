@@ -565,6 +565,27 @@ refusals.push(
     'Expected options.runGif.frames to be a number',
   ],
   [
+    'renderBugReport',
+    'bundle files as one string',
+    () => loose(api.renderBugReport)(summary, { bundleFiles: 'x' }),
+    TypeError,
+    'Expected options.bundleFiles to be an array',
+  ],
+  [
+    'renderBugReport',
+    'a bundle file without what it holds',
+    () => loose(api.renderBugReport)(summary, { bundleFiles: [{ name: 'run.gif' }] }),
+    TypeError,
+    'Expected options.bundleFiles[0].holds to be a string',
+  ],
+  [
+    'bugReportText',
+    'bundle files as one string',
+    () => loose(api.bugReportText)(nowhere, { bundleFiles: 'x' }),
+    TypeError,
+    'Expected options.bundleFiles to be an array',
+  ],
+  [
     'SessionReader.open',
     'a dir that is no string',
     () => loose(api.SessionReader.open)(42),

@@ -211,8 +211,9 @@ describe('bug-report.md', () => {
     expect(text).toContain('- Display DISPLAY1 (primary): 1920x1080 at x=0 y=0, 144 dpi');
     expect(text).toContain('- Display DISPLAY2: 2560x1440 at x=1920 y=0, 96 dpi');
     expect(text).toContain(`800x600: \`${shot}\``);
-    // The bundle's files are named only when the caller gives them (src/bundle/contents.ts is their list).
-    expect(text).not.toContain('The attached bundle holds');
+    // Untold, every file a bundle can hold is named (src/contract/bundle-files.ts is their list); [] none.
+    expect(text).toContain('The attached bundle holds `failure-summary.md` (');
+    expect(await renderBugReport(summary, { bundleFiles: [] })).not.toContain('The attached bundle holds');
     const files = [
       { name: 'tool-calls.jsonl', holds: 'the messages' },
       { name: 'session.json', holds: 'the facts' },

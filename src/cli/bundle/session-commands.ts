@@ -169,10 +169,9 @@ export function addIssueBodyCommand(program: Command): void {
     .action(async (id: string, opts: RenderOptions) => {
       const session = await locate(id, opts);
       const { bugReportText } = await import('../../sessions/summarize.js');
-      const { bundleFileList } = await import('../../bundle/contents.js');
-      // The bundle is not built yet: every file it can hold, each one not always there with its condition.
-      const bundleFiles = bundleFileList();
-      print(await bugReportText(session.dir, { templatesDir: templatesDir(opts.templates), bundleFiles }));
+      // The bundle is not built yet: bugReportText names every file it can hold (the default), each one not
+      // always there with its condition.
+      print(await bugReportText(session.dir, { templatesDir: templatesDir(opts.templates) }));
     });
 }
 

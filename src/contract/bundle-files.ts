@@ -1,8 +1,9 @@
 /**
- * The files of a bug bundle: the one list of them. build.ts names the zip's entries by it (a name not here
- * does not typecheck), `verifyBundle` requires the `required` ones, and bug-report.md's "Agent evidence" and
- * the MCP server's `bundle` tool name them from it; test/bundle/contents.test.ts holds it to a real bundle's
- * manifest. Imports nothing, so the MCP server's tool table reads it without loading the builder.
+ * The files of a bug bundle, the bundle's documented contents: the one list of them. src/bundle/build.ts names
+ * the zip's entries by it (a name not here does not typecheck), `verifyBundle` requires the `required` ones,
+ * bug-report.md's "Agent evidence" (renderBugReport: every file unless told which) and the MCP server's
+ * `bundle` tool name them from it; test/bundle/contents.test.ts holds it to a real bundle's manifest. Here, not
+ * in src/bundle/, so the report names them without importing the builder; imports nothing.
  */
 
 /** One file at the top of a bundle's folder. */
