@@ -10,12 +10,13 @@ import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
 import { writeCatalogSidecars } from '../fleet/catalog-sidecars.js';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
+import { checkRecorderOptions } from '../record/options.js';
 import { createRecorder } from '../record/recorder.js';
 import type { RecorderOptions, SessionCounts } from '../record/types.js';
 import type { Verdict } from '../report/types.js';
 import { writeFailureSummary } from '../sessions/summarize.js';
 import { createSimulator, type Simulator } from '../sim/index.js';
-import { expectFunction, expectMethods, expectObject, expectOptions, expectString } from '../util/expect.js';
+import { expectMethods, expectOptions, expectString } from '../util/expect.js';
 import { runScriptedAgent, type ScriptedRun } from './scripted-agent.js';
 
 /** The scenario name stored with the demo's session (the summary's title). */
@@ -63,15 +64,15 @@ export function defaultSessionsDir(): string {
 }
 
 /**
- * runDemo's options, checked before anything is made: a TypeError or RangeError naming the first bad one
- * (`otlp`'s fields are createRecorder's, checked there under the same names).
+ * runDemo's options, checked before anything is made: a TypeError or RangeError naming the first bad one.
+ * What goes on to the recorder (`sessionsDir`, `stderr`, `otlp` and its fields) is checked by the recorder's
+ * own check, under the same names, before the sessions dir is made.
  */
 function checkDemoOptions(value: unknown): void {
   const o = expectOptions(value);
   expectString(o.sessionsDir, 'options.sessionsDir', { nonEmpty: true });
   if (o.simulator !== undefined) expectMethods(o.simulator, 'options.simulator', ['handle', 'callTool']);
-  expectFunction(o.stderr, 'options.stderr');
-  if (o.otlp !== undefined && typeof o.otlp !== 'boolean') expectObject(o.otlp, 'options.otlp');
+  checkRecorderOptions({ sessionsDir: o.sessionsDir, stderr: o.stderr, otlp: o.otlp });
 }
 
 /** Run the scripted session through the recorder, write failure-summary.md and report.html, build and verify the bundle. */

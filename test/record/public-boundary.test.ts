@@ -740,6 +740,24 @@ refusals.push(
     'Expected options.otlp to be an object',
   ],
   [
+    'runDemo (mcec-recorder/sim)',
+    "an OTLP export whose url is a port (the recorder's own check, before any directory is made)",
+    () => loose(sim.runDemo)({ sessionsDir: nowhere, otlp: { url: 4318 } }),
+    TypeError,
+    'Expected options.otlp.url to be a string',
+  ],
+  [
+    'runDemo (mcec-recorder/sim)',
+    'an OTLP export with a negative export delay',
+    () =>
+      loose(sim.runDemo)({
+        sessionsDir: nowhere,
+        otlp: { url: 'http://127.0.0.1:1', scheduledDelayMillis: -1 },
+      }),
+    RangeError,
+    'Expected options.otlp.scheduledDelayMillis to be a finite number at least 0',
+  ],
+  [
     'runScriptedAgent (mcec-recorder/sim)',
     'no dispatch',
     () => loose(sim.runScriptedAgent)(undefined, { step() {} }),
