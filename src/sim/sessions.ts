@@ -26,7 +26,10 @@ interface SessionState extends SessionMemory {
   artifactCounter: number;
 }
 
-/** A session as the server and its tools see it: read-only, so only the store's methods change it. */
+/**
+ * A session as the server and its tools see it: its fields read-only, so only the store's methods change them
+ * (one level deep: the objects they hold, `startedAt` a Date, are not frozen by this type).
+ */
 export type SimSession = Readonly<SessionState>;
 
 /** What session-start / session-status report about a session. */
