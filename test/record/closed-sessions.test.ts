@@ -82,13 +82,11 @@ describe('the closed-sessions handler', () => {
     await worker.ready();
     const request = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'find', arguments: {} } };
     const envelope = { ok: true, sessionId: 'worker000001', result: { found: true } };
-    worker
-      .beginExchange(request, { transport: 'stdio' })
-      .complete({
-        jsonrpc: '2.0',
-        id: 1,
-        result: { content: [{ type: 'text', text: JSON.stringify(envelope) }] },
-      });
+    worker.beginExchange(request, { transport: 'stdio' }).complete({
+      jsonrpc: '2.0',
+      id: 1,
+      result: { content: [{ type: 'text', text: JSON.stringify(envelope) }] },
+    });
     await expect(worker.close()).resolves.toBeUndefined();
     expect(notices.filter((l) => l.includes('closed-sessions handler'))).toEqual([
       `mcec-recorder: the closed-sessions handler failed for 1 closed session (${url} exports no writeSidecarz); ${NEXT_READER}`,
