@@ -16,7 +16,7 @@ import { withoutImageBytes } from './values.js';
  * Events about the whole recorder, not one connection: a proxy's recording gap (worker-recorder.ts) may have
  * cost any open session calls, so it goes into each of them.
  */
-const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set(['recording-gap']);
+export const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set(['recording-gap']);
 
 /** A call's event (a streamed notification, a server request) is clipped to this. */
 const MAX_CALL_EVENT_CHARS = 64 * 1024;

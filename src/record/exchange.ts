@@ -141,8 +141,16 @@ export function otherExchange(
 ): PendingExchange {
   let state: 'open' | 'settled' = 'open';
   let saw: ClientSaw | undefined;
+  // What settles this exchange, begun before any cap, is queued whatever the cap (one or two small events).
+  const settling = (kind: string, detail: Record<string, unknown>) => {
+    const at = sink.now();
+    sink.push(
+      { type: 'event', sessionId: undefined, kind, detail, at },
+      SMALL_JOB_BYTES + roughValueSize(detail),
+    );
+  };
   const noteSaw = () => {
-    if (saw) sink.event(undefined, 'late-answer', { client: saw.client, reason: saw.reason, method });
+    if (saw) settling('late-answer', { client: saw.client, reason: saw.reason, method });
   };
   const settle = (response: unknown, at: Date, size: number, failed?: string) => {
     state = 'settled';
@@ -157,7 +165,7 @@ export function otherExchange(
         ? `the answer (about ${answer.bytes} bytes) came while the record queue held its ${answer.limit} bytes: passed through, not recorded`
         : `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
     settle(null, at, SMALL_JOB_BYTES, failed);
-    sink.event(undefined, 'oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
+    settling('oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
     noteSaw();
   };
   return {

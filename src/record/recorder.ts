@@ -24,7 +24,7 @@ import { newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import type { CallRecording } from './call-recording.js';
 import { type Clock, systemClock } from './clock.js';
 import { type ClosedSessionsHandler, handClosedSessions } from './closed-sessions.js';
-import type { EventRecording } from './event-recording.js';
+import { type EventRecording, RECORDER_WIDE_KINDS } from './event-recording.js';
 import {
   type ExchangeSink,
   initializeExchange,
@@ -100,6 +100,8 @@ class RecorderImpl implements Recorder {
   /** What the proxies' producers did not queue at its byte cap: one `recording-gap` event once it has room. */
   private readonly gaps: RecordingGaps;
   private closed = false;
+  /** True from close's last flush on: nothing new is taken (it would be neither recorded nor counted). */
+  private sealed = false;
   private closing: Promise<void> | undefined;
   /** Which server the proxy's `initialize` named (unknown until then: read as MCEC). */
   private readonly server = new ServerIdentity();
@@ -337,14 +339,20 @@ class RecorderImpl implements Recorder {
   // ---------------------------------------------------------------- the rest of the API
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
+    return this.openExchange(request, meta, false);
+  }
+
+  /** An exchange begun, or at the queue's cap counted (one check, at its real size; a notification as other). */
+  private openExchange(request: unknown, meta: ExchangeMeta, notification: boolean): PendingExchange {
     const startedAt = validDate(meta.startedAt) ?? this.clock.date();
-    if (this.closed) return NOOP_EXCHANGE;
+    if (this.sealed) return NOOP_EXCHANGE;
     // Mcp-Session-Id is a credential-like token (MCP spec): a plain server echoing it in a body gets it redacted.
     if (meta.mcpSessionId && this.server.plain) this.redactor.rememberTransportSecret(meta.mcpSessionId);
     // The proxies never wait for room: at the queue's byte cap a request is counted (recording-gap.ts).
     const size = roughValueSize(request);
     const bytes = SMALL_JOB_BYTES + size;
-    if (this.gaps.refuses(isToolCall(request) ? 'tool-call' : 'request', bytes)) return NOOP_EXCHANGE;
+    const what = notification ? 'other' : isToolCall(request) ? 'tool-call' : 'request';
+    if (this.gaps.refuses(what, bytes)) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'initialize')
       return initializeExchange(this.exchangeSink, request, this.server, size);
@@ -366,8 +374,7 @@ class RecorderImpl implements Recorder {
   }
 
   recordExchange(request: unknown, response: unknown, meta: ExchangeMeta = {}): void {
-    if (!this.closed && this.gaps.refuses('other', 0)) return;
-    this.beginExchange(request, meta).complete(response, meta);
+    this.openExchange(request, meta, true).complete(response, meta);
   }
 
   step(sessionId: string | undefined, name: string, status: string, detail?: string): void {
@@ -377,12 +384,17 @@ class RecorderImpl implements Recorder {
   }
 
   event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
-    if (this.closed) return;
-    const id = typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined;
-    // At the byte cap an event is counted, not queued; declared steps and verdicts up to GAP_DECLARED a gap.
+    if (this.sealed) return;
+    // At the byte cap an event is counted, not queued; declared steps and verdicts up to GAP_DECLARED a gap; a
+    // recording gap (the worker recorder's, posted here) always: it is what says what was lost.
     const bytes = SMALL_JOB_BYTES + roughValueSize(detail);
-    if (DECLARED_KINDS.has(kind) ? this.gaps.refusesDeclared(bytes) : this.gaps.refuses('other', bytes))
+    const gated = !RECORDER_WIDE_KINDS.has(kind);
+    if (
+      gated &&
+      (DECLARED_KINDS.has(kind) ? this.gaps.refusesDeclared(bytes) : this.gaps.refuses('other', bytes))
+    )
       return;
+    const id = typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined;
     this.push({ type: 'event', sessionId: id, kind, detail, at: this.clock.date() }, bytes);
   }
 
@@ -406,7 +418,7 @@ class RecorderImpl implements Recorder {
   }
 
   async end(sessionId: string, verdict: { passed?: boolean; reason?: string } = {}): Promise<void> {
-    if (this.closed) return;
+    if (this.sealed) return;
     this.push(
       { type: 'end', sessionId: String(sessionId), verdict: verdict ?? {}, at: this.clock.date() },
       SMALL_JOB_BYTES,
@@ -432,6 +444,11 @@ class RecorderImpl implements Recorder {
   }
 
   private async closeNow(): Promise<void> {
+    await this.flush();
+    // What came during that flush is recorded behind one more, with a gap that opened meanwhile; nothing
+    // after it is taken (it would be neither recorded nor counted in a recorded gap).
+    this.sealed = true;
+    this.gaps.closeIfRoom(true);
     await this.flush();
     this.registry.endAll(this.clock.date());
     this.queue.commitNow(true);

@@ -33,11 +33,14 @@ export interface RecordingGapOptions {
   cap: number;
   /** The event's `reason`: what was at its cap. */
   reason: string;
-  /** Said once as a gap opens (a line on stderr). */
+  /** Said once a gap first counts something not kept (a line on stderr). */
   opened: () => void;
   /** Epoch milliseconds: the gap's `from` and `to`. */
   now: () => number;
-  /** Records the `recording-gap` event as the gap closes (without waiting for room: it is one small event). */
+  /**
+   * Records the `recording-gap` event as the gap closes (without waiting for room: it is one small event); not
+   * called for a gap that counted nothing (only declared events, or a kept token, came while it was open).
+   */
   record: (detail: RecordingGapDetail) => void;
 }
 
@@ -61,6 +64,8 @@ export class RecordingGaps {
   private since = 0;
   private last = 0;
   private isOpen = false;
+  /** True once this gap counted something (and said so through `opened`). */
+  private lost = false;
 
   constructor(options: RecordingGapOptions) {
     this.options = options;
@@ -100,13 +105,15 @@ export class RecordingGaps {
   /** Something not kept at the cap, counted into the open gap (opened now if none). */
   count(what: NotRecorded): void {
     this.start();
+    if (!this.lost) this.options.opened();
+    this.lost = true;
     if (what === 'other') this.others += 1;
     else this.requests += 1;
     if (what === 'tool-call') this.toolCalls += 1;
     this.last = this.options.now();
   }
 
-  /** Opens a gap if none is open (said once through `opened`). */
+  /** Opens a gap if none is open: it bounds the declared events let through until it closes. */
   start(): void {
     if (this.isOpen) return;
     const now = this.options.now();
@@ -117,13 +124,17 @@ export class RecordingGaps {
     this.declared = 0;
     this.since = now;
     this.last = now;
-    this.options.opened();
+    this.lost = false;
   }
 
-  /** The open gap closed and recorded once what is held is back under half the cap (or `force`, at close). */
+  /**
+   * The open gap closed once what is held is back under half the cap (or `force`, at close), and recorded if it
+   * counted anything: a gap in which nothing was lost is no record failure.
+   */
   closeIfRoom(force: boolean): void {
     if (!this.isOpen || (!force && this.options.held() > this.options.cap / 2)) return;
     this.isOpen = false;
+    if (!this.lost) return;
     this.options.record({
       reason: this.options.reason,
       toolCalls: this.toolCalls,

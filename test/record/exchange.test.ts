@@ -4,14 +4,18 @@ import { newCall, SMALL_JOB_BYTES } from '../../src/record/call.js';
 import { type ExchangeSink, otherExchange, toolCallExchange } from '../../src/record/exchange.js';
 import type { Job } from '../../src/record/jobs.js';
 
-/** A sink whose queue takes any job, or (with `cap`) none larger than `cap` bytes (those it counts). */
-function sink(cap?: number) {
+/**
+ * A sink whose queue takes any job, or (with `cap`) none larger than `cap` bytes (those it counts); `full`: a
+ * queue at its cap, whose gated events (`sink.event`) are counted, not queued. Queued events are in `events`.
+ */
+function sink(cap?: number, full = false) {
   const jobs: Job[] = [];
-  const events: Array<{ kind: string; detail: Record<string, unknown> }> = [];
+  const events: Array<{ kind: string; detail: unknown }> = [];
   const refused: string[] = [];
   const s: ExchangeSink = {
-    push: (job) => jobs.push(job),
-    event: (_id, kind, detail) => events.push({ kind, detail }),
+    push: (job) =>
+      job.type === 'event' ? events.push({ kind: job.kind, detail: job.detail }) : jobs.push(job),
+    event: (_id, kind, detail) => (full ? refused.push('other') : events.push({ kind, detail })),
     now: () => new Date('2026-12-02T10:00:01.000Z'),
     overQueueCap: (bytes) => (cap !== undefined && bytes > cap ? cap : null),
     refuses: (what, bytes) => cap !== undefined && bytes > cap && refused.push(what) > 0,
@@ -143,6 +147,15 @@ describe('the record queue bounds what the proxies queue (they never wait for ro
     toolCallExchange(sized, call(), started).note('notification', { text: 'x'.repeat(400) });
     expect(jobs).toHaveLength(1);
     expect(sizes[0]).toBeGreaterThan(SMALL_JOB_BYTES + 400);
+  });
+
+  it('at the cap the events that settle an exchange begun before it (oversize-message, late-answer) are queued, not counted', () => {
+    const { s, events, refused } = sink(1000, true);
+    const x = otherExchange(s, { method: 'resources/read' }, 'resources/read');
+    x.timedOut('slow');
+    x.complete(bigAnswer(false));
+    expect(events.map((e) => e.kind)).toEqual(['oversize-message', 'late-answer']);
+    expect(refused).toEqual([]);
   });
 
   it("at the cap an exchange's settling record holds the request's head alone: one small record", () => {

@@ -114,6 +114,33 @@ describe('RecordingGaps', () => {
     gaps.closeIfRoom(true); // none open: nothing more
     expect(recorded).toHaveLength(2);
   });
+
+  it('a gap in which nothing was lost (declared events let through, a token kept) is neither recorded nor said', () => {
+    let held = 1000;
+    const recorded: RecordingGapDetail[] = [];
+    let opened = 0;
+    const gaps = new RecordingGaps({
+      held: () => held,
+      cap: 1000,
+      reason: 'the test cap',
+      now: () => 0,
+      record: (detail) => recorded.push(detail),
+      opened: () => opened++,
+    });
+    for (let i = 0; i < 5; i++) expect(gaps.refusesDeclared(10)).toBe(false);
+    gaps.start(); // as the worker recorder does for a bearer token it keeps
+    held = 0;
+    gaps.closeIfRoom(false);
+    expect(gaps.open).toBe(false);
+    expect(recorded).toEqual([]);
+    expect(opened).toBe(0);
+    held = 1000;
+    expect(gaps.refusesDeclared(10)).toBe(false);
+    expect(gaps.refuses('other')).toBe(true); // the first thing lost: said now
+    expect(opened).toBe(1);
+    gaps.closeIfRoom(true);
+    expect(recorded).toMatchObject([{ toolCalls: 0, requests: 0, otherMessages: 1 }]);
+  });
 });
 
 describe('the record queue at its byte cap (in-process recorder)', () => {
@@ -163,6 +190,7 @@ describe('the record queue at its byte cap (in-process recorder)', () => {
       expect(gap.toolCalls).toBeGreaterThan(n - 200);
       // The padding events, and the steps past GAP_DECLARED (one or two may still have fit under the cap).
       const stepsKept = during!.events.filter((e) => e.kind === 'step').length;
+      expect(stepsKept).toBeGreaterThanOrEqual(GAP_DECLARED);
       expect(stepsKept - GAP_DECLARED).toBeLessThanOrEqual(2);
       expect(gap.otherMessages).toBe(10 + GAP_DECLARED + 5 - stepsKept);
       expect(Date.parse(gap.to)).toBeGreaterThanOrEqual(Date.parse(gap.from));
@@ -174,7 +202,7 @@ describe('the record queue at its byte cap (in-process recorder)', () => {
       const calls = session!.calls;
       expect(calls.length + gap.toolCalls).toBe(n + 2);
       expect(calls.at(-1)?.args).toContain(`"id":${n + 1}`);
-      expect(calls.at(-1)?.status).not.toBe('pending');
+      expect(calls.filter((c) => c.status === 'pending')).toEqual([]);
       const steps = session!.events.filter((e) => e.kind === 'step').map((e) => e.detail.name);
       expect(steps).toHaveLength(stepsKept);
       expect(steps.at(-1)).toBe(`step ${stepsKept}`);
@@ -200,6 +228,95 @@ describe('the record queue at its byte cap (in-process recorder)', () => {
     const [session] = readSessions(dir);
     const gap = session!.events.find((e) => e.kind === 'recording-gap')!.detail as { toolCalls: number };
     expect(session!.calls.length + gap.toolCalls).toBe(501);
+  });
+
+  it('a gap that opens while close runs is recorded: every call is in the log or counted in it', async () => {
+    const dir = path.join(temp.dir, 'during-close');
+    const { recorder, release } = stallableRecorder(dir);
+    answeredCall(recorder, 0);
+    await recorder.flush();
+    // Close's first flush is queued before the stall: the gap opens behind it, while close goes on.
+    const closed = recorder.close();
+    recorder.event(undefined, 'hold', {});
+    for (let id = 1; id <= 500; id++) answeredCall(recorder, id);
+    release();
+    await closed;
+    const [session] = readSessions(dir);
+    const gaps = session!.events.filter((e) => e.kind === 'recording-gap');
+    expect(gaps).toHaveLength(1);
+    const gap = gaps[0]!.detail as { toolCalls: number };
+    expect(gap.toolCalls).toBeGreaterThan(0);
+    expect(session!.calls.length + gap.toolCalls).toBe(501);
+    expect(session!.calls.filter((c) => c.status === 'pending')).toEqual([]);
+  });
+
+  it("a recording-gap event posted at the cap (the worker recorder's, through the one in its thread) is queued, not counted", async () => {
+    const dir = path.join(temp.dir, 'worker-gap');
+    const { recorder, release } = stallableRecorder(dir);
+    answeredCall(recorder, 0);
+    await recorder.flush();
+    recorder.event(undefined, 'hold', {});
+    for (let id = 1; id <= 300; id++) answeredCall(recorder, id);
+    for (let i = 0; i < 50; i++) recorder.event(undefined, 'padding', { i });
+    const posted = {
+      reason: "the recorder's thread held 1000 chars of JSON it had not taken (its cap)",
+      toolCalls: 999,
+      requests: 999,
+      otherMessages: 0,
+      from: '2026-01-01T00:00:00.000Z',
+      to: '2026-01-01T00:00:01.000Z',
+    };
+    recorder.event(undefined, 'recording-gap', posted);
+    release();
+    await recorder.close();
+    const [session] = readSessions(dir);
+    const gaps = session!.events.filter((e) => e.kind === 'recording-gap').map((e) => e.detail);
+    expect(gaps).toHaveLength(2);
+    expect(gaps).toContainEqual(posted);
+    const inner = gaps.find((g) => g.toolCalls !== 999) as { toolCalls: number; otherMessages: number };
+    // The padding that did not fit, not the posted gap.
+    const paddingKept = session!.events.filter((e) => e.kind === 'padding').length;
+    expect(inner.otherMessages).toBe(50 - paddingKept);
+    expectEventsValid(session!.dir);
+    const summary = await summaryOfSession(session!.dir);
+    expect(summary.counts.lostCalls).toBe(inner.toolCalls + 999);
+  });
+
+  it('a notification that would take the queue past its cap is counted as another message, not a request', async () => {
+    const dir = path.join(temp.dir, 'notification');
+    const { recorder } = stallableRecorder(dir);
+    answeredCall(recorder, 0);
+    await recorder.flush();
+    const notification = {
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: { text: 'x'.repeat(CAP) },
+    };
+    recorder.recordExchange(notification, null, { transport: 'stdio' });
+    await recorder.close();
+    const [session] = readSessions(dir);
+    const gaps = session!.events.filter((e) => e.kind === 'recording-gap').map((e) => e.detail);
+    expect(gaps).toMatchObject([{ toolCalls: 0, requests: 0, otherMessages: 1 }]);
+  });
+
+  it('at the cap, the oversize-message and late-answer settling an exchange begun before it are queued, not counted', async () => {
+    const dir = path.join(temp.dir, 'settling');
+    const { recorder, release } = stallableRecorder(dir);
+    answeredCall(recorder, 0);
+    await recorder.flush();
+    const ping = recorder.beginExchange({ jsonrpc: '2.0', id: -1, method: 'ping' }, { transport: 'stdio' });
+    recorder.event(undefined, 'hold', {});
+    for (let id = 1; id <= 300; id++) answeredCall(recorder, id);
+    ping.timedOut('no answer in 150 s');
+    ping.complete({ jsonrpc: '2.0', id: -1, result: { content: [{ type: 'text', text: 'x'.repeat(CAP) }] } });
+    release();
+    await recorder.close();
+    const [session] = readSessions(dir);
+    const ofPing = session!.events.filter((e) => e.detail.method === 'ping').map((e) => e.kind);
+    expect(ofPing).toEqual(expect.arrayContaining(['oversize-message', 'late-answer']));
+    const gap = session!.events.find((e) => e.kind === 'recording-gap')!.detail as { otherMessages: number };
+    expect(gap.otherMessages).toBe(0);
+    expectEventsValid(session!.dir);
   });
 
   it('an event bigger than the whole cap is counted at once, its gap recorded while the queue is idle', async () => {
