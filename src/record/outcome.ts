@@ -212,36 +212,62 @@ export function roughSize(v: unknown): number {
   return n;
 }
 
+/** roughValueSize walks at most this many values: past it, what is left of an array or object is estimated. */
+export const ROUGH_SIZE_VALUES = 10_000;
+/** Deeper than this a value is charged as one (8 bytes), not walked. */
+const ROUGH_SIZE_DEPTH = 256;
+
 /**
  * A rough byte size of any JSON-like value (a request's arguments, an event's detail), for the queue bound:
  * its strings' lengths and a few bytes per other value and key. roughSize reads only an answer's usual
- * shapes; this walks the whole value (each object once: a cycle is not followed again; a typed array by its
- * byteLength).
+ * shapes; this walks the value (each object once: a cycle is not followed again; a typed array by its
+ * byteLength), at most ROUGH_SIZE_VALUES values of it: the members of an array or object left unwalked then
+ * are charged the mean of its members walked (8 bytes each when none was). Bounded work on the proxy's
+ * thread, whatever the value (a sparse array of 10^7, a request of 10^5 objects).
  */
 export function roughValueSize(v: unknown): number {
-  let n = 0;
-  const seen = new Set<object>();
-  const stack: unknown[] = [v];
+  return roughValueWalk(v).bytes;
+}
+
+/** roughValueSize's walk: its bytes, and how many values it visited (at most ROUGH_SIZE_VALUES + 1). */
+export function roughValueWalk(v: unknown): { bytes: number; visited: number } {
+  const walk: Walk = { left: ROUGH_SIZE_VALUES, seen: new Set<object>() };
+  const bytes = sizeOf(v, walk, 0);
+  return { bytes, visited: ROUGH_SIZE_VALUES - walk.left };
+}
+
+interface Walk {
+  /** Values the walk may still visit. */
+  left: number;
+  seen: Set<object>;
+}
+
+function sizeOf(x: unknown, walk: Walk, depth: number): number {
+  walk.left -= 1;
+  if (typeof x === 'string') return x.length + 2;
+  if (typeof x !== 'object' || x === null || depth > ROUGH_SIZE_DEPTH) return 8;
+  if (ArrayBuffer.isView(x)) return x.byteLength;
+  if (walk.seen.has(x)) return 0;
+  walk.seen.add(x);
+  let n = 2;
+  let walked = 0;
+  let members = 0;
   try {
-    while (stack.length > 0) {
-      const x = stack.pop();
-      if (typeof x === 'string') n += x.length + 2;
-      else if (typeof x !== 'object' || x === null) n += 8;
-      else if (ArrayBuffer.isView(x)) n += x.byteLength;
-      else if (!seen.has(x)) {
-        seen.add(x);
-        n += 2;
-        if (Array.isArray(x)) for (const item of x) stack.push(item);
-        else
-          for (const key of Object.keys(x)) {
-            n += key.length + 4;
-            stack.push((x as Record<string, unknown>)[key]);
-          }
+    if (Array.isArray(x)) {
+      members = x.length;
+      for (; walked < members && walk.left > 0; walked++) n += sizeOf(x[walked], walk, depth + 1);
+    } else {
+      const keys = Object.keys(x);
+      members = keys.length;
+      for (; walked < members && walk.left > 0; walked++) {
+        const key = keys[walked] as string;
+        n += key.length + 4 + sizeOf((x as Record<string, unknown>)[key], walk, depth + 1);
       }
     }
   } catch {
-    // a getter or a Proxy trap that throws: the size so far (the value is recorded as it can be)
+    return n; // a getter or a Proxy trap that throws: the size so far (the value is recorded as it can be)
   }
+  if (walked < members) n += Math.round((members - walked) * (walked > 0 ? (n - 2) / walked : 8));
   return n;
 }
 

@@ -6,6 +6,9 @@ import {
   isCommandLevelFailure,
   mayHoldImageBytes,
   quickOutcome,
+  ROUGH_SIZE_VALUES,
+  roughValueSize,
+  roughValueWalk,
   thrownFailure,
   withAbsoluteArtifacts,
   withLastObservation,
@@ -200,5 +203,28 @@ describe('mayHoldImageBytes', () => {
     expect(
       mayHoldImageBytes(JSON.stringify({ ok: true, result: { found: true, element: { name: 'Save' } } })),
     ).toBe(false);
+  });
+});
+
+describe('roughValueSize', () => {
+  it('sizes a small value whole: strings by length, other values and keys by a few bytes', () => {
+    expect(roughValueSize({ a: 'xy', b: [1, null] })).toBe(2 + (1 + 4 + 4) + (1 + 4 + (2 + 8 + 8)));
+    const cycle: Record<string, unknown> = {};
+    cycle.self = cycle;
+    expect(roughValueSize(cycle)).toBe(2 + 4 + 4);
+  });
+
+  it('visits at most ROUGH_SIZE_VALUES values of a pathological value, the rest estimated', () => {
+    const sparse = roughValueWalk(new Array(1e7));
+    expect(sparse.visited).toBeLessThanOrEqual(ROUGH_SIZE_VALUES + 1);
+    expect(sparse.bytes).toBe(2 + 8e7); // each hole read as a value
+    const items = Array.from({ length: 1e5 }, (_, i) => ({ i, s: 'x' }));
+    const many = roughValueWalk({ items });
+    expect(many.visited).toBeLessThanOrEqual(ROUGH_SIZE_VALUES + 1);
+    const whole = 2 + (5 + 4) + 2 + 1e5 * (2 + (1 + 4 + 8) + (1 + 4 + 3));
+    expect(Math.abs(many.bytes - whole) / whole).toBeLessThan(0.01);
+    let deep: unknown = 'end';
+    for (let i = 0; i < 1e5; i++) deep = { d: deep };
+    expect(roughValueWalk(deep).visited).toBeLessThanOrEqual(ROUGH_SIZE_VALUES + 1);
   });
 });
