@@ -39,7 +39,7 @@ import { checkRecorderOptions } from './options.js';
 import { type OutputShape, quickOutcome, roughValueSize, thrownMessage } from './outcome.js';
 import { RecordQueue } from './record-queue.js';
 import { buildRecorderParts, COMMIT_RETRY_MS } from './recorder-parts.js';
-import { DECLARED_KINDS, isToolCall, queueGaps, type RecordingGaps } from './recording-gap.js';
+import { DECLARED_KINDS, notRecordedAs, queueGaps, type RecordingGaps } from './recording-gap.js';
 import { routingArgument } from './routing.js';
 import { type McpSession, ServerIdentity } from './server-identity.js';
 import type { SessionRegistry } from './session-registry.js';
@@ -351,7 +351,7 @@ class RecorderImpl implements Recorder {
     // The proxies never wait for room: at the queue's byte cap a request is counted (recording-gap.ts).
     const size = roughValueSize(request);
     const bytes = SMALL_JOB_BYTES + size;
-    const what = notification ? 'other' : isToolCall(request) ? 'tool-call' : 'request';
+    const what = notification ? 'other' : notRecordedAs(request);
     if (this.gaps.refuses(what, bytes)) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
     if (req?.method === 'initialize')

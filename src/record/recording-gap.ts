@@ -18,13 +18,11 @@ export const GAP_DECLARED = 1000;
 /** What was not kept: a tools/call, any other request with an id, or anything else (notification, note, event). */
 export type NotRecorded = 'tool-call' | 'request' | 'other';
 
-/** True for a JSON-RPC tools/call request. */
-export function isToolCall(request: unknown): boolean {
-  return (
-    typeof request === 'object' &&
-    request !== null &&
-    (request as { method?: unknown }).method === 'tools/call'
-  );
+/** What a request not kept counts as: a tools/call, another request (it has an id), or a notification: other. */
+export function notRecordedAs(request: unknown): NotRecorded {
+  if (typeof request !== 'object' || request === null) return 'other';
+  if ((request as { method?: unknown }).method === 'tools/call') return 'tool-call';
+  return (request as { id?: unknown }).id === undefined ? 'other' : 'request';
 }
 
 export interface RecordingGapOptions {

@@ -14,7 +14,7 @@ import type { ClosedSessionsModule } from './closed-sessions.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
-import { DECLARED_KINDS, isToolCall, RecordingGaps } from './recording-gap.js';
+import { DECLARED_KINDS, notRecordedAs, RecordingGaps } from './recording-gap.js';
 import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderOptions } from './types.js';
 
 /** What a worker recorder offers: what the proxies use of a recorder (`ProxyRecorder`) and where it writes. */
@@ -197,7 +197,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   beginExchange(request: unknown, meta: ExchangeMeta = {}): PendingExchange {
     if (this.closed || this.stopped !== undefined) return NOOP_EXCHANGE;
-    if (this.gaps.refuses(isToolCall(request) ? 'tool-call' : 'request')) return NOOP_EXCHANGE;
+    if (this.gaps.refuses(notRecordedAs(request))) return NOOP_EXCHANGE;
     // The methods hold `exchange`, the registered object: it lives while any of them can still be called.
     const exchange = { id: this.nextId++ };
     this.handles.register(exchange, exchange.id);

@@ -11,7 +11,12 @@ import { SMALL_JOB_BYTES } from '../../src/record/call.js';
 import { systemClock } from '../../src/record/clock.js';
 import { roughValueSize } from '../../src/record/outcome.js';
 import { createRecorderOnClock } from '../../src/record/recorder.js';
-import { GAP_DECLARED, type RecordingGapDetail, RecordingGaps } from '../../src/record/recording-gap.js';
+import {
+  GAP_DECLARED,
+  notRecordedAs,
+  type RecordingGapDetail,
+  RecordingGaps,
+} from '../../src/record/recording-gap.js';
 import type { Recorder } from '../../src/record/types.js';
 import { readSessions } from '../proxy/sim-script.js';
 import { summaryOfSession } from '../support/fixture-session.js';
@@ -113,6 +118,13 @@ describe('RecordingGaps', () => {
     expect(opened).toBe(2);
     gaps.closeIfRoom(true); // none open: nothing more
     expect(recorded).toHaveLength(2);
+  });
+
+  it('a request not kept counts as a tool call, a request (it has an id) or, a notification, another message', () => {
+    expect(notRecordedAs({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} })).toBe('tool-call');
+    expect(notRecordedAs({ jsonrpc: '2.0', id: 0, method: 'ping' })).toBe('request');
+    expect(notRecordedAs({ jsonrpc: '2.0', method: 'notifications/progress', params: {} })).toBe('other');
+    expect(notRecordedAs('not a message')).toBe('other');
   });
 
   it('a gap in which nothing was lost (declared events let through, a token kept) is neither recorded nor said', () => {
