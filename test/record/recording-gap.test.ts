@@ -77,37 +77,50 @@ function stallableRecorder(dir: string) {
   return { recorder, notices, held, release: () => release() };
 }
 
+/** A stallable recorder with one call recorded, then its queue stalled under `calls` more (ids 1 to `calls`). */
+async function stalledUnder(dir: string, calls: number) {
+  const stallable = stallableRecorder(dir);
+  answeredCall(stallable.recorder, 0);
+  await stallable.recorder.flush();
+  stallable.recorder.event(undefined, 'hold', {});
+  for (let id = 1; id <= calls; id++) answeredCall(stallable.recorder, id);
+  return stallable;
+}
+
+/** RecordingGaps at a cap of 1,000 whose held bytes and clock the test sets; what it records and says is kept. */
+function testGaps(start: { held: number; now: number }) {
+  const state = { ...start, recorded: [] as RecordingGapDetail[], opened: 0 };
+  const gaps = new RecordingGaps({
+    held: () => state.held,
+    cap: 1000,
+    reason: 'the test cap',
+    now: () => state.now,
+    record: (detail) => state.recorded.push(detail),
+    opened: () => state.opened++,
+  });
+  return { gaps, state };
+}
+
 describe('RecordingGaps', () => {
   it('counts what comes at the cap, lets declared events through up to GAP_DECLARED, and records one gap under half the cap', () => {
-    let held = 0;
-    let now = Date.parse('2026-01-01T00:00:00.000Z');
-    const recorded: RecordingGapDetail[] = [];
-    let opened = 0;
-    const gaps = new RecordingGaps({
-      held: () => held,
-      cap: 1000,
-      reason: 'the test cap',
-      now: () => now,
-      record: (detail) => recorded.push(detail),
-      opened: () => opened++,
-    });
+    const { gaps, state } = testGaps({ held: 0, now: Date.parse('2026-01-01T00:00:00.000Z') });
     expect(gaps.refuses('tool-call', 1000)).toBe(false); // fits exactly
     expect(gaps.refuses('tool-call', 1001)).toBe(true); // alone bigger than the cap, the queue idle: said at once
-    expect(recorded).toMatchObject([{ toolCalls: 1, requests: 1, otherMessages: 0 }]);
-    held = 900;
+    expect(state.recorded).toMatchObject([{ toolCalls: 1, requests: 1, otherMessages: 0 }]);
+    state.held = 900;
     expect(gaps.refuses('request', 200)).toBe(true);
-    now += 5;
+    state.now += 5;
     expect(gaps.refuses('other')).toBe(false); // under the cap with nothing more
-    held = 1000;
+    state.held = 1000;
     expect(gaps.refuses('other')).toBe(true);
     for (let i = 0; i < GAP_DECLARED; i++) expect(gaps.refusesDeclared(10)).toBe(false);
     expect(gaps.refusesDeclared(10)).toBe(true);
-    held = 501;
+    state.held = 501;
     gaps.closeIfRoom(false);
-    expect(recorded).toHaveLength(1);
-    held = 500;
+    expect(state.recorded).toHaveLength(1);
+    state.held = 500;
     gaps.closeIfRoom(false);
-    expect(recorded[1]).toEqual({
+    expect(state.recorded[1]).toEqual({
       reason: 'the test cap',
       toolCalls: 0,
       requests: 1,
@@ -115,9 +128,9 @@ describe('RecordingGaps', () => {
       from: '2026-01-01T00:00:00.000Z',
       to: '2026-01-01T00:00:00.005Z',
     });
-    expect(opened).toBe(2);
+    expect(state.opened).toBe(2);
     gaps.closeIfRoom(true); // none open: nothing more
-    expect(recorded).toHaveLength(2);
+    expect(state.recorded).toHaveLength(2);
   });
 
   it('a request not kept counts as a tool call, a request (it has an id) or, a notification, another message', () => {
@@ -128,30 +141,20 @@ describe('RecordingGaps', () => {
   });
 
   it('a gap in which nothing was lost (declared events let through, a token kept) is neither recorded nor said', () => {
-    let held = 1000;
-    const recorded: RecordingGapDetail[] = [];
-    let opened = 0;
-    const gaps = new RecordingGaps({
-      held: () => held,
-      cap: 1000,
-      reason: 'the test cap',
-      now: () => 0,
-      record: (detail) => recorded.push(detail),
-      opened: () => opened++,
-    });
+    const { gaps, state } = testGaps({ held: 1000, now: 0 });
     for (let i = 0; i < 5; i++) expect(gaps.refusesDeclared(10)).toBe(false);
     gaps.start(); // as the worker recorder does for a bearer token it keeps
-    held = 0;
+    state.held = 0;
     gaps.closeIfRoom(false);
     expect(gaps.open).toBe(false);
-    expect(recorded).toEqual([]);
-    expect(opened).toBe(0);
-    held = 1000;
+    expect(state.recorded).toEqual([]);
+    expect(state.opened).toBe(0);
+    state.held = 1000;
     expect(gaps.refusesDeclared(10)).toBe(false);
     expect(gaps.refuses('other')).toBe(true); // the first thing lost: said now
-    expect(opened).toBe(1);
+    expect(state.opened).toBe(1);
     gaps.closeIfRoom(true);
-    expect(recorded).toMatchObject([{ toolCalls: 0, requests: 0, otherMessages: 1 }]);
+    expect(state.recorded).toMatchObject([{ toolCalls: 0, requests: 0, otherMessages: 1 }]);
   });
 });
 
@@ -188,14 +191,7 @@ describe('the record queue at its byte cap (in-process recorder)', () => {
       const [during] = readSessions(dir);
       const gaps = during!.events.filter((e) => e.kind === 'recording-gap');
       expect(gaps).toHaveLength(1);
-      const gap = gaps[0]!.detail as {
-        reason: string;
-        toolCalls: number;
-        requests: number;
-        otherMessages: number;
-        from: string;
-        to: string;
-      };
+      const gap = gaps[0]!.detail as unknown as RecordingGapDetail;
       expect(gap.reason).toBe(`the record queue held ${CAP} bytes (its cap)`);
       const pings = during!.events.filter((e) => e.kind === 'exchange' && e.detail.method === 'ping');
       expect(gap.requests - gap.toolCalls + pings.length).toBe(n / 10);
@@ -229,11 +225,7 @@ describe('the record queue at its byte cap (in-process recorder)', () => {
 
   it('a gap that is still open at close is recorded then', async () => {
     const dir = path.join(temp.dir, 'at-close');
-    const { recorder, release } = stallableRecorder(dir);
-    answeredCall(recorder, 0);
-    await recorder.flush();
-    recorder.event(undefined, 'hold', {});
-    for (let id = 1; id <= 500; id++) answeredCall(recorder, id);
+    const { recorder, release } = await stalledUnder(dir, 500);
     const closed = recorder.close();
     release();
     await closed;
@@ -264,11 +256,7 @@ describe('the record queue at its byte cap (in-process recorder)', () => {
 
   it("a recording-gap event posted at the cap (the worker recorder's, through the one in its thread) is queued, not counted", async () => {
     const dir = path.join(temp.dir, 'worker-gap');
-    const { recorder, release } = stallableRecorder(dir);
-    answeredCall(recorder, 0);
-    await recorder.flush();
-    recorder.event(undefined, 'hold', {});
-    for (let id = 1; id <= 300; id++) answeredCall(recorder, id);
+    const { recorder, release } = await stalledUnder(dir, 300);
     for (let i = 0; i < 50; i++) recorder.event(undefined, 'padding', { i });
     const posted = {
       reason: "the recorder's thread held 1000 chars of JSON it had not taken (its cap)",
