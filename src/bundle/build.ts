@@ -747,7 +747,7 @@ function zipEntries(
   return entries;
 }
 
-/** A file's entry name in the zip: only a file `BUNDLE_FILES` lists (`contents.ts`) typechecks. */
+/** A file's entry name in the zip: only a file `BUNDLE_FILES` lists (src/contract/bundle-files.ts) typechecks. */
 function inBundle(top: string, name: BundleFileName): string {
   return `${top}/${name}`;
 }

@@ -13,8 +13,8 @@ import type { RecordStage } from './types.js';
 import { withoutImageBytes } from './values.js';
 
 /**
- * Events about the whole recorder, not one connection: a proxy's recording gap (worker-recorder.ts) may have
- * cost any open session calls, so it goes into each of them.
+ * Events about the whole recorder, not one connection: a recording gap (recording-gap.ts, either recorder) may have cost
+ * any open session calls, so it goes into each of them.
  */
 export const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set(['recording-gap']);
 

@@ -90,7 +90,7 @@ export class RecordingGaps {
     return true;
   }
 
-  /** A declared step or verdict of `bytes`: true while it may still be kept (GAP_DECLARED), else counted. */
+  /** A declared step or verdict of `bytes`: false while it may still be kept (GAP_DECLARED), else counted and true. */
   refusesDeclared(bytes = 0): boolean {
     if (!this.atCap(bytes)) return false;
     this.start();
