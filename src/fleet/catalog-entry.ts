@@ -272,9 +272,9 @@ function keepEntry(dir: string, stamp: LogStamp, entry: CatalogEntry, storedStat
 }
 
 /**
- * The recorder, right after closing a session's log: write its sidecar, so an `index` or a copy of the dir
- * elsewhere need not open the log. The log is read only when at rest, through a handle that leaves no
- * -wal, -shm behind. Returns whether the sidecar was written.
+ * The closed-sessions handler (catalog-sidecars.ts), right after the recorder closed a session's log: write
+ * its sidecar, so an `index` or a copy of the dir elsewhere need not open the log. The log is read only when
+ * at rest, through a handle that leaves no -wal, -shm behind. Returns whether the sidecar was written.
  */
 export function writeSidecarOfClosedLog(dir: string): boolean {
   const stamp = stampLog(dir);

@@ -6,7 +6,10 @@
  * loads only when called, at the recorder's close.
  */
 
-/** Write the sidecar of each dir's closed log. Never fails: a missing sidecar means the log is read. */
+/**
+ * Write the sidecar of each dir's closed log. Never fails: a missing sidecar means the log is read, so a
+ * session whose sidecar was not written gets its catalog entry from the next `mcec-bundle index` or `list`.
+ */
 export async function writeCatalogSidecars(dirs: string[]): Promise<void> {
   if (dirs.length === 0) return;
   try {

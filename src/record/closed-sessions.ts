@@ -17,7 +17,7 @@ export interface ClosedSessionsModule {
 
 /**
  * Hand the closed sessions' dirs on, when there are any and a handler was given. Never fails the close: what
- * the handler did not do is for a later reader (a missing sidecar means the log is read), and one `notice`
+ * the handler did not do is for a later reader (its creator's docs say what that means), and one `notice`
  * line says what failed, so a misconfigured handler (a wrong module URL, a missing dist file, a misspelled
  * export) is not silent.
  */
@@ -32,8 +32,7 @@ export async function handClosedSessions(
   } catch (err) {
     const sessions = dirs.length === 1 ? '1 closed session' : `${dirs.length} closed sessions`;
     notice(
-      `mcec-recorder: the closed-sessions handler failed for ${sessions} (${thrownMessage(err).slice(0, 300)}); ` +
-        'they get their catalog entries from the next `mcec-bundle index` or `list`',
+      `mcec-recorder: the closed-sessions handler failed for ${sessions} (${thrownMessage(err).slice(0, 300)})`,
     );
   }
 }
