@@ -10,15 +10,6 @@ export type ProxyOversizeAnswer = OversizeAnswer;
 /** A request the recorder has seen; settled with the response, a failure or an oversize answer. */
 export type ProxyPendingExchange = PendingExchange;
 
-/**
- * What a proxy needs from a recorder: exchanges, proxy events, the bearer tokens it sees, room to record, and
- * close.
- */
-export type ProxyRecorder = Pick<
-  Recorder,
-  'beginExchange' | 'recordExchange' | 'event' | 'rememberHeaderSecret' | 'room' | 'close'
->;
-
 /** ProxyRecorder's methods, as the proxies check a recorder they are given. */
 export const PROXY_RECORDER_METHODS = [
   'beginExchange',
@@ -27,7 +18,13 @@ export const PROXY_RECORDER_METHODS = [
   'rememberHeaderSecret',
   'room',
   'close',
-] as const satisfies ReadonlyArray<keyof ProxyRecorder>;
+] as const satisfies ReadonlyArray<keyof Recorder>;
+
+/**
+ * What a proxy needs from a recorder: exchanges, proxy events, the bearer tokens it sees, room to record, and
+ * close.
+ */
+export type ProxyRecorder = Pick<Recorder, (typeof PROXY_RECORDER_METHODS)[number]>;
 
 /**
  * Longest a proxy holds a request back while the recorder has no room: past it the request goes on (recording

@@ -31,7 +31,7 @@ export interface DeclaredVerdictResult {
  */
 export async function declareVerdict(
   dir: string,
-  verdict: { passed: boolean; reason?: string | null; via?: 'cli' | 'recorder' | 'notification' },
+  verdict: { passed: boolean; reason?: string | null; via?: (typeof VIAS)[number] },
 ): Promise<DeclaredVerdictResult> {
   expectPath(dir, 'dir');
   expectObject(verdict, 'verdict');

@@ -14,7 +14,7 @@ import { type HttpListener, type HttpOptions, listenHttp } from '../wire/http.js
 import type { JsonRpcResponse } from '../wire/json-rpc.js';
 import { serveStdio } from '../wire/stdio.js';
 import type { Desktop } from './desktop.js';
-import type { ConsentAnswer } from './meta-tools.js';
+import { CONSENT_ANSWERS } from './meta-tools.js';
 import type { RecordLimits } from './record.js';
 import { type CallToolResult, SimulatorCore, type SimulatorOptions } from './server.js';
 
@@ -67,14 +67,6 @@ export interface Simulator {
   serveStdio(input: Readable, output: Writable): Promise<void>;
 }
 
-/** The operator's answers to a consent prompt (`ConsentAnswer`). */
-const CONSENT_ANSWERS = [
-  'allow',
-  'allow-any',
-  'deny',
-  'timeout',
-  'unavailable',
-] as const satisfies readonly ConsentAnswer[];
 const RECORD_LIMIT_KEYS = [
   'maxFps',
   'maxDurationMs',

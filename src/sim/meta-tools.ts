@@ -4,8 +4,10 @@ import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { badArguments, sleep, str, type ToolContext, ToolFailure, type ToolSuccess } from './tool-kit.js';
 
+/** How the simulated operator may answer a consent prompt. */
+export const CONSENT_ANSWERS = ['allow', 'allow-any', 'deny', 'timeout', 'unavailable'] as const;
 /** How the simulated operator answers a consent prompt. */
-export type ConsentAnswer = 'allow' | 'allow-any' | 'deny' | 'timeout' | 'unavailable';
+export type ConsentAnswer = (typeof CONSENT_ANSWERS)[number];
 
 /** At most this many commands per request (AgentConsent.MaxCommandsPerRequest). */
 export const MAX_COMMANDS_PER_REQUEST = 8;

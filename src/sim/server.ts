@@ -17,7 +17,7 @@ import {
 import { serializeWire } from '../wire/json-text.js';
 import { type CallToolResult, type ContentBlock, PROTOCOL_VERSION } from '../wire/mcp-types.js';
 import { Desktop } from './desktop.js';
-import { CommandTable, type ConsentAnswer } from './meta-tools.js';
+import { CONSENT_ANSWERS, CommandTable, type ConsentAnswer } from './meta-tools.js';
 import { mulberry32, sessionIdSource } from './prng.js';
 import { DEFAULT_RECORD_LIMITS, type RecordLimits, SimRecorder } from './record.js';
 import { roundTripUtc, SessionStore, type SimSession } from './sessions.js';
@@ -439,8 +439,7 @@ export class SimulatorCore {
     const named = sessionId ? this.sessions.get(sessionId.trim()) : undefined;
     const stamp = named && !named.ended ? named.id : this.sessions.defaultSession.id;
     if (verb === 'sim:throw') throw new SimulatorFault('simulated handler fault (sim:throw)');
-    const answers = ['allow', 'allow-any', 'deny', 'timeout', 'unavailable'];
-    if (verb === 'sim:consent' && arg !== undefined && answers.includes(arg)) {
+    if (verb === 'sim:consent' && arg !== undefined && (CONSENT_ANSWERS as readonly string[]).includes(arg)) {
       this.commands.answerNext(arg as ConsentAnswer);
       return this.success(stamp, { result: { output: `the operator will answer ${arg}` } });
     }
