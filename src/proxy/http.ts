@@ -37,7 +37,7 @@ import {
   recorderRoom,
   rememberHeaderSecret,
 } from './recorder-port.js';
-import { DEFAULT_TIMEOUT_MS, formatDuration, MAX_TIMEOUT_MS, timeoutPolicy } from './timeouts.js';
+import { DEFAULT_TIMEOUT_MS, formatDuration, TIMER_MS, timeoutPolicy, WAIT_MS } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
 /** Options of {@link startHttpProxy}. */
@@ -131,8 +131,6 @@ interface HttpSettings {
 }
 
 const SERVER_KINDS = ['auto', 'mcec', 'mcp'] as const;
-/** A whole number of ms a timer can hold (timers past 2^31 ms fire at once). */
-const TIMER_MS = { min: 1, max: MAX_TIMEOUT_MS, integer: true } as const;
 
 /**
  * Check the options and fill in the defaults: a TypeError or RangeError naming the first bad option, a
@@ -162,7 +160,7 @@ function httpSettings(options: unknown): HttpSettings {
   expectRecord(options.toolTimeoutsMs, 'options.toolTimeoutsMs', (ms, name) =>
     expectNumber(ms, name, { ...TIMER_MS, required: true }),
   );
-  expectNumber(options.lateAnswerMs, 'options.lateAnswerMs', { ...TIMER_MS, min: 0 });
+  expectNumber(options.lateAnswerMs, 'options.lateAnswerMs', WAIT_MS);
   expectNumber(options.bodyTimeoutMs, 'options.bodyTimeoutMs', TIMER_MS);
   expectNumber(options.writeTimeoutMs, 'options.writeTimeoutMs', TIMER_MS);
   expectFunction(options.onNotice, 'options.onNotice');

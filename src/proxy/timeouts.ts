@@ -13,6 +13,10 @@ export const DEFAULT_TIMEOUT_MS = 150_000;
 export const ARGUMENT_TIMEOUT_GRACE_MS = 30_000;
 /** Longest timeout accepted (timers past 2^31 ms fire at once). */
 export const MAX_TIMEOUT_MS = 24 * 3_600_000;
+/** The range of a timer option (expectNumber's): a whole number of ms a timer can hold, from 1. */
+export const TIMER_MS = { min: 1, max: MAX_TIMEOUT_MS, integer: true } as const;
+/** The range of a wait option that may also be none (0). */
+export const WAIT_MS = { ...TIMER_MS, min: 0 } as const;
 
 /** The proxy's waits: one default and overrides by tool name (`params.name` of a tools/call). */
 export interface TimeoutPolicy {
@@ -29,21 +33,9 @@ export interface RequestTimeout {
   source: 'default' | 'tool' | 'argument';
 }
 
-/** Build a policy, checking every value (throws RangeError naming the bad one). */
+/** Build a policy from values its caller checked (the HTTP proxy's options, in TIMER_MS). */
 export function timeoutPolicy(defaultMs: number, perTool: Record<string, number> = {}): TimeoutPolicy {
-  checkTimeout('timeout', defaultMs);
-  const map = new Map<string, number>();
-  for (const [tool, ms] of Object.entries(perTool)) {
-    checkTimeout(`timeout of ${tool}`, ms);
-    map.set(tool, ms);
-  }
-  return { defaultMs, perTool: map };
-}
-
-function checkTimeout(name: string, ms: number): void {
-  if (!Number.isSafeInteger(ms) || ms <= 0 || ms > MAX_TIMEOUT_MS) {
-    throw new RangeError(`${name} must be a whole number of ms from 1 to ${MAX_TIMEOUT_MS}, got ${ms}`);
-  }
+  return { defaultMs, perTool: new Map(Object.entries(perTool)) };
 }
 
 /**

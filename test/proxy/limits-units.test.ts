@@ -54,10 +54,7 @@ describe('per-tool timeouts', () => {
     expect(timeoutFor(policy, call('record', { durationMs: 300_000 })).ms).toBe(90_000);
   });
 
-  it('refuses unusable values and formats durations for messages', () => {
-    expect(() => timeoutPolicy(0)).toThrow(RangeError);
-    expect(() => timeoutPolicy(150_000, { record: 25 * 3_600_000 })).toThrow(/timeout of record/);
-    expect(() => timeoutPolicy(1.5)).toThrow(RangeError);
+  it('formats durations for messages', () => {
     expect([formatDuration(250), formatDuration(150_000), formatDuration(90_500)]).toEqual([
       '250 ms',
       '150 s',

@@ -313,6 +313,13 @@ const refusals: Refusal[] = [
   ],
   [
     'startHttpProxy',
+    'a timeout that is not a whole number of ms',
+    () => httpProxy(httpOptions({ timeoutMs: 1.5 })),
+    RangeError,
+    'Expected options.timeoutMs to be an integer',
+  ],
+  [
+    'startHttpProxy',
     'a negative late-answer wait',
     () => httpProxy(httpOptions({ lateAnswerMs: -1 })),
     RangeError,
