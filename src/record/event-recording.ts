@@ -7,6 +7,7 @@ import type { Redactor } from '../redact/redactor.js';
 import { isRecord } from '../util/json.js';
 import type { RecordedCall } from './call.js';
 import { clipForLog } from './clip.js';
+import { RECORDING_GAP } from './recording-gap.js';
 import { serverInfoFrom } from './server-info.js';
 import type { SessionRegistry } from './session-registry.js';
 import type { RecordStage } from './types.js';
@@ -16,7 +17,7 @@ import { withoutImageBytes } from './values.js';
  * Events about the whole recorder, not one connection: a recording gap (recording-gap.ts, either recorder) may have cost
  * any open session calls, so it goes into each of them.
  */
-export const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set(['recording-gap']);
+export const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set([RECORDING_GAP]);
 
 /** A call's event (a streamed notification, a server request) is clipped to this. */
 const MAX_CALL_EVENT_CHARS = 64 * 1024;

@@ -10,6 +10,29 @@ import { SMALL_JOB_BYTES } from './call.js';
 import type { Clock } from './clock.js';
 import type { Job } from './jobs.js';
 
+/** The kind of the event that says what a gap did not keep. */
+export const RECORDING_GAP = 'recording-gap';
+
+/** What is at a recorder's cap, for its gap's texts (as the state now, `holds`, and after, `held`). */
+export interface AtCap {
+  /** What holds it: "the record queue". */
+  holder: string;
+  held: string;
+  holds: string;
+  /** What becomes of the calls meanwhile: "passed through", "forwarded". */
+  calls: string;
+}
+
+/** A gap's event `reason` and the stderr line said as it opens, written once for both recorders. */
+export function gapTexts(at: AtCap): { reason: string; opened: string } {
+  return {
+    reason: `${at.holder} held ${at.held} (its cap)`,
+    opened:
+      `mcec-recorder: ${at.holder} holds ${at.holds} (its cap): calls are ${at.calls} but not recorded until ` +
+      `it catches up (a ${RECORDING_GAP} event will say how many)`,
+  };
+}
+
 /** Events recorded even at the cap: what an agent declares of its run (declarations.ts). */
 export const DECLARED_KINDS: ReadonlySet<string> = new Set(['step', 'verdict']);
 /** Declared events let through in one gap at most: past it they are counted too. */
@@ -155,20 +178,22 @@ export function queueGaps(
   push: (job: Job, bytes: number) => void,
 ): RecordingGaps {
   const cap = queue.maxQueuedBytes;
+  const texts = gapTexts({
+    holder: 'the record queue',
+    held: `${cap} bytes`,
+    holds: `${cap} bytes`,
+    calls: 'passed through',
+  });
   return new RecordingGaps({
     held: () => queue.bytes,
     cap,
-    reason: `the record queue held ${cap} bytes (its cap)`,
+    reason: texts.reason,
     now: () => clock.date().getTime(),
     record: (detail) =>
       push(
-        { type: 'event', sessionId: undefined, kind: 'recording-gap', detail, at: clock.date() },
+        { type: 'event', sessionId: undefined, kind: RECORDING_GAP, detail, at: clock.date() },
         SMALL_JOB_BYTES,
       ),
-    opened: () =>
-      ledger.notice(
-        `mcec-recorder: the record queue holds ${cap} bytes (its cap): calls are passed through but not ` +
-          'recorded until it catches up (a recording-gap event will say how many)',
-      ),
+    opened: () => ledger.notice(texts.opened),
   });
 }

@@ -14,7 +14,7 @@ import type { ClosedSessionsModule } from './closed-sessions.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
-import { DECLARED_KINDS, notRecordedAs, RecordingGaps } from './recording-gap.js';
+import { DECLARED_KINDS, gapTexts, notRecordedAs, RECORDING_GAP, RecordingGaps } from './recording-gap.js';
 import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderOptions } from './types.js';
 
 /** What a worker recorder offers: what the proxies use of a recorder (`ProxyRecorder`) and where it writes. */
@@ -159,21 +159,23 @@ class WorkerRecorderImpl implements WorkerRecorder {
     if (faults) data.faults = faults;
     this.maxUntaken = faults?.maxUntakenChars ?? MAX_UNTAKEN_CHARS;
     this.roomHigh = faults?.roomHighChars ?? ROOM_HIGH_CHARS;
+    const gapText = gapTexts({
+      holder: "the recorder's thread",
+      held: `${this.maxUntaken} chars of JSON it had not taken`,
+      holds: `${this.maxUntaken} chars of JSON it has not taken`,
+      calls: 'forwarded',
+    });
     this.gaps = new RecordingGaps({
       held: () => this.untaken + this.batchedAnswers,
       cap: this.maxUntaken,
-      reason: `the recorder's thread held ${this.maxUntaken} chars of JSON it had not taken (its cap)`,
+      reason: gapText.reason,
       now: () => Date.now(),
       // Tokens kept at the cap go first: the gap closes as the cap is left.
       record: (detail) => {
         this.postKeptSecrets();
-        this.post({ op: 'event', sessionId: undefined, kind: 'recording-gap', detail: { ...detail } });
+        this.post({ op: 'event', sessionId: undefined, kind: RECORDING_GAP, detail: { ...detail } });
       },
-      opened: () =>
-        this.stderr(
-          `mcec-recorder: the recorder's thread holds ${this.maxUntaken} chars of JSON it has not taken (its ` +
-            'cap): calls are forwarded but not recorded until it catches up (a recording-gap event will say how many)',
-        ),
+      opened: () => this.stderr(gapText.opened),
     });
     // stdout: true keeps the worker's stdout off ours (a stdio proxy's stdout is the protocol).
     this.worker = new Worker(ENTRY, { workerData: data, stdout: true });
