@@ -1,6 +1,6 @@
 /** A tool call on its way through the recorder: what the agent sent, what came back, and where it is filed. */
 import type { ToolOutput } from '../contract/types.js';
-import { type OutputShape, roughSize } from './outcome.js';
+import { type OutputShape, roughSize, roughValueSize } from './outcome.js';
 import type { RecordedSession, SessionVia } from './session.js';
 import type { OversizeAnswer, Transport } from './types.js';
 
@@ -64,6 +64,11 @@ export interface CallAnswer {
 
 /** Bytes the queue counts for a job that carries no output. */
 export const SMALL_JOB_BYTES = 256;
+
+/** Bytes the queue counts for a job that carries `value` (an event's detail, a request): SMALL_JOB_BYTES plus its rough size. */
+export function jobBytes(value: unknown): number {
+  return SMALL_JOB_BYTES + roughValueSize(value);
+}
 
 /**
  * A call from its start to its row: what came back, where it is filed, what the queue holds of it. Its state

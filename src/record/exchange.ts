@@ -5,7 +5,7 @@
  */
 
 import { isRecord } from '../util/json.js';
-import { type ClientSaw, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
+import { type ClientSaw, jobBytes, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import type { Job } from './jobs.js';
 import { roughSize, roughValueSize } from './outcome.js';
 import type { NotRecorded } from './recording-gap.js';
@@ -114,7 +114,7 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
     },
     note: (kind, detail, at) => {
-      const size = SMALL_JOB_BYTES + roughValueSize(detail);
+      const size = jobBytes(detail);
       if (sink.refuses('other', size)) return;
       sink.push({ type: 'call-event', call, kind, detail, at: validDate(at) ?? new Date() }, size);
     },
@@ -144,10 +144,7 @@ export function otherExchange(
   // What settles this exchange, begun before any cap, is queued whatever the cap (one or two small events).
   const settling = (kind: string, detail: Record<string, unknown>) => {
     const at = sink.now();
-    sink.push(
-      { type: 'event', sessionId: undefined, kind, detail, at },
-      SMALL_JOB_BYTES + roughValueSize(detail),
-    );
+    sink.push({ type: 'event', sessionId: undefined, kind, detail, at }, jobBytes(detail));
   };
   const noteSaw = () => {
     if (saw) settling('late-answer', { client: saw.client, reason: saw.reason, method });

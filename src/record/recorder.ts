@@ -20,7 +20,7 @@ import type { Redactor } from '../redact/redactor.js';
 import type { CatalogTouches } from '../store/catalog-touches.js';
 import { isRecord } from '../util/json.js';
 import { agentValue, decidableFailure } from './agent-value.js';
-import { newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
+import { jobBytes, newCall, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
 import type { CallRecording } from './call-recording.js';
 import { type Clock, systemClock } from './clock.js';
 import { type ClosedSessionsHandler, handClosedSessions } from './closed-sessions.js';
@@ -387,7 +387,7 @@ class RecorderImpl implements Recorder {
     if (this.sealed) return;
     // At the byte cap an event is counted, not queued; declared steps and verdicts up to GAP_DECLARED a gap; a
     // recording gap (the worker recorder's, posted here) always: it is what says what was lost.
-    const bytes = SMALL_JOB_BYTES + roughValueSize(detail);
+    const bytes = jobBytes(detail);
     const gated = !RECORDER_WIDE_KINDS.has(kind);
     if (
       gated &&
