@@ -14,7 +14,6 @@ import {
   expectString,
   expectStringItem,
   expectStringOrRegExp,
-  optionTypeError,
 } from '../util/expect.js';
 import type { RecorderOptions } from './types.js';
 
@@ -43,8 +42,8 @@ export function checkRecorderOptions(value: unknown): RecorderOptions {
   expectBoolean(o.copyHostFiles, 'options.copyHostFiles');
   expectArray(o.hostPathMap, 'options.hostPathMap', (entry, name) => {
     expectObject(entry, name);
-    if (typeof entry.from !== 'string') throw optionTypeError(`Expected ${name}.from to be a string`);
-    if (typeof entry.to !== 'string') throw optionTypeError(`Expected ${name}.to to be a string`);
+    expectStringItem(entry.from, `${name}.from`);
+    expectStringItem(entry.to, `${name}.to`);
   });
   expectBoolean(o.thumbnails, 'options.thumbnails');
   if (o.mask !== undefined) {

@@ -9,6 +9,7 @@ import {
   expectOneOf,
   expectOptions,
   expectString,
+  optionTypeError,
 } from '../util/expect.js';
 import { type HttpListener, type HttpOptions, listenHttp } from '../wire/http.js';
 import type { JsonRpcResponse } from '../wire/json-rpc.js';
@@ -125,7 +126,7 @@ export function createSimulator(options: SimulatorOptions = {}): Simulator {
 /** The envelope of a CallToolResult: the JSON of its last text block. */
 export function envelopeOf(result: CallToolResult): Envelope {
   expectObject(result, 'result');
-  if (!Array.isArray(result.content)) throw new TypeError('Expected result.content to be an array');
+  if (!Array.isArray(result.content)) throw optionTypeError('Expected result.content to be an array');
   const last = result.content[result.content.length - 1];
   if (last?.type !== 'text') throw new Error('CallToolResult has no envelope text block last');
   return JSON.parse(last.text) as Envelope;

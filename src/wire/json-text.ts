@@ -1,5 +1,7 @@
 /** The MCEC server's JSON text form: compact JSON with System.Text.Json's default encoder (mcec-wire §4, §8). */
 
+import { expectStringItem } from '../util/expect.js';
+
 /** True for a UTF-16 code unit the server writes as `\uXXXX` inside a JSON string. */
 function mustEscape(code: number): boolean {
   // + < > & ' ` and everything outside printable ASCII (DEL and non-ASCII, surrogates one unit at a time).
@@ -22,7 +24,7 @@ const hex4 = (code: number) => `\\u${code.toString(16).toUpperCase().padStart(4,
  * as System.Text.Json writes them.
  */
 export function escapeJsonText(json: string): string {
-  if (typeof json !== 'string') throw new TypeError('Expected json to be a string');
+  expectStringItem(json, 'json');
   const parts: string[] = [];
   let last = 0;
   let inString = false;
