@@ -320,6 +320,20 @@ const refusals: Refusal[] = [
   ],
   [
     'startHttpProxy',
+    'a body timeout of 0 ms',
+    () => httpProxy(httpOptions({ bodyTimeoutMs: 0 })),
+    RangeError,
+    `Expected options.bodyTimeoutMs to be ${TIMER_RANGE}`,
+  ],
+  [
+    'startHttpProxy',
+    'a write timeout that is not a number',
+    () => httpProxy(httpOptions({ writeTimeoutMs: Number.NaN })),
+    TypeError,
+    'Expected options.writeTimeoutMs to be a number',
+  ],
+  [
+    'startHttpProxy',
     'a negative late-answer wait',
     () => httpProxy(httpOptions({ lateAnswerMs: -1 })),
     RangeError,
