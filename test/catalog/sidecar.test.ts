@@ -13,13 +13,14 @@ import { refreshCatalog } from '../../src/fleet/catalog.js';
 import { entryOfSessionDir, readCatalogEntry } from '../../src/fleet/catalog-entry.js';
 import { createRecorder } from '../../src/index.js';
 import { createRecorder as createRecorderOfRecord } from '../../src/record/index.js';
-import { createSimulator } from '../../src/sim/index.js';
 import { appendSessionEvent } from '../../src/store/append-event.js';
 import { CATALOG_FILE, type Catalog } from '../../src/store/catalog.js';
 import { ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { post } from '../proxy/helpers.js';
+import { sessionIdFrom } from '../proxy/sim-script.js';
 import { sessionRow } from '../support/log-rows.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
 import { ROOT, scratchRoot, validator } from './helpers.js';
 
 const validate = validator('catalog-entry.schema.json');
@@ -379,8 +380,7 @@ describe('catalog sidecars', () => {
   });
 
   it('mcec-record http writes the sidecar of each session it closes (its recorder in a worker thread)', async () => {
-    const sim = createSimulator({ seed: 5, sessionsRoot: path.join(root, 'http-sim') });
-    const upstream = await sim.listenHttp({ port: 0 });
+    const { listener: upstream } = await simOnHttp(path.join(root, 'http-sim'), { seed: 5 });
     const sessionsDir = path.join(root, 'http-recorded');
     const record = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
     const args = ['http', '--listen', '127.0.0.1:0', '--target', upstream.url, '--sessions', sessionsDir];
@@ -402,8 +402,7 @@ describe('catalog sidecars', () => {
           JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
         );
       const started = await rpc(1, 'session-start', {});
-      const sessionId = JSON.parse(JSON.parse(started.body.toString('utf8')).result.content.at(-1).text)
-        .sessionId as string;
+      const sessionId = sessionIdFrom(started.body.toString('utf8'));
       expect((await rpc(2, 'windows', { sessionId })).status).toBe(200);
       child.kill('SIGINT');
       expect(await exited, stderr).toBe(0);

@@ -23,7 +23,7 @@ import { summaryOfSession } from '../support/fixture-session.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 import { expectEventsValid } from './helpers.js';
 
-const temp = tempDirPerTest('mcec-queue-gap-');
+const temp = tempDirPerTest('mcec-recording-gap-');
 
 /** The queue's byte cap in these tests (the default is 256 MiB). */
 const CAP = 64 * 1024;
