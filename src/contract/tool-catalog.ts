@@ -115,7 +115,7 @@ export function mcecTool(name: string): McecToolSpec | undefined {
 }
 
 /** The tools of the given kinds, in catalog order. */
-export function toolsOfKind(...kinds: McecToolKind[]): McecToolName[] {
+function toolsOfKind(...kinds: McecToolKind[]): McecToolName[] {
   return MCEC_TOOL_NAMES.filter((name) => kinds.includes(MCEC_TOOL_CATALOG[name].kind));
 }
 
@@ -138,12 +138,12 @@ export const TYPING_TOOLS: ReadonlySet<string> = new Set(
   MCEC_TOOL_NAMES.filter((name) => (MCEC_TOOL_CATALOG[name] as McecToolSpec).typedText !== undefined),
 );
 
-/** Tools MCEC still serves while an operator consent prompt is open; the others get `consent-pending`. */
+/** Tools MCEC still serves while an operator consent prompt is open; the others get `consent-pending` (for tests). */
 export const SERVED_DURING_CONSENT: ReadonlySet<string> = new Set(
   MCEC_TOOL_NAMES.filter((name) => (MCEC_TOOL_CATALOG[name] as McecToolSpec).servedDuringConsent === true),
 );
 
-/** The catalog tools the operator has to grant first (MCEC's commandAccess `gatedTools` by default). */
+/** The catalog tools the operator has to grant first (MCEC's commandAccess `gatedTools` by default; for tests). */
 export const GATED_BY_DEFAULT: readonly string[] = MCEC_TOOL_NAMES.filter(
   (name) => (MCEC_TOOL_CATALOG[name] as McecToolSpec).gatedByDefault === true,
 );

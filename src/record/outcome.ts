@@ -229,7 +229,7 @@ export function roughValueSize(v: unknown): number {
   return roughValueWalk(v).bytes;
 }
 
-/** roughValueSize's walk: its bytes, and how many values it visited (at most ROUGH_SIZE_VALUES + 1). */
+/** roughValueSize's walk: its bytes, and how many values it visited (at most ROUGH_SIZE_VALUES + 1; for tests). */
 export function roughValueWalk(v: unknown): { bytes: number; visited: number } {
   const walk: Walk = { left: ROUGH_SIZE_VALUES, seen: new Set<object>() };
   const bytes = sizeOf(v, walk, 0);

@@ -92,6 +92,7 @@ export class RecordingGaps {
     this.options = options;
   }
 
+  /** Whether a gap is open (for tests). */
   get open(): boolean {
     return this.isOpen;
   }
