@@ -27,10 +27,10 @@ import {
   expectArray,
   expectBoolean,
   expectFunction,
+  expectNonEmptyString,
   expectNumber,
   expectObject,
   expectOptions,
-  expectPath,
   expectString,
 } from '../util/expect.js';
 import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
@@ -170,7 +170,7 @@ interface BundlePlan {
 
 /** Build the bug bundle of the session in `sessionDir`. */
 export async function buildBundle(sessionDir: string, options: BundleOptions = {}): Promise<BundleResult> {
-  expectPath(sessionDir, 'sessionDir');
+  expectNonEmptyString(sessionDir, 'sessionDir');
   const o = expectOptions(options);
   expectString(o.output, 'options.output', { nonEmpty: true });
   expectNumber(o.maxBytes, 'options.maxBytes', { min: 1, integer: true });

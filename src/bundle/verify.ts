@@ -13,7 +13,7 @@ import { BUNDLE_FILES, type BundleFileName } from '../contract/bundle-files.js';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { escapeFormatChars } from '../report/text.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
-import { expectNumber, expectOptions, expectPath } from '../util/expect.js';
+import { expectNonEmptyString, expectNumber, expectOptions } from '../util/expect.js';
 import { isRecord } from '../util/json.js';
 import { makeTempDir } from '../util/temp-files.js';
 import { Base64RunScanner } from './scrub.js';
@@ -99,7 +99,7 @@ interface Listed {
  * count caps.
  */
 export async function verifyBundle(zipPath: string, options: VerifyOptions = {}): Promise<VerifyResult> {
-  expectPath(zipPath, 'zipPath');
+  expectNonEmptyString(zipPath, 'zipPath');
   const o = expectOptions(options);
   for (const key of Object.keys(VERIFY_DEFAULTS)) expectNumber(o[key], `options.${key}`, { min: 0 });
   const caps = { ...VERIFY_DEFAULTS, ...definedOnly(options) };

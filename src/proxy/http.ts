@@ -7,11 +7,11 @@ import {
   expectBoolean,
   expectFunction,
   expectMethods,
+  expectNonEmptyString,
   expectNumber,
   expectObject,
   expectOneOf,
   expectOptions,
-  expectPath,
   expectRecord,
   expectString,
   optionRangeError,
@@ -138,7 +138,7 @@ const SERVER_KINDS = ['auto', 'mcec', 'mcp'] as const;
  */
 function httpSettings(options: unknown): HttpSettings {
   expectObject(options, 'options');
-  expectPath(options.target, 'options.target');
+  expectNonEmptyString(options.target, 'options.target');
   expectMethods(options.recorder, 'options.recorder', PROXY_RECORDER_METHODS);
   const listen = expectOptions(options.listen, 'options.listen');
   expectString(listen.host, 'options.listen.host', { nonEmpty: true });

@@ -7,10 +7,10 @@ import {
   expectArray,
   expectBoolean,
   expectMethods,
+  expectNonEmptyString,
   expectNumber,
   expectObject,
   expectOptions,
-  expectPath,
   expectString,
   expectStringItem,
 } from '../util/expect.js';
@@ -380,7 +380,7 @@ function childExit(
 /** runStdioProxy's options, checked before anything starts: a TypeError/RangeError naming the first bad one. */
 function checkStdioOptions(options: unknown): void {
   expectObject(options, 'options');
-  expectPath(options.command, 'options.command');
+  expectNonEmptyString(options.command, 'options.command');
   expectArray(options.args, 'options.args', expectStringItem);
   expectMethods(options.recorder, 'options.recorder', PROXY_RECORDER_METHODS);
   // Every method pipeBothWays calls on them.

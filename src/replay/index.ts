@@ -3,11 +3,11 @@ import type { Readable, Writable } from 'node:stream';
 import {
   expectArray,
   expectBoolean,
+  expectNonEmptyString,
   expectNumber,
   expectObject,
   expectOneOf,
   expectOptions,
-  expectPath,
   expectString,
 } from '../util/expect.js';
 import { type HttpListener, listenHttp } from '../wire/http.js';
@@ -151,7 +151,7 @@ export async function replaySession(
 
 /** replaySession's arguments, checked: a TypeError for a wrong type, a RangeError out of range, naming it. */
 function checkReplayArguments(source: unknown, options: unknown): void {
-  expectPath(source, 'source');
+  expectNonEmptyString(source, 'source');
   const o = expectOptions(options);
   expectString(o.sessionsDir, 'options.sessionsDir');
   expectOneOf(o.order, 'options.order', ['any', 'strict']);

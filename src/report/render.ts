@@ -6,10 +6,10 @@ import { fileURLToPath } from 'node:url';
 import { bundleFileList } from '../contract/bundle-files.js';
 import {
   expectArray,
+  expectNonEmptyString,
   expectNumber,
   expectObject,
   expectOptions,
-  expectPath,
   expectString,
 } from '../util/expect.js';
 import { groupThousands } from '../util/units.js';
@@ -356,8 +356,8 @@ function checkRenderArguments(summary: unknown, options: unknown): Record<string
 export function checkBundleFiles(value: unknown): void {
   expectArray(value, 'options.bundleFiles', (file, name) => {
     expectObject(file, name);
-    expectPath(file.name, `${name}.name`);
-    expectPath(file.holds, `${name}.holds`);
+    expectNonEmptyString(file.name, `${name}.name`);
+    expectNonEmptyString(file.holds, `${name}.holds`);
   });
 }
 
@@ -370,7 +370,7 @@ export async function renderBugReport(
   expectString(o.bundleName, 'options.bundleName', { nonEmpty: true });
   if (o.runGif !== undefined && o.runGif !== null) {
     expectObject(o.runGif, 'options.runGif');
-    expectPath(o.runGif.path, 'options.runGif.path');
+    expectNonEmptyString(o.runGif.path, 'options.runGif.path');
     expectNumber(o.runGif.frames, 'options.runGif.frames', { min: 0, integer: true, required: true });
   }
   checkBundleFiles(o.bundleFiles);

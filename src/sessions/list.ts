@@ -6,7 +6,7 @@ import path from 'node:path';
 import { withCatalog } from '../fleet/catalog.js';
 import type { Verdict } from '../report/types.js';
 import type { CatalogSession } from '../store/catalog.js';
-import { expectBoolean, expectFunction, expectOptions, expectPath } from '../util/expect.js';
+import { expectBoolean, expectFunction, expectNonEmptyString, expectOptions } from '../util/expect.js';
 
 /** One line of `mcec-bundle list` (`schema/session-listing.schema.json`): a catalog row. */
 export interface SessionListing {
@@ -84,7 +84,7 @@ export async function listSessionSummaries(
   sessionsDir: string,
   options: ListOptions = {},
 ): Promise<SessionListing[]> {
-  expectPath(sessionsDir, 'sessionsDir');
+  expectNonEmptyString(sessionsDir, 'sessionsDir');
   const o = expectOptions(options);
   expectBoolean(o.failedOnly, 'options.failedOnly');
   expectFunction(o.onWarning, 'options.onWarning');

@@ -11,9 +11,9 @@ import {
   expectBoolean,
   expectFunction,
   expectInstance,
+  expectNonEmptyString,
   expectNumber,
   expectObject,
-  expectPath,
 } from '../util/expect.js';
 import { isRegularFile } from '../util/file-stat.js';
 import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
@@ -60,7 +60,7 @@ export interface PruneOptions {
  * and its WAL), anything outside `sessionsDir`, or anything that is a symlink.
  */
 export async function pruneSessions(sessionsDir: string, options: PruneOptions): Promise<PrunedSession[]> {
-  expectPath(sessionsDir, 'sessionsDir');
+  expectNonEmptyString(sessionsDir, 'sessionsDir');
   expectObject(options, 'options');
   expectNumber(options.olderThanMs, 'options.olderThanMs', { min: 0, required: true });
   expectNumber(options.recentMs, 'options.recentMs', { min: 0 });

@@ -6,11 +6,11 @@ import { FULL_FACTS, type SummaryFacts, summaryFacts } from '../report/summary-f
 import type { BugReportOptions, SessionSummary } from '../report/types.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
 import { SessionReader } from '../store/session-reader.js';
-import { expectOptions, expectPath, expectString } from '../util/expect.js';
+import { expectNonEmptyString, expectOptions, expectString } from '../util/expect.js';
 
 /** Summarize one session (opens and closes its log). */
 export async function summarizeSession(dir: string): Promise<SessionSummary> {
-  expectPath(dir, 'dir');
+  expectNonEmptyString(dir, 'dir');
   const reader = SessionReader.open(dir);
   try {
     return await buildSummary(reader);
@@ -67,6 +67,6 @@ export async function bugReportText(
 
 /** A session dir and `{templatesDir}`, checked at the boundary (TypeError/RangeError naming the argument). */
 function checkDirAndTemplates(dir: unknown, options: unknown): void {
-  expectPath(dir, 'dir');
+  expectNonEmptyString(dir, 'dir');
   expectString(expectOptions(options).templatesDir, 'options.templatesDir', { nonEmpty: true });
 }

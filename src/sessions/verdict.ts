@@ -4,7 +4,13 @@ import { createRedactor } from '../redact/redactor.js';
 import type { Verdict } from '../report/types.js';
 import { appendSessionEvent } from '../store/append-event.js';
 import { touchCatalogSession } from '../store/catalog.js';
-import { expectBoolean, expectObject, expectOneOf, expectPath, expectString } from '../util/expect.js';
+import {
+  expectBoolean,
+  expectNonEmptyString,
+  expectObject,
+  expectOneOf,
+  expectString,
+} from '../util/expect.js';
 import { summarizeSession } from './summarize.js';
 
 /** Who declared a verdict: `mcec-bundle verdict`, the recorder's API, a notification through a proxy. */
@@ -33,7 +39,7 @@ export async function declareVerdict(
   dir: string,
   verdict: { passed: boolean; reason?: string | null; via?: (typeof VIAS)[number] },
 ): Promise<DeclaredVerdictResult> {
-  expectPath(dir, 'dir');
+  expectNonEmptyString(dir, 'dir');
   expectObject(verdict, 'verdict');
   expectBoolean(verdict.passed, 'verdict.passed', { required: true });
   if (verdict.reason !== null) expectString(verdict.reason, 'verdict.reason');

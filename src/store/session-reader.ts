@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
-import { expectBoolean, expectOptions, expectPath } from '../util/expect.js';
+import { expectBoolean, expectNonEmptyString, expectOptions } from '../util/expect.js';
 import { openLogForReading, type SessionDb } from './open.js';
 import type {
   ArtifactRow,
@@ -304,7 +304,7 @@ export class SessionReader {
    * handle that cannot write either, but that removes the -wal and -shm it created (`openLogForReading`).
    */
   static open(dir: string, options: { tidy?: boolean } = {}): SessionReader {
-    expectPath(dir, 'dir');
+    expectNonEmptyString(dir, 'dir');
     expectBoolean(expectOptions(options).tidy, 'options.tidy');
     const file = path.join(dir, LOG_FILE);
     if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);

@@ -108,8 +108,8 @@ export function expectRegExp(value: unknown, name: string): void {
   if (!(value instanceof RegExp)) throw optionTypeError(`Expected ${name} to be a RegExp`);
 }
 
-/** A required string argument (a path, an id): present, a string, not empty. */
-export function expectPath(value: unknown, name: string): void {
+/** A required non-empty string (a path, an id, a URL, a command): present, a string, not blank. */
+export function expectNonEmptyString(value: unknown, name: string): void {
   if (typeof value !== 'string') throw optionTypeError(`Expected ${name} to be a string`);
   if (value.trim() === '') throw optionRangeError(`Expected ${name} to be a non-empty string`);
 }
