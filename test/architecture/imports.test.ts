@@ -95,13 +95,7 @@ function roomCycles(edges: Edge[]): string[][] {
     if (!next.has(a)) next.set(a, new Set());
     next.get(a)!.add(b);
   }
-  const reach = (start: string): Set<string> => {
-    const seen = new Set<string>();
-    const stack = [start];
-    while (stack.length > 0)
-      for (const n of next.get(stack.pop()!) ?? []) if (!seen.has(n) && seen.add(n)) stack.push(n);
-    return seen;
-  };
+  const reach = (start: string): Set<string> => walk(next.get(start) ?? [], (n) => next.get(n) ?? []);
   const cycles: string[][] = [];
   const placed = new Set<string>();
   for (const room of next.keys()) {
@@ -126,25 +120,43 @@ function fileGraph(edges: Edge[]): Map<string, Set<string>> {
   return next;
 }
 
-/** The files a room's files import through any chain, not going on from the files in `stopAt`. */
-function filesReached(next: Map<string, Set<string>>, room: string, stopAt = new Set<string>()): Set<string> {
-  const seen = new Set([...next.keys()].filter((f) => roomOf(f) === room));
+/** What `starts` lead to through `next`, the starts included, not going on from those in `stopAt`. */
+function walk<T>(
+  starts: Iterable<T>,
+  next: (n: T) => Iterable<T>,
+  stopAt: ReadonlySet<T> = new Set(),
+): Set<T> {
+  const seen = new Set(starts);
   const stack = [...seen];
   while (stack.length > 0) {
-    const file = stack.pop()!;
-    if (stopAt.has(file)) continue;
-    for (const n of next.get(file) ?? []) if (!seen.has(n) && seen.add(n)) stack.push(n);
+    const n = stack.pop()!;
+    if (stopAt.has(n)) continue;
+    for (const m of next(n)) if (!seen.has(m) && seen.add(m)) stack.push(m);
   }
   return seen;
 }
 
+/** The files the given files import through any chain (the given files included), not going on from `stopAt`. */
+function filesReachedFrom(
+  next: Map<string, Set<string>>,
+  files: Iterable<string>,
+  stopAt?: Set<string>,
+): Set<string> {
+  return walk(files, (f) => next.get(f) ?? [], stopAt);
+}
+
+/** The files a room's files import through any chain, not going on from the files in `stopAt`. */
+function filesReached(next: Map<string, Set<string>>, room: string, stopAt?: Set<string>): Set<string> {
+  return filesReachedFrom(
+    next,
+    [...next.keys()].filter((f) => roomOf(f) === room),
+    stopAt,
+  );
+}
+
 /** The rooms the table lets a room reach through chains of imports (its row, their rows, ...). */
 function tableReach(room: string): Set<string> {
-  const seen = new Set<string>();
-  const stack = [room];
-  while (stack.length > 0)
-    for (const r of rules.rooms[stack.pop()!] ?? []) if (!seen.has(r) && seen.add(r)) stack.push(r);
-  return seen;
+  return walk(rules.rooms[room] ?? [], (r) => rules.rooms[r] ?? []);
 }
 
 /**
@@ -153,11 +165,8 @@ function tableReach(room: string): Set<string> {
  */
 function allowedReach(room: string): Set<string> {
   const allowed = tableReach(room);
-  for (const from of [room, ...allowed])
-    for (const e of rules.fileEdges.filter((x) => roomOf(x.from) === from)) {
-      for (const target of e.to) allowed.add(roomOf(target));
-      for (const r of e.reaches ?? []) for (const reached of [r, ...tableReach(r)]) allowed.add(reached);
-    }
+  const from = new Set([room, ...allowed]);
+  for (const e of rules.fileEdges) if (from.has(roomOf(e.from))) for (const r of edgeReach(e)) allowed.add(r);
   return allowed;
 }
 
@@ -170,15 +179,6 @@ function edgeReach(edge: ImportRules['fileEdges'][number]): Set<string> {
   const allowed = new Set([room, ...tableReach(room), ...edge.to.map(roomOf)]);
   for (const r of edge.reaches ?? []) for (const reached of [r, ...tableReach(r)]) allowed.add(reached);
   return allowed;
-}
-
-/** The files the given files import through any chain (the given files included). */
-function filesReachedFrom(next: Map<string, Set<string>>, files: string[]): Set<string> {
-  const seen = new Set(files);
-  const stack = [...files];
-  while (stack.length > 0)
-    for (const n of next.get(stack.pop()!) ?? []) if (!seen.has(n) && seen.add(n)) stack.push(n);
-  return seen;
 }
 
 /**
