@@ -808,6 +808,22 @@ refusals.push(
   ],
 );
 
+describe('startHttpProxy: each timer option is a whole number of ms from 1 to 24 h', () => {
+  it.each(['timeoutMs', 'bodyTimeoutMs', 'writeTimeoutMs'])('%s', async (option) => {
+    for (const [value, type] of [
+      [0, RangeError],
+      [-1, RangeError],
+      [25 * 3_600_000, RangeError],
+      [1.5, RangeError],
+      [Number.NaN, TypeError],
+    ] as const) {
+      const refused = httpProxy(httpOptions({ [option]: value }));
+      await expect(refused).rejects.toBeInstanceOf(type);
+      await expect(refused).rejects.toThrow(`options.${option}`);
+    }
+  });
+});
+
 describe('every entry point refuses a bad argument with the exact class and message', () => {
   it.each(refusals)('%s: %s', async (entry, _bad, call, type, message) => {
     let thrown: unknown;
