@@ -151,18 +151,26 @@ export interface ZipHeaderFields {
   size: number;
 }
 
+/**
+ * The fields both records carry in the same order from `at` (the central record has one more field before
+ * them): flags (UTF-8 names), method, time 0, date 1980-01-01, CRC-32, sizes, the name's length.
+ */
+function writeSharedFields(buf: Buffer, at: number, f: ZipHeaderFields): void {
+  buf.writeUInt16LE(0x800, at);
+  buf.writeUInt16LE(f.method, at + 2);
+  buf.writeUInt16LE(0x21, at + 6);
+  buf.writeUInt32LE(f.crc, at + 8);
+  buf.writeUInt32LE(f.compressedSize, at + 12);
+  buf.writeUInt32LE(f.size, at + 16);
+  buf.writeUInt16LE(f.name.length, at + 20);
+}
+
 /** A local file header (30 bytes; the name and the data follow it): UTF-8 name, DOS date 1980-01-01, no extras. */
 export function localFileHeader(f: ZipHeaderFields): Buffer {
   const local = Buffer.alloc(30);
   local.writeUInt32LE(0x04034b50, 0);
   local.writeUInt16LE(20, 4);
-  local.writeUInt16LE(0x800, 6);
-  local.writeUInt16LE(f.method, 8);
-  local.writeUInt16LE(0x21, 12);
-  local.writeUInt32LE(f.crc, 14);
-  local.writeUInt32LE(f.compressedSize, 18);
-  local.writeUInt32LE(f.size, 22);
-  local.writeUInt16LE(f.name.length, 26);
+  writeSharedFields(local, 6, f);
   return local;
 }
 
@@ -172,13 +180,7 @@ export function centralDirectoryRecord(f: ZipHeaderFields, offset: number, mode 
   central.writeUInt32LE(0x02014b50, 0);
   central.writeUInt16LE((3 << 8) | 20, 4);
   central.writeUInt16LE(20, 6);
-  central.writeUInt16LE(0x800, 8);
-  central.writeUInt16LE(f.method, 10);
-  central.writeUInt16LE(0x21, 14);
-  central.writeUInt32LE(f.crc, 16);
-  central.writeUInt32LE(f.compressedSize, 20);
-  central.writeUInt32LE(f.size, 24);
-  central.writeUInt16LE(f.name.length, 28);
+  writeSharedFields(central, 8, f);
   central.writeUInt32LE((mode << 16) >>> 0, 38);
   central.writeUInt32LE(offset, 42);
   return central;
