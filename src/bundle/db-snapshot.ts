@@ -2,24 +2,27 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
-import { openSessionDb } from '../store/open.js';
+import { openLogForReading } from '../store/open.js';
 
 /**
- * Copy `<sessionDir>/session.sqlite` to `destFile` with `VACUUM INTO` from a read-only connection: one read
+ * Copy `<sessionDir>/session.sqlite` to `destFile` with `VACUUM INTO` from a reading connection: one read
  * transaction, so the copy is a snapshot even while the log is written; rebuilt row by row, so it holds no
  * free pages and two copies of the same content are byte-identical (the backup API copies pages as they lie).
  * The copy is not synced to disk.
  */
 export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes: number } {
-  const db = openSessionDb(path.join(sessionDir, LOG_FILE), { readonly: true });
+  const log = openLogForReading(path.join(sessionDir, LOG_FILE));
+  const { db } = log;
   try {
     // VACUUM INTO syncs the copy per this connection's setting; a copy (for a bundle, a temp file zipped and
     // deleted) needs no sync: same bytes, 57 -> 36 ms for 8.7 MB here, far more on a slow disk.
     db.pragma('synchronous = OFF');
+    // VACUUM INTO writes only `destFile`, yet a handle that must not write the log (query_only) refuses it.
+    db.pragma('query_only = 0');
     fs.rmSync(destFile, { force: true });
     db.prepare('VACUUM INTO ?').run(destFile);
   } finally {
-    db.close();
+    log.close();
   }
   return { bytes: fs.statSync(destFile).size };
 }

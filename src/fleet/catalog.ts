@@ -296,10 +296,10 @@ async function indexSessions(
         items.push({ entry: step.entry, touched, dirMtime: beforeKept ? mtime : null });
         continue;
       }
-      // The dir's time after reading: a reader's first open adds the log's -wal and -shm files, and writing
-      // the sidecar replaces a file, which moves it to now. Kept when that is all that changed it (the time
-      // before was settled, and we wrote the sidecar or both WAL files appeared): else every session index
-      // read is read again by the next sweep.
+      // The dir's time after reading: the reader's handle makes the log's -wal and -shm files and removes them
+      // at its close, and writing the sidecar replaces a file, both of which move it to now. Kept when that is
+      // all that changed it (the time before was settled, and we wrote the sidecar, or there were no WAL files
+      // before the read and none after): else every session index read is read again by the next sweep.
       let entry: CatalogEntry;
       let after: number | null;
       let onlyOurFiles: boolean;
@@ -312,7 +312,7 @@ async function indexSessions(
         const read = readLog(dir);
         entry = read.entry;
         after = mtimeOf(dir);
-        onlyOurFiles = beforeKept && (read.wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 2));
+        onlyOurFiles = beforeKept && (read.wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 0));
       }
       items.push({
         entry,

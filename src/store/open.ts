@@ -1,5 +1,7 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { LOG_COPY_PREFIX, makeTempDir } from '../util/temp-files.js';
 import { removeEntrySidecar } from './entry-sidecar.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
@@ -24,38 +26,106 @@ export function describeLogError(file: string, err: unknown): unknown {
   return Object.assign(new Error(`${file}: ${said} (${code}): ${next}`), { code });
 }
 
+/** A log opened for reading; `close()` also removes the private copy it was read from, if any. */
+export interface LogForReading {
+  db: SessionDb;
+  version: number;
+  close(): void;
+}
+
 /**
  * Open a session log read-only, with its schema version (read once: the first read of a log attaches to
  * its WAL, the costly part of opening one). The busy timeout is set by the driver, not a PRAGMA statement.
+ *
+ * A read leaves the session dir as it found it: a log with no WAL content (a closed log) is read through a
+ * handle that cannot write (`query_only`) but, as the log's last handle, removes the -wal and -shm its open
+ * created; a read-only handle cannot, so it is used only while a writer's WAL has content. `tidy` forces
+ * either (true: the recorder, right after it closed the log). A dir this user cannot write (a CI artifact,
+ * a colleague's share), where SQLite cannot make those files, is read from a private copy of the log.
  */
-export function openLogForReading(
-  file: string,
-  options: { tidy?: boolean } = {},
-): { db: SessionDb; version: number } {
-  let db: SessionDb | undefined;
-  let version: number;
+export function openLogForReading(file: string, options: { tidy?: boolean } = {}): LogForReading {
+  const tidy = options.tidy ?? walBytes(file) === 0;
+  let opened: { db: SessionDb; version: number };
+  let copyDir: string | null = null;
   try {
-    // `tidy`: a read-write handle that cannot write (query_only). Closed as the log's last handle it removes
-    // the -wal and -shm its open created, leaving the dir as the recorder left it; a read-only one cannot.
-    db = options.tidy
-      ? new Database(file, { fileMustExist: true, timeout: 2000 })
-      : new Database(file, { readonly: true, fileMustExist: true, timeout: 2000 });
-    if (options.tidy) db.exec('PRAGMA query_only = 1');
-    // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
-    // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
-    db.exec('PRAGMA cache_size = -2000');
-    version = db.pragma('user_version', { simple: true }) as number;
+    opened = openInPlace(file, tidy);
   } catch (err) {
-    db?.close();
-    throw describeLogError(file, err);
+    if (!cannotWriteBeside(err)) throw describeLogError(file, err);
+    copyDir = copyForReading(file, err);
+    try {
+      opened = openInPlace(path.join(copyDir, path.basename(file)), false);
+    } catch (copyErr) {
+      fs.rmSync(copyDir, { recursive: true, force: true });
+      throw describeLogError(file, copyErr);
+    }
   }
+  const { db, version } = opened;
+  const close = () => {
+    if (db.open) db.close();
+    if (copyDir) fs.rmSync(copyDir, { recursive: true, force: true });
+    copyDir = null;
+  };
   if (version > SCHEMA_VERSION) {
-    db.close();
+    close();
     throw new Error(
       `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
     );
   }
-  return { db, version };
+  return { db, version, close };
+}
+
+/** Bytes in the log's WAL (0 when there is none): what a writer wrote and no checkpoint has moved yet. */
+function walBytes(file: string): number {
+  try {
+    return fs.statSync(`${file}-wal`).size;
+  } catch {
+    return 0;
+  }
+}
+
+function openInPlace(file: string, tidy: boolean): { db: SessionDb; version: number } {
+  let db: SessionDb | undefined;
+  try {
+    db = tidy
+      ? new Database(file, { fileMustExist: true, timeout: 2000 })
+      : new Database(file, { readonly: true, fileMustExist: true, timeout: 2000 });
+    if (tidy) db.exec('PRAGMA query_only = 1');
+    // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
+    // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
+    db.exec('PRAGMA cache_size = -2000');
+    return { db, version: db.pragma('user_version', { simple: true }) as number };
+  } catch (err) {
+    db?.close();
+    throw err;
+  }
+}
+
+/** SQLite could not open the log because this user cannot write beside it (its -wal, -shm), or the log itself. */
+function cannotWriteBeside(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return (
+    typeof code === 'string' && (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN'))
+  );
+}
+
+/**
+ * The log and its WAL copied into a temp dir of this process's own; `refused` (SQLite's error) is what is
+ * said when the log cannot even be read.
+ */
+function copyForReading(file: string, refused: unknown): string {
+  const dir = makeTempDir(LOG_COPY_PREFIX);
+  try {
+    fs.copyFileSync(file, path.join(dir, path.basename(file)));
+    if (walBytes(file) > 0) fs.copyFileSync(`${file}-wal`, path.join(dir, `${path.basename(file)}-wal`));
+    return dir;
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true });
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw Object.assign(
+      new Error(`${file}: cannot be read by this user (${why}; SQLite: ${(refused as Error).message})`),
+      { code: (err as NodeJS.ErrnoException).code ?? (refused as { code?: unknown }).code },
+    );
+  }
 }
 
 /**
@@ -67,9 +137,8 @@ export function openLogForWriting(file: string, options?: Database.Options): Dat
   return new Database(file, options);
 }
 
-/** Open (and, for a writer, create and migrate) a session log with the pragmas the design asks for. */
-export function openSessionDb(file: string, options: { readonly?: boolean } = {}): SessionDb {
-  if (options.readonly) return openLogForReading(file).db;
+/** Open a session log to write it (created and migrated when new), with the pragmas the design asks for. */
+export function openSessionDb(file: string): SessionDb {
   // SQLite does not call the busy handler for every lock a new log's setup takes (switching to WAL), so a
   // process creating the log while another does may see SQLITE_BUSY at once: try again for up to 2 s.
   const deadline = Date.now() + 2000;

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { expectBoolean, expectNonEmptyString, expectOptions } from '../util/expect.js';
-import { openLogForReading, type SessionDb } from './open.js';
+import { type LogForReading, openLogForReading, type SessionDb } from './open.js';
 import type {
   ArtifactRow,
   CallCounts,
@@ -274,6 +274,7 @@ type Statement = Database.Statement<unknown[], unknown>;
 /** Read-only view of one session log. */
 export class SessionReader {
   readonly dir: string;
+  private readonly log: LogForReading;
   private readonly db: SessionDb;
   /** Prepared statements by SQL text: preparing costs more than running most of these queries. */
   private readonly statements = new Map<string, Statement>();
@@ -281,10 +282,11 @@ export class SessionReader {
   /** The log's schema version: version 1 logs have no writers table and no writer columns. */
   private readonly version: number;
 
-  private constructor(dir: string, db: SessionDb, version: number) {
+  private constructor(dir: string, log: LogForReading) {
     this.dir = dir;
-    this.db = db;
-    this.version = version;
+    this.log = log;
+    this.db = log.db;
+    this.version = log.version;
   }
 
   /** The prepared statement for `sql` (returning arrays when `raw`), prepared once per reader. */
@@ -300,16 +302,17 @@ export class SessionReader {
   }
 
   /**
-   * Open the log in `dir` (a session dir) read-only; `tidy` (the recorder, right after closing the log): a
-   * handle that cannot write either, but that removes the -wal and -shm it created (`openLogForReading`).
+   * Open the log in `dir` (a session dir) read-only, leaving the dir as it was found (`openLogForReading`:
+   * a dir this user cannot write is read from a private copy). `tidy` picks the handle rather than the
+   * log's state: true, one that removes the -wal and -shm it created (the recorder, right after closing the
+   * log); false, a read-only one.
    */
   static open(dir: string, options: { tidy?: boolean } = {}): SessionReader {
     expectNonEmptyString(dir, 'dir');
     expectBoolean(expectOptions(options).tidy, 'options.tidy');
     const file = path.join(dir, LOG_FILE);
     if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
-    const { db, version } = openLogForReading(file, options);
-    return new SessionReader(dir, db, version);
+    return new SessionReader(dir, openLogForReading(file, options));
   }
 
   /** Run `fn` inside one read transaction so every query sees the same snapshot of a log being written. */
@@ -739,8 +742,8 @@ export class SessionReader {
     return (this.stmt('SELECT count(*) AS n FROM events WHERE kind = ?').get(kind) as { n: number }).n;
   }
 
-  /** Close the connection. */
+  /** Close the connection (and remove the private copy it read, if any). */
   close(): void {
-    if (this.db.open) this.db.close();
+    this.log.close();
   }
 }

@@ -96,8 +96,12 @@ export function makeTempDir(prefix: string, parent = os.tmpdir()): string {
   return fs.mkdtempSync(path.join(parent, `${prefix}-${process.pid}-`));
 }
 
+/** A session log copied to be read where its own dir cannot be written (store/open.ts). */
+export const LOG_COPY_PREFIX = 'mcec-log';
+
 /** The prefixes of the temp dirs this package makes (swept by `prune`). */
 export const TEMP_DIR_PREFIXES = [
+  LOG_COPY_PREFIX,
   'mcec-bundle',
   'mcec-bundles',
   'mcec-replay-bundle',

@@ -2,7 +2,7 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { openSessionDb } from '../../src/store/open.js';
+import { openLogForReading } from '../../src/store/open.js';
 import type { CallRow, EventRow, SessionRow } from '../../src/store/schema.js';
 import { post, type RawAnswer } from './helpers.js';
 
@@ -82,7 +82,8 @@ export function readSessions(root: string): RecordedSession[] {
     .sort()
     .map((name) => {
       const dir = path.join(root, name);
-      const db = openSessionDb(path.join(dir, 'session.sqlite'), { readonly: true });
+      const log = openLogForReading(path.join(dir, 'session.sqlite'));
+      const { db } = log;
       try {
         const session = db.prepare('SELECT * FROM session').get() as SessionRow;
         const calls = db.prepare('SELECT * FROM calls ORDER BY seq').all() as CallRow[];
@@ -92,7 +93,7 @@ export function readSessions(root: string): RecordedSession[] {
         }));
         return { dir, session, calls, events };
       } finally {
-        db.close();
+        log.close();
       }
     });
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { openSessionDb } from '../../src/store/open.js';
+import { openLogForReading, openSessionDb } from '../../src/store/open.js';
 import {
   isProcessAlive,
   listSessions,
@@ -260,7 +260,8 @@ describe('SessionReader', () => {
     );
     f.close();
     const reader = SessionReader.open(f.dir);
-    const db = openSessionDb(path.join(f.dir, 'session.sqlite'), { readonly: true });
+    const log = openLogForReading(path.join(f.dir, 'session.sqlite'));
+    const { db } = log;
     try {
       // Every column of a CallRow (the `writer` column of schema 2 is read through writers()).
       const expected = (
@@ -272,7 +273,7 @@ describe('SessionReader', () => {
       expect(reader.call(550)).toEqual(expected[549]);
       expect(streamed[9]!.duration_ms).toBe(9.123456789);
     } finally {
-      db.close();
+      log.close();
       reader.close();
     }
   });
