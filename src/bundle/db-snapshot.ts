@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
-import { openLogForReading } from '../store/open.js';
+import { describeLogError, openLogForReading } from '../store/open.js';
 
 /**
  * Copy `<sessionDir>/session.sqlite` to `destFile` with `VACUUM INTO` from a reading connection: one read
@@ -11,7 +11,8 @@ import { openLogForReading } from '../store/open.js';
  * The copy is not synced to disk.
  */
 export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes: number } {
-  const log = openLogForReading(path.join(sessionDir, LOG_FILE));
+  const file = path.join(sessionDir, LOG_FILE);
+  const log = openLogForReading(file);
   const { db } = log;
   try {
     // VACUUM INTO syncs the copy per this connection's setting; a copy (for a bundle, a temp file zipped and
@@ -21,6 +22,17 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
     db.pragma('query_only = 0');
     fs.rmSync(destFile, { force: true });
     db.prepare('VACUUM INTO ?').run(destFile);
+  } catch (err) {
+    const described = describeLogError(file, err);
+    // A damaged page the report's queries never read can still stop the copy: the rest can be bundled.
+    if (described instanceof Error && described !== err)
+      throw Object.assign(
+        new Error(`${described.message}; bundle the rest without the log (--no-db, or the option db: false)`),
+        {
+          code: (err as { code?: unknown }).code,
+        },
+      );
+    throw described;
   } finally {
     log.close();
   }

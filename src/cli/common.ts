@@ -7,6 +7,7 @@ import { DEFAULT_WRITE_TIMEOUT_MS } from '../wire/write-deadline.js';
 export {
   relativeSessionsWarning,
   resolveSessionsDir,
+  sessionDirAsRootProblem,
   sessionsDirOrigin,
   sessionsDirProblem,
   windowsPathProblem,

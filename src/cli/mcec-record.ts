@@ -21,7 +21,9 @@ import {
   parseListen,
   parseWriteTimeout,
   relativeSessionsWarning,
+  resolveSessionsDir,
   runProgram,
+  sessionDirAsRootProblem,
   UsageError,
   windowsPathProblem,
 } from './common.js';
@@ -202,6 +204,8 @@ const CATALOG_SIDECARS: ClosedSessionsModule = {
 async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<WorkerRecorder> {
   const foreign = windowsPathProblem(options.sessions);
   if (foreign) throw new UsageError(foreign);
+  const asSession = sessionDirAsRootProblem(resolveSessionsDir(options.sessions), options.sessions);
+  if (asSession) throw new UsageError(asSession);
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
   const { createWorkerRecorder } = await import('../record/worker-recorder.js');
   const mask = maskOptions(options);

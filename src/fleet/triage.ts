@@ -9,6 +9,7 @@ import { serverCategory } from '../contract/read-tool-output.js';
 import { recoveryFor } from '../report/recovery.js';
 import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
+import { parseJsonFileText } from '../util/json.js';
 import {
   type CompiledRule,
   compileRules,
@@ -525,7 +526,7 @@ export function loadFingerprintRules(file: string, options: { optional?: boolean
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseJsonFileText(text);
   } catch (err) {
     throw new Error(`${file}: not JSON: ${(err as Error).message}`);
   }

@@ -73,9 +73,10 @@ export const TOOLS: readonly ToolDefinition[] = [
     outputSchema: 'session-page',
     async run(evidence, args) {
       const page = await evidence.listSessions(args);
-      const lines = page.sessions.map(
-        (s) =>
-          `${s.id}  ${s.startedAt ?? s.dirName}  ${s.verdict ?? '-'}  ${s.calls} calls, ${s.failures} failures  ${s.scenario ?? ''}`,
+      const lines = page.sessions.map((s) =>
+        s.error !== undefined
+          ? `${s.id}  ${s.dirName}  UNREADABLE: ${s.error}`
+          : `${s.id}  ${s.startedAt ?? s.dirName}  ${s.verdict ?? '-'}  ${s.calls} calls, ${s.failures} failures  ${s.scenario ?? ''}`,
       );
       const head = `${page.total} session(s) match; showing ${page.sessions.length} from ${page.offset}.`;
       return {

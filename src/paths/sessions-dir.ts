@@ -1,6 +1,7 @@
 /** Where recordings live: one rule for the recorder, the demo and every CLI. */
 import fs from 'node:fs';
 import path from 'node:path';
+import { LOG_FILE } from './naming.js';
 
 /**
  * The sessions root every program uses: an explicit dir, else `$MCEC_SESSIONS_DIR` when set and not empty,
@@ -28,11 +29,24 @@ export function sessionsDirProblem(dir: string, explicit?: string | null): strin
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  if (stat?.isDirectory()) return null;
+  if (stat?.isDirectory()) return sessionDirAsRootProblem(dir, explicit);
   const what = stat ? 'is not a directory' : 'does not exist';
   return (
     `the sessions dir ${dir} (${sessionsDirOrigin(explicit)}) ${what}: ` +
     'give --sessions DIR (the dir the recorder writes sessions into) or set MCEC_SESSIONS_DIR'
+  );
+}
+
+/**
+ * Why a sessions root that is itself a session dir (it holds the log: the usual slip when handed one dir)
+ * cannot be used: a reader would list nothing, and an index, a report or a recorder would write into it.
+ * Null otherwise.
+ */
+export function sessionDirAsRootProblem(dir: string, explicit?: string | null): string | null {
+  if (!fs.existsSync(path.join(dir, LOG_FILE))) return null;
+  return (
+    `the sessions dir ${dir} (${sessionsDirOrigin(explicit)}) is a session dir (it holds ${LOG_FILE}): ` +
+    `give its parent, ${path.dirname(dir)}, as --sessions, or this dir's path where a session id goes`
   );
 }
 

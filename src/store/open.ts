@@ -71,7 +71,27 @@ export function openLogForReading(file: string, options: { tidy?: boolean } = {}
       `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
     );
   }
+  if (version === 0 && !hasTables(db)) {
+    close();
+    throw new Error(emptyLogMessage(file));
+  }
   return { db, version, close };
+}
+
+function hasTables(db: SessionDb): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get() !== undefined;
+}
+
+/**
+ * A log with no tables: a recorder writes its tables into the WAL first, so a copy taken while it ran
+ * without session.sqlite-wal (or a killed recorder's dir copied so) holds none of its calls.
+ */
+function emptyLogMessage(file: string): string {
+  const wal = `${path.basename(file)}-wal`;
+  return fs.existsSync(`${file}-wal`)
+    ? `${file}: an empty log: its recorder wrote nothing into it`
+    : `${file}: the log holds no tables: what its recorder wrote is in ${wal}, which is not beside it (a copy ` +
+        `taken while the recorder ran, or without its ${wal}): copy the session dir again with ${wal}`;
 }
 
 /** Bytes in the log's WAL (0 when there is none): what a writer wrote and no checkpoint has moved yet. */

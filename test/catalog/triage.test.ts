@@ -164,6 +164,14 @@ describe('triage: a generated fleet of 2,000 sessions', () => {
     const bad = cli(['triage', '--sessions', sessionsDir]);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/rule 1: "match" must name at least one field/);
+    // Saved by Windows Notepad or PowerShell 5 (a byte-order mark first): read as the same rules.
+    fs.writeFileSync(
+      path.join(sessionsDir, 'fingerprint-rules.json'),
+      `\uFEFF${fs.readFileSync(rules, 'utf8')}`,
+    );
+    const marked = cli(['triage', '--json', '--sessions', sessionsDir]);
+    expect(marked.stderr).toBe('');
+    expect((JSON.parse(marked.stdout) as TriageReport).groups).toEqual(r.groups);
     fs.rmSync(path.join(sessionsDir, 'fingerprint-rules.json'));
   }, 120_000);
 

@@ -183,6 +183,31 @@ describe('a sessions dir that cannot be meant here', () => {
     },
   );
 
+  it('a session dir given as the sessions dir: every program says so and names its parent; nothing is written in it', async () => {
+    const dir = dirs.a11ce0000001!;
+    const before = fs.readdirSync(dir).sort();
+    const bin = (name: string) => path.join(path.dirname(BUNDLE_CLI), `${name}.js`);
+    const said = `the sessions dir ${dir} (--sessions) is a session dir (it holds session.sqlite): give its parent, ${sessions}, as --sessions`;
+    for (const args of [['list'], ['index'], ['report', '--all'], ['triage'], ['show', 'a11ce']]) {
+      const r = await run([...args, '--sessions', dir]);
+      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(1);
+      expect(r.stderr).toContain(said);
+    }
+    const record = await runNode([
+      bin('mcec-record'),
+      'stdio',
+      '--sessions',
+      dir,
+      '--',
+      process.execPath,
+      '-e',
+      '0',
+    ]);
+    expect(record.code).toBe(2);
+    expect(record.stderr).toContain(said);
+    expect(fs.readdirSync(dir).sort()).toEqual(before);
+  });
+
   it('mcec-record stdio warns when the sessions dir is relative (the MCP client picks the working dir)', async () => {
     const record = path.join(path.dirname(BUNDLE_CLI), 'mcec-record.js');
     const server = ['--', process.execPath, '-e', '0'];

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/index.js';
 import { publishedSchema } from '../../src/mcp-server/schemas.js';
 import { TOOLS } from '../../src/mcp-server/tools.js';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import {
   httpClient,
@@ -276,4 +277,33 @@ describe('the HTTP front door', () => {
     expect(run.code).toBe(2); // bad usage, as for mcec-record http
     expect(run.stderr).toMatch(/non-loopback/);
   });
+});
+
+describe('a session whose log cannot be read', () => {
+  it('list_sessions says so in its text as in its structured content', async () => {
+    const dir = tempDir('mcec-mcp-unreadable-');
+    try {
+      const good = FixtureSession.create(dir, { sessionId: '900d00000001' });
+      good.call(calls.findSave());
+      good.end();
+      good.close();
+      const broken = path.join(dir, '20261201-120000-badbadbad001');
+      fs.mkdirSync(broken);
+      fs.writeFileSync(path.join(broken, 'session.sqlite'), 'not a database, copied half-way');
+      const { client, close } = await stdioClient(dir);
+      try {
+        const list = await call(client, 'list_sessions', {});
+        const sessionsListed = list.structuredContent!.sessions as Array<{ id: string; error?: string }>;
+        const unreadable = sessionsListed.find((s) => s.id === 'badbadbad001')!;
+        expect(unreadable.error).toMatch(/session\.sqlite/);
+        const text = list.content[0]!.text!;
+        expect(text).toContain(`badbadbad001  20261201-120000-badbadbad001  UNREADABLE: ${unreadable.error}`);
+        expect(text).toMatch(/900d00000001 .* 1 calls, 0 failures/);
+      } finally {
+        await close();
+      }
+    } finally {
+      removeDir(dir);
+    }
+  }, 60_000);
 });

@@ -8,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSessionDb } from '../../src/store/open.js';
 import { SessionReader } from '../../src/store/session-reader.js';
@@ -175,5 +176,54 @@ describe('a session dir this user cannot write', () => {
 
     expect({ closed: listing(s.dir), crashed: listing(crashed.dir) }).toEqual(before);
     expect(fs.readdirSync(tmp)).toEqual([]);
+  });
+});
+
+describe('a log copied from elsewhere, not whole', () => {
+  it('copied without its -wal while the recorder ran: says the WAL is missing, not "no such table"', () => {
+    const root = newRoot();
+    const sessions = path.join(root, 'sessions');
+    const s = FixtureSession.create(path.join(root, 'live'), { sessionId: 'c0b1ed000003' });
+    s.call(calls.findSave());
+    // The recorder's tables and rows are still in its WAL: copy the dir without it, as a mid-run copy would.
+    const copy = path.join(sessions, path.basename(s.dir));
+    fs.mkdirSync(copy, { recursive: true });
+    fs.copyFileSync(path.join(s.dir, 'session.sqlite'), path.join(copy, 'session.sqlite'));
+    s.close();
+    const said = `${path.join(copy, 'session.sqlite')}: the log holds no tables: what its recorder wrote is in session.sqlite-wal, which is not beside it`;
+    expect(() => SessionReader.open(copy)).toThrow(said);
+    const show = bundleCli(['show', s.sessionId, '--sessions', sessions], os.tmpdir());
+    expect(show.code).toBe(1);
+    expect(show.stderr).toContain(said);
+    const list = bundleCli(['list', '--sessions', sessions, '--json'], os.tmpdir());
+    expect(JSON.parse(list.stdout)[0].error).toContain('the log holds no tables');
+  });
+
+  it('a damaged page the report never reads: the bundle names the log and says --no-db bundles the rest', () => {
+    const root = newRoot();
+    const sessions = path.join(root, 'sessions');
+    const s = closedSession(root);
+    const log = path.join(s.dir, 'session.sqlite');
+    // log_state is the writer's own table: no report reads it, the bundle's copy of the log does.
+    const db = new Database(log, { readonly: true });
+    const { rootpage } = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'log_state'").get() as {
+      rootpage: number;
+    };
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    const fd = fs.openSync(log, 'r+');
+    try {
+      fs.writeSync(fd, Buffer.alloc(pageSize), 0, pageSize, (rootpage - 1) * pageSize); // as a bad sector leaves it
+    } finally {
+      fs.closeSync(fd);
+    }
+    expect(bundleCli(['show', s.sessionId, '--sessions', sessions], os.tmpdir()).code).toBe(0);
+    const out = path.join(root, 'out.zip');
+    const bundle = bundleCli([s.sessionId, '--sessions', sessions, '-o', out, '--no-gif'], os.tmpdir());
+    expect(bundle.code).toBe(1);
+    expect(bundle.stderr).toContain(`${log}: `);
+    expect(bundle.stderr).toContain('bundle the rest without the log (--no-db');
+    const rest = bundleCli([s.sessionId, '--sessions', sessions, '-o', out, '--no-gif', '--no-db'], os.tmpdir());
+    expect(rest.code, rest.stderr).toBe(0);
   });
 });
