@@ -223,7 +223,10 @@ describe('a log copied from elsewhere, not whole', () => {
     expect(bundle.code).toBe(1);
     expect(bundle.stderr).toContain(`${log}: `);
     expect(bundle.stderr).toContain('bundle the rest without the log (--no-db');
-    const rest = bundleCli([s.sessionId, '--sessions', sessions, '-o', out, '--no-gif', '--no-db'], os.tmpdir());
+    const rest = bundleCli(
+      [s.sessionId, '--sessions', sessions, '-o', out, '--no-gif', '--no-db'],
+      os.tmpdir(),
+    );
     expect(rest.code, rest.stderr).toBe(0);
   });
 });
