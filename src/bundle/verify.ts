@@ -135,6 +135,8 @@ export async function verifyBundle(zipPath: string, options: VerifyOptions = {})
     }
   } catch (err) {
     add(`zip structure: ${quoteText((err as Error).message)}`);
+    // Its listing stopped there: what was not listed cannot be said missing (nor the zip empty).
+    if (tops.size === 0) return { ok: false, problems, entries };
   } finally {
     zip.close();
     scratch.remove();

@@ -140,6 +140,8 @@ export interface RawEntry {
   mode?: number;
   /** Override the CRC-32 written (to make a corrupt entry). */
   crc?: number;
+  /** Override the uncompressed size written (to make an entry that lies about its size). */
+  size?: number;
 }
 
 /** What one entry's ZIP headers say: stored (0) or deflated (8), its CRC-32 and sizes. */
@@ -213,7 +215,7 @@ export function rawZip(entries: RawEntry[]): Buffer {
       method: 0,
       crc,
       compressedSize: e.data.length,
-      size: e.data.length,
+      size: e.size ?? e.data.length,
     };
     locals.push(localFileHeader(fields), name, e.data);
     centrals.push(centralDirectoryRecord(fields, offset, e.mode), name);

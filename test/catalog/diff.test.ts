@@ -128,6 +128,18 @@ describe('diff: three demo runs, two passing and one failing', () => {
     expect(first.code).toBe(1);
     expect(first.stderr).toMatch(/no passing run of scenario/);
   });
+
+  it('two session dirs given by their paths need no sessions dir: the diff goes beside B', () => {
+    const [p1, p2] = runs as [(typeof runs)[0], (typeof runs)[0]];
+    const elsewhere = path.join(root, 'elsewhere'); // no ./sessions here
+    fs.mkdirSync(elsewhere);
+    const res = cli(['diff', p1.dir, p2.dir, '--json'], { cwd: elsewhere });
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout) as SessionDiff).toMatchObject({ differs: false });
+    const out = path.join(sessionsDir, 'diffs', `${path.basename(p1.dir)}--${path.basename(p2.dir)}`);
+    expect(fs.existsSync(path.join(out, 'diff.html'))).toBe(true);
+    expect(fs.readdirSync(elsewhere)).toEqual([]);
+  });
 });
 
 describe.skipIf(!hasChromium)('index page: mcec-bundle report --all over the demo runs, in Chromium', () => {

@@ -238,6 +238,13 @@ describe('verify of a zip whose every entry was refused', () => {
     const said = r.stdout + r.stderr;
     expect(said).toContain('no entry left to check: all 2 entries were refused (above)');
     expect(said).not.toContain('the zip is empty');
+    // A stored entry that declares 4 GiB: the listing stops at it, so nothing is said missing or empty.
+    const lying = path.join(work, 'lying.zip');
+    fs.writeFileSync(lying, rawZip([{ name: 'top/a.txt', data: Buffer.from('abc'), size: 0xfffffff0 }]));
+    const l = await run(['verify', lying]);
+    expect(l.code).toBe(1);
+    expect(l.stdout + l.stderr).toContain('zip structure: ');
+    expect(l.stdout + l.stderr).not.toMatch(/the zip is empty|missing /);
     const empty = path.join(work, 'empty.zip');
     fs.writeFileSync(empty, rawZip([]));
     const e = await run(['verify', empty]);

@@ -220,7 +220,7 @@ export function addDiffCommand(program: Command): void {
       .option('--json', 'print the diff as JSON (schema/diff.schema.json)')
       .option(
         '-o, --output <dir>',
-        'where diff.html and the diff PNGs go (default: <sessions>/diffs/<A>--<B>)',
+        "where diff.html and the diff PNGs go (default: diffs/<A>--<B> in B's sessions dir)",
       )
       .option('--exit-code', 'exit 1 when the runs differ (for CI), 0 when they match')
       .option('--threshold <0-1>', "pixelmatch's colour threshold per pixel (default 0.1)", shareArg)
@@ -265,20 +265,21 @@ async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Pro
   if (opts.lastPass ? b !== undefined : b === undefined) {
     throw new UsageError('give two sessions, or one with --last-pass');
   }
-  const root = sessionsDir(opts);
   const d = await import('../../fleet/diff.js');
   let dirA: string;
   let dirB: string;
   if (opts.lastPass) {
     const run = await locate(a, opts);
-    dirA = await lastPassDir(root, run);
+    dirA = await lastPassDir(sessionsDir(opts), run);
     dirB = run.dir;
   } else {
+    // Two session dirs given by their paths need no sessions dir: the diff goes beside B's.
     dirA = (await locate(a, opts)).dir;
     dirB = (await locate(b!, opts)).dir;
   }
   const out =
-    outputPath(opts.output) ?? path.join(root, 'diffs', `${path.basename(dirA)}--${path.basename(dirB)}`);
+    outputPath(opts.output) ??
+    path.join(path.dirname(dirB), 'diffs', `${path.basename(dirA)}--${path.basename(dirB)}`);
   const result = await d.diffSessions(dirA, dirB, {
     outDir: out,
     threshold: opts.threshold,
