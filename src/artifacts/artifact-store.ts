@@ -6,6 +6,7 @@ import { type ImageFormat, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
 import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
 import { closeFd, writeAt } from '../util/fd-io.js';
+import { loadSharp, type Sharp } from '../util/sharp.js';
 import { computeBlankCheck } from './blank-check.js';
 import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
 import { placeNewFile, tempFileIn } from './place-file.js';
@@ -68,18 +69,8 @@ export interface SaveOptions {
 /** Default pixel limit: 100 megapixels (a 4K frame is 8.3). */
 export const DEFAULT_LIMIT_INPUT_PIXELS = 100_000_000;
 
-type SharpModule = typeof import('sharp')['default'];
-let sharpModule: Promise<SharpModule> | undefined;
 /** sharp once loaded: a header read then goes to the thread pool without waiting a turn. */
-let sharpLoaded: SharpModule | undefined;
-/** sharp costs ~100 ms to load: import it once, on first use. */
-function loadSharp(): Promise<SharpModule> {
-  sharpModule ??= import('sharp').then((m) => {
-    sharpLoaded = m.default;
-    return m.default;
-  });
-  return sharpModule;
-}
+let sharpLoaded: Sharp | undefined;
 
 /** The first save of a fingerprint. */
 interface FirstCopy {
@@ -289,7 +280,8 @@ export class ArtifactStore {
       if (!h) throw new Error('bad BMP header');
       return { width: h.width, height: h.height };
     }
-    const sharp = sharpLoaded ?? (await loadSharp());
+    sharpLoaded ??= await loadSharp();
+    const sharp = sharpLoaded;
     return sharp(buf, { limitInputPixels: this.limitInputPixels }).metadata();
   }
 

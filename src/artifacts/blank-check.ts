@@ -1,4 +1,5 @@
 import type { BlankCheck } from '../contract/types.js';
+import { loadSharp } from '../util/sharp.js';
 import { decodeBmp } from './image-file.js';
 
 /**
@@ -129,7 +130,7 @@ export async function computeBlankCheck(image: Buffer, limitInputPixels = 100_00
     if (bmp.width * bmp.height > limitInputPixels) throw new Error('too many pixels');
     return blankCheckFromRaw(bmp.data, bmp.width, bmp.height, bmp.channels);
   }
-  const { default: sharp } = await import('sharp');
+  const sharp = await loadSharp();
   const meta = await sharp(image, { limitInputPixels }).metadata();
   const width = meta.width ?? 0;
   const height = meta.pageHeight ?? meta.height ?? 0;

@@ -13,8 +13,9 @@ export function tempFileIn(dir: string, prefix: string): string {
 
 /**
  * Give the complete temp file `tmp` the name `file` without replacing anything: a hard link (the caller removes
- * the temp); where links are not supported (FAT, some shares), a rename to a name checked to be free. 'taken'
- * when `file` exists; any other failure is returned. Synchronous: a few metadata syscalls cost less than as many
+ * the temp); where the link fails for any other reason than a taken name, a rename to a name checked to be
+ * free (links are refused in many words: EPERM, ENOTSUP, ENOSYS; on Windows EISDIR from FAT and exFAT,
+ * EACCES or EINVAL from some shares). 'taken' when `file` exists; any other failure of the rename is returned. Synchronous: a few metadata syscalls cost less than as many
  * round trips through the thread pool.
  */
 export function placeNewFile(tmp: string, file: string): 'ok' | 'taken' | unknown {
@@ -22,9 +23,7 @@ export function placeNewFile(tmp: string, file: string): 'ok' | 'taken' | unknow
     fs.linkSync(tmp, file);
     return 'ok';
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST') return 'taken';
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'ENOSYS') return err;
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return 'taken';
   }
   try {
     fs.lstatSync(file);

@@ -5,10 +5,10 @@
  */
 import { promises as fsp } from 'node:fs';
 import type { ImageFormat } from '../contract/image-bytes.js';
+import { loadSharp } from '../util/sharp.js';
 import {
   isSha256Hex,
   keepThumbnail,
-  loadSharp,
   makeThumbnails,
   readKeptThumbnail,
   THUMBNAIL_WIDTHS,

@@ -13,6 +13,7 @@
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { thumbnailRelativePath } from '../paths/naming.js';
+import type { Sharp } from '../util/sharp.js';
 import { placeNewFile, tempFileIn } from './place-file.js';
 
 /** Widths thumbnails are made at, widest first (the widest is the one report.html promises, 320 px). */
@@ -31,19 +32,6 @@ export interface ThumbnailImage {
   data: Buffer;
   width: number;
   height: number;
-}
-
-export type Sharp = typeof import('sharp')['default'];
-
-let sharpModule: Promise<Sharp> | undefined;
-/** sharp, imported on first use only (it costs ~50 MB and ~100 ms); its operation cache off. */
-export function loadSharp(): Promise<Sharp> {
-  sharpModule ??= import('sharp').then((m) => {
-    // Each image is decoded once: libvips' operation cache (up to 50 MB by default) would only hold dead pixels.
-    m.default.cache(false);
-    return m.default;
-  });
-  return sharpModule;
 }
 
 /** One thumbnail of `input` (an image, or a wider thumbnail) at most `width` wide and twice as tall. */

@@ -388,7 +388,8 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
         }
         warnings.push(overCapWarning(bytes, maxBytes, droppable.length, capDrops.length));
       }
-      fs.renameSync(tmp, output);
+      // An older zip of the same name may be open in a zip viewer (Windows refuses the rename over it).
+      moveIntoPlace(tmp, output);
       tmp = null;
       warnings.push(...plan.gifProblem);
       const reportHtml = copy ? copy.commit(warnings) : null;

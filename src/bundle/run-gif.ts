@@ -10,13 +10,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { loadSharp, readKeptThumbnail } from '../artifacts/thumbnail.js';
-
+import { readKeptThumbnail } from '../artifacts/thumbnail.js';
 import type { PlayerFrame, PlayerModel, PlayerStep } from '../report/player/model.js';
 import { OVERLAY_COLOURS, overlaySvg } from '../report/player/overlay-svg.js';
+import { loadSharp, type Sharp } from '../util/sharp.js';
 import { GifFileWriter, GifPalette, rgbOf } from './gif-writer.js';
-
-type Sharp = Awaited<ReturnType<typeof loadSharp>>;
 
 /** Bounds of run.gif. */
 export interface RunGifLimits {

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 /** mcec-record: record MCEC tool calls on the wire (HTTP or stdio) without changing the agent's code. */
 
-import fs from 'node:fs';
 import path from 'node:path';
 import { Command, Option } from 'commander';
 import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
@@ -11,6 +10,7 @@ import type { ClosedSessionsModule } from '../record/closed-sessions.js';
 import { recorderVersion } from '../record/environment.js';
 import type { WorkerRecorder } from '../record/worker-recorder.js';
 import { isOptionError } from '../util/expect.js';
+import { readTextFile } from '../util/text-file.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
   DEFAULT_BODY_TIMEOUT,
@@ -123,7 +123,7 @@ function maskOptions(options: CommonOptions): MaskOptions {
   if (options.maskRules !== undefined) {
     let text: string;
     try {
-      text = fs.readFileSync(options.maskRules, 'utf8');
+      text = readTextFile(options.maskRules);
     } catch (e) {
       throw new UsageError(`--mask-rules ${options.maskRules}: ${(e as Error).message}`);
     }
@@ -303,8 +303,10 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     process.exit(0);
   };
   // Before the notice: whoever reads it may signal at once.
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  // SIGHUP: the terminal went away (on Windows, the console window closed: a few seconds to close the
+  // sessions); SIGBREAK: Ctrl-Break on Windows. SIGTERM never arrives on Windows.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const)
+    process.on(signal, () => void stop(signal));
   process.stderr.write(
     `mcec-record: recording ${proxy.url} -> ${options.target}\nmcec-record: sessions in ${sessionsDir}\n` +
       `mcec-record: timeouts ${describeTimeouts(timeouts)}; answers over ${formatBytes(maxRecordBytes)} pass unrecorded\n`,

@@ -5,8 +5,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { escapeHtml as esc, paletteStyle, renderPage } from '../report/page-shell.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
+import { loadSharp } from '../util/sharp.js';
 import type { SessionDiff } from './diff.js';
 
 const THUMB_WIDTH = 360;
@@ -29,10 +31,14 @@ figcaption{font-size:12px;color:var(--muted)}ul{margin:4px 0;padding-left:20px}
 td,.run{overflow-wrap:anywhere}figure{max-width:100%}figure img{max-width:min(100%,${THUMB_WIDTH}px)}
 @media (max-width:640px){.wrap{padding:0 8px}section{padding:10px}.runs{grid-template-columns:minmax(0,1fr)}td,th{padding:3px 4px}}`;
 
-/** A file path as a relative link from the page (URL-encoded segments). */
+/**
+ * A file path as a relative link from the page (URL-encoded segments); a file:// URL when no relative path
+ * leads there (on Windows: another drive, or a share against a drive letter).
+ */
 function href(from: string, to: string): string {
-  return path
-    .relative(from, to)
+  const relative = path.relative(from, to);
+  if (path.isAbsolute(relative)) return pathToFileURL(to).href;
+  return relative
     .split(path.sep)
     .map((s) => encodeURIComponent(s))
     .join('/');
@@ -40,7 +46,7 @@ function href(from: string, to: string): string {
 
 async function thumb(file: string): Promise<string | null> {
   try {
-    const { default: sharp } = await import('sharp');
+    const sharp = await loadSharp();
     const buf = await sharp(file)
       .resize({ width: THUMB_WIDTH, withoutEnlargement: true })
       .webp({ quality: 70 })

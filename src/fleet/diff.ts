@@ -15,6 +15,7 @@ import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { Catalog, CatalogSession } from '../store/catalog.js';
 import type { ArtifactRow, CallRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
+import { loadSharp } from '../util/sharp.js';
 
 /** Above this many cells the alignment falls back from the exact LCS to a greedy one. */
 const MAX_LCS_CELLS = 16_000_000;
@@ -465,7 +466,7 @@ async function compareImages(
     diffImage: null,
     note: null,
   };
-  const { default: sharp } = await import('sharp');
+  const sharp = await loadSharp();
   const { default: pixelmatch } = await import('pixelmatch');
   let imgA: { data: Buffer; info: { width: number; height: number } };
   let imgB: { data: Buffer; info: { width: number; height: number } };

@@ -4,12 +4,11 @@
  * scenarios (both PASS and FAIL in the window) with their pass rate, and the failure rate per tool. Reads
  * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
  */
-import fs from 'node:fs';
 import { serverCategory } from '../contract/read-tool-output.js';
 import { recoveryFor } from '../report/recovery.js';
 import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
-import { parseJsonFileText } from '../util/json.js';
+import { readTextFile } from '../util/text-file.js';
 import {
   type CompiledRule,
   compileRules,
@@ -519,14 +518,14 @@ export const RULES_FILE = 'fingerprint-rules.json';
 export function loadFingerprintRules(file: string, options: { optional?: boolean } = {}): CompiledRule[] {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (err) {
     if (options.optional && (err as NodeJS.ErrnoException).code === 'ENOENT') return [];
     throw err;
   }
   let value: unknown;
   try {
-    value = parseJsonFileText(text);
+    value = JSON.parse(text);
   } catch (err) {
     throw new Error(`${file}: not JSON: ${(err as Error).message}`);
   }

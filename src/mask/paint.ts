@@ -4,17 +4,12 @@
  * a JPEG is re-encoded at quality 90. BMP (no decoder here) and anything sharp cannot read is an error: the
  * caller then stores no image at all.
  */
+
+import { loadSharp } from '../util/sharp.js';
 import type { Rect } from './types.js';
 
 /** The mask colour: opaque black. */
 export const MASK_RGB: readonly [number, number, number] = [0, 0, 0];
-
-type SharpModule = typeof import('sharp')['default'];
-let sharpModule: Promise<SharpModule> | undefined;
-function loadSharp(): Promise<SharpModule> {
-  sharpModule ??= import('sharp').then((m) => m.default);
-  return sharpModule;
-}
 
 function fill(
   data: Buffer,

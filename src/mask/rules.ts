@@ -1,5 +1,5 @@
 /** The user's mask rules: read from JSON (a rules file, `createRecorder({ mask: { rules } })`) or `--mask` text. */
-import { isRecord, parseJsonFileText } from '../util/json.js';
+import { isRecord } from '../util/json.js';
 import type { ElementSelector, MaskRule, Rect, WindowSelector } from './types.js';
 
 /** A rule that cannot be used: the message says which and why. */
@@ -89,7 +89,7 @@ export function parseMaskRules(doc: unknown): MaskRule[] {
 export function parseMaskRulesText(text: string, source = 'mask rules'): MaskRule[] {
   let doc: unknown;
   try {
-    doc = parseJsonFileText(text);
+    doc = JSON.parse(text);
   } catch (e) {
     throw new MaskRuleError(`${source}: not JSON (${(e as Error).message})`);
   }

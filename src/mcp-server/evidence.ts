@@ -11,6 +11,7 @@ import { safeRelativePath } from '../paths/naming.js';
 import { clipText } from '../report/summary-facts.js';
 import type { ArtifactRow } from '../store/schema.js';
 import { resolveSession, type SessionLocation } from '../store/session-reader.js';
+import { loadSharp } from '../util/sharp.js';
 
 /** A failure the agent caused or can act on: answered as an MCP tool error (isError), never thrown on. */
 export class ToolError extends Error {
@@ -235,7 +236,7 @@ export class SessionsEvidence {
       );
     const file = fileInside(session.dir, art.path!);
     const maxWidth = args.maxWidth ?? LIMITS.imageWidthDefault;
-    const { default: sharp } = await import('sharp');
+    const sharp = await loadSharp();
     let out: { data: Buffer; info: { width: number; height: number } };
     let stored: { width?: number; height?: number };
     try {

@@ -10,6 +10,7 @@ import {
   REFUSAL_CODES,
 } from '../contract/tool-catalog.js';
 import { ERROR_CATEGORIES, type ErrorCategory } from '../contract/types.js';
+import { loadSharp } from '../util/sharp.js';
 
 /** One parsed `--inject` rule. */
 export interface Injection {
@@ -153,7 +154,7 @@ export interface InjectionContext {
 
 /** A blank PNG of `width` x `height` (black, or mid-grey for frame-uniform), made with sharp (loaded lazily). */
 async function blankPng(width: number, height: number, dark: boolean): Promise<Buffer> {
-  const sharp = (await import('sharp')).default;
+  const sharp = await loadSharp();
   const v = dark ? 0 : 128;
   return sharp({ create: { width, height, channels: 3, background: { r: v, g: v, b: v } } })
     .png()

@@ -81,14 +81,17 @@ export const NO_FAILURES: FailureOutcome = Object.freeze({
 /** The sessions this many most recent are offered as hints when an id is not found. */
 const HINT_COUNT = 10;
 
-/** True when a process with this pid exists (EPERM means it exists but belongs to someone else). */
+/**
+ * True when a process with this pid exists. Only ESRCH says it does not: EPERM (Linux) and EACCES (Windows:
+ * an elevated recorder, or another user's, which OpenProcess refuses) mean it runs as someone else.
+ */
 export function isProcessAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

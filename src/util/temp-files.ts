@@ -9,7 +9,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-/** Whether a process with this pid runs (EPERM: it runs as another user). */
+/**
+ * Whether a process with this pid runs. Only ESRCH says it does not: EPERM (Linux) and EACCES (Windows, an
+ * elevated process or another user's, which OpenProcess refuses) say it runs and is not ours to signal.
+ */
 export function pidAlive(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
   if (pid === process.pid) return true;
@@ -17,7 +20,7 @@ export function pidAlive(pid: number): boolean {
     process.kill(pid, 0);
     return true;
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
+    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

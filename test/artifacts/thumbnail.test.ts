@@ -6,7 +6,6 @@ import sharp from 'sharp';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
   keepThumbnail,
-  loadSharp,
   makeThumbnails,
   readKeptThumbnail,
   THUMBNAIL_WIDTHS,
@@ -14,6 +13,7 @@ import {
   webpDimensions,
 } from '../../src/artifacts/thumbnail.js';
 import { ThumbnailQueue } from '../../src/artifacts/thumbnail-queue.js';
+import { loadSharp } from '../../src/util/sharp.js';
 import { noisyPng } from '../support/images.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');

@@ -379,37 +379,42 @@ describe('catalog sidecars', () => {
     expect(fs.existsSync(sidecarOf(handed[0]![0]!))).toBe(false);
   });
 
-  it('mcec-record http writes the sidecar of each session it closes (its recorder in a worker thread)', async () => {
-    const { listener: upstream } = await simOnHttp(path.join(root, 'http-sim'), { seed: 5 });
-    const sessionsDir = path.join(root, 'http-recorded');
-    const record = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
-    const args = ['http', '--listen', '127.0.0.1:0', '--target', upstream.url, '--sessions', sessionsDir];
-    const child = spawn(process.execPath, [record, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
-      stderr += text;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    try {
-      while (!/recording (http:\/\/\S+) ->/.test(stderr)) {
-        if (child.exitCode !== null) throw new Error(`mcec-record exited: ${stderr}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
+  // SIGHUP: the terminal closed (on Windows also the console window's close button); SIGINT: Ctrl-C.
+  it.each(['SIGINT', 'SIGHUP'] as const)(
+    'mcec-record http on %s writes the sidecar of each session it closes (its recorder in a worker thread)',
+    async (signal) => {
+      const { listener: upstream } = await simOnHttp(path.join(root, `http-sim-${signal}`), { seed: 5 });
+      const sessionsDir = path.join(root, `http-recorded-${signal}`);
+      const record = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
+      const args = ['http', '--listen', '127.0.0.1:0', '--target', upstream.url, '--sessions', sessionsDir];
+      const child = spawn(process.execPath, [record, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (text: string) => {
+        stderr += text;
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      try {
+        while (!/recording (http:\/\/\S+) ->/.test(stderr)) {
+          if (child.exitCode !== null) throw new Error(`mcec-record exited: ${stderr}`);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        const url = /recording (http:\/\/\S+) ->/.exec(stderr)![1]!;
+        const rpc = (id: number, name: string, args: object) =>
+          post(
+            url,
+            JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+          );
+        const started = await rpc(1, 'session-start', {});
+        const sessionId = sessionIdFrom(started.body.toString('utf8'));
+        expect((await rpc(2, 'windows', { sessionId })).status).toBe(200);
+        child.kill(signal);
+        expect(await exited, stderr).toBe(0);
+        expect(stderr).toContain(`mcec-record: ${signal}: closing sessions`);
+      } finally {
+        child.kill();
+        await upstream.close();
       }
-      const url = /recording (http:\/\/\S+) ->/.exec(stderr)![1]!;
-      const rpc = (id: number, name: string, args: object) =>
-        post(
-          url,
-          JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
-        );
-      const started = await rpc(1, 'session-start', {});
-      const sessionId = sessionIdFrom(started.body.toString('utf8'));
-      expect((await rpc(2, 'windows', { sessionId })).status).toBe(200);
-      child.kill('SIGINT');
-      expect(await exited, stderr).toBe(0);
-    } finally {
-      child.kill();
-      await upstream.close();
-    }
-    expectTrueSidecar(sessionsDir);
-  });
+      expectTrueSidecar(sessionsDir);
+    },
+  );
 });

@@ -172,6 +172,12 @@ describe('triage: a generated fleet of 2,000 sessions', () => {
     const marked = cli(['triage', '--json', '--sessions', sessionsDir]);
     expect(marked.stderr).toBe('');
     expect((JSON.parse(marked.stdout) as TriageReport).groups).toEqual(r.groups);
+    // Written by Windows PowerShell 5's `>`: UTF-16 LE with its mark.
+    const ps5 = `\uFEFF${fs.readFileSync(rules, 'utf8')}`;
+    fs.writeFileSync(path.join(sessionsDir, 'fingerprint-rules.json'), Buffer.from(ps5, 'utf16le'));
+    const wide = cli(['triage', '--json', '--sessions', sessionsDir]);
+    expect(wide.stderr).toBe('');
+    expect((JSON.parse(wide.stdout) as TriageReport).groups).toEqual(r.groups);
     fs.rmSync(path.join(sessionsDir, 'fingerprint-rules.json'));
   }, 120_000);
 

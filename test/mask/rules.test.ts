@@ -53,13 +53,6 @@ describe('mask rules', () => {
     expect(() => parseMaskRulesText('{nope', 'rules.json')).toThrow(/rules.json: not JSON/);
   });
 
-  it('a rules file saved with a byte-order mark (Notepad, PowerShell 5) reads as without it', () => {
-    const text = JSON.stringify(GOOD);
-    expect(parseMaskRulesText(`\uFEFF${text}`, 'rules.json')).toEqual(parseMaskRulesText(text, 'rules.json'));
-    // Only a leading one: a mark inside the JSON is still not JSON.
-    expect(() => parseMaskRulesText(`{\uFEFF"rules": []}`, 'rules.json')).toThrow(/rules.json: not JSON/);
-  });
-
   it('--mask text: window, element and rectangle forms', () => {
     expect(parseMaskArg('window=Sign in')).toEqual({ window: { title: 'Sign in' } });
     expect(parseMaskArg('window=Sign in;by=automationid;value=PasswordBox;label=pw')).toEqual({

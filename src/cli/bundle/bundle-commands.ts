@@ -172,11 +172,11 @@ async function verify(zip: string, opts: VerifyCliOptions): Promise<void> {
 
 /** `--mask-rules FILE`: the rules, or a usage error naming the file and what is wrong in it. */
 async function readMaskRules(file: string) {
-  const fs = await import('node:fs');
   const { parseMaskRulesText } = await import('../../mask/rules.js');
+  const { readTextFile } = await import('../../util/text-file.js');
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readTextFile(file);
   } catch (e) {
     throw new UsageError(`--mask-rules ${file}: ${(e as Error).message}`);
   }

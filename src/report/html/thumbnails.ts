@@ -7,13 +7,13 @@ import fs from 'node:fs';
 import {
   encodeThumbnail,
   keepThumbnail,
-  loadSharp,
   MAX_ASPECT,
   MAX_THUMBNAIL_WIDTH,
   readKeptThumbnail,
   THUMBNAIL_WIDTHS,
   type ThumbnailImage,
 } from '../../artifacts/thumbnail.js';
+import { loadSharp } from '../../util/sharp.js';
 
 export { MAX_ASPECT, MAX_THUMBNAIL_WIDTH };
 
