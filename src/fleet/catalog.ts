@@ -71,6 +71,7 @@ function needsReading(st: CatalogRowState | undefined, dirMtime: number): boolea
   return (
     !st ||
     st.status === 'open' ||
+    st.uncheckedHost !== null ||
     st.touched !== st.indexedTouched ||
     st.dirMtime === null ||
     st.dirMtime !== dirMtime

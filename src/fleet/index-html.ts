@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { escapeHtml as esc, paletteStyle, renderPage } from '../report/page-shell.js';
+import { openElsewhereWords } from '../report/verdict.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
 import type { CatalogSession } from '../store/catalog.js';
 import type { TriageReport } from './triage.js';
@@ -54,7 +55,14 @@ export function renderIndexHtml(
       const link = options.hasReport(s.dir_name)
         ? `<a href="${encodeURIComponent(s.dir_name)}/report.html">${esc(s.session_id)}</a>`
         : `<a href="${encodeURIComponent(s.dir_name)}/">${esc(s.session_id)}</a> <span class="muted">(${s.error !== null ? 'its log cannot be read: see why' : `no report.html yet: <code>mcec-bundle report ${esc(s.session_id)}</code> writes it`})</span>`;
-      const status = s.status === 'open' ? ' (running)' : s.status === 'aborted' ? ' (aborted)' : '';
+      const status =
+        s.unchecked_host !== null
+          ? ` (${openElsewhereWords({ host: s.unchecked_host })})`
+          : s.status === 'open'
+            ? ' (running)'
+            : s.status === 'aborted'
+              ? ' (aborted)'
+              : '';
       return `<tr data-verdict="${esc(verdict)}" data-scenario="${esc(s.scenario ?? '')}"><td>${link}</td><td><span class="v v-${verdict === 'PASS' || verdict === 'FAIL' ? verdict : 'none'}">${esc(verdict)}</span>${esc(status)}</td><td data-k="scenario">${esc(s.scenario ?? '')}</td><td data-k="start (UTC)">${esc((s.started_at ?? '').slice(0, 19).replace('T', ' '))}</td><td data-k="duration">${esc(s.duration)}</td><td data-k="calls">${s.calls}</td><td data-k="failures">${s.failures}</td><td class="muted">${esc(s.verdict_reason ?? s.error ?? '')}</td></tr>`;
     });
   const scenarios = [...new Set(sessions.map((s) => s.scenario).filter((x): x is string => !!x))].sort();

@@ -28,6 +28,7 @@ import {
   type RenderOptions,
   type SessionSummary,
 } from './types.js';
+import { openElsewhereWords } from './verdict.js';
 
 type TemplateFn = (context: unknown) => string;
 
@@ -237,6 +238,8 @@ function viewFor(
     ...images,
     ...failingViews(s),
     title: oneLine(s.scenario ?? s.sessionId, 200),
+    // `aborted (open on ci-runner-7: its writer, pid 4242, cannot be checked from here)` for a log left open elsewhere.
+    statusLine: s.openElsewhere ? `${s.status} (${openElsewhereWords(s.openElsewhere)})` : s.status,
     // Another MCP server's run: no windows, displays, observations or envelopes are spoken of.
     plainServer: isPlainServer(s.environment),
     warningsOmitted: total.warnings - keep.warnings,

@@ -42,6 +42,7 @@ export interface SummaryFacts {
   dirName: string;
   scenario: string | null;
   status: SessionSummary['status'];
+  openElsewhere: SessionSummary['openElsewhere'];
   verdict: SessionSummary['verdict'];
   verdictReason: string;
   verdictReasons: string[];
@@ -102,6 +103,7 @@ export function summaryFacts(summary: SessionSummary, markdown: string, limits: 
     dirName: summary.dirName,
     scenario: summary.scenario,
     status: summary.status,
+    openElsewhere: summary.openElsewhere,
     verdict: summary.verdict,
     verdictReason: clip(summary.verdictReason),
     verdictReasons: summary.verdictReasons.slice(0, 50).map(clip),

@@ -530,6 +530,7 @@ export async function buildSummary(
       scenario: session.scenario == null ? null : clip(session.scenario, MAX_DETAIL),
       dirName: reader.dir.split(/[\\/]/).filter(Boolean).pop() ?? session.session_id,
       status: session.status,
+      openElsewhere: facts.openElsewhere ?? null,
       verdict: decision.verdict,
       verdictReason: decision.reason,
       verdictReasons: decision.reasons,

@@ -154,6 +154,11 @@ export interface SessionSummary {
   scenario: string | null;
   dirName: string;
   status: 'open' | 'ended' | 'aborted';
+  /**
+   * When `status` is `aborted` because the log is still open on another host: that host's writer, which never
+   * closed it and cannot be checked from here (crashed there, or still writing); null otherwise.
+   */
+  openElsewhere: { pid: number; host: string } | null;
   verdict: Verdict;
   /** Every reason in plain words; `verdictReason` joins them (see src/report/verdict.ts). */
   verdictReason: string;

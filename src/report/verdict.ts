@@ -2,7 +2,7 @@
  * The one rule that decides a session's verdict. The summary, `mcec-bundle list`, report.html and the
  * bundle's session.json all take it from `buildSummary`, which calls `decideVerdict` here, so they agree.
  */
-import type { SessionRow } from '../store/schema.js';
+import type { SessionRow, WriterRow } from '../store/schema.js';
 import type { FailureOutcome, SessionReader, SessionStats } from '../store/session-reader.js';
 import { isPlainServerSession, readFailures } from './server-kind.js';
 import { oneLine } from './text.js';
@@ -51,6 +51,11 @@ export interface VerdictFacts {
   pending: { count: number; newest: CallFact | null };
   status: 'open' | 'ended' | 'aborted';
   writerPid: number | null;
+  /**
+   * An `aborted` session stored open whose writer is on another host and never closed the log
+   * (`SessionReader.openElsewhere`): that writer cannot be checked from here; null otherwise.
+   */
+  openElsewhere?: { pid: number; host: string } | null;
   emergencyStop: boolean;
   /**
    * Another MCP server's run (isPlainServerSession): its calls name no window, so a failure is recovered by
@@ -135,7 +140,12 @@ function failReasons(f: VerdictFacts): string[] {
         : `${f.pending.count} calls never got an answer`,
     );
   }
-  if (f.status === 'aborted') {
+  if (f.status === 'aborted' && f.openElsewhere) {
+    const w = f.openElsewhere;
+    out.push(
+      `the session never ended: its log is still open on ${oneLine(w.host, 100)}, and its writer there (pid ${w.pid}) cannot be checked from here`,
+    );
+  } else if (f.status === 'aborted') {
     out.push(
       `the session was aborted: it never ended${f.writerPid != null ? ` and its writer process (pid ${f.writerPid}) is gone` : ''}`,
     );
@@ -229,6 +239,18 @@ function proxyTimeouts(reader: SessionReader): { count: number; newest: CallFact
   return { count, newest };
 }
 
+/**
+ * How a session still open on another host is named wherever its status is shown (`show`, `list`, index.html,
+ * report.html): "open on ci-runner-7: its writer cannot be checked from here" (with the pid when given).
+ */
+export function openElsewhereWords(w: { host: string; pid?: number }): string {
+  return `open on ${oneLine(w.host, 100)}: its writer${w.pid !== undefined ? `, pid ${w.pid},` : ''} cannot be checked from here`;
+}
+
+function writerOf(w: WriterRow | null): { pid: number; host: string } | null {
+  return w ? { pid: w.pid, host: w.host } : null;
+}
+
 /** The facts of one session log, in SQL; call inside `reader.snapshot` for one consistent view. */
 export function readVerdictFacts(
   reader: SessionReader,
@@ -267,6 +289,7 @@ export function readVerdictFacts(
     pending: { count: stats.pending, newest: pending },
     status: session.status,
     writerPid: session.writer_pid,
+    openElsewhere: session.status === 'aborted' ? writerOf(reader.openElsewhere()) : null,
     emergencyStop:
       reader.eventCount('emergency-stop') > 0 || reader.callCountWithCode('emergency-stopped') > 0,
     plainServer,

@@ -27,6 +27,11 @@ export interface SessionListing {
   recovered: number;
   pending: number;
   status: 'open' | 'ended' | 'aborted' | null;
+  /**
+   * Set when `status` is `aborted` because the log is still open on another host, whose writer never closed
+   * it and cannot be checked from here; null otherwise.
+   */
+  openElsewhere: { host: string } | null;
   verdict: Verdict | null;
   verdictReason: string | null;
   /** Fingerprints of its unrecovered failures by the built-in rules, oldest first (src/fleet/fingerprint.ts). */
@@ -68,6 +73,7 @@ export function listingOf(sessionsDir: string, row: CatalogSession): SessionList
     recovered: row.recovered,
     pending: row.pending,
     status: row.status,
+    openElsewhere: row.unchecked_host === null ? null : { host: row.unchecked_host },
     verdict: row.verdict,
     verdictReason: row.verdict_reason,
     fingerprints,

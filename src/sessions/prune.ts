@@ -6,6 +6,7 @@ import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { buildSummary } from '../report/summary.js';
 import type { Verdict } from '../report/types.js';
 import { Catalog, type CatalogSession } from '../store/catalog.js';
+import type { WriterRow } from '../store/schema.js';
 import { type SessionLocation, SessionReader } from '../store/session-reader.js';
 import {
   expectBoolean,
@@ -32,7 +33,9 @@ export interface PrunedSession {
 /** Why prune kept a session that its age alone would have removed. */
 export type KeptReason =
   | { kind: 'live-writer'; detail: string }
-  | { kind: 'recently-written'; writtenAt: string };
+  | { kind: 'recently-written'; writtenAt: string }
+  /** Its log is still open on another host, whose writer cannot be checked from here, and was written lately. */
+  | { kind: 'unchecked-writer'; host: string; pid: number; writtenAt: string | null };
 
 /** Default of `PruneOptions.recentMs`: a session whose log was written in the last 10 minutes is kept. */
 export const DEFAULT_PRUNE_RECENT_MS = 10 * 60_000;
@@ -97,6 +100,7 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     let lastActivity: string;
     let verdict: Verdict | null = null;
     let liveWriter: string | null = null;
+    let unchecked: WriterRow | null = null;
     try {
       const reader = SessionReader.open(loc.dir);
       try {
@@ -109,6 +113,7 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
             : live
               ? `its writer, pid ${live.pid} on ${live.host}, is still running and has not closed it`
               : null;
+        unchecked = reader.uncheckedWriters().at(-1) ?? null;
         // Calls and events after the end (a writer that kept writing) count as activity too.
         lastActivity = latestIso([s.startedAt, s.endedAt, reader.stats().lastActivityAt]);
       } finally {
@@ -123,6 +128,18 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     if (options.keepFailed && verdict !== 'PASS') continue;
     if (liveWriter) {
       options.onKept?.(loc, { kind: 'live-writer', detail: liveWriter });
+      continue;
+    }
+    // A writer on another host that never closed the log may be writing it still (a container, a share), or
+    // have crashed there: its pid cannot be checked, so only the files' times tell. At least the default window,
+    // whatever --keep-recent says; an unreadable file time keeps it too.
+    if (unchecked && (written === null || now - written < Math.max(recentMs, DEFAULT_PRUNE_RECENT_MS))) {
+      options.onKept?.(loc, {
+        kind: 'unchecked-writer',
+        host: unchecked.host,
+        pid: unchecked.pid,
+        writtenAt: written === null ? null : new Date(written).toISOString(),
+      });
       continue;
     }
     if (written !== null && now - written < recentMs) {

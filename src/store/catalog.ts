@@ -91,6 +91,15 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE sessions ADD COLUMN server TEXT;
   UPDATE sessions SET indexed_touched = -1 WHERE indexed_touched = touched;
   `,
+  `
+  -- The host where a session reading as aborted is still open (its writer there never closed the log and
+  -- cannot be checked from here): such a row is read again by every reader, as an open one is, since that
+  -- writer may still be writing. Rows stored open before this are read again anyway.
+  ALTER TABLE sessions ADD COLUMN unchecked_host TEXT;
+  DROP INDEX sessions_dirty;
+  CREATE INDEX sessions_dirty ON sessions (dir_name)
+    WHERE status = 'open' OR unchecked_host IS NOT NULL OR touched != indexed_touched;
+  `,
 ];
 
 /** The catalog schema version (`PRAGMA user_version`). */
@@ -113,6 +122,11 @@ export interface CatalogSession {
   duration: string;
   last_activity_at: string | null;
   status: 'open' | 'ended' | 'aborted' | null;
+  /**
+   * For a session reading as `aborted` while its log is still open on another host: that host (its writer
+   * never closed the log and cannot be checked from here); null otherwise.
+   */
+  unchecked_host: string | null;
   verdict: 'PASS' | 'FAIL' | null;
   verdict_reason: string | null;
   calls: number;
@@ -162,13 +176,14 @@ export interface CatalogEntry {
 /** What a reader needs to decide whether a row must be read again. */
 export interface CatalogRowState {
   status: string | null;
+  uncheckedHost: string | null;
   dirMtime: number | null;
   touched: number;
   indexedTouched: number;
 }
 
 const SESSION_COLUMNS = `dir_name, session_id, scenario, server, host, started_at, ended_at, duration_ms, duration,
-  last_activity_at, status, verdict, verdict_reason, calls, failures, recovered, pending, warnings, artifacts,
+  last_activity_at, status, unchecked_host, verdict, verdict_reason, calls, failures, recovered, pending, warnings, artifacts,
   fingerprints, error`;
 
 /** The columns of a session's row, of a failure's and of a tool's count, in the order `put` binds them. */
@@ -373,11 +388,17 @@ export class Catalog {
       .immediate();
   }
 
-  /** Rows a reader must read again now: open sessions, and rows a writer touched since they were read. */
+  /**
+   * Rows a reader must read again now: open sessions, those still open on another host, and rows a writer
+   * touched since they were read.
+   */
   dirtyRows(): string[] {
     return (
       this.db
-        .prepare(`SELECT dir_name FROM sessions WHERE status = 'open' OR touched != indexed_touched`) // sessions_dirty
+        .prepare(
+          `SELECT dir_name FROM sessions
+             WHERE status = 'open' OR unchecked_host IS NOT NULL OR touched != indexed_touched`,
+        ) // sessions_dirty
         .pluck()
         .all() as string[]
     ).sort();
@@ -397,11 +418,11 @@ export class Catalog {
   rowStates(): Map<string, CatalogRowState> {
     const out = new Map<string, CatalogRowState>();
     const rows = this.db
-      .prepare('SELECT dir_name, status, dir_mtime, touched, indexed_touched FROM sessions')
+      .prepare('SELECT dir_name, status, unchecked_host, dir_mtime, touched, indexed_touched FROM sessions')
       .raw()
-      .all() as Array<[string, string | null, number | null, number, number]>;
-    for (const [name, status, dirMtime, touched, indexedTouched] of rows) {
-      out.set(name, { status, dirMtime, touched, indexedTouched });
+      .all() as Array<[string, string | null, string | null, number | null, number, number]>;
+    for (const [name, status, uncheckedHost, dirMtime, touched, indexedTouched] of rows) {
+      out.set(name, { status, uncheckedHost, dirMtime, touched, indexedTouched });
     }
     return out;
   }
@@ -447,18 +468,17 @@ export class Catalog {
   /** The statements of `put`: values bound by position (named values cost a fresh object per row). */
   private preparePut(): PutStatements {
     const marks = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+    // Every column of the entry but its key, and the read's own; `touched` stays the writers' counter.
+    const updated = [
+      ...SESSION_KEYS.filter((k) => k !== 'dir_name'),
+      'dir_mtime',
+      'indexed_touched',
+      'indexed_at',
+    ];
     const upsert = this.db.prepare(
       `INSERT INTO sessions (${SESSION_COLUMNS}, dir_mtime, touched, indexed_touched, indexed_at)
        VALUES (${marks(SESSION_KEYS.length + 4)})
-       ON CONFLICT (dir_name) DO UPDATE SET session_id = excluded.session_id, scenario = excluded.scenario,
-         server = excluded.server, host = excluded.host, started_at = excluded.started_at, ended_at = excluded.ended_at,
-         duration_ms = excluded.duration_ms, duration = excluded.duration,
-         last_activity_at = excluded.last_activity_at, status = excluded.status, verdict = excluded.verdict,
-         verdict_reason = excluded.verdict_reason, calls = excluded.calls, failures = excluded.failures,
-         recovered = excluded.recovered, pending = excluded.pending, warnings = excluded.warnings,
-         artifacts = excluded.artifacts, fingerprints = excluded.fingerprints, error = excluded.error,
-         dir_mtime = excluded.dir_mtime, indexed_touched = excluded.indexed_touched,
-         indexed_at = excluded.indexed_at`,
+       ON CONFLICT (dir_name) DO UPDATE SET ${updated.map((c) => `${c} = excluded.${c}`).join(', ')}`,
     );
     const delFailures = this.db.prepare('DELETE FROM failures WHERE dir_name = ?');
     const delTools = this.db.prepare('DELETE FROM tool_calls WHERE dir_name = ?');
@@ -558,8 +578,12 @@ export class Catalog {
                ELSE substr(dir_name, 1, 15) END AS start,
              coalesce(nullif(duration, ''), '-') AS dur, calls, failures,
              CASE WHEN error IS NOT NULL THEN 'UNREADABLE'
-               ELSE coalesce(verdict, '-') || CASE status WHEN 'open' THEN ' (running)'
-                 WHEN 'aborted' THEN ' (aborted)' ELSE '' END END AS verdict
+               ELSE coalesce(verdict, '-') || CASE
+                 -- the words of openElsewhereWords (src/report/verdict.ts)
+                 WHEN unchecked_host IS NOT NULL
+                   THEN ' (open on ' || unchecked_host || ': its writer cannot be checked from here)'
+                 WHEN status = 'open' THEN ' (running)'
+                 WHEN status = 'aborted' THEN ' (aborted)' ELSE '' END END AS verdict
            FROM sessions
            WHERE (calls > 0 OR error IS NOT NULL)${options.failedOnly ? " AND verdict = 'FAIL'" : ''}),
          w AS (SELECT ${width(0, 'id')} AS a, ${width(1, 'server')} AS s, ${width(2, 'start')} AS b,

@@ -225,6 +225,7 @@ const SESSION_FIELDS: Record<keyof CatalogSession, Kind> = {
   duration: 'string',
   last_activity_at: 'string?',
   status: 'string?',
+  unchecked_host: 'string?',
   verdict: 'string?',
   verdict_reason: 'string?',
   calls: 'int',
@@ -284,6 +285,11 @@ function asSidecar(v: unknown): Sidecar | null {
   )
     return null;
   const entry = v.entry;
+  // A sidecar written before the catalog had `unchecked_host`: null for every session a sidecar is written
+  // for (none stored open), so it is still true to its log.
+  if (isRecord(entry) && isRecord(entry.session) && !('unchecked_host' in entry.session)) {
+    entry.session.unchecked_host = null;
+  }
   if (!isRecord(entry) || !hasShape(entry.session, SESSION_FIELDS)) return null;
   const session = entry.session as unknown as CatalogSession;
   const name = session.dir_name;

@@ -337,7 +337,11 @@ export class SessionReader {
     return row?.status ?? null;
   }
 
-  /** The session row as stored, except an 'open' session whose writer process is gone reads as 'aborted'. */
+  /**
+   * The session row as stored, except an 'open' session none of whose writers can be running on this machine
+   * reads as 'aborted' (it never ended): its writer here is gone, or it is on another host, where its pid
+   * cannot be checked (`openElsewhere` names it).
+   */
   session(): SessionRow {
     const row = this.stmt(
       `SELECT session_id, original_id, scenario, started_at, ended_at, status, passed, end_reason,
@@ -345,20 +349,20 @@ export class SessionReader {
     ).get() as SessionRow | undefined;
     if (!row)
       throw new Error(`${this.dir}: the log has no session row (the writer stopped before starting it)`);
-    if (row.status === 'open' && !this.writerRunning(row)) return { ...row, status: 'aborted' };
+    if (row.status === 'open' && !this.writerRunning(row.writer_pid)) return { ...row, status: 'aborted' };
     return row;
   }
 
   /**
-   * Whether a process that wrote this open session may still be running: any registered writer's pid alive
-   * on this machine (a log closed while idle still has its writer), or one on another machine that has not
-   * closed it (its pid cannot be checked here); for a version 1 log, `writer_pid` alive or unknown.
+   * Whether a process that wrote this open session may still be running here: any registered writer's pid
+   * alive on this machine (a log closed while idle still has its writer); for a version 1 log, `writer_pid`
+   * alive or unknown. A writer on another host is not one: it cannot be checked from here (`openElsewhere`).
    */
-  private writerRunning(row: SessionRow): boolean {
+  private writerRunning(writerPid: number | null): boolean {
     const writers = this.writers();
-    if (writers.length === 0) return row.writer_pid == null || isProcessAlive(row.writer_pid);
+    if (writers.length === 0) return writerPid == null || isProcessAlive(writerPid);
     const host = os.hostname();
-    return writers.some((w) => (w.host === host ? isProcessAlive(w.pid) : w.closed_at === null));
+    return writers.some((w) => w.host === host && isProcessAlive(w.pid));
   }
 
   /** Every process that wrote this log, in the order they first wrote, with the calls each recorded. */
@@ -372,13 +376,36 @@ export class SessionReader {
   }
 
   /**
-   * Writers that may still write the log: registered and not closed (a writer keeps its row open while its
-   * recorder holds the session, even with the file handle given back), and alive when on this machine (one
-   * on another machine cannot be checked and counts as live). prune never removes a session with one.
+   * Writers running on this machine that may still write the log: registered, not closed (a writer keeps its
+   * row open while its recorder holds the session, even with the file handle given back) and alive. One on
+   * another host is not here: see `uncheckedWriters`. prune never removes a session with one.
    */
   liveWriters(): WriterRow[] {
     const host = os.hostname();
-    return this.writers().filter((w) => w.closed_at === null && (w.host !== host || isProcessAlive(w.pid)));
+    return this.writers().filter((w) => w.closed_at === null && w.host === host && isProcessAlive(w.pid));
+  }
+
+  /**
+   * Writers on another host that never closed the log: crashed there, or still writing it (a container or
+   * another machine sharing the dir); which cannot be told from here. prune keeps such a session only while
+   * its files were recently written.
+   */
+  uncheckedWriters(): WriterRow[] {
+    const host = os.hostname();
+    return this.writers().filter((w) => w.closed_at === null && w.host !== host);
+  }
+
+  /**
+   * For a session stored `open` that reads as `aborted` while a writer on another host never closed it: the
+   * newest such writer (its host is named wherever the session's status is shown); null otherwise.
+   */
+  openElsewhere(): WriterRow | null {
+    if (this.storedStatus() !== 'open') return null;
+    const row = this.stmt('SELECT writer_pid FROM session WHERE id = 1').get() as {
+      writer_pid: number | null;
+    };
+    if (this.writerRunning(row.writer_pid)) return null;
+    return this.uncheckedWriters().at(-1) ?? null;
   }
 
   /** Number of calls recorded (pending ones included). */

@@ -43,6 +43,7 @@ export function catalogSession(
     duration: '1.2 s',
     last_activity_at: null,
     status: 'ended',
+    unchecked_host: null,
     verdict: 'PASS',
     verdict_reason: null,
     calls: 3,

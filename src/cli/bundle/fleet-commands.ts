@@ -311,7 +311,8 @@ export function addPruneCommand(program: Command): void {
         '--keep-recent <duration>',
         'keep any session whose log was written within this long, whatever its status (default: 10m; 0: off). ' +
           'A session whose writer is still running is always kept while it may still write it (open, or ended and ' +
-          'written within the last 10m: an ended session idle that long is released by a long-running writer)',
+          'written within the last 10m: an ended session idle that long is released by a long-running writer); one ' +
+          'still open on another host, whose writer cannot be checked from here, while written within this (10m at least)',
         durationOrZeroArg,
       )
       .option('--keep-failed', 'keep sessions whose verdict is FAIL')
@@ -336,7 +337,11 @@ async function prune(opts: PruneCliOptions): Promise<void> {
       const detail =
         why.kind === 'live-writer'
           ? why.detail
-          : `its log was written at ${why.writtenAt} (within --keep-recent)`;
+          : why.kind === 'unchecked-writer'
+            ? `its log is still open on ${why.host}, where its writer (pid ${why.pid}) cannot be checked from here, ` +
+              `and was written ${why.writtenAt === null ? 'at a time that cannot be read' : `at ${why.writtenAt}`} ` +
+              '(within --keep-recent, 10 min at least): that writer may still be writing it'
+            : `its log was written at ${why.writtenAt} (within --keep-recent)`;
       kept.push({ dir: loc.dir, reason: why.kind, detail });
       if (!opts.json) printErr(`kept ${loc.dir}: ${detail}`);
     },
