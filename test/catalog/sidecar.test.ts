@@ -141,6 +141,24 @@ describe('catalog sidecars', () => {
     expect(read.entry).not.toEqual(before);
   });
 
+  it('a sidecar written before the catalog had unchecked_host is still trusted, with it null', () => {
+    const sessionsDir = path.join(root, 'before-unchecked-host');
+    const [dir] = generateFleet(sessionsDir, { sessions: 1, seed: 23 }).sessions.map((s) =>
+      path.join(sessionsDir, s.dirName),
+    );
+    for (const s of ['-wal', '-shm']) fs.rmSync(path.join(dir!, `session.sqlite${s}`), { force: true });
+    age(dir!);
+    fs.rmSync(sidecarOf(dir!));
+    expect(entryOfSessionDir(dir!)).toMatchObject({ fromSidecar: false, wroteSidecar: true });
+    const old = readSidecar(dir!) as unknown as { entry: { session: Record<string, unknown> } };
+    expect(old.entry.session.unchecked_host).toBeNull();
+    delete old.entry.session.unchecked_host;
+    fs.writeFileSync(sidecarOf(dir!), JSON.stringify(old));
+    const read = entryOfSessionDir(dir!);
+    expect(read.fromSidecar).toBe(true);
+    expect(read.entry).toEqual(readCatalogEntry(dir!));
+  });
+
   it('a fresh sidecar is checked by the log hash: same size and time put back after a write do not fool it', () => {
     const sessionsDir = path.join(root, 'fresh');
     const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 23 }).sessions;
