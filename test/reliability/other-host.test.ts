@@ -130,6 +130,11 @@ describe('a recorder SIGKILLed on another host', () => {
       `- Status: aborted (open on ${OTHER_HOST}: its writer, pid ${pid}, cannot be checked from here);`,
     );
     expect(shown.markdown).not.toContain('still running');
+    const page = await cli(sessions, ['report', IN_FLIGHT_SESSION_ID]);
+    expect(page.code, page.stderr).toBe(0);
+    expect(fs.readFileSync(path.join(dir, 'report.html'), 'utf8')).toContain(
+      `This session never ended: its log is still open on ${OTHER_HOST}, where its writer (pid ${pid}) cannot be checked from here`,
+    );
 
     const junit = await cli(sessions, ['junit']);
     expect(junit.code, junit.stderr).toBe(0);

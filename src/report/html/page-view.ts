@@ -6,7 +6,6 @@ import { targetFacts } from '../target.js';
 import { clip, formatBytes, oneLine } from '../text.js';
 import { formatDurationMs } from '../time.js';
 import type { ImageDigest, SessionSummary } from '../types.js';
-import { openElsewhereWords } from '../verdict.js';
 import { CSP_SCRIPT_MARK, CSP_STYLE_MARK } from './csp.js';
 import { imageRef } from './image-ref.js';
 import { prettyJson } from './pretty-json.js';
@@ -226,8 +225,9 @@ export function notices(summary: SessionSummary, s: Shortfalls): string[] {
     out.push('This session is still being recorded; the page shows it as it was when written.');
   }
   if (summary.openElsewhere) {
+    const w = summary.openElsewhere;
     out.push(
-      `This session never ended here: its log is still ${openElsewhereWords(summary.openElsewhere)} (it crashed there, or is still writing), so it is read as aborted.`,
+      `This session never ended: its log is still open on ${oneLine(w.host, 100)}, where its writer (pid ${w.pid}) cannot be checked from here (it crashed there, or is still writing); it is read as aborted.`,
     );
   } else if (summary.status === 'aborted') {
     out.push('The recorder stopped without ending this session (the process crashed or was killed).');
