@@ -14,6 +14,7 @@ import {
   expectString,
   expectStringItem,
 } from '../util/expect.js';
+import { planSpawn } from '../util/windows-command.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
 import { DeclarationFilter } from './declarations.js';
 import { classifyMessage, idKey, methodOfResult } from './jsonrpc.js';
@@ -414,12 +415,11 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   const wire = new WireRecording(recorder, 'stdio');
   const pairing = new StdioPairing(wire, maxRecordBytes, options.faultAnswerMs ?? 5000);
 
-  const child = spawn(options.command, options.args ?? [], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-    env: options.env ?? process.env,
-    cwd: options.cwd,
-    windowsHide: true,
-  });
+  const child = startChild(options, io.stderr);
+  if (child === null) {
+    await closeRecorder(recorder, io.stderr);
+    return EXIT_CANNOT_START;
+  }
   const fromClient = new LineSplitter((line) => pairing.clientLine(line), {
     maxLineBytes: maxRecordBytes,
     // Its id cannot be read cheaply enough to pair it: its answer will be recorded as an orphan.
@@ -437,11 +437,53 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   stopForwarding();
   detachClient();
   pairing.serverExited();
+  await closeRecorder(recorder, io.stderr);
+  return code;
+}
+
+/**
+ * The child, or null when it cannot be started at once (said on stderr as childExit says a failed start).
+ * On Windows a `.cmd`/`.bat` file (npx, npm's shims) runs through cmd.exe (`planSpawn`); elsewhere, and for
+ * an `.exe`, the command is spawned as given. Node throws some refusals instead of emitting 'error' (EINVAL
+ * for a batch file spawned without a shell, an argument holding a NUL byte).
+ */
+function startChild(options: StdioProxyOptions, stderr: Writable): ChildProcessWithoutNullStreams | null {
+  const env = options.env ?? process.env;
+  try {
+    const plan = planSpawn(options.command, options.args ?? [], {
+      env,
+      ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
+    });
+    return spawn(plan.file, plan.args, {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env,
+      cwd: options.cwd,
+      windowsHide: true,
+      ...(plan.windowsVerbatimArguments ? { windowsVerbatimArguments: true } : {}),
+    });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (stderr.writable)
+      stderr.write(`mcec-record: cannot start ${options.command}: ${startFailure(options.command, e)}\n`);
+    return null;
+  }
+}
+
+/** A start refusal in a line: its code, and what it means when the code alone does not say. */
+function startFailure(command: string, err: NodeJS.ErrnoException): string {
+  // Node refuses a batch file spawned without a shell; planSpawn runs one it finds through cmd.exe, so this
+  // one was found only by libuv (which looks in the working directory first).
+  if (err.code === 'EINVAL' && /\.(?:cmd|bat)$/i.test(command))
+    return `EINVAL (a .cmd or .bat file runs through cmd.exe once found on PATH or by its path; give ${command}'s full path)`;
+  if (err.code === undefined || err.code === 'ECMDLINE') return err.message;
+  return `${err.code} (${err.message})`;
+}
+
+async function closeRecorder(recorder: ProxyRecorder, stderr: Writable): Promise<void> {
   try {
     await recorder.close();
   } catch (err) {
-    if (io.stderr.writable)
-      io.stderr.write(`mcec-record: closing the recorder failed: ${(err as Error).message}\n`);
+    if (stderr.writable)
+      stderr.write(`mcec-record: closing the recorder failed: ${(err as Error).message}\n`);
   }
-  return code;
 }

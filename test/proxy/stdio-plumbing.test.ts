@@ -125,6 +125,26 @@ describe('stdio proxy plumbing', () => {
     expect(text.join('')).toMatch(/cannot start .*ENOENT/);
     expect(recorder.collected.closed).toBe(1);
   });
+
+  it('exits 127 with one line, not a stack trace, when Node refuses the spawn at once', async () => {
+    // Node throws from spawn() for a NUL byte here, as it does on Windows for a .cmd file without a shell.
+    const recorder = collectingRecorder();
+    const stderr = new PassThrough();
+    const text: string[] = [];
+    stderr.on('data', (c: Buffer) => text.push(c.toString()));
+    const code = await runStdioProxy({
+      command: process.execPath,
+      args: ['-e', 'a\u0000b'],
+      recorder,
+      stdin: new PassThrough(),
+      stdout: new PassThrough(),
+      stderr,
+      forwardSignals: false,
+    });
+    expect(code).toBe(127);
+    expect(text.join('')).toMatch(/^mcec-record: cannot start .*node.*: ERR_INVALID_ARG_VALUE \(.*\)\n$/);
+    expect(recorder.collected.closed).toBe(1);
+  });
 });
 
 describe('stdio proxy pacing', () => {
