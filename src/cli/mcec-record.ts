@@ -406,6 +406,8 @@ Give --sessions an absolute path: MCP clients start servers in a working directo
 (a relative one, the default ./sessions included, is warned about on stderr). A Windows path (C:/x) on
 Linux or macOS is refused: it would become a folder named C: in the working directory.
 Everything mcec-record says goes to stderr; stdout carries only the server's bytes.
+On Windows a server command that is a .cmd or .bat file (npx, npm, pnpm, a globally installed Node server)
+is found on PATH as cmd.exe finds it (PATHEXT) and run through cmd.exe, each argument passed unchanged.
 
 There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
 up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed
