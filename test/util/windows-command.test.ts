@@ -214,6 +214,9 @@ describe('quoting for cmd.exe and the program', () => {
     'ünïcødé ✓ 😀',
     'ends with caret^',
     '{"jsonrpc":"2.0","id":1}',
+    // cross-spawn's own cases (test/index.test.js, run there on a real cmd.exe).
+    ...['()', '[]', '%!', '^<', '>&', '|;', ', ', '!=', '\\*', '"f"', '?.', '=`', "'", '\\"', 'bar\\'],
+    ...['"foo|bar>baz"', '"(foo|bar>baz|foz)"', 'André Cruz'],
   ];
 
   it('gives the program back every argument after cmd.exe and the batch file read the line', () => {
