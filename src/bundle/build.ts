@@ -39,6 +39,7 @@ import {
   byPath,
   type DroppedFile,
   environmentJson,
+  LEFT_OUT_WORDS,
   MANIFEST_VERSION,
   manifestJson,
   sessionJson,
@@ -47,7 +48,9 @@ import {
   chooseImagesToDrop,
   type ImageFile,
   isPrecompressed,
+  isWholePng,
   listImageFiles,
+  PNG_ENDS,
   protectedImages,
   type SkippedFile,
 } from './images.js';
@@ -56,7 +59,7 @@ import { preloadRunGifDecoder, RUN_GIF_FILE, type RunGif, writeRunGif } from './
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
-import { writeZip, type ZipEntry, type ZipSource } from './zip.js';
+import { type EntryEnds, type EntryHash, writeZip, type ZipEntry, type ZipSource } from './zip.js';
 
 /** Options of buildBundle. */
 export interface BundleOptions {
@@ -141,11 +144,23 @@ interface SessionFacts {
   gifProblem: string[];
 }
 
+/** Images left out of one write of the zip: to meet --max-bytes, and found not to be the log's (`mismatch`, `damaged`). */
+interface LeftOut {
+  cap: readonly ImageFile[];
+  faults: readonly DroppedFile[];
+}
+
 /** What one write of the zip is made of. */
 interface Layout {
   included: ImageFile[];
   entries: ZipEntry[];
   manifest: (hashes: ReadonlyMap<string, { bytes: number; sha256: string }>) => Promise<Buffer>;
+}
+
+/** A text file of the zip: its bytes, or a promise of them (or of a temp file holding them). */
+interface BundleText {
+  name: BundleFileName;
+  data: Buffer | Promise<Buffer | TempFile>;
 }
 
 /** Everything a round of writing needs: the session's facts, the rendered documents, the options. */
@@ -157,7 +172,12 @@ interface BundlePlan {
   masking: BundleMasking;
   top: string;
   facts: SessionFacts;
-  texts: Array<{ name: BundleFileName; data: Buffer | Promise<TempFile> }>;
+  texts: BundleText[];
+  /** failure-summary.md and bug-report.md, which name (not link) the images the zip lacks: one pair per write. */
+  documents: (imagesLeftOut: ReadonlyArray<{ path: string; why: string }>) => Array<{
+    name: BundleFileName;
+    data: Promise<Buffer>;
+  }>;
   dbFile: string | null;
   images: ImageFile[];
   dropped: DroppedFile[];
@@ -198,7 +218,7 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     });
     opened = facts;
     const plan = {
-      ...(await planBundle(source, tmpDir, facts, options, progress, drawing)),
+      ...(await planBundle(source, tmpDir, facts, options, progress)),
       home: dir,
       masking: view.masking,
     };
@@ -219,35 +239,47 @@ async function planBundle(
   facts: SessionFacts,
   options: BundleOptions,
   progress: Progress,
-  drawing: Array<Promise<unknown>>,
 ): Promise<BundlePlan> {
   const withImages = options.images !== false;
   const withDb = options.db !== false;
   const withGif = options.gif !== false;
   const { session, summary } = facts;
   const top = topFolderName(dir, session);
-  const failureSummary = await renderFailureSummary(summary, { templatesDir: options.templatesDir });
-  // bug-report.md shows run.gif (being drawn since the log was opened): it is rendered when that is known.
   const { gif, gifProblem } = facts;
-  const bugReport = (gif ?? Promise.resolve(null)).then(async (made) => {
-    const text = await renderBugReport(summary, {
-      templatesDir: options.templatesDir,
-      bundleName: `${top}.zip`,
-      runGif: made ? { path: RUN_GIF_FILE, frames: made.frames } : null,
-      bundleFiles: bundleFileList({
-        images: withImages && facts.images.length > 0,
-        gif: made !== null,
-        db: withDb,
-      }),
-    });
-    const file = path.join(tmpDir, 'bug-report.md');
-    await fs.promises.writeFile(file, text, 'utf8');
-    return { file, size: Buffer.byteLength(text, 'utf8') };
-  });
-  bugReport.catch(() => undefined); // awaited at its turn in the zip
-  drawing.push(bugReport); // after the GIF, which it waits for
+  const { templatesDir } = options;
+  // Rendered for each write of the zip, with the images it leaves out; bug-report.md also shows run.gif (being
+  // drawn since the log was opened), so it is rendered once that is known.
+  const documents: BundlePlan['documents'] = (imagesLeftOut) => [
+    {
+      name: 'failure-summary.md',
+      data: renderFailureSummary(summary, { templatesDir, imagesLeftOut }).then(utf8),
+    },
+    {
+      name: 'bug-report.md',
+      data: (gif ?? Promise.resolve(null)).then(async (made) =>
+        utf8(
+          await renderBugReport(summary, {
+            templatesDir,
+            imagesLeftOut,
+            bundleName: `${top}.zip`,
+            runGif: made ? { path: RUN_GIF_FILE, frames: made.frames } : null,
+            bundleFiles: bundleFileList({
+              images: withImages && facts.images.length > imagesLeftOut.length,
+              gif: made !== null,
+              db: withDb,
+            }),
+          }),
+        ),
+      ),
+    },
+  ];
   progress.step();
-  const dropped: DroppedFile[] = facts.skipped.map((s) => ({ ...s, reason: s.reason ?? 'unreadable' }));
+  const dropped: DroppedFile[] = facts.skipped.map(({ path: p, bytes, reason, detail }) => ({
+    path: p,
+    bytes,
+    reason: reason ?? 'unreadable',
+    detail,
+  }));
   let dbFile: string | null = null;
   if (withDb) dbFile = bundleDb(dir, tmpDir).file;
   else dropped.push({ path: LOG_FILE, bytes: fs.statSync(path.join(dir, LOG_FILE)).size, reason: 'no-db' });
@@ -256,8 +288,6 @@ async function planBundle(
     for (const img of facts.images) dropped.push({ path: img.path, bytes: img.bytes, reason: 'no-images' });
   }
   const texts: BundlePlan['texts'] = [
-    { name: 'failure-summary.md', data: Buffer.from(failureSummary, 'utf8') },
-    { name: 'bug-report.md', data: bugReport },
     { name: 'tool-calls.jsonl', data: facts.log },
     { name: 'environment.json', data: jsonBuffer(environmentJson(summary, session.recorder_version)) },
   ];
@@ -269,6 +299,7 @@ async function planBundle(
     top,
     facts,
     texts,
+    documents,
     dbFile,
     images,
     dropped,
@@ -278,16 +309,18 @@ async function planBundle(
   };
 }
 
-/** The zip's entries and manifest when `capDrops` are left out for the size cap; `copy` gets report.html too. */
+/** The zip's entries and manifest when `leftOut` images are not in it; `copy` gets report.html too. */
 function layout(
   plan: BundlePlan,
-  capDrops: readonly ImageFile[],
+  leftOut: LeftOut,
   met: boolean | null,
   copy: SessionReportCopy | null,
 ): Layout {
   const { top, facts, options } = plan;
   const { summary, log } = facts;
-  const included = plan.images.filter((img) => !capDrops.includes(img));
+  const faulty = new Set(leftOut.faults.map((d) => d.path));
+  const included = plan.images.filter((img) => !leftOut.cap.includes(img) && !faulty.has(img.path));
+  const dropped = droppedFiles(plan, leftOut);
   const sessionDoc = log.then((l) => ({
     buffer: jsonBuffer(
       sessionJson(summary, {
@@ -296,7 +329,8 @@ function layout(
       }),
     ),
   }));
-  const entries = zipEntries(top, plan.texts, included, plan.dbFile);
+  const texts = [...plan.texts, ...plan.documents(imagesLeftOut(dropped))];
+  const entries = zipEntries(top, texts, included, plan.dbFile);
   entries.push({ name: inBundle(top, 'session.json'), source: sessionDoc, compress: true });
   entries.push({
     name: inBundle(top, REPORT_HTML_FILE),
@@ -327,7 +361,7 @@ function layout(
         sessionId: summary.sessionId,
         generator: { name: 'mcec-recorder', version: packageVersion() },
         files: [...hashes].map(([name, h]) => ({ path: name.slice(top.length + 1), ...h })),
-        dropped: [...plan.dropped, ...capDrops.map((img) => capDropped(img))],
+        dropped,
         options: {
           images: options.withImages,
           db: options.withDb,
@@ -354,9 +388,12 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
   const output = resolveOutput(plan.home, top, options.output);
   fs.mkdirSync(path.dirname(output), { recursive: true });
   removeDeadPartials(path.dirname(output)); // what killed runs left beside their bundles
-  progress.expect(plan.images.length + plan.texts.length + 4);
+  progress.expect(plan.images.length + plan.texts.length + 2 + 4); // + failure-summary.md, bug-report.md
   const warnings: string[] = plan.facts.stillRecording ? [plan.facts.stillRecording] : [];
   let capDrops = maxBytes === undefined ? [] : await firstCapDrops(plan, maxBytes);
+  // Images the zip writer found not to be the log's (it hashes each one anyway): the zip is written again
+  // without them, so the documents of the bundle kept do not link them.
+  let faults: DroppedFile[] = [];
   let met: boolean | null = null;
   let tmp: string | null = null;
   let copy: SessionReportCopy | null = null;
@@ -364,15 +401,21 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
     for (let round = 0; ; round++) {
       copy?.abort();
       copy = options.reportHtmlInSessionDir ? SessionReportCopy.open(plan.home, warnings) : null;
-      const { included, entries, manifest } = layout(plan, capDrops, met, copy);
+      const leftOut = { cap: capDrops, faults };
+      const { included, entries, manifest } = layout(plan, leftOut, met, copy);
       if (tmp) fs.rmSync(tmp, { force: true });
       tmp = tempNameFor(output);
-      const { bytes } = await writeZip(
+      const { bytes, hashes, ends } = await writeZip(
         tmp,
         entries,
         { name: inBundle(top, 'manifest.json'), build: manifest },
         { mtime: new Date(facts.summary.startedAt), onEntry: () => progress.step() },
       );
+      const found = imageFaults(top, included, hashes, ends);
+      if (found.length > 0) {
+        faults = [...faults, ...found];
+        continue;
+      }
       if (maxBytes !== undefined && bytes > maxBytes) {
         const droppable = included.filter((img) => !facts.keep.has(img.path));
         if (droppable.length > 0 && round < MAX_SIZE_ROUNDS) {
@@ -391,7 +434,8 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
       // An older zip of the same name may be open in a zip viewer (Windows refuses the rename over it).
       moveIntoPlace(tmp, output);
       tmp = null;
-      warnings.push(...plan.gifProblem);
+      const dropped = droppedFiles(plan, leftOut).sort(byPath);
+      warnings.push(...leftOutWarnings(dropped), ...plan.gifProblem);
       const reportHtml = copy ? copy.commit(warnings) : null;
       copy = null;
       progress.finish();
@@ -399,7 +443,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
         bundle: output,
         bytes,
         files: entries.length + 1,
-        dropped: [...plan.dropped, ...capDrops.map((img) => capDropped(img))].sort(byPath),
+        dropped,
         verdict: facts.summary.verdict,
         sessionId: facts.summary.sessionId,
         warnings,
@@ -415,7 +459,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
 
 /** The oldest droppable images to leave out so the estimated zip fits `maxBytes`. */
 async function firstCapDrops(plan: BundlePlan, maxBytes: number): Promise<ImageFile[]> {
-  const { included, entries } = layout(plan, [], null, null);
+  const { included, entries } = layout(plan, { cap: [], faults: [] }, null, null);
   const estimate = await estimateZipBytes(entries, plan.images.length + plan.dropped.length + 1);
   return chooseImagesToDrop(included, plan.facts.keep, estimate, maxBytes, (img) =>
     entryOverhead(`${plan.top}/${img.path}`),
@@ -656,6 +700,92 @@ function capDropped(img: ImageFile): DroppedFile {
   return { path: img.path, bytes: img.bytes, reason: 'max-bytes' };
 }
 
+/** Everything a write leaves out: what the plan did, the images over the size cap, those found faulty. */
+function droppedFiles(plan: BundlePlan, leftOut: LeftOut): DroppedFile[] {
+  return [...plan.dropped, ...leftOut.faults, ...leftOut.cap.map((img) => capDropped(img))];
+}
+
+/**
+ * Images the zip writer read that are not what the log recorded: a sha256 no row of the file has (a file
+ * replaced by another of the same size), or a `.png` that is not a whole PNG (verify would fail the zip).
+ */
+function imageFaults(
+  top: string,
+  included: readonly ImageFile[],
+  hashes: ReadonlyMap<string, EntryHash>,
+  ends: ReadonlyMap<string, EntryEnds>,
+): DroppedFile[] {
+  const found: DroppedFile[] = [];
+  for (const img of included) {
+    const name = `${top}/${img.path}`;
+    const hash = hashes.get(name);
+    if (!hash) continue;
+    if (img.sha256s.length > 0 && !img.sha256s.includes(hash.sha256)) {
+      found.push({
+        path: img.path,
+        bytes: img.bytes,
+        reason: 'mismatch',
+        detail: `sha256 ${hash.sha256}, but the log recorded ${img.sha256s.join(' or ')}: a replaced copy, not the image the log describes`,
+      });
+      continue;
+    }
+    const end = ends.get(name);
+    if (end && !isWholePng(end.head, end.tail)) {
+      found.push({
+        path: img.path,
+        bytes: img.bytes,
+        reason: 'damaged',
+        detail: `not a whole PNG (${img.bytes} bytes; no PNG signature or IEND end)`,
+      });
+    }
+  }
+  return found;
+}
+
+/** The images of `dropped` the log names, each with why in bug-report.md's and failure-summary.md's words. */
+function imagesLeftOut(dropped: readonly DroppedFile[]): Array<{ path: string; why: string }> {
+  const out: Array<{ path: string; why: string }> = [];
+  for (const d of dropped) {
+    if (d.reason === 'no-db' || d.reason === 'no-row') continue;
+    out.push({ path: d.path, why: LEFT_OUT_WORDS[d.reason] });
+  }
+  return out;
+}
+
+/** Paths named in a warning before the rest are only counted. */
+const WARNING_PATHS = 5;
+
+/** One warning per reason an image the log names is not in the zip because it is not the log's image. */
+function leftOutWarnings(dropped: readonly DroppedFile[]): string[] {
+  const warnings: string[] = [];
+  const what = {
+    missing: [
+      'is named by the log but not in the session dir',
+      'are named by the log but not in the session dir',
+    ],
+    mismatch: [
+      'is not the file the log recorded (another size or sha256)',
+      'are not the files the log recorded (another size or sha256)',
+    ],
+    damaged: ['is not a whole PNG', 'are not whole PNGs'],
+  } as const;
+  for (const reason of ['missing', 'mismatch', 'damaged'] as const) {
+    const paths = dropped.filter((d) => d.reason === reason).map((d) => d.path);
+    if (paths.length === 0) continue;
+    const named = paths.slice(0, WARNING_PATHS).join(', ');
+    const more = paths.length > WARNING_PATHS ? ` and ${paths.length - WARNING_PATHS} more` : '';
+    const [one, many] = what[reason];
+    warnings.push(
+      `${paths.length === 1 ? `1 image ${one}` : `${paths.length} images ${many}`}, left out (dropped: ${reason}): ${named}${more}`,
+    );
+  }
+  return warnings;
+}
+
+function utf8(text: string): Buffer {
+  return Buffer.from(text, 'utf8');
+}
+
 /** `<yyyyMMdd-HHmmss>-<sessionId>`: the session dir's own name when it has that form. */
 function topFolderName(dir: string, session: SessionRow): string {
   const base = path.basename(dir);
@@ -719,7 +849,7 @@ function jsonBuffer(value: unknown): Buffer {
 /** Zip entries of the files and documents (report.html is added by the caller, which sorts them). */
 function zipEntries(
   top: string,
-  texts: BundlePlan['texts'],
+  texts: readonly BundleText[],
   images: readonly ImageFile[],
   dbFile: string | null,
 ): ZipEntry[] {
@@ -728,13 +858,17 @@ function zipEntries(
       name: inBundle(top, t.name),
       source: Buffer.isBuffer(t.data)
         ? { buffer: t.data }
-        : t.data.then((f): ZipSource => ({ file: f.file, size: f.size })),
+        : t.data.then(
+            (f): ZipSource => (Buffer.isBuffer(f) ? { buffer: f } : { file: f.file, size: f.size }),
+          ),
       compress: true,
     })),
     ...images.map((img) => ({
       name: `${top}/${img.path}`,
       source: { file: img.file, size: img.bytes },
       compress: !isPrecompressed(img.path),
+      // Checked once written (`imageFaults`): verify fails a .png that is not whole.
+      ...(img.path.toLowerCase().endsWith('.png') ? { keepEnds: PNG_ENDS } : {}),
     })),
   ];
   if (dbFile) {

@@ -115,9 +115,30 @@ export interface ManifestFile {
 export interface DroppedFile {
   path: string;
   bytes: number;
-  reason: 'no-images' | 'no-db' | 'max-bytes' | 'unreadable' | 'no-row';
+  reason: DropReason;
   detail?: string;
 }
+
+/** Why a file was left out (`schema/manifest.schema.json` says each). */
+export type DropReason =
+  | 'no-images'
+  | 'no-db'
+  | 'max-bytes'
+  | 'unreadable'
+  | 'no-row'
+  | 'missing'
+  | 'mismatch'
+  | 'damaged';
+
+/** An image the log names that is not in the zip, in the words failure-summary.md and bug-report.md use. */
+export const LEFT_OUT_WORDS: Readonly<Record<Exclude<DropReason, 'no-db' | 'no-row'>, string>> = {
+  'no-images': 'images were left out (--no-images)',
+  'max-bytes': 'left out to fit --max-bytes',
+  unreadable: 'not a regular file, or a name unsafe in a zip',
+  missing: 'the session dir has no such file',
+  mismatch: 'the file is not the one the log recorded (another size or sha256)',
+  damaged: 'the file is not a whole PNG',
+};
 
 /** `manifest.json`: every other file of the bundle with its size and sha256, and what was left out. */
 export interface ManifestJson {

@@ -14,15 +14,45 @@ export interface ImageFile {
   bytes: number;
   /** When the log first saw it (artifact row `created_at`); '' when no row names it. */
   firstSeen: string;
+  /** The sha256s the log's rows recorded for it (several rows may name one file); empty when none did. */
+  sha256s: readonly string[];
 }
 
-/** A file skipped: its name or type is unsafe to put in a zip, or no artifact row names it. */
+/**
+ * An image left out: its name or type is unsafe to put in a zip, no artifact row names it, a row names it but
+ * the file is not there, or the file is not the one the row recorded.
+ */
 export interface SkippedFile {
   path: string;
   bytes: number;
   detail: string;
-  /** `no-row` for a file the log does not know (an interrupted or unrecorded write); else `unreadable`. */
-  reason?: 'no-row';
+  /**
+   * `no-row`: a file the log does not know (an interrupted or unrecorded write); `missing`: a row names it and
+   * there is no such file; `mismatch`: its size or sha256 is not what the row recorded; `damaged`: not a whole
+   * PNG. Absent: `unreadable`.
+   */
+  reason?: 'no-row' | 'missing' | 'mismatch' | 'damaged';
+}
+
+const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
+const PNG_IEND = Buffer.from('0000000049454e44ae426082', 'hex');
+/** Bytes of a file's start and end that `isWholePng` needs. */
+export const PNG_ENDS = { head: PNG_SIGNATURE.length, tail: PNG_IEND.length } as const;
+
+/** A PNG's first and last bytes are its signature and its IEND chunk (what verify holds a `.png` to). */
+export function isWholePng(head: Buffer, tail: Buffer): boolean {
+  return (
+    head.subarray(0, PNG_ENDS.head).equals(PNG_SIGNATURE) && tail.subarray(-PNG_ENDS.tail).equals(PNG_IEND)
+  );
+}
+
+/** What the log's rows recorded of one file. */
+interface RowFacts {
+  firstSeen: string;
+  /** The first call that names it (for a missing file's detail). */
+  seq: number | null;
+  sizes: Set<number>;
+  sha256s: Set<string>;
 }
 
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
@@ -33,27 +63,26 @@ export function isPrecompressed(name: string): boolean {
   return STORED_EXTENSIONS.has(path.extname(name).toLowerCase());
 }
 
-/** Regular files of the session's artifacts dir that an artifact row names (the rest skipped), oldest first. */
+/**
+ * Regular files of the session's artifacts dir that an artifact row names, oldest first. Skipped: files no row
+ * names, files whose size is none a row recorded (a truncated copy, a swapped file; the sha256 is compared in
+ * the zip writer, which hashes every file anyway), and rows whose file is not there.
+ */
 export function listImageFiles(
   sessionDir: string,
   rows: readonly ArtifactRow[],
 ): { images: ImageFile[]; skipped: SkippedFile[] } {
   const dir = path.join(sessionDir, ARTIFACTS_DIR);
+  const named = rowFacts(rows);
   let entries: fs.Dirent[];
   try {
     entries = fs.readdirSync(dir, { withFileTypes: true });
   } catch {
-    return { images: [], skipped: [] };
-  }
-  const firstSeen = new Map<string, string>();
-  for (const row of rows) {
-    if (!row.path) continue;
-    const rel = normalizeArtifactPath(row.path);
-    const seen = firstSeen.get(rel);
-    if (seen === undefined || row.created_at < seen) firstSeen.set(rel, row.created_at);
+    entries = []; // no artifacts/ at all (a copy made without it): every file a row names is missing
   }
   const images: ImageFile[] = [];
   const skipped: SkippedFile[] = [];
+  const found = new Set<string>();
   for (const entry of entries) {
     const rel = `${ARTIFACTS_DIR}/${entry.name}`;
     // Writers' temp files (dot files, *.tmp / *.partial) are not artifacts yet.
@@ -62,22 +91,70 @@ export function listImageFiles(
       skipped.push({ path: rel, bytes: 0, detail: entry.isSymbolicLink() ? 'symbolic link' : 'not a file' });
       continue;
     }
+    found.add(rel);
     const file = path.join(dir, entry.name);
     const bytes = fs.lstatSync(file).size;
     if (!SAFE_NAME.test(entry.name)) {
       skipped.push({ path: rel, bytes, detail: 'file name not safe in a zip' });
       continue;
     }
-    const seen = firstSeen.get(rel);
-    if (seen === undefined) {
+    const facts = named.get(rel);
+    if (facts === undefined) {
       // Not in the log: a write cut short (kill -9) or one whose row was never committed; it proves nothing.
       skipped.push({ path: rel, bytes, detail: 'no artifact row names it', reason: 'no-row' });
       continue;
     }
-    images.push({ path: rel, file, bytes, firstSeen: seen });
+    if (facts.sizes.size > 0 && !facts.sizes.has(bytes)) {
+      const recorded = [...facts.sizes].join(' or ');
+      skipped.push({
+        path: rel,
+        bytes,
+        detail: `${bytes} bytes, but the log recorded ${recorded}: a damaged or replaced copy, not the image the log describes`,
+        reason: 'mismatch',
+      });
+      continue;
+    }
+    images.push({ path: rel, file, bytes, firstSeen: facts.firstSeen, sha256s: [...facts.sha256s] });
+  }
+  for (const [rel, facts] of named) {
+    // Only names a file of artifacts/ could have (a row's path elsewhere is no image of the bundle's).
+    if (
+      found.has(rel) ||
+      !rel.startsWith(`${ARTIFACTS_DIR}/`) ||
+      rel.indexOf('/', ARTIFACTS_DIR.length + 1) >= 0
+    )
+      continue;
+    const recorded = facts.sizes.size > 0 ? Math.max(...facts.sizes) : 0;
+    const call = facts.seq === null ? '' : ` (call #${facts.seq})`;
+    skipped.push({
+      path: rel,
+      bytes: recorded,
+      detail: `the log names it${call} but the session dir has no such file`,
+      reason: 'missing',
+    });
   }
   images.sort(oldestFirst);
   return { images, skipped };
+}
+
+/** Per file the rows name: when first seen, by which call, and the sizes and sha256s recorded. */
+function rowFacts(rows: readonly ArtifactRow[]): Map<string, RowFacts> {
+  const named = new Map<string, RowFacts>();
+  for (const row of rows) {
+    if (!row.path) continue;
+    const rel = normalizeArtifactPath(row.path);
+    let facts = named.get(rel);
+    if (facts === undefined) {
+      facts = { firstSeen: row.created_at, seq: row.call_seq, sizes: new Set(), sha256s: new Set() };
+      named.set(rel, facts);
+    } else if (row.created_at < facts.firstSeen) {
+      facts.firstSeen = row.created_at;
+      facts.seq = row.call_seq;
+    }
+    if (row.bytes !== null && row.bytes !== undefined) facts.sizes.add(row.bytes);
+    if (row.sha256) facts.sha256s.add(row.sha256.toLowerCase());
+  }
+  return named;
 }
 
 function oldestFirst(a: ImageFile, b: ImageFile): number {

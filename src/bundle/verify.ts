@@ -16,6 +16,7 @@ import { foreignLogProblem } from '../store/foreign-log.js';
 import { expectNonEmptyString, expectNumber, expectOptions } from '../util/expect.js';
 import { isRecord } from '../util/json.js';
 import { makeTempDir } from '../util/temp-files.js';
+import { isWholePng, PNG_ENDS } from './images.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
 import { checkJsonFile, checkJsonLines } from './verify-json.js';
@@ -78,9 +79,6 @@ const TEXT_PLAIN_RUN_LIMIT = 100_000;
 const MAX_PROBLEMS = 200;
 /** Overlapping entries named one by one before the rest are only counted. */
 const MAX_OVERLAPS_LISTED = 5;
-
-const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
-const PNG_IEND = Buffer.from('0000000049454e44ae426082', 'hex');
 
 /** One central-directory record, as read before any data is touched. */
 interface Listed {
@@ -426,8 +424,8 @@ async function readFacts(
       scanner?.feed(chunk);
       if (keep) chunks.push(chunk);
       if (kind === 'png') {
-        if (head.length < PNG_SIGNATURE.length) head = Buffer.concat([head, chunk]).subarray(0, 8);
-        tail = Buffer.concat([tail, chunk]).subarray(-PNG_IEND.length);
+        if (head.length < PNG_ENDS.head) head = Buffer.concat([head, chunk]).subarray(0, PNG_ENDS.head);
+        tail = Buffer.concat([tail, chunk]).subarray(-PNG_ENDS.tail);
       }
     }
   } finally {
@@ -457,7 +455,7 @@ async function readFacts(
       `too large to check for image bytes (${entry.uncompressedSize} bytes, over the cap of ${limit}: ${option})`,
     );
   }
-  if (kind === 'png' && !(head.equals(PNG_SIGNATURE) && tail.equals(PNG_IEND))) {
+  if (kind === 'png' && !isWholePng(head, tail)) {
     facts.imageProblems.push(
       bytes === 0
         ? 'an empty PNG (0 bytes)'

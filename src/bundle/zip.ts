@@ -28,6 +28,17 @@ export interface ZipEntry {
   compress: boolean;
   /** zlib level when compressed (default 6). */
   level?: number;
+  /**
+   * Keep this many of the entry's first and last bytes (an image's signature and end), returned by writeZip
+   * in `ends`: what the caller checks the file by, read on the way like its sha256.
+   */
+  keepEnds?: { head: number; tail: number };
+}
+
+/** An entry's first and last bytes, as `keepEnds` asked. */
+export interface EntryEnds {
+  head: Buffer;
+  tail: Buffer;
 }
 
 /** The last entry, built once every other entry's hash is known (the manifest). */
@@ -83,7 +94,7 @@ export async function writeZip(
   entries: readonly ZipEntry[],
   final: FinalEntry,
   options: ZipWriteOptions,
-): Promise<{ bytes: number; hashes: Map<string, EntryHash> }> {
+): Promise<{ bytes: number; hashes: Map<string, EntryHash>; ends: Map<string, EntryEnds> }> {
   const out = await ZipOutput.create(outFile, options);
   const early = deflateEarly(entries);
   try {
@@ -95,7 +106,7 @@ export async function writeZip(
     const manifest = await final.build(hashes);
     await out.entry({ name: final.name, source: { buffer: manifest }, compress: true }, null);
     const bytes = await out.finish();
-    return { bytes, hashes };
+    return { bytes, hashes, ends: out.ends };
   } finally {
     // Deflations still running read files their owner removes next: let them end first.
     await Promise.allSettled(early.values());
@@ -181,6 +192,8 @@ class ZipOutput implements ByteSink {
   private readonly written: Written[] = [];
   /** Each entry's size and sha256, in zip order. */
   private readonly sums = new Map<string, EntryHash>();
+  /** The first and last bytes of the entries that asked for them (`keepEnds`). */
+  readonly ends = new Map<string, EntryEnds>();
   /** The read buffer, reused for every file. */
   private readonly buffer = Buffer.allocUnsafeSlow(CHUNK);
   /** Small writes not yet in the file: bytes `stageStart ..` of the zip. */
@@ -220,11 +233,13 @@ class ZipOutput implements ByteSink {
       for (const chunk of made.chunks) await this.write(chunk);
       sums = made;
     } else {
-      const data = new DataSink(this, hash, entry.compress ? (entry.level ?? 6) : null);
+      const ends = entry.keepEnds ? new EndsKept(entry.keepEnds.head, entry.keepEnds.tail) : null;
+      const data = new DataSink(this, hash, entry.compress ? (entry.level ?? 6) : null, ends);
       if ('buffer' in source) await data.add(source.buffer);
       else if ('stream' in source) for await (const chunk of source.stream()) await data.add(chunk);
       else await readFileChunks(source.file, source.size, this.buffer, data);
       sums = await data.end();
+      if (ends) this.ends.set(entry.name, { head: ends.head, tail: ends.tail });
     }
     const { crc, size, compressed } = sums;
     refuseHuge(entry.name, Math.max(size, compressed));
@@ -374,6 +389,7 @@ class DataSink {
     private readonly out: ByteSink,
     private readonly hash: Hash,
     level: number | null,
+    private readonly ends: EndsKept | null = null,
   ) {
     // Room for page parts ahead of zlib, so the next part is made while zlib works on this one (zlib streams
     // take the stream options too; their type does not list them).
@@ -394,6 +410,7 @@ class DataSink {
     if (chunk.length === 0) return;
     this.crc = zlib.crc32(chunk, this.crc);
     this.hash.update(chunk);
+    this.ends?.add(chunk);
     this.size += chunk.length;
     if (!this.deflate) {
       this.compressed += chunk.length;
@@ -426,6 +443,25 @@ class DataSink {
     }
     if (this.failure) throw this.failure;
     return { crc: this.crc >>> 0, size: this.size, compressed: this.compressed };
+  }
+}
+
+/** The first `headBytes` and last `tailBytes` bytes of a stream, copied (its chunks lie in a reused buffer). */
+class EndsKept {
+  head = Buffer.alloc(0);
+  tail = Buffer.alloc(0);
+
+  constructor(
+    private readonly headBytes: number,
+    private readonly tailBytes: number,
+  ) {}
+
+  add(chunk: Buffer): void {
+    if (this.head.length < this.headBytes)
+      this.head = Buffer.concat([this.head, chunk.subarray(0, this.headBytes - this.head.length)]);
+    if (chunk.length >= this.tailBytes)
+      this.tail = Buffer.from(chunk.subarray(chunk.length - this.tailBytes));
+    else this.tail = Buffer.concat([this.tail, chunk]).subarray(-this.tailBytes);
   }
 }
 

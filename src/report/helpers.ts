@@ -78,8 +78,14 @@ export function registerHelpers(hb: HandlebarsApi): void {
   );
   hb.registerHelper('not', (...args: unknown[]) => !params(args)[0]);
   hb.registerHelper('imageLink', (...args: unknown[]) => {
-    const [digest, alt] = params(args) as [{ artifact?: unknown } | null | undefined, unknown];
+    const [digest, alt] = params(args) as [
+      { artifact?: unknown; leftOut?: unknown } | null | undefined,
+      unknown,
+    ];
     if (!digest || typeof digest.artifact !== 'string') return '';
+    // Not in the bundle (src/report/render.ts imageViews): say so rather than link a file the zip lacks.
+    if (typeof digest.leftOut === 'string')
+      return `(the image is not in this bundle: ${oneLine(digest.leftOut, 200)})`;
     const label = oneLine(typeof alt === 'string' ? alt : 'image', 60).replace(/[[\]]/g, '');
     return `![${label}](${linkPath(digest.artifact)})`;
   });

@@ -164,6 +164,7 @@ function viewFor(
   summary: SessionSummary,
   level: Level,
   extra: Record<string, unknown>,
+  leftOut: ReadonlyMap<string, string> = new Map(),
 ): Record<string, unknown> {
   const notes: string[] = [];
   const total = {
@@ -232,7 +233,7 @@ function viewFor(
       ? { name: step.name, detail: oneLine(step.detail ?? step.status, level.detail) }
       : null;
 
-  const images = imageViews(s);
+  const images = imageViews(s, leftOut);
   return {
     ...s,
     ...images,
@@ -258,6 +259,7 @@ function viewFor(
       !(s.lastImage && s.lastImage.artifact === s.lastGoodObservation.image.artifact)
         ? images.lastGoodObservation?.image
         : null,
+    imagesLeftOutNote: leftOutNote(leftOut.size),
     notes,
     limit: LIMIT_TEXT,
     ...extra,
@@ -279,8 +281,12 @@ function imagePlace(image: ImageDigest, plainServer: boolean, max = Number.POSIT
   return plainServer ? null : 'window unknown';
 }
 
-/** The images with their titles (window and call), and whether the last one and the failing call's are of one window. */
-function imageViews(s: SessionSummary) {
+/**
+ * The images with their titles (window and call), why one is not in the bundle (`leftOut`, by artifact path;
+ * `imageLink` then names it instead of linking it), and whether the last one and the failing call's are of one
+ * window.
+ */
+function imageViews(s: SessionSummary, leftOut: ReadonlyMap<string, string>) {
   const plain = isPlainServer(s.environment);
   const titledImage = (image: ImageDigest | null | undefined) =>
     image
@@ -289,6 +295,7 @@ function imageViews(s: SessionSummary) {
           title: imageTitle(image, plain),
           alt: imageTitle(image, plain).replace(/'/g, ''),
           place: imagePlace(image, plain, 100),
+          leftOut: image.artifact ? (leftOut.get(artifactKey(image.artifact)) ?? null) : null,
         }
       : null;
   return {
@@ -299,6 +306,17 @@ function imageViews(s: SessionSummary) {
       ? { ...s.lastGoodObservation, image: titledImage(s.lastGoodObservation.image) }
       : null,
   };
+}
+
+/** An artifact path as the bundle lists it (`./artifacts\\x.png` -> `artifacts/x.png`). */
+function artifactKey(p: string): string {
+  return p.split('\\').join('/').replace(/^\.\//, '');
+}
+
+/** bug-report.md's words for images the log names that the bundle lacks; null when it has them all. */
+function leftOutNote(count: number): string | null {
+  if (count === 0) return null;
+  return `${count === 1 ? '1 image the log names is' : `${count} images the log names are`} not in the attached bundle (its manifest.json's \`dropped\` says why); any other images are in it`;
 }
 
 /** What the failing call did in words, its target's facts as lines, and the failures marked when one is it. */
@@ -324,9 +342,10 @@ async function renderCapped(
 ): Promise<string> {
   const file = resolveTemplate(name, options.templatesDir);
   const fn = await loadTemplate(file);
+  const leftOut = new Map((options.imagesLeftOut ?? []).map((x) => [artifactKey(x.path), x.why]));
   let last = '';
   for (const level of LEVELS) {
-    const view = viewFor(summary, level, extra);
+    const view = viewFor(summary, level, extra, leftOut);
     let text = run(fn, file, view);
     // A custom template may leave the notes out; the reader must still be told what was shortened.
     const missing = (view.notes as string[]).filter((n) => !text.includes(n));
@@ -352,6 +371,11 @@ function checkRenderArguments(summary: unknown, options: unknown): Record<string
   expectObject(summary, 'summary');
   const o = expectOptions(options);
   expectString(o.templatesDir, 'options.templatesDir', { nonEmpty: true });
+  expectArray(o.imagesLeftOut, 'options.imagesLeftOut', (image, name) => {
+    expectObject(image, name);
+    expectNonEmptyString(image.path, `${name}.path`);
+    expectNonEmptyString(image.why, `${name}.why`);
+  });
   return o;
 }
 

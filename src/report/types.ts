@@ -229,6 +229,11 @@ export interface SummaryOptions {
 export interface RenderOptions {
   /** A folder whose `*.hbs` files override the built-in templates of the same name. */
   templatesDir?: string;
+  /**
+   * Images the log names that the bundle being built leaves out (`artifacts/x.png`), each with why in a few
+   * words: they are named, not linked (the zip lacks them). Absent: every image is there.
+   */
+  imagesLeftOut?: ReadonlyArray<{ path: string; why: string }>;
 }
 
 /** Options for the bug-report renderer. */

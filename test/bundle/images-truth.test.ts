@@ -1,0 +1,271 @@
+/**
+ * A bundle tells the truth about its images when the session dir is not as the log recorded it (a copy from
+ * another machine): a row whose file is missing, a file cut short, two files swapped, a PNG its row describes
+ * that is not whole. Each is left out with its reason in `dropped` and a warning, failure-summary.md and
+ * bug-report.md name it instead of linking it, and the zip verifies. Real PNGs (sharp), real sessions
+ * recorded by the recorder, zips read back; the built CLI for `--json`.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import Database from 'better-sqlite3';
+import sharp from 'sharp';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type BundleResult, buildBundle, bundleResultJson } from '../../src/bundle/build.js';
+import { verifyBundle } from '../../src/bundle/verify.js';
+import { createRecorder } from '../../src/record/index.js';
+import { noiseRaw } from '../support/images.js';
+import { BUNDLE_CLI, ROOT } from '../support/programs.js';
+import { bundleValidators, readZip, sha256, tempDir, unzipTest, type ZipEntryRead } from './helpers.js';
+
+const validators = bundleValidators();
+const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true });
+const validateResult = ajv.compile(
+  JSON.parse(fs.readFileSync(path.join(ROOT, 'schema', 'bundle-result.schema.json'), 'utf8')),
+);
+
+/** An uncompressed PNG of noise: every one of the same size has the same byte length (so two can be swapped unseen by size). */
+function noisePng(seed: number, width = 48, height = 32): Promise<Buffer> {
+  return sharp(noiseRaw(width, height, seed), { raw: { width, height, channels: 3 } })
+    .png({ compressionLevel: 0 })
+    .toBuffer();
+}
+
+interface Recorded {
+  dir: string;
+  sessionId: string;
+  /** The capture files in call order, relative to the session dir, with the bytes sent. */
+  captures: Array<{ path: string; png: Buffer }>;
+}
+
+const roots: string[] = [];
+afterEach(() => {
+  for (const r of roots.splice(0)) fs.rmSync(r, { recursive: true, force: true });
+});
+
+/** A session of three captures (the last one the last image the documents link), recorded by the recorder. */
+async function recordCaptures(): Promise<Recorded> {
+  const root = tempDir();
+  roots.push(root);
+  const sessionsDir = path.join(root, 'sessions');
+  const pngs = [await noisePng(1), await noisePng(2), await noisePng(3, 40, 30)];
+  const recorder = createRecorder({ sessionsDir, stderr: () => {} });
+  let next = 0;
+  const wrapped = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+    content: [
+      { type: 'image', data: pngs[next++]!.toString('base64'), mimeType: 'image/png' },
+      { type: 'text', text: JSON.stringify({ ok: true, sessionId: null, result: { captured: true } }) },
+    ],
+    isError: false,
+  }));
+  for (let i = 0; i < pngs.length; i++) await wrapped('capture', { window: 'Untitled - Notepad' });
+  const sessionId = recorder.defaultSessionId;
+  await recorder.close();
+  const [name] = fs.readdirSync(sessionsDir);
+  const dir = path.join(sessionsDir, name!);
+  const db = new Database(path.join(dir, 'session.sqlite'), { readonly: true });
+  const rows = db
+    .prepare('SELECT DISTINCT path, sha256 FROM artifacts WHERE path IS NOT NULL ORDER BY id')
+    .all() as Array<{
+    path: string;
+    sha256: string;
+  }>;
+  db.close();
+  const captures = rows.map((r) => ({ path: r.path, png: pngs.find((p) => sha256(p) === r.sha256)! }));
+  expect(captures.map((c) => c.png !== undefined)).toEqual([true, true, true]);
+  return { dir, sessionId, captures };
+}
+
+async function bundled(dir: string): Promise<{ res: BundleResult; files: Map<string, ZipEntryRead> }> {
+  const res = await buildBundle(dir, { output: path.join(path.dirname(path.dirname(dir)), 'out.zip') });
+  const top = path.basename(dir);
+  const files = new Map((await readZip(res.bundle)).map((e) => [e.name.slice(top.length + 1), e]));
+  return { res, files };
+}
+
+function text(files: Map<string, ZipEntryRead>, name: string): string {
+  return files.get(name)!.data.toString('utf8');
+}
+
+/** What every bundle of a damaged session dir must hold to: it verifies, its JSON follows the schemas. */
+async function expectTruthful(res: BundleResult, files: Map<string, ZipEntryRead>): Promise<void> {
+  expect((await verifyBundle(res.bundle)).problems).toEqual([]);
+  unzipTest(res.bundle);
+  const manifest = JSON.parse(text(files, 'manifest.json'));
+  expect(validators.manifest(manifest)).toEqual([]);
+  expect(manifest.dropped).toEqual(res.dropped);
+  expect(validators.session(JSON.parse(text(files, 'session.json')))).toEqual([]);
+  expect(validateResult(bundleResultJson(res)), JSON.stringify(validateResult.errors)).toBe(true);
+  const inZip = new Set([...files.keys()].filter((n) => n.startsWith('artifacts/')));
+  expect(JSON.parse(text(files, 'session.json')).artifacts.sort()).toEqual([...inZip].sort());
+  // No document links an image the zip lacks.
+  for (const doc of ['failure-summary.md', 'bug-report.md']) {
+    for (const m of text(files, doc).matchAll(/\]\((artifacts\/[^)]+)\)/g))
+      expect(inZip, doc).toContain(m[1]);
+  }
+}
+
+describe('a bundle checks each image against the log rows that name it', () => {
+  it('lists a row whose file is missing as dropped (missing), warns, and names it in the documents', async () => {
+    const rec = await recordCaptures();
+    const gone = rec.captures[2]!;
+    fs.rmSync(path.join(rec.dir, gone.path));
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped).toEqual([
+      {
+        path: gone.path,
+        bytes: gone.png.length,
+        reason: 'missing',
+        detail: expect.stringMatching(
+          /^the log names it \(call #\d+\) but the session dir has no such file$/,
+        ),
+      },
+    ]);
+    expect(res.warnings).toEqual([
+      `1 image is named by the log but not in the session dir, left out (dropped: missing): ${gone.path}`,
+    ]);
+    expect([...files.keys()].filter((n) => n.startsWith('artifacts/')).sort()).toEqual(
+      rec.captures
+        .slice(0, 2)
+        .map((c) => c.path)
+        .sort(),
+    );
+    const summary = text(files, 'failure-summary.md');
+    expect(summary).toContain('(the image is not in this bundle: the session dir has no such file)');
+    expect(summary).toContain(`\`${gone.path}\``);
+    const report = text(files, 'bug-report.md');
+    expect(report).toContain(`\`${gone.path}\` (not in the bundle: the session dir has no such file)`);
+    expect(report).toContain('1 image the log names is not in the attached bundle');
+    expect(report).not.toContain('The images are in the attached bundle');
+    await expectTruthful(res, files);
+  });
+
+  it('without artifacts/ at all: every image is missing and bug-report.md does not promise them', async () => {
+    const rec = await recordCaptures();
+    fs.rmSync(path.join(rec.dir, 'artifacts'), { recursive: true });
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped.map((d) => [d.path, d.reason])).toEqual(
+      rec.captures.map((c) => [c.path, 'missing']).sort(),
+    );
+    expect(res.warnings).toEqual([
+      expect.stringMatching(/^3 images are named by the log but not in the session dir/),
+    ]);
+    expect([...files.keys()].some((n) => n.startsWith('artifacts/'))).toBe(false);
+    const report = text(files, 'bug-report.md');
+    expect(report).toContain('3 images the log names are not in the attached bundle');
+    expect(report).not.toContain('`artifacts/` (');
+    await expectTruthful(res, files);
+  });
+
+  it('leaves out files cut short (another size than the row): the zip verifies', async () => {
+    const rec = await recordCaptures();
+    for (const c of rec.captures) fs.truncateSync(path.join(rec.dir, c.path), 500);
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped).toEqual(
+      rec.captures
+        .map((c) => ({
+          path: c.path,
+          bytes: 500,
+          reason: 'mismatch',
+          detail: `500 bytes, but the log recorded ${c.png.length}: a damaged or replaced copy, not the image the log describes`,
+        }))
+        .sort((a, b) => (a.path < b.path ? -1 : 1)),
+    );
+    expect(res.warnings).toEqual([
+      expect.stringMatching(
+        /^3 images are not the files the log recorded \(another size or sha256\), left out/,
+      ),
+    ]);
+    await expectTruthful(res, files);
+  });
+
+  it('leaves out two files of one size swapped (found by the sha256 the zip writer takes anyway)', async () => {
+    const rec = await recordCaptures();
+    const [a, b, kept] = rec.captures as [
+      Recorded['captures'][0],
+      Recorded['captures'][0],
+      Recorded['captures'][0],
+    ];
+    expect(a.png.length).toBe(b.png.length); // nothing but the sha256 tells them apart
+    fs.writeFileSync(path.join(rec.dir, a.path), b.png);
+    fs.writeFileSync(path.join(rec.dir, b.path), a.png);
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped).toEqual(
+      [
+        { c: a, now: b.png },
+        { c: b, now: a.png },
+      ]
+        .map(({ c, now }) => ({
+          path: c.path,
+          bytes: c.png.length,
+          reason: 'mismatch',
+          detail: `sha256 ${sha256(now)}, but the log recorded ${sha256(c.png)}: a replaced copy, not the image the log describes`,
+        }))
+        .sort((x, y) => (x.path < y.path ? -1 : 1)),
+    );
+    expect(res.warnings).toHaveLength(1);
+    expect([...files.keys()].filter((n) => n.startsWith('artifacts/'))).toEqual([kept.path]);
+    expect(files.get(kept.path)!.data.equals(kept.png)).toBe(true);
+    await expectTruthful(res, files);
+  });
+
+  it('leaves out a .png its row describes that is not a whole PNG (verify would fail the zip)', async () => {
+    const rec = await recordCaptures();
+    const cut = rec.captures[2]!;
+    const file = path.join(rec.dir, cut.path);
+    fs.truncateSync(file, 500);
+    // A log that recorded the short file itself (another tool's writer): size and sha256 agree with the row.
+    const db = new Database(path.join(rec.dir, 'session.sqlite'));
+    db.prepare('UPDATE artifacts SET bytes = 500, sha256 = ? WHERE path = ?').run(
+      sha256(fs.readFileSync(file)),
+      cut.path,
+    );
+    db.close();
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped).toEqual([
+      {
+        path: cut.path,
+        bytes: 500,
+        reason: 'damaged',
+        detail: 'not a whole PNG (500 bytes; no PNG signature or IEND end)',
+      },
+    ]);
+    expect(res.warnings).toEqual([`1 image is not a whole PNG, left out (dropped: damaged): ${cut.path}`]);
+    expect(text(files, 'failure-summary.md')).toContain(
+      '(the image is not in this bundle: the file is not a whole PNG)',
+    );
+    await expectTruthful(res, files);
+  });
+
+  it('an untouched session: nothing dropped, no warning, every image in the zip', async () => {
+    const rec = await recordCaptures();
+    const { res, files } = await bundled(rec.dir);
+    expect([res.dropped, res.warnings]).toEqual([[], []]);
+    for (const c of rec.captures) expect(files.get(c.path)!.data.equals(c.png)).toBe(true);
+    expect(text(files, 'bug-report.md')).toContain('The images are in the attached bundle');
+    await expectTruthful(res, files);
+  });
+
+  it('mcec-bundle <id> --json (built CLI): the dropped rows and the warning, exit 0, a zip that verifies', async () => {
+    const rec = await recordCaptures();
+    const gone = rec.captures[0]!;
+    fs.rmSync(path.join(rec.dir, gone.path));
+    const out = path.join(path.dirname(path.dirname(rec.dir)), 'cli.zip');
+    const run = spawnSync(
+      process.execPath,
+      [BUNDLE_CLI, rec.sessionId, '--sessions', path.dirname(rec.dir), '-o', out, '--json'],
+      { encoding: 'utf8' },
+    );
+    expect(run.status, run.stderr).toBe(0);
+    const json = JSON.parse(run.stdout);
+    expect(validateResult(json), JSON.stringify(validateResult.errors)).toBe(true);
+    expect(json.dropped.map((d: { path: string; reason: string }) => [d.path, d.reason])).toEqual([
+      [gone.path, 'missing'],
+    ]);
+    expect(json.warnings).toHaveLength(1);
+    expect(run.stderr).toContain(`mcec-bundle: warning: ${json.warnings[0]}`);
+    const verify = spawnSync(process.execPath, [BUNDLE_CLI, 'verify', out], { encoding: 'utf8' });
+    expect(verify.status, verify.stdout + verify.stderr).toBe(0);
+  });
+});
