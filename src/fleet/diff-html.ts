@@ -127,7 +127,9 @@ async function screenshotsSection(
       ...(fd ? [['changed pixels', fd]] : []),
     ] as Array<[string, string]>;
     parts.push(
-      `<h3>${esc(x.tool)}: ${(x.changedShare * 100).toFixed(2)}% of ${x.width}x${x.height} pixels changed${x.note ? ` <span class="muted">(${esc(x.note)})</span>` : ''}</h3><div class="shots">`,
+      x.compared
+        ? `<h3>${esc(x.tool)}: ${(x.changedShare * 100).toFixed(2)}% of ${x.width}x${x.height} pixels changed${x.note ? ` <span class="muted">(${esc(x.note)})</span>` : ''}</h3><div class="shots">`
+        : `<h3>${esc(x.tool)}: <span class="muted">${esc(x.note ?? 'not compared')}</span></h3><div class="shots">`,
     );
     for (const [label, file] of figs) {
       const src = await thumb(file);

@@ -77,6 +77,11 @@ export interface ScreenshotDiff {
   height: number;
   changedPixels: number;
   changedShare: number;
+  /**
+   * False when the pixels were not compared (a file missing or not decodable, an image over the pixel cap):
+   * `note` says why, the counts are 0 and the pair counts neither as alike nor as different.
+   */
+  compared: boolean;
   /** The diff PNG's file name in the output dir (red: changed pixels), or null when none was written. */
   diffImage: string | null;
   /** Set when the images could not be compared as they are (sizes differ, a file is missing). */
@@ -110,7 +115,7 @@ export interface SessionDiff {
   aligned: AlignedPair[];
   trees: TreeDiff[];
   screenshots: ScreenshotDiff[];
-  /** True when the runs diverge or a screenshot changed more than the threshold. */
+  /** True when the runs diverge or a compared screenshot changed more than the threshold. */
   differs: boolean;
   /** The output dir (diff PNGs, diff.html), or null when nothing was written. */
   outDir: string | null;
@@ -338,7 +343,8 @@ export async function diffSessions(
       aligned,
       trees,
       screenshots,
-      differs: firstDivergence !== null || screenshots.some((s) => s.changedShare > maxShare),
+      // A pair not compared proves no difference: it is reported, not counted.
+      differs: firstDivergence !== null || screenshots.some((s) => s.compared && s.changedShare > maxShare),
       outDir: options.outDir ?? null,
     };
   } finally {
@@ -463,6 +469,7 @@ async function compareImages(
     height: 0,
     changedPixels: 0,
     changedShare: 0,
+    compared: true,
     diffImage: null,
     note: null,
   };
@@ -481,7 +488,7 @@ async function compareImages(
       if (pixels > MAX_DIFF_PIXELS)
         return {
           ...base,
-          changedShare: 1,
+          compared: false,
           note: `not compared: ${name} is ${m.width}x${m.height}, over the cap of ${MAX_DIFF_PIXELS} pixels`,
         };
     }
@@ -498,7 +505,7 @@ async function compareImages(
     }
     imgB = await pipeline.raw().toBuffer({ resolveWithObject: true });
   } catch (err) {
-    return { ...base, changedShare: 1, note: `not compared: ${oneLine((err as Error).message, 200)}` };
+    return { ...base, compared: false, note: `not compared: ${oneLine((err as Error).message, 200)}` };
   }
   const { width, height } = imgA.info;
   const out = Buffer.alloc(width * height * 4);
@@ -558,14 +565,20 @@ export function renderDiffText(d: SessionDiff): string {
       for (const x of t.renamed.slice(0, 10)) lines.push(`    ~ ${x.node}: '${x.from}' -> '${x.to}'`);
     }
   }
-  const changed = d.screenshots.filter((x) => x.changedPixels > 0 || x.note);
+  const compared = d.screenshots.filter((x) => x.compared);
+  const changed = compared.filter((x) => x.changedPixels > 0 || x.note);
+  const notCompared = d.screenshots.filter((x) => !x.compared);
   if (d.screenshots.length > 0) {
-    lines.push('', `Screenshots: ${d.screenshots.length} compared, ${changed.length} differ`);
+    lines.push(
+      '',
+      `Screenshots: ${compared.length} compared, ${changed.length} differ${notCompared.length > 0 ? `, ${notCompared.length} not compared` : ''}`,
+    );
     for (const x of changed.slice(0, 20)) {
       lines.push(
         `  ${x.tool} A#${x.aSeq} / B#${x.bSeq}: ${(x.changedShare * 100).toFixed(2)}% of ${x.width}x${x.height} pixels changed${x.diffImage && d.outDir ? ` (${path.join(d.outDir, x.diffImage)})` : ''}${x.note ? `; ${x.note}` : ''}`,
       );
     }
+    for (const x of notCompared.slice(0, 20)) lines.push(`  ${x.tool} A#${x.aSeq} / B#${x.bSeq}: ${x.note}`);
   }
   return lines.join('\n');
 }
