@@ -173,8 +173,11 @@ interface BundlePlan {
   top: string;
   facts: SessionFacts;
   texts: BundleText[];
-  /** failure-summary.md and bug-report.md, which name (not link) the images the zip lacks: one pair per write. */
-  documents: (imagesLeftOut: ReadonlyArray<{ path: string; why: string }>) => Array<{
+  /**
+   * failure-summary.md and bug-report.md, which name (not link) the images the zip lacks: one pair per write,
+   * told how many images it holds and which the log names that it does not.
+   */
+  documents: (images: { inZip: number; leftOut: ReadonlyArray<{ path: string; why: string }> }) => Array<{
     name: BundleFileName;
     data: Promise<Buffer>;
   }>;
@@ -249,7 +252,7 @@ async function planBundle(
   const { templatesDir } = options;
   // Rendered for each write of the zip, with the images it leaves out; bug-report.md also shows run.gif (being
   // drawn since the log was opened), so it is rendered once that is known.
-  const documents: BundlePlan['documents'] = (imagesLeftOut) => [
+  const documents: BundlePlan['documents'] = ({ inZip, leftOut: imagesLeftOut }) => [
     {
       name: 'failure-summary.md',
       data: renderFailureSummary(summary, { templatesDir, imagesLeftOut }).then(utf8),
@@ -264,7 +267,7 @@ async function planBundle(
             bundleName: `${top}.zip`,
             runGif: made ? { path: RUN_GIF_FILE, frames: made.frames } : null,
             bundleFiles: bundleFileList({
-              images: withImages && facts.images.length > imagesLeftOut.length,
+              images: inZip > 0,
               gif: made !== null,
               db: withDb,
             }),
@@ -329,7 +332,10 @@ function layout(
       }),
     ),
   }));
-  const texts = [...plan.texts, ...plan.documents(imagesLeftOut(dropped))];
+  const texts = [
+    ...plan.texts,
+    ...plan.documents({ inZip: included.length, leftOut: imagesLeftOut(dropped) }),
+  ];
   const entries = zipEntries(top, texts, included, plan.dbFile);
   entries.push({ name: inBundle(top, 'session.json'), source: sessionDoc, compress: true });
   entries.push({

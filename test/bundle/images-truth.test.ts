@@ -158,6 +158,18 @@ describe('a bundle checks each image against the log rows that name it', () => {
     await expectTruthful(res, files);
   });
 
+  it('with more images missing than in the zip, bug-report.md still names artifacts/ among the files', async () => {
+    const rec = await recordCaptures();
+    for (const c of rec.captures.slice(1)) fs.rmSync(path.join(rec.dir, c.path));
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped.map((d) => d.reason)).toEqual(['missing', 'missing']);
+    expect([...files.keys()].filter((n) => n.startsWith('artifacts/'))).toEqual([rec.captures[0]!.path]);
+    const report = text(files, 'bug-report.md');
+    expect(report).toContain('`artifacts/` (the captured images)');
+    expect(report).toContain('2 images the log names are not in the attached bundle');
+    await expectTruthful(res, files);
+  });
+
   it('leaves out files cut short (another size than the row): the zip verifies', async () => {
     const rec = await recordCaptures();
     for (const c of rec.captures) fs.truncateSync(path.join(rec.dir, c.path), 500);
