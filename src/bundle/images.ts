@@ -87,11 +87,11 @@ export function listImageFiles(
     const rel = `${ARTIFACTS_DIR}/${entry.name}`;
     // Writers' temp files (dot files, *.tmp / *.partial) are not artifacts yet.
     if (entry.name.startsWith('.') || /\.(tmp|partial)$/i.test(entry.name)) continue;
+    found.add(rel); // there, if perhaps not bundled: not missing
     if (!entry.isFile()) {
       skipped.push({ path: rel, bytes: 0, detail: entry.isSymbolicLink() ? 'symbolic link' : 'not a file' });
       continue;
     }
-    found.add(rel);
     const file = path.join(dir, entry.name);
     const bytes = fs.lstatSync(file).size;
     if (!SAFE_NAME.test(entry.name)) {

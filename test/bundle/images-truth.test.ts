@@ -250,6 +250,20 @@ describe('a bundle checks each image against the log rows that name it', () => {
     await expectTruthful(res, files);
   });
 
+  it('a capture replaced by a symbolic link is dropped once (unreadable), not also as missing', async () => {
+    const rec = await recordCaptures();
+    const link = rec.captures[0]!;
+    const file = path.join(rec.dir, link.path);
+    fs.renameSync(file, path.join(path.dirname(path.dirname(rec.dir)), 'elsewhere.png'));
+    fs.symlinkSync(path.join(path.dirname(path.dirname(rec.dir)), 'elsewhere.png'), file);
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped).toEqual([
+      { path: link.path, bytes: 0, reason: 'unreadable', detail: 'symbolic link' },
+    ]);
+    expect(res.warnings).toEqual([]);
+    await expectTruthful(res, files);
+  });
+
   it('an untouched session: nothing dropped, no warning, every image in the zip', async () => {
     const rec = await recordCaptures();
     const { res, files } = await bundled(rec.dir);
