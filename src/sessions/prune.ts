@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { withCatalog } from '../fleet/catalog.js';
+import { describeFsError } from '../paths/disk-errors.js';
 import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { buildSummary } from '../report/summary.js';
 import type { Verdict } from '../report/types.js';
@@ -17,7 +18,7 @@ import {
   expectObject,
 } from '../util/expect.js';
 import { isRegularFile } from '../util/file-stat.js';
-import { removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
+import { pidAlive, removeDeadPartials, removeDeadTempDirs, TEMP_DIR_PREFIXES } from '../util/temp-files.js';
 
 /** A session that prune removes (or would remove on a dry run). */
 export interface PrunedSession {
@@ -35,7 +36,9 @@ export type KeptReason =
   | { kind: 'live-writer'; detail: string }
   | { kind: 'recently-written'; writtenAt: string }
   /** Its log is still open on another host, whose writer cannot be checked from here, and was written lately. */
-  | { kind: 'unchecked-writer'; host: string; pid: number; writtenAt: string | null };
+  | { kind: 'unchecked-writer'; host: string; pid: number; writtenAt: string | null }
+  /** A file in it is open in another program (Windows refuses to move it): kept whole, not half deleted. */
+  | { kind: 'in-use'; error: string };
 
 /** Default of `PruneOptions.recentMs`: a session whose log was written in the last 10 minutes is kept. */
 export const DEFAULT_PRUNE_RECENT_MS = 10 * 60_000;
@@ -152,9 +155,19 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     if (options.dryRun) continue;
     // Only real dirs directly under root: check again right before deleting.
     if (path.dirname(path.resolve(loc.dir)) !== root || fs.lstatSync(loc.dir).isSymbolicLink()) continue;
-    fs.rmSync(loc.dir, { recursive: true, force: true });
-    if (zip) fs.rmSync(zip, { force: true });
+    // Moved aside first, in one step: Windows refuses while a file in it is open elsewhere (a reader's log
+    // handle, a viewer), and the session is then kept whole rather than deleted up to that file.
+    const aside = path.join(root, `.${loc.dirName}${PRUNED_SUFFIX}${process.pid}`);
+    try {
+      fs.renameSync(loc.dir, aside);
+    } catch (err) {
+      pruned.pop();
+      options.onKept?.(loc, { kind: 'in-use', error: describeFsError(err) });
+      continue;
+    }
     removed.push(loc.dirName);
+    removeAside(aside);
+    if (zip) fs.rmSync(zip, { force: true, maxRetries: 3 });
   }
   if (removed.length > 0) {
     try {
@@ -173,8 +186,37 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   if (!options.dryRun) {
     removeDeadPartials(root);
     for (const prefix of TEMP_DIR_PREFIXES) removeDeadTempDirs(prefix);
+    removeDeadAsides(root);
   }
   return pruned;
+}
+
+/** A session dir moved aside to be removed: `.<dir name>.pruned-<pid>` (a dot name: never read as a session). */
+const PRUNED_SUFFIX = '.pruned-';
+
+/** Remove a dir moved aside; what cannot be removed now (a file held open) is left for a later prune. */
+function removeAside(aside: string): void {
+  try {
+    fs.rmSync(aside, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // removeDeadAsides: once this process is gone
+  }
+}
+
+/** The dirs moved aside by prunes whose process is gone, and not removed then. */
+function removeDeadAsides(root: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const at = name.lastIndexOf(PRUNED_SUFFIX);
+    if (!name.startsWith('.') || at < 0) continue;
+    const pid = Number(name.slice(at + PRUNED_SUFFIX.length));
+    if (Number.isSafeInteger(pid) && !pidAlive(pid)) removeAside(path.join(root, name));
+  }
 }
 
 /**

@@ -341,7 +341,9 @@ async function prune(opts: PruneCliOptions): Promise<void> {
             ? `its log is still open on ${why.host}, where its writer (pid ${why.pid}) cannot be checked from here, ` +
               `and was written ${why.writtenAt === null ? 'at a time that cannot be read' : `at ${why.writtenAt}`} ` +
               '(within --keep-recent, 10 min at least): that writer may still be writing it'
-            : `its log was written at ${why.writtenAt} (within --keep-recent)`;
+            : why.kind === 'in-use'
+              ? `it could not be moved aside to be removed (${why.error}): a file in it is open in another program; kept whole, prune again once it is closed`
+              : `its log was written at ${why.writtenAt} (within --keep-recent)`;
       kept.push({ dir: loc.dir, reason: why.kind, detail });
       if (!opts.json) printErr(`kept ${loc.dir}: ${detail}`);
     },
