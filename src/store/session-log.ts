@@ -11,11 +11,11 @@ import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { makeDirectory } from '../paths/disk-errors.js';
 import { LOG_FILE } from '../paths/naming.js';
+import { pidAlive } from '../util/temp-files.js';
 import { keepAside } from './keep-aside.js';
 import type { LogPool, PooledLog } from './log-pool.js';
 import { openLogForWriting, openSessionDb, type SessionDb } from './open.js';
 import type { ArtifactRow, CallRow, SessionRow } from './schema.js';
-import { isProcessAlive } from './session-reader.js';
 import { StoredSeqs } from './stored-seqs.js';
 
 /**
@@ -671,9 +671,7 @@ export class SessionLog implements PooledLog {
       (statements.register.get(this.token, process.pid, HOST, new Date().toISOString()) as { id: number }).id;
     const rows = statements.otherWriters.all(this.token) as OtherWriter[];
     // A row left open by a writer that died (kill -9) on this machine is not another writer.
-    const others = rows.filter(
-      (w) => !this.seenWriters.has(w.token) && (w.host !== HOST || isProcessAlive(w.pid)),
-    );
+    const others = rows.filter((w) => !this.seenWriters.has(w.token) && (w.host !== HOST || pidAlive(w.pid)));
     return { writerId, others };
   }
 

@@ -5,6 +5,7 @@ import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
 import { expectBoolean, expectNonEmptyString, expectOptions } from '../util/expect.js';
+import { pidAlive } from '../util/temp-files.js';
 import { type LogForReading, openLogForReading, type SessionDb } from './open.js';
 import type {
   ArtifactRow,
@@ -80,20 +81,6 @@ export const NO_FAILURES: FailureOutcome = Object.freeze({
 
 /** The sessions this many most recent are offered as hints when an id is not found. */
 const HINT_COUNT = 10;
-
-/**
- * True when a process with this pid exists. Only ESRCH says it does not: EPERM (Linux) and EACCES (Windows:
- * an elevated recorder, or another user's, which OpenProcess refuses) mean it runs as someone else.
- */
-export function isProcessAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
 
 /** Session dirs (`<stamp>-<id>` holding session.sqlite) under `sessionsDir`, oldest first; [] when it is missing. */
 export function listSessions(sessionsDir: string): SessionLocation[] {
@@ -360,9 +347,9 @@ export class SessionReader {
    */
   private writerRunning(writerPid: number | null): boolean {
     const writers = this.writers();
-    if (writers.length === 0) return writerPid == null || isProcessAlive(writerPid);
+    if (writers.length === 0) return writerPid == null || pidAlive(writerPid);
     const host = os.hostname();
-    return writers.some((w) => w.host === host && isProcessAlive(w.pid));
+    return writers.some((w) => w.host === host && pidAlive(w.pid));
   }
 
   /** Every process that wrote this log, in the order they first wrote, with the calls each recorded. */
@@ -382,7 +369,7 @@ export class SessionReader {
    */
   liveWriters(): WriterRow[] {
     const host = os.hostname();
-    return this.writers().filter((w) => w.closed_at === null && w.host === host && isProcessAlive(w.pid));
+    return this.writers().filter((w) => w.closed_at === null && w.host === host && pidAlive(w.pid));
   }
 
   /**

@@ -20,7 +20,7 @@ import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { replaySession } from '../../src/replay/index.js';
-import { isProcessAlive } from '../../src/store/session-reader.js';
+import { pidAlive } from '../../src/util/temp-files.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 import { deadPort, waitFor } from './helpers.js';
 import { readSessions } from './sim-script.js';
@@ -232,7 +232,7 @@ describe('the SDK client and server-everything through the proxies', () => {
     const recorderPid = transport.pid!;
     await client.close();
     // The recorder writes and exits when the server exits (the client closed its stdin).
-    await waitFor(() => !isProcessAlive(recorderPid), 20_000);
+    await waitFor(() => !pidAlive(recorderPid), 20_000);
 
     expect(got.results).toEqual(expected.results);
     const calls = recorded(sessionsDir).flatMap((s) => s.calls);

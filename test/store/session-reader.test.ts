@@ -2,12 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openLogForReading, openSessionDb } from '../../src/store/open.js';
-import {
-  isProcessAlive,
-  listSessions,
-  resolveSession,
-  SessionReader,
-} from '../../src/store/session-reader.js';
+import { listSessions, resolveSession, SessionReader } from '../../src/store/session-reader.js';
+import { pidAlive } from '../../src/util/temp-files.js';
 import { calls, deadPid, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 
@@ -177,9 +173,9 @@ describe('SessionReader', () => {
     expect(status(crashed.dir)).toBe('aborted');
     expect(status(live.dir)).toBe('open');
     expect(status(ended.dir)).toBe('ended');
-    expect(isProcessAlive(process.pid)).toBe(true);
-    expect(isProcessAlive(deadPid())).toBe(false);
-    expect(isProcessAlive(0)).toBe(false);
+    expect(pidAlive(process.pid)).toBe(true);
+    expect(pidAlive(deadPid())).toBe(false);
+    expect(pidAlive(0)).toBe(false);
   });
 
   it('streams calls in seq order across pages and allows other queries between rows', () => {
