@@ -7,7 +7,7 @@ import path from 'node:path';
 import { type BundleFileName, bundleFileList } from '../contract/bundle-files.js';
 import type { MaskRule } from '../mask/types.js';
 import { describeFsError } from '../paths/disk-errors.js';
-import { LOG_FILE, parseSessionDirName, sessionDirName } from '../paths/naming.js';
+import { isPortableDirName, LOG_FILE, parseSessionDirName, sessionDirName } from '../paths/naming.js';
 import {
   pageChunks,
   type ReportHtmlOptions,
@@ -60,6 +60,7 @@ import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
 import { type EntryEnds, type EntryHash, writeZip, type ZipEntry, type ZipSource } from './zip.js';
+import { zipEntries as entriesOfZip, entryName, openZip } from './zip-read.js';
 
 /** Options of buildBundle. */
 export interface BundleOptions {
@@ -264,7 +265,7 @@ async function planBundle(
           await renderBugReport(summary, {
             templatesDir,
             imagesLeftOut,
-            bundleName: `${top}.zip`,
+            bundleName: defaultZipName(dir),
             runGif: made ? { path: RUN_GIF_FILE, frames: made.frames } : null,
             bundleFiles: bundleFileList({
               images: inZip > 0,
@@ -391,7 +392,8 @@ function layout(
 async function writeBundle(plan: BundlePlan, progress: Progress): Promise<BundleResult> {
   const { top, facts, options } = plan;
   const { maxBytes } = options;
-  const output = resolveOutput(plan.home, top, options.output);
+  const output = resolveOutput(plan.home, options.output);
+  await refuseReplacingAnotherBundle(output, top);
   fs.mkdirSync(path.dirname(output), { recursive: true });
   removeDeadPartials(path.dirname(output)); // what killed runs left beside their bundles
   progress.expect(plan.images.length + plan.texts.length + 2 + 4); // + failure-summary.md, bug-report.md
@@ -792,11 +794,20 @@ function utf8(text: string): Buffer {
   return Buffer.from(text, 'utf8');
 }
 
-/** `<yyyyMMdd-HHmmss>-<sessionId>`: the session dir's own name when it has that form. */
+/**
+ * The zip's top folder: the session dir's own name (a copy's `... (2)` included, so two copies of one session
+ * unzip side by side as they were), or `<yyyyMMdd-HHmmss>-<sessionId>` of its log when that name would not
+ * unzip everywhere (isPortableDirName).
+ */
 function topFolderName(dir: string, session: SessionRow): string {
   const base = path.basename(dir);
-  if (parseSessionDirName(base)) return base;
+  if (isPortableDirName(base)) return base;
   return sessionDirName(new Date(session.started_at), session.session_id);
+}
+
+/** The zip's file name when none is given: the session dir's own, so a copy's bundle never replaces another's. */
+function defaultZipName(dir: string): string {
+  return `${path.basename(dir)}.zip`;
 }
 
 /** Thrown when the zip would be written inside a session dir (a usage error: `mcec-bundle` exits 2). */
@@ -835,13 +846,45 @@ function refuseOutputInSession(sessionDir: string, output: string): void {
   }
 }
 
-function resolveOutput(dir: string, top: string, output: string | undefined): string {
-  if (output === undefined) return path.join(path.dirname(dir), `${top}.zip`);
+/** Thrown when the output is a bundle of another session dir (`mcec-bundle` exits 1, the zip left as it was). */
+export class OutputOfAnotherBundleError extends Error {
+  readonly code = 'ERR_OUTPUT_OF_ANOTHER_BUNDLE';
+}
+
+/**
+ * Refuse to replace a zip whose top folder is another session dir's (two copies of one session bundled to one
+ * name would leave only the last one's verdict, silently). A file that is not a readable zip is replaced.
+ */
+async function refuseReplacingAnotherBundle(output: string, top: string): Promise<void> {
+  if (!fs.statSync(output, { throwIfNoEntry: false })?.isFile()) return;
+  let theirs: string | null = null;
+  try {
+    const zip = await openZip(output);
+    try {
+      for await (const entry of entriesOfZip(zip)) {
+        theirs = entryName(entry).split('/')[0] ?? null;
+        break;
+      }
+    } finally {
+      zip.close();
+    }
+  } catch {
+    return; // not a zip we can read: nothing of another session's to keep
+  }
+  if (theirs === null || theirs === top) return;
+  throw new OutputOfAnotherBundleError(
+    `${output} is the bundle of ${JSON.stringify(theirs)}, not of this session dir ${JSON.stringify(top)}; ` +
+      `left as it is: remove it first or write this bundle elsewhere (-o)`,
+  );
+}
+
+function resolveOutput(dir: string, output: string | undefined): string {
+  if (output === undefined) return path.join(path.dirname(dir), defaultZipName(dir));
   const abs = path.resolve(output);
   // `-o out/` names a directory, even one that does not exist yet.
-  if (output.endsWith('/') || output.endsWith(path.sep)) return path.join(abs, `${top}.zip`);
+  if (output.endsWith('/') || output.endsWith(path.sep)) return path.join(abs, defaultZipName(dir));
   try {
-    if (fs.statSync(abs).isDirectory()) return path.join(abs, `${top}.zip`);
+    if (fs.statSync(abs).isDirectory()) return path.join(abs, defaultZipName(dir));
   } catch {
     // not there yet: a file name
   }

@@ -10,7 +10,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Entry, ZipFile } from 'yauzl';
 import { BUNDLE_FILES, type BundleFileName } from '../contract/bundle-files.js';
-import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import { isPortableDirName, LOG_FILE } from '../paths/naming.js';
 import { escapeFormatChars } from '../report/text.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { expectNonEmptyString, expectNumber, expectOptions } from '../util/expect.js';
@@ -491,8 +491,11 @@ function checkLayout(
     return;
   }
   const top = [...tops][0]!;
-  if (!parseSessionDirName(top))
-    add(`top folder ${shownName(top)} is not named <yyyyMMdd-HHmmss>-<sessionId>`);
+  // A session dir's own name (`<yyyyMMdd-HHmmss>-<sessionId>`, or a copy's such as `... (2)`).
+  if (!isPortableDirName(top))
+    add(
+      `top folder ${shownName(top)} is not a session dir's name (<yyyyMMdd-HHmmss>-<sessionId>, or a copy's)`,
+    );
   for (const name of files.keys()) {
     if (!name.startsWith(`${top}/`)) add(`${shownName(name)} is not inside the top folder`);
   }

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry } from 'yauzl';
-import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import { isPortableDirName, LOG_FILE } from '../paths/naming.js';
 import { Catalog, type CatalogEntry } from '../store/catalog.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { makeTempDir } from '../util/temp-files.js';
@@ -30,19 +30,29 @@ export async function catalogOfBundles(
   const catalog = Catalog.memory();
   const skipped: Array<{ zip: string; why: string }> = [];
   const scratch = makeTempDir('mcec-bundles');
-  const seen = new Set<string>();
+  // The session a bundle holds: its log's id and start, whatever its folder or zip was named (a copy's zip
+  // `... (2).zip` of the same session counts once); a folder name taken already gets the zip's name.
+  const seen = new Map<string, string>();
+  const names = new Set<string>();
   let bundles = 0;
   try {
     for (const [i, zip] of zips.entries()) {
       if (i > 0) options.onProgress?.(i, zips.length);
       try {
         const entry = await entryOfBundle(zip, scratch);
-        if (seen.has(entry.session.dir_name)) {
-          skipped.push({ zip, why: `the same session as an earlier bundle (${entry.session.dir_name})` });
+        const identity = `${entry.session.session_id}\n${entry.session.started_at}`;
+        const earlier = seen.get(identity);
+        if (earlier !== undefined) {
+          skipped.push({
+            zip,
+            why: `the same session (${entry.session.session_id}) as an earlier bundle (${earlier})`,
+          });
           continue;
         }
-        seen.add(entry.session.dir_name);
-        catalog.put([{ entry, touched: 0, dirMtime: null }]);
+        seen.set(identity, path.basename(zip));
+        const named = names.has(entry.session.dir_name) ? renamed(entry, path.basename(zip)) : entry;
+        names.add(named.session.dir_name);
+        catalog.put([{ entry: named, touched: 0, dirMtime: null }]);
         bundles += 1;
       } catch (err) {
         skipped.push({ zip, why: (err as Error).message });
@@ -58,6 +68,15 @@ export async function catalogOfBundles(
   return { catalog, bundles, skipped };
 }
 
+/** The entry under another dir name (its rows are keyed by it). */
+function renamed(entry: CatalogEntry, dirName: string): CatalogEntry {
+  return {
+    session: { ...entry.session, dir_name: dirName },
+    failures: entry.failures.map((f) => ({ ...f, dir_name: dirName })),
+    tools: entry.tools.map((t) => ({ ...t, dir_name: dirName })),
+  };
+}
+
 /** Read one bundle's log snapshot into a scratch session dir and make its catalog entry. */
 async function entryOfBundle(zip: string, scratch: string): Promise<CatalogEntry> {
   const { default: yauzl } = await import('yauzl'); // the default: a bundler gives a CommonJS module no named exports
@@ -70,7 +89,7 @@ async function entryOfBundle(zip: string, scratch: string): Promise<CatalogEntry
     let found: { entry: Entry; top: string } | null = null;
     for await (const entry of file.eachEntry()) {
       const parts = entry.fileName.split('/');
-      if (parts.length === 2 && parts[1] === LOG_FILE && parseSessionDirName(parts[0]!)) {
+      if (parts.length === 2 && parts[1] === LOG_FILE && isPortableDirName(parts[0]!)) {
         found = { entry, top: parts[0]! };
         break;
       }

@@ -59,6 +59,19 @@ export function parseSessionDirName(name: string): { stamp: string; sessionId: s
   return m ? { stamp: m[1]!, sessionId: m[2]! } : null;
 }
 
+/**
+ * True for a dir name that travels as a zip's top folder and unzips as is on Windows, macOS and Linux: a
+ * session dir's own name (`<stamp>-<id>`) or a copy's (`... (2)`, `... - Copy`, `... copy`). Letters and digits
+ * of any script, space and `_-.()[]+,=@~`; up to 128 characters, not starting or ending with a space or a dot.
+ */
+export function isPortableDirName(name: string): boolean {
+  return (
+    /^[\p{L}\p{N}_([][\p{L}\p{N}\p{M} _.()[\]+,=@~-]{0,127}$/u.test(name) &&
+    !/[ .]$/.test(name) &&
+    !/^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/i.test(name)
+  );
+}
+
 /** An artifact's file name: `<prefix>-<UTC yyyyMMdd-HHmmssfff>-<n>.<extension>` (`capture`, `recording`). */
 export function artifactFileName(prefix: string, at: Date, n: number, extension: string): string {
   return `${prefix}-${utcStampMillis(at)}-${n}.${extension}`;

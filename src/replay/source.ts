@@ -17,7 +17,7 @@ import {
   ZIP_READ_LIMITS,
   zipEntries,
 } from '../bundle/zip-read.js';
-import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import { isPortableDirName, LOG_FILE } from '../paths/naming.js';
 import { resolveSessionsDir, sessionsDirProblem } from '../paths/sessions-dir.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { resolveSession } from '../store/session-reader.js';
@@ -153,9 +153,9 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
         throw new SourceError(`${zipPath}: more than ${EXTRACT_LIMITS.maxTotalBytes} bytes to extract`);
       wanted.push({ entry, rel });
     }
-    if (top === null || !parseSessionDirName(top))
+    if (top === null || !isPortableDirName(top))
       throw new SourceError(
-        `${zipPath}: no session folder (<yyyyMMdd-HHmmss>-<id>/) at the top; not a bundle written by mcec-bundle`,
+        `${zipPath}: no session folder (<yyyyMMdd-HHmmss>-<id>/, or a copy's name) at the top; not a bundle written by mcec-bundle`,
       );
     if (!wanted.some((w) => w.rel === LOG_FILE))
       throw new SourceError(
