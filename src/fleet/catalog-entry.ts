@@ -3,7 +3,7 @@
  * one rule), counts, its failures with the facts fingerprints are made of, and its calls per tool.
  */
 import path from 'node:path';
-import { parseSessionDirName } from '../paths/naming.js';
+import { idOfDirName, parseSessionDirName } from '../paths/naming.js';
 import { categoryLine } from '../report/recovery.js';
 import { readFailures } from '../report/server-kind.js';
 import { targetOf } from '../report/target.js';
@@ -187,7 +187,7 @@ export function unreadableEntry(dirName: string, error: string): CatalogEntry {
   return {
     session: {
       dir_name: dirName,
-      session_id: parsed?.sessionId ?? dirName,
+      session_id: idOfDirName(dirName),
       scenario: null,
       server: null,
       host: null,

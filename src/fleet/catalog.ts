@@ -12,7 +12,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import { LOG_FILE, parseSessionDirName, utcStamp } from '../paths/naming.js';
 import {
   CATALOG_FILE,
   Catalog,
@@ -22,6 +22,7 @@ import {
   SWEEP_REQUEST_FILE,
 } from '../store/catalog.js';
 import { SETTLE_MS } from '../store/entry-sidecar.js';
+import type { SessionLocation } from '../store/session-reader.js';
 import { isRegularFile, lstatOf, mtimeOf } from '../util/file-stat.js';
 import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
 import type { SidecarStep } from './sidecar-entry.js';
@@ -190,9 +191,10 @@ function sweepNames(catalog: Catalog, root: string): RefreshWork | null {
   for (const name of readNames(root)) {
     if (rows.delete(name)) continue;
     if (name === SWEEP_REQUEST_FILE) return null;
-    if (!parseSessionDirName(name)) continue;
+    // The zips beside the dirs (one per bundled session) are not stat-ed: they are thousands, and no dir.
+    if (!parseSessionDirName(name) && name.toLowerCase().endsWith('.zip')) continue;
     const st = lstatOf(path.join(root, name));
-    if (st?.isDirectory()) todo.push({ name, mtime: st.mtimeMs });
+    if (st?.isDirectory() && isSessionDirName(root, name)) todo.push({ name, mtime: st.mtimeMs });
   }
   const gone = [...rows]; // what is left: rows whose dir is not there
   // A dir without a log (being created, not a session) has no row and never gets one: not a name change.
@@ -219,7 +221,7 @@ function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): R
   const todo: RefreshWork['todo'] = [];
   // Dirent.isDirectory() does not follow symlinks: a link cannot lead outside the sessions dir.
   for (const e of entries) {
-    if (!e.isDirectory() || !parseSessionDirName(e.name)) continue;
+    if (!e.isDirectory() || !isSessionDirName(root, e.name)) continue;
     const name = e.name;
     const mtime = mtimeOf(path.join(root, name));
     if (mtime === null) continue;
@@ -234,6 +236,14 @@ function sweepSessionDirs(catalog: Catalog, root: string, rereadAll: boolean): R
     sweep: 'full',
     requestRemoved,
   };
+}
+
+/**
+ * Whether the dir `name` under `root` is a session dir: named `<stamp>-<id>` (no stat: a name without a log
+ * is dropped when read), or named otherwise (a copy `... (2)`, a renamed dir) and holding a log.
+ */
+function isSessionDirName(root: string, name: string): boolean {
+  return parseSessionDirName(name) !== null || isRegularFile(path.join(root, name, LOG_FILE));
 }
 
 /** Remove a writer's sweep request; false when it cannot be (a read-only share: the next reader tries again). */
@@ -350,6 +360,26 @@ function openWritable(root: string): Catalog {
 function removeCatalogFiles(root: string): void {
   for (const suffix of ['', '-wal', '-shm'])
     fs.rmSync(path.join(root, CATALOG_FILE + suffix), { force: true });
+}
+
+/**
+ * Every session dir of `sessionsDir` as the refreshed catalog knows it: by its log's id (what `list` shows),
+ * a copy's or a renamed dir's too; for `resolveSession`. Its stamp: the log's start, else the dir name's.
+ */
+export async function catalogLocations(sessionsDir: string): Promise<SessionLocation[]> {
+  const root = path.resolve(sessionsDir);
+  const rows = await withCatalog(root, ({ catalog }) => catalog.identities());
+  return rows.map((r) => {
+    const started = r.started_at === null ? Number.NaN : Date.parse(r.started_at);
+    return {
+      dir: path.join(root, r.dir_name),
+      dirName: r.dir_name,
+      sessionId: r.session_id,
+      stamp: Number.isFinite(started)
+        ? utcStamp(new Date(started))
+        : (parseSessionDirName(r.dir_name)?.stamp ?? ''),
+    };
+  });
 }
 
 /**

@@ -5,6 +5,7 @@
  * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
  */
 import { serverCategory } from '../contract/read-tool-output.js';
+import { parseSessionDirName } from '../paths/naming.js';
 import { recoveryFor } from '../report/recovery.js';
 import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
@@ -113,6 +114,37 @@ export interface TriageReport {
   groups: TriageGroup[];
   flaky: FlakyScenario[];
   tools: ToolRate[];
+  /**
+   * Sessions more than one dir (or bundle) held, copies of one run (the same log id and start): counted once,
+   * from the first dir named (its standard `<stamp>-<id>` dir when there is one), the others left out.
+   */
+  copies: Array<{ sessionId: string; dirNames: string[] }>;
+}
+
+/**
+ * One row per session (its log's id and start): a copy of a session dir (`... (2)`, a renamed dir) is the same
+ * run, not another. Keeps the dir named as the recorder names it when there is one, else the first by name.
+ */
+function countedOnce(rows: CatalogSession[]): { sessions: CatalogSession[]; copies: TriageReport['copies'] } {
+  const byRun = new Map<string, CatalogSession[]>();
+  for (const row of rows) {
+    const key = `${row.session_id}\n${row.started_at ?? row.dir_name}`;
+    const same = byRun.get(key);
+    if (same) same.push(row);
+    else byRun.set(key, [row]);
+  }
+  const copies: TriageReport['copies'] = [];
+  const kept = new Set<CatalogSession>();
+  for (const same of byRun.values()) {
+    const own = same.find((r) => parseSessionDirName(r.dir_name)?.sessionId === r.session_id) ?? same[0]!;
+    kept.add(own);
+    if (same.length > 1)
+      copies.push({
+        sessionId: own.session_id,
+        dirNames: [own, ...same.filter((r) => r !== own)].map((r) => r.dir_name),
+      });
+  }
+  return { sessions: rows.filter((r) => kept.has(r)), copies };
 }
 
 function ratio(a: number, b: number): number {
@@ -123,9 +155,11 @@ function ratio(a: number, b: number): number {
 export function triage(catalog: Catalog, options: TriageOptions = {}): TriageReport {
   const now = options.now ?? new Date();
   const until = options.until ?? now.toISOString();
-  const sessions = catalog
-    .sessions({ since: options.since, until, scenario: options.scenario })
-    .filter((s) => s.calls > 0 || s.error !== null);
+  const { sessions, copies } = countedOnce(
+    catalog
+      .sessions({ since: options.since, until, scenario: options.scenario })
+      .filter((s) => s.calls > 0 || s.error !== null),
+  );
   const names = sessions.map((s) => s.dir_name);
   const rules = options.rules ?? [];
   const window = trendWindow(sessions, until);
@@ -148,6 +182,7 @@ export function triage(catalog: Catalog, options: TriageOptions = {}): TriageRep
     groups,
     flaky: flakyScenarios(sessions),
     tools: toolRates(catalog, names),
+    copies,
   };
 }
 
@@ -415,9 +450,21 @@ function windowLine(r: TriageReport): string {
   return `${s.total} sessions (${since}${scen}): ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''}`;
 }
 
+/** A line per session held by more than one dir: counted once, from the first dir named. */
+function copiesLines(r: TriageReport): string[] {
+  return r.copies.map(
+    (c) =>
+      `session ${c.sessionId} is in ${c.dirNames.length} dirs (copies of one run), counted once from ` +
+      `${JSON.stringify(c.dirNames[0])}; left out: ${c.dirNames
+        .slice(1)
+        .map((d) => JSON.stringify(d))
+        .join(', ')}`,
+  );
+}
+
 /** The report for a terminal. */
 export function renderTriageText(r: TriageReport, options: { maxGroups?: number } = {}): string {
-  const lines: string[] = [windowLine(r), ''];
+  const lines: string[] = [windowLine(r), ...copiesLines(r), ''];
   const groups = r.groups.slice(0, options.maxGroups ?? 20);
   lines.push(
     groups.length === 0
@@ -464,7 +511,7 @@ function md(text: string): string {
 
 /** The report as Markdown, to paste into an issue. */
 export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: number } = {}): string {
-  const out: string[] = ['## Triage', '', md(windowLine(r)), ''];
+  const out: string[] = ['## Triage', '', md(windowLine(r)), ...copiesLines(r).map((l) => `- ${md(l)}`), ''];
   const groups = r.groups.slice(0, options.maxGroups ?? 20);
   out.push(`### Recurring ${r.includeRecovered ? '' : 'unrecovered '}failures`, '');
   if (groups.length === 0) out.push('None.', '');

@@ -71,9 +71,13 @@ export class SessionsEvidence {
     this.sessionsDir = path.resolve(sessionsDir);
   }
 
-  /** A session by id, unique id prefix or dir name; a ToolError (not found, ambiguous, invalid) otherwise. */
-  locate(id: string): SessionLocation {
-    const found = resolveSession(this.sessionsDir, id);
+  /**
+   * A session by id, unique id prefix or dir name, by the catalog (the ids list_sessions shows: each log's);
+   * a ToolError (not found, ambiguous: copies of one session name their dirs, invalid) otherwise.
+   */
+  async locate(id: string): Promise<SessionLocation> {
+    const { catalogLocations } = await import('../fleet/catalog.js');
+    const found = resolveSession(this.sessionsDir, id, await catalogLocations(this.sessionsDir));
     if (found.ok) return found.session;
     throw new ToolError(found.message);
   }
@@ -120,7 +124,7 @@ export class SessionsEvidence {
 
   /** get_summary: the failure summary's facts and its Markdown. */
   async summary(args: { session: string; maxChars?: number }) {
-    const session = this.locate(args.session);
+    const session = await this.locate(args.session);
     const { summarizeSession } = await import('../sessions/summarize.js');
     const { renderFailureSummary } = await import('../report/render.js');
     const { summaryFacts } = await import('../report/summary-facts.js');
@@ -136,7 +140,7 @@ export class SessionsEvidence {
 
   /** get_call: one call as stored (redacted), its large values clipped. */
   async call(args: { session: string; seq: number; maxBytes?: number }) {
-    const session = this.locate(args.session);
+    const session = await this.locate(args.session);
     const max = args.maxBytes ?? LIMITS.callBytesDefault;
     const { SessionReader } = await import('../store/session-reader.js');
     const { recoveryForCall } = await import('../report/recovery.js');
@@ -210,7 +214,7 @@ export class SessionsEvidence {
 
   /** get_image: a stored image of a call, downscaled to maxWidth, as PNG bytes and what they are. */
   async image(args: { session: string; seq: number; index?: number; maxWidth?: number }) {
-    const session = this.locate(args.session);
+    const session = await this.locate(args.session);
     const { SessionReader } = await import('../store/session-reader.js');
     const reader = SessionReader.open(session.dir);
     let tool: string;
@@ -309,6 +313,8 @@ export class SessionsEvidence {
       })),
       flaky: report.flaky.slice(0, LIMITS.triageFlaky),
       tools: report.tools.slice(0, LIMITS.triageTools),
+      // Copies of a run are rare; a folder of thousands of copied dirs must not flood the answer.
+      copies: report.copies.slice(0, LIMITS.triageFlaky),
     };
     const left = Object.entries(omitted).filter(([, n]) => n > 0);
     return {
@@ -323,9 +329,9 @@ export class SessionsEvidence {
 
   /** diff: a session against another or the last passing run of its scenario, around the first divergence. */
   async diff(args: { session: string; against?: string; around?: number }) {
-    const b = this.locate(args.session);
+    const b = await this.locate(args.session);
     let a: { dir: string; dirName: string };
-    if (args.against !== undefined) a = this.locate(args.against);
+    if (args.against !== undefined) a = await this.locate(args.against);
     else {
       const { withCatalog } = await import('../fleet/catalog.js');
       const { lastPassOf } = await import('../fleet/diff.js');
@@ -399,7 +405,7 @@ export class SessionsEvidence {
 
   /** bundle: the bug bundle written beside the session dir (its default place, never elsewhere). */
   async bundle(args: { session: string; images?: boolean; maxBytes?: number }) {
-    const session = this.locate(args.session);
+    const session = await this.locate(args.session);
     const { buildBundle, bundleResultJson } = await import('../bundle/build.js');
     const result = await buildBundle(session.dir, { images: args.images ?? true, maxBytes: args.maxBytes });
     return bundleResultJson(result);
@@ -407,7 +413,7 @@ export class SessionsEvidence {
 
   /** A session's failure-summary.md (rendered now) or report.html (as written); bounded. */
   async document(id: string, name: SessionDocument): Promise<{ text: string; mimeType: string }> {
-    const session = this.locate(id);
+    const session = await this.locate(id);
     if (name === 'failure-summary.md') {
       const { failureSummaryText } = await import('../sessions/summarize.js');
       return { text: await failureSummaryText(session.dir), mimeType: 'text/markdown' };

@@ -72,6 +72,13 @@ export function isPortableDirName(name: string): boolean {
   );
 }
 
+/** The id a session dir's name stands for until its log is read: `<stamp>-<id>`'s id, else a path-safe name. */
+export function idOfDirName(dirName: string): string {
+  const parsed = parseSessionDirName(dirName);
+  if (parsed) return parsed.sessionId;
+  return isSafeSessionId(dirName) ? dirName : safeDerivedId(dirName);
+}
+
 /** An artifact's file name: `<prefix>-<UTC yyyyMMdd-HHmmssfff>-<n>.<extension>` (`capture`, `recording`). */
 export function artifactFileName(prefix: string, at: Date, n: number, extension: string): string {
   return `${prefix}-${utcStampMillis(at)}-${n}.${extension}`;

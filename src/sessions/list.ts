@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { withCatalog } from '../fleet/catalog.js';
 import type { Verdict } from '../report/types.js';
-import type { CatalogSession } from '../store/catalog.js';
+import type { Catalog, CatalogSession } from '../store/catalog.js';
 import { expectBoolean, expectFunction, expectNonEmptyString, expectOptions } from '../util/expect.js';
 
 /** One line of `mcec-bundle list` (`schema/session-listing.schema.json`): a catalog row. */
@@ -99,6 +99,7 @@ export async function listSessionSummaries(
     sessionsDir,
     ({ catalog, warning }) => {
       if (warning) options.onWarning?.(warning);
+      warnOfCopies(catalog, options.onWarning);
       return catalog.sessions(options.failedOnly ? { verdict: 'FAIL' } : {});
     },
     { onRebuild: options.onWarning, onProgress: options.onProgress },
@@ -110,6 +111,20 @@ export async function listSessionSummaries(
     out.push(listingOf(sessionsDir, row));
   }
   return out;
+}
+
+/**
+ * One warning per session that more than one dir holds (copies: the same log id and start), naming the dirs:
+ * each is listed, and its id alone no longer picks one (`show <id>` is ambiguous).
+ */
+function warnOfCopies(catalog: Catalog, onWarning: ((message: string) => void) | undefined): void {
+  if (!onWarning) return;
+  for (const c of catalog.copies()) {
+    onWarning(
+      `session ${c.session_id} is in ${c.dir_names.length} dirs (copies of one session), each listed: ` +
+        `${c.dir_names.map((d) => JSON.stringify(d)).join(', ')}; give a dir's name or path to pick one`,
+    );
+  }
 }
 
 /** The `list` table's column headers. */
@@ -125,6 +140,7 @@ export async function sessionTable(sessionsDir: string, options: ListOptions = {
     sessionsDir,
     ({ catalog, warning }) => {
       if (warning) options.onWarning?.(warning);
+      warnOfCopies(catalog, options.onWarning);
       const table = catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
       const reasons = catalog.unreadable({ failedOnly: options.failedOnly });
       if (table === '' || reasons.length === 0) return table;

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { parseSessionDirName } from '../paths/naming.js';
+import { idOfDirName } from '../paths/naming.js';
 import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
 
 /** The catalog's file name, at the root of the sessions dir. */
@@ -514,6 +514,29 @@ export class Catalog {
       .run(dirName, sessionId);
   }
 
+  /** Every row's dir name, its log's session id and start, by dir name (what resolving an id looks through). */
+  identities(): Array<{ dir_name: string; session_id: string; started_at: string | null }> {
+    return this.db
+      .prepare('SELECT dir_name, session_id, started_at FROM sessions ORDER BY dir_name')
+      .all() as Array<{ dir_name: string; session_id: string; started_at: string | null }>;
+  }
+
+  /**
+   * Sessions held by more than one dir (copies: the same log id and start), each with its dir names, oldest
+   * first; those `list` shows only (a call, or unreadable).
+   */
+  copies(): Array<{ session_id: string; dir_names: string[] }> {
+    const rows = this.db
+      .prepare(
+        `SELECT session_id, json_group_array(dir_name) AS dirs FROM
+           (SELECT session_id, started_at, dir_name FROM sessions
+            WHERE error IS NULL AND calls > 0 ORDER BY dir_name)
+         GROUP BY session_id, started_at HAVING count(*) > 1 ORDER BY min(dir_name)`,
+      )
+      .all() as Array<{ session_id: string; dirs: string }>;
+    return rows.map((r) => ({ session_id: r.session_id, dir_names: JSON.parse(r.dirs) as string[] }));
+  }
+
   /** How many sessions the catalog holds (one row each). */
   sessionCount(): number {
     return this.db.prepare('SELECT count(*) FROM sessions').pluck().get() as number;
@@ -668,13 +691,14 @@ export function touchCatalogSession(
 ): CatalogTouch {
   try {
     const dirName = path.basename(sessionDir);
-    const parsed = parseSessionDirName(dirName);
-    if (!parsed || path.resolve(path.dirname(sessionDir)) !== path.resolve(sessionsDir)) return 'failed';
+    if (path.resolve(path.dirname(sessionDir)) !== path.resolve(sessionsDir)) return 'failed';
+    // A copy's or a renamed dir's row is keyed by its name too; the id is a stand-in until the row is read.
+    const sessionId = idOfDirName(dirName);
     // No catalog yet: nothing to keep true (the first reader creates it and reads every session).
     if (!fs.existsSync(path.join(sessionsDir, CATALOG_FILE))) return 'touched';
     const catalog = Catalog.open(sessionsDir, { busyTimeoutMs: options.busyTimeoutMs ?? 1000 });
     try {
-      catalog.touch(dirName, parsed.sessionId);
+      catalog.touch(dirName, sessionId);
     } finally {
       catalog.close();
     }

@@ -3,7 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
-import { isSafeSessionId, LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import {
+  isPortableDirName,
+  isSafeSessionId,
+  LOG_FILE,
+  parseSessionDirName,
+  utcStamp,
+} from '../paths/naming.js';
 import { expectBoolean, expectNonEmptyString, expectOptions } from '../util/expect.js';
 import { pidAlive } from '../util/temp-files.js';
 import { type LogForReading, openLogForReading, type SessionDb } from './open.js';
@@ -82,7 +88,13 @@ export const NO_FAILURES: FailureOutcome = Object.freeze({
 /** The sessions this many most recent are offered as hints when an id is not found. */
 const HINT_COUNT = 10;
 
-/** Session dirs (`<stamp>-<id>` holding session.sqlite) under `sessionsDir`, oldest first; [] when it is missing. */
+/**
+ * Session dirs under `sessionsDir`, oldest first by name; [] when it is missing. A session dir is a dir
+ * holding a session.sqlite: named `<stamp>-<id>` (id and stamp from the name, no log opened), or named
+ * otherwise, a copy (`... (2)`) or a renamed dir, whose id and stamp are its log's (its dir name when the
+ * log cannot be read). A dir renamed to another `<stamp>-<id>` is known by its name here; the catalog
+ * (src/fleet/catalog.ts) knows every dir by its log.
+ */
 export function listSessions(sessionsDir: string): SessionLocation[] {
   let entries: fs.Dirent[];
   try {
@@ -94,17 +106,35 @@ export function listSessions(sessionsDir: string): SessionLocation[] {
   for (const entry of entries) {
     // Dirent.isDirectory() does not follow symlinks, so a link cannot lead outside the sessions dir.
     if (!entry.isDirectory()) continue;
-    const parsed = parseSessionDirName(entry.name);
-    if (!parsed) continue;
     const dir = path.join(sessionsDir, entry.name);
     try {
       if (!fs.lstatSync(path.join(dir, LOG_FILE)).isFile()) continue;
     } catch {
       continue;
     }
+    const parsed = parseSessionDirName(entry.name) ?? logIdentity(dir, entry.name);
     out.push({ dir, dirName: entry.name, sessionId: parsed.sessionId, stamp: parsed.stamp });
   }
   return out.sort((a, b) => (a.dirName < b.dirName ? -1 : a.dirName > b.dirName ? 1 : 0));
+}
+
+/** The id and UTC start stamp a session dir's log names; its dir name (and no stamp) when it cannot be read. */
+function logIdentity(dir: string, dirName: string): { sessionId: string; stamp: string } {
+  try {
+    const reader = SessionReader.open(dir);
+    try {
+      const row = reader.session();
+      const started = new Date(row.started_at);
+      return {
+        sessionId: row.session_id,
+        stamp: Number.isFinite(started.getTime()) ? utcStamp(started) : '',
+      };
+    } finally {
+      reader.close();
+    }
+  } catch {
+    return { sessionId: dirName, stamp: '' };
+  }
 }
 
 function describeCandidates(list: SessionLocation[]): string {
@@ -116,38 +146,56 @@ function quoteInput(input: string): string {
   return JSON.stringify(shown);
 }
 
-/** Find one session by a unique prefix of its id, its full id or its dir name; never looks outside `sessionsDir`. */
-export function resolveSession(sessionsDir: string, idOrPrefix: string): SessionLookup {
+/**
+ * Find one session by its full id, a unique prefix of one, or its dir name; never looks outside `sessionsDir`.
+ * `sessions`: where to look, by default `listSessions` (dir names); the CLI and the MCP server pass the
+ * catalog's, which knows each dir by its log's id (what `list` shows). An id two dirs hold (copies of one
+ * session) is ambiguous: the message names both dirs.
+ */
+export function resolveSession(
+  sessionsDir: string,
+  idOrPrefix: string,
+  sessions?: readonly SessionLocation[],
+): SessionLookup {
   const input = typeof idOrPrefix === 'string' ? idOrPrefix : '';
-  const isDirName = parseSessionDirName(input) !== null;
-  if (!isDirName && !isSafeSessionId(input)) {
-    return {
-      ok: false,
-      reason: 'invalid-id',
-      candidates: [],
-      message:
-        `invalid session id ${quoteInput(input)}: use 1-64 characters of A-Z a-z 0-9 _ - ` +
-        `(an id, a prefix of one, or a session dir name in ${sessionsDir})`,
-    };
-  }
-  const all = listSessions(sessionsDir);
+  const invalid: SessionLookup = {
+    ok: false,
+    reason: 'invalid-id',
+    candidates: [],
+    message:
+      `invalid session id ${quoteInput(input)}: use 1-64 characters of A-Z a-z 0-9 _ - ` +
+      `(an id, a prefix of one, or a session dir name in ${sessionsDir})`,
+  };
+  // A dir name is matched as a whole first (a copy's `... (2)` included): only the names listed, never a path.
+  const isDirName = parseSessionDirName(input) !== null || isPortableDirName(input);
+  if (!isDirName && !isSafeSessionId(input)) return invalid;
+  const all = sessions ?? listSessions(sessionsDir);
   if (isDirName) {
     const hit = all.find((s) => s.dirName === input);
     if (hit) return { ok: true, session: hit };
+    if (!isSafeSessionId(input)) return invalid;
   }
   const exact = all.filter((s) => s.sessionId === input);
   const matches = exact.length > 0 ? exact : all.filter((s) => s.sessionId.startsWith(input));
   if (matches.length === 1) return { ok: true, session: matches[0]! };
   if (matches.length > 1) {
+    const ids = new Set(matches.map((m) => m.sessionId));
     return {
       ok: false,
       reason: 'ambiguous',
       candidates: matches,
       message:
-        `session id ${quoteInput(input)} is ambiguous in ${sessionsDir}: ${matches.length} sessions match; ` +
-        `give more characters:\n${describeCandidates(matches)}`,
+        ids.size === 1
+          ? `session id ${quoteInput(matches[0]!.sessionId)} is in ${matches.length} dirs of ${sessionsDir} ` +
+            `(copies of one session): give the session dir's name or path instead:\n${describeCandidates(matches)}`
+          : `session id ${quoteInput(input)} is ambiguous in ${sessionsDir}: ${matches.length} sessions match; ` +
+            `give more characters:\n${describeCandidates(matches)}`,
     };
   }
+  return notFound(sessionsDir, input, all);
+}
+
+function notFound(sessionsDir: string, input: string, all: readonly SessionLocation[]): SessionLookup {
   const hints = all.slice(-HINT_COUNT);
   const known =
     all.length === 0

@@ -69,7 +69,10 @@ export async function locate(idOrPrefix: string, opts: SessionsOption): Promise<
     return sessionDirAt(idOrPrefix);
   }
   const { resolveSession } = await import('../../store/session-reader.js');
-  const found = resolveSession(sessionsDir(opts), idOrPrefix);
+  const { catalogLocations } = await import('../../fleet/catalog.js');
+  const dir = sessionsDir(opts);
+  // By the catalog: an id `list` shows (a log's, whatever its dir is named) resolves, copies are ambiguous.
+  const found = resolveSession(dir, idOrPrefix, await catalogLocations(dir));
   if (found.ok) return found.session;
   if (found.reason === 'invalid-id') throw new UsageError(found.message);
   throw new Error(found.message);
@@ -90,15 +93,19 @@ async function sessionDirAt(input: string): Promise<LocatedSession> {
     );
   }
   const dirName = path.basename(dir);
-  const parsed = parseSessionDirName(dirName);
-  if (parsed) return { dir, dirName, sessionId: parsed.sessionId };
-  // A dir renamed by hand: its id is in its log.
+  // Its id is its log's (a dir renamed by hand, a copy), the dir name's when the log cannot be read.
   const { SessionReader } = await import('../../store/session-reader.js');
-  const reader = SessionReader.open(dir);
   try {
-    return { dir, dirName, sessionId: reader.session().session_id };
-  } finally {
-    reader.close();
+    const reader = SessionReader.open(dir);
+    try {
+      return { dir, dirName, sessionId: reader.session().session_id };
+    } finally {
+      reader.close();
+    }
+  } catch (err) {
+    const parsed = parseSessionDirName(dirName);
+    if (parsed) return { dir, dirName, sessionId: parsed.sessionId };
+    throw err;
   }
 }
 
