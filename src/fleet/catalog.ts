@@ -365,9 +365,15 @@ function removeCatalogFiles(root: string): void {
 /**
  * Every session dir of `sessionsDir` as the refreshed catalog knows it: by its log's id (what `list` shows),
  * a copy's or a renamed dir's too; for `resolveSession`. Its stamp: the log's start, else the dir name's.
+ * Without a catalog (nothing listed yet), `listSessions`: looking a session up creates none, and leaves the
+ * session dirs as found (no sidecars); a dir renamed to another `<stamp>-<id>` is then known by its name.
  */
 export async function catalogLocations(sessionsDir: string): Promise<SessionLocation[]> {
   const root = path.resolve(sessionsDir);
+  if (!fs.existsSync(path.join(root, CATALOG_FILE))) {
+    const { listSessions } = await import('../store/session-reader.js');
+    return listSessions(root);
+  }
   const rows = await withCatalog(root, ({ catalog }) => catalog.identities());
   return rows.map((r) => {
     const started = r.started_at === null ? Number.NaN : Date.parse(r.started_at);

@@ -19,6 +19,9 @@ export const CATALOG_FILE = 'catalog.sqlite';
  */
 export const SWEEP_REQUEST_FILE = `${CATALOG_FILE}-sweep`;
 
+/** A row whose dir name is not its log's `<yyyyMMdd-HHmmss>-<id>` (SQL over `sessions`; NULL for no start). */
+const ODD_NAME = `dir_name != strftime('%Y%m%d-%H%M%S', started_at) || '-' || session_id`;
+
 /** Each entry migrates the catalog from version `index` to `index + 1`; append, never edit. */
 const MIGRATIONS: readonly string[] = [
   `
@@ -99,6 +102,11 @@ const MIGRATIONS: readonly string[] = [
   DROP INDEX sessions_dirty;
   CREATE INDEX sessions_dirty ON sessions (dir_name)
     WHERE status = 'open' OR unchecked_host IS NOT NULL OR touched != indexed_touched;
+  `,
+  `
+  -- The rows whose dir is not named <stamp>-<id> of their log (a copy, a renamed dir): the few where copies
+  -- of one session can be, found without scanning the table (every list asks, copies()).
+  CREATE INDEX sessions_odd_name ON sessions (session_id, started_at) WHERE ${ODD_NAME};
   `,
 ];
 
@@ -526,11 +534,19 @@ export class Catalog {
    * first; those `list` shows only (a call, or unreadable).
    */
   copies(): Array<{ session_id: string; dir_names: string[] }> {
+    // Two dirs of one session cannot both be named <stamp>-<id>: one is an odd name, the other odd too or
+    // the standard name (a primary key lookup). So only the odd rows are read, through their partial index.
     const rows = this.db
       .prepare(
-        `SELECT session_id, json_group_array(dir_name) AS dirs FROM
-           (SELECT session_id, started_at, dir_name FROM sessions
-            WHERE error IS NULL AND calls > 0 ORDER BY dir_name)
+        `WITH odd AS MATERIALIZED (SELECT dir_name, session_id, started_at, calls, error FROM sessions
+           WHERE ${ODD_NAME}),
+         members AS (
+           SELECT dir_name, session_id, started_at FROM odd WHERE error IS NULL AND calls > 0
+           UNION
+           SELECT s.dir_name, s.session_id, s.started_at FROM odd o JOIN sessions s
+             ON s.dir_name = strftime('%Y%m%d-%H%M%S', o.started_at) || '-' || o.session_id
+             WHERE s.started_at = o.started_at AND s.error IS NULL AND s.calls > 0)
+         SELECT session_id, json_group_array(dir_name) AS dirs FROM (SELECT * FROM members ORDER BY dir_name)
          GROUP BY session_id, started_at HAVING count(*) > 1 ORDER BY min(dir_name)`,
       )
       .all() as Array<{ session_id: string; dirs: string }>;

@@ -163,6 +163,8 @@ describe('a copy, a renamed dir and a dir named by hand: list, show, MCP, triage
   });
 
   it('resolves every id the listing shows; an id two dirs hold is an error naming both', () => {
+    // Ids resolve through the catalog `list` made (without one, by dir names: see catalogLocations).
+    expect(cli(['list', '--sessions', sessionsDir]).code).toBe(0);
     for (const [id, dirName] of [
       ['bbbbbbbbbbbb', RENAMED],
       ['bbbb', RENAMED],
