@@ -37,8 +37,10 @@ export type KeptReason =
   | { kind: 'recently-written'; writtenAt: string }
   /** Its log is still open on another host, whose writer cannot be checked from here, and was written lately. */
   | { kind: 'unchecked-writer'; host: string; pid: number; writtenAt: string | null }
-  /** A file in it is open in another program (Windows refuses to move it): kept whole, not half deleted. */
-  | { kind: 'in-use'; error: string };
+  /** A file in it (or its zip) is open in another program: Windows refused to move it, so it is kept whole. */
+  | { kind: 'in-use'; error: string }
+  /** It could not be moved aside or deleted (permissions, say); `partly`: some of it was deleted. */
+  | { kind: 'not-removed'; error: string; partly: boolean };
 
 /** Default of `PruneOptions.recentMs`: a session whose log was written in the last 10 minutes is kept. */
 export const DEFAULT_PRUNE_RECENT_MS = 10 * 60_000;
@@ -155,19 +157,13 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     if (options.dryRun) continue;
     // Only real dirs directly under root: check again right before deleting.
     if (path.dirname(path.resolve(loc.dir)) !== root || fs.lstatSync(loc.dir).isSymbolicLink()) continue;
-    // Moved aside first, in one step: Windows refuses while a file in it is open elsewhere (a reader's log
-    // handle, a viewer), and the session is then kept whole rather than deleted up to that file.
-    const aside = path.join(root, `.${loc.dirName}${PRUNED_SUFFIX}${process.pid}`);
-    try {
-      fs.renameSync(loc.dir, aside);
-    } catch (err) {
+    const kept = removeWhole(root, loc.dirName, zip ? [zip, loc.dir] : [loc.dir]);
+    if (kept) {
       pruned.pop();
-      options.onKept?.(loc, { kind: 'in-use', error: describeFsError(err) });
+      options.onKept?.(loc, kept);
       continue;
     }
     removed.push(loc.dirName);
-    removeAside(aside);
-    if (zip) fs.rmSync(zip, { force: true, maxRetries: 3 });
   }
   if (removed.length > 0) {
     try {
@@ -191,16 +187,51 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   return pruned;
 }
 
-/** A session dir moved aside to be removed: `.<dir name>.pruned-<pid>` (a dot name: never read as a session). */
+/** A session dir or zip moved aside to be removed: `.<name>.pruned-<pid>` (a dot name: never read as a session). */
 const PRUNED_SUFFIX = '.pruned-';
 
-/** Remove a dir moved aside; what cannot be removed now (a file held open) is left for a later prune. */
-function removeAside(aside: string): void {
-  try {
-    fs.rmSync(aside, { recursive: true, force: true, maxRetries: 3 });
-  } catch {
-    // removeDeadAsides: once this process is gone
+/**
+ * Remove a session's zip and dir whole or not at all: each is first renamed aside, which Windows refuses while
+ * a file in it is open in another program (a reader's log handle, a zip viewer), and only then deleted. A
+ * delete that fails part way (permissions) puts what is left back under its name. Null once removed, else why
+ * it was kept.
+ */
+function removeWhole(root: string, dirName: string, paths: readonly string[]): KeptReason | null {
+  const moved: Array<[string, string]> = [];
+  const putBack = () => {
+    for (const [from, aside] of moved) {
+      try {
+        fs.renameSync(aside, from);
+      } catch {
+        // left aside: removeDeadAsides removes it once this process is gone
+      }
+    }
+  };
+  for (const p of paths) {
+    const aside = path.join(root, `.${path.basename(p)}${PRUNED_SUFFIX}${process.pid}`);
+    try {
+      fs.renameSync(p, aside);
+      moved.push([p, aside]);
+    } catch (err) {
+      putBack();
+      const code = (err as NodeJS.ErrnoException).code;
+      const inUse =
+        code === 'EBUSY' || (process.platform === 'win32' && (code === 'EPERM' || code === 'EACCES'));
+      return inUse
+        ? { kind: 'in-use', error: describeFsError(err) }
+        : { kind: 'not-removed', error: describeFsError(err), partly: false };
+    }
   }
+  // The dir first: when its delete fails, the zip is still whole and goes back beside it.
+  for (const [, aside] of [...moved].reverse()) {
+    try {
+      fs.rmSync(aside, { recursive: true, force: true, maxRetries: 3 });
+    } catch (err) {
+      putBack();
+      return { kind: 'not-removed', error: `${dirName}: ${describeFsError(err)}`, partly: true };
+    }
+  }
+  return null;
 }
 
 /** The dirs moved aside by prunes whose process is gone, and not removed then. */
@@ -215,7 +246,12 @@ function removeDeadAsides(root: string): void {
     const at = name.lastIndexOf(PRUNED_SUFFIX);
     if (!name.startsWith('.') || at < 0) continue;
     const pid = Number(name.slice(at + PRUNED_SUFFIX.length));
-    if (Number.isSafeInteger(pid) && !pidAlive(pid)) removeAside(path.join(root, name));
+    if (!Number.isSafeInteger(pid) || pidAlive(pid)) continue;
+    try {
+      fs.rmSync(path.join(root, name), { recursive: true, force: true, maxRetries: 3 });
+    } catch {
+      // tried again by the next prune
+    }
   }
 }
 

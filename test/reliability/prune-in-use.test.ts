@@ -17,6 +17,8 @@ afterEach(() => {
   for (const f of undo.splice(0).reverse()) f();
 });
 
+const AS_ROOT = process.getuid?.() === 0;
+
 const YEAR_AGO = new Date(Date.now() - 365 * 86_400_000);
 
 /** An ended session started a year ago whose files are a year old too. */
@@ -62,8 +64,8 @@ describe('prune moves a session aside before removing it', () => {
         .filter((f) => f !== 'catalog-entry.json')
         .sort();
     const before = files();
-    if (process.getuid?.() === 0) {
-      // A mount point cannot be renamed (EBUSY), as Windows refuses a dir holding an open file.
+    if (AS_ROOT) {
+      // A mount point cannot be renamed (EBUSY), as Windows refuses a dir holding a file open elsewhere.
       expect(spawnSync('mount', ['--bind', held.dir, held.dir]).status).toBe(0);
       undo.push(() => spawnSync('umount', [held.dir]));
     } else {
@@ -73,14 +75,45 @@ describe('prune moves a session aside before removing it', () => {
     }
     const r = prune(sessions);
     const kept = r.kept.find((k) => k.dir === held.dir)!;
-    expect(kept.reason).toBe('in-use');
-    expect(kept.detail).toMatch(/could not be moved aside to be removed \(.+\): a file in it is open/);
-    expect(r.removed.map((x) => x.dirName)).not.toContain(path.basename(held.dir));
-    expect(files()).toEqual(before);
-    if (process.getuid?.() === 0) {
+    if (AS_ROOT) {
+      expect(kept.reason).toBe('in-use');
+      expect(kept.detail).toMatch(/^a file in it or its zip is open in another program \(.+\): kept whole/);
       expect(r.removed.map((x) => x.dirName)).toEqual([path.basename(free.dir)]);
       expect(fs.existsSync(free.dir)).toBe(false);
+    } else {
+      expect(kept.reason).toBe('not-removed');
+      expect(kept.detail).toMatch(/^it could not be removed \(.+\); nothing was deleted$/);
     }
+    expect(r.removed.map((x) => x.dirName)).not.toContain(path.basename(held.dir));
+    expect(files()).toEqual(before);
+    expect(fs.readdirSync(sessions).filter((n) => n.includes('.pruned-'))).toEqual([]);
+  });
+
+  it('a delete that fails part way puts what is left back under its name and says so; its zip stays', () => {
+    const root = tempDir('mcec-prune-partly-');
+    undo.push(() => removeDir(root));
+    const sessions = path.join(root, 'sessions');
+    const s = oldSession(sessions, 'ba1f00000006');
+    fs.mkdirSync(path.join(s.dir, 'zz-held'));
+    const stuck = path.join(s.dir, 'zz-held', 'stuck.png');
+    fs.writeFileSync(stuck, 'x');
+    const zip = path.join(sessions, `${path.basename(s.dir)}.zip`);
+    fs.writeFileSync(zip, 'zip');
+    if (AS_ROOT) {
+      // An immutable file cannot be deleted even by root (as Windows refuses an open one).
+      expect(spawnSync('chattr', ['+i', stuck]).status).toBe(0);
+      undo.push(() => spawnSync('chattr', ['-i', stuck]));
+    } else {
+      fs.chmodSync(path.dirname(stuck), 0o555);
+      undo.push(() => fs.chmodSync(path.dirname(stuck), 0o755));
+    }
+    const r = prune(sessions);
+    expect(r.removed).toEqual([]);
+    const kept = r.kept.find((k) => k.dir === s.dir)!;
+    expect(kept.reason).toBe('not-removed');
+    expect(kept.detail).toMatch(/part of it was deleted, what is left is back under its name$/);
+    expect(fs.existsSync(stuck)).toBe(true);
+    expect(fs.readFileSync(zip, 'utf8')).toBe('zip');
     expect(fs.readdirSync(sessions).filter((n) => n.includes('.pruned-'))).toEqual([]);
   });
 

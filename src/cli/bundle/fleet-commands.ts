@@ -342,8 +342,10 @@ async function prune(opts: PruneCliOptions): Promise<void> {
               `and was written ${why.writtenAt === null ? 'at a time that cannot be read' : `at ${why.writtenAt}`} ` +
               '(within --keep-recent, 10 min at least): that writer may still be writing it'
             : why.kind === 'in-use'
-              ? `it could not be moved aside to be removed (${why.error}): a file in it is open in another program; kept whole, prune again once it is closed`
-              : `its log was written at ${why.writtenAt} (within --keep-recent)`;
+              ? `a file in it or its zip is open in another program (${why.error}): kept whole; prune again once it is closed`
+              : why.kind === 'not-removed'
+                ? `it could not be removed (${why.error})${why.partly ? ': part of it was deleted, what is left is back under its name' : '; nothing was deleted'}`
+                : `its log was written at ${why.writtenAt} (within --keep-recent)`;
       kept.push({ dir: loc.dir, reason: why.kind, detail });
       if (!opts.json) printErr(`kept ${loc.dir}: ${detail}`);
     },
