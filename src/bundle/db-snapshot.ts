@@ -14,6 +14,7 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
   const file = path.join(sessionDir, LOG_FILE);
   const log = openLogForReading(file);
   const { db } = log;
+  const synchronous = db.pragma('synchronous', { simple: true }) as number;
   try {
     // VACUUM INTO syncs the copy per this connection's setting; a copy (for a bundle, a temp file zipped and
     // deleted) needs no sync: same bytes, 57 -> 36 ms for 8.7 MB here, far more on a slow disk.
@@ -22,6 +23,8 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
     db.pragma('query_only = 0');
     fs.rmSync(destFile, { force: true });
     db.prepare('VACUUM INTO ?').run(destFile);
+    // As the log's last handle its close may checkpoint a writer's WAL into the log: synced, as any writer's.
+    db.pragma(`synchronous = ${synchronous}`);
   } catch (err) {
     const described = describeLogError(file, err);
     // A damaged page the report's queries never read can still stop the copy: the rest can be bundled.

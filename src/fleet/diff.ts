@@ -313,7 +313,13 @@ export async function diffSessions(
   options: DiffOptions = {},
 ): Promise<SessionDiff> {
   const ra = SessionReader.open(dirA);
-  const rb = SessionReader.open(dirB);
+  let rb: SessionReader;
+  try {
+    rb = SessionReader.open(dirB);
+  } catch (err) {
+    ra.close(); // a reader may hold a private copy of its log
+    throw err;
+  }
   try {
     const a = runFacts(ra);
     const b = runFacts(rb);

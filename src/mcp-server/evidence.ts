@@ -356,7 +356,13 @@ export class SessionsEvidence {
     const to = Math.min(total, centre + around + 1);
     const { SessionReader } = await import('../store/session-reader.js');
     const ra = SessionReader.open(a.dir);
-    const rb = SessionReader.open(b.dir);
+    let rb: ReturnType<typeof SessionReader.open>;
+    try {
+      rb = SessionReader.open(b.dir);
+    } catch (err) {
+      ra.close(); // a reader may hold a private copy of its log
+      throw err;
+    }
     let aroundCalls: Array<{ index: number; kind: string; a: unknown; b: unknown }>;
     try {
       aroundCalls = whole.aligned.slice(from, to).map((p, i) => {

@@ -45,37 +45,68 @@ export interface LogForReading {
  */
 export function openLogForReading(file: string, options: { tidy?: boolean } = {}): LogForReading {
   const tidy = options.tidy ?? walBytes(file) === 0;
+  // A log file this user cannot write opens read-only whatever is asked, and a read-only handle leaves its
+  // -wal, -shm behind: it is read from a copy, as in a dir this user cannot write.
+  if (tidy && !canWrite(file)) return readFromCopy(file, null);
   let opened: { db: SessionDb; version: number };
-  let copyDir: string | null = null;
   try {
     opened = openInPlace(file, tidy);
   } catch (err) {
     if (!cannotWriteBeside(err)) throw describeLogError(file, err);
-    copyDir = copyForReading(file, err);
-    try {
-      opened = openInPlace(path.join(copyDir, path.basename(file)), false);
-    } catch (copyErr) {
-      fs.rmSync(copyDir, { recursive: true, force: true });
-      throw describeLogError(file, copyErr);
-    }
+    return readFromCopy(file, err);
   }
+  return checkedLog(file, opened, null);
+}
+
+/** The log read from a private copy (`refused`: SQLite's error in place, said if the log cannot be read). */
+function readFromCopy(file: string, refused: unknown): LogForReading {
+  const copyDir = copyForReading(file, refused);
+  let opened: { db: SessionDb; version: number };
+  try {
+    opened = openInPlace(path.join(copyDir, path.basename(file)), false);
+  } catch (err) {
+    fs.rmSync(copyDir, { recursive: true, force: true });
+    throw describeLogError(file, err);
+  }
+  return checkedLog(file, opened, copyDir);
+}
+
+/** The opened log, once its schema is one this recorder reads; closed (and its copy removed) otherwise. */
+function checkedLog(
+  file: string,
+  opened: { db: SessionDb; version: number },
+  copyDir: string | null,
+): LogForReading {
   const { db, version } = opened;
   const close = () => {
     if (db.open) db.close();
     if (copyDir) fs.rmSync(copyDir, { recursive: true, force: true });
     copyDir = null;
   };
-  if (version > SCHEMA_VERSION) {
+  try {
+    if (version > SCHEMA_VERSION) {
+      throw new Error(
+        `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
+      );
+    }
+    if (version === 0 && !hasTables(db)) {
+      close(); // first: the message tells whether a -wal is beside the log, and this handle made one
+      throw new Error(emptyLogMessage(file));
+    }
+  } catch (err) {
     close();
-    throw new Error(
-      `${file}: log schema version ${version} is newer than this recorder's (${SCHEMA_VERSION}): read it with a newer mcec-recorder`,
-    );
-  }
-  if (version === 0 && !hasTables(db)) {
-    close();
-    throw new Error(emptyLogMessage(file));
+    throw describeLogError(file, err);
   }
   return { db, version, close };
+}
+
+function canWrite(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function hasTables(db: SessionDb): boolean {
@@ -134,18 +165,36 @@ function cannotWriteBeside(err: unknown): boolean {
  */
 function copyForReading(file: string, refused: unknown): string {
   const dir = makeTempDir(LOG_COPY_PREFIX);
+  const copy = path.join(dir, path.basename(file));
   try {
-    fs.copyFileSync(file, path.join(dir, path.basename(file)));
-    if (walBytes(file) > 0) fs.copyFileSync(`${file}-wal`, path.join(dir, `${path.basename(file)}-wal`));
-    return dir;
+    // A writer elsewhere may checkpoint between the two copies (a torn pair): copied again while either moved.
+    for (let attempt = 1; ; attempt++) {
+      const before = filesStamp(file);
+      fs.copyFileSync(file, copy);
+      if (walBytes(file) > 0) fs.copyFileSync(`${file}-wal`, `${copy}-wal`);
+      else fs.rmSync(`${copy}-wal`, { force: true });
+      if (filesStamp(file) === before || attempt === COPY_ATTEMPTS) return dir;
+    }
   } catch (err) {
     fs.rmSync(dir, { recursive: true, force: true });
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    throw Object.assign(
-      new Error(`${file}: cannot be read by this user (${why}; SQLite: ${(refused as Error).message})`),
-      { code: (err as NodeJS.ErrnoException).code ?? (refused as { code?: unknown }).code },
-    );
+    const sqlite = refused ? `; SQLite: ${(refused as Error).message}` : '';
+    throw Object.assign(new Error(`${file}: cannot be read by this user (${why}${sqlite})`), {
+      code: (err as NodeJS.ErrnoException).code ?? (refused as { code?: unknown } | null)?.code,
+    });
   }
+}
+
+/** Tries at a copy of a log whose writer keeps changing it before the last copy is taken as it is. */
+const COPY_ATTEMPTS = 3;
+
+/** The log's and its WAL's sizes and times, as one string to compare. */
+function filesStamp(file: string): string {
+  const of = (f: string) => {
+    const st = fs.statSync(f, { throwIfNoEntry: false });
+    return st ? `${st.size}:${st.mtimeMs}` : '-';
+  };
+  return `${of(file)}/${of(`${file}-wal`)}`;
 }
 
 /**

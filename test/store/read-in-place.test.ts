@@ -117,6 +117,28 @@ describe('a read leaves the session dir as it was found', () => {
   });
 });
 
+describe('a log file this user cannot write, in a dir they can', () => {
+  it('is read from a copy: show works and nothing is left beside it', () => {
+    const root = newRoot();
+    const s = closedSession(root);
+    const sessions = path.join(root, 'sessions');
+    const before = listing(s.dir);
+    // The dirs writable by anyone, the log read-only (and another user's when this is root).
+    for (const d of [root, sessions, s.dir]) fs.chmodSync(d, 0o777);
+    fs.chmodSync(path.join(s.dir, 'session.sqlite'), 0o444);
+    const tmp = path.join(root, 'tmp');
+    fs.mkdirSync(tmp);
+    fs.chmodSync(tmp, 0o777);
+    const show = bundleCli(['show', s.sessionId, '--sessions', sessions, '--json'], tmp, 'reader');
+    expect(show.code, show.stderr).toBe(0);
+    expect(JSON.parse(show.stdout)).toMatchObject({ sessionId: s.sessionId, counts: { calls: 3 } });
+    expect(listing(s.dir).filter((f) => !f.startsWith('catalog-entry.json'))).toEqual(
+      before.filter((f) => !f.startsWith('catalog-entry.json')),
+    );
+    expect(fs.readdirSync(tmp)).toEqual([]);
+  });
+});
+
 describe('a session dir this user cannot write', () => {
   /** A closed session, and a crashed writer's (its WAL not checkpointed, no -shm), both made read-only. */
   function readOnlySessions() {
