@@ -72,15 +72,6 @@ if (
   const out = path.join(here, 'precompiled-templates.ts');
   fs.writeFileSync(out, await precompiledModuleText(path.join(here, '..', '..', 'templates')));
   // Biome's quote style differs from JSON's; the specs' values do not change.
-  const { spawnSync } = await import('node:child_process');
-  // npx is npx.cmd on Windows: planSpawn runs it through cmd.exe there, as given elsewhere.
-  const { planSpawn } = await import('../util/windows-command.js');
-  const biome = planSpawn('npx', ['biome', 'format', '--write', out]);
-  const formatted = spawnSync(biome.file, biome.args, {
-    stdio: 'inherit',
-    windowsVerbatimArguments: biome.windowsVerbatimArguments,
-  });
-  if (formatted.error || formatted.status !== 0)
-    throw formatted.error ?? new Error(`biome format exited ${formatted.status ?? formatted.signal}`);
+  (await import('./format-generated.js')).formatGenerated(out);
   console.log(`wrote ${out}`);
 }

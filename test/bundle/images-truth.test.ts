@@ -14,7 +14,7 @@ import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BundleResult, buildBundle, bundleResultJson } from '../../src/bundle/build.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
-import { createRecorder } from '../../src/record/index.js';
+import { recordCaptureRun } from '../support/capture-run.js';
 import { noiseRaw } from '../support/images.js';
 import { BUNDLE_CLI, ROOT } from '../support/programs.js';
 import { bundleValidators, readZip, sha256, tempDir, unzipTest, type ZipEntryRead } from './helpers.js';
@@ -50,20 +50,7 @@ async function recordCaptures(): Promise<Recorded> {
   roots.push(root);
   const sessionsDir = path.join(root, 'sessions');
   const pngs = [await noisePng(1), await noisePng(2), await noisePng(3, 40, 30)];
-  const recorder = createRecorder({ sessionsDir, stderr: () => {} });
-  let next = 0;
-  const wrapped = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
-    content: [
-      { type: 'image', data: pngs[next++]!.toString('base64'), mimeType: 'image/png' },
-      { type: 'text', text: JSON.stringify({ ok: true, sessionId: null, result: { captured: true } }) },
-    ],
-    isError: false,
-  }));
-  for (let i = 0; i < pngs.length; i++) await wrapped('capture', { window: 'Untitled - Notepad' });
-  const sessionId = recorder.defaultSessionId;
-  await recorder.close();
-  const [name] = fs.readdirSync(sessionsDir);
-  const dir = path.join(sessionsDir, name!);
+  const { sessionId, dir } = await recordCaptureRun(sessionsDir, pngs);
   const db = new Database(path.join(dir, 'session.sqlite'), { readonly: true });
   const rows = db
     .prepare('SELECT DISTINCT path, sha256 FROM artifacts WHERE path IS NOT NULL ORDER BY id')

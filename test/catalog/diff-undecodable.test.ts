@@ -8,26 +8,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SessionDiff } from '../../src/fleet/diff.js';
-import { createRecorder } from '../../src/record/index.js';
+import { recordCaptureRun } from '../support/capture-run.js';
 import { noisyPng } from '../support/images.js';
 import { cli, scratchRoot, validator } from './helpers.js';
 
-/** A run of two captures of 'Untitled - Notepad' returning `pngs`; its session id and dir. */
-async function recordRun(sessionsDir: string, pngs: Buffer[]): Promise<{ sessionId: string; dir: string }> {
-  const recorder = createRecorder({ sessionsDir, stderr: () => {} });
-  let next = 0;
-  const wrapped = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
-    content: [
-      { type: 'image', data: pngs[next++]!.toString('base64'), mimeType: 'image/png' },
-      { type: 'text', text: JSON.stringify({ ok: true, sessionId: null, result: { captured: true } }) },
-    ],
-    isError: false,
-  }));
-  for (let i = 0; i < pngs.length; i++) await wrapped('capture', { window: 'Untitled - Notepad', region: i });
-  const sessionId = recorder.defaultSessionId;
-  await recorder.close();
-  const dir = path.join(sessionsDir, fs.readdirSync(sessionsDir).find((d) => d.endsWith(`-${sessionId}`))!);
-  return { sessionId, dir };
+/** A run of captures of 'Untitled - Notepad' returning `pngs`; its session id and dir. */
+function recordRun(sessionsDir: string, pngs: Buffer[]): Promise<{ sessionId: string; dir: string }> {
+  return recordCaptureRun(sessionsDir, pngs, (i) => ({ window: 'Untitled - Notepad', region: i }));
 }
 
 /** Cut every capture of a run to 500 bytes: no decoder reads it. */

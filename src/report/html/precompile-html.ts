@@ -42,15 +42,6 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
   );
   const out = path.join(here, 'precompiled-html.ts');
   fs.writeFileSync(out, await precompiledHtmlModuleText(source));
-  const { spawnSync } = await import('node:child_process');
-  // npx is npx.cmd on Windows: planSpawn runs it through cmd.exe there, as given elsewhere.
-  const { planSpawn } = await import('../../util/windows-command.js');
-  const biome = planSpawn('npx', ['biome', 'format', '--write', out]);
-  const formatted = spawnSync(biome.file, biome.args, {
-    stdio: 'inherit',
-    windowsVerbatimArguments: biome.windowsVerbatimArguments,
-  });
-  if (formatted.error || formatted.status !== 0)
-    throw formatted.error ?? new Error(`biome format exited ${formatted.status ?? formatted.signal}`);
+  (await import('../format-generated.js')).formatGenerated(out);
   console.log(`wrote ${out}`);
 }
