@@ -108,33 +108,23 @@ describe('stdio proxy plumbing', () => {
     expect(await p.exit).toBe(128 + 15);
   });
 
-  it('exits 127 when the server cannot be started', async () => {
-    const recorder = collectingRecorder();
-    const stderr = new PassThrough();
-    const text: string[] = [];
-    stderr.on('data', (c: Buffer) => text.push(c.toString()));
-    const code = await runStdioProxy({
-      command: '/nonexistent/mcec-server',
-      recorder,
-      stdin: new PassThrough(),
-      stdout: new PassThrough(),
-      stderr,
-      forwardSignals: false,
-    });
-    expect(code).toBe(127);
-    expect(text.join('')).toMatch(/cannot start .*ENOENT/);
-    expect(recorder.collected.closed).toBe(1);
-  });
-
-  it('exits 127 with one line, not a stack trace, when Node refuses the spawn at once', async () => {
+  it.each([
+    ['the server cannot be started', '/nonexistent/mcec-server', [], /cannot start .*ENOENT/],
     // Node throws from spawn() for a NUL byte here, as it does on Windows for a .cmd file without a shell.
+    [
+      'Node refuses the spawn at once (one line, not a stack trace)',
+      process.execPath,
+      ['-e', 'a\u0000b'],
+      /^mcec-record: cannot start .*node.*: ERR_INVALID_ARG_VALUE \(.*\)\n$/,
+    ],
+  ])('exits 127 when %s', async (_case, command, args, said) => {
     const recorder = collectingRecorder();
     const stderr = new PassThrough();
     const text: string[] = [];
     stderr.on('data', (c: Buffer) => text.push(c.toString()));
     const code = await runStdioProxy({
-      command: process.execPath,
-      args: ['-e', 'a\u0000b'],
+      command,
+      args,
       recorder,
       stdin: new PassThrough(),
       stdout: new PassThrough(),
@@ -142,7 +132,7 @@ describe('stdio proxy plumbing', () => {
       forwardSignals: false,
     });
     expect(code).toBe(127);
-    expect(text.join('')).toMatch(/^mcec-record: cannot start .*node.*: ERR_INVALID_ARG_VALUE \(.*\)\n$/);
+    expect(text.join('')).toMatch(said);
     expect(recorder.collected.closed).toBe(1);
   });
 });
