@@ -48,9 +48,9 @@ import {
   chooseImagesToDrop,
   type ImageFile,
   isPrecompressed,
-  isWholePng,
   listImageFiles,
   PNG_ENDS,
+  pngProblem,
   protectedImages,
   type SkippedFile,
 } from './images.js';
@@ -738,14 +738,8 @@ function imageFaults(
       continue;
     }
     const end = ends.get(name);
-    if (end && !isWholePng(end.head, end.tail)) {
-      found.push({
-        path: img.path,
-        bytes: img.bytes,
-        reason: 'damaged',
-        detail: `not a whole PNG (${img.bytes} bytes; no PNG signature or IEND end)`,
-      });
-    }
+    const problem = end ? pngProblem(end.head, end.tail, img.bytes) : null;
+    if (problem) found.push({ path: img.path, bytes: img.bytes, reason: 'damaged', detail: problem });
   }
   return found;
 }

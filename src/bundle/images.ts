@@ -36,14 +36,19 @@ export interface SkippedFile {
 
 const PNG_SIGNATURE = Buffer.from('89504e470d0a1a0a', 'hex');
 const PNG_IEND = Buffer.from('0000000049454e44ae426082', 'hex');
-/** Bytes of a file's start and end that `isWholePng` needs. */
+/** Bytes of a file's start and end that `pngProblem` needs. */
 export const PNG_ENDS = { head: PNG_SIGNATURE.length, tail: PNG_IEND.length } as const;
 
-/** A PNG's first and last bytes are its signature and its IEND chunk (what verify holds a `.png` to). */
-export function isWholePng(head: Buffer, tail: Buffer): boolean {
-  return (
-    head.subarray(0, PNG_ENDS.head).equals(PNG_SIGNATURE) && tail.subarray(-PNG_ENDS.tail).equals(PNG_IEND)
-  );
+/**
+ * Why a `.png` of `bytes` bytes whose first and last bytes are `head` and `tail` is not a whole PNG (its
+ * signature first, its IEND chunk last: what verify holds a `.png` to), or null when it is one.
+ */
+export function pngProblem(head: Buffer, tail: Buffer, bytes: number): string | null {
+  if (head.subarray(0, PNG_ENDS.head).equals(PNG_SIGNATURE) && tail.subarray(-PNG_ENDS.tail).equals(PNG_IEND))
+    return null;
+  return bytes === 0
+    ? 'an empty PNG (0 bytes)'
+    : `not a whole PNG (${bytes} bytes; no PNG signature or IEND end)`;
 }
 
 /** What the log's rows recorded of one file. */

@@ -16,7 +16,7 @@ import { foreignLogProblem } from '../store/foreign-log.js';
 import { expectNonEmptyString, expectNumber, expectOptions } from '../util/expect.js';
 import { isRecord } from '../util/json.js';
 import { makeTempDir } from '../util/temp-files.js';
-import { isWholePng, PNG_ENDS } from './images.js';
+import { PNG_ENDS, pngProblem } from './images.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
 import { checkJsonFile, checkJsonLines } from './verify-json.js';
@@ -455,13 +455,8 @@ async function readFacts(
       `too large to check for image bytes (${entry.uncompressedSize} bytes, over the cap of ${limit}: ${option})`,
     );
   }
-  if (kind === 'png' && !isWholePng(head, tail)) {
-    facts.imageProblems.push(
-      bytes === 0
-        ? 'an empty PNG (0 bytes)'
-        : `not a whole PNG (${bytes} bytes; no PNG signature or IEND end)`,
-    );
-  }
+  const notWhole = kind === 'png' ? pngProblem(head, tail, bytes) : null;
+  if (notWhole) facts.imageProblems.push(notWhole);
   if (scanner?.finding) facts.imageProblems.push(scanner.finding);
   if (logCopy) {
     const problem = foreignLogProblem(logCopy);
