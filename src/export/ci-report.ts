@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { copiesLine, type SessionCopies } from '../paths/naming.js';
 import { escapeFormatChars } from '../report/text.js';
 import type { SessionSummary } from '../report/types.js';
 import { listSessions, type SessionLocation } from '../store/session-reader.js';
@@ -20,6 +21,11 @@ export interface CiSession {
   /** The failure summary's first lines, for a FAIL. */
   summaryHead: string | null;
   error?: string;
+  /**
+   * The dir names of this session's copies (other dirs whose logs have the same id and start), left out of
+   * the counts: set on the dir counted (`readCiSessions`), absent when there are none.
+   */
+  copies?: string[];
 }
 
 /** Which sessions: started within `sinceMs` of `now`, of one scenario; all by default. */
@@ -85,7 +91,15 @@ function failureBody(s: CiSession): string {
   if (s.summaryHead) lines.push(s.summaryHead.trimEnd(), '');
   lines.push(`Session dir: ${s.dir}`);
   lines.push(s.bundle ? `Bundle: ${s.bundle}` : `Bundle: mcec-bundle ${s.summary?.sessionId ?? s.dirName}`);
+  const copies = copiesOfCi(s);
+  if (copies) lines.push(copiesLine(copies));
   return lines.join('\n');
+}
+
+/** A session counted with copies left out: its id and dirs, the counted one first; null without copies. */
+export function copiesOfCi(s: CiSession): SessionCopies | null {
+  if (!s.copies?.length) return null;
+  return { sessionId: s.summary?.sessionId ?? s.dirName, dirNames: [s.dirName, ...s.copies] };
 }
 
 function testcase(s: CiSession): string {
@@ -124,14 +138,21 @@ export function junitXml(sessions: CiSession[], options: { hostname: string }): 
     const skipped = list.filter((s) => s.summary?.status === 'open');
     const time = list.reduce((sum, s) => sum + (s.summary?.durationMs ?? 0), 0);
     const first = list.map((s) => s.summary?.startedAt).find((t) => t) ?? null;
+    // Copies of a session are one testcase: say which dirs were left out where a test reporter shows it.
+    const copies = list.map(copiesOfCi).filter((c): c is SessionCopies => c !== null);
     suites.push(
       [
         `  <testsuite name="${xml(scenario)}" package="mcec-recorder" id="${suites.length}" hostname="${xml(options.hostname || 'localhost')}" timestamp="${timestamp(first)}" tests="${list.length}" failures="${failures.length}" errors="${errors.length}" skipped="${skipped.length}" time="${seconds(time)}">`,
         '    <properties>',
         `      <property name="scenario" value="${xml(scenario)}"/>`,
+        ...copies.map(
+          (c) => `      <property name="mcec.copies" value="${xml(JSON.stringify(c.dirNames))}"/>`,
+        ),
         '    </properties>',
         ...list.map(testcase),
-        '    <system-out/>',
+        copies.length === 0
+          ? '    <system-out/>'
+          : `    <system-out>${xmlText(copies.map(copiesLine).join('\n'))}</system-out>`,
         '    <system-err/>',
         '  </testsuite>',
       ].join('\n'),
@@ -174,8 +195,13 @@ export function githubAnnotations(sessions: CiSession[]): string {
   const passed = sessions.filter(
     (s) => s.summary && s.summary.status !== 'open' && s.summary.verdict === 'PASS',
   ).length;
+  const copies = sessions.reduce((n, s) => n + (s.copies?.length ?? 0), 0);
+  const copiesNote =
+    copies === 0
+      ? ''
+      : ` (${copies} more dir${copies === 1 ? ' was a copy' : 's were copies'}, counted once)`;
   lines.push(
-    `::notice title=mcec-recorder::${ghData(`${sessions.length} session${sessions.length === 1 ? '' : 's'}: ${passed} PASS, ${failed} FAIL or unreadable`)}`,
+    `::notice title=mcec-recorder::${ghData(`${sessions.length} session${sessions.length === 1 ? '' : 's'}: ${passed} PASS, ${failed} FAIL or unreadable${copiesNote}`)}`,
   );
   return `${lines.join('\n')}\n`;
 }

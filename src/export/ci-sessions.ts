@@ -1,5 +1,6 @@
 /** Reads sessions for the CI outputs: each one's summary, and for a FAIL the failure summary's head. */
 
+import { oneDirPerSession } from '../paths/naming.js';
 import { renderFailureSummary } from '../report/render.js';
 import { summarizeSession } from '../sessions/summarize.js';
 import type { SessionLocation } from '../store/session-reader.js';
@@ -8,7 +9,11 @@ import { bundleBeside, type CiSession } from './ci-report.js';
 /** Lines of failure-summary.md carried by a JUnit failure or an annotation. */
 export const SUMMARY_HEAD_LINES = 20;
 
-/** One CiSession per location; an unreadable log is a result too (an error testcase), never a throw. */
+/**
+ * One CiSession per session: an unreadable log is a result too (an error testcase), never a throw; the
+ * copies of one session (dirs whose logs have the same id and start) are counted once, as triage counts them
+ * (`oneDirPerSession`), and named in the kept one's `copies`.
+ */
 export async function readCiSessions(
   locations: SessionLocation[],
   options: { templatesDir?: string } = {},
@@ -30,5 +35,17 @@ export async function readCiSessions(
       out.push({ ...base, summary: null, summaryHead: null, error: (err as Error).message });
     }
   }
-  return out;
+  const { kept, copies } = oneDirPerSession(out, ciIdentity);
+  const copiesOf = new Map(copies.map((c) => [c.dirNames[0]!, c.dirNames.slice(1)]));
+  return kept.map((s) => {
+    const left = copiesOf.get(s.dirName);
+    return left ? { ...s, copies: left } : s;
+  });
+}
+
+/** A CI session as the copy rule sees it: an unreadable log is known by its dir name only, never a copy. */
+function ciIdentity(s: CiSession) {
+  return s.summary
+    ? { dirName: s.dirName, sessionId: s.summary.sessionId, startedAt: s.summary.startedAt }
+    : { dirName: s.dirName, sessionId: s.dirName, startedAt: null };
 }

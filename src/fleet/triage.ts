@@ -5,7 +5,7 @@
  * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
  */
 import { serverCategory } from '../contract/read-tool-output.js';
-import { parseSessionDirName } from '../paths/naming.js';
+import { copiesLine, oneDirPerSession, type SessionCopies } from '../paths/naming.js';
 import { recoveryFor } from '../report/recovery.js';
 import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
@@ -118,33 +118,7 @@ export interface TriageReport {
    * Sessions more than one dir (or bundle) held, copies of one run (the same log id and start): counted once,
    * from the first dir named (its standard `<stamp>-<id>` dir when there is one), the others left out.
    */
-  copies: Array<{ sessionId: string; dirNames: string[] }>;
-}
-
-/**
- * One row per session (its log's id and start): a copy of a session dir (`... (2)`, a renamed dir) is the same
- * run, not another. Keeps the dir named as the recorder names it when there is one, else the first by name.
- */
-function countedOnce(rows: CatalogSession[]): { sessions: CatalogSession[]; copies: TriageReport['copies'] } {
-  const byRun = new Map<string, CatalogSession[]>();
-  for (const row of rows) {
-    const key = `${row.session_id}\n${row.started_at ?? row.dir_name}`;
-    const same = byRun.get(key);
-    if (same) same.push(row);
-    else byRun.set(key, [row]);
-  }
-  const copies: TriageReport['copies'] = [];
-  const kept = new Set<CatalogSession>();
-  for (const same of byRun.values()) {
-    const own = same.find((r) => parseSessionDirName(r.dir_name)?.sessionId === r.session_id) ?? same[0]!;
-    kept.add(own);
-    if (same.length > 1)
-      copies.push({
-        sessionId: own.session_id,
-        dirNames: [own, ...same.filter((r) => r !== own)].map((r) => r.dir_name),
-      });
-  }
-  return { sessions: rows.filter((r) => kept.has(r)), copies };
+  copies: SessionCopies[];
 }
 
 function ratio(a: number, b: number): number {
@@ -155,10 +129,12 @@ function ratio(a: number, b: number): number {
 export function triage(catalog: Catalog, options: TriageOptions = {}): TriageReport {
   const now = options.now ?? new Date();
   const until = options.until ?? now.toISOString();
-  const { sessions, copies } = countedOnce(
+  // A copy of a session dir (`... (2)`, a renamed dir) is the same run, not another: counted once.
+  const { kept: sessions, copies } = oneDirPerSession(
     catalog
       .sessions({ since: options.since, until, scenario: options.scenario })
       .filter((s) => s.calls > 0 || s.error !== null),
+    (s) => ({ dirName: s.dir_name, sessionId: s.session_id, startedAt: s.started_at }),
   );
   const names = sessions.map((s) => s.dir_name);
   const rules = options.rules ?? [];
@@ -452,14 +428,7 @@ function windowLine(r: TriageReport): string {
 
 /** A line per session held by more than one dir: counted once, from the first dir named. */
 function copiesLines(r: TriageReport): string[] {
-  return r.copies.map(
-    (c) =>
-      `session ${c.sessionId} is in ${c.dirNames.length} dirs (copies of one run), counted once from ` +
-      `${JSON.stringify(c.dirNames[0])}; left out: ${c.dirNames
-        .slice(1)
-        .map((d) => JSON.stringify(d))
-        .join(', ')}`,
-  );
+  return r.copies.map(copiesLine);
 }
 
 /** The report for a terminal. */

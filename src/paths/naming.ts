@@ -59,6 +59,79 @@ export function parseSessionDirName(name: string): { stamp: string; sessionId: s
   return m ? { stamp: m[1]!, sessionId: m[2]! } : null;
 }
 
+/** A session dir as copies are told apart: its name, and its log's session id and start (ISO, null unknown). */
+export interface SessionDirIdentity {
+  dirName: string;
+  sessionId: string;
+  startedAt: string | null;
+}
+
+/** A session more than one dir holds: the dir it is counted from first, then its copies. */
+export interface SessionCopies {
+  sessionId: string;
+  dirNames: string[];
+}
+
+/**
+ * True when a dir is named as the recorder names its log's session, `<UTC stamp of its start>-<id>`: the
+ * session's own dir, not a copy (`... (2)`, `... - Copy`), a renamed dir or one named by hand. A log whose
+ * start is unknown (unreadable) is judged by its name alone. The catalog's `ODD_NAME` (src/store/catalog.ts)
+ * is the negation of this in SQL, for its partial index.
+ */
+export function isOwnSessionDir(s: SessionDirIdentity): boolean {
+  const started = s.startedAt === null ? Number.NaN : Date.parse(s.startedAt);
+  if (!Number.isFinite(started)) return parseSessionDirName(s.dirName)?.sessionId === s.sessionId;
+  return s.dirName === `${utcStamp(new Date(started))}-${s.sessionId}`;
+}
+
+/** Dirs of one run (copies: the same log id and start) share this key; a dir whose start is unknown is alone. */
+export function runKey(s: SessionDirIdentity): string {
+  return `${s.sessionId}\n${s.startedAt ?? `\n${s.dirName}`}`;
+}
+
+/**
+ * One item per session, the rule for every count across sessions (triage, the JUnit report, the OTLP export):
+ * dirs whose logs have the same id and start are copies of one run. The one kept is the session's own dir
+ * (`isOwnSessionDir`) when there is one, else the first; `copies` names each such session's dirs, the kept one
+ * first. Items keep their order; one whose start is unknown is never another's copy.
+ */
+export function oneDirPerSession<T>(
+  items: readonly T[],
+  identityOf: (item: T) => SessionDirIdentity,
+): { kept: T[]; copies: SessionCopies[] } {
+  const byRun = new Map<string, Array<{ item: T; id: SessionDirIdentity }>>();
+  for (const item of items) {
+    const id = identityOf(item);
+    const key = runKey(id);
+    const same = byRun.get(key);
+    if (same) same.push({ item, id });
+    else byRun.set(key, [{ item, id }]);
+  }
+  const copies: SessionCopies[] = [];
+  const kept = new Set<T>();
+  for (const same of byRun.values()) {
+    const own = same.find((s) => isOwnSessionDir(s.id)) ?? same[0]!;
+    kept.add(own.item);
+    if (same.length > 1)
+      copies.push({
+        sessionId: own.id.sessionId,
+        dirNames: [own, ...same.filter((s) => s !== own)].map((s) => s.id.dirName),
+      });
+  }
+  return { kept: items.filter((item) => kept.has(item)), copies };
+}
+
+/** The line every output says a session's copies with: counted once from the first dir named, the others left out. */
+export function copiesLine(c: SessionCopies): string {
+  return (
+    `session ${c.sessionId} is in ${c.dirNames.length} dirs (copies of one run), counted once from ` +
+    `${JSON.stringify(c.dirNames[0])}; left out: ${c.dirNames
+      .slice(1)
+      .map((d) => JSON.stringify(d))
+      .join(', ')}`
+  );
+}
+
 /**
  * True for a dir name that travels as a zip's top folder and unzips as is on Windows, macOS and Linux: a
  * session dir's own name (`<stamp>-<id>`) or a copy's (`... (2)`, `... - Copy`, `... copy`). Letters and digits

@@ -76,6 +76,10 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
   else {
     print(`sent ${res.exported} of ${res.spans} spans from ${plural(res.sessions, 'session')} to ${res.url}`);
     for (const u of res.unreadable) printErr(`mcec-bundle: ${u.dir}: ${u.error}`);
+    if (res.copies.length > 0) {
+      const { copiesLine } = await import('../../paths/naming.js');
+      for (const c of res.copies) printErr(`mcec-bundle: ${copiesLine(c)}`);
+    }
     if (res.dropped > 0)
       printErr(`mcec-bundle: ${res.dropped} spans not delivered: ${res.lastError ?? 'export failed'}`);
   }
@@ -125,7 +129,7 @@ async function junit(opts: JunitCliOptions): Promise<void> {
   const output = outputPath(opts.output);
   if (opts.json && !output)
     throw new UsageError('--json needs -o FILE: without it stdout is the report itself');
-  const { selectSessions, junitXml, githubAnnotations, scenarioOf } = await import(
+  const { selectSessions, junitXml, githubAnnotations, scenarioOf, copiesOfCi } = await import(
     '../../export/ci-report.js'
   );
   const { readCiSessions } = await import('../../export/ci-sessions.js');
@@ -150,8 +154,17 @@ async function junit(opts: JunitCliOptions): Promise<void> {
           passed,
           failed,
           unreadable,
+          copies: sessions.map(copiesOfCi).filter((c) => c !== null),
         }),
       );
     } else printErr(`wrote ${output} (${plural(sessions.length, 'session')})`);
   } else process.stdout.write(text);
+  // A copied session is one testcase: which dirs were left out, on stderr beside the report (and in it).
+  if (!opts.json) {
+    const { copiesLine } = await import('../../paths/naming.js');
+    for (const s of sessions) {
+      const copies = copiesOfCi(s);
+      if (copies) printErr(`mcec-bundle: ${copiesLine(copies)}`);
+    }
+  }
 }
