@@ -99,7 +99,7 @@ export async function listSessionSummaries(
     sessionsDir,
     ({ catalog, warning }) => {
       if (warning) options.onWarning?.(warning);
-      warnOfCopies(catalog, options.onWarning);
+      if (options.onWarning) warnOfCopies(catalog.copies(), options.onWarning);
       return catalog.sessions(options.failedOnly ? { verdict: 'FAIL' } : {});
     },
     { onRebuild: options.onWarning, onProgress: options.onProgress },
@@ -113,13 +113,15 @@ export async function listSessionSummaries(
   return out;
 }
 
+type CatalogCopies = ReturnType<Catalog['copies']>;
+
 /**
  * One warning per session that more than one dir holds (copies: the same log id and start), naming the dirs:
  * each is listed, and its id alone no longer picks one (`show <id>` is ambiguous).
  */
-function warnOfCopies(catalog: Catalog, onWarning: ((message: string) => void) | undefined): void {
+function warnOfCopies(copies: CatalogCopies, onWarning: ((message: string) => void) | undefined): void {
   if (!onWarning) return;
-  for (const c of catalog.copies()) {
+  for (const c of copies) {
     onWarning(
       `session ${c.session_id} is in ${c.dir_names.length} dirs (copies of one session), each listed: ` +
         `${c.dir_names.map((d) => JSON.stringify(d)).join(', ')}; give a dir's name or path to pick one`,
@@ -132,16 +134,23 @@ const LIST_HEADER = ['ID', 'SERVER', 'START (UTC)', 'DURATION', 'CALLS', 'FAILUR
 
 /**
  * The `list` table as text (ID, SERVER, START, DURATION, CALLS, FAILURES, VERDICT), newest first, or '' when there is
- * no session. SQLite renders it into one string (Catalog.listTable): the fast path of `list`. Under it, one
- * line per UNREADABLE session saying why (the log's path and SQLite's error).
+ * no session; when a session is in more than one dir (copies), a last column DIR names the dir of each of its
+ * rows. SQLite renders it into one string (Catalog.listTable): the fast path of `list`. Under it, one line per
+ * UNREADABLE session saying why (the log's path and SQLite's error).
  */
 export async function sessionTable(sessionsDir: string, options: ListOptions = {}): Promise<string> {
   return withCatalog(
     sessionsDir,
     ({ catalog, warning }) => {
       if (warning) options.onWarning?.(warning);
-      warnOfCopies(catalog, options.onWarning);
-      const table = catalog.listTable(LIST_HEADER, { failedOnly: options.failedOnly });
+      const copies = catalog.copies();
+      warnOfCopies(copies, options.onWarning);
+      // Rows of one session share an ID: a last column DIR tells them apart (none without copies).
+      const table = catalog.listTable(LIST_HEADER, {
+        failedOnly: options.failedOnly,
+        dirNames: copies.flatMap((c) => c.dir_names),
+        dirHeader: 'DIR',
+      });
       const reasons = catalog.unreadable({ failedOnly: options.failedOnly });
       if (table === '' || reasons.length === 0) return table;
       return `${table}\n\n${reasons.map((r) => `UNREADABLE ${r.session_id}: ${r.error}`).join('\n')}`;

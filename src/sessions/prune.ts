@@ -3,7 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { withCatalog } from '../fleet/catalog.js';
 import { describeFsError } from '../paths/disk-errors.js';
-import { LOG_FILE, parseSessionDirName } from '../paths/naming.js';
+import {
+  isOwnSessionDir,
+  isSafeSessionId,
+  LOG_FILE,
+  parseSessionDirName,
+  runKey,
+  type SessionDirIdentity,
+  sessionDirName,
+} from '../paths/naming.js';
 import { buildSummary } from '../report/summary.js';
 import type { Verdict } from '../report/types.js';
 import { Catalog, type CatalogSession } from '../store/catalog.js';
@@ -42,6 +50,25 @@ export type KeptReason =
   /** It could not be moved aside or deleted (permissions, say); `partly`: some of it was deleted. */
   | { kind: 'not-removed'; error: string; partly: boolean };
 
+/**
+ * A session dir old enough to remove that prune did not consider: it is not named as the recorder names its
+ * log's session (`<stamp>-<id>`, `isOwnSessionDir`): a copy (`... (2)`, `... - Copy`), a renamed dir or one
+ * named by hand. Prune removes only a session's own dir, so a copy or a dir kept under a name of one's own is
+ * never deleted by accident; the user is told it is there and what to do.
+ */
+export interface SkippedSession {
+  dirName: string;
+  dir: string;
+  /** Its log's session id (the dir name when the log cannot be read). */
+  sessionId: string;
+  /** The session's own dir when it is there too: this dir is a copy of it. Null when there is none. */
+  copyOf: string | null;
+  /** The name the recorder gives this session's dir (`<stamp>-<id>`), null when its log's start is unknown. */
+  ownName: string | null;
+  /** Its last activity as the catalog has it, null when unknown (an unreadable log). */
+  lastActivity: string | null;
+}
+
 /** Default of `PruneOptions.recentMs`: a session whose log was written in the last 10 minutes is kept. */
 export const DEFAULT_PRUNE_RECENT_MS = 10 * 60_000;
 
@@ -60,6 +87,8 @@ export interface PruneOptions {
   onKept?: (session: SessionLocation, reason: KeptReason) => void;
   /** Told when the catalog had to be rebuilt (it was damaged). */
   onWarning?: (message: string) => void;
+  /** Told about each dir old enough (and, with keepFailed, PASS) that was not considered: not its session's own. */
+  onSkipped?: (session: SkippedSession) => void;
 }
 
 /**
@@ -77,6 +106,7 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   if (options.now !== undefined) expectInstance(options.now, 'options.now', Date);
   expectFunction(options.onKept, 'options.onKept');
   expectFunction(options.onWarning, 'options.onWarning');
+  expectFunction(options.onSkipped, 'options.onSkipped');
   const now = (options.now ?? new Date()).getTime();
   const cutoff = now - options.olderThanMs;
   const recentMs = Math.max(0, options.recentMs ?? DEFAULT_PRUNE_RECENT_MS);
@@ -86,13 +116,20 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
   const rows: CatalogSession[] = await withCatalog(root, ({ catalog }) => catalog.sessions(), {
     onRebuild: options.onWarning,
   });
+  const ownDirs = new Map<string, string>();
+  for (const row of rows)
+    if (isOwnSessionDir(identityOf(row))) ownDirs.set(runKey(identityOf(row)), row.dir_name);
   for (const row of rows) {
-    const parsed = parseSessionDirName(row.dir_name);
-    if (!parsed) continue;
     // The catalog picks the candidates; each one's log is read again below before anything is removed.
     const cataloged = Date.parse(row.last_activity_at ?? '');
     if (Number.isFinite(cataloged) && cataloged >= cutoff) continue;
     if (options.keepFailed && row.verdict !== 'PASS') continue;
+    const parsed = parseSessionDirName(row.dir_name);
+    if (!parsed || !isOwnSessionDir(identityOf(row))) {
+      // Not the session's own dir (a copy, a renamed dir): never removed, but said, so the user knows.
+      options.onSkipped?.(skippedOf(root, row, ownDirs.get(runKey(identityOf(row))) ?? null));
+      continue;
+    }
     const loc: SessionLocation = {
       dir: path.join(root, row.dir_name),
       dirName: row.dir_name,
@@ -185,6 +222,25 @@ export async function pruneSessions(sessionsDir: string, options: PruneOptions):
     removeDeadAsides(root);
   }
   return pruned;
+}
+
+function identityOf(row: CatalogSession): SessionDirIdentity {
+  return { dirName: row.dir_name, sessionId: row.session_id, startedAt: row.started_at };
+}
+
+function skippedOf(root: string, row: CatalogSession, ownDir: string | null): SkippedSession {
+  const started = row.started_at === null ? Number.NaN : Date.parse(row.started_at);
+  return {
+    dirName: row.dir_name,
+    dir: path.join(root, row.dir_name),
+    sessionId: row.session_id,
+    copyOf: ownDir,
+    ownName:
+      row.error === null && Number.isFinite(started) && isSafeSessionId(row.session_id)
+        ? sessionDirName(new Date(started), row.session_id)
+        : null,
+    lastActivity: row.error === null ? row.last_activity_at : null,
+  };
 }
 
 /** A session dir or zip moved aside to be removed: `.<name>.pruned-<pid>` (a dot name: never read as a session). */

@@ -19,7 +19,10 @@ export const CATALOG_FILE = 'catalog.sqlite';
  */
 export const SWEEP_REQUEST_FILE = `${CATALOG_FILE}-sweep`;
 
-/** A row whose dir name is not its log's `<yyyyMMdd-HHmmss>-<id>` (SQL over `sessions`; NULL for no start). */
+/**
+ * A row whose dir name is not its log's `<yyyyMMdd-HHmmss>-<id>` (SQL over `sessions`; NULL for no start): not
+ * `isOwnSessionDir` (src/paths/naming.ts), the rule in JS, written here for the partial index.
+ */
 const ODD_NAME = `dir_name != strftime('%Y%m%d-%H%M%S', started_at) || '-' || session_id`;
 
 /** Each entry migrates the catalog from version `index` to `index + 1`; append, never edit. */
@@ -602,12 +605,24 @@ export class Catalog {
   /**
    * The `list` table's rows as one string, rendered by SQLite: columns ID, START (UTC), DURATION, CALLS,
    * FAILURES, VERDICT, each padded to its widest cell (or its `header`), newest first (as index.html and the
-   * MCP list_sessions), '' when none. One
-   * string, not 10,000 rows of JS values: those cost `list` more in allocation and GC than the query.
+   * MCP list_sessions), '' when none. With `dirNames` (the dirs of sessions more than one dir holds, which
+   * share an ID), a last column `dirHeader` names the dir of each such row (quoted as JSON, as the warning
+   * names them), empty for the others; without, the table has no such column. One string, not 10,000 rows of
+   * JS values: those cost `list` more in allocation and GC than the query.
    */
-  listTable(header: readonly string[], options: { failedOnly?: boolean } = {}): string {
+  listTable(
+    header: readonly string[],
+    options: { failedOnly?: boolean; dirNames?: readonly string[]; dirHeader?: string } = {},
+  ): string {
     const cell = (i: number) => JSON.stringify(header[i] ?? '').replaceAll('"', "'");
     const width = (i: number, col: string) => `max(length(${cell(i)}), max(length(${col})))`;
+    const dirs = options.dirNames?.length ? options.dirNames : null;
+    // The verdict is the last column, unpadded, unless the dir follows it.
+    const verdictFormat = dirs ? '%!-*s  %s' : '%s';
+    const headDir = dirs
+      ? `w.v, ${cell(6)}, ${JSON.stringify(options.dirHeader ?? 'DIR').replaceAll('"', "'")}`
+      : cell(6);
+    const rowDir = dirs ? 'w.v, verdict, dir' : 'verdict';
     const text = this.db
       .prepare(
         `WITH r AS (
@@ -622,20 +637,26 @@ export class Catalog {
                  WHEN unchecked_host IS NOT NULL
                    THEN ' (open on ' || unchecked_host || ': its writer cannot be checked from here)'
                  WHEN status = 'open' THEN ' (running)'
-                 WHEN status = 'aborted' THEN ' (aborted)' ELSE '' END END AS verdict
+                 WHEN status = 'aborted' THEN ' (aborted)' ELSE '' END END AS verdict${
+                   dirs
+                     ? ",\n             CASE WHEN dir_name IN (SELECT value FROM json_each(?)) THEN json_quote(dir_name) ELSE '' END AS dir"
+                     : ''
+                 }
            FROM sessions
            WHERE (calls > 0 OR error IS NOT NULL)${options.failedOnly ? " AND verdict = 'FAIL'" : ''}),
          w AS (SELECT ${width(0, 'id')} AS a, ${width(1, 'server')} AS s, ${width(2, 'start')} AS b,
-                 ${width(3, 'dur')} AS c, ${width(4, 'calls')} AS d, ${width(5, 'failures')} AS e FROM r)
-         SELECT printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s', w.a, ${cell(0)}, w.s, ${cell(1)}, w.b,
-                  ${cell(2)}, w.c, ${cell(3)}, w.d, ${cell(4)}, w.e, ${cell(5)}, ${cell(6)})
-           || group_concat(char(10) || printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %s',
-                w.a, id, w.s, server, w.b, start, w.c, dur, w.d, calls, w.e, failures, verdict), ''
+                 ${width(3, 'dur')} AS c, ${width(4, 'calls')} AS d, ${width(5, 'failures')} AS e${
+                   dirs ? `, ${width(6, 'verdict')} AS v` : ''
+                 } FROM r)
+         SELECT printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %!-*s  ${verdictFormat}', w.a, ${cell(0)}, w.s, ${cell(1)},
+                  w.b, ${cell(2)}, w.c, ${cell(3)}, w.d, ${cell(4)}, w.e, ${cell(5)}, ${headDir})
+           || group_concat(char(10) || ${dirs ? 'rtrim(' : ''}printf('%!-*s  %!-*s  %!-*s  %!-*s  %!-*s  %!-*s  ${verdictFormat}',
+                w.a, id, w.s, server, w.b, start, w.c, dur, w.d, calls, w.e, failures, ${rowDir})${dirs ? ')' : ''}, ''
                 ORDER BY dir_name DESC)
          FROM r, w`,
       )
       .pluck()
-      .get() as string | null;
+      .get(...(dirs ? [JSON.stringify(dirs)] : [])) as string | null;
     return text ?? '';
   }
 

@@ -1,7 +1,8 @@
 /**
  * A recorded failing session copied once (`<dir> (2)`, as a file manager copies it) beside a passing one,
  * through the built mcec-bundle: the JUnit report, the GitHub annotations and the OTLP export count the copied
- * session once and name the copy.
+ * session once and name the copy; prune never removes the copy and says it did not consider it; the `list`
+ * table tells the copy's row from its original's, and is unchanged without copies.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -125,5 +126,69 @@ describe('a failing session copied once: the CI outputs count it once', () => {
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('the list table with a copy', () => {
+  it("names each copy's dir in a last column; no such column without copies", () => {
+    const res = cli(['list', '--sessions', sessionsDir]);
+    expect(res.code, res.stderr).toBe(0);
+    const lines = res.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^ID +SERVER +START \(UTC\) +DURATION +CALLS +FAILURES +VERDICT +DIR$/);
+    const copies = lines.filter((l) => l.startsWith(failedId));
+    expect(copies.map((l) => l.slice(l.lastIndexOf('  ') + 2)).sort()).toEqual(
+      [JSON.stringify(DIR), JSON.stringify(COPY)].sort(),
+    );
+    // The verdict column is padded to line the dirs up; the other row ends at its verdict.
+    expect(copies[0]!.indexOf('"')).toBe(copies[1]!.indexOf('"'));
+    expect(lines.find((l) => l.startsWith('pass-1'))).toMatch(/PASS$/);
+
+    const single = path.join(root, 'single');
+    fs.cpSync(path.join(sessionsDir, DIR), path.join(single, DIR), { recursive: true });
+    fs.cpSync(path.join(sessionsDir, PASSED), path.join(single, PASSED), { recursive: true });
+    const plain = cli(['list', '--sessions', single]);
+    expect(plain.code, plain.stderr).toBe(0);
+    expect(plain.stdout.split('\n')[0]).toMatch(
+      /^ID +SERVER +START \(UTC\) +DURATION +CALLS +FAILURES +VERDICT$/,
+    );
+    expect(plain.stdout).not.toContain('"');
+  });
+});
+
+describe('prune with a copy and a renamed dir', () => {
+  const pruneRoot = path.join(root, 'prune');
+  const BY_HAND = 'nightly run';
+  beforeAll(() => {
+    fs.cpSync(sessionsDir, pruneRoot, { recursive: true });
+    fs.renameSync(path.join(pruneRoot, PASSED), path.join(pruneRoot, BY_HAND));
+  });
+
+  it('removes only the own dirs, says which dirs it did not consider and what to do, keeps them', () => {
+    const args = ['prune', '--older-than', '0', '--keep-recent', '0', '--sessions', pruneRoot];
+    const dry = cli([...args, '--dry-run', '--json']);
+    expect(dry.code, dry.stderr).toBe(0);
+    const report = JSON.parse(dry.stdout);
+    expect(validator('prune.schema.json')(report)).toEqual([]);
+    expect(report.removed.map((r: { dirName: string }) => r.dirName)).toEqual([DIR]);
+    expect(report.skipped).toEqual([
+      expect.objectContaining({ dirName: COPY, sessionId: failedId, copyOf: DIR, reason: 'not-own-dir' }),
+      expect.objectContaining({ dirName: BY_HAND, sessionId: 'pass-1', copyOf: null, reason: 'not-own-dir' }),
+    ]);
+    expect(report.skipped[1].detail).toContain(`rename it to "${PASSED}"`);
+
+    const res = cli(args);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain(`removed ${path.join(pruneRoot, DIR)}`);
+    expect(res.stderr).toContain(
+      `not considered ${path.join(pruneRoot, COPY)}: a copy of "${DIR}" (session ${failedId}): prune removes only a session's own <stamp>-<id> dir, never a copy; delete it by hand when it is not needed`,
+    );
+    expect(res.stderr).toContain(`not considered ${path.join(pruneRoot, BY_HAND)}: session pass-1`);
+    expect(fs.existsSync(path.join(pruneRoot, DIR))).toBe(false);
+    expect(fs.existsSync(path.join(pruneRoot, COPY, 'session.sqlite'))).toBe(true);
+    expect(fs.existsSync(path.join(pruneRoot, BY_HAND, 'session.sqlite'))).toBe(true);
+    // With its own dir gone, the copy is a renamed dir: prune says the name that lets it judge the copy.
+    const again = JSON.parse(cli([...args, '--json']).stdout);
+    expect(again.skipped[0]).toMatchObject({ dirName: COPY, copyOf: null });
+    expect(again.skipped[0].detail).toContain(`rename it to "${DIR}"`);
   });
 });

@@ -319,7 +319,15 @@ export function addPruneCommand(program: Command): void {
       .option('--dry-run', 'list what would be deleted, delete nothing')
       .option('--json', 'print what was removed and kept as JSON (schema/prune.schema.json)'),
   )
-    .addHelpText('after', '\nExample:\n  mcec-bundle prune --older-than 7d --keep-failed --dry-run')
+    .addHelpText(
+      'after',
+      `
+Only a session's own dir (<yyyyMMdd-HHmmss>-<id> of its log) is removed: a copy ("<dir> (2)", "<dir> - Copy"),
+a renamed dir or one named by hand never is; those old enough are said on stderr ("not considered <dir>").
+
+Example:
+  mcec-bundle prune --older-than 7d --keep-failed --dry-run`,
+    )
     .action((opts: PruneCliOptions) => prune(opts));
 }
 
@@ -327,6 +335,14 @@ async function prune(opts: PruneCliOptions): Promise<void> {
   const dir = sessionsDir(opts);
   const { pruneSessions } = await import('../../sessions/prune.js');
   const kept: Array<{ dir: string; reason: string; detail: string }> = [];
+  const skipped: Array<{
+    dir: string;
+    dirName: string;
+    sessionId: string;
+    copyOf: string | null;
+    reason: 'not-own-dir';
+    detail: string;
+  }> = [];
   const pruned = await pruneSessions(dir, {
     olderThanMs: opts.olderThan,
     recentMs: opts.keepRecent, // undefined: DEFAULT_PRUNE_RECENT_MS (10 min)
@@ -349,6 +365,26 @@ async function prune(opts: PruneCliOptions): Promise<void> {
       kept.push({ dir: loc.dir, reason: why.kind, detail });
       if (!opts.json) printErr(`kept ${loc.dir}: ${detail}`);
     },
+    onSkipped: (s) => {
+      const detail =
+        s.copyOf !== null
+          ? `a copy of ${JSON.stringify(s.copyOf)} (session ${s.sessionId}): prune removes only a session's own ` +
+            '<stamp>-<id> dir, never a copy; delete it by hand when it is not needed'
+          : s.ownName !== null
+            ? `session ${s.sessionId} in a dir not named as the recorder names it: prune removes only such dirs; ` +
+              `rename it to ${JSON.stringify(s.ownName)} to let prune judge it by its age, or delete it by hand`
+            : 'its log cannot be read and it is not named <stamp>-<id>, so neither its session nor its age is ' +
+              "known: prune removes only a session's own dir; delete it by hand when it is not needed";
+      skipped.push({
+        dir: s.dir,
+        dirName: s.dirName,
+        sessionId: s.sessionId,
+        copyOf: s.copyOf,
+        reason: 'not-own-dir',
+        detail,
+      });
+      if (!opts.json) printErr(`not considered ${s.dir}: ${detail}`);
+    },
   });
   if (opts.json) {
     const removed = pruned.map(({ dirName, dir, zip, lastActivity, verdict }) => ({
@@ -358,7 +394,7 @@ async function prune(opts: PruneCliOptions): Promise<void> {
       lastActivity,
       verdict,
     }));
-    print(JSON.stringify({ sessionsDir: dir, dryRun: opts.dryRun === true, removed, kept }));
+    print(JSON.stringify({ sessionsDir: dir, dryRun: opts.dryRun === true, removed, kept, skipped }));
     return;
   }
   const verb = opts.dryRun ? 'would remove' : 'removed';
