@@ -3,6 +3,8 @@
  * tool runs) and the schema file of schema/ its structured content follows. `run` turns checked arguments
  * into an answer through SessionsEvidence.
  */
+import type { BundleResult } from '../bundle/build.js';
+import { type DroppedFile, LEFT_OUT_WORDS } from '../bundle/documents.js';
 import { bundleFileList, bundleFilesPhrase } from '../contract/bundle-files.js';
 import { LIMITS, type SessionsEvidence } from './evidence.js';
 
@@ -38,6 +40,38 @@ function input(properties: Record<string, unknown>, required: string[] = []): Re
 /** The structured content as JSON text too, for clients that show only text content. */
 function asText(structured: object): ToolAnswer['content'][number] {
   return { type: 'text', text: JSON.stringify(structured) };
+}
+
+/** Files left out named in the bundle tool's text before the rest are only counted. */
+const DROPPED_NAMED = 20;
+
+/** Why a file is not in the zip, in the words the bundle's documents use for an image (LEFT_OUT_WORDS). */
+function droppedWhy(d: DroppedFile): string {
+  if (d.reason === 'no-db') return 'the log snapshot was left out on request';
+  if (d.reason === 'no-row') return 'no artifact row of the log names it';
+  return LEFT_OUT_WORDS[d.reason];
+}
+
+/**
+ * The bundle tool's answer in words: the zip, then each file left out with its reason (the same as `dropped`,
+ * for a client that shows only text), then the warnings.
+ */
+export function bundleAnswerText(
+  r: Pick<BundleResult, 'bundle' | 'bytes' | 'files' | 'verdict' | 'dropped' | 'warnings'>,
+): string {
+  const lines = [
+    `Wrote ${r.bundle} (${r.bytes} bytes, ${r.files} files; the session's verdict: ${r.verdict}).`,
+  ];
+  if (r.dropped.length === 0) lines.push('Nothing was left out.');
+  else {
+    lines.push(`Left out of the zip (${r.dropped.length}):`);
+    for (const d of r.dropped.slice(0, DROPPED_NAMED))
+      lines.push(`- ${d.path} (${d.reason}): ${droppedWhy(d)}`);
+    if (r.dropped.length > DROPPED_NAMED)
+      lines.push(`- and ${r.dropped.length - DROPPED_NAMED} more (see dropped)`);
+  }
+  for (const w of r.warnings) lines.push(`Warning: ${w}`);
+  return lines.join('\n');
 }
 
 export const TOOLS: readonly ToolDefinition[] = [
@@ -230,7 +264,7 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: 'bundle',
     title: 'Build the bug bundle',
-    description: `Build a session's bug bundle, a deterministic zip beside the session dir in the sessions dir, and return its path and size, to attach to an issue. It holds ${bundleFilesPhrase(bundleFileList())}. maxBytes drops the oldest images until it fits. The only tool that writes.`,
+    description: `Build a session's bug bundle, a deterministic zip beside the session dir in the sessions dir, and return its path and size, to attach to an issue. It holds ${bundleFilesPhrase(bundleFileList())}. maxBytes drops the oldest images until it fits (max-bytes). An image is also left out when the session dir has no such file (missing), when the file is not the one the log recorded, another size or sha256 (mismatch), or when it is not a whole PNG (damaged); each is in dropped with its reason, the answer's text names them, and the zip's documents name such an image instead of linking it. The only tool that writes.`,
     inputSchema: input(
       {
         session: SESSION,
@@ -247,7 +281,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     outputSchema: 'bundle-result',
     async run(evidence, args) {
       const res = await evidence.bundle(args as { session: string; images?: boolean; maxBytes?: number });
-      return { structured: res, content: [asText(res)] };
+      return { structured: res, content: [{ type: 'text', text: bundleAnswerText(res) }, asText(res)] };
     },
   },
 ];

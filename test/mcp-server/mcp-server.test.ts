@@ -14,7 +14,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/index.js';
 import { publishedSchema } from '../../src/mcp-server/schemas.js';
 import { TOOLS } from '../../src/mcp-server/tools.js';
+import { recordCaptureRun } from '../support/capture-run.js';
 import { calls, FixtureSession } from '../support/fixture-session.js';
+import { noiseRaw } from '../support/images.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import {
   httpClient,
@@ -299,6 +301,51 @@ describe('a session whose log cannot be read', () => {
         const text = list.content[0]!.text!;
         expect(text).toContain(`badbadbad001  20261201-120000-badbadbad001  UNREADABLE: ${unreadable.error}`);
         expect(text).toMatch(/900d00000001 .* 1 calls, 0 failures/);
+      } finally {
+        await close();
+      }
+    } finally {
+      removeDir(dir);
+    }
+  }, 60_000);
+});
+
+describe('the bundle tool on a session dir that is not what its log recorded', () => {
+  it('names in its description and in its text each reason an image is left out', async () => {
+    const description = TOOLS.find((t) => t.name === 'bundle')!.description;
+    for (const reason of ['max-bytes', 'missing', 'mismatch', 'damaged'])
+      expect(description).toContain(`(${reason})`);
+    const dir = tempDir('mcec-mcp-bundle-');
+    try {
+      // Two captures of one size (uncompressed noise), swapped on disk after recording: only the sha256 tells.
+      const png = (seed: number) =>
+        sharp(noiseRaw(40, 30, seed), { raw: { width: 40, height: 30, channels: 3 } })
+          .png({ compressionLevel: 0 })
+          .toBuffer();
+      const pngs = [await png(1), await png(2), await png(3)];
+      const { sessionId, dir: sessionDir } = await recordCaptureRun(path.join(dir, 'sessions'), pngs);
+      const files = fs.readdirSync(path.join(sessionDir, 'artifacts')).filter((f) => f.endsWith('.png'));
+      const [a, b] = files.map((f) => path.join(sessionDir, 'artifacts', f));
+      const bytesA = fs.readFileSync(a!);
+      fs.writeFileSync(a!, fs.readFileSync(b!));
+      fs.writeFileSync(b!, bytesA);
+      fs.rmSync(path.join(sessionDir, 'artifacts', files[2]!));
+      const { client, close } = await stdioClient(path.join(dir, 'sessions'));
+      try {
+        const res = await call(client, 'bundle', { session: sessionId });
+        const dropped = res.structuredContent!.dropped as Array<{ path: string; reason: string }>;
+        expect(dropped.map((d) => d.reason).sort()).toEqual(['mismatch', 'mismatch', 'missing']);
+        const text = res.content[0]!.text!;
+        expect(text).toContain(`Wrote ${res.structuredContent!.bundle as string} (`);
+        for (const d of dropped) {
+          const why =
+            d.reason === 'missing'
+              ? 'the session dir has no such file'
+              : 'the file is not the one the log recorded (another size or sha256)';
+          expect(text).toContain(`- ${d.path} (${d.reason}): ${why}`);
+        }
+        expect(text).toMatch(/Warning: 2 images are not the files the log recorded/);
+        expect(JSON.parse(res.content[1]!.text!)).toEqual(res.structuredContent);
       } finally {
         await close();
       }
