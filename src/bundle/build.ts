@@ -19,7 +19,7 @@ import type { PlayerModel } from '../report/player/model.js';
 import { readPlayerModel } from '../report/player/read-model.js';
 import { renderBugReport, renderFailureSummary } from '../report/render.js';
 import { buildSummary } from '../report/summary.js';
-import type { SessionSummary, Verdict } from '../report/types.js';
+import type { ImageLeftOut, SessionSummary, Verdict } from '../report/types.js';
 import { moveIntoPlace, tempNameFor } from '../report/write-atomic.js';
 import type { CallRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
@@ -178,7 +178,7 @@ interface BundlePlan {
    * failure-summary.md and bug-report.md, which name (not link) the images the zip lacks: one pair per write,
    * told how many images it holds and which the log names that it does not.
    */
-  documents: (images: { inZip: number; leftOut: ReadonlyArray<{ path: string; why: string }> }) => Array<{
+  documents: (images: { inZip: number; leftOut: readonly ImageLeftOut[] }) => Array<{
     name: BundleFileName;
     data: Promise<Buffer>;
   }>;
@@ -333,15 +333,14 @@ function layout(
       }),
     ),
   }));
-  const texts = [
-    ...plan.texts,
-    ...plan.documents({ inZip: included.length, leftOut: imagesLeftOut(dropped) }),
-  ];
+  // The images the log names that this write lacks: each document (report.html too) names them with why.
+  const leftOutImages = imagesLeftOut(dropped);
+  const texts = [...plan.texts, ...plan.documents({ inZip: included.length, leftOut: leftOutImages })];
   const entries = zipEntries(top, texts, included, plan.dbFile);
   entries.push({ name: inBundle(top, 'session.json'), source: sessionDoc, compress: true });
   entries.push({
     name: inBundle(top, REPORT_HTML_FILE),
-    source: { stream: () => facts.report.chunks(copy) },
+    source: { stream: () => facts.report.chunks(copy, leftOutImages) },
     compress: true,
   });
   const { gif } = plan;
@@ -621,9 +620,18 @@ class ReportStream {
     this.log.catch(() => undefined);
   }
 
-  /** The page's bytes, also written to `copy` when given. */
-  async *chunks(copy: SessionReportCopy | null): AsyncGenerator<Buffer> {
+  /**
+   * The zip's page, which names the images this write of the zip leaves out (`leftOut`) instead of linking
+   * them; `copy`, beside the session's images, gets the page that links them all (the same bytes when none is
+   * left out).
+   */
+  async *chunks(copy: SessionReportCopy | null, leftOut: readonly ImageLeftOut[]): AsyncGenerator<Buffer> {
     const page = await this.page;
+    if (leftOut.length > 0) {
+      if (copy) for (const chunk of pageChunks(page)) copy.write(chunk);
+      yield* pageChunks(page.without(leftOut));
+      return;
+    }
     for (const chunk of pageChunks(page)) {
       copy?.write(chunk);
       yield chunk;
@@ -745,8 +753,8 @@ function imageFaults(
 }
 
 /** The images of `dropped` the log names, each with why in bug-report.md's and failure-summary.md's words. */
-function imagesLeftOut(dropped: readonly DroppedFile[]): Array<{ path: string; why: string }> {
-  const out: Array<{ path: string; why: string }> = [];
+function imagesLeftOut(dropped: readonly DroppedFile[]): ImageLeftOut[] {
+  const out: ImageLeftOut[] = [];
   for (const d of dropped) {
     if (d.reason === 'no-db' || d.reason === 'no-row') continue;
     out.push({ path: d.path, why: LEFT_OUT_WORDS[d.reason] });

@@ -233,7 +233,13 @@ export interface RenderOptions {
    * Images the log names that the bundle being built leaves out (`artifacts/x.png`), each with why in a few
    * words: they are named, not linked (the zip lacks them). Absent: every image is there.
    */
-  imagesLeftOut?: ReadonlyArray<{ path: string; why: string }>;
+  imagesLeftOut?: readonly ImageLeftOut[];
+}
+
+/** An image the log names that a bundle leaves out (`artifacts/x.png`), with why in the bundle's words. */
+export interface ImageLeftOut {
+  path: string;
+  why: string;
 }
 
 /** Options for the bug-report renderer. */

@@ -13,7 +13,11 @@ import Database from 'better-sqlite3';
 import sharp from 'sharp';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type BundleResult, buildBundle, bundleResultJson } from '../../src/bundle/build.js';
+import { LEFT_OUT_WORDS } from '../../src/bundle/documents.js';
 import { verifyBundle } from '../../src/bundle/verify.js';
+import { renderReportHtml } from '../../src/report/html/render-html.js';
+import { buildSummary } from '../../src/report/summary.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { recordCaptureRun } from '../support/capture-run.js';
 import { noiseRaw } from '../support/images.js';
 import { BUNDLE_CLI, ROOT } from '../support/programs.js';
@@ -35,8 +39,8 @@ function noisePng(seed: number, width = 48, height = 32): Promise<Buffer> {
 interface Recorded {
   dir: string;
   sessionId: string;
-  /** The capture files in call order, relative to the session dir, with the bytes sent. */
-  captures: Array<{ path: string; png: Buffer }>;
+  /** The capture files in call order, relative to the session dir, with the bytes sent and the call's seq. */
+  captures: Array<{ path: string; png: Buffer; seq: number }>;
 }
 
 const roots: string[] = [];
@@ -53,13 +57,20 @@ async function recordCaptures(): Promise<Recorded> {
   const { sessionId, dir } = await recordCaptureRun(sessionsDir, pngs);
   const db = new Database(path.join(dir, 'session.sqlite'), { readonly: true });
   const rows = db
-    .prepare('SELECT DISTINCT path, sha256 FROM artifacts WHERE path IS NOT NULL ORDER BY id')
+    .prepare(
+      'SELECT path, sha256, MIN(call_seq) AS seq FROM artifacts WHERE path IS NOT NULL GROUP BY path ORDER BY MIN(id)',
+    )
     .all() as Array<{
     path: string;
     sha256: string;
+    seq: number;
   }>;
   db.close();
-  const captures = rows.map((r) => ({ path: r.path, png: pngs.find((p) => sha256(p) === r.sha256)! }));
+  const captures = rows.map((r) => ({
+    path: r.path,
+    seq: r.seq,
+    png: pngs.find((p) => sha256(p) === r.sha256)!,
+  }));
   expect(captures.map((c) => c.png !== undefined)).toEqual([true, true, true]);
   return { dir, sessionId, captures };
 }
@@ -91,6 +102,30 @@ async function expectTruthful(res: BundleResult, files: Map<string, ZipEntryRead
     for (const m of text(files, doc).matchAll(/\]\((artifacts\/[^)]+)\)/g))
       expect(inZip, doc).toContain(m[1]);
   }
+  // Nor does report.html: it names each one with why, in the words of the documents.
+  const html = text(files, 'report.html');
+  const links = [...html.matchAll(/href="(artifacts\/[^"]+)"/g)].map((m) => decodeURIComponent(m[1]!));
+  for (const link of links) expect(inZip, 'report.html').toContain(link);
+  for (const d of res.dropped) {
+    if (d.reason === 'no-row' || d.reason === 'no-db' || d.reason === 'unreadable') continue;
+    expect(html).toContain(`${path.basename(d.path)} (`);
+    expect(html).toContain(`not in this bundle: ${LEFT_OUT_WORDS[d.reason]}`);
+  }
+}
+
+/** The timeline row of call `seq` in report.html. */
+function reportRow(html: string, seq: number): string {
+  const at = html.indexOf(`id="c${seq}"`);
+  expect(at).toBeGreaterThan(0);
+  return html.slice(at, html.indexOf('</details>', at));
+}
+
+/** The row's thumbnails (inline WebP) and its links to image files. */
+function rowImages(row: string): { thumbs: number; links: string[] } {
+  return {
+    thumbs: [...row.matchAll(/<img src="data:image\/webp/g)].length,
+    links: [...row.matchAll(/href="(artifacts\/[^"]+)"/g)].map((m) => m[1]!),
+  };
 }
 
 describe('a bundle checks each image against the log rows that name it', () => {
@@ -206,6 +241,69 @@ describe('a bundle checks each image against the log rows that name it', () => {
     expect(res.warnings).toHaveLength(1);
     expect([...files.keys()].filter((n) => n.startsWith('artifacts/'))).toEqual([kept.path]);
     expect(files.get(kept.path)!.data.equals(kept.png)).toBe(true);
+    // report.html in the zip: the swapped ones' rows show no thumbnail and no link, and say why; the kept one's
+    // row is as ever.
+    const html = text(files, 'report.html');
+    for (const c of [a, b]) {
+      const row = reportRow(html, c.seq);
+      expect(rowImages(row)).toEqual({ thumbs: 0, links: [] });
+      expect(row).toContain(`${path.basename(c.path)} (48x32 `);
+      expect(row).toContain(
+        'not in this bundle: the file is not the one the log recorded (another size or sha256)',
+      );
+    }
+    expect(rowImages(reportRow(html, kept.seq))).toEqual({ thumbs: 1, links: [kept.path] });
+    expect(html).toContain(
+      '2 images the log names are not in this bundle: where each would be, this page says why instead of linking it',
+    );
+    await expectTruthful(res, files);
+  });
+
+  it("report.html beside the session still links every image: the zip's names those it left out", async () => {
+    const rec = await recordCaptures();
+    const [a, b] = rec.captures as [Recorded['captures'][0], Recorded['captures'][0]];
+    fs.writeFileSync(path.join(rec.dir, a.path), b.png);
+    fs.writeFileSync(path.join(rec.dir, b.path), a.png);
+    const res = await buildBundle(rec.dir, {
+      output: path.join(path.dirname(path.dirname(rec.dir)), 'out.zip'),
+      reportHtmlInSessionDir: true,
+    });
+    expect(res.dropped.map((d) => d.reason)).toEqual(['mismatch', 'mismatch']);
+    const beside = fs.readFileSync(res.reportHtml!, 'utf8');
+    const reader = SessionReader.open(rec.dir);
+    try {
+      expect(beside).toBe(await renderReportHtml(reader, await buildSummary(reader)));
+    } finally {
+      reader.close();
+    }
+    for (const c of rec.captures)
+      expect(rowImages(reportRow(beside, c.seq))).toEqual({ thumbs: 1, links: [c.path] });
+    const inZip = (await readZip(res.bundle))
+      .find((e) => e.name.endsWith('/report.html'))!
+      .data.toString('utf8');
+    expect(rowImages(reportRow(inZip, a.seq))).toEqual({ thumbs: 0, links: [] });
+  });
+
+  it('report.html in the zip names an image left out to fit --max-bytes instead of linking it', async () => {
+    const rec = await recordCaptures();
+    const sizes = rec.captures.reduce((n, c) => n + c.png.length, 0);
+    const whole = await bundled(rec.dir);
+    // Room for all but about one image: the oldest (droppable) goes.
+    const res = await buildBundle(rec.dir, {
+      output: path.join(path.dirname(path.dirname(rec.dir)), 'capped.zip'),
+      maxBytes: whole.res.bytes - Math.floor(sizes / 6),
+    });
+    const dropped = res.dropped.filter((d) => d.reason === 'max-bytes');
+    expect(dropped.length).toBeGreaterThan(0);
+    const top = path.basename(rec.dir);
+    const files = new Map((await readZip(res.bundle)).map((e) => [e.name.slice(top.length + 1), e]));
+    const html = text(files, 'report.html');
+    for (const d of dropped) {
+      const c = rec.captures.find((x) => x.path === d.path)!;
+      const row = reportRow(html, c.seq);
+      expect(rowImages(row)).toEqual({ thumbs: 0, links: [] });
+      expect(row).toContain('not in this bundle: left out to fit --max-bytes');
+    }
     await expectTruthful(res, files);
   });
 
@@ -234,6 +332,10 @@ describe('a bundle checks each image against the log rows that name it', () => {
     expect(text(files, 'failure-summary.md')).toContain(
       '(the image is not in this bundle: the file is not a whole PNG)',
     );
+    // The last image, shown at the top of report.html: named there with why, no thumbnail, no link.
+    const html = text(files, 'report.html');
+    expect(html).toContain(`${path.basename(cut.path)}: not in this bundle: the file is not a whole PNG`);
+    expect(rowImages(reportRow(html, cut.seq))).toEqual({ thumbs: 0, links: [] });
     await expectTruthful(res, files);
   });
 

@@ -9,6 +9,7 @@ import type { ImageDigest, SessionSummary } from '../types.js';
 import { CSP_SCRIPT_MARK, CSP_STYLE_MARK } from './csp.js';
 import { imageRef } from './image-ref.js';
 import { prettyJson } from './pretty-json.js';
+import { type LeftOutKeys, leftOutNote } from './row-renderer.js';
 import { type HandlebarsApi, textHtml } from './template.js';
 import type { ThumbnailPlan } from './thumbnails.js';
 
@@ -66,6 +67,8 @@ export interface PageInputs {
   totalCalls: number;
   imageCount: number;
   recorderVersion: string;
+  /** Images the page is read without (a bundle's): named with why where each would be, not linked. */
+  leftOut?: LeftOutKeys;
 }
 
 /** The template context of the page, without the rows and what is only known after them. */
@@ -169,12 +172,15 @@ function imagesView(
   const plain = isPlainServer(summary.environment);
   const figure = (image: ImageDigest | null, title: string, cls: string, missing: string) => {
     const ref = image ? imageRef(inputs.dir, image.artifact, inputs.artifactBase) : null;
-    const thumb = ref ? inputs.plan.thumbs.get(ref.key) : undefined;
+    const why = ref ? inputs.leftOut?.get(ref.key) : undefined;
+    const thumb = ref && why === undefined ? inputs.plan.thumbs.get(ref.key) : undefined;
     // Which window it shows and which call made it, so two images are never taken for one window's.
     const place = image?.window ? `'${image.window}'` : plain ? null : 'window unknown';
     const caption = image
       ? `${place ? `${place} · ` : ''}call #${image.seq} ${image.tool} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
       : '';
+    if (ref && why !== undefined)
+      return { title, cls, href: null, thumb: null, caption, note: `${ref.name}: ${leftOutNote(why)}` };
     const note = !ref ? missing : (inputs.plan.failed.get(ref.key) ?? `open ${ref.name}`);
     return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };
   };
@@ -215,6 +221,8 @@ export interface Shortfalls {
   clipped: number;
   bodiesOmitted: number;
   skipped: { count: number; first: number; last: number };
+  /** Images the log names that the bundle holding this page left out (0 for a page beside the session). */
+  leftOut?: number;
 }
 
 /** Notices at the top of the page: the session's own caveats, then everything the page left out. */
@@ -268,7 +276,12 @@ export function notices(summary: SessionSummary, s: Shortfalls): string[] {
         ? `only the failing call, the last good observation and the ${s.maxThumbnails} most recent images get one`
         : `to keep this page under ${limit}`;
     out.push(
-      `Thumbnails omitted for ${plan.omitted} of ${s.thumbCandidates} images (${why}); every image is still linked to its file in artifacts/.`,
+      `Thumbnails omitted for ${plan.omitted} of ${s.thumbCandidates} images (${why}); every image${s.leftOut ? ' in this bundle' : ''} is still linked to its file in artifacts/.`,
+    );
+  }
+  if (s.leftOut) {
+    out.push(
+      `${s.leftOut === 1 ? '1 image the log names is' : `${s.leftOut} images the log names are`} not in this bundle: where each would be, this page says why instead of linking it (manifest.json's dropped lists them).`,
     );
   }
   if (plan.thumbs.size > 0 && plan.width < 320) {

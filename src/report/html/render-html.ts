@@ -20,10 +20,10 @@ import { playerView } from '../player/player-view.js';
 import { serverVersionOf } from '../player/read-model.js';
 import { isPlainServer } from '../server-kind.js';
 import { escapeFormatChars } from '../text.js';
-import type { SessionSummary } from '../types.js';
+import type { ImageLeftOut, SessionSummary } from '../types.js';
 import { applyCsp } from './csp.js';
 import { imageRef } from './image-ref.js';
-import { lastGoodImageOf, notices, pageContext } from './page-view.js';
+import { lastGoodImageOf, notices, type PageInputs, pageContext, type Shortfalls } from './page-view.js';
 import {
   allotBodies,
   BODY_LIMITS,
@@ -34,7 +34,7 @@ import {
   estimateBareBytes,
   measureRows,
 } from './row-budget.js';
-import { type CallFacts, isRecording, RowRenderer, readCallFacts } from './row-renderer.js';
+import { type CallFacts, isRecording, type LeftOutKeys, RowRenderer, readCallFacts } from './row-renderer.js';
 import { RowSpool } from './row-spool.js';
 import type { RowThumb } from './row-view.js';
 import { loadReportTemplate, type ReportTemplate } from './template.js';
@@ -93,7 +93,16 @@ export interface ReportHtmlPage {
   rows(): Generator<string>;
   /** The run as the player shows it (the bundle reads it first, for run.gif, and hands it in: `PageMode.player`). */
   player: PlayerModel;
+  /**
+   * The page as read where `images` are not beside it (a bundle that left them out, each with why in its
+   * words): where each would be (the images at the top, its rows, the player) it is named with why, with no
+   * link and no thumbnail; a notice says how many. Only the rows that show one are rendered again.
+   */
+  without(images: readonly ImageLeftOut[]): PageParts;
 }
+
+/** A page's bytes as `pageChunks` streams them: the head, the rows, the tail. */
+export type PageParts = Pick<ReportHtmlPage, 'head' | 'tail' | 'rows'>;
 
 /**
  * renderReportHtml's options, checked at the public boundary (writeReportHtml's too): a TypeError or RangeError
@@ -133,7 +142,7 @@ export async function renderReportHtmlStream(
 }
 
 /** The page's bytes in chunks: the head, each row after a line break, then the tail after one. */
-export function* pageChunks(page: ReportHtmlPage): Generator<Buffer> {
+export function* pageChunks(page: PageParts): Generator<Buffer> {
   if (page.tail === null) {
     yield Buffer.from(page.head, 'utf8');
     return;
@@ -284,7 +293,7 @@ async function planPage(
   const plan = await read.planned;
   rows.usePlan(plan);
 
-  const page = pageContext(summary, {
+  const inputs: PageInputs = {
     hb: tpl.hb,
     dir: reader.dir,
     artifactBase: settings.artifactBase,
@@ -292,7 +301,8 @@ async function planPage(
     totalCalls: measured.entries.length,
     imageCount: facts.refs.size,
     recorderVersion: reader.session().recorder_version,
-  });
+  };
+  const page = pageContext(summary, inputs);
   const { thumbsBySeq, thumbBytes } = placeThumbnails(plan, facts);
   page.player = playerView(player, thumbsBySeq, settings.maxBytes);
   const shellBytes = Buffer.byteLength(
@@ -311,7 +321,7 @@ async function planPage(
   const counts = allotBodies(reader, rows, kept, { free, special, thumbsBySeq }, spool);
   spool?.finish();
 
-  const notes = notices(summary, {
+  const shortfalls: Shortfalls = {
     limit: decimalSize(settings.maxBytes),
     maxThumbnails: settings.maxThumbnails,
     thumbCandidates: requests.length - plan.failed.size,
@@ -319,9 +329,50 @@ async function planPage(
     clipped: counts.clipped,
     bodiesOmitted: counts.omitted,
     skipped,
-  });
-  const shell = renderShell(tpl, { ...page, notices: notes, tools: toolList(measured.tools) }, kept.length);
-  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq, spool), player };
+  };
+  const tools = toolList(measured.tools);
+  const shell = renderShell(tpl, { ...page, notices: notices(summary, shortfalls), tools }, kept.length);
+  const without = (images: readonly ImageLeftOut[]): PageParts => {
+    const leftOut = leftOutKeys(images);
+    if (leftOut.size === 0) return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq, spool) };
+    // Rendered only for a bundle that lacks some images (rare): the page around the rows again, the rows
+    // that show one again from the log, the rest as they were.
+    const thumbsHere = thumbsWithout(thumbsBySeq, leftOut);
+    const context = {
+      ...pageContext(summary, { ...inputs, leftOut }),
+      player: playerView(player, thumbsHere, settings.maxBytes),
+      notices: notices(summary, { ...shortfalls, leftOut: leftOut.size }),
+      tools,
+    };
+    return {
+      ...renderShell(tpl, context, kept.length),
+      rows: () => keptRows(reader, rows, kept, thumbsHere, spool, leftOut),
+    };
+  };
+  return { ...shell, rows: () => keptRows(reader, rows, kept, thumbsBySeq, spool), player, without };
+}
+
+/** The left-out images by the key the page knows them by (their artifact path, made safe). */
+function leftOutKeys(images: readonly ImageLeftOut[]): Map<string, string> {
+  const keys = new Map<string, string>();
+  for (const image of images) {
+    const key = safeRelativePath(image.path);
+    if (key) keys.set(key, image.why);
+  }
+  return keys;
+}
+
+/** The rows' thumbnails but those of images left out. */
+function thumbsWithout(
+  thumbsBySeq: ReadonlyMap<number, RowThumb[]>,
+  leftOut: LeftOutKeys,
+): Map<number, RowThumb[]> {
+  const out = new Map<number, RowThumb[]>();
+  for (const [seq, thumbs] of thumbsBySeq) {
+    const kept = thumbs.filter((t) => !leftOut.has(t.key));
+    if (kept.length > 0) out.set(seq, kept);
+  }
+  return out;
 }
 
 /**
@@ -334,24 +385,29 @@ function* keptRows(
   kept: readonly Entry[],
   thumbsBySeq: ReadonlyMap<number, RowThumb[]>,
   spool: RowSpool | null,
+  leftOut: LeftOutKeys = new Map(),
 ): Generator<string> {
   if (kept.length === 0) return;
-  if (kept[0]!.html !== null) {
-    for (const e of kept) yield escapeFormatChars(e.html!);
-    return;
-  }
   const render = (row: CallRow | undefined, e: Entry): string => {
     if (!row) throw new Error(`report.html: call #${e.seq} is no longer in the log`);
     const counters = { clipped: 0, omitted: 0, bodyChars: 0 };
-    return escapeFormatChars(rows.render(row, e.line, e.allowance, thumbsBySeq.get(e.seq) ?? [], counters));
+    const thumbs = thumbsBySeq.get(e.seq) ?? [];
+    return escapeFormatChars(rows.render(row, e.line, e.allowance, thumbs, counters, leftOut));
   };
+  // A row showing an image left out is rendered again (the same allowance: the same bodies).
+  const again = (e: Entry) => rows.showsAny(e.seq, leftOut);
+  if (kept[0]!.html !== null) {
+    for (const e of kept) yield again(e) ? render(reader.call(e.seq), e) : escapeFormatChars(e.html!);
+    return;
+  }
   if (spool) {
     const spooled = spool.reader();
     try {
       for (const e of kept) {
         // Bare then and bare now: the same bytes (only rows owning an image depend on the thumbnail plan).
         const bare = e.spooledAt >= 0 && e.allowance === 0 && !e.ownsImage && !thumbsBySeq.has(e.seq);
-        if (e.final) yield escapeFormatChars(spooled.readAside(e.final.at, e.final.bytes));
+        if (again(e)) yield render(reader.call(e.seq), e);
+        else if (e.final) yield escapeFormatChars(spooled.readAside(e.final.at, e.final.bytes));
         else if (bare) yield escapeFormatChars(spooled.read(e.spooledAt, e.bytes - 1));
         else yield render(reader.call(e.seq), e);
       }

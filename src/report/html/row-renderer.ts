@@ -92,6 +92,15 @@ function maskMap(a: ArtifactRow, thumb: string | null): MaskMap | null {
   return { width, height, thumb, label: `${masks.length} masked region(s)${pending}`, boxes };
 }
 
+/** Images a page is read without (a bundle's), by key (the artifact path): why, in the bundle's words. */
+export type LeftOutKeys = ReadonlyMap<string, string>;
+const NONE_LEFT_OUT: LeftOutKeys = new Map();
+
+/** Where an image left out of a bundle would be: that it is not there, and why. */
+export function leftOutNote(why: string): string {
+  return `not in this bundle: ${oneLine(why, 200)}`;
+}
+
 /** GIFs (`record` recordings) are linked, not thumbnailed: a still of one frame would pass for a capture. */
 export function isRecording(key: string): boolean {
   return key.toLowerCase().endsWith('.gif');
@@ -119,8 +128,18 @@ export class RowRenderer {
     this.failedThumbs = plan.failed;
   }
 
-  /** One row's HTML (not yet escaped for format characters), its bodies within `allowance` characters. */
-  render(row: CallRow, line: string, allowance: number, thumbs: RowThumb[], counters: RowCounters): string {
+  /**
+   * One row's HTML (not yet escaped for format characters), its bodies within `allowance` characters. An image
+   * of `leftOut` (by key: why, a bundle's page) is named with why instead of linked.
+   */
+  render(
+    row: CallRow,
+    line: string,
+    allowance: number,
+    thumbs: RowThumb[],
+    counters: RowCounters,
+    leftOut: LeftOutKeys = NONE_LEFT_OUT,
+  ): string {
     const { facts, special } = this;
     const context = rowContext(
       this.tpl.hb,
@@ -133,7 +152,7 @@ export class RowRenderer {
         plainServer: special.plainServer === true,
         warnings: facts.warningsBySeq.get(row.seq) ?? [],
         thumbs,
-        images: this.imagesOf(row.seq, thumbs),
+        images: this.imagesOf(row.seq, thumbs, leftOut),
       },
       allowance,
       counters,
@@ -141,7 +160,17 @@ export class RowRenderer {
     return this.tpl.renderRow(context).trim();
   }
 
-  private imagesOf(seq: number, thumbs: readonly RowThumb[]): RowImage[] {
+  /** Whether the row of call `seq` shows (or names as seen before) an image of `leftOut`. */
+  showsAny(seq: number, leftOut: LeftOutKeys): boolean {
+    if (leftOut.size === 0) return false;
+    for (const a of this.facts.artifactsBySeq.get(seq) ?? []) {
+      const ref = imageRef(this.where.dir, a.path, this.where.artifactBase);
+      if (ref && leftOut.has(ref.key)) return true;
+    }
+    return false;
+  }
+
+  private imagesOf(seq: number, thumbs: readonly RowThumb[], leftOut: LeftOutKeys): RowImage[] {
     const list: RowImage[] = [];
     const seen = new Set<string>();
     for (const a of this.facts.artifactsBySeq.get(seq) ?? []) {
@@ -160,6 +189,16 @@ export class RowRenderer {
       if (seen.has(ref.key)) continue;
       seen.add(ref.key);
       const dims = a.width && a.height ? `${a.width}x${a.height} ` : '';
+      const why = leftOut.get(ref.key);
+      if (why !== undefined) {
+        list.push({
+          href: null,
+          label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`,
+          note: leftOutNote(why),
+          mask: maskMap(a, null),
+        });
+        continue;
+      }
       list.push({
         href: ref.href,
         label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`,
