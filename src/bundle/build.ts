@@ -34,6 +34,7 @@ import {
   expectString,
 } from '../util/expect.js';
 import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
+import { CheckedRunGif } from './checked-run-gif.js';
 import { bundleDb } from './db-snapshot.js';
 import {
   byPath,
@@ -47,15 +48,15 @@ import {
 import {
   chooseImagesToDrop,
   type ImageFile,
+  imageFault,
   isPrecompressed,
   listImageFiles,
   PNG_ENDS,
-  pngProblem,
   protectedImages,
   type SkippedFile,
 } from './images.js';
 import { type BundleMasking, maskedSessionView } from './masked-view.js';
-import { preloadRunGifDecoder, RUN_GIF_FILE, type RunGif, writeRunGif } from './run-gif.js';
+import { preloadRunGifDecoder, RUN_GIF_FILE, type RunGif } from './run-gif.js';
 import { entryOverhead, estimateZipBytes } from './size-estimate.js';
 import { type ToolCallLog, ToolCallLogFile } from './tool-call-log.js';
 import { packageVersion } from './version.js';
@@ -140,7 +141,7 @@ interface SessionFacts {
   /** Set when the session is still being recorded (its writer alive): the bundle is a snapshot of it. */
   stillRecording: string | null;
   /** run.gif, drawn from the start (its own pass over the log) while report.html is planned; null when none. */
-  gif: Promise<RunGif | null> | null;
+  gif: CheckedRunGif | null;
   /** Why run.gif could not be made, once it is known (a warning, not a failed bundle). */
   gifProblem: string[];
 }
@@ -178,15 +179,19 @@ interface BundlePlan {
    * failure-summary.md and bug-report.md, which name (not link) the images the zip lacks: one pair per write,
    * told how many images it holds and which the log names that it does not.
    */
-  documents: (images: { inZip: number; leftOut: readonly ImageLeftOut[] }) => Array<{
+  documents: (images: {
+    inZip: number;
+    leftOut: readonly ImageLeftOut[];
+    gif: Promise<RunGif | null> | null;
+  }) => Array<{
     name: BundleFileName;
     data: Promise<Buffer>;
   }>;
   dbFile: string | null;
   images: ImageFile[];
   dropped: DroppedFile[];
-  /** run.gif (made while the zip's first entries are written); null when there is none. */
-  gif: Promise<RunGif | null> | null;
+  /** run.gif (made while the zip's first entries are written, again without an image found faulty); null when none. */
+  gif: CheckedRunGif | null;
   /** Why run.gif could not be made, once it is known (a warning, not a failed bundle). */
   gifProblem: string[];
   options: BundleOptions & { withImages: boolean; withDb: boolean; withGif: boolean };
@@ -253,7 +258,7 @@ async function planBundle(
   const { templatesDir } = options;
   // Rendered for each write of the zip, with the images it leaves out; bug-report.md also shows run.gif (being
   // drawn since the log was opened), so it is rendered once that is known.
-  const documents: BundlePlan['documents'] = ({ inZip, leftOut: imagesLeftOut }) => [
+  const documents: BundlePlan['documents'] = ({ inZip, leftOut: imagesLeftOut, gif }) => [
     {
       name: 'failure-summary.md',
       data: renderFailureSummary(summary, { templatesDir, imagesLeftOut }).then(utf8),
@@ -335,7 +340,8 @@ function layout(
   }));
   // The images the log names that this write lacks: each document (report.html too) names them with why.
   const leftOutImages = imagesLeftOut(dropped);
-  const texts = [...plan.texts, ...plan.documents({ inZip: included.length, leftOut: leftOutImages })];
+  const gif = plan.gif?.made() ?? null;
+  const texts = [...plan.texts, ...plan.documents({ inZip: included.length, leftOut: leftOutImages, gif })];
   const entries = zipEntries(top, texts, included, plan.dbFile);
   entries.push({ name: inBundle(top, 'session.json'), source: sessionDoc, compress: true });
   entries.push({
@@ -343,7 +349,6 @@ function layout(
     source: { stream: () => facts.report.chunks(copy, leftOutImages) },
     compress: true,
   });
-  const { gif } = plan;
   if (gif) {
     entries.push({
       name: inBundle(top, RUN_GIF_FILE),
@@ -419,7 +424,10 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
         { mtime: new Date(facts.summary.startedAt), onEntry: () => progress.step() },
       );
       const found = imageFaults(top, included, hashes, ends);
-      if (found.length > 0) {
+      // run.gif shows only images checked to be the log's: drawn again without one that is not.
+      const faulty = new Set(found.map((d) => d.path));
+      const redrawn = plan.gif ? await plan.gif.keepToChecked(included, faulty) : false;
+      if (found.length > 0 || redrawn) {
         faults = [...faults, ...found];
         continue;
       }
@@ -516,7 +524,7 @@ async function readSession(
     const keep = protectedImages(summary, rows);
     const gifProblem: string[] = [];
     let player: PlayerModel | null = null;
-    let gif: Promise<RunGif | null> | null = null;
+    let gif: CheckedRunGif | null = null;
     if (drawsGif) {
       try {
         player = readPlayerModel(reader, summary);
@@ -526,11 +534,15 @@ async function readSession(
       }
     }
     if (player) {
-      gif = writeRunGif(dir, player, path.join(tmpDir, RUN_GIF_FILE)).catch((err: unknown) => {
-        gifProblem.push(`run.gif was not written: ${errorMessage(err)}`);
-        return null;
-      });
-      read.drawing.push(gif);
+      gif = new CheckedRunGif(
+        dir,
+        player,
+        tmpDir,
+        skipped.map((s) => s.path),
+        new Map(images.map((img) => [img.path, img])),
+        (drawing) => read.drawing.push(drawing),
+        (problem) => gifProblem.push(problem),
+      );
     }
     const log = new ToolCallLogFile(reader, session.session_id, path.join(tmpDir, 'tool-calls.jsonl'), {
       onCall: () => progress.step(),
@@ -732,22 +744,15 @@ function imageFaults(
   ends: ReadonlyMap<string, EntryEnds>,
 ): DroppedFile[] {
   const found: DroppedFile[] = [];
+  const none = Buffer.alloc(0);
   for (const img of included) {
     const name = `${top}/${img.path}`;
     const hash = hashes.get(name);
     if (!hash) continue;
-    if (img.sha256s.length > 0 && !img.sha256s.includes(hash.sha256)) {
-      found.push({
-        path: img.path,
-        bytes: img.bytes,
-        reason: 'mismatch',
-        detail: `sha256 ${hash.sha256}, but the log recorded ${img.sha256s.join(' or ')}: a replaced copy, not the image the log describes`,
-      });
-      continue;
-    }
     const end = ends.get(name);
-    const problem = end ? pngProblem(end.head, end.tail, img.bytes) : null;
-    if (problem) found.push({ path: img.path, bytes: img.bytes, reason: 'damaged', detail: problem });
+    // Ends are kept for a .png only (its check); another file's sha256 is all there is to compare.
+    const fault = imageFault(img, hash.sha256, end?.head ?? none, end?.tail ?? none);
+    if (fault) found.push(fault);
   }
   return found;
 }

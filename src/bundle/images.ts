@@ -1,4 +1,5 @@
 /** The image files of a session: which exist, which must stay in a bundle, and which to drop for a size cap. */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ARTIFACTS_DIR } from '../paths/naming.js';
@@ -49,6 +50,44 @@ export function pngProblem(head: Buffer, tail: Buffer, bytes: number): string | 
   return bytes === 0
     ? 'an empty PNG (0 bytes)'
     : `not a whole PNG (${bytes} bytes; no PNG signature or IEND end)`;
+}
+
+/**
+ * Why `img`, whose bytes hash to `sha256` and begin and end with `head` and `tail`, is not the image the log
+ * recorded: a sha256 none of its rows has (a file replaced by another of the same size, `mismatch`), or a
+ * `.png` that is not whole (`damaged`; verify would fail the zip). Null when it is the log's image.
+ */
+export function imageFault(
+  img: ImageFile,
+  sha256: string,
+  head: Buffer,
+  tail: Buffer,
+): Required<SkippedFile> | null {
+  if (img.sha256s.length > 0 && !img.sha256s.includes(sha256)) {
+    return {
+      path: img.path,
+      bytes: img.bytes,
+      reason: 'mismatch',
+      detail: `sha256 ${sha256}, but the log recorded ${img.sha256s.join(' or ')}: a replaced copy, not the image the log describes`,
+    };
+  }
+  const problem = img.path.toLowerCase().endsWith('.png') ? pngProblem(head, tail, img.bytes) : null;
+  return problem ? { path: img.path, bytes: img.bytes, reason: 'damaged', detail: problem } : null;
+}
+
+/**
+ * `imageFault` of a file read here (an image the zip writer did not read: left out for size, or with
+ * --no-images, and shown by run.gif). A file that cannot be read is a fault too (`missing`).
+ */
+export async function checkImageFile(img: ImageFile): Promise<Required<SkippedFile> | null> {
+  let data: Buffer;
+  try {
+    data = await fs.promises.readFile(img.file);
+  } catch (err) {
+    return { path: img.path, bytes: img.bytes, reason: 'missing', detail: `cannot be read: ${String(err)}` };
+  }
+  const sha256 = createHash('sha256').update(data).digest('hex');
+  return imageFault(img, sha256, data.subarray(0, PNG_ENDS.head), data.subarray(-PNG_ENDS.tail));
 }
 
 /** What the log's rows recorded of one file. */

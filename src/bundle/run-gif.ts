@@ -39,6 +39,8 @@ export interface RunGif {
   frames: number;
   width: number;
   height: number;
+  /** The images (keys, `artifacts/x.png`) its frames show, each once. */
+  images: string[];
 }
 
 /**
@@ -89,13 +91,15 @@ function delayOf(step: PlayerStep, next: PlayerStep | null): number {
 
 /**
  * Write run.gif of `model` into `file`, or return null when the session has fewer than two images (or none
- * of them could be read). The images are read from `sessionDir`.
+ * of them could be read). The images are read from `sessionDir`; those of `skip` (by key: files the bundle
+ * found not to be the log's) are not, and their steps get no frame, as for a file that is not there.
  */
 export async function writeRunGif(
   sessionDir: string,
   model: PlayerModel,
   file: string,
   limits: RunGifLimits = RUN_GIF_LIMITS,
+  skip: ReadonlySet<string> = new Set(),
 ): Promise<RunGif | null> {
   const images = model.frames.filter((f) => f.kind === 'image' && f.width > 0 && f.height > 0);
   if (images.length < 2) return null;
@@ -105,7 +109,7 @@ export async function writeRunGif(
   });
   let steps = chooseSteps(drawable, limits.maxFrames);
   for (let round = 0; round < 4; round++) {
-    const made = await encode(sessionDir, model, steps, limits, file);
+    const made = await encode(sessionDir, model, steps, limits, file, skip);
     if (!made) {
       await fs.promises.rm(file, { force: true });
       return null;
@@ -135,6 +139,7 @@ async function encode(
   steps: readonly PlayerStep[],
   limits: RunGifLimits,
   file: string,
+  skip: ReadonlySet<string>,
 ): Promise<Omit<RunGif, 'file'> | null> {
   const sharp = await loadSharp();
   const frames = steps.map((s) => model.frames[s.frame]!);
@@ -160,7 +165,7 @@ async function encode(
   const drawAhead = (upTo: number) => {
     for (let i = sources.length; i < Math.min(steps.length, upTo + sourcesAhead); i++) {
       const same = i > 0 && steps[i]!.frame === steps[i - 1]!.frame;
-      const read = same ? DONE : sourceOf(sessionDir, frames[i]!, fromThumbs);
+      const read = same || skip.has(frames[i]!.key) ? DONE : sourceOf(sessionDir, frames[i]!, fromThumbs);
       read.catch(() => undefined); // awaited by its draw
       sources.push(read);
     }
@@ -181,6 +186,7 @@ async function encode(
     }
   };
   let pending: { pixels: Buffer; step: PlayerStep } | null = null;
+  const shown = new Set<string>();
   try {
     for (const [i, step] of steps.entries()) {
       drawAhead(i + 2);
@@ -189,6 +195,7 @@ async function encode(
       if (!pixels || pixels.length < page) continue; // an unreadable image: the GIF goes on without it
       if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, step));
       pending = { pixels, step };
+      shown.add(frames[i]!.key);
     }
     if (pending) await gif.addFrame(pending.pixels, 3, delayOf(pending.step, null));
   } catch (err) {
@@ -201,7 +208,7 @@ async function encode(
     return null;
   }
   await gif.close();
-  return { bytes: gif.bytes, frames: gif.frames, width, height };
+  return { bytes: gif.bytes, frames: gif.frames, width, height, images: [...shown] };
 }
 
 /**

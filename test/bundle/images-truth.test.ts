@@ -384,3 +384,53 @@ describe('a bundle checks each image against the log rows that name it', () => {
     expect(verify.status, verify.stdout + verify.stderr).toBe(0);
   });
 });
+
+describe('run.gif shows only images checked to be the ones the log recorded', () => {
+  /** run.gif's frames, each as its raw pixels. */
+  async function gifFrames(gif: Buffer): Promise<Buffer[]> {
+    const { data, info } = await sharp(gif, { animated: true }).raw().toBuffer({ resolveWithObject: true });
+    const page = info.width * info.pageHeight! * info.channels;
+    return Array.from({ length: info.pages! }, (_, i) => data.subarray(i * page, (i + 1) * page));
+  }
+
+  async function runGif(dir: string, options: { images?: boolean } = {}) {
+    const res = await buildBundle(dir, {
+      output: path.join(path.dirname(path.dirname(dir)), 'gif.zip'),
+      ...options,
+    });
+    const top = path.basename(dir);
+    const files = new Map((await readZip(res.bundle)).map((e) => [e.name.slice(top.length + 1), e]));
+    const gif = files.get('run.gif')!.data;
+    expect(JSON.parse(text(files, 'manifest.json')).runGif.frames).toBe((await gifFrames(gif)).length);
+    return { res, files, gif, frames: await gifFrames(gif) };
+  }
+
+  it('a same-size replacement gets no frame (as a missing file), found by the zip writer; the rest as ever', async () => {
+    const rec = await recordCaptures();
+    const untouched = await runGif(rec.dir);
+    expect(untouched.frames).toHaveLength(3);
+    const replaced = rec.captures[1]!;
+    const other = await noisePng(9);
+    expect(other.length).toBe(replaced.png.length); // a valid PNG of the same size: only the sha256 tells
+    fs.writeFileSync(path.join(rec.dir, replaced.path), other);
+    const after = await runGif(rec.dir);
+    expect(after.res.dropped.map((d) => [d.path, d.reason])).toEqual([[replaced.path, 'mismatch']]);
+    expect(after.frames).toEqual([untouched.frames[0], untouched.frames[2]]);
+    expect(text(after.files, 'bug-report.md')).toContain('run.gif');
+    await expectTruthful(after.res, after.files);
+    // The very GIF a session dir without that file gives.
+    fs.rmSync(path.join(rec.dir, replaced.path));
+    expect((await runGif(rec.dir)).gif.equals(after.gif)).toBe(true);
+  });
+
+  it('with --no-images (no image zipped, so none hashed by the zip writer) it checks the images it shows itself', async () => {
+    const rec = await recordCaptures();
+    const untouched = await runGif(rec.dir, { images: false });
+    expect(untouched.frames).toHaveLength(3);
+    const replaced = rec.captures[0]!;
+    fs.writeFileSync(path.join(rec.dir, replaced.path), await noisePng(9));
+    const after = await runGif(rec.dir, { images: false });
+    expect(after.frames).toEqual([untouched.frames[1], untouched.frames[2]]);
+    await expectTruthful(after.res, after.files);
+  });
+});
