@@ -253,6 +253,25 @@ describe('a bundle checks each image against the log rows that name it', () => {
       );
     }
     expect(rowImages(reportRow(html, kept.seq))).toEqual({ thumbs: 1, links: [kept.path] });
+    // The player's stage, where each would be shown, says so too.
+    const player = JSON.parse(
+      html.slice(
+        html.indexOf('<pre id="p-data" hidden>') + 24,
+        html.indexOf('</pre>', html.indexOf('<pre id="p-data"')),
+      ),
+    );
+    const frames = player.f as Array<{ name: string; i: number; note?: string }>;
+    expect(frames.map((f) => [f.name, f.i, f.note])).toEqual(
+      rec.captures.map((c) =>
+        c === kept
+          ? [path.basename(c.path), 0, undefined]
+          : [
+              path.basename(c.path),
+              -1,
+              'not in this bundle: the file is not the one the log recorded (another size or sha256)',
+            ],
+      ),
+    );
     expect(html).toContain(
       '2 images the log names are not in this bundle: where each would be, this page says why instead of linking it',
     );

@@ -34,7 +34,14 @@ import {
   estimateBareBytes,
   measureRows,
 } from './row-budget.js';
-import { type CallFacts, isRecording, type LeftOutKeys, RowRenderer, readCallFacts } from './row-renderer.js';
+import {
+  type CallFacts,
+  isRecording,
+  type LeftOutKeys,
+  leftOutNote,
+  RowRenderer,
+  readCallFacts,
+} from './row-renderer.js';
 import { RowSpool } from './row-spool.js';
 import type { RowThumb } from './row-view.js';
 import { loadReportTemplate, type ReportTemplate } from './template.js';
@@ -340,7 +347,7 @@ async function planPage(
     const thumbsHere = thumbsWithout(thumbsBySeq, leftOut);
     const context = {
       ...pageContext(summary, { ...inputs, leftOut }),
-      player: playerView(player, thumbsHere, settings.maxBytes),
+      player: playerView(player, thumbsHere, settings.maxBytes, leftOutNotes(leftOut)),
       notices: notices(summary, { ...shortfalls, leftOut: leftOut.size }),
       tools,
     };
@@ -360,6 +367,11 @@ function leftOutKeys(images: readonly ImageLeftOut[]): Map<string, string> {
     if (key) keys.set(key, image.why);
   }
   return keys;
+}
+
+/** What stands where each image left out would be: that it is not in this bundle, and why. */
+function leftOutNotes(leftOut: LeftOutKeys): Map<string, string> {
+  return new Map([...leftOut].map(([key, why]) => [key, leftOutNote(why)]));
 }
 
 /** The rows' thumbnails but those of images left out. */

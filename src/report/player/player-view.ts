@@ -21,17 +21,23 @@ export interface PlayerView {
 /** A share of the page the player's data may take at most (the rows need the rest). */
 const PAGE_SHARE = 0.08;
 
-/** The view of `model`, or null when there is nothing to play (fewer than two steps). */
+/**
+ * The view of `model`, or null when there is nothing to play (fewer than two steps). `notes` (by image key)
+ * is what the stage shows instead of an image the page is read without (a bundle's: why it is not there).
+ */
 export function playerView(
   model: PlayerModel,
   thumbsBySeq: ThumbsBySeq,
   pageMaxBytes: number,
+  notes: ReadonlyMap<string, string> = new Map(),
 ): PlayerView | null {
   if (model.steps.length < 2) return null;
   const frames = model.frames.map((f) => {
     const thumbs = thumbsBySeq.get(f.seq) ?? [];
     const i = thumbs.findIndex((t) => t.key === f.key);
+    const note = notes.get(f.key);
     return {
+      ...(note === undefined ? {} : { note }),
       row: f.seq,
       i,
       w: f.width,
