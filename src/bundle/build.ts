@@ -762,7 +762,9 @@ function imagesLeftOut(dropped: readonly DroppedFile[]): ImageLeftOut[] {
   const out: ImageLeftOut[] = [];
   for (const d of dropped) {
     if (d.reason === 'no-db' || d.reason === 'no-row') continue;
-    out.push({ path: d.path, why: LEFT_OUT_WORDS[d.reason] });
+    // Not carried, but the log's capture as far as is known: its thumbnail stays in report.html.
+    const thumbnailStays = d.reason === 'no-images' || d.reason === 'max-bytes';
+    out.push({ path: d.path, why: LEFT_OUT_WORDS[d.reason], thumbnailStays });
   }
   return out;
 }

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { bundleFileList } from '../contract/bundle-files.js';
 import {
   expectArray,
+  expectBoolean,
   expectNonEmptyString,
   expectNumber,
   expectObject,
@@ -375,6 +376,7 @@ function checkRenderArguments(summary: unknown, options: unknown): Record<string
     expectObject(image, name);
     expectNonEmptyString(image.path, `${name}.path`);
     expectNonEmptyString(image.why, `${name}.why`);
+    expectBoolean(image.thumbnailStays, `${name}.thumbnailStays`);
   });
   return o;
 }

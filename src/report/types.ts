@@ -240,6 +240,11 @@ export interface RenderOptions {
 export interface ImageLeftOut {
   path: string;
   why: string;
+  /**
+   * The file is the log's capture, only not carried (`--no-images`, `--max-bytes`): the page keeps its
+   * thumbnail (inline, not a link). Absent or false: the file is not the log's capture, so no thumbnail.
+   */
+  thumbnailStays?: boolean;
 }
 
 /** Options for the bug-report renderer. */

@@ -303,7 +303,7 @@ describe('a bundle checks each image against the log rows that name it', () => {
     expect(rowImages(reportRow(inZip, a.seq))).toEqual({ thumbs: 0, links: [] });
   });
 
-  it('report.html in the zip names an image left out to fit --max-bytes instead of linking it', async () => {
+  it('report.html in the zip names an image left out to fit --max-bytes instead of linking it, and keeps its thumbnail', async () => {
     const rec = await recordCaptures();
     const sizes = rec.captures.reduce((n, c) => n + c.png.length, 0);
     const whole = await bundled(rec.dir);
@@ -320,7 +320,12 @@ describe('a bundle checks each image against the log rows that name it', () => {
     for (const d of dropped) {
       const c = rec.captures.find((x) => x.path === d.path)!;
       const row = reportRow(html, c.seq);
-      expect(rowImages(row)).toEqual({ thumbs: 0, links: [] });
+      // The capture is the log's, only not carried: its thumbnail (inline) stays, its link goes.
+      expect(rowImages(reportRow(text(whole.files, 'report.html'), c.seq))).toEqual({
+        thumbs: 1,
+        links: [c.path],
+      });
+      expect(rowImages(row)).toEqual({ thumbs: 1, links: [] });
       expect(row).toContain('not in this bundle: left out to fit --max-bytes');
     }
     await expectTruthful(res, files);
@@ -451,5 +456,9 @@ describe('run.gif shows only images checked to be the ones the log recorded', ()
     const after = await runGif(rec.dir, { images: false });
     expect(after.frames).toEqual([untouched.frames[1], untouched.frames[2]]);
     await expectTruthful(after.res, after.files);
+    // report.html keeps the thumbnails of captures it only did not carry, and links none.
+    const html = text(after.files, 'report.html');
+    for (const c of rec.captures.slice(1))
+      expect(rowImages(reportRow(html, c.seq))).toEqual({ thumbs: 1, links: [] });
   });
 });

@@ -172,15 +172,22 @@ function imagesView(
   const plain = isPlainServer(summary.environment);
   const figure = (image: ImageDigest | null, title: string, cls: string, missing: string) => {
     const ref = image ? imageRef(inputs.dir, image.artifact, inputs.artifactBase) : null;
-    const why = ref ? inputs.leftOut?.get(ref.key) : undefined;
-    const thumb = ref && why === undefined ? inputs.plan.thumbs.get(ref.key) : undefined;
+    const out = ref ? inputs.leftOut?.get(ref.key) : undefined;
+    const thumb = ref && (out?.thumbnailStays ?? true) ? inputs.plan.thumbs.get(ref.key) : undefined;
     // Which window it shows and which call made it, so two images are never taken for one window's.
     const place = image?.window ? `'${image.window}'` : plain ? null : 'window unknown';
     const caption = image
       ? `${place ? `${place} · ` : ''}call #${image.seq} ${image.tool} · ${image.width}x${image.height} ${image.format} · ${formatBytes(image.bytes)}`
       : '';
-    if (ref && why !== undefined)
-      return { title, cls, href: null, thumb: null, caption, note: `${ref.name}: ${leftOutNote(why)}` };
+    if (ref && out !== undefined)
+      return {
+        title,
+        cls,
+        href: null,
+        thumb: thumb ?? null,
+        caption,
+        note: `${ref.name}: ${leftOutNote(out.why)}`,
+      };
     const note = !ref ? missing : (inputs.plan.failed.get(ref.key) ?? `open ${ref.name}`);
     return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };
   };

@@ -360,28 +360,30 @@ async function planPage(
 }
 
 /** The left-out images by the key the page knows them by (their artifact path, made safe). */
-function leftOutKeys(images: readonly ImageLeftOut[]): Map<string, string> {
-  const keys = new Map<string, string>();
+function leftOutKeys(images: readonly ImageLeftOut[]): LeftOutKeys {
+  const keys = new Map<string, { why: string; thumbnailStays: boolean }>();
   for (const image of images) {
     const key = safeRelativePath(image.path);
-    if (key) keys.set(key, image.why);
+    if (key) keys.set(key, { why: image.why, thumbnailStays: image.thumbnailStays === true });
   }
   return keys;
 }
 
-/** What stands where each image left out would be: that it is not in this bundle, and why. */
+/** What the player's stage shows instead of an image left out with no thumbnail: that, and why. */
 function leftOutNotes(leftOut: LeftOutKeys): Map<string, string> {
-  return new Map([...leftOut].map(([key, why]) => [key, leftOutNote(why)]));
+  const notes = new Map<string, string>();
+  for (const [key, out] of leftOut) if (!out.thumbnailStays) notes.set(key, leftOutNote(out.why));
+  return notes;
 }
 
-/** The rows' thumbnails but those of images left out. */
+/** The rows' thumbnails but those of images left out that keep none. */
 function thumbsWithout(
   thumbsBySeq: ReadonlyMap<number, RowThumb[]>,
   leftOut: LeftOutKeys,
 ): Map<number, RowThumb[]> {
   const out = new Map<number, RowThumb[]>();
   for (const [seq, thumbs] of thumbsBySeq) {
-    const kept = thumbs.filter((t) => !leftOut.has(t.key));
+    const kept = thumbs.filter((t) => leftOut.get(t.key)?.thumbnailStays ?? true);
     if (kept.length > 0) out.set(seq, kept);
   }
   return out;

@@ -92,8 +92,11 @@ function maskMap(a: ArtifactRow, thumb: string | null): MaskMap | null {
   return { width, height, thumb, label: `${masks.length} masked region(s)${pending}`, boxes };
 }
 
-/** Images a page is read without (a bundle's), by key (the artifact path): why, in the bundle's words. */
-export type LeftOutKeys = ReadonlyMap<string, string>;
+/**
+ * Images a page is read without (a bundle's), by key (the artifact path): why, in the bundle's words, and
+ * whether the page still shows the capture's thumbnail (a capture the bundle only did not carry).
+ */
+export type LeftOutKeys = ReadonlyMap<string, { why: string; thumbnailStays: boolean }>;
 const NONE_LEFT_OUT: LeftOutKeys = new Map();
 
 /** Where an image left out of a bundle would be: that it is not there, and why. */
@@ -189,13 +192,14 @@ export class RowRenderer {
       if (seen.has(ref.key)) continue;
       seen.add(ref.key);
       const dims = a.width && a.height ? `${a.width}x${a.height} ` : '';
-      const why = leftOut.get(ref.key);
-      if (why !== undefined) {
+      const out = leftOut.get(ref.key);
+      if (out !== undefined) {
+        const thumb = out.thumbnailStays ? thumbs.find((t) => t.key === ref.key)?.src : undefined;
         list.push({
           href: null,
           label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`,
-          note: leftOutNote(why),
-          mask: maskMap(a, null),
+          note: leftOutNote(out.why),
+          mask: maskMap(a, thumb ?? null),
         });
         continue;
       }
