@@ -312,14 +312,14 @@ function findOverlaps(listed: readonly Listed[], add: (p: string) => void): numb
 
 /** The CSP sources of report.html's own scripts: the built-in template's, and the override's when given. */
 async function ownScriptSources(templatesDir?: string): Promise<Set<string>> {
-  const { BUILTIN_TEMPLATES_DIR } = await import('../report/render.js');
+  const { BUILTIN_TEMPLATES_DIR, readTemplateSource } = await import('../report/render.js');
   const { templateScriptHashes } = await import('../report/html/csp.js');
   const { REPORT_HTML_TEMPLATE } = await import('../report/html/template.js');
   const out = new Set<string>();
   const dirs = templatesDir === undefined ? [BUILTIN_TEMPLATES_DIR] : [BUILTIN_TEMPLATES_DIR, templatesDir];
   for (const dir of dirs) {
     try {
-      const source = fs.readFileSync(path.join(dir, REPORT_HTML_TEMPLATE), 'utf8');
+      const source = readTemplateSource(path.join(dir, REPORT_HTML_TEMPLATE));
       for (const h of templateScriptHashes(source)) out.add(h);
     } catch {
       // no report.html template there: nothing more is allowed

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readTextFileLf } from '../util/text-file.js';
 
 /** Handlebars options of the Markdown templates: strict about missing fields, no HTML escaping. */
 export const MARKDOWN_COMPILE_OPTIONS = Object.freeze({ strict: true, noEscape: true });
@@ -39,7 +40,8 @@ export async function precompileMarkdownTemplate(source: string): Promise<Precom
 export async function precompiledModuleText(templatesDir: string): Promise<string> {
   const entries: string[] = [];
   for (const name of PRECOMPILED_TEMPLATE_NAMES) {
-    const source = fs.readFileSync(path.join(templatesDir, name), 'utf8');
+    // LF, as the renderer reads it (render.ts, readTemplateSource): a CRLF checkout precompiles the same specs.
+    const source = readTextFileLf(path.join(templatesDir, name));
     const { sha256, spec } = await precompileMarkdownTemplate(source);
     entries.push(
       `  ${JSON.stringify(name)}: {\n    sha256: '${sha256}',\n    spec: ${JSON.stringify(spec)},\n  },`,

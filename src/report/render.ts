@@ -13,6 +13,7 @@ import {
   expectOptions,
   expectString,
 } from '../util/expect.js';
+import { readTextFileLf } from '../util/text-file.js';
 import { groupThousands } from '../util/units.js';
 import { type HandlebarsApi, lazyHandlebars } from './handlebars.js';
 import { registerHelpers } from './helpers.js';
@@ -70,13 +71,21 @@ export function resolveTemplate(name: string, templatesDir?: string): string {
   return path.join(BUILTIN_TEMPLATES_DIR, name);
 }
 
+/**
+ * A template's source as Handlebars gets it: LF line ends (a CRLF checkout or a Windows editor renders and
+ * hashes as the LF file), decoded by its byte-order mark (`readTextFile`).
+ */
+export function readTemplateSource(file: string): string {
+  return readTextFileLf(file);
+}
+
 /** The template function for a file: compiled once per process (by path, mtime and size), precompiled when built in. */
 async function loadTemplate(file: string): Promise<TemplateFn> {
   const stat = fs.statSync(file);
   const stamp = `${stat.mtimeMs}:${stat.size}`;
   const hit = compiled.get(file);
   if (hit && hit.stamp === stamp) return hit.fn;
-  const source = fs.readFileSync(file, 'utf8');
+  const source = readTemplateSource(file);
   const pre = precompiledFor(source);
   let fn: TemplateFn;
   if (pre) {

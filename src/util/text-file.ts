@@ -16,3 +16,11 @@ export function readTextFile(file: string): string {
   const text = bytes.toString('utf8');
   return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
+
+/**
+ * `readTextFile(file)` with every CRLF made LF: a template checked out or saved on Windows gives the same text
+ * (the same hash, the same rendered bytes) as the one it was copied from. A lone CR is left as it is.
+ */
+export function readTextFileLf(file: string): string {
+  return readTextFile(file).replace(/\r\n/g, '\n');
+}

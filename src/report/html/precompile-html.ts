@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readTextFileLf } from '../../util/text-file.js';
 import { HTML_COMPILE_OPTIONS, REPORT_HTML_TEMPLATE, rowPartialSource, templateSha256 } from './template.js';
 
 /** The text of `precompiled-html.ts` for the template source `source`. */
@@ -36,10 +37,8 @@ export async function precompiledHtmlModuleText(source: string): Promise<string>
 // Run directly: rewrite precompiled-html.ts next to this file from the package's templates/.
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  const source = fs.readFileSync(
-    path.join(here, '..', '..', '..', 'templates', REPORT_HTML_TEMPLATE),
-    'utf8',
-  );
+  // LF, as the renderer reads it (readTemplateSource): a CRLF checkout precompiles the same specs.
+  const source = readTextFileLf(path.join(here, '..', '..', '..', 'templates', REPORT_HTML_TEMPLATE));
   const out = path.join(here, 'precompiled-html.ts');
   fs.writeFileSync(out, await precompiledHtmlModuleText(source));
   (await import('../format-generated.js')).formatGenerated(out);

@@ -1,8 +1,7 @@
 /** The report.html template: its own Handlebars instance (HTML escaping on), loaded lazily, precompiled when built in. */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
 import { type HandlebarsApi, lazyHandlebars } from '../handlebars.js';
-import { resolveTemplate } from '../render.js';
+import { readTemplateSource, resolveTemplate } from '../render.js';
 import { PRECOMPILED_REPORT_HTML } from './precompiled-html.js';
 import { escapeTextNode } from './pretty-json.js';
 
@@ -66,7 +65,7 @@ export async function loadReportTemplate(
   options: { precompiled?: boolean } = {},
 ): Promise<ReportTemplate> {
   const file = resolveTemplate(REPORT_HTML_TEMPLATE, templatesDir);
-  const source = fs.readFileSync(file, 'utf8');
+  const source = readTemplateSource(file);
   const pre =
     options.precompiled !== false && PRECOMPILED_REPORT_HTML.sha256 === templateSha256(source)
       ? PRECOMPILED_REPORT_HTML
