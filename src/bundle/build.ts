@@ -33,7 +33,7 @@ import {
   expectOptions,
   expectString,
 } from '../util/expect.js';
-import { makeTempDir, removeDeadPartials } from '../util/temp-files.js';
+import { makeTempDir, removeBestEffort, removeDeadPartials } from '../util/temp-files.js';
 import { CheckedRunGif } from './checked-run-gif.js';
 import { bundleDb } from './db-snapshot.js';
 import {
@@ -233,11 +233,11 @@ export async function buildBundle(sessionDir: string, options: BundleOptions = {
     };
     return await writeBundle(plan, progress);
   } finally {
-    // A failed bundle may leave run.gif still being drawn into tmpDir: wait for it, or on Windows rmSync's
-    // EBUSY would replace the real error (ENOSPC, say).
+    // A failed bundle may leave run.gif still being drawn into tmpDir: wait for it, so its files are closed.
+    // Only cleanup: a removal Windows refuses (an antivirus scan) never fails the bundle or hides its error.
     await Promise.allSettled(drawing);
     await opened?.report.release();
-    fs.rmSync(tmpDir, { recursive: true, force: true });
+    removeBestEffort(tmpDir);
   }
 }
 
@@ -415,7 +415,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
       copy = options.reportHtmlInSessionDir ? SessionReportCopy.open(plan.home, warnings) : null;
       const leftOut = { cap: capDrops, faults };
       const { included, entries, manifest } = layout(plan, leftOut, met, copy);
-      if (tmp) fs.rmSync(tmp, { force: true });
+      if (tmp) removeBestEffort(tmp);
       tmp = tempNameFor(output);
       const { bytes, hashes, ends } = await writeZip(
         tmp,
@@ -468,7 +468,7 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
     }
   } finally {
     copy?.abort();
-    if (tmp) fs.rmSync(tmp, { force: true });
+    if (tmp) removeBestEffort(tmp);
   }
 }
 
@@ -715,7 +715,7 @@ class SessionReportCopy {
   abort(): void {
     if (this.fd !== null) fs.closeSync(this.fd);
     this.fd = null;
-    fs.rmSync(this.tmp, { force: true });
+    removeBestEffort(this.tmp);
   }
 }
 

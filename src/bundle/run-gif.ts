@@ -14,6 +14,7 @@ import { readKeptThumbnail } from '../artifacts/thumbnail.js';
 import type { PlayerFrame, PlayerModel, PlayerStep } from '../report/player/model.js';
 import { OVERLAY_COLOURS, overlaySvg } from '../report/player/overlay-svg.js';
 import { loadSharp, type Sharp } from '../util/sharp.js';
+import { removeBestEffort } from '../util/temp-files.js';
 import { GifFileWriter, GifPalette, rgbOf } from './gif-writer.js';
 
 /** Bounds of run.gif. */
@@ -111,14 +112,14 @@ export async function writeRunGif(
   for (let round = 0; round < 4; round++) {
     const made = await encode(sessionDir, model, steps, limits, file, skip);
     if (!made) {
-      await fs.promises.rm(file, { force: true });
+      removeBestEffort(file);
       return null;
     }
     if (made.bytes <= limits.maxBytes || steps.length <= 2) return { file, ...made };
     // Too big: half the frames (around the failure).
     steps = chooseSteps(steps, Math.max(2, Math.floor(steps.length / 2)));
   }
-  await fs.promises.rm(file, { force: true });
+  removeBestEffort(file);
   return null;
 }
 

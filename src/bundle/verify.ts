@@ -15,7 +15,7 @@ import { escapeFormatChars } from '../report/text.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { expectNonEmptyString, expectNumber, expectOptions } from '../util/expect.js';
 import { isRecord } from '../util/json.js';
-import { makeTempDir } from '../util/temp-files.js';
+import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { PNG_ENDS, pngProblem } from './images.js';
 import { Base64RunScanner } from './scrub.js';
 import { checkReportHtml } from './verify-html.js';
@@ -375,7 +375,7 @@ class Scratch {
   }
 
   remove(): void {
-    if (this.dir) fs.rmSync(this.dir, { recursive: true, force: true });
+    if (this.dir) removeBestEffort(this.dir);
     this.dir = null;
   }
 }
@@ -461,7 +461,7 @@ async function readFacts(
   if (logCopy) {
     const problem = foreignLogProblem(logCopy);
     if (problem) facts.imageProblems.push(problem);
-    fs.rmSync(logCopy, { force: true });
+    removeBestEffort(logCopy);
   }
   return facts;
 }

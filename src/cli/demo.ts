@@ -4,12 +4,12 @@
  * summarized, bundled and verified. A thin layer over src/demo: parse the arguments, run, print.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import type { DemoResult } from '../demo/run-demo.js';
 import { recorderVersion } from '../record/environment.js';
+import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { parseListen, resolveSessionsDir, UsageError, usageExitCode } from './common.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
@@ -134,13 +134,13 @@ function quoteArg(value: string): string {
 async function serve(listen: string, sessionsDir: string, say: (line: string) => void): Promise<void> {
   const { host, port } = parseListen('--listen', listen);
   const { createSimulator } = await import('../sim/index.js');
-  const simDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
+  const simDir = makeTempDir('mcec-demo-sim');
   const sim = createSimulator({ sessionsRoot: simDir });
   let listener: Awaited<ReturnType<typeof sim.listenHttp>>;
   try {
     listener = await sim.listenHttp({ host, port });
   } catch (err) {
-    fs.rmSync(simDir, { recursive: true, force: true });
+    removeBestEffort(simDir);
     throw new Error(`cannot serve the simulator on ${listen}: ${(err as Error).message}`);
   }
   const url = listener.url;
@@ -173,7 +173,7 @@ async function serve(listen: string, sessionsDir: string, say: (line: string) =>
     process.on('SIGTERM', stop);
   });
   await listener.close();
-  fs.rmSync(simDir, { recursive: true, force: true });
+  removeBestEffort(simDir);
 }
 
 async function demoCommand(opts: DemoCliOptions): Promise<number> {

@@ -3,7 +3,6 @@
  * session is summarized, bundled and the bundle verified. The CLI (src/cli/demo.ts) only prints the result.
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { buildBundle } from '../bundle/build.js';
 import { type VerifyResult, verifyBundle } from '../bundle/verify.js';
@@ -17,6 +16,7 @@ import type { Verdict } from '../report/types.js';
 import { writeFailureSummary } from '../sessions/summarize.js';
 import { createSimulator, type Simulator } from '../sim/index.js';
 import { expectMethods, expectOptions, expectString } from '../util/expect.js';
+import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { runScriptedAgent, type ScriptedRun } from './scripted-agent.js';
 
 /** The scenario name stored with the demo's session (the summary's title). */
@@ -80,7 +80,7 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
   checkDemoOptions(options);
   const sessionsDir = path.resolve(options.sessionsDir ?? defaultSessionsDir());
   makeDirectory(sessionsDir); // its error names the cause (read-only, permission, a file in the way)
-  const ownSimDir = options.simulator ? null : fs.mkdtempSync(path.join(os.tmpdir(), 'mcec-demo-sim-'));
+  const ownSimDir = options.simulator ? null : makeTempDir('mcec-demo-sim');
   try {
     const sim = options.simulator ?? createSimulator({ sessionsRoot: ownSimDir! });
     // Its session gets its catalog sidecar at close (src/record/README.md "Closed sessions").
@@ -144,6 +144,6 @@ export async function runDemo(options: DemoOptions = {}): Promise<DemoResult> {
       run,
     };
   } finally {
-    if (ownSimDir) fs.rmSync(ownSimDir, { recursive: true, force: true });
+    if (ownSimDir) removeBestEffort(ownSimDir);
   }
 }

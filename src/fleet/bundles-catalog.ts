@@ -11,7 +11,7 @@ import type { Entry } from 'yauzl';
 import { isPortableDirName, LOG_FILE } from '../paths/naming.js';
 import { Catalog, type CatalogEntry } from '../store/catalog.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
-import { makeTempDir } from '../util/temp-files.js';
+import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { readCatalogEntry } from './catalog-entry.js';
 
 /** Largest session.sqlite read out of a bundle. */
@@ -62,7 +62,7 @@ export async function catalogOfBundles(
     catalog.close();
     throw err;
   } finally {
-    fs.rmSync(scratch, { recursive: true, force: true });
+    removeBestEffort(scratch);
   }
   options.onProgress?.(zips.length, zips.length);
   return { catalog, bundles, skipped };
@@ -106,11 +106,11 @@ async function entryOfBundle(zip: string, scratch: string): Promise<CatalogEntry
     // A foreign log is data: checked against our schema before any query runs on it.
     const problem = foreignLogProblem(path.join(dir, LOG_FILE));
     if (problem) {
-      fs.rmSync(dir, { recursive: true, force: true });
+      removeBestEffort(dir);
       throw new Error(`its ${LOG_FILE} is refused: ${problem}`);
     }
     const entry = readCatalogEntry(dir);
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeBestEffort(dir);
     if (entry.session.error !== null)
       throw new Error(`its ${LOG_FILE} cannot be read: ${entry.session.error}`);
     return entry;

@@ -14,6 +14,7 @@ import type { LogPool } from '../store/log-pool.js';
 import type { SessionRow } from '../store/schema.js';
 import { SessionLog } from '../store/session-log.js';
 import { isRecord } from '../util/json.js';
+import { removeBestEffort } from '../util/temp-files.js';
 import type { RecordedCall } from './call.js';
 import { clipForLog } from './clip.js';
 import type { Clock } from './clock.js';
@@ -475,9 +476,6 @@ export class SessionRegistry {
 }
 
 function removeDir(dir: string): void {
-  try {
-    fs.rmSync(dir, { recursive: true, force: true });
-  } catch {
-    // left behind (e.g. a reader holds it open on Windows): list hides sessions without calls
-  }
+  // Left behind when it cannot be removed (a reader holds it open on Windows): list hides sessions without calls.
+  removeBestEffort(dir);
 }

@@ -21,7 +21,7 @@ import { isPortableDirName, LOG_FILE } from '../paths/naming.js';
 import { resolveSessionsDir, sessionsDirProblem } from '../paths/sessions-dir.js';
 import { foreignLogProblem } from '../store/foreign-log.js';
 import { resolveSession } from '../store/session-reader.js';
-import { makeTempDir } from '../util/temp-files.js';
+import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 
 /** A recording ready to replay. */
 export interface ReplaySource {
@@ -80,7 +80,7 @@ export async function openReplaySource(
         `${input}: a file that is not a bundle (.zip); give a session id, a session dir or a bundle`,
       );
     const tmp = makeTempDir('mcec-replay-bundle');
-    const cleanup = () => fs.rmSync(tmp, { recursive: true, force: true });
+    const cleanup = () => void removeBestEffort(tmp);
     try {
       const dir = await extractBundle(input, tmp);
       return { kind: 'bundle', input, dir, cleanup };

@@ -1,14 +1,19 @@
 import fs from 'node:fs';
-import { partialNameFor } from '../util/temp-files.js';
+import path from 'node:path';
+import { partialNameFor, removeBestEffort, removeDeadPartials } from '../util/temp-files.js';
 
-/** Write `text` to `file` through a temp file and a rename, so readers never see half a document. */
+/**
+ * Write `text` to `file` through a temp file and a rename, so readers never see half a document. The temp
+ * files dead writers left beside it (killed, or their removal refused) are removed first.
+ */
 export function writeFileAtomic(file: string, text: string | Uint8Array): void {
+  removeDeadPartials(path.dirname(file));
   const tmp = tempNameFor(file);
   try {
     fs.writeFileSync(tmp, text, { flag: 'wx' });
     moveIntoPlace(tmp, file);
   } catch (err) {
-    fs.rmSync(tmp, { force: true });
+    removeBestEffort(tmp); // never in place of the write's own error
     throw err;
   }
 }
@@ -33,5 +38,5 @@ export function moveIntoPlace(tmp: string, file: string): void {
     if (!fs.existsSync(file)) throw err; // nothing open in the way: a real permission problem
   }
   fs.copyFileSync(tmp, file);
-  fs.rmSync(tmp, { force: true });
+  removeBestEffort(tmp); // the file is written: a temp left behind is swept later
 }

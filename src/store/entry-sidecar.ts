@@ -12,6 +12,7 @@ import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
 import { lstatOf, statOf } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
+import { removeBestEffort } from '../util/temp-files.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount } from './catalog.js';
 
 export const ENTRY_SIDECAR_FILE = 'catalog-entry.json';
@@ -147,7 +148,7 @@ export function writeEntrySidecar(
     if (guess && fs.statSync(temp).mtimeMs - stamp.mtimeMs < SETTLE_MS) fs.writeFileSync(temp, body(false));
     fs.renameSync(temp, file);
   } catch {
-    fs.rmSync(temp, { force: true });
+    removeBestEffort(temp);
     return false;
   }
   // A writer that opened the log after our stamp removed no sidecar yet: ours must not outlive its write.

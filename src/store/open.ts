@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { LOG_COPY_PREFIX, makeTempDir } from '../util/temp-files.js';
+import { LOG_COPY_PREFIX, makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { removeEntrySidecar } from './entry-sidecar.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
@@ -65,7 +65,7 @@ function readFromCopy(file: string, refused: unknown): LogForReading {
   try {
     opened = openInPlace(path.join(copyDir, path.basename(file)), false);
   } catch (err) {
-    fs.rmSync(copyDir, { recursive: true, force: true });
+    removeBestEffort(copyDir);
     throw describeLogError(file, err);
   }
   return checkedLog(file, opened, copyDir);
@@ -80,7 +80,7 @@ function checkedLog(
   const { db, version } = opened;
   const close = () => {
     if (db.open) db.close();
-    if (copyDir) fs.rmSync(copyDir, { recursive: true, force: true });
+    if (copyDir) removeBestEffort(copyDir);
     copyDir = null;
   };
   try {
@@ -176,7 +176,7 @@ function copyForReading(file: string, refused: unknown): string {
       if (filesStamp(file) === before || attempt === COPY_ATTEMPTS) return dir;
     }
   } catch (err) {
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeBestEffort(dir);
     const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     const sqlite = refused ? `; SQLite: ${(refused as Error).message}` : '';
     throw Object.assign(new Error(`${file}: cannot be read by this user (${why}${sqlite})`), {

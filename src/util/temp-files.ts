@@ -62,6 +62,32 @@ export function removeDeadPartials(dir: string): { files: number; bytes: number 
   return out;
 }
 
+/** Node's retries of a removal Windows refuses for a moment (linear: 50 + 100 + 150 + 200 ms at most). */
+const CLEANUP_RETRIES = 4;
+const CLEANUP_RETRY_DELAY_MS = 50;
+
+/**
+ * Remove a file or dir (and all in it) that only cleanup removes: a temp file or dir of ours once its work is
+ * done or has failed. Never throws, so a removal Windows refuses (EBUSY, EPERM: an antivirus scanner or the
+ * search indexer holding a file just written, a handle just closed) never turns a command that worked into
+ * a failure, nor replaces the error of one that did not. Those refusals are retried first (Node's
+ * `maxRetries`, about 0.5 s in all). What is still left carries its writer's pid in its name, so the sweep
+ * (`removeDeadTempDirs`, `removeDeadPartials`, prune) removes it once this process is gone. False when left.
+ */
+export function removeBestEffort(target: string): boolean {
+  try {
+    fs.rmSync(target, {
+      recursive: true,
+      force: true,
+      maxRetries: CLEANUP_RETRIES,
+      retryDelay: CLEANUP_RETRY_DELAY_MS,
+    });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** `<prefix>-<pid>-XXXXXX` dirs under `parent`, made by mkdtemp. */
 function tempDirPattern(prefix: string): RegExp {
   return new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-(\\d{1,10})-[A-Za-z0-9]{6}$`);
@@ -105,6 +131,7 @@ export const LOG_COPY_PREFIX = 'mcec-log';
 /** The prefixes of the temp dirs this package makes (swept by `prune`). */
 export const TEMP_DIR_PREFIXES = [
   LOG_COPY_PREFIX,
+  'mcec-demo-sim',
   'mcec-bundle',
   'mcec-bundles',
   'mcec-replay-bundle',
