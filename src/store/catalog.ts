@@ -260,6 +260,28 @@ export function isCatalogDamage(err: unknown): boolean {
   );
 }
 
+/**
+ * Throw when SQLite opened the catalog read-only without a word, which it does with a file it cannot write:
+ * the checks of `fs.access` miss a read-only share on Windows (they read only the read-only attribute) and a
+ * `-shm` or `-wal` another user or machine left. Found here, by taking the write lock, and not by the first
+ * write, which names no file ("attempt to write a readonly database") and failed the command.
+ */
+function refuseReadOnly(db: Db, file: string): void {
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+  } catch (err) {
+    const code = String((err as { code?: unknown }).code ?? '');
+    if (!code.startsWith('SQLITE_READONLY')) throw err;
+    throw Object.assign(
+      new Error(
+        `SQLite opens ${path.basename(file)} read-only: a read-only share, or its -wal or -shm file not writable by this user (${(err as Error).message})`,
+      ),
+      { code },
+    );
+  }
+}
+
 let catalogSchema: SchemaObject[] | null = null;
 
 /** How the file's schema differs from the catalog's (same version, other tables), or null. */
@@ -355,6 +377,7 @@ export class Catalog {
       db.pragma(`busy_timeout = ${busy}`);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
+      refuseReadOnly(db, file);
       migrate(db);
       const problem = schemaProblem(db);
       if (problem) {
