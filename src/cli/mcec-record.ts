@@ -313,22 +313,43 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   );
 }
 
-async function runStdio(command: string, args: string[], options: CommonOptions): Promise<void> {
+/** `mcec-record stdio`'s own options. */
+interface StdioCommandOptions extends CommonOptions {
+  stopGrace: string;
+}
+
+// Mirrors src/proxy/server-stop.ts, which loads lazily with the proxy.
+const DEFAULT_STOP_GRACE = '2s';
+
+/** `--stop-grace`: how long the server has to exit once a stop closed its stdin (at most 10 minutes). */
+function parseStopGrace(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms > 600_000)
+    throw new UsageError(
+      `--stop-grace ${JSON.stringify(value)}: expected a duration such as 2s, 500ms or 1m (at most 10m)`,
+    );
+  return ms;
+}
+
+async function runStdio(command: string, args: string[], options: StdioCommandOptions): Promise<void> {
   // Before the recorder starts: a blank command cannot be run.
   if (command.trim() === '')
     throw new UsageError(`stdio needs a server command after --, got ${JSON.stringify(command)}`);
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
+  const stopGraceMs = parseStopGrace(options.stopGrace);
   const { runStdioProxy, MAX_RECORD_BYTES_LIMIT } = await import('../proxy/index.js');
   checkRecordLimit(maxRecordBytes, MAX_RECORD_BYTES_LIMIT);
   const recorder = await openRecorder(options, 'stdio');
   const sessionsDir = path.resolve(recorder.sessionsDir);
   // Started before the notice (its signal handlers are set synchronously): whoever reads it may signal.
-  const running = runStdioProxy({ command, args, recorder, maxRecordBytes }).catch(async (err: unknown) => {
-    // Its options check's TypeError/RangeError is usage (exit 2, one line), as for http.
-    if (!isOptionError(err)) throw err;
-    await recorder.close().catch(() => {});
-    return fail(err.message, EXIT_USAGE);
-  });
+  const running = runStdioProxy({ command, args, recorder, maxRecordBytes, stopGraceMs }).catch(
+    async (err: unknown) => {
+      // Its options check's TypeError/RangeError is usage (exit 2, one line), as for http.
+      if (!isOptionError(err)) throw err;
+      await recorder.close().catch(() => {});
+      return fail(err.message, EXIT_USAGE);
+    },
+  );
   // stdout is the protocol: everything of ours goes to stderr.
   process.stderr.write(`mcec-record: recording stdio of ${command}; sessions in ${sessionsDir}\n`);
   const relative = relativeSessionsWarning(options.sessions);
@@ -408,6 +429,13 @@ Linux or macOS is refused: it would become a folder named C: in the working dire
 Everything mcec-record says goes to stderr; stdout carries only the server's bytes.
 On Windows a server command that is a .cmd or .bat file (npx, npm, pnpm, a globally installed Node server)
 is found on PATH as cmd.exe finds it (PATHEXT) and run through cmd.exe, each argument passed unchanged.
+
+Stopping (the MCP specification's stdio shutdown): when the client closes mcec-record's stdin, the server's
+is closed too and mcec-record exits when the server does, with its exit code. On SIGINT, SIGTERM, SIGHUP or
+SIGBREAK the server's stdin is closed; a server that has not exited --stop-grace (default 2s) after its
+stdin closed gets SIGTERM, and half that later SIGKILL (on Windows both are TerminateProcess). A second
+signal takes the next step at once. Calls still in flight are recorded as failed: "server exited", saying
+how mcec-record stopped it when it did.
 
 There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
 up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed
@@ -500,9 +528,14 @@ function addStdioCommand(program: Command): void {
         'lines longer than this pass through unrecorded (never held whole)',
       ).default(DEFAULT_MAX_RECORD),
     )
+    .option(
+      '--stop-grace <duration>',
+      'on a stop signal, how long the server has to exit once its stdin is closed before SIGTERM',
+      DEFAULT_STOP_GRACE,
+    )
     .passThroughOptions()
     .addHelpText('after', STDIO_HELP)
-    .action(async (command: string, args: string[], options: CommonOptions) =>
+    .action(async (command: string, args: string[], options: StdioCommandOptions) =>
       runStdio(command, args, options),
     );
 }

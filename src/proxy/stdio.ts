@@ -13,6 +13,7 @@ import {
   expectOptions,
   expectString,
   expectStringItem,
+  optionTypeError,
 } from '../util/expect.js';
 import { planSpawn } from '../util/windows-command.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
@@ -25,6 +26,7 @@ import {
   type ProxyRecorder,
   recorderRoom,
 } from './recorder-port.js';
+import { DEFAULT_STOP_GRACE_MS, ServerStop } from './server-stop.js';
 import { WAIT_MS } from './timeouts.js';
 import { WireRecording } from './wire-recording.js';
 
@@ -47,8 +49,15 @@ export interface StdioProxyOptions {
   stderr?: Writable;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
-  /** Forward SIGINT/SIGTERM received by this process to the child (default true). */
+  /**
+   * Stop the server when this process receives SIGINT, SIGTERM, SIGHUP or SIGBREAK (default true): its stdin
+   * is closed, then SIGTERM and SIGKILL follow if it does not exit (`stopGraceMs`; see server-stop.ts).
+   */
   forwardSignals?: boolean;
+  /** Stop the server as a signal would, when this is aborted. */
+  signal?: AbortSignal;
+  /** How long the server has to exit once a stop closed its stdin before SIGTERM (default 2 s; SIGKILL half that later). */
+  stopGraceMs?: number;
   /** How long a non-JSON client line waits for the server's error answer before it is recorded alone (5 s). */
   faultAnswerMs?: number;
   /** After the child exits, how long to wait for its stdout to drain before giving up (default 2 s). */
@@ -171,10 +180,10 @@ class StdioPairing {
       });
   }
 
-  /** The server is gone: what is still in flight fails, bad lines are recorded alone. */
-  serverExited(): void {
-    for (const queue of this.inFlight.values()) for (const pending of queue) pending.fail('server exited');
-    for (const request of this.idless.splice(0)) request.pending.fail('server exited');
+  /** The server is gone (`reason`: how): what is still in flight fails, bad lines are recorded alone. */
+  serverExited(reason: string): void {
+    for (const queue of this.inFlight.values()) for (const pending of queue) pending.fail(reason);
+    for (const request of this.idless.splice(0)) request.pending.fail(reason);
     for (const bad of this.awaitingFault.splice(0)) {
       clearTimeout(bad.timer);
       this.wire.fault('request', bad.reason, bad.text);
@@ -249,11 +258,17 @@ class StdioPairing {
   }
 }
 
+/** What `pipeBothWays` hands back: detach the client's stdin; close the server's (a stop's first step). */
+interface Pipes {
+  detachClient(): void;
+  closeServerStdin(): void;
+}
+
 /**
  * Pipe the client's bytes to the child and the child's back, unchanged, with back-pressure both ways; the
  * recording reads lines on the side. Notifications for the recorder itself (declared steps and verdicts)
  * are kept from the server. The client's stdin is also paused while the recorder has no room (at most
- * ROOM_WAIT_MS each time). Returns what detaches the client's stdin.
+ * ROOM_WAIT_MS each time). The client's end of input closes the server's stdin (`onClientEnd` is told).
  */
 function pipeBothWays(
   child: ChildProcessWithoutNullStreams,
@@ -261,7 +276,8 @@ function pipeBothWays(
   recorder: ProxyRecorder,
   fromClient: LineSplitter,
   fromServer: LineSplitter,
-): () => void {
+  onClientEnd: () => void,
+): Pipes {
   const { stdin, stdout, stderr } = io;
   const declarations = new DeclarationFilter();
   const toChild = (parts: Buffer[]) => {
@@ -293,12 +309,17 @@ function pipeBothWays(
       room.then(release);
     }
   };
-  const onStdinEnd = () => {
-    fromClient.end();
+  // What the filter still holds goes to the server first (a line without its newline).
+  const closeServerStdin = () => {
     if (child.stdin.writable) {
       toChild(declarations.end());
       child.stdin.end();
     }
+  };
+  const onStdinEnd = () => {
+    fromClient.end();
+    if (child.stdin.writable) onClientEnd();
+    closeServerStdin();
   };
   stdin.on('data', onStdinData);
   stdin.on('end', onStdinEnd);
@@ -317,21 +338,28 @@ function pipeBothWays(
     if (stderr.writable) stderr.write(chunk);
   });
   stdout.on('error', () => {}); // the client went away; the child's exit still ends the run
-  return () => {
-    detached = true;
-    stdin.off('data', onStdinData);
-    stdin.off('end', onStdinEnd);
-    stdin.pause();
+  return {
+    detachClient: () => {
+      detached = true;
+      stdin.off('data', onStdinData);
+      stdin.off('end', onStdinEnd);
+      stdin.pause();
+    },
+    closeServerStdin,
   };
 }
 
-/** Forward SIGINT/SIGTERM received by this process to the child; returns what removes the handlers. */
-function forwardSignals(child: ChildProcessWithoutNullStreams): () => void {
+/**
+ * The signals that ask the proxy to stop: SIGINT (Ctrl+C), SIGTERM (an MCP client's second step), SIGHUP
+ * (the terminal went, or the console window closed on Windows), SIGBREAK (Ctrl+Break on Windows).
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/** Stop the server when this process receives a stop signal; returns what removes the handlers. */
+function stopOnSignals(stop: ServerStop): () => void {
   const handlers = new Map<NodeJS.Signals, () => void>();
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    const handler = () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    };
+  for (const signal of STOP_SIGNALS) {
+    const handler = () => stop.request(`${signal} received`);
     handlers.set(signal, handler);
     process.on(signal, handler);
   }
@@ -340,13 +368,29 @@ function forwardSignals(child: ChildProcessWithoutNullStreams): () => void {
   };
 }
 
+/** Stop the server when `signal` is aborted; returns what removes the listener. */
+function stopOnAbort(stop: ServerStop, signal: AbortSignal | undefined): () => void {
+  if (!signal) return () => {};
+  const onAbort = () => stop.request('stop asked for');
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  return () => signal.removeEventListener('abort', onAbort);
+}
+
 /** 128 + the signal's number for a child killed by a signal, else its status. */
 function exitStatus(status: number | null, signal: NodeJS.Signals | null): number {
   return status !== null ? status : 128 + (signal ? (constants.signals[signal] ?? 0) : 0);
 }
 
+/** How the child ended: the proxy's exit code, and its own status and signal (null when it never started). */
+interface ChildEnd {
+  code: number;
+  status: number | null;
+  signal: NodeJS.Signals | null;
+}
+
 /**
- * The child's exit code: EXIT_CANNOT_START when it cannot be started; else once it exited and its stdout
+ * How the child ended: EXIT_CANNOT_START when it cannot be started; else once it exited and its stdout
  * closed, or `drainGraceMs` after its exit (a grandchild may hold stdout open: no waiting for 'close' forever).
  */
 function childExit(
@@ -354,27 +398,30 @@ function childExit(
   command: string,
   stderr: Writable,
   drainGraceMs: number,
-): Promise<number> {
-  return new Promise<number>((resolve) => {
-    let exitCode: number | null = null;
+): Promise<ChildEnd> {
+  return new Promise<ChildEnd>((resolve) => {
+    let exited: ChildEnd | null = null;
     let done = false;
-    const finish = (value: number) => {
+    const finish = (end: ChildEnd) => {
       if (done) return;
       done = true;
-      resolve(value);
+      resolve(end);
     };
     child.once('error', (err: NodeJS.ErrnoException) => {
       if (child.pid === undefined) {
         if (stderr.writable)
           stderr.write(`mcec-record: cannot start ${command}: ${err.code ?? err.message}\n`);
-        finish(EXIT_CANNOT_START);
+        finish({ code: EXIT_CANNOT_START, status: null, signal: null });
       }
     });
     child.once('exit', (status, signal) => {
-      exitCode = exitStatus(status, signal);
-      setTimeout(() => finish(exitCode ?? 1), drainGraceMs).unref();
+      const end = { code: exitStatus(status, signal), status, signal };
+      exited = end;
+      setTimeout(() => finish(end), drainGraceMs).unref();
     });
-    child.once('close', (status, signal) => finish(exitCode ?? exitStatus(status, signal)));
+    child.once('close', (status, signal) =>
+      finish(exited ?? { code: exitStatus(status, signal), status, signal }),
+    );
   });
 }
 
@@ -392,6 +439,9 @@ function checkStdioOptions(options: unknown): void {
   expectOptions(options.env, 'options.env');
   expectString(options.cwd, 'options.cwd', { nonEmpty: true });
   expectBoolean(options.forwardSignals, 'options.forwardSignals');
+  if (options.signal !== undefined && !(options.signal instanceof AbortSignal))
+    throw optionTypeError('Expected options.signal to be an AbortSignal');
+  expectNumber(options.stopGraceMs, 'options.stopGraceMs', WAIT_MS);
   expectNumber(options.faultAnswerMs, 'options.faultAnswerMs', WAIT_MS);
   expectNumber(options.drainGraceMs, 'options.drainGraceMs', WAIT_MS);
   if (options.maxRecordBytes !== undefined)
@@ -401,7 +451,8 @@ function checkStdioOptions(options: unknown): void {
 /**
  * Run `command` as a child, pass the client's lines to it and its lines back byte for byte, record each
  * exchange, and resolve with the child's exit code (128 + signal number when it was killed).
- * When the child is gone, exchanges still in flight fail ('server exited') and the recorder is closed.
+ * When the child is gone, exchanges still in flight fail ('server exited', saying how the proxy stopped it
+ * when it did) and the recorder is closed.
  */
 export async function runStdioProxy(options: StdioProxyOptions): Promise<number> {
   checkStdioOptions(options);
@@ -429,16 +480,30 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
     maxLineBytes: maxRecordBytes,
     onOversizeLine: (edges) => pairing.oversizeServerLine(edges),
   });
-  const detachClient = pipeBothWays(child, io, recorder, fromClient, fromServer);
-  const stopForwarding = (options.forwardSignals ?? true) ? forwardSignals(child) : () => {};
+  // The stop closes the server's stdin through the pipes, which tell it when the client closed it first.
+  let pipes: Pipes | null = null;
+  const stop = new ServerStop(
+    child,
+    () => pipes?.closeServerStdin(),
+    options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
+    (line) => {
+      if (io.stderr.writable) io.stderr.write(`mcec-record: ${line}\n`);
+    },
+  );
+  pipes = pipeBothWays(child, io, recorder, fromClient, fromServer, () => stop.stdinClosedByClient());
+  child.once('exit', () => stop.exited());
+  const stopListening = (options.forwardSignals ?? true) ? stopOnSignals(stop) : () => {};
+  const stopWatchingAbort = stopOnAbort(stop, options.signal);
 
-  const code = await childExit(child, options.command, io.stderr, options.drainGraceMs ?? 2000);
+  const end = await childExit(child, options.command, io.stderr, options.drainGraceMs ?? 2000);
 
-  stopForwarding();
-  detachClient();
-  pairing.serverExited();
+  stop.exited();
+  stopListening();
+  stopWatchingAbort();
+  pipes.detachClient();
+  pairing.serverExited(stop.exitReason(end.status, end.signal));
   await closeRecorder(recorder, io.stderr);
-  return code;
+  return end.code;
 }
 
 /**

@@ -153,9 +153,19 @@ describe('stdio proxy in front of the simulator', () => {
     expect(sessions.every((s) => s.session.status === 'ended')).toBe(true);
   });
 
-  it('mcec-record stdio: SIGTERM reaches the server, sessions are closed, exit is 128+15', async () => {
+  it('mcec-record stdio: SIGTERM stops the server (stdin closed, then SIGTERM), sessions are closed, exit is 128+15', async () => {
     const sessionsDir = path.join(tmp, 'recorded');
-    const child = recordCliBeforeStdioSim(sessionsDir);
+    const child = spawnRecordCli([
+      'stdio',
+      '--sessions',
+      sessionsDir,
+      '--stop-grace',
+      '300ms',
+      '--',
+      process.execPath,
+      SIM_STDIO_CHILD,
+      path.join(tmp, 'sim'),
+    ]);
     const out = collect(child.stdout);
     const slow = { name: 'wait-for', arguments: { window: 'Notepad', value: 'never-there', timeout: 20000 } };
     child.stdin.write(
@@ -182,7 +192,10 @@ describe('stdio proxy in front of the simulator', () => {
       ['windows', 'ok'],
       ['wait-for', 'fault'],
     ]);
-    expect(session!.calls[1]!.error_detail).toMatch(/server exited/);
+    // The simulator waits for the wait-for in flight once its stdin closes: SIGTERM ended it 300 ms later.
+    expect(session!.calls[1]!.error_detail).toMatch(
+      /server exited \(killed by SIGTERM\) while mcec-record stopped it \(SIGTERM received: stdin closed, SIGTERM\)/,
+    );
   });
 
   it('mcec-record stdio: a server that cannot start gives 127; no command is bad usage (2)', async () => {

@@ -461,6 +461,20 @@ const refusals: Refusal[] = [
   ],
   [
     'runStdioProxy',
+    'a stop grace below 0',
+    () => stdioProxy(stdioOptions({ stopGraceMs: -1 })),
+    RangeError,
+    'Expected options.stopGraceMs to be an integer between 0 and 86400000',
+  ],
+  [
+    'runStdioProxy',
+    'a stop signal that is no AbortSignal',
+    () => stdioProxy(stdioOptions({ signal: { aborted: false } })),
+    TypeError,
+    'Expected options.signal to be an AbortSignal',
+  ],
+  [
+    'runStdioProxy',
     'a recording limit of 0',
     () => stdioProxy(stdioOptions({ maxRecordBytes: 0 })),
     RangeError,

@@ -1,0 +1,110 @@
+/**
+ * How the stdio proxy stops its server: the MCP specification's stdio shutdown, which the proxy, the
+ * server's client, follows on every platform. Its stdin is closed, and the server has the grace to exit
+ * (flushing what it holds); then SIGTERM, and half the grace later SIGKILL. On Windows both signals are
+ * TerminateProcess (no chance to flush): closing stdin is the polite stop there, as for any stdio server.
+ */
+
+/** How long the server has to exit once its stdin is closed before it gets SIGTERM (half that, then SIGKILL). */
+export const DEFAULT_STOP_GRACE_MS = 2000;
+
+/** What the stop needs of the child process. */
+export interface StoppableChild {
+  kill(signal: NodeJS.Signals): boolean;
+}
+
+/**
+ * One server's stop. The whole sequence takes 1.5 graces (3 s by default) from its stdin's close: an MCP
+ * client that follows the specification itself (the SDK's: stdin closed, 2 s, SIGTERM, 2 s, SIGKILL) sends
+ * the proxy its SIGTERM once the server's first grace has passed, and the proxy's SIGKILL comes before the
+ * client's, with time left to close the recorder.
+ */
+export class ServerStop {
+  /** When the server's stdin was closed (by the client's end of input, or by this stop), or null. */
+  private stdinClosedAt: number | null = null;
+  /** What asked for the stop first (`SIGTERM received`), or null while none did. */
+  private requestedBy: string | null = null;
+  private readonly signalsSent: Array<'SIGTERM' | 'SIGKILL'> = [];
+  private timer: NodeJS.Timeout | null = null;
+  private gone = false;
+
+  constructor(
+    private readonly child: StoppableChild,
+    /** Close the server's stdin (the proxy's own pipe end, after what it still holds for the server). */
+    private readonly closeStdin: () => void,
+    private readonly graceMs: number,
+    /** One line for the proxy's user (stderr). */
+    private readonly say: (line: string) => void,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** The client's input ended and the server's stdin was closed with it: the grace counts from now. */
+  stdinClosedByClient(): void {
+    this.stdinClosedAt ??= this.now();
+  }
+
+  /**
+   * A stop was asked for (`why`: a signal this process received, an abort). The first closes the server's
+   * stdin (unless the client did) and sends SIGTERM when the grace since that close has passed; each later
+   * one takes the next step at once (an impatient second Ctrl+C).
+   */
+  request(why: string): void {
+    if (this.gone) return;
+    if (this.requestedBy !== null) {
+      this.escalate();
+      return;
+    }
+    this.requestedBy = why;
+    let left = this.graceMs;
+    if (this.stdinClosedAt === null) {
+      this.stdinClosedAt = this.now();
+      this.closeStdin();
+    } else left = Math.max(0, this.stdinClosedAt + this.graceMs - this.now()); // the client closed it earlier
+    this.say(`${why}: the server's stdin is closed; it has ${seconds(left)} to exit before SIGTERM`);
+    this.escalateAt(this.stdinClosedAt + this.graceMs);
+  }
+
+  /** The server exited: nothing more is sent. */
+  exited(): void {
+    this.gone = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  /**
+   * Why the requests still in flight got no answer: `server exited` when it exited on its own (or after the
+   * client's end of input), else how it exited and what this proxy did to stop it, in order.
+   */
+  exitReason(status: number | null, signal: NodeJS.Signals | null): string {
+    if (this.requestedBy === null) return 'server exited';
+    const how = signal !== null ? `killed by ${signal}` : `exit code ${status ?? 'unknown'}`;
+    const steps = ['stdin closed', ...this.signalsSent].join(', ');
+    return `server exited (${how}) while mcec-record stopped it (${this.requestedBy}: ${steps})`;
+  }
+
+  private escalateAt(at: number): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.escalate(), Math.max(0, at - this.now()));
+  }
+
+  /** The next signal: SIGTERM, then SIGKILL (half the grace later); nothing after SIGKILL. */
+  private escalate(): void {
+    if (this.gone || this.signalsSent.includes('SIGKILL')) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const signal = this.signalsSent.length === 0 ? 'SIGTERM' : 'SIGKILL';
+    this.signalsSent.push(signal);
+    this.say(`the server has not exited: ${signal}`);
+    try {
+      this.child.kill(signal);
+    } catch {
+      // gone meanwhile: its exit is reported as usual
+    }
+    if (signal === 'SIGTERM') this.escalateAt(this.now() + Math.ceil(this.graceMs / 2));
+  }
+}
+
+/** `2 s`, `0.3 s`: to a tenth of a second. */
+function seconds(ms: number): string {
+  return `${Math.round(ms / 100) / 10} s`;
+}

@@ -1,0 +1,181 @@
+/**
+ * How the stdio proxy stops its server: the MCP specification's stdio shutdown, on every platform. A stop
+ * (SIGINT, SIGTERM, SIGHUP, SIGBREAK to mcec-record; an abort for a library user) closes the server's stdin,
+ * gives it the grace to exit, then sends SIGTERM, and half the grace later SIGKILL. Before, a signal was
+ * passed on at once (on Windows child.kill is TerminateProcess): a server that flushes when its stdin closes
+ * lost what it held. Calls in flight are recorded as failed, saying how the server was stopped.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runStdioProxy } from '../../src/proxy/stdio.js';
+import { tempDir } from '../support/temp.js';
+import { collectingRecorder, waitFor } from './helpers.js';
+import { readSessions } from './sim-script.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
+const STOP_CHILD = fileURLToPath(new URL('./fixtures/stop-child.mjs', import.meta.url));
+
+let tmp: string;
+const children: ChildProcessWithoutNullStreams[] = [];
+beforeEach(() => {
+  tmp = tempDir('mcec-stop-');
+});
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const call = (id: number, name: string) =>
+  `${JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: {} } })}\n`;
+
+function text(stream: Readable): () => string {
+  const parts: Buffer[] = [];
+  stream.on('data', (c: Buffer) => parts.push(c));
+  return () => Buffer.concat(parts).toString('utf8');
+}
+
+/** `mcec-record stdio` in front of the stop child. */
+function recordCli(mode: string, extra: string[] = []) {
+  const sessionsDir = path.join(tmp, 'sessions');
+  const flushFile = path.join(tmp, 'flushed.txt');
+  const child = spawn(
+    process.execPath,
+    [
+      RECORD_CLI,
+      'stdio',
+      '--sessions',
+      sessionsDir,
+      ...extra,
+      '--',
+      process.execPath,
+      STOP_CHILD,
+      mode,
+      flushFile,
+    ],
+    { cwd: tmp },
+  );
+  children.push(child);
+  const exit = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+  return { child, exit, stdout: text(child.stdout), stderr: text(child.stderr), sessionsDir, flushFile };
+}
+
+/** One call answered, one in flight ("hang"), both recorded. */
+async function oneAnsweredOneInFlight(p: ReturnType<typeof recordCli>): Promise<void> {
+  p.child.stdin.write(call(1, 'quick'));
+  p.child.stdin.write(call(2, 'hang'));
+  await waitFor(() => p.stdout().includes('done 1'));
+  await waitFor(() => {
+    try {
+      return readSessions(p.sessionsDir).flatMap((s) => s.calls).length === 2;
+    } catch {
+      return false; // a log being created right now
+    }
+  });
+}
+
+describe('mcec-record stdio stops its server as the MCP specification says', () => {
+  it('SIGTERM: the server’s stdin is closed and it flushes and exits on its own; its exit code, a truthful record', async () => {
+    const p = recordCli('flush');
+    await oneAnsweredOneInFlight(p);
+    p.child.kill('SIGTERM');
+    expect(await p.exit).toBe(0);
+    expect(fs.readFileSync(p.flushFile, 'utf8')).toBe('flushed 1,2\n');
+    expect(p.stderr()).toContain(
+      "SIGTERM received: the server's stdin is closed; it has 2 s to exit before SIGTERM",
+    );
+    expect(p.stderr()).not.toContain('has not exited');
+    const [session] = readSessions(p.sessionsDir);
+    expect(session!.session.status).toBe('ended');
+    expect(session!.calls.map((c) => [c.tool, c.status === 'fault'])).toEqual([
+      ['quick', false],
+      ['hang', true],
+    ]);
+    expect(session!.calls[1]!.error_detail).toContain(
+      'server exited (exit code 0) while mcec-record stopped it (SIGTERM received: stdin closed)',
+    );
+  });
+
+  it('a server that ignores its stdin’s end gets SIGTERM after --stop-grace; a second signal does not wait', async () => {
+    const p = recordCli('deaf', ['--stop-grace', '300ms']);
+    await oneAnsweredOneInFlight(p);
+    p.child.kill('SIGINT');
+    expect(await p.exit).toBe(128 + 15);
+    expect(p.stderr()).toContain('SIGINT received: the server');
+    expect(p.stderr()).toContain('mcec-record: the server has not exited: SIGTERM');
+    const [session] = readSessions(p.sessionsDir);
+    expect(session!.calls[1]!.error_detail).toContain(
+      'server exited (killed by SIGTERM) while mcec-record stopped it (SIGINT received: stdin closed, SIGTERM)',
+    );
+
+    // A grace of 10 minutes, and a second Ctrl+C: SIGTERM at once.
+    fs.rmSync(p.sessionsDir, { recursive: true, force: true });
+    const q = recordCli('deaf', ['--stop-grace', '10m']);
+    await oneAnsweredOneInFlight(q);
+    q.child.kill('SIGINT');
+    await waitFor(() => q.stderr().includes('SIGINT received'));
+    q.child.kill('SIGINT');
+    expect(await q.exit).toBe(128 + 15);
+  });
+
+  it('a server that ignores SIGTERM too is killed half the grace later (library: an AbortSignal stops it)', async () => {
+    const recorder = collectingRecorder();
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const stderr = new PassThrough();
+    const said = text(stderr);
+    const answers = text(stdout);
+    const stop = new AbortController();
+    const exit = runStdioProxy({
+      command: process.execPath,
+      args: [STOP_CHILD, 'stubborn', path.join(tmp, 'never.txt')],
+      recorder,
+      stdin,
+      stdout,
+      stderr,
+      forwardSignals: false,
+      signal: stop.signal,
+      stopGraceMs: 200,
+    });
+    await waitFor(() => said().includes('stop-child stubborn ready'));
+    stdin.write(call(7, 'hang'));
+    stdin.write(call(8, 'quick'));
+    await waitFor(() => answers().includes('done 8'));
+    stop.abort();
+    expect(await exit).toBe(128 + 9);
+    expect(said()).toContain('mcec-record: the server has not exited: SIGTERM\n');
+    expect(said()).toContain('mcec-record: the server has not exited: SIGKILL\n');
+    expect(recorder.collected.failed.map((f) => f.reason)).toEqual([
+      'server exited (killed by SIGKILL) while mcec-record stopped it (stop asked for: stdin closed, SIGTERM, SIGKILL)',
+    ]);
+    expect(recorder.collected.closed).toBe(1);
+    expect(fs.existsSync(path.join(tmp, 'never.txt'))).toBe(false);
+  });
+
+  it('the client’s end of input alone waits for the server (a pipeline’s last answers still come)', async () => {
+    const recorder = collectingRecorder();
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const answers = text(stdout);
+    const flushFile = path.join(tmp, 'flushed.txt');
+    const exit = runStdioProxy({
+      command: process.execPath,
+      args: [STOP_CHILD, 'flush', flushFile],
+      recorder,
+      stdin,
+      stdout,
+      stderr: new PassThrough(),
+      forwardSignals: false,
+      stopGraceMs: 0,
+    });
+    stdin.end(call(3, 'quick'));
+    expect(await exit).toBe(0);
+    expect(answers()).toContain('done 3');
+    expect(fs.readFileSync(flushFile, 'utf8')).toBe('flushed 3\n');
+    expect(recorder.collected.failed).toEqual([]);
+  });
+});
