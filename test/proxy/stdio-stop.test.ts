@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
 import { tempDir } from '../support/temp.js';
@@ -177,5 +178,75 @@ describe('mcec-record stdio stops its server as the MCP specification says', () 
     expect(answers()).toContain('done 3');
     expect(fs.readFileSync(flushFile, 'utf8')).toBe('flushed 3\n');
     expect(recorder.collected.failed).toEqual([]);
+  });
+
+  it('a stop after the client closed its input counts the grace from that close (SIGTERM at once when it passed)', async () => {
+    const recorder = collectingRecorder();
+    const stdin = new PassThrough();
+    const stderr = new PassThrough();
+    const said = text(stderr);
+    const stop = new AbortController();
+    const exit = runStdioProxy({
+      command: process.execPath,
+      args: [STOP_CHILD, 'deaf', path.join(tmp, 'never.txt')],
+      recorder,
+      stdin,
+      stdout: new PassThrough(),
+      stderr,
+      forwardSignals: false,
+      signal: stop.signal,
+      stopGraceMs: 100,
+    });
+    await waitFor(() => said().includes('stop-child deaf ready'));
+    stdin.end(); // as an MCP client's close begins; the server stays up
+    await new Promise((resolve) => setTimeout(resolve, 250)); // past the grace, counted from the close
+    stop.abort(); // the client's SIGTERM
+    expect(await exit).toBe(128 + 15);
+    expect(said()).toContain(
+      "stop asked for: the server's stdin is closed; it has 0 s to exit before SIGTERM",
+    );
+  });
+
+  it('the MCP SDK’s own close (stdin, 2 s, SIGTERM, 2 s, SIGKILL) finds mcec-record done before its SIGKILL', async () => {
+    const sessionsDir = path.join(tmp, 'sessions');
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [RECORD_CLI, 'stdio', '--sessions', sessionsDir, '--', process.execPath, STOP_CHILD, 'deaf', 'x'],
+      stderr: 'pipe',
+    });
+    const said = text(transport.stderr as Readable);
+    const answers: unknown[] = [];
+    transport.onmessage = (m) => answers.push(m);
+    await transport.start();
+    const pid = transport.pid!;
+    await transport.send({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'quick', arguments: {} },
+    });
+    await transport.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'hang', arguments: {} },
+    });
+    await waitFor(() => answers.length === 1);
+    await waitFor(() => {
+      try {
+        return readSessions(sessionsDir).flatMap((x) => x.calls).length === 2;
+      } catch {
+        return false;
+      }
+    });
+    await transport.close(); // resolves once the proxy exited, or after the SIGKILL it sends then
+    expect(said()).toContain('SIGTERM received');
+    expect(said()).not.toContain('SIGKILL');
+    expect(() => process.kill(pid, 0)).toThrow(); // gone
+    const [session] = readSessions(sessionsDir);
+    expect(session!.session.status).toBe('ended'); // its recorder closed: it was not killed
+    expect(session!.calls[1]!.error_detail).toContain(
+      'server exited (killed by SIGTERM) while mcec-record stopped it (SIGTERM received: stdin closed, SIGTERM)',
+    );
   });
 });
