@@ -68,7 +68,8 @@ describe('sources', () => {
     const copies = () =>
       fs
         .readdirSync(os.tmpdir())
-        .filter((n) => n.startsWith('mcec-replay-bundle-'))
+        // This process's own (the name carries its pid): other suites and runs share the temp dir.
+        .filter((n) => n.startsWith(`mcec-replay-bundle-${process.pid}-`))
         .sort();
     const before = copies();
     const replay = await replaySession(bundle, { http: false });
