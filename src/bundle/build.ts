@@ -815,7 +815,7 @@ function topFolderName(dir: string, session: SessionRow): string {
 }
 
 /** The zip's file name when none is given: the session dir's own, so a copy's bundle never replaces another's. */
-function defaultZipName(dir: string): string {
+export function defaultZipName(dir: string): string {
   return `${path.basename(dir)}.zip`;
 }
 

@@ -43,7 +43,53 @@ export const LIMITS = {
   diffScreenshots: 10,
   /** Largest resource text served (report.html of a 10,000-call session is tens of MB). */
   resourceBytes: 2 * 1024 * 1024,
+  /**
+   * Longest recorded string in an answer (a scenario, a tool name, an error detail, a value deep in a call's
+   * arguments): longer ones end in `... [N more chars cut]`. get_call's args/envelope and get_summary's
+   * markdown have their own, larger bounds (maxBytes, maxChars).
+   */
+  fieldChars: 2000,
+  /** Longest scenario in a resources/list description. */
+  descriptionChars: 200,
+  /**
+   * Largest answer, as JSON in UTF-8 (a tool's result, text and structured content together, or a resource's
+   * contents): well under the 10 MiB an SDK client reads in one message over stdio. An answer that would be
+   * larger is an error saying which argument makes it smaller.
+   */
+  answerBytes: 4 * 1024 * 1024,
 } as const;
+
+/**
+ * `value` (JSON data) with every string longer than `max` chars clipped with a visible marker (clipText), and
+ * how many were; the top-level keys in `keep` are left as they are (they have bounds of their own).
+ */
+export function clipStrings<T>(
+  value: T,
+  max: number,
+  keep: readonly string[] = [],
+): { value: T; clipped: number } {
+  let clipped = 0;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') {
+      if (v.length <= max) return v;
+      clipped++;
+      return clipText(v, max);
+    }
+    if (Array.isArray(v)) return v.map(walk);
+    if (v === null || typeof v !== 'object' || Buffer.isBuffer(v)) return v;
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+  };
+  const top =
+    value !== null && typeof value === 'object' && !Array.isArray(value)
+      ? Object.fromEntries(Object.entries(value).map(([k, x]) => [k, keep.includes(k) ? x : walk(x)]))
+      : walk(value);
+  return { value: top as T, clipped };
+}
+
+/** The size of `value` as JSON in UTF-8: what an answer costs on the wire, its envelope aside. */
+export function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), 'utf8');
+}
 
 /** The two documents a session offers as resources. */
 export const SESSION_DOCUMENTS = ['failure-summary.md', 'report.html'] as const;
@@ -91,34 +137,38 @@ export class SessionsEvidence {
     limit?: number;
     cursor?: string;
   }) {
-    const offset = args.cursor === undefined ? 0 : cursorOffset(args.cursor);
+    const after = args.cursor === undefined ? null : cursorDirName(args.cursor);
     const limit = args.limit ?? LIMITS.pageDefault;
     const since = args.since === undefined ? undefined : await sinceTime(args.since);
     const { withCatalog } = await import('../fleet/catalog.js');
     const { listingOf } = await import('../sessions/list.js');
-    const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
+    const { total, before, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
       catalog.page(
         { verdict: args.verdict, scenario: args.scenario, since, fingerprint: args.fingerprint },
-        offset,
+        after,
         limit,
       ),
     );
+    let clipped = 0;
     const sessions = rows.map((row) => {
       const listing = listingOf(this.sessionsDir, row);
-      listing.verdictReason =
-        listing.verdictReason === null ? null : clipText(listing.verdictReason, LIMITS.summaryChars);
       listing.fingerprints = listing.fingerprints.slice(0, 20);
-      return listing;
+      const bounded = clipStrings(listing, LIMITS.fieldChars);
+      clipped += bounded.clipped;
+      return bounded.value;
     });
-    const next = offset + rows.length < total ? String(offset + rows.length) : null;
+    const left = total - before - rows.length;
+    const next = left > 0 && rows.length > 0 ? cursorOf(rows[rows.length - 1]!.dir_name) : null;
+    const notes = [
+      ...(next ? [`${left} more sessions match: call again with cursor "${next}"`] : []),
+      ...(clipped > 0 ? [`${clipped} value(s) over ${LIMITS.fieldChars} chars clipped`] : []),
+    ];
     return {
       total,
-      offset,
+      offset: before,
       sessions,
       nextCursor: next,
-      note: next
-        ? `${total - offset - rows.length} more sessions match: call again with cursor "${next}"`
-        : null,
+      note: notes.length > 0 ? notes.join('; ') : null,
     };
   }
 
@@ -412,9 +462,34 @@ export class SessionsEvidence {
   /** bundle: the bug bundle written beside the session dir (its default place, never elsewhere). */
   async bundle(args: { session: string; images?: boolean; maxBytes?: number }) {
     const session = await this.locate(args.session);
-    const { buildBundle, bundleResultJson } = await import('../bundle/build.js');
-    const result = await buildBundle(session.dir, { images: args.images ?? true, maxBytes: args.maxBytes });
-    return bundleResultJson(result);
+    const { buildBundle, bundleResultJson, defaultZipName } = await import('../bundle/build.js');
+    const output = path.join(path.dirname(session.dir), defaultZipName(session.dir));
+    // One bundle per zip at a time in this process (every HTTP request has its own server, hence module
+    // state): two would each report a zip the other then replaced.
+    if (bundlesUnderWay.has(output)) {
+      throw new ToolError(
+        `a bundle of ${session.dirName} is being written to ${output} by another call: wait for that call's answer (it names the zip), then call bundle again if you need other options`,
+      );
+    }
+    bundlesUnderWay.add(output);
+    try {
+      const before = await imagesInZip(output);
+      const result = await buildBundle(session.dir, {
+        images: args.images ?? true,
+        maxBytes: args.maxBytes,
+        // as `mcec-bundle <id>`: report.html beside the log too, the report.html resource
+        reportHtmlInSessionDir: true,
+      });
+      const after = await imagesInZip(output);
+      if (before !== null && after !== null && after < before) {
+        result.warnings.push(
+          `replaced the earlier bundle at ${output}, which held ${before} image(s), with this one holding ${after}: the session dir still has them; call bundle with images: true (and no maxBytes) to write them again`,
+        );
+      }
+      return bundleResultJson(result);
+    } finally {
+      bundlesUnderWay.delete(output);
+    }
   }
 
   /** A session's failure-summary.md (rendered now) or report.html (as written); bounded. */
@@ -422,13 +497,14 @@ export class SessionsEvidence {
     const session = await this.locate(id);
     if (name === 'failure-summary.md') {
       const { failureSummaryText } = await import('../sessions/summarize.js');
-      return { text: await failureSummaryText(session.dir), mimeType: 'text/markdown' };
+      const text = await failureSummaryText(session.dir);
+      return { text: clipText(text, LIMITS.resourceBytes), mimeType: 'text/markdown' };
     }
-    const file = path.join(session.dir, 'report.html');
+    const file = reportHtmlOf(session.dir);
     const stat = fs.lstatSync(file, { throwIfNoEntry: false });
     if (!stat?.isFile()) {
       throw new ToolError(
-        `${session.dirName} has no report.html yet: the bundle tool (or mcec-bundle report ${session.sessionId}) writes one`,
+        `${session.dirName} has no report.html yet: call the bundle tool on ${session.sessionId} (it writes report.html beside the log, as mcec-bundle ${session.sessionId} does) or run mcec-bundle report ${session.sessionId}, then read this resource again`,
       );
     }
     if (stat.size > LIMITS.resourceBytes) {
@@ -439,24 +515,56 @@ export class SessionsEvidence {
     return { text: fs.readFileSync(file, 'utf8'), mimeType: 'text/html' };
   }
 
-  /** Sessions for resources/list, newest first, one page. */
+  /** Sessions for resources/list, newest first, one page after the cursor's (a cursor from cursorOf). */
   async documentsPage(
-    offset: number,
+    cursor: string | undefined,
     limit: number,
-  ): Promise<{ rows: SessionLocationLite[]; next: number | null }> {
+  ): Promise<{ rows: SessionLocationLite[]; next: string | null }> {
+    const after = cursor === undefined ? null : cursorDirName(cursor);
     const { withCatalog } = await import('../fleet/catalog.js');
-    const { total, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
-      catalog.page({}, offset, limit),
+    const { total, before, rows } = await withCatalog(this.sessionsDir, ({ catalog }) =>
+      catalog.page({}, after, limit),
     );
     return {
       rows: rows.map((r) => ({
         dirName: r.dir_name,
         sessionId: r.session_id,
-        scenario: r.scenario,
+        scenario: r.scenario === null ? null : clipText(r.scenario, LIMITS.descriptionChars),
         verdict: r.verdict,
+        reportHtml:
+          fs
+            .lstatSync(reportHtmlOf(path.join(this.sessionsDir, r.dir_name)), {
+              throwIfNoEntry: false,
+            })
+            ?.isFile() === true,
       })),
-      next: offset + rows.length < total ? offset + rows.length : null,
+      next:
+        before + rows.length < total && rows.length > 0 ? cursorOf(rows[rows.length - 1]!.dir_name) : null,
     };
+  }
+}
+
+/** The zips a `bundle` call is writing now, in this process (exported for the test of a refusal). */
+export const bundlesUnderWay = new Set<string>();
+
+/** How many images (entries under artifacts/) the zip at `file` holds; null when there is none or it cannot be read. */
+async function imagesInZip(file: string): Promise<number | null> {
+  if (!fs.statSync(file, { throwIfNoEntry: false })?.isFile()) return null;
+  const { openZip, zipEntries, entryName } = await import('../bundle/zip-read.js');
+  try {
+    const zip = await openZip(file);
+    let images = 0;
+    try {
+      for await (const entry of zipEntries(zip)) {
+        const name = entryName(entry);
+        if (name.split('/')[1] === 'artifacts' && !name.endsWith('/')) images++;
+      }
+    } finally {
+      zip.close();
+    }
+    return images;
+  } catch {
+    return null; // not a zip we can read: nothing to compare with
   }
 }
 
@@ -466,13 +574,28 @@ export interface SessionLocationLite {
   sessionId: string;
   scenario: string | null;
   verdict: string | null;
+  /** Whether its report.html exists (the resource is listed only then). */
+  reportHtml: boolean;
 }
 
-/** A page cursor (an offset we handed out) back to its offset; a ToolError for anything else. */
-export function cursorOffset(cursor: string): number {
-  if (!/^\d{1,9}$/.test(cursor))
+/** Where a session's report.html is written (by `mcec-bundle report`). */
+function reportHtmlOf(sessionDir: string): string {
+  return path.join(sessionDir, 'report.html');
+}
+
+/** The cursor of a page that ended on `dirName`: the dir name, base64url (opaque, no path characters). */
+export function cursorOf(dirName: string): string {
+  return Buffer.from(dirName, 'utf8').toString('base64url');
+}
+
+/** A page cursor this server handed out back to its dir name; a ToolError for anything else. */
+export function cursorDirName(cursor: string): string {
+  const dirName = /^[A-Za-z0-9_-]{1,400}$/.test(cursor)
+    ? Buffer.from(cursor, 'base64url').toString('utf8')
+    : '';
+  if (dirName === '' || cursorOf(dirName) !== cursor || /[/\\\0]/.test(dirName))
     throw new ToolError(`cursor ${JSON.stringify(cursor.slice(0, 40))} is not one this server gave`);
-  return Number(cursor);
+  return dirName;
 }
 
 /** A stored JSON text as a value when it fits `max` chars, else its first `max` chars as a string. */

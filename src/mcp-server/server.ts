@@ -19,7 +19,8 @@ import {
 import type { ValidateFunction } from 'ajv';
 import { packageVersion } from '../bundle/version.js';
 import {
-  cursorOffset,
+  jsonBytes,
+  LIMITS,
   SESSION_DOCUMENTS,
   type SessionDocument,
   SessionsEvidence,
@@ -113,7 +114,17 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
     }
     try {
       const answer = await tool.run(evidence, args);
-      return { content: answer.content, structuredContent: answer.structured as Record<string, unknown> };
+      const result = {
+        content: answer.content,
+        structuredContent: answer.structured as Record<string, unknown>,
+      };
+      const bytes = jsonBytes(result);
+      if (bytes > LIMITS.answerBytes) {
+        return toolError(
+          `the answer of ${tool.name} would be ${bytes} bytes, over the ${LIMITS.answerBytes} this server sends at once: ${tool.smaller}`,
+        );
+      }
+      return result;
     } catch (err) {
       if (err instanceof ToolError) return toolError(err.message);
       log(`mcec-bundle mcp: ${tool.name} failed: ${(err as Error).stack ?? String(err)}`);
@@ -134,23 +145,24 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
   }));
 
   server.setRequestHandler(ListResourcesRequestSchema, async (request) => {
-    let offset = 0;
+    let page: Awaited<ReturnType<SessionsEvidence['documentsPage']>>;
     try {
-      if (request.params?.cursor !== undefined) offset = cursorOffset(request.params.cursor);
+      page = await evidence.documentsPage(request.params?.cursor, RESOURCE_PAGE);
     } catch (err) {
-      throw new McpError(ErrorCode.InvalidParams, (err as Error).message);
+      if (err instanceof ToolError) throw new McpError(ErrorCode.InvalidParams, err.message);
+      throw err;
     }
-    const page = await evidence.documentsPage(offset, RESOURCE_PAGE);
     return {
+      // report.html only where it has been written (mcec-bundle report, or the bundle tool).
       resources: page.rows.flatMap((s) =>
-        SESSION_DOCUMENTS.map((doc) => ({
+        SESSION_DOCUMENTS.filter((doc) => doc !== 'report.html' || s.reportHtml).map((doc) => ({
           uri: documentUri(s.dirName, doc),
           name: `${s.dirName}/${doc}`,
           description: `${s.verdict ?? 'unread'}${s.scenario ? `: ${s.scenario}` : ''}`,
           mimeType: doc === 'failure-summary.md' ? 'text/markdown' : 'text/html',
         })),
       ),
-      ...(page.next !== null ? { nextCursor: String(page.next) } : {}),
+      ...(page.next !== null ? { nextCursor: page.next } : {}),
     };
   });
 
@@ -165,7 +177,14 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
     }
     try {
       const doc = await evidence.document(parsed.session, parsed.doc);
-      return { contents: [{ uri, mimeType: doc.mimeType, text: doc.text }] };
+      const result = { contents: [{ uri, mimeType: doc.mimeType, text: doc.text }] };
+      const bytes = jsonBytes(result);
+      if (bytes > LIMITS.answerBytes) {
+        throw new ToolError(
+          `${uri} would be ${bytes} bytes as JSON, over the ${LIMITS.answerBytes} this server sends at once; open the session's ${parsed.doc} from the sessions dir instead`,
+        );
+      }
+      return result;
     } catch (err) {
       if (err instanceof ToolError) throw new McpError(-32002, err.message); // MCP's "resource not found"
       log(`mcec-bundle mcp: reading ${uri} failed: ${(err as Error).stack ?? String(err)}`);

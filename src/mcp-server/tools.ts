@@ -6,7 +6,8 @@
 import type { BundleResult } from '../bundle/build.js';
 import { type DroppedFile, LEFT_OUT_WORDS } from '../bundle/documents.js';
 import { bundleFileList, bundleFilesPhrase } from '../contract/bundle-files.js';
-import { LIMITS, type SessionsEvidence } from './evidence.js';
+import { openElsewhereWords } from '../report/verdict.js';
+import { clipStrings, LIMITS, type SessionsEvidence } from './evidence.js';
 
 /** What a tool answers: structured content, and the content blocks shown beside it. */
 export interface ToolAnswer {
@@ -21,6 +22,8 @@ export interface ToolDefinition {
   inputSchema: Record<string, unknown>;
   /** Base name of the schema file in schema/ (`summary` for summary.schema.json). */
   outputSchema: string;
+  /** What makes the answer smaller, told when it would be over LIMITS.answerBytes. */
+  smaller: string;
   run(evidence: SessionsEvidence, args: Record<string, unknown>): Promise<ToolAnswer>;
 }
 
@@ -35,6 +38,30 @@ const SEQ = { type: 'integer', minimum: 1, maximum: 1_000_000_000, description: 
 
 function input(properties: Record<string, unknown>, required: string[] = []): Record<string, unknown> {
   return { type: 'object', properties, required, additionalProperties: false };
+}
+
+/**
+ * `structured` with every recorded string over LIMITS.fieldChars clipped (keys in `keep` have bounds of their
+ * own), before the text is made from it: text and structured content say the same.
+ */
+function bounded<T>(structured: T, keep: readonly string[] = []): T {
+  return clipStrings(structured, LIMITS.fieldChars, keep).value;
+}
+
+/** A listing's verdict with its status, in the words of `list` and index.html: `FAIL (running)`. */
+function verdictWords(s: {
+  verdict: string | null;
+  status: string | null;
+  openElsewhere: { host: string } | null;
+}): string {
+  const status = s.openElsewhere
+    ? ` (${openElsewhereWords(s.openElsewhere)})`
+    : s.status === 'open'
+      ? ' (running)'
+      : s.status === 'aborted'
+        ? ' (aborted)'
+        : '';
+  return `${s.verdict ?? '-'}${status}`;
 }
 
 /** The structured content as JSON text too, for clients that show only text content. */
@@ -102,17 +129,18 @@ export const TOOLS: readonly ToolDefinition[] = [
           'Only sessions with an unrecovered failure of this fingerprint (from triage or a listing).',
       },
       limit: { type: 'integer', minimum: 1, maximum: LIMITS.pageMax, description: 'Page size (default 20).' },
-      cursor: { type: 'string', maxLength: 20, description: 'nextCursor of the previous page.' },
+      cursor: { type: 'string', maxLength: 400, description: 'nextCursor of the previous page.' },
     }),
     outputSchema: 'session-page',
+    smaller: 'ask a smaller limit',
     async run(evidence, args) {
-      const page = await evidence.listSessions(args);
+      const page = await evidence.listSessions(args); // clipped per field already (its note counts them)
       const lines = page.sessions.map((s) =>
         s.error !== undefined
           ? `${s.id}  ${s.dirName}  UNREADABLE: ${s.error}`
-          : `${s.id}  ${s.startedAt ?? s.dirName}  ${s.verdict ?? '-'}  ${s.calls} calls, ${s.failures} failures  ${s.scenario ?? ''}`,
+          : `${s.id}  ${s.startedAt ?? s.dirName}  ${verdictWords(s)}  ${s.calls} calls, ${s.failures} failures  ${s.scenario ?? ''}`,
       );
-      const head = `${page.total} session(s) match; showing ${page.sessions.length} from ${page.offset}.`;
+      const head = `${page.total} session(s) match; showing ${page.sessions.length} after the first ${page.offset}.`;
       return {
         structured: page,
         content: [{ type: 'text', text: [head, ...lines, ...(page.note ? [page.note] : [])].join('\n') }],
@@ -137,8 +165,11 @@ export const TOOLS: readonly ToolDefinition[] = [
       ['session'],
     ),
     outputSchema: 'summary',
+    smaller: 'ask a smaller maxChars',
     async run(evidence, args) {
-      const facts = await evidence.summary(args as { session: string; maxChars?: number });
+      const facts = bounded(await evidence.summary(args as { session: string; maxChars?: number }), [
+        'markdown',
+      ]);
       const { markdown, ...rest } = facts;
       return { structured: facts, content: [{ type: 'text', text: markdown }, asText(rest)] };
     },
@@ -162,8 +193,12 @@ export const TOOLS: readonly ToolDefinition[] = [
       ['session', 'seq'],
     ),
     outputSchema: 'call',
+    smaller: 'ask a smaller maxBytes',
     async run(evidence, args) {
-      const call = await evidence.call(args as { session: string; seq: number; maxBytes?: number });
+      const call = bounded(await evidence.call(args as { session: string; seq: number; maxBytes?: number }), [
+        'args',
+        'envelope',
+      ]);
       return { structured: call, content: [asText(call)] };
     },
   },
@@ -192,15 +227,16 @@ export const TOOLS: readonly ToolDefinition[] = [
       ['session', 'seq'],
     ),
     outputSchema: 'image',
+    smaller: 'ask a smaller maxWidth',
     async run(evidence, args) {
       const image = await evidence.image(
         args as { session: string; seq: number; index?: number; maxWidth?: number },
       );
       return {
-        structured: image.facts,
+        structured: bounded(image.facts),
         content: [
           { type: 'image', data: image.data.toString('base64'), mimeType: 'image/png' },
-          asText(image.facts),
+          asText(bounded(image.facts)),
         ],
       };
     },
@@ -229,8 +265,9 @@ export const TOOLS: readonly ToolDefinition[] = [
       },
     }),
     outputSchema: 'triage-page',
+    smaller: 'ask a smaller maxGroups, or narrow it by since or scenario',
     async run(evidence, args) {
-      const page = await evidence.triage(args);
+      const page = bounded(await evidence.triage(args));
       return { structured: page, content: [asText(page)] };
     },
   },
@@ -256,8 +293,9 @@ export const TOOLS: readonly ToolDefinition[] = [
       ['session'],
     ),
     outputSchema: 'diff-window',
+    smaller: 'ask a smaller around',
     async run(evidence, args) {
-      const d = await evidence.diff(args as { session: string; against?: string; around?: number });
+      const d = bounded(await evidence.diff(args as { session: string; against?: string; around?: number }));
       return { structured: d, content: [asText(d)] };
     },
   },
@@ -279,8 +317,11 @@ export const TOOLS: readonly ToolDefinition[] = [
       ['session'],
     ),
     outputSchema: 'bundle-result',
+    smaller: 'the zip is written: see it in the sessions dir',
     async run(evidence, args) {
-      const res = await evidence.bundle(args as { session: string; images?: boolean; maxBytes?: number });
+      const res = bounded(
+        await evidence.bundle(args as { session: string; images?: boolean; maxBytes?: number }),
+      );
       return { structured: res, content: [{ type: 'text', text: bundleAnswerText(res) }, asText(res)] };
     },
   },

@@ -1,13 +1,14 @@
 /**
  * The evidence server on a transport: stdio (an MCP client starts `mcec-bundle mcp`), or Streamable HTTP on
  * `POST /mcp`, stateless (a fresh SDK server and transport per request, nothing kept between requests),
- * behind the proxies' gates: loopback only unless allowed, the same Host/Origin checks, a 1 MiB body limit.
+ * behind the proxies' gates: loopback only unless allowed, the same Host/Origin checks, a bearer token when
+ * one is set (required off loopback unless the operator opted out), a 1 MiB body limit.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { hostOriginRejection, isLoopbackHost } from '../wire/gates.js';
+import { bearerMatches, hostOriginRejection, isLoopbackHost } from '../wire/gates.js';
 import { createEvidenceServer, type EvidenceServerOptions } from './server.js';
 
 /** Largest request body read (MCEC's and the proxy's limit). */
@@ -33,6 +34,13 @@ export interface HttpServeOptions extends EvidenceServerOptions {
   port: number;
   /** Listen on a non-loopback host and skip the loopback Host check (default false). */
   allowRemote?: boolean;
+  /**
+   * Every request must send `Authorization: Bearer <token>` (401 otherwise). Required on a non-loopback
+   * host unless `unauthenticated` is set.
+   */
+  token?: string;
+  /** Serve a non-loopback host without a token: anyone who reaches the port reads every recording. */
+  unauthenticated?: boolean;
 }
 
 /** A running HTTP server. */
@@ -42,10 +50,14 @@ export interface EvidenceHttpServer {
   close(): Promise<void>;
 }
 
-function reply(res: http.ServerResponse, status: number, message: string): void {
+/** JSON-RPC's "Invalid Request" and "Parse error" codes. */
+const INVALID_REQUEST = -32600;
+const PARSE_ERROR = -32700;
+
+function reply(res: http.ServerResponse, status: number, message: string, code = INVALID_REQUEST): void {
   if (res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32600, message }, id: null }));
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 /** Read a JSON body of at most MAX_BODY_BYTES; null after answering the client when it is not one. */
@@ -63,8 +75,8 @@ async function readBody(req: http.IncomingMessage, res: http.ServerResponse): Pr
   }
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch {
-    reply(res, 400, 'the body is not JSON');
+  } catch (err) {
+    reply(res, 400, `Parse error: the body is not JSON (${(err as Error).message})`, PARSE_ERROR);
     return null;
   }
 }
@@ -75,6 +87,13 @@ export async function serveHttp(options: HttpServeOptions): Promise<EvidenceHttp
   if (!isLoopbackHost(host) && !options.allowRemote) {
     throw new Error(`refusing to listen on non-loopback host ${host} (pass --allow-remote to allow it)`);
   }
+  if (options.token === '') throw new Error('the bearer token is empty: give a token, or none');
+  if (!isLoopbackHost(host) && options.token === undefined && !options.unauthenticated) {
+    throw new Error(
+      `refusing to serve non-loopback host ${host} without a bearer token (give a token, or opt out explicitly)`,
+    );
+  }
+  const token = options.token;
   let port = options.port;
   const httpServer = http.createServer(async (req, res) => {
     // A refusal drains the body and closes the connection, so a keep-alive client's next request is clean.
@@ -90,6 +109,10 @@ export async function serveHttp(options: HttpServeOptions): Promise<EvidenceHttp
         options.allowRemote ?? false,
       );
       if (rejection) return refuse(403, rejection);
+      if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
+        res.setHeader('www-authenticate', 'Bearer realm="mcec-bundle mcp"');
+        return refuse(401, 'Unauthorized: send Authorization: Bearer <the token mcec-bundle mcp was given>');
+      }
       const q = (req.url ?? '').indexOf('?');
       if ((q < 0 ? req.url : req.url!.slice(0, q)) !== ENDPOINT)
         return refuse(404, `not found: use POST ${ENDPOINT}`);

@@ -598,14 +598,16 @@ export class Catalog {
 
   /**
    * One page of the sessions `list` shows (those holding a call, or unreadable), newest first, and how many
-   * match in all: two indexed queries however many sessions there are (the MCP tool list_sessions).
-   * `fingerprint` matches a fingerprint of the session's unrecovered failures exactly.
+   * match in all and come before the page: indexed queries however many sessions there are (the MCP tool
+   * list_sessions). `after` is the dir name the previous page ended on (a keyset: a session recorded between
+   * two pages sorts before it and never shifts the next page). `fingerprint` matches a fingerprint of the
+   * session's unrecovered failures exactly.
    */
   page(
     filter: { since?: string; scenario?: string; verdict?: 'PASS' | 'FAIL'; fingerprint?: string },
-    offset: number,
+    after: string | null,
     limit: number,
-  ): { total: number; rows: CatalogSession[] } {
+  ): { total: number; before: number; rows: CatalogSession[] } {
     const { where, params } = sessionFilter(filter);
     where.unshift('(calls > 0 OR error IS NOT NULL)');
     if (filter.fingerprint !== undefined) {
@@ -613,16 +615,20 @@ export class Catalog {
       params.push(filter.fingerprint);
     }
     const cond = where.join(' AND ');
-    const total = this.db
-      .prepare(`SELECT count(*) FROM sessions WHERE ${cond}`)
-      .pluck()
-      .get(...params) as number;
+    const count = (extra: string, more: unknown[]) =>
+      this.db
+        .prepare(`SELECT count(*) FROM sessions WHERE ${cond}${extra}`)
+        .pluck()
+        .get(...params, ...more) as number;
+    const total = count('', []);
+    const before = after === null ? 0 : count(' AND dir_name >= ?', [after]);
     const rows = this.db
       .prepare(
-        `SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${cond} ORDER BY dir_name DESC LIMIT ? OFFSET ?`,
+        `SELECT ${SESSION_COLUMNS} FROM sessions WHERE ${cond}${after === null ? '' : ' AND dir_name < ?'}
+           ORDER BY dir_name DESC LIMIT ?`,
       )
-      .all(...params, limit, offset) as CatalogSession[];
-    return { total, rows };
+      .all(...params, ...(after === null ? [] : [after]), limit) as CatalogSession[];
+    return { total, before, rows };
   }
 
   /**

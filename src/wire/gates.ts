@@ -1,6 +1,15 @@
 /** Loopback and Host/Origin checks the proxy applies like the MCEC server does (mcec-wire §4). */
 
+import { timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
+
+/** Whether an Authorization header is `Bearer <token>`, compared in constant time (the simulator, mcec-bundle mcp). */
+export function bearerMatches(header: string | undefined, token: string): boolean {
+  if (!header || !/^bearer /i.test(header)) return false;
+  const a = Buffer.from(header.slice(7).trim(), 'utf8');
+  const b = Buffer.from(token, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
 
 /**
  * True for a loopback host name or address: localhost, 127.0.0.0/8, ::1, and 127.0.0.0/8 mapped into IPv6

@@ -1,8 +1,7 @@
 /** `POST /mcp` over HTTP with the real server's gates and status codes (mcec-wire §4). */
-import { timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import { isIP } from 'node:net';
-import { hostOriginRejection, isLoopbackHost, mcecHostOriginText } from './gates.js';
+import { bearerMatches, hostOriginRejection, isLoopbackHost, mcecHostOriginText } from './gates.js';
 import type { JsonRpcResponse } from './json-rpc.js';
 import { serializeWire } from './json-text.js';
 import { DEFAULT_WRITE_TIMEOUT_MS, writeInSlices } from './write-deadline.js';
@@ -46,13 +45,6 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_HTTP_IN_FLIGHT = 16;
 /** Default of `HttpOptions.bodyTimeoutMs`. */
 export const DEFAULT_BODY_TIMEOUT_MS = 10_000;
-
-function bearerMatches(header: string | undefined, token: string): boolean {
-  if (!header || !/^bearer /i.test(header)) return false;
-  const a = Buffer.from(header.slice(7).trim(), 'utf8');
-  const b = Buffer.from(token, 'utf8');
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 /** Answer with `payload`; with `writeTimeoutMs`, a client that stops taking the bytes is hung up on. */
 function send(res: http.ServerResponse, status: number, payload: unknown, writeTimeoutMs?: number): void {

@@ -71,23 +71,27 @@ export async function stdioClient(sessionsDir: string): Promise<{ client: Client
   return { client, close: () => client.close() };
 }
 
-/** `mcec-bundle mcp --listen 127.0.0.1:0` started; resolves with its URL once it listens. */
+/**
+ * `mcec-bundle mcp --listen 127.0.0.1:0` (or the `--listen` in `extra`) started; resolves with its URL once it
+ * listens. `env` is added to the child's environment; `stderr` collects what it prints.
+ */
 export function startHttpServer(
   sessionsDir: string,
   extra: string[] = [],
+  env: Record<string, string> = {},
+  stderr: string[] = [],
 ): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(
-    process.execPath,
-    [BUNDLE_CLI, 'mcp', '--sessions', sessionsDir, '--listen', '127.0.0.1:0', ...extra],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const listen = extra.includes('--listen') ? [] : ['--listen', '127.0.0.1:0'];
+  const child = spawn(process.execPath, [BUNDLE_CLI, 'mcp', '--sessions', sessionsDir, ...listen, ...extra], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return new Promise((resolve, reject) => {
     let err = '';
     child.stderr!.setEncoding('utf8').on('data', (s: string) => {
       err += s;
+      stderr.push(s);
       const m = /on (http:\/\/\S+\/mcp)/.exec(err);
       if (m) resolve({ url: m[1]!, child });
     });
