@@ -12,7 +12,7 @@ import {
 } from '../paths/naming.js';
 import { expectBoolean, expectNonEmptyString, expectOptions } from '../util/expect.js';
 import { pidAlive } from '../util/temp-files.js';
-import { type LogForReading, openLogForReading, type SessionDb } from './open.js';
+import { describeLogError, type LogForReading, openLogForReading, type SessionDb } from './open.js';
 import type {
   ArtifactRow,
   CallCounts,
@@ -356,11 +356,22 @@ export class SessionReader {
   /** Run `fn` inside one read transaction so every query sees the same snapshot of a log being written. */
   snapshot<T>(fn: () => T): T {
     if (this.db.inTransaction) return fn();
-    this.db.exec('BEGIN');
     try {
-      return fn();
-    } finally {
-      if (this.db.inTransaction) this.db.exec('COMMIT');
+      this.db.exec('BEGIN');
+      const out = fn();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (err) {
+      if (this.db.inTransaction) {
+        try {
+          this.db.exec('ROLLBACK'); // a read transaction: nothing to keep
+        } catch {
+          // a damaged log may refuse even this; the error below says why
+        }
+      }
+      // A bad page is met by a query, not at open: said here once with the log's path and what to do, for
+      // `show`, `list`'s UNREADABLE line and the MCP tools alike (SQLite's words name neither).
+      throw describeLogError(path.join(this.dir, LOG_FILE), err);
     }
   }
 

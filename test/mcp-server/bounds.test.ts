@@ -357,3 +357,45 @@ describe('a bundle of a zip another call is writing', () => {
     }
   }, 30_000);
 });
+
+describe('a log with a damaged page', () => {
+  it('is said with its file and what to do, by list_sessions, the tools and show alike', async () => {
+    const dir = tempDir('mcec-mcp-damaged-');
+    try {
+      const s = session(dir, 'bad9a9e00100', 0);
+      s.end();
+      s.close();
+      const log = path.join(s.dir, 'session.sqlite');
+      const { default: Database } = await import('better-sqlite3');
+      const db = new Database(log, { readonly: true });
+      const { rootpage } = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'session'").get() as {
+        rootpage: number;
+      };
+      const pageSize = db.pragma('page_size', { simple: true }) as number;
+      db.close();
+      const fd = fs.openSync(log, 'r+');
+      try {
+        fs.writeSync(fd, Buffer.alloc(pageSize, 0xa5), 0, pageSize, (rootpage - 1) * pageSize); // a bad sector
+      } finally {
+        fs.closeSync(fd);
+      }
+      const said = `${log}: database disk image is malformed (SQLITE_CORRUPT): the log is damaged`;
+      const { client, close } = await stdioClient(dir);
+      try {
+        const list = await call(client, 'list_sessions', {});
+        expect(list.content[0]!.text).toContain(`UNREADABLE: ${said}`);
+        expect(list.content[0]!.text).toContain('.recover');
+        const summary = await call(client, 'get_summary', { session: s.dirName });
+        expect(summary.isError).toBe(true);
+        expect(summary.content[0]!.text).toContain(said);
+      } finally {
+        await close();
+      }
+      const show = await runNode([BUNDLE_CLI, 'show', s.dirName, '--sessions', dir]);
+      expect(show.code).toBe(1);
+      expect(show.stderr).toContain(said);
+    } finally {
+      removeDir(dir);
+    }
+  }, 30_000);
+});
