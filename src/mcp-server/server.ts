@@ -37,7 +37,8 @@ const INSTRUCTIONS = `Evidence recorded by mcec-recorder from agents that drive 
 each call with its arguments and result envelope (redacted), images, failures and a verdict. To find out why a
 run failed: list_sessions {verdict: "FAIL", limit: 1} -> get_summary {session} (the failing call and its seq) ->
 get_image {session, seq} -> diff {session} (against the last passing run of the scenario). Read-only except the
-bundle tool, which writes a zip into the sessions dir.`;
+bundle tool, which writes a zip into the sessions dir (and the session's report.html). Long recorded strings
+come back clipped, ending in "... [N more chars cut]".`;
 
 /** The URI of a session document. */
 export function documentUri(dirName: string, doc: SessionDocument): string {

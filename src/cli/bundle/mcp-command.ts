@@ -40,7 +40,7 @@ export function addMcpCommand(program: Command): void {
       'after',
       `
 Tools: list_sessions, get_summary, get_call, get_image, triage, diff, bundle (the only one that writes: a zip
-in the sessions dir). Resources: each session's failure-summary.md, and its report.html once written.
+in the sessions dir and report.html beside the log, as mcec-bundle <id>; one call per zip at a time). Resources: each session's failure-summary.md, and its report.html once written.
 Every answer is bounded: strings over 2,000 chars are clipped ("... [N more chars cut]"), and no answer is
 over 4 MiB as JSON (one that would be is an error naming the argument that makes it smaller).
 
