@@ -399,3 +399,46 @@ describe('a log with a damaged page', () => {
     }
   }, 30_000);
 });
+
+describe('an answer that would be over the cap', () => {
+  it('is a tool error naming the argument that makes it smaller (a noisy image at maxWidth 1600)', async () => {
+    const dir = tempDir('mcec-mcp-cap-');
+    try {
+      const s = FixtureSession.create(dir, { sessionId: 'b19b19000100', startedAt: START });
+      const seq = s.call({ tool: 'capture', args: { window: 'Notepad' }, result: { ok: true } });
+      // Noise does not compress: 1600x800 RGB is ~3.8 MB of PNG, ~5.1 MB as base64.
+      const { default: sharp } = await import('sharp');
+      const noise = Buffer.alloc(1600 * 800 * 3);
+      let x = 0x2545f491;
+      for (let i = 0; i < noise.length; i++) {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        noise[i] = x & 0xff;
+      }
+      const png = await sharp(noise, { raw: { width: 1600, height: 800, channels: 3 } })
+        .png({ compressionLevel: 1 })
+        .toBuffer();
+      s.artifactRow(seq, 'capture', s.storePng(png));
+      s.end();
+      s.close();
+      const { client, close } = await stdioClient(dir);
+      try {
+        const big = await call(client, 'get_image', { session: 'b19b19000100', seq, maxWidth: 1600 });
+        expect(big.isError).toBe(true);
+        expect(big.content[0]!.text).toMatch(
+          new RegExp(
+            `^the answer of get_image would be \\d+ bytes, over the ${LIMITS.answerBytes} .*: ask a smaller maxWidth$`,
+          ),
+        );
+        const small = await call(client, 'get_image', { session: 'b19b19000100', seq, maxWidth: 400 });
+        expect(small.isError).toBeFalsy();
+        expect(small.structuredContent).toMatchObject({ width: 400, storedWidth: 1600 });
+      } finally {
+        await close();
+      }
+    } finally {
+      removeDir(dir);
+    }
+  }, 30_000);
+});
