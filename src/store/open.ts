@@ -17,7 +17,7 @@ export function describeLogError(file: string, err: unknown): unknown {
   const said = (err as Error).message;
   let next: string;
   if (code.startsWith('SQLITE_CORRUPT'))
-    next = `the log is damaged (a disk fault, or a copy cut short): copy the session dir again from where it was recorded, or salvage what is left with \`sqlite3 ${JSON.stringify(file)} .recover\`; its artifacts/ are still readable`;
+    next = `the log is damaged (a disk fault, or a copy cut short): copy the session dir again from where it was recorded, or salvage what is left with \`sqlite3 "${file}" .recover > recovered.sql\`; its artifacts/ are still readable`;
   else if (code === 'SQLITE_NOTADB')
     next = 'the file is damaged or is not a log mcec-recorder wrote; its artifacts/ are still readable';
   else if (code.startsWith('SQLITE_READONLY') || code.startsWith('SQLITE_CANTOPEN'))
