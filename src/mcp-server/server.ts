@@ -182,7 +182,7 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
       const bytes = jsonBytes(result);
       if (bytes > LIMITS.answerBytes) {
         throw new ToolError(
-          `${uri} would be ${bytes} bytes as JSON, over the ${LIMITS.answerBytes} this server sends at once; open the session's ${parsed.doc} from the sessions dir instead`,
+          `${uri} would be ${bytes} bytes as JSON, over the ${LIMITS.answerBytes} this server sends at once; ${parsed.doc === 'report.html' ? 'open report.html in the session dir in a browser instead' : `run mcec-bundle summary ${parsed.session} to write failure-summary.md into the session dir and read it there`}`,
         );
       }
       return result;
