@@ -35,6 +35,7 @@ import {
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+import { withoutUrlCredentials } from '../redact/inline-secrets.js';
 import type { OtlpExportOptions } from './live-options.js';
 import type { SpanPlan } from './span-plan.js';
 
@@ -57,6 +58,7 @@ export interface ExportCounts {
 
 /** A span sink over OTLP; `shutdown()` is idempotent and flushes first. */
 export interface OtlpSink {
+  /** The traces endpoint as shown and stored: its credentials replaced (`withoutUrlCredentials`). */
   readonly url: string;
   emit(plan: SpanPlan): void;
   /** Send what is queued; resolves when sent or given up (never rejects). */
@@ -78,6 +80,8 @@ type DeadlineAgent = http.Agent & {
   destroyAll(): void;
   /** The last connection error (`connect ECONNREFUSED 127.0.0.1:4318`): the SDK retries it out of sight. */
   lastSocketError: string | null;
+  /** The collector's last HTTP status: the SDK's error for a retried 429 or 503 does not name it. */
+  lastStatus: number | null;
 };
 
 function deadlineAgent(protocol: string, deadlineMs: number): DeadlineAgent {
@@ -85,6 +89,7 @@ function deadlineAgent(protocol: string, deadlineMs: number): DeadlineAgent {
   const sockets = new Set<net.Socket>();
   const agent = new Base({ keepAlive: false }) as DeadlineAgent;
   agent.lastSocketError = null;
+  agent.lastStatus = null;
   // createConnection is Agent's documented hook; its typings do not declare it.
   const base = agent as unknown as { createConnection(options: object, cb: unknown): net.Socket };
   const create = base.createConnection.bind(agent);
@@ -97,13 +102,22 @@ function deadlineAgent(protocol: string, deadlineMs: number): DeadlineAgent {
     );
     timer.unref();
     socket.once('error', (err) => {
-      agent.lastSocketError = err.message;
+      agent.lastSocketError = withoutUrlCredentials(err.message);
     });
     socket.once('close', () => {
       clearTimeout(timer);
       sockets.delete(socket);
     });
     return socket;
+  };
+  // addRequest is where every request meets the agent (undocumented, but what proxy agents build on).
+  const withRequests = agent as unknown as { addRequest(req: http.ClientRequest, options: object): void };
+  const addRequest = withRequests.addRequest.bind(agent);
+  withRequests.addRequest = (req, options) => {
+    req.once('response', (res: http.IncomingMessage) => {
+      agent.lastStatus = res.statusCode ?? null;
+    });
+    addRequest(req, options);
   };
   agent.destroyAll = () => {
     for (const s of sockets) s.destroy();
@@ -145,7 +159,10 @@ class CountingExporter implements SpanExporter {
   /** Spans handed to the OTLP exporter and not yet answered (a batch the processor gave up on included). */
   inFlight = 0;
   lastError: string | null = null;
-  constructor(private readonly inner: SpanExporter) {}
+  constructor(
+    private readonly inner: SpanExporter,
+    private readonly agent: DeadlineAgent,
+  ) {}
 
   export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
     let counted = false;
@@ -159,7 +176,7 @@ class CountingExporter implements SpanExporter {
       if (ok) this.exported += spans.length;
       else {
         this.failed += spans.length;
-        this.lastError = result.error?.message ?? 'export failed';
+        this.lastError = exportErrorText(result.error, this.agent.lastStatus);
       }
       for (const span of spans) {
         const id = span.attributes[SESSION_ATTR];
@@ -178,6 +195,20 @@ class CountingExporter implements SpanExporter {
   forceFlush(): Promise<void> {
     return this.inner.forceFlush?.() ?? Promise.resolve();
   }
+}
+
+/**
+ * An export's error in words, its URLs without credentials. The SDK's error for a status it gave up retrying
+ * (429, 502, 503, 504) is `Export failed with retryable status`, and for another one the status text alone
+ * (`Internal Server Error`): the collector's HTTP status is added.
+ */
+function exportErrorText(error: Error | undefined, lastStatus: number | null): string {
+  const message = error?.message || 'export failed';
+  const fromSdk = error?.name === 'OTLPExporterError';
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const status = typeof code === 'number' ? code : fromSdk ? lastStatus : null;
+  const text = status !== null && !message.includes(String(status)) ? `${message} (HTTP ${status})` : message;
+  return withoutUrlCredentials(text);
 }
 
 const KIND = { internal: SpanKind.INTERNAL, client: SpanKind.CLIENT } as const;
@@ -271,16 +302,19 @@ class CountingOtlpSink implements OtlpSink {
   private readonly agent: DeadlineAgent;
 
   constructor(options: OtlpOptions) {
-    this.url = resolveTracesUrl(options.url);
+    // The real endpoint goes to the exporter only: what is shown, stored and counted by is `url`.
+    const endpoint = resolveTracesUrl(options.url);
+    this.url = withoutUrlCredentials(endpoint);
     const timeoutMillis = options.exportTimeoutMillis ?? 10_000;
-    this.agent = deadlineAgent(new URL(this.url).protocol, timeoutMillis);
+    this.agent = deadlineAgent(new URL(endpoint).protocol, timeoutMillis);
     this.exporter = new CountingExporter(
       new OTLPTraceExporter({
-        url: this.url,
+        url: endpoint,
         ...(options.headers ? { headers: options.headers } : {}),
         timeoutMillis,
         httpAgentOptions: () => this.agent,
       }),
+      this.agent,
     );
     this.provider = tracerProvider(options, this.ids, this.exporter);
     this.tracer = this.provider.getTracer('mcec-recorder');

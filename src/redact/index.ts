@@ -2,7 +2,7 @@
 export { Automaton } from './automaton.js';
 export { base64Cores, echoForms, jsonForms, serverEscaped, urlForms } from './echoes.js';
 export { scrubImageText } from './image-text.js';
-export { scrubInlineSecrets } from './inline-secrets.js';
+export { scrubInlineSecrets, withoutUrlCredentials } from './inline-secrets.js';
 export * from './redactor.js';
 export {
   DEFAULT_SECRET_KEYS,

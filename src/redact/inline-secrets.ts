@@ -11,7 +11,7 @@
  * No regex with large counted repeats or nested quantifiers runs; the assignment scan reads at most 1 MiB.
  */
 import { replaceSpans, type Span } from './automaton.js';
-import { secretKeyHint } from './secret-keys.js';
+import { secretKeyHint, secretKeyMatcher } from './secret-keys.js';
 
 /** Longer strings are not scanned for assignments (they are payloads, not command lines). */
 const MAX_SCAN = 1024 * 1024;
@@ -351,4 +351,15 @@ export function scrubInlineSecrets(text: string, replacement: string, options: I
     else merged.push({ ...e });
   }
   return replaceSpans(text, merged, replacement);
+}
+
+const DEFAULT_SECRET_KEY = secretKeyMatcher();
+
+/**
+ * Text naming a URL (an endpoint, an error about one) fit to store or print: the userinfo password and the
+ * values of secret-looking query keys (`api_key`, `token`, ...) as `***`, by the same rules as above:
+ * `http://otuser:***@host/v1/traces?api_key=***`.
+ */
+export function withoutUrlCredentials(text: string): string {
+  return scrubInlineSecrets(text, '***', { isSecretKey: DEFAULT_SECRET_KEY });
 }

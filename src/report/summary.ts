@@ -1,6 +1,7 @@
 /** Build the summary model from a session log alone (finished, still running or crashed). */
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { safeRelativePath } from '../paths/naming.js';
+import { withoutUrlCredentials } from '../redact/inline-secrets.js';
 import type { ArtifactRow, CallRow, EventRow, SessionRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
 import { expectInstance, expectNumber, expectOptions } from '../util/expect.js';
@@ -432,25 +433,39 @@ function stepsPart(
   };
 }
 
-/** The export's counts: spans still queued when the writer stopped were never delivered. */
+/**
+ * The export's counts. While a writer still runs, its queued spans are on their way ("queued"); once none
+ * does, spans still queued in its last counts were never delivered. URLs and errors are shown without
+ * credentials (a log written before the recorder stored them so may hold them).
+ */
 function otlpExportOf(
   rows: EventRow[],
   sums: Record<string, unknown>,
+  writing: boolean,
 ): NonNullable<SessionSummary['events']['otlpExport']> {
   let url = '';
   let lastError: string | null = null;
   for (const row of rows) {
     try {
       const d = JSON.parse(row.detail ?? '{}') as { url?: unknown; lastError?: unknown };
-      if (typeof d.url === 'string') url = d.url;
-      if (typeof d.lastError === 'string') lastError = d.lastError;
+      if (typeof d.url === 'string') url = withoutUrlCredentials(d.url);
+      if (typeof d.lastError === 'string') lastError = withoutUrlCredentials(d.lastError);
     } catch {
       // a malformed row adds nothing
     }
   }
   const spans = finiteOr0(sums.spans);
   const exported = finiteOr0(sums.exported);
-  return { url, spans, exported, dropped: Math.max(0, spans - exported), lastError };
+  const queued = writing ? Math.min(finiteOr0(sums.queued), Math.max(0, spans - exported)) : 0;
+  return {
+    url,
+    spans,
+    exported,
+    dropped: Math.max(0, spans - exported - queued),
+    queued,
+    writing,
+    lastError,
+  };
 }
 
 /** Who wrote the log, and what the recorder had to leave out (payloads, images) or saw (emergency stop). */
@@ -489,7 +504,7 @@ function recordingPart(
             omittedBytes: finiteOr0(artifactLimitDetail.omittedBytes),
           }
         : null,
-      otlpExport: otlpRows[0] ? otlpExportOf(otlpRows, otlpDetail) : null,
+      otlpExport: otlpRows[0] ? otlpExportOf(otlpRows, otlpDetail, reader.liveWriters().length > 0) : null,
     },
   };
 }

@@ -211,7 +211,12 @@ export interface SessionSummary {
       url: string;
       spans: number;
       exported: number;
+      /** Spans that will not be delivered (refused, unanswered, or still queued when the writer stopped). */
       dropped: number;
+      /** Spans on their way while a writer still runs (0 once none does). */
+      queued: number;
+      /** A writer still runs: the counts are as of its last commit, not final. */
+      writing: boolean;
       lastError: string | null;
     } | null;
   };

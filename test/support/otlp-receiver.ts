@@ -126,11 +126,13 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       receiver.requests += 1;
       receiver.headers.push(req.headers);
       const { status, delayMs = 0 } = receiver.answer(receiver.requests);
+      // A query (an API key some collectors take there) does not change the path.
+      const traces = new URL(req.url ?? '/', 'http://receiver').pathname === '/v1/traces';
       setTimeout(() => {
-        if (status === 200 && req.url === '/v1/traces') {
+        if (status === 200 && traces) {
           receiver.spans.push(...decodeTraces(Buffer.concat(parts)));
           res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
-        } else res.writeHead(req.url === '/v1/traces' ? status : 404).end();
+        } else res.writeHead(traces ? status : 404).end();
       }, delayMs);
     });
   });
