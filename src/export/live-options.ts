@@ -14,11 +14,17 @@ export interface OtlpExportOptions {
   scheduledDelayMillis?: number;
   /** One export's limit, retries included (default 10 s). */
   exportTimeoutMillis?: number;
-  /** Longest wait in `close()` for queued spans (default 5 s); the rest counts as dropped. */
+  /**
+   * Longest wait in `close()` for queued spans (default 1 s: an MCP client ends a stdio server 2 s after
+   * closing its stdin); the rest counts as dropped.
+   */
   shutdownTimeoutMs?: number;
   /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
   serviceName?: string;
 }
+
+/** `shutdownTimeoutMs` when not given. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 1000;
 
 /** Options of the live export: where to send, and how long `shutdown` may wait for the collector. */
 export type LiveExportOptions = OtlpExportOptions;

@@ -6,7 +6,7 @@
  */
 
 import { SessionReader } from '../store/session-reader.js';
-import type { LiveExportOptions } from './live-options.js';
+import { DEFAULT_SHUTDOWN_TIMEOUT_MS, type LiveExportOptions } from './live-options.js';
 import { createOtlpSink, type ExportCounts, type OtlpSink } from './otlp-sink.js';
 import { callLookupByQuery, planRoot, sessionFacts } from './session-spans.js';
 import { planCallSpan, type SessionFacts } from './span-plan.js';
@@ -75,7 +75,7 @@ export class LiveTraceExport {
   /** Flush what is queued, waiting at most `shutdownTimeoutMs`; idempotent. */
   async shutdown(): Promise<void> {
     for (const dir of [...this.sessions.keys()]) this.forget(dir);
-    const limit = this.options.shutdownTimeoutMs ?? 5000;
+    const limit = this.options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
     let timer: NodeJS.Timeout | undefined;
     let late = false;
     await Promise.race([

@@ -498,11 +498,13 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   const end = await childExit(child, options.command, io.stderr, options.drainGraceMs ?? 2000);
 
   stop.exited();
-  stopListening();
-  stopWatchingAbort();
   pipes.detachClient();
   pairing.serverExited(stop.exitReason(end.status, end.signal));
+  // The handlers stay until the sessions are written (a signal now finds the server gone and is ignored): an
+  // MCP client's SIGTERM, 2 s after it closed stdin, must not end the close mid-write or change the exit code.
   await closeRecorder(recorder, io.stderr);
+  stopListening();
+  stopWatchingAbort();
   return end.code;
 }
 

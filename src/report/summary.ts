@@ -457,6 +457,9 @@ function otlpExportOf(
   const spans = finiteOr0(sums.spans);
   const exported = finiteOr0(sums.exported);
   const queued = writing ? Math.min(finiteOr0(sums.queued), Math.max(0, spans - exported)) : 0;
+  // Its writer stopped (killed, say) before the export said what became of them.
+  if (!writing && lastError === null && finiteOr0(sums.queued) > 0)
+    lastError = 'still queued when the recorder stopped';
   return {
     url,
     spans,
