@@ -3,6 +3,7 @@
 
 import path from 'node:path';
 import { Command, Option } from 'commander';
+import { liveExportOptions, type OtlpExportOptions } from '../export/live-options.js';
 import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
 import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
@@ -27,6 +28,7 @@ import {
   UsageError,
   windowsPathProblem,
 } from './common.js';
+import { checkTracesEndpoint } from './otlp-endpoint.js';
 
 function fail(message: string, code: number): never {
   process.stderr.write(`mcec-record: ${message}\n`);
@@ -165,9 +167,13 @@ function addCommonOptions(command: Command): Command {
     .option('--max-host-file-bytes <size>', 'largest host file copied (a size: 67108864, 64MiB)', '64MiB')
     .option(
       '--otlp <url>',
-      'send spans live to an OpenTelemetry collector, e.g. http://collector:4318/v1/traces (also: OTEL_TRACES_EXPORTER=otlp)',
+      'send spans live to an OpenTelemetry collector, an http(s) URL, e.g. http://collector:4318/v1/traces (also: OTEL_TRACES_EXPORTER=otlp with OTEL_EXPORTER_OTLP_*); credentials in it are shown as ***',
     )
-    .option('--otlp-header <name=value>', 'an HTTP header for the collector (repeatable)', collectHeader)
+    .option(
+      '--otlp-header <name=value>',
+      'an HTTP header for the collector, with --otlp or OTEL_TRACES_EXPORTER=otlp, on top of OTEL_EXPORTER_OTLP_HEADERS (repeatable)',
+      collectHeader,
+    )
     .option(
       '--mask <rule>',
       "paint over a region of every capture: 'window=TITLE', 'window=TITLE;by=automationid;value=ID', 'process=NAME;rect=X,Y,W,H' (repeatable; typed secrets and secret fields are masked anyway)",
@@ -180,6 +186,28 @@ function addCommonOptions(command: Command): Command {
       'before-write',
     )
     .option('--no-masking', 'do not mask captures (typed secrets stay visible in screenshots)');
+}
+
+/**
+ * The recorder's `otlp` option: --otlp with --otlp-header; or, when OTEL_TRACES_EXPORTER=otlp turns the export
+ * on, --otlp-header on top of the OTEL_EXPORTER_OTLP_* variables. Usage errors (exit 2): an endpoint that is
+ * not an http(s) URL, and --otlp-header with no export to apply it to.
+ */
+function otlpOption(options: CommonOptions): OtlpExportOptions | undefined {
+  const headers = options.otlpHeader ? { headers: options.otlpHeader } : {};
+  if (options.otlp !== undefined) {
+    checkTracesEndpoint(options.otlp);
+    return { url: options.otlp, ...headers };
+  }
+  if (liveExportOptions(undefined) === null) {
+    if (options.otlpHeader)
+      throw new UsageError(
+        '--otlp-header needs an export: give --otlp URL, or set OTEL_TRACES_EXPORTER=otlp',
+      );
+    return undefined;
+  }
+  checkTracesEndpoint(undefined);
+  return headers;
 }
 
 function collectHeader(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -207,6 +235,7 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
   const asSession = sessionDirAsRootProblem(resolveSessionsDir(options.sessions), options.sessions);
   if (asSession) throw new UsageError(asSession);
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
+  const otlp = otlpOption(options);
   const { createWorkerRecorder } = await import('../record/worker-recorder.js');
   const mask = maskOptions(options);
   const recorder = createWorkerRecorder(
@@ -218,9 +247,7 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
       limits: { maxHostFileBytes },
       ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
       ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
-      ...(options.otlp !== undefined
-        ? { otlp: { url: options.otlp, ...(options.otlpHeader ? { headers: options.otlpHeader } : {}) } }
-        : {}),
+      ...(otlp ? { otlp } : {}),
       stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
     },
     CATALOG_SIDECARS,

@@ -47,3 +47,29 @@ export function liveExportOptions(
   const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim().toLowerCase());
   return exporters.includes('otlp') ? {} : null;
 }
+
+/** The traces endpoint the exporter will use, as the OTLP exporter spec resolves it. */
+export function resolveTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  if (url) return url;
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return traces;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (base) return `${base.replace(/\/+$/, '')}/v1/traces`;
+  return 'http://localhost:4318/v1/traces';
+}
+
+/**
+ * Why `url` cannot be a traces endpoint (the export sends OTLP/HTTP), or null when it can: it must be an
+ * absolute http: or https: URL. Said without the URL, which the caller shows without its credentials.
+ */
+export function tracesUrlProblem(url: string): string | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'is not a URL (an OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces)';
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    return `is a ${parsed.protocol} URL; the OTLP/HTTP export needs http: or https:`;
+  return null;
+}

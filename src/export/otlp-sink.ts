@@ -36,7 +36,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 import { withoutUrlCredentials } from '../redact/inline-secrets.js';
-import type { OtlpExportOptions } from './live-options.js';
+import { type OtlpExportOptions, resolveTracesUrl } from './live-options.js';
 import type { SpanPlan } from './span-plan.js';
 
 /** Where and how to send: the recorder's `otlp` option without its shutdown wait (the live export's). */
@@ -212,16 +212,6 @@ function exportErrorText(error: Error | undefined, lastStatus: number | null): s
 }
 
 const KIND = { internal: SpanKind.INTERNAL, client: SpanKind.CLIENT } as const;
-
-/** The traces endpoint the exporter will use, as the OTLP exporter spec resolves it. */
-export function resolveTracesUrl(url: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  if (url) return url;
-  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  if (traces) return traces;
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  if (base) return `${base.replace(/\/+$/, '')}/v1/traces`;
-  return 'http://localhost:4318/v1/traces';
-}
 
 /** Open a sink. Nothing is sent until spans are emitted; nothing it does throws into the caller. */
 export function createOtlpSink(options: OtlpOptions = {}): OtlpSink {

@@ -5,8 +5,15 @@
  */
 
 import type { LiveTraceExport } from '../export/live.js';
-import { type LiveExportOptions, liveExportOptions, type OtlpOption } from '../export/live-options.js';
+import {
+  type LiveExportOptions,
+  liveExportOptions,
+  type OtlpOption,
+  resolveTracesUrl,
+  tracesUrlProblem,
+} from '../export/live-options.js';
 import type { ExportCounts } from '../export/otlp-sink.js';
+import { withoutUrlCredentials } from '../redact/inline-secrets.js';
 
 /** What the hook needs of a session. */
 export interface ExportedSession {
@@ -18,10 +25,21 @@ export interface ExportedSession {
 /** The detail of an `otlp-export` event: the export's counts for one session. */
 export type OtlpExportDetail = ExportCounts & { url: string };
 
-/** Live export for a recorder, or null when it is off (see liveExportOptions). */
-export function openLiveExport(option: OtlpOption): LiveExportHook | null {
+/**
+ * Live export for a recorder, or null when it is off (see liveExportOptions). An endpoint that is not an
+ * http(s) URL is a RangeError, at once: an export that turned itself off would lose every span in silence.
+ * `notice` hears why an export that was on could not start.
+ */
+export function openLiveExport(option: OtlpOption, notice: (line: string) => void): LiveExportHook | null {
   const options = liveExportOptions(option);
-  return options ? new LiveExportHook(options) : null;
+  if (!options) return null;
+  const url = resolveTracesUrl(options.url);
+  const problem = tracesUrlProblem(url);
+  if (problem) {
+    const from = options.url !== undefined ? 'options.otlp.url' : 'the OTEL_EXPORTER_OTLP_* traces endpoint';
+    throw new RangeError(`${from} ${JSON.stringify(withoutUrlCredentials(url))} ${problem}`);
+  }
+  return new LiveExportHook(options, notice);
 }
 
 /** Feeds committed sessions to the export and reports its counts per session. */
@@ -31,13 +49,18 @@ export class LiveExportHook {
   private readonly endedDirs = new Set<string>();
   private readonly written = new Map<string, string>();
 
-  constructor(options: LiveExportOptions) {
+  constructor(options: LiveExportOptions, notice: (line: string) => void) {
     this.chain = import('../export/live.js')
       .then((m) => {
         this.exporter = new m.LiveTraceExport(options);
         return this.exporter;
       })
-      .catch(() => null);
+      .catch((err: Error) => {
+        notice(
+          `mcec-recorder: the OpenTelemetry export could not start, no span is sent: ${withoutUrlCredentials(err.message)}`,
+        );
+        return null;
+      });
   }
 
   /** The session's rows are committed: send its newly settled calls (and its root once it has ended). */

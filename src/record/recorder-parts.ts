@@ -79,7 +79,7 @@ export function buildRecorderParts(
     commitRetryMs: COMMIT_RETRY_MS,
   });
   const catalogTouches = new CatalogTouches(sessionsDir, (line) => ledger.notice(line));
-  const liveExport = openLiveExport(options.otlp);
+  const liveExport = openLiveExport(options.otlp, (line) => ledger.notice(line));
   const registry = new SessionRegistry({
     sessionsDir,
     defaultSessionId: context.defaultSessionId,

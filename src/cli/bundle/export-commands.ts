@@ -1,6 +1,7 @@
 /** Commands that send sessions elsewhere: `export` (OTLP traces) and `junit` (CI test reports). */
 import type { Command } from 'commander';
 import { UsageError } from '../common.js';
+import { checkTracesEndpoint } from '../otlp-endpoint.js';
 import {
   durationArg,
   formatArg,
@@ -39,7 +40,7 @@ export function addExportCommand(program: Command): void {
       )
       .option(
         '--otlp <url>',
-        'the traces endpoint (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else http://localhost:4318/v1/traces)',
+        'the traces endpoint, an http(s) URL (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else http://localhost:4318/v1/traces); credentials in it are shown as ***',
       )
       .option('-H, --header <name=value>', 'an HTTP header for the collector (repeatable)', headerArg, {})
       .option('--include-arguments', "put each call's (redacted) arguments on its span")
@@ -63,6 +64,7 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
   if ((id === undefined) === (opts.since === undefined)) {
     throw new UsageError('name one session, or give --since for every session started within a duration');
   }
+  checkTracesEndpoint(opts.otlp);
   const dirs = id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
   const { exportSessions } = await import('../../export/backfill.js');
   const progress = progressReporter('exporting sessions');

@@ -1,0 +1,168 @@
+/**
+ * How the CLIs take the export's endpoint and headers: a value that cannot be an OTLP/HTTP endpoint is bad
+ * usage (exit 2, said without credentials), and --otlp-header applies however the export was turned on.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createRecorder } from '../../src/record/index.js';
+import { sessionDirs } from '../record/helpers.js';
+import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { BUNDLE_CLI, collectOutput, ROOT, runNode } from '../support/programs.js';
+import { tempDir } from '../support/temp.js';
+
+const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
+const SIM_CLI = path.join(ROOT, 'dist/cli/mcec-sim.js');
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function tempRoot(): string {
+  const root = tempDir('mcec-otlp-cli-');
+  cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
+  return root;
+}
+
+async function receiver(): Promise<OtlpReceiver> {
+  const r = await startOtlpReceiver();
+  cleanups.push(() => r.close());
+  return r;
+}
+
+/** No OTEL_* variable of the developer's reaches a child unless the test sets it. */
+function otelFree(env: Record<string, string> = {}): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of Object.keys(process.env)) if (key.startsWith('OTEL_')) out[key] = '';
+  return { ...out, ...env };
+}
+
+/** `mcec-record stdio` over the simulator: initialize, one tool call, stdin closed; its exit code and stderr. */
+async function recordOneCall(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
+  const child = spawn(
+    process.execPath,
+    [RECORD_CLI, 'stdio', ...args, '--', process.execPath, SIM_CLI, '--stdio'],
+    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } },
+  );
+  const output = collectOutput(child);
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+  };
+  const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
+  send({
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+  });
+  await until(() => output.stdout.includes('"id":1'));
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'displays', arguments: {} } });
+  await until(() => output.stdout.includes('"id":2'));
+  child.stdin.end();
+  return { code: await exited, stderr: output.stderr };
+}
+
+describe('a bad --otlp value', () => {
+  it.each([
+    ['notaurl', /--otlp "notaurl" is not a URL/],
+    [
+      'ftp://otuser:UrlPw-5551@collector/v1/traces',
+      /--otlp "ftp:\/\/otuser:\*\*\*@collector\/v1\/traces" is a ftp: URL/,
+    ],
+  ])(
+    '%s is usage (exit 2) for mcec-record http and stdio and mcec-bundle export',
+    async (value, message) => {
+      const root = tempRoot();
+      const runs = await Promise.all([
+        runNode([RECORD_CLI, 'http', '--listen', '127.0.0.1:0', '--sessions', root, '--otlp', value], {
+          env: otelFree(),
+        }),
+        runNode(
+          [
+            RECORD_CLI,
+            'stdio',
+            '--sessions',
+            root,
+            '--otlp',
+            value,
+            '--',
+            process.execPath,
+            SIM_CLI,
+            '--stdio',
+          ],
+          {
+            env: otelFree(),
+          },
+        ),
+        runNode([BUNDLE_CLI, 'export', '--since', '1d', '--sessions', root, '--otlp', value], {
+          env: otelFree(),
+        }),
+      ]);
+      for (const run of runs) {
+        expect(run.code).toBe(2);
+        expect(run.stderr).toMatch(message);
+        expect(run.stderr).not.toContain('UrlPw-5551');
+      }
+      // Nothing was recorded: the recorder never started.
+      expect(sessionDirs(root)).toEqual([]);
+    },
+    30_000,
+  );
+
+  it('from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is usage too, naming the variable', async () => {
+    const run = await runNode([RECORD_CLI, 'http', '--listen', '127.0.0.1:0', '--sessions', tempRoot()], {
+      env: otelFree({ OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318' }),
+    });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/OTEL_EXPORTER_OTLP_TRACES_ENDPOINT "collector:4318" is a collector: URL/);
+  });
+
+  it('is a RangeError from createRecorder, naming the option', () => {
+    expect(() => createRecorder({ sessionsDir: tempRoot(), otlp: { url: 'notaurl' } })).toThrow(
+      /options\.otlp\.url "notaurl" is not a URL/,
+    );
+  });
+});
+
+describe('--otlp-header', () => {
+  it('applies when OTEL_TRACES_EXPORTER=otlp turns the export on, beside OTEL_EXPORTER_OTLP_HEADERS', async () => {
+    const r = await receiver();
+    const sessions = path.join(tempRoot(), 'sessions');
+    const run = await recordOneCall(
+      ['--sessions', sessions, '--otlp-header', 'x-api-key=HdrOnly-1'],
+      otelFree({
+        OTEL_TRACES_EXPORTER: 'otlp',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: r.url,
+        OTEL_EXPORTER_OTLP_HEADERS: 'x-env-key=Env-2',
+      }),
+    );
+    expect(run.code).toBe(0);
+    expect(r.spans.length).toBeGreaterThan(0);
+    for (const h of r.headers) expect(h).toMatchObject({ 'x-api-key': 'HdrOnly-1', 'x-env-key': 'Env-2' });
+  }, 30_000);
+
+  it('without any export is usage (exit 2): it would apply to nothing', async () => {
+    const run = await runNode(
+      [
+        RECORD_CLI,
+        'http',
+        '--listen',
+        '127.0.0.1:0',
+        '--sessions',
+        tempRoot(),
+        '--otlp-header',
+        'x-api-key=k',
+      ],
+      { env: otelFree() },
+    );
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--otlp-header needs an export/);
+  });
+});
