@@ -67,6 +67,11 @@ export class LiveTraceExport {
     this.forget(dir);
   }
 
+  /** `listener` hears which sessions' counts changed (a batch of their spans was answered or failed). */
+  onCountsChanged(listener: (sessionIds: ReadonlySet<string>) => void): void {
+    this.sink.onSettled(listener);
+  }
+
   /** What became of one session's spans so far. */
   counts(sessionId?: string): ExportCounts {
     return this.sink.counts(sessionId);

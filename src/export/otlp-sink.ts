@@ -68,6 +68,8 @@ export interface OtlpSink {
   shutdown(): Promise<void>;
   /** Close every connection to the collector now (a shutdown that did not end in time): nothing holds the exit. */
   abandon(): void;
+  /** `listener` hears the sessions (by `mcec.session.id`) of each batch the collector answered or failed. */
+  onSettled(listener: (sessionIds: ReadonlySet<string>) => void): void;
 }
 
 /**
@@ -159,6 +161,8 @@ class CountingExporter implements SpanExporter {
   /** Spans handed to the OTLP exporter and not yet answered (a batch the processor gave up on included). */
   inFlight = 0;
   lastError: string | null = null;
+  /** Hears the sessions of each batch once its fate is counted. */
+  settled: ((sessionIds: ReadonlySet<string>) => void) | null = null;
   constructor(
     private readonly inner: SpanExporter,
     private readonly agent: DeadlineAgent,
@@ -178,6 +182,7 @@ class CountingExporter implements SpanExporter {
         this.failed += spans.length;
         this.lastError = exportErrorText(result.error, this.agent.lastStatus);
       }
+      const sessions = new Set<string>();
       for (const span of spans) {
         const id = span.attributes[SESSION_ATTR];
         if (typeof id !== 'string') continue;
@@ -185,8 +190,15 @@ class CountingExporter implements SpanExporter {
         if (ok) tally.exported += 1;
         else tally.failed += 1;
         this.bySession.set(id, tally);
+        sessions.add(id);
       }
       done(result);
+      // After done: a listener's throw must not keep the processor from its next batch.
+      try {
+        this.settled?.(sessions);
+      } catch {
+        // the listener's own problem
+      }
     });
   }
   shutdown(): Promise<void> {
@@ -358,6 +370,10 @@ class CountingOtlpSink implements OtlpSink {
   abandon(): void {
     this.abandoned = true;
     this.agent.destroyAll();
+  }
+
+  onSettled(listener: (sessionIds: ReadonlySet<string>) => void): void {
+    this.exporter.settled = listener;
   }
 
   /** Why spans were lost when no export said so: the collector never answered before the shutdown's wait ended. */

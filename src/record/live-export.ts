@@ -30,7 +30,11 @@ export type OtlpExportDetail = ExportCounts & { url: string };
  * http(s) URL is a RangeError, at once: an export that turned itself off would lose every span in silence.
  * `notice` hears why an export that was on could not start.
  */
-export function openLiveExport(option: OtlpOption, notice: (line: string) => void): LiveExportHook | null {
+export function openLiveExport(
+  option: OtlpOption,
+  notice: (line: string) => void,
+  countsChanged: (sessionIds: ReadonlySet<string>) => void,
+): LiveExportHook | null {
   const options = liveExportOptions(option);
   if (!options) return null;
   const url = resolveTracesUrl(options.url);
@@ -39,7 +43,7 @@ export function openLiveExport(option: OtlpOption, notice: (line: string) => voi
     const from = options.url !== undefined ? 'options.otlp.url' : 'the OTEL_EXPORTER_OTLP_* traces endpoint';
     throw new RangeError(`${from} ${JSON.stringify(withoutUrlCredentials(url))} ${problem}`);
   }
-  return new LiveExportHook(options, notice);
+  return new LiveExportHook(options, notice, countsChanged);
 }
 
 /** Feeds committed sessions to the export and reports its counts per session. */
@@ -49,10 +53,19 @@ export class LiveExportHook {
   private readonly endedDirs = new Set<string>();
   private readonly written = new Map<string, string>();
 
-  constructor(options: LiveExportOptions, notice: (line: string) => void) {
+  /**
+   * `countsChanged` hears the sessions whose counts changed after their commit (a batch answered): their
+   * `otlp-export` event is rewritten at the next commit, so a log read mid-run is not stale for long.
+   */
+  constructor(
+    options: LiveExportOptions,
+    notice: (line: string) => void,
+    countsChanged: (sessionIds: ReadonlySet<string>) => void,
+  ) {
     this.chain = import('../export/live.js')
       .then((m) => {
         this.exporter = new m.LiveTraceExport(options);
+        this.exporter.onCountsChanged(countsChanged);
         return this.exporter;
       })
       .catch((err: Error) => {

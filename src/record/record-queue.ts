@@ -134,6 +134,11 @@ export class RecordQueue<J> {
     });
   }
 
+  /** Something outside the queue made a log dirty: commit it at the next interval (not after close). */
+  wake(): void {
+    if (!this.closed) this.schedule();
+  }
+
   /** Commit now, outside the queue's order (the recorder's close, after its last flush). */
   commitNow(force: boolean): void {
     this.commitAgain = false;

@@ -47,6 +47,8 @@ export interface PartsOwner {
   closed(): boolean;
   /** True while the record queue is over its high-water mark (thumbnails are skipped then). */
   underPressure(): boolean;
+  /** The live export's counts of these sessions changed: their logs want a commit. */
+  exportCountsChanged(sessionIds: ReadonlySet<string>): void;
 }
 
 export interface RecorderParts {
@@ -79,7 +81,11 @@ export function buildRecorderParts(
     commitRetryMs: COMMIT_RETRY_MS,
   });
   const catalogTouches = new CatalogTouches(sessionsDir, (line) => ledger.notice(line));
-  const liveExport = openLiveExport(options.otlp, (line) => ledger.notice(line));
+  const liveExport = openLiveExport(
+    options.otlp,
+    (line) => ledger.notice(line),
+    (ids) => owner.exportCountsChanged(ids),
+  );
   const registry = new SessionRegistry({
     sessionsDir,
     defaultSessionId: context.defaultSessionId,
