@@ -51,7 +51,9 @@ export function addExportCommand(program: Command): void {
       `
 Trace and span ids come from the session id and the call numbers, so sending a session twice sends the same
 spans (a backend keeps one copy). Images are never sent: a span names its images by sha256 and path.
-Exit code 1 when a span could not be delivered.
+Exit code 1 when a span could not be delivered. A session still being recorded is not sent (its root span
+is not final): with --since it is left out and named on stderr (stillRecording in --json), named alone it is
+exit 1.
 
 Examples:
   mcec-bundle export 5f19c9 --otlp http://collector:4318/v1/traces
@@ -65,7 +67,14 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
     throw new UsageError('name one session, or give --since for every session started within a duration');
   }
   checkTracesEndpoint(opts.otlp);
-  const dirs = id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
+  const named = id !== undefined ? [(await locate(id, opts)).dir] : await sinceDirs(opts, opts.since ?? 0);
+  // A session still being recorded has no final root span yet (same id, another content): it waits.
+  const recording = await stillRecording(named);
+  if (id !== undefined && recording.length > 0)
+    throw new Error(
+      `${named[0]}: the session is still being recorded; export it once it has ended (or send it live: mcec-record --otlp)`,
+    );
+  const dirs = named.filter((d) => !recording.includes(d));
   const { exportSessions } = await import('../../export/backfill.js');
   const progress = progressReporter('exporting sessions');
   const res = await exportSessions(dirs, {
@@ -74,8 +83,10 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
     includeArguments: opts.includeArguments,
     onProgress: progress.onProgress,
   }).finally(() => progress.stop());
-  if (opts.json) print(JSON.stringify(res));
+  if (opts.json) print(JSON.stringify({ ...res, stillRecording: recording }));
   else {
+    for (const d of recording)
+      printErr(`mcec-bundle: ${d}: still being recorded, not exported (its root span is not final)`);
     print(`sent ${res.exported} of ${res.spans} spans from ${plural(res.sessions, 'session')} to ${res.url}`);
     for (const u of res.unreadable) printErr(`mcec-bundle: ${u.dir}: ${u.error}`);
     if (res.copies.length > 0) {
@@ -86,6 +97,23 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
       printErr(`mcec-bundle: ${res.dropped} spans not delivered: ${res.lastError ?? 'export failed'}`);
   }
   if (res.dropped > 0 || res.unreadable.length > 0) process.exitCode = EXIT_FAILED;
+}
+
+/** The dirs among `dirs` whose session is still being recorded here: open, its writer running. */
+async function stillRecording(dirs: string[]): Promise<string[]> {
+  const { SessionReader } = await import('../../store/session-reader.js');
+  return dirs.filter((dir) => {
+    try {
+      const reader = SessionReader.open(dir);
+      try {
+        return reader.session().status === 'open';
+      } finally {
+        reader.close();
+      }
+    } catch {
+      return false; // unreadable: the export says so
+    }
+  });
 }
 
 interface JunitCliOptions extends SessionsOption {
