@@ -47,8 +47,8 @@ export interface PartsOwner {
   closed(): boolean;
   /** True while the record queue is over its high-water mark (thumbnails are skipped then). */
   underPressure(): boolean;
-  /** The live export's counts of these sessions changed: their logs want a commit. */
-  exportCountsChanged(sessionIds: ReadonlySet<string>): void;
+  /** Some log was made dirty outside the queue's jobs: commit it at the next interval. */
+  wakeQueue(): void;
 }
 
 export interface RecorderParts {
@@ -84,7 +84,12 @@ export function buildRecorderParts(
   const liveExport = openLiveExport(
     options.otlp,
     (line) => ledger.notice(line),
-    (ids) => owner.exportCountsChanged(ids),
+    // Counts changed after a commit (a batch answered): commit those sessions again, unless closed.
+    (ids) => {
+      if (owner.closed()) return;
+      registry.markDirtyByIds(ids);
+      owner.wakeQueue();
+    },
   );
   const registry = new SessionRegistry({
     sessionsDir,

@@ -138,7 +138,7 @@ class RecorderImpl implements Recorder {
         stage: (name, fn) => this.stage(name, fn),
         closed: () => this.closed,
         underPressure: () => this.queue.underPressure(),
-        exportCountsChanged: (ids) => this.exportCountsChanged(ids),
+        wakeQueue: () => this.queue.wake(),
       },
     );
     this.redactor = parts.redactor;
@@ -436,13 +436,6 @@ class RecorderImpl implements Recorder {
   flush(): Promise<void> {
     if (this.closed) return Promise.resolve();
     return this.queue.flush();
-  }
-
-  /** The export's counts of these sessions changed: a commit writes their `otlp-export` events. */
-  private exportCountsChanged(sessionIds: ReadonlySet<string>): void {
-    if (this.closed) return;
-    for (const id of sessionIds) this.registry.find(id)?.markDirty();
-    this.queue.wake();
   }
 
   close(): Promise<void> {

@@ -212,6 +212,11 @@ export class SessionRegistry {
     return this.dirty.size > 0;
   }
 
+  /** The sessions these ids name get a commit (the live export's counts of them changed). */
+  markDirtyByIds(ids: Iterable<string>): void {
+    for (const id of ids) this.find(id)?.markDirty();
+  }
+
   /** Every open log gets a commit (at close, for the live export's final counts). */
   markOpenDirty(): void {
     for (const s of this.sessions.values()) if (s.log) this.dirty.add(s);
