@@ -11,6 +11,7 @@ import type { DemoResult } from '../demo/run-demo.js';
 import { recorderVersion } from '../record/environment.js';
 import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { parseListen, resolveSessionsDir, UsageError, usageExitCode } from './common.js';
+import { checkTracesEndpoint } from './otlp-endpoint.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
 const EXIT_BROKEN = 1;
@@ -180,6 +181,7 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
   if (opts.quiet && opts.json) throw new UsageError('--quiet and --json do not go together');
   const keepRunning = Boolean(opts.keepRunning || opts.serve);
   if (keepRunning) parseListen('--listen', opts.listen); // a bad address is bad usage, before the demo runs
+  if (opts.otlp !== undefined) checkTracesEndpoint(opts.otlp); // so is an endpoint that is not http(s)
   const { runDemo, defaultSessionsDir } = await import('../demo/run-demo.js');
   const sessionsDir = path.resolve(opts.sessions ?? defaultSessionsDir());
   let result: DemoResult;

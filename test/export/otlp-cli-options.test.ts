@@ -77,7 +77,7 @@ describe('a bad --otlp value', () => {
       /--otlp "ftp:\/\/otuser:\*\*\*@collector\/v1\/traces" is a ftp: URL/,
     ],
   ])(
-    '%s is usage (exit 2) for mcec-record http and stdio and mcec-bundle export',
+    '%s is usage (exit 2) for mcec-record http and stdio, mcec-bundle export and the demo',
     async (value, message) => {
       const root = tempRoot();
       const runs = await Promise.all([
@@ -102,6 +102,9 @@ describe('a bad --otlp value', () => {
           },
         ),
         runNode([BUNDLE_CLI, 'export', '--since', '1d', '--sessions', root, '--otlp', value], {
+          env: otelFree(),
+        }),
+        runNode([path.join(ROOT, 'dist/cli/demo.js'), '--sessions', root, '--otlp', value], {
           env: otelFree(),
         }),
       ]);
