@@ -2,7 +2,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
+import { withoutUrlCredentials } from '../redact/inline-secrets.js';
 import { describeLogError, openLogForReading } from '../store/open.js';
+import { rewriteEventDetails } from '../store/rewrite-events.js';
+
+/** The event a live OTLP export keeps its counts in: its collector URL, and errors that may quote it. */
+const OTLP_EXPORT_EVENT = 'otlp-export';
 
 /**
  * Copy `<sessionDir>/session.sqlite` to `destFile` with `VACUUM INTO` from a reading connection: one read
@@ -15,6 +20,7 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
   const log = openLogForReading(file);
   const { db } = log;
   const synchronous = db.pragma('synchronous', { simple: true }) as number;
+  let exportEvents = false;
   try {
     // VACUUM INTO syncs the copy per this connection's setting; a copy (for a bundle, a temp file zipped and
     // deleted) needs no sync: same bytes, 57 -> 36 ms for 8.7 MB here, far more on a slow disk.
@@ -23,6 +29,8 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
     db.pragma('query_only = 0');
     fs.rmSync(destFile, { force: true });
     db.prepare('VACUUM INTO ?').run(destFile);
+    exportEvents =
+      db.prepare('SELECT 1 FROM events WHERE kind = ? LIMIT 1').get(OTLP_EXPORT_EVENT) !== undefined;
     // As the log's last handle its close may checkpoint a writer's WAL into the log: synced, as any writer's.
     db.pragma(`synchronous = ${synchronous}`);
   } catch (err) {
@@ -39,7 +47,17 @@ export function snapshotSessionDb(sessionDir: string, destFile: string): { bytes
   } finally {
     log.close();
   }
+  // A recorder before 2026-12-06 stored the collector URL as given, credentials and all: the copy never has them.
+  if (exportEvents) rewriteEventDetails(destFile, OTLP_EXPORT_EVENT, withoutCredentials);
   return { bytes: fs.statSync(destFile).size };
+}
+
+/** Every string of an event's detail with URL credentials replaced (`withoutUrlCredentials`). */
+function withoutCredentials(detail: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(detail))
+    out[key] = typeof value === 'string' ? withoutUrlCredentials(value) : value;
+  return out;
 }
 
 /** The log file a bundle carries: always a snapshot in `tmpDir` (a temp file to delete). */

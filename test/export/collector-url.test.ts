@@ -4,9 +4,12 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildBundle } from '../../src/bundle/build.js';
 import { createRecorder } from '../../src/record/index.js';
 import { failureSummaryText } from '../../src/sessions/summarize.js';
+import { readZip } from '../bundle/helpers.js';
 import { events, sessionDirs } from '../record/helpers.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { BUNDLE_CLI, runNode } from '../support/programs.js';
@@ -130,5 +133,41 @@ describe('the collector URL with credentials', () => {
       expect(out).not.toContain(PASSWORD);
       expect(out).not.toContain(QUERY_KEY);
     }
+  }, 60_000);
+
+  it("a bundle of a log an older recorder wrote (the URL stored as given) carries it with *** in the log's copy", async () => {
+    const r = await receiver();
+    const { secret, shown } = withCredentials(r.url);
+    const root = tempRoot();
+    const { dir } = await recordOne(root, r.url);
+    // What a recorder before the fix stored: the URL as given, credentials and all (and an error quoting it).
+    const db = new Database(path.join(dir, 'session.sqlite'));
+    const row = db.prepare("SELECT id, detail FROM events WHERE kind = 'otlp-export'").get() as {
+      id: number;
+      detail: string;
+    };
+    const old = { ...JSON.parse(row.detail), url: secret, lastError: `connect ECONNREFUSED ${secret}` };
+    db.prepare('UPDATE events SET detail = ? WHERE id = ?').run(JSON.stringify(old), row.id);
+    db.close();
+    expect(everyFileText(dir)).toContain(PASSWORD);
+
+    const { bundle } = await buildBundle(dir, { output: path.join(root, 'old.zip') });
+    const entries = await readZip(bundle);
+    const zipText = entries.map((e) => e.data.toString('latin1')).join('\n');
+    expect(zipText).not.toContain(PASSWORD);
+    expect(zipText).not.toContain(QUERY_KEY);
+    // The log's copy keeps the event, the URL shown as everywhere else.
+    const logEntry = entries.find((e) => e.name.endsWith('/session.sqlite'))!;
+    const copy = path.join(root, 'copy.sqlite');
+    fs.writeFileSync(copy, logEntry.data);
+    const kept = new Database(copy, { readonly: true });
+    const stored = kept.prepare("SELECT detail FROM events WHERE kind = 'otlp-export'").get() as {
+      detail: string;
+    };
+    kept.close();
+    expect(JSON.parse(stored.detail)).toMatchObject({
+      url: shown,
+      lastError: `connect ECONNREFUSED ${shown}`,
+    });
   }, 60_000);
 });
