@@ -361,5 +361,42 @@ const DEFAULT_SECRET_KEY = secretKeyMatcher();
  * `http://otuser:***@host/v1/traces?api_key=***`.
  */
 export function withoutUrlCredentials(text: string): string {
-  return scrubInlineSecrets(text, '***', { isSecretKey: DEFAULT_SECRET_KEY });
+  return maskedUrl(text) ?? scrubInlineSecrets(text, '***', { isSecretKey: DEFAULT_SECRET_KEY });
+}
+
+/** Query keys that carry a signature (presigned and SAS URLs: `sig`, `X-Amz-Signature`): access itself. */
+const SIGNATURE_WORDS = new Set(['sig', 'signature']);
+
+function isSecretQueryKey(key: string): boolean {
+  if (DEFAULT_SECRET_KEY(key)) return true;
+  return key
+    .toLowerCase()
+    .split(/[-_.]/)
+    .some((word) => SIGNATURE_WORDS.has(word));
+}
+
+/**
+ * A text that is one URL, masked by parsing it (what a scan cannot read, such as a password holding a quote
+ * or a space, or a token alone as the userinfo): the password, else a lone username, and the values of
+ * secret or signature query keys as `***`. Null when the text is not one URL.
+ */
+function maskedUrl(text: string): string | null {
+  // One URL: no white space, or some only in its userinfo (a password may hold a space).
+  if (!/^[a-z][a-z0-9+.-]*:\/\/(?:[^@/?#\n]*@)?\S+$/i.test(text)) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  if (url.password) url.password = '***';
+  else if (url.username) url.username = '***';
+  let masked = url.password !== '' || url.username !== '';
+  for (const key of new Set(url.searchParams.keys())) {
+    if (!isSecretQueryKey(key)) continue;
+    url.searchParams.set(key, '***');
+    masked = true;
+  }
+  // Nothing to mask: the text as given (the scan below still looks for known token formats).
+  return masked ? url.href : null;
 }
