@@ -146,7 +146,10 @@ describe('the collector URL with credentials', () => {
       id: number;
       detail: string;
     };
-    const old = { ...JSON.parse(row.detail), url: secret, lastError: `connect ECONNREFUSED ${secret}` };
+    // A long password: a row rewritten in place could leave its start in the page's freed space.
+    const longPassword = `${PASSWORD}-${'x'.repeat(160)}`;
+    const long = secret.replace(PASSWORD, longPassword);
+    const old = { ...JSON.parse(row.detail), url: long, lastError: `connect ECONNREFUSED ${secret}` };
     db.prepare('UPDATE events SET detail = ? WHERE id = ?').run(JSON.stringify(old), row.id);
     db.close();
     expect(everyFileText(dir)).toContain(PASSWORD);
