@@ -25,6 +25,26 @@ export const EXIT_CODES_HELP = `Exit codes (the same for mcec-record, mcec-bundl
 /** Bad usage: printed with a hint and exit code 2. */
 export class UsageError extends Error {}
 
+/**
+ * One HTTP header option (`name=value`, or curl's `name: value`) added to those before it. A value with
+ * neither is refused without being echoed: it may be the secret itself (`Bearer abc`).
+ */
+export function addHeader(
+  option: string,
+  value: string,
+  previous: Record<string, string> = {},
+): Record<string, string> {
+  const eq = value.indexOf('=');
+  const colon = value.indexOf(':');
+  const at = eq > 0 && (colon <= 0 || eq < colon) ? eq : colon;
+  const name = at > 0 ? value.slice(0, at).trim() : '';
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name))
+    throw new UsageError(
+      `${option} must be NAME=VALUE or "NAME: VALUE" (e.g. ${option} "authorization=Bearer abc"); the value given is not shown, it may hold a secret`,
+    );
+  return { ...previous, [name]: value.slice(at + 1).trim() };
+}
+
 /** `host:port` (IPv6 in brackets) into its parts; `option` names the flag in the usage error. */
 export function parseListen(option: string, value: string): { host: string; port: number } {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]\s]+):(\d{1,5})$/.exec(value.trim());

@@ -14,6 +14,7 @@ import { isOptionError } from '../util/expect.js';
 import { readTextFile } from '../util/text-file.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
+  addHeader,
   DEFAULT_BODY_TIMEOUT,
   DEFAULT_WRITE_TIMEOUT,
   EXIT_CODES_HELP,
@@ -171,7 +172,7 @@ function addCommonOptions(command: Command): Command {
     )
     .option(
       '--otlp-header <name=value>',
-      'an HTTP header for the collector, with --otlp or OTEL_TRACES_EXPORTER=otlp, on top of OTEL_EXPORTER_OTLP_HEADERS (repeatable)',
+      'an HTTP header for the collector (name=value, or "name: value" as curl takes it), with --otlp or OTEL_TRACES_EXPORTER=otlp, on top of OTEL_EXPORTER_OTLP_HEADERS (repeatable)',
       collectHeader,
     )
     .option(
@@ -211,9 +212,7 @@ function otlpOption(options: CommonOptions): OtlpExportOptions | undefined {
 }
 
 function collectHeader(value: string, previous: Record<string, string> = {}): Record<string, string> {
-  const at = value.indexOf('=');
-  if (at <= 0) throw new UsageError(`--otlp-header must be NAME=VALUE, got ${JSON.stringify(value)}`);
-  return { ...previous, [value.slice(0, at).trim()]: value.slice(at + 1).trim() };
+  return addHeader('--otlp-header', value, previous);
 }
 
 /**

@@ -139,7 +139,7 @@ describe('--otlp-header', () => {
     const r = await receiver();
     const sessions = path.join(tempRoot(), 'sessions');
     const run = await recordOneCall(
-      ['--sessions', sessions, '--otlp-header', 'x-api-key=HdrOnly-1'],
+      ['--sessions', sessions, '--otlp-header', 'x-api-key=HdrOnly-1', '--otlp-header', 'x-curl-key: Curl-3'],
       otelFree({
         OTEL_TRACES_EXPORTER: 'otlp',
         OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: r.url,
@@ -148,7 +148,48 @@ describe('--otlp-header', () => {
     );
     expect(run.code).toBe(0);
     expect(r.spans.length).toBeGreaterThan(0);
-    for (const h of r.headers) expect(h).toMatchObject({ 'x-api-key': 'HdrOnly-1', 'x-env-key': 'Env-2' });
+    for (const h of r.headers)
+      expect(h).toMatchObject({ 'x-api-key': 'HdrOnly-1', 'x-curl-key': 'Curl-3', 'x-env-key': 'Env-2' });
+  }, 30_000);
+
+  it('a value that is no header is usage (exit 2), and is not echoed: it may be the secret itself', async () => {
+    const runs = await Promise.all([
+      runNode(
+        [
+          RECORD_CLI,
+          'http',
+          '--listen',
+          '127.0.0.1:0',
+          '--sessions',
+          tempRoot(),
+          '--otlp',
+          'http://127.0.0.1:9/v1/traces',
+          '--otlp-header',
+          'Bearer Hdr-Secret-8',
+        ],
+        { env: otelFree() },
+      ),
+      runNode(
+        [
+          BUNDLE_CLI,
+          'export',
+          '--since',
+          '1d',
+          '--sessions',
+          tempRoot(),
+          '--otlp',
+          'http://127.0.0.1:9/v1/traces',
+          '-H',
+          'Bearer Hdr-Secret-8',
+        ],
+        { env: otelFree() },
+      ),
+    ]);
+    for (const run of runs) {
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/must be NAME=VALUE or "NAME: VALUE"/);
+      expect(run.stderr + run.stdout).not.toContain('Hdr-Secret-8');
+    }
   }, 30_000);
 
   it('without any export is usage (exit 2): it would apply to nothing', async () => {

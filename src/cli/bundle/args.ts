@@ -4,7 +4,13 @@ import path from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import { LOG_FILE, parseSessionDirName } from '../../paths/naming.js';
 import { parseByteSize, parseDuration } from '../../util/units.js';
-import { resolveSessionsDir, sessionsDirProblem, UsageError, windowsPathProblem } from '../common.js';
+import {
+  addHeader,
+  resolveSessionsDir,
+  sessionsDirProblem,
+  UsageError,
+  windowsPathProblem,
+} from '../common.js';
 
 export interface SessionsOption {
   sessions?: string;
@@ -141,11 +147,9 @@ export function shareArg(value: string): number {
   return n;
 }
 
-/** `-H name=value`, repeatable: the headers so far plus this one. */
+/** `-H name=value` (or `name: value`), repeatable: the headers so far plus this one. */
 export function headerArg(value: string, previous: Record<string, string>): Record<string, string> {
-  const eq = value.indexOf('=');
-  if (eq <= 0) throw new InvalidArgumentError('expected name=value, e.g. authorization=Bearer abc.');
-  return { ...previous, [value.slice(0, eq).trim()]: value.slice(eq + 1).trim() };
+  return addHeader('-H', value, previous);
 }
 
 /** `--format`: junit or github. */

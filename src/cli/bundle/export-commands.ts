@@ -42,7 +42,12 @@ export function addExportCommand(program: Command): void {
         '--otlp <url>',
         'the traces endpoint, an http(s) URL (default: $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, $OTEL_EXPORTER_OTLP_ENDPOINT/v1/traces, else http://localhost:4318/v1/traces); credentials in it are shown as ***',
       )
-      .option('-H, --header <name=value>', 'an HTTP header for the collector (repeatable)', headerArg, {})
+      .option(
+        '-H, --header <name=value>',
+        'an HTTP header for the collector (name=value, or "name: value" as curl takes it; repeatable)',
+        headerArg,
+        {},
+      )
       .option('--include-arguments', "put each call's (redacted) arguments on its span")
       .option('--json', 'print the result as JSON (schema/export.schema.json)'),
   )
