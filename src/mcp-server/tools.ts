@@ -135,10 +135,13 @@ export const TOOLS: readonly ToolDefinition[] = [
     smaller: 'ask a smaller limit',
     async run(evidence, args) {
       const page = await evidence.listSessions(args); // clipped per field already (its note counts them)
+      // A session more than one dir holds (copies of one run) is a row per dir: each says which dir it is.
+      const seen = new Map<string, number>();
+      for (const s of page.sessions) seen.set(s.id, (seen.get(s.id) ?? 0) + 1);
       const lines = page.sessions.map((s) =>
         s.error !== undefined
           ? `${s.id}  ${s.dirName}  UNREADABLE: ${s.error}`
-          : `${s.id}  ${s.startedAt ?? s.dirName}  ${verdictWords(s)}  ${s.calls} calls, ${s.failures} failures  ${s.scenario ?? ''}`,
+          : `${s.id}  ${s.startedAt ?? s.dirName}  ${verdictWords(s)}  ${s.calls} calls, ${s.failures} failures  ${s.scenario ?? ''}${(seen.get(s.id) ?? 0) > 1 ? `  dir ${JSON.stringify(s.dirName)} (copies of one run)` : ''}`,
       );
       const head = `${page.total} session(s) match; showing ${page.sessions.length} after the first ${page.offset}.`;
       return {

@@ -442,3 +442,31 @@ describe('an answer that would be over the cap', () => {
     }
   }, 30_000);
 });
+
+describe('a session copied within the sessions dir', () => {
+  it('list_sessions names the dir of each copy in its text, as the list table does', async () => {
+    const dir = tempDir('mcec-mcp-copies-');
+    try {
+      const s = session(dir, 'c0b1e5000001', 0, { failed: true });
+      s.end({ passed: false });
+      s.close();
+      const own = fs.readdirSync(dir).find((n) => n.endsWith('c0b1e5000001'))!;
+      fs.cpSync(path.join(dir, own), path.join(dir, `${own} (2)`), { recursive: true });
+      const { client, close } = await stdioClient(dir);
+      try {
+        const res = await call(client, 'list_sessions', {});
+        const text = res.content[0]!.text!;
+        const rows = text.split('\n').filter((l) => l.startsWith('c0b1e5000001'));
+        expect(rows).toHaveLength(2);
+        expect(rows.some((l) => l.endsWith(`dir ${JSON.stringify(own)} (copies of one run)`))).toBe(true);
+        expect(rows.some((l) => l.endsWith(`dir ${JSON.stringify(`${own} (2)`)} (copies of one run)`))).toBe(
+          true,
+        );
+      } finally {
+        await close();
+      }
+    } finally {
+      removeDir(dir);
+    }
+  }, 30_000);
+});

@@ -41,7 +41,10 @@ export function addBundleCommand(program: Command): void {
       )
       .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
       .option('--json', 'print the result as JSON (schema/bundle-result.schema.json)')
-      .option('--no-images', 'leave the images out')
+      .option(
+        '--no-images',
+        'leave the image files out (report.html keeps its small inline thumbnails and run.gif is still drawn: --no-gif leaves it out too)',
+      )
       .option('--no-db', 'leave session.sqlite out')
       .option('--no-gif', "leave run.gif out (the run as an animated GIF with the agent's actions drawn in)")
       .option(
