@@ -676,6 +676,7 @@ class SessionReportCopy {
 
   /** A fresh temp file beside the session's report.html, or null (and a warning) when it cannot be made. */
   static open(dir: string, warnings: string[]): SessionReportCopy | null {
+    removeDeadPartials(dir); // what a killed bundle or report left beside the page, as writeFileAtomic does
     const file = path.join(dir, REPORT_HTML_FILE);
     const tmp = tempNameFor(file);
     try {

@@ -16,11 +16,39 @@ export {
 /** The exit code of bad usage (unknown option, bad value). */
 export const EXIT_USAGE = 2;
 
+/**
+ * The parser of every program's `--sessions <dir>`: the dir as given. A blank one (`--sessions ""`, an unset
+ * shell variable) is bad usage: resolveSessionsDir would silently read it as "not given" and use ./sessions.
+ */
+export function sessionsArg(value: string): string {
+  if (!value.trim())
+    throw new UsageError(
+      '--sessions is empty: give a directory, or leave the option out to use $MCEC_SESSIONS_DIR, else ./sessions',
+    );
+  return value;
+}
+
 /** The exit codes all four programs share, as every --help and the README print them. */
 export const EXIT_CODES_HELP = `Exit codes (the same for mcec-record, mcec-bundle, mcec-replay and mcec-sim):
   0  done
   1  what was checked failed, or what was named was not found or cannot be read or written
   2  bad usage: an unknown command or option, a missing or bad value (the message says which)`;
+
+/**
+ * Every subcommand's --help ends with the exit-code table, and its usage errors point to its own --help
+ * (`(run mcec-bundle list --help for usage)`). Call once all commands are added.
+ */
+export function withSubcommandHelp(program: Command): void {
+  for (const sub of program.commands) {
+    sub.showHelpAfterError(subcommandHint(program, sub.name()));
+    sub.addHelpText('after', `\n${EXIT_CODES_HELP}`);
+  }
+}
+
+/** The hint under a usage error of one subcommand. */
+export function subcommandHint(program: Command, command: string): string {
+  return `(run ${program.name()} ${command} --help for usage)`;
+}
 
 /** Bad usage: printed with a hint and exit code 2. */
 export class UsageError extends Error {}

@@ -10,7 +10,7 @@ import { Command } from 'commander';
 import type { DemoResult } from '../demo/run-demo.js';
 import { recorderVersion } from '../record/environment.js';
 import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
-import { parseListen, resolveSessionsDir, UsageError, usageExitCode } from './common.js';
+import { parseListen, resolveSessionsDir, sessionsArg, UsageError, usageExitCode } from './common.js';
 import { checkTracesEndpoint } from './otlp-endpoint.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
@@ -248,6 +248,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     .option(
       '-s, --sessions <dir>',
       'where the session dir and the zip go (default: $MCEC_SESSIONS_DIR, else ./sessions)',
+      sessionsArg,
     )
     .option(
       '--keep-running',

@@ -30,8 +30,10 @@ import {
   EXIT_CODES_HELP,
   EXIT_USAGE,
   similarName,
+  subcommandHint,
   UsageError,
   versionAlias,
+  withSubcommandHelp,
 } from './common.js';
 
 /** The commands, in the order `--help` lists them. */
@@ -53,8 +55,8 @@ const COMMANDS: ReadonlyArray<(program: Command) => void> = [
   addMcpCommand,
 ];
 
-/** The program with every command. */
-function buildProgram(): Command {
+/** The program with every command; commander's complaints go to `writeErr`. */
+function buildProgram(writeErr: (s: string) => void): Command {
   const program = new Command('mcec-bundle');
   program
     .version(recorderVersion(), '-V, --version', 'print the version of mcec-recorder')
@@ -63,7 +65,7 @@ function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError('(run mcec-bundle --help for usage)')
     .configureOutput({
-      writeErr: (s) => process.stderr.write(neutralized(s)),
+      writeErr: (s) => writeErr(neutralized(s)),
       writeOut: (s) => process.stdout.write(s),
     })
     .addHelpText(
@@ -97,36 +99,81 @@ ${EXIT_CODES_HELP}
     );
 
   for (const add of COMMANDS) add(program);
+  withSubcommandHelp(program);
   return program;
+}
+
+/** Options every command takes that carry a value: skipped when finding the command word after them. */
+const SESSIONS_OPTIONS = ['--sessions', '-s'];
+
+/** Where the first word that is not an option (nor the value of --sessions) is: the command, or a session id. */
+function commandWordAt(argv: string[]): number {
+  let i = 0;
+  while (i < argv.length && argv[i]!.startsWith('-') && argv[i] !== '--') {
+    i += SESSIONS_OPTIONS.includes(argv[i]!) ? 2 : 1;
+  }
+  return i;
+}
+
+/**
+ * `--sessions DIR list` or `--json list`: options before the command word. Commander would hand them all to
+ * the default command (`bundle list`), so the command word is moved to the front.
+ */
+function commandFirst(argv: string[], names: readonly string[]): string[] {
+  const i = commandWordAt(argv);
+  if (i === 0 || i >= argv.length || !names.includes(argv[i]!)) return argv;
+  return [argv[i]!, ...argv.slice(0, i), ...argv.slice(i + 1)];
 }
 
 /** Run the program on `argv` and return the exit code. */
 async function main(given: string[]): Promise<number> {
-  const program = buildProgram();
+  // Commander's own complaint is held back until it is known not to be about a mistyped command word.
+  let held = '';
+  const program = buildProgram((s) => {
+    held += s;
+  });
   // Nothing given: the help, as a usage problem (exit 2) that teaches.
   if (given.length === 0) {
     program.outputHelp();
     return EXIT_USAGE;
   }
-  const argv = versionAlias(given);
+  const names = program.commands.map((c) => c.name());
+  const argv = commandFirst(versionAlias(given), [...names, 'help']);
+  if (argv[0] === 'help' && argv[1] !== undefined && !names.includes(argv[1])) {
+    const meant = similarName(argv[1], names);
+    const hint = meant
+      ? `did you mean mcec-bundle help ${meant}?`
+      : 'run mcec-bundle --help for the commands';
+    printErr(`mcec-bundle: unknown command "${argv[1]}": ${hint}`);
+    return EXIT_USAGE;
+  }
   // --help must start fast (no /report/ module); everything else may print recorded text.
   const helpOnly =
     argv.length === 0 || argv.some((a) => ['-h', '--help', '-V', '--version', 'help'].includes(a));
   if (!helpOnly) await loadOutputEscaping();
+  let ran = '';
+  program.hook('preAction', (_program, action) => {
+    ran = action.name();
+  });
   try {
     await program.parseAsync(argv, { from: 'user' });
+    process.stderr.write(held);
     return typeof process.exitCode === 'number' ? process.exitCode : 0;
   } catch (err) {
     const usage = commanderExitCode(err);
     if (usage !== undefined) {
-      // `lst --failed`: the default command took "lst" for a session id and commander refused the rest.
-      const word = argv[0] ?? '';
-      const names = program.commands.map((c) => c.name());
-      const meant = usage === EXIT_USAGE && !names.includes(word) ? similarName(word, names) : null;
+      // `lst --failed`, `shwo 5f19`: the default command took the word for a session id and refused the rest.
+      const word = argv[commandWordAt(argv)] ?? '';
+      const meant = usage === EXIT_USAGE && word && !names.includes(word) ? similarName(word, names) : null;
       if (meant) printErr(`mcec-bundle: unknown command "${word}": did you mean mcec-bundle ${meant}?`);
+      else process.stderr.write(held);
       return usage;
     }
+    process.stderr.write(held);
     printErr(`mcec-bundle: ${describeFsError(err)}`);
+    // A mistyped command word (`lsit`) needs no hint about the default command it fell into.
+    const mistyped = (err as Error).message.startsWith('unknown command');
+    if (err instanceof UsageError && ran && !mistyped) printErr(subcommandHint(program, ran));
     return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
   }
 }

@@ -180,16 +180,19 @@ export function resolveSession(
   if (matches.length === 1) return { ok: true, session: matches[0]! };
   if (matches.length > 1) {
     const ids = new Set(matches.map((m) => m.sessionId));
+    // A short prefix can match thousands: name the most recent few, as for an id that matches none.
+    const shown = matches.slice(-HINT_COUNT);
+    const which = shown.length === matches.length ? '' : ` (the ${shown.length} most recent)`;
     return {
       ok: false,
       reason: 'ambiguous',
-      candidates: matches,
+      candidates: shown,
       message:
         ids.size === 1
           ? `session id ${quoteInput(matches[0]!.sessionId)} is in ${matches.length} dirs of ${sessionsDir} ` +
-            `(copies of one session): give the session dir's name or path instead:\n${describeCandidates(matches)}`
+            `(copies of one session): give the session dir's name or path instead${which}:\n${describeCandidates(shown)}`
           : `session id ${quoteInput(input)} is ambiguous in ${sessionsDir}: ${matches.length} sessions match; ` +
-            `give more characters:\n${describeCandidates(matches)}`,
+            `give more characters${which}:\n${describeCandidates(shown)}`,
     };
   }
   return notFound(sessionsDir, input, all);

@@ -124,8 +124,9 @@ describe('diff: three demo runs, two passing and one failing', () => {
     const d = JSON.parse(same.stdout) as SessionDiff;
     expect([d.firstDivergence, d.differs]).toEqual([null, false]);
     expect(cli(['diff', p1.sessionId, '--sessions', sessionsDir]).code).toBe(2);
-    const first = cli(['diff', p1.sessionId, '--last-pass', '--sessions', sessionsDir]);
-    expect(first.code).toBe(1);
+    // Nothing to compare with is bad usage (2), never "the runs differ" (1).
+    const first = cli(['diff', p1.sessionId, '--last-pass', '--exit-code', '--sessions', sessionsDir]);
+    expect(first.code).toBe(2);
     expect(first.stderr).toMatch(/no passing run of scenario/);
   });
 

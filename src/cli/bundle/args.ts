@@ -7,6 +7,7 @@ import { parseByteSize, parseDuration } from '../../util/units.js';
 import {
   addHeader,
   resolveSessionsDir,
+  sessionsArg,
   sessionsDirProblem,
   UsageError,
   windowsPathProblem,
@@ -21,6 +22,7 @@ export function withSessions(cmd: Command): Command {
   return cmd.option(
     '-s, --sessions <dir>',
     'the sessions dir (default: $MCEC_SESSIONS_DIR, else ./sessions)',
+    sessionsArg,
   );
 }
 

@@ -1,4 +1,5 @@
 /** `mcec-bundle [bundle] <id>` writes a session's bug bundle; `verify <zip>` checks one. */
+import fs from 'node:fs';
 import type { Command } from 'commander';
 import { similarName, UsageError } from '../common.js';
 import {
@@ -85,7 +86,7 @@ async function locateOrSuggest(id: string, opts: BundleCliOptions, program: Comm
     const meant = command ? `mcec-bundle ${command}` : flag ? `mcec-bundle ${flag}` : null;
     if (meant)
       throw new UsageError(
-        `unknown command "${id}": did you mean ${meant}? (as a session id: ${(err as Error).message.split('\n')[0]})`,
+        `unknown command "${id}": did you mean ${meant}? (no session id starts with ${JSON.stringify(id)} either)`,
       );
     throw err;
   }
@@ -152,6 +153,9 @@ export function addVerifyCommand(program: Command): void {
 }
 
 async function verify(zip: string, opts: VerifyCliOptions): Promise<void> {
+  // Nothing to check is "not found" (exit 1) in one line, not a problem list quoting Node's ENOENT.
+  const stat = fs.statSync(zip, { throwIfNoEntry: false });
+  if (!stat?.isFile()) throw new Error(`verify: ${zip} ${stat ? 'is not a file' : 'does not exist'}`);
   const { verifyBundle } = await import('../../bundle/verify.js');
   const res = await verifyBundle(zip, {
     maxEntryBytes: opts.maxEntryBytes,

@@ -222,7 +222,10 @@ export function addDiffCommand(program: Command): void {
         '-o, --output <dir>',
         "where diff.html and the diff PNGs go (default: diffs/<A>--<B> in B's sessions dir)",
       )
-      .option('--exit-code', 'exit 1 when the runs differ (for CI), 0 when they match')
+      .option(
+        '--exit-code',
+        'exit 1 when the runs differ (for CI), 0 when they match (2, as without it, when --last-pass finds no passing run)',
+      )
       .option('--threshold <0-1>', "pixelmatch's colour threshold per pixel (default 0.1)", shareArg)
       .option(
         '--max-changed <0-1>',
@@ -238,7 +241,7 @@ A is the reference (with --last-pass: the latest passing run of <a>'s scenario),
 Examples:
   mcec-bundle diff 5f19c9 --last-pass
   mcec-bundle diff 1a2b3c 5f19c9 --json
-  mcec-bundle diff "$sid" --last-pass --exit-code || echo "the run differs from the last good one"`,
+  mcec-bundle diff "$sid" --last-pass --exit-code; [ $? -eq 1 ] && echo "the run differs from the last good one"`,
     )
     .action((a: string, b: string | undefined, opts: DiffCliOptions) => diff(a, b, opts));
 }
@@ -253,8 +256,10 @@ async function lastPassDir(root: string, run: { dirName: string }): Promise<stri
       const pass = lastPassOf(catalog, run.dirName);
       if (pass) return path.join(root, pass.dir_name);
       const scenario = catalog.session(run.dirName)?.scenario;
-      throw new Error(
-        `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} before ${run.dirName}`,
+      // Nothing to compare with is not "the runs differ" (exit 1 under --exit-code): it is bad usage, exit 2.
+      throw new UsageError(
+        `no passing run of ${scenario ? `scenario ${JSON.stringify(scenario)}` : 'sessions without a scenario'} before ${run.dirName}: ` +
+          'declare one (mcec-bundle verdict <id> pass) or give two sessions (mcec-bundle diff <a> <b>)',
       );
     },
     { onRebuild: warn },
@@ -278,7 +283,7 @@ async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Pro
     dirB = (await locate(b!, opts)).dir;
   }
   const out =
-    outputPath(opts.output) ??
+    diffOutputDir(opts.output) ??
     path.join(path.dirname(dirB), 'diffs', `${path.basename(dirA)}--${path.basename(dirB)}`);
   const result = await d.diffSessions(dirA, dirB, {
     outDir: out,
@@ -290,6 +295,14 @@ async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Pro
   if (opts.json) print(JSON.stringify(result, null, 2));
   else print(`${d.renderDiffText(result)}\n\n${html}`);
   if (opts.exitCode && result.differs) process.exitCode = EXIT_FAILED;
+}
+
+/** `diff -o DIR`: as any -o, and not a file (diff writes a directory: diff.html and its PNGs). */
+function diffOutputDir(output: string | undefined): string | undefined {
+  const dir = outputPath(output);
+  if (dir !== undefined && fs.statSync(dir, { throwIfNoEntry: false })?.isFile())
+    throw new UsageError(`-o ${dir} is a file: diff writes a directory (diff.html and its PNGs) there`);
+  return dir;
 }
 
 interface PruneCliOptions extends SessionsOption {
