@@ -6,7 +6,13 @@ import path from 'node:path';
 import { withCatalog } from '../fleet/catalog.js';
 import type { Verdict } from '../report/types.js';
 import type { Catalog, CatalogSession } from '../store/catalog.js';
-import { expectBoolean, expectFunction, expectNonEmptyString, expectOptions } from '../util/expect.js';
+import {
+  expectBoolean,
+  expectFunction,
+  expectNonEmptyString,
+  expectOptions,
+  expectString,
+} from '../util/expect.js';
 
 /** One line of `mcec-bundle list` (`schema/session-listing.schema.json`): a catalog row. */
 export interface SessionListing {
@@ -43,6 +49,8 @@ export interface SessionListing {
 /** What `list` is asked: only FAIL sessions; where warnings go; progress of a long catalog refresh. */
 export interface ListOptions {
   failedOnly?: boolean;
+  /** Only sessions started (else last active) at or after this ISO time, as triage's `since`. */
+  since?: string;
   onWarning?: (message: string) => void;
   /** Sessions read so far of those the catalog had to read (a first `list` of thousands takes seconds). */
   onProgress?: (done: number, total: number) => void;
@@ -93,6 +101,7 @@ export async function listSessionSummaries(
   expectNonEmptyString(sessionsDir, 'sessionsDir');
   const o = expectOptions(options);
   expectBoolean(o.failedOnly, 'options.failedOnly');
+  expectString(o.since, 'options.since', { nonEmpty: true });
   expectFunction(o.onWarning, 'options.onWarning');
   expectFunction(o.onProgress, 'options.onProgress');
   const rows: CatalogSession[] = await withCatalog(
@@ -100,7 +109,10 @@ export async function listSessionSummaries(
     ({ catalog, warning }) => {
       if (warning) options.onWarning?.(warning);
       if (options.onWarning) warnOfCopies(catalog.copies(), options.onWarning);
-      return catalog.sessions(options.failedOnly ? { verdict: 'FAIL' } : {});
+      return catalog.sessions({
+        ...(options.failedOnly ? { verdict: 'FAIL' as const } : {}),
+        ...(options.since === undefined ? {} : { since: options.since }),
+      });
     },
     { onRebuild: options.onWarning, onProgress: options.onProgress },
   );
@@ -148,10 +160,11 @@ export async function sessionTable(sessionsDir: string, options: ListOptions = {
       // Rows of one session share an ID: a last column DIR tells them apart (none without copies).
       const table = catalog.listTable(LIST_HEADER, {
         failedOnly: options.failedOnly,
+        since: options.since,
         dirNames: copies.flatMap((c) => c.dir_names),
         dirHeader: 'DIR',
       });
-      const reasons = catalog.unreadable({ failedOnly: options.failedOnly });
+      const reasons = catalog.unreadable({ failedOnly: options.failedOnly, since: options.since });
       if (table === '' || reasons.length === 0) return table;
       return `${table}\n\n${reasons.map((r) => `UNREADABLE ${r.session_id}: ${r.error}`).join('\n')}`;
     },

@@ -641,7 +641,7 @@ export class Catalog {
    */
   listTable(
     header: readonly string[],
-    options: { failedOnly?: boolean; dirNames?: readonly string[]; dirHeader?: string } = {},
+    options: { failedOnly?: boolean; since?: string; dirNames?: readonly string[]; dirHeader?: string } = {},
   ): string {
     const cell = (i: number) => JSON.stringify(header[i] ?? '').replaceAll('"', "'");
     const width = (i: number, col: string) => `max(length(${cell(i)}), max(length(${col})))`;
@@ -672,7 +672,9 @@ export class Catalog {
                      : ''
                  }
            FROM sessions
-           WHERE (calls > 0 OR error IS NOT NULL)${options.failedOnly ? " AND verdict = 'FAIL'" : ''}),
+           WHERE (calls > 0 OR error IS NOT NULL)${options.failedOnly ? " AND verdict = 'FAIL'" : ''}${
+             options.since === undefined ? '' : ' AND coalesce(started_at, last_activity_at) >= ?'
+           }),
          w AS (SELECT ${width(0, 'id')} AS a, ${width(1, 'server')} AS s, ${width(2, 'start')} AS b,
                  ${width(3, 'dur')} AS c, ${width(4, 'calls')} AS d, ${width(5, 'failures')} AS e${
                    dirs ? `, ${width(6, 'verdict')} AS v` : ''
@@ -685,16 +687,27 @@ export class Catalog {
          FROM r, w`,
       )
       .pluck()
-      .get(...(dirs ? [JSON.stringify(dirs)] : [])) as string | null;
+      .get(
+        ...(dirs ? [JSON.stringify(dirs)] : []),
+        ...(options.since === undefined ? [] : [options.since]),
+      ) as string | null;
     return text ?? '';
   }
 
   /** Sessions whose log could not be read, newest first, with why (`list` prints the reasons under its table). */
-  unreadable(options: { failedOnly?: boolean } = {}): Array<{ session_id: string; error: string }> {
+  unreadable(
+    options: { failedOnly?: boolean; since?: string } = {},
+  ): Array<{ session_id: string; error: string }> {
     if (options.failedOnly) return []; // an unreadable log has no verdict
+    const since = options.since === undefined ? '' : ' AND coalesce(started_at, last_activity_at) >= ?';
     return this.db
-      .prepare('SELECT session_id, error FROM sessions WHERE error IS NOT NULL ORDER BY dir_name DESC')
-      .all() as Array<{ session_id: string; error: string }>;
+      .prepare(
+        `SELECT session_id, error FROM sessions WHERE error IS NOT NULL${since} ORDER BY dir_name DESC`,
+      )
+      .all(...(options.since === undefined ? [] : [options.since])) as Array<{
+      session_id: string;
+      error: string;
+    }>;
   }
 
   /** One session's row, or undefined. */

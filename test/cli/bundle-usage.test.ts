@@ -147,3 +147,43 @@ describe('mcec-bundle subcommand help', () => {
     expect(value.stderr).toContain('(run mcec-bundle diff --help for usage)');
   });
 });
+
+describe('mcec-bundle list --since and triage --rules', () => {
+  it('list --since keeps the sessions started within it, as triage does', async () => {
+    const recent = path.join(work, 'recent');
+    for (const [id, ageMs] of [
+      ['feed00000001', 60_000],
+      ['feed00000002', 30 * 86_400_000],
+    ] as const) {
+      const s = FixtureSession.create(recent, { sessionId: id, startedAt: new Date(Date.now() - ageMs) });
+      s.call(calls.displays());
+      s.end({ passed: false });
+      s.close();
+    }
+    const table = await bundle(['list', '--since', '7d', '--sessions', recent]);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain('feed00000001');
+    expect(table.stdout).not.toContain('feed00000002');
+    const json = await bundle(['list', '--since', '7d', '--json', '--sessions', recent]);
+    expect((JSON.parse(json.stdout) as Array<{ id: string }>).map((l) => l.id)).toEqual(['feed00000001']);
+    const all = await bundle(['list', '--json', '--sessions', recent]);
+    expect(JSON.parse(all.stdout)).toHaveLength(2);
+    const bad = await bundle(['list', '--since', 'soon', '--sessions', recent]);
+    expect(bad.code).toBe(2);
+  });
+
+  it('triage --rules: a missing file or bad JSON is bad usage in one line, as --mask-rules', async () => {
+    const missing = path.join(work, 'no-rules.json');
+    const notJson = path.join(work, 'bad-rules.json');
+    fs.writeFileSync(notJson, '{ nope');
+    const none = await bundle(['triage', '--rules', missing, '--sessions', sessions]);
+    expect(none.code).toBe(2);
+    expect(lines(none.stderr)[0]).toBe(`mcec-bundle: --rules ${missing} does not exist`);
+    const bad = await bundle(['triage', '--rules', notJson, '--sessions', sessions]);
+    expect(bad.code).toBe(2);
+    expect(lines(bad.stderr)[0]).toMatch(/^mcec-bundle: --rules .*bad-rules\.json: not JSON/);
+    const mask = await bundle(['ab0000000000', '--mask-rules', missing, '--sessions', sessions]);
+    expect(mask.code).toBe(2);
+    expect(lines(mask.stderr)[0]).toBe(`mcec-bundle: --mask-rules ${missing} does not exist`);
+  });
+});

@@ -26,6 +26,21 @@ export function withSessions(cmd: Command): Command {
   );
 }
 
+/**
+ * The usage error for a file an option names (`--rules`, `--mask-rules`) that cannot be read: one line naming
+ * the option and the file, without Node's errno wording for the common cases.
+ */
+export function optionFileError(option: string, file: string, err: unknown): UsageError {
+  const code = (err as NodeJS.ErrnoException).code;
+  const why =
+    code === 'ENOENT'
+      ? 'does not exist'
+      : code === 'EISDIR'
+        ? 'is a directory, not a file'
+        : `cannot be read: ${(err as Error).message}`;
+  return new UsageError(`${option} ${file} ${why}`);
+}
+
 /** The help line of `--templates <dir>`, the same on every command that renders. */
 export const TEMPLATES_HELP = 'templates that override the built-in ones by file name';
 

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { similarName, UsageError } from '../common.js';
 import {
   locate,
+  optionFileError,
   outputPath,
   type SessionsOption,
   sizeArg,
@@ -185,7 +186,7 @@ async function readMaskRules(file: string) {
   try {
     text = readTextFile(file);
   } catch (e) {
-    throw new UsageError(`--mask-rules ${file}: ${(e as Error).message}`);
+    throw optionFileError('--mask-rules', file, e);
   }
   try {
     return parseMaskRulesText(text, `--mask-rules ${file}`);

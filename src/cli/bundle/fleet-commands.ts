@@ -8,6 +8,7 @@ import {
   durationArg,
   durationOrZeroArg,
   locate,
+  optionFileError,
   outputPath,
   type SessionsOption,
   sessionsDir,
@@ -25,17 +26,29 @@ export function addListCommand(program: Command): void {
         'list sessions that hold tool calls: id, MCP server, start, duration, calls, failures, verdict (newest first, as index.html)',
       )
       .option('--failed', 'only sessions whose verdict is FAIL')
+      .option(
+        '--since <duration>',
+        'only sessions started within this long (7d, 12h), as triage',
+        durationArg,
+      )
       .option('--json', 'print the list as JSON (schema/session-listing.schema.json)'),
   )
-    .addHelpText('after', '\nExample:\n  mcec-bundle list --failed --json')
+    .addHelpText('after', '\nExamples:\n  mcec-bundle list --failed --json\n  mcec-bundle list --since 24h')
     .action((opts) => list(opts));
 }
 
-async function list(opts: SessionsOption & { failed?: boolean; json?: boolean }): Promise<void> {
+async function list(
+  opts: SessionsOption & { failed?: boolean; since?: number; json?: boolean },
+): Promise<void> {
   const dir = sessionsDir(opts);
   const { listSessionSummaries, sessionTable } = await import('../../sessions/list.js');
   const progress = progressReporter('reading sessions');
-  const options = { failedOnly: opts.failed, onWarning: warn, onProgress: progress.onProgress };
+  const options = {
+    failedOnly: opts.failed,
+    ...(opts.since === undefined ? {} : { since: new Date(Date.now() - opts.since).toISOString() }),
+    onWarning: warn,
+    onProgress: progress.onProgress,
+  };
   let table: string;
   try {
     if (opts.json) {
@@ -49,7 +62,8 @@ async function list(opts: SessionsOption & { failed?: boolean; json?: boolean })
     progress.stop();
   }
   if (table === '') {
-    process.stderr.write(`no ${opts.failed ? 'failed ' : ''}sessions in ${dir}\n`);
+    const within = opts.since === undefined ? '' : ' started within --since';
+    process.stderr.write(`no ${opts.failed ? 'failed ' : ''}sessions${within} in ${dir}\n`);
     return;
   }
   print(table);
@@ -146,10 +160,12 @@ Examples:
 async function triage(opts: TriageCliOptions): Promise<void> {
   if (opts.json && opts.md) throw new UsageError('give one of --json and --md');
   const t = await import('../../fleet/triage.js');
+  // Rules the user named are checked before any session is read: a missing or bad file is bad usage.
+  const given = opts.rules === undefined ? undefined : givenRules(opts.rules, t.loadFingerprintRules);
   const render = (catalog: Catalog, source: { kind: 'sessions' | 'bundles'; path: string }): string => {
     const rules =
-      opts.rules !== undefined
-        ? t.loadFingerprintRules(path.resolve(opts.rules))
+      given !== undefined
+        ? given
         : source.kind === 'sessions'
           ? t.loadFingerprintRules(path.join(source.path, t.RULES_FILE), { optional: true })
           : [];
@@ -295,6 +311,17 @@ async function diff(a: string, b: string | undefined, opts: DiffCliOptions): Pro
   if (opts.json) print(JSON.stringify(result, null, 2));
   else print(`${d.renderDiffText(result)}\n\n${html}`);
   if (opts.exitCode && result.differs) process.exitCode = EXIT_FAILED;
+}
+
+/** `triage --rules FILE`: its rules, or one line of bad usage naming the file and what is wrong with it. */
+function givenRules<T>(file: string, load: (file: string) => T): T {
+  const abs = path.resolve(file);
+  try {
+    return load(abs);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== undefined) throw optionFileError('--rules', abs, err);
+    throw new UsageError(`--rules ${(err as Error).message}`);
+  }
 }
 
 /** `diff -o DIR`: as any -o, and not a file (diff writes a directory: diff.html and its PNGs). */
