@@ -31,8 +31,10 @@ export function sessionsArg(value: string): string {
 /** The exit codes all four programs share, as every --help and the README print them. */
 export const EXIT_CODES_HELP = `Exit codes (the same for mcec-record, mcec-bundle, mcec-replay and mcec-sim):
   0  done
-  1  what was checked failed, or what was named was not found or cannot be read or written
-  2  bad usage: an unknown command or option, a missing or bad value (the message says which)`;
+  1  what was checked failed, or what was named was not found or cannot be
+     read or written
+  2  bad usage: an unknown command or option, a missing or bad value (the
+     message says which)`;
 
 /**
  * Every subcommand's --help ends with the exit-code table, and its usage errors point to its own --help

@@ -55,6 +55,12 @@ const COMMANDS: ReadonlyArray<(program: Command) => void> = [
   addMcpCommand,
 ];
 
+/** `<name>`, `[name]` or `<name...>`, as commander writes an argument in usage. */
+function argumentTerm(name: string, required: boolean, variadic: boolean): string {
+  const text = `${name}${variadic ? '...' : ''}`;
+  return required ? `<${text}>` : `[${text}]`;
+}
+
 /** The program with every command; commander's complaints go to `writeErr`. */
 function buildProgram(writeErr: (s: string) => void): Command {
   const program = new Command('mcec-bundle');
@@ -64,6 +70,15 @@ function buildProgram(writeErr: (s: string) => void): Command {
     .description('Bug bundles and failure summaries from sessions recorded by mcec-recorder.')
     .exitOverride()
     .showHelpAfterError('(run mcec-bundle --help for usage)')
+    // Each command's name and arguments without "[options]" (every one has some): the descriptions beside
+    // them get room to wrap at the terminal's width (80 in a pipe) instead of running on to 200 columns.
+    .configureHelp({
+      subcommandTerm: (cmd) =>
+        [
+          cmd.name(),
+          ...cmd.registeredArguments.map((a) => argumentTerm(a.name(), a.required, a.variadic)),
+        ].join(' '),
+    })
     .configureOutput({
       writeErr: (s) => writeErr(neutralized(s)),
       writeOut: (s) => process.stdout.write(s),
@@ -72,30 +87,35 @@ function buildProgram(writeErr: (s: string) => void): Command {
       'after',
       `
 Examples:
-  mcec-bundle 5f19c9                          bundle the session whose id starts with 5f19c9
-  mcec-bundle 5f19c9 -o /tmp/bug.zip --json   bundle to a chosen file, print the result as JSON
-  mcec-bundle 5f19c9 --max-bytes 10MB         drop the oldest images until the zip fits in 10 MB
-  mcec-bundle list --failed                   sessions whose verdict is FAIL
-  mcec-bundle index                           rebuild the sessions catalog (catalog.sqlite)
-  mcec-bundle triage --since 7d --md          recurring failures, flaky scenarios, failure rate per tool
-  mcec-bundle diff 5f19c9 --last-pass         what the latest passing run of the scenario did differently
-  mcec-bundle show 5f19c9                     the failure summary in the terminal
-  mcec-bundle summary 5f19c9                  write failure-summary.md into the session dir
-  mcec-bundle report 5f19c9                   write report.html (the timeline page) into the session dir
-  mcec-bundle verdict 5f19c9 fail -r "why"    declare the verdict (the newest declared one wins)
-  mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" --body-file -
+  mcec-bundle 5f19c9                        the zip of the session 5f19c9...
+  mcec-bundle 5f19c9 -o /tmp/bug.zip --json to a chosen file, the result as JSON
+  mcec-bundle 5f19c9 --max-bytes 10MB       the oldest images dropped to fit
+  mcec-bundle list --failed                 sessions whose verdict is FAIL
+  mcec-bundle list --since 24h              sessions started in the last day
+  mcec-bundle index                         rebuild catalog.sqlite
+  mcec-bundle triage --since 7d --md        recurring failures, flaky scenarios
+  mcec-bundle diff 5f19c9 --last-pass       against the last passing run
+  mcec-bundle show 5f19c9                   the failure summary in the terminal
+  mcec-bundle summary 5f19c9                failure-summary.md beside the log
+  mcec-bundle report 5f19c9                 report.html in the session dir
+  mcec-bundle verdict 5f19c9 fail -r "why"  the newest declared verdict wins
+  mcec-bundle issue-body 5f19c9 | gh issue create --title "agent failure" \\
+    --body-file -
   mcec-bundle verify sessions/20261202-101500-5f19c9c01a3f.zip
   mcec-bundle prune --older-than 7d --keep-failed --dry-run
   mcec-bundle export --since 7d --otlp http://collector:4318/v1/traces
   mcec-bundle junit --since 24h -o results.xml
-  mcec-bundle mcp --sessions /srv/mcec-sessions  serve the sessions to an agent (MCP over stdio)
+  mcec-bundle mcp --sessions /srv/mcec-sessions   the sessions to an agent (MCP)
 
-Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions. A <sessionId> is an id, a
-unique prefix of one, a session dir name, or the path of a session dir (sessions/20261202-101500-5f19c9c01a3f).
+Options may come before the command too (mcec-bundle --sessions DIR list).
+Sessions live in --sessions DIR, else $MCEC_SESSIONS_DIR, else ./sessions.
+A <sessionId> is an id, a unique prefix of one, a session dir name, or the
+path of a session dir (sessions/20261202-101500-5f19c9c01a3f).
 
 ${EXIT_CODES_HELP}
-  mcec-bundle exits 1 for an unknown or ambiguous session, a missing sessions dir, a zip that fails
-  verify, an I/O error, or a --max-bytes that could not be met (the zip is still written).`,
+  mcec-bundle exits 1 for an unknown or ambiguous session, a missing sessions
+  dir, a zip that fails verify, an I/O error, or a --max-bytes that could not
+  be met (the zip is still written). Each command's --help ends with this table.`,
     );
 
   for (const add of COMMANDS) add(program);

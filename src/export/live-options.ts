@@ -70,6 +70,6 @@ export function tracesUrlProblem(url: string): string | null {
     return 'is not a URL (an OTLP/HTTP traces endpoint, e.g. http://collector:4318/v1/traces)';
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    return `is a ${parsed.protocol} URL; the OTLP/HTTP export needs http: or https:`;
+    return `uses ${parsed.protocol}; the OTLP/HTTP export needs http: or https:`;
   return null;
 }

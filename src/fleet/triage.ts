@@ -423,7 +423,7 @@ function windowLine(r: TriageReport): string {
   const since = r.window.since ? `since ${r.window.since.slice(0, 16).replace('T', ' ')}Z` : 'all time';
   const scen = r.scenario ? `, scenario ${JSON.stringify(r.scenario)}` : '';
   const s = r.sessions;
-  return `${s.total} sessions (${since}${scen}): ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''}`;
+  return `${s.total} session${s.total === 1 ? '' : 's'} (${since}${scen}): ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''}`;
 }
 
 /** A line per session held by more than one dir: counted once, from the first dir named. */

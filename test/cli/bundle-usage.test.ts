@@ -135,7 +135,20 @@ describe('mcec-bundle subcommand help', () => {
       const r = await bundle([name, '--help']);
       expect(r.code, name).toBe(0);
       expect(r.stdout.trimEnd().endsWith(EXIT_CODES_HELP), name).toBe(true);
+      expect(r.stdout, name).not.toMatch(/\(default: (\[\]|\{\})\)/);
     }
+  });
+
+  it('the top-level help fits 80 columns when not on a terminal', async () => {
+    const r = await bundle(['--help']);
+    const wide = r.stdout.split('\n').filter((l) => l.length > 80);
+    expect(wide).toEqual([]);
+  });
+
+  it('report --no-pages without --all is bad usage', async () => {
+    const r = await bundle(['report', 'ab0000000000', '--no-pages', '--sessions', sessions]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--no-pages goes with --all');
   });
 
   it("a subcommand's usage error points to its own --help", async () => {
@@ -166,6 +179,8 @@ describe('mcec-bundle list --since and triage --rules', () => {
     expect(table.stdout).not.toContain('feed00000002');
     const json = await bundle(['list', '--since', '7d', '--json', '--sessions', recent]);
     expect((JSON.parse(json.stdout) as Array<{ id: string }>).map((l) => l.id)).toEqual(['feed00000001']);
+    const triage = await bundle(['triage', '--since', '7d', '--sessions', recent]);
+    expect(triage.stdout).toMatch(/^1 session \(since /);
     const all = await bundle(['list', '--json', '--sessions', recent]);
     expect(JSON.parse(all.stdout)).toHaveLength(2);
     const bad = await bundle(['list', '--since', 'soon', '--sessions', recent]);

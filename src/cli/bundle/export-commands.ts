@@ -20,7 +20,7 @@ import { EXIT_FAILED, plural, print, printErr, progressReporter } from './io.js'
 interface ExportCliOptions extends SessionsOption {
   since?: number;
   otlp?: string;
-  header: Record<string, string>;
+  header?: Record<string, string>;
   includeArguments?: boolean;
   json?: boolean;
 }
@@ -46,7 +46,6 @@ export function addExportCommand(program: Command): void {
         '-H, --header <name=value>',
         'an HTTP header for the collector (name=value, or "name: value" as curl takes it; repeatable)',
         headerArg,
-        {},
       )
       .option('--include-arguments', "put each call's (redacted) arguments on its span")
       .option('--json', 'print the result as JSON (schema/export.schema.json)'),
@@ -84,7 +83,7 @@ async function exportTraces(id: string | undefined, opts: ExportCliOptions): Pro
   const progress = progressReporter('exporting sessions');
   const res = await exportSessions(dirs, {
     url: opts.otlp,
-    headers: opts.header,
+    headers: opts.header ?? {},
     includeArguments: opts.includeArguments,
     onProgress: progress.onProgress,
   }).finally(() => progress.stop());

@@ -94,6 +94,8 @@ export function addReportCommand(program: Command): void {
       if (opts.all ? id !== undefined : id === undefined) {
         throw new UsageError('give a session, or --all for the index page of every session');
       }
+      if (!opts.all && opts.pages === false)
+        throw new UsageError('--no-pages goes with --all (index.html only)');
       if (opts.all) {
         const index = await writeIndexPage(sessionsDir(opts), {
           pages: opts.pages !== false,
