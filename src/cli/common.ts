@@ -164,6 +164,13 @@ export function similarName(word: string, names: readonly string[]): string | nu
   return best?.name ?? null;
 }
 
+/** What to do about a port that is taken, to follow the error's message; '' for any other error. */
+export function addressInUseHint(err: unknown): string {
+  return (err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE'
+    ? ': another program listens there; choose another port (0 picks a free one)'
+    : '';
+}
+
 /**
  * Run a program on `process.argv` and exit the way every program does: 0/2 for --help and usage problems
  * (with `hint`), 1 with `<program>: <detail>` on stderr for any other error (`detail`: its message by default).
@@ -184,9 +191,7 @@ export async function runProgram(
   } catch (err) {
     const usage = usageExitCode(err, program.name(), hint);
     if (usage !== undefined) process.exit(usage);
-    const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
-    const next = inUse ? ': another program listens there; choose another port (0 picks a free one)' : '';
-    process.stderr.write(`${program.name()}: ${detail(err as Error)}${next}\n`);
+    process.stderr.write(`${program.name()}: ${detail(err as Error)}${addressInUseHint(err)}\n`);
     process.exit(1);
   }
 }

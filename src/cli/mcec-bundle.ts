@@ -26,6 +26,7 @@ import {
   addVerdictCommand,
 } from './bundle/session-commands.js';
 import {
+  addressInUseHint,
   commanderExitCode,
   EXIT_CODES_HELP,
   EXIT_USAGE,
@@ -190,7 +191,7 @@ async function main(given: string[]): Promise<number> {
       return usage;
     }
     process.stderr.write(held);
-    printErr(`mcec-bundle: ${describeFsError(err)}`);
+    printErr(`mcec-bundle: ${describeFsError(err)}${addressInUseHint(err)}`);
     // A mistyped command word (`lsit`) needs no hint about the default command it fell into.
     const mistyped = (err as Error).message.startsWith('unknown command');
     if (err instanceof UsageError && ran && !mistyped) printErr(subcommandHint(program, ran));

@@ -4,6 +4,7 @@
  * or missing paths, each subcommand's --help and hint, and the temp files a killed bundle left.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES_HELP } from '../../src/cli/common.js';
@@ -200,5 +201,21 @@ describe('mcec-bundle list --since and triage --rules', () => {
     const mask = await bundle(['ab0000000000', '--mask-rules', missing, '--sessions', sessions]);
     expect(mask.code).toBe(2);
     expect(lines(mask.stderr)[0]).toBe(`mcec-bundle: --mask-rules ${missing} does not exist`);
+  });
+});
+
+describe('mcec-bundle mcp --listen on a taken port', () => {
+  it('exits 1 saying what to do, as mcec-sim and mcec-replay do', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as net.AddressInfo).port;
+    try {
+      const r = await bundle(['mcp', '--sessions', sessions, '--listen', `127.0.0.1:${port}`]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('EADDRINUSE');
+      expect(r.stderr).toContain('choose another port (0 picks a free one)');
+    } finally {
+      await new Promise<void>((resolve) => taken.close(() => resolve()));
+    }
   });
 });
