@@ -83,7 +83,7 @@ describe('mcec-bundle', () => {
         expect(res.stdout).toMatch(new RegExp(`\\n  mcec-bundle ${cmd === 'bundle' ? '5f19c9' : cmd}`));
       }
       expect(res.stdout).toMatch(
-        /Exit codes \(the same for mcec-record, mcec-bundle.*\n {2}0 {2}done\n {2}1 {2}[^]*?\n {2}2 {2}bad usage/,
+        /Exit codes \(the same for mcec-record, mcec-bundle.*\n {2}0 {2}done\n {2}1 {2}[\s\S]*?\n {2}2 {2}bad usage/,
       );
       const prune = run(['prune', '--help']);
       expect(prune.code).toBe(0);
