@@ -100,6 +100,7 @@ interface CommonOptions {
   maxRecordBytes: string;
   otlp?: string;
   otlpHeader?: Record<string, string>;
+  otlpShutdownTimeout?: string;
   mask?: MaskRule[];
   maskRules?: string;
   maskMode?: string;
@@ -176,6 +177,10 @@ function addCommonOptions(command: Command): Command {
       collectHeader,
     )
     .option(
+      '--otlp-shutdown-timeout <duration>',
+      'at exit, how long to wait for the collector to take the last spans (default 1s for stdio: an MCP client sends SIGTERM 2s after closing stdin; 5s for http)',
+    )
+    .option(
       '--mask <rule>',
       "paint over a region of every capture: 'window=TITLE', 'window=TITLE;by=automationid;value=ID', 'process=NAME;rect=X,Y,W,H' (repeatable; typed secrets and secret fields are masked anyway)",
       collectMask,
@@ -196,19 +201,36 @@ function addCommonOptions(command: Command): Command {
  */
 function otlpOption(options: CommonOptions): OtlpExportOptions | undefined {
   const headers = options.otlpHeader ? { headers: options.otlpHeader } : {};
+  const wait =
+    options.otlpShutdownTimeout === undefined
+      ? {}
+      : { shutdownTimeoutMs: parseOtlpShutdownTimeout(options.otlpShutdownTimeout) };
   if (options.otlp !== undefined) {
     checkTracesEndpoint(options.otlp);
-    return { url: options.otlp, ...headers };
+    return { url: options.otlp, ...headers, ...wait };
   }
   if (liveExportOptions(undefined) === null) {
-    if (options.otlpHeader)
-      throw new UsageError(
-        '--otlp-header needs an export: give --otlp URL, or set OTEL_TRACES_EXPORTER=otlp',
-      );
+    const flag = options.otlpHeader
+      ? '--otlp-header'
+      : options.otlpShutdownTimeout
+        ? '--otlp-shutdown-timeout'
+        : null;
+    if (flag)
+      throw new UsageError(`${flag} needs an export: give --otlp URL, or set OTEL_TRACES_EXPORTER=otlp`);
     return undefined;
   }
   checkTracesEndpoint(undefined);
-  return headers;
+  return { ...headers, ...wait };
+}
+
+/** `--otlp-shutdown-timeout`: a duration up to 10 minutes (the recorder's own default when not given). */
+function parseOtlpShutdownTimeout(value: string): number {
+  const ms = parseDuration(value);
+  if (ms === null || ms > 600_000)
+    throw new UsageError(
+      `--otlp-shutdown-timeout ${JSON.stringify(value)}: expected a duration such as 1s, 500ms or 1m (at most 10m)`,
+    );
+  return ms;
 }
 
 function collectHeader(value: string, previous: Record<string, string> = {}): Record<string, string> {
@@ -347,12 +369,16 @@ interface StdioCommandOptions extends CommonOptions {
 // Mirrors src/proxy/server-stop.ts, which loads lazily with the proxy.
 const DEFAULT_STOP_GRACE = '2s';
 
-/** `--stop-grace`: how long the server has to exit once a stop closed its stdin (at most 10 minutes). */
+/**
+ * `--stop-grace`: how long the server has to exit once a stop closed its stdin (at most 10 minutes); 0 (`0`,
+ * `0s`) is no grace: SIGTERM at once, and SIGKILL right after it.
+ */
 function parseStopGrace(value: string): number {
+  if (/^\s*0+(?:\.0+)?\s*(?:ms|[smhdw])?\s*$/i.test(value)) return 0;
   const ms = parseDuration(value);
   if (ms === null || ms > 600_000)
     throw new UsageError(
-      `--stop-grace ${JSON.stringify(value)}: expected a duration such as 2s, 500ms or 1m (at most 10m)`,
+      `--stop-grace ${JSON.stringify(value)}: expected a duration such as 2s, 500ms or 1m (at most 10m), or 0 for none`,
     );
   return ms;
 }
@@ -459,9 +485,13 @@ is found on PATH as cmd.exe finds it (PATHEXT) and run through cmd.exe, each arg
 Stopping (the MCP specification's stdio shutdown): when the client closes mcec-record's stdin, the server's
 is closed too and mcec-record exits when the server does, with its exit code. On SIGINT, SIGTERM, SIGHUP or
 SIGBREAK the server's stdin is closed; a server that has not exited --stop-grace (default 2s) after its
-stdin closed gets SIGTERM, and half that later SIGKILL (on Windows both are TerminateProcess). A second
-signal takes the next step at once. Calls still in flight are recorded as failed: "server exited", saying
-how mcec-record stopped it when it did.
+stdin closed gets SIGTERM, and half that later SIGKILL (on Windows both are TerminateProcess); 0 is no
+grace. A second signal takes the next step at once. Calls still in flight are recorded as failed: "server
+exited", saying how mcec-record stopped it when it did. Once the server has exited, the first signal is
+ignored while the sessions are written (one line on stderr): an MCP client's SIGTERM, 2s after it closed
+stdin, must not cut them short; a second one ends mcec-record by that signal at once (the sessions may be
+incomplete). With --otlp the close waits at most 1s for the collector (--otlp-shutdown-timeout; more than
+about 1s does not fit before an MCP client's SIGTERM).
 
 There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
 up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed

@@ -1,5 +1,7 @@
 /** When a recorder exports live, and where: its `otlp` option and the standard OpenTelemetry variables. */
 
+import { withoutUrlCredentials } from '../redact/inline-secrets.js';
+
 /** Where and how the live OpenTelemetry export sends (src/export/README.md); every field is optional. */
 export interface OtlpExportOptions {
   /** The traces endpoint, e.g. `http://collector:4318/v1/traces`; default from `OTEL_EXPORTER_OTLP_*`. */
@@ -15,8 +17,8 @@ export interface OtlpExportOptions {
   /** One export's limit, retries included (default 10 s). */
   exportTimeoutMillis?: number;
   /**
-   * Longest wait in `close()` for queued spans (default 1 s: an MCP client ends a stdio server 2 s after
-   * closing its stdin); the rest counts as dropped.
+   * Longest wait in `close()` for queued spans; the rest counts as dropped. Default 5 s, but 1 s for a
+   * recorder of a stdio proxy (an MCP client ends a stdio server 2 s after closing its stdin).
    */
   shutdownTimeoutMs?: number;
   /** `service.name` unless `OTEL_SERVICE_NAME` says otherwise (default `mcec-recorder`). */
@@ -24,7 +26,13 @@ export interface OtlpExportOptions {
 }
 
 /** `shutdownTimeoutMs` when not given. */
-export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 1000;
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 5000;
+
+/**
+ * `shutdownTimeoutMs` when not given to a recorder of a stdio proxy: an MCP client sends its server SIGTERM
+ * 2 s after closing its stdin, and the recorder must have written its counts and exited by then.
+ */
+export const STDIO_SHUTDOWN_TIMEOUT_MS = 1000;
 
 /** Options of the live export: where to send, and how long `shutdown` may wait for the collector. */
 export type LiveExportOptions = OtlpExportOptions;
@@ -72,4 +80,27 @@ export function tracesUrlProblem(url: string): string | null {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     return `uses ${parsed.protocol}; the OTLP/HTTP export needs http: or https:`;
   return null;
+}
+
+/**
+ * Why the endpoint the export would send to (`url`, else the one the `OTEL_EXPORTER_OTLP_*` variables give)
+ * cannot be one, in a line naming where it came from (`urlFrom` for `url`: `--otlp`, `options.otlp.url`) and
+ * showing it without credentials; null when it is an http(s) URL. The one check of mcec-record, mcec-bundle
+ * export and createRecorder, each of which throws its own error with this line.
+ */
+export function tracesEndpointProblem(
+  url: string | undefined,
+  urlFrom: string,
+  env: NodeJS.ProcessEnv = process.env,
+): string | null {
+  const endpoint = url ?? resolveTracesUrl(undefined, env);
+  const problem = tracesUrlProblem(endpoint);
+  if (!problem) return null;
+  const from =
+    url !== undefined
+      ? urlFrom
+      : env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim()
+        ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'
+        : 'OTEL_EXPORTER_OTLP_ENDPOINT (plus /v1/traces)';
+  return `${from} ${JSON.stringify(withoutUrlCredentials(endpoint))} ${problem}`;
 }

@@ -22,6 +22,8 @@ export interface StoppableChild {
 export class ServerStop {
   /** When the server's stdin was closed (by the client's end of input, or by this stop), or null. */
   private stdinClosedAt: number | null = null;
+  /** True when the client's end of input closed it (not this stop). */
+  private stdinClosedByTheClient = false;
   /** What asked for the stop first (`SIGTERM received`), or null while none did. */
   private requestedBy: string | null = null;
   private readonly signalsSent: Array<'SIGTERM' | 'SIGKILL'> = [];
@@ -40,7 +42,9 @@ export class ServerStop {
 
   /** The client's input ended and the server's stdin was closed with it: the grace counts from now. */
   stdinClosedByClient(): void {
-    this.stdinClosedAt ??= this.now();
+    if (this.stdinClosedAt !== null) return;
+    this.stdinClosedAt = this.now();
+    this.stdinClosedByTheClient = true;
   }
 
   /**
@@ -64,6 +68,11 @@ export class ServerStop {
     this.escalateAt(this.stdinClosedAt + this.graceMs);
   }
 
+  /** True once the server has exited: a stop asked for now has nothing to stop. */
+  get serverExited(): boolean {
+    return this.gone;
+  }
+
   /** The server exited: nothing more is sent. */
   exited(): void {
     this.gone = true;
@@ -73,13 +82,17 @@ export class ServerStop {
 
   /**
    * Why the requests still in flight got no answer: `server exited` when it exited on its own (or after the
-   * client's end of input), else how it exited and what this proxy did to stop it, in order.
+   * client's end of input), else how it exited and what this proxy did to stop it, in order, saying when the
+   * client had closed the server's stdin first (`client closed stdin; SIGTERM received: SIGTERM`).
    */
   exitReason(status: number | null, signal: NodeJS.Signals | null): string {
     if (this.requestedBy === null) return 'server exited';
     const how = signal !== null ? `killed by ${signal}` : `exit code ${status ?? 'unknown'}`;
-    const steps = ['stdin closed', ...this.signalsSent].join(', ');
-    return `server exited (${how}) while mcec-record stopped it (${this.requestedBy}: ${steps})`;
+    // Who closed the server's stdin: the client before the stop (as an MCP client's close begins), or the stop.
+    const steps = this.stdinClosedByTheClient ? this.signalsSent : ['stdin closed', ...this.signalsSent];
+    const stopped = steps.length > 0 ? `${this.requestedBy}: ${steps.join(', ')}` : this.requestedBy;
+    const by = this.stdinClosedByTheClient ? `client closed stdin; ${stopped}` : stopped;
+    return `server exited (${how}) while mcec-record stopped it (${by})`;
   }
 
   private escalateAt(at: number): void {

@@ -355,17 +355,32 @@ function pipeBothWays(
  */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
 
-/** Stop the server when this process receives a stop signal; returns what removes the handlers. */
-function stopOnSignals(stop: ServerStop): () => void {
+/**
+ * Stop the server when this process receives a stop signal; returns what removes the handlers. Once the
+ * server has exited (the sessions are being written), the first signal is ignored with one line (an MCP
+ * client's SIGTERM, 2 s after it closed stdin, must not cut the sessions short) and the handlers are removed:
+ * the next one takes its default course (the process ends by it), so a close that hangs can still be stopped.
+ */
+function stopOnSignals(stop: ServerStop, say: (line: string) => void): () => void {
   const handlers = new Map<NodeJS.Signals, () => void>();
+  const remove = () => {
+    for (const [signal, handler] of handlers) process.off(signal, handler);
+  };
   for (const signal of STOP_SIGNALS) {
-    const handler = () => stop.request(`${signal} received`);
+    const handler = () => {
+      if (!stop.serverExited) {
+        stop.request(`${signal} received`);
+        return;
+      }
+      say(
+        `${signal} received while the sessions are being written: ignored; send it again to stop now (the sessions may be incomplete)`,
+      );
+      remove();
+    };
     handlers.set(signal, handler);
     process.on(signal, handler);
   }
-  return () => {
-    for (const [signal, handler] of handlers) process.off(signal, handler);
-  };
+  return remove;
 }
 
 /** Stop the server when `signal` is aborted; returns what removes the listener. */
@@ -482,17 +497,18 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   });
   // The stop closes the server's stdin through the pipes, which tell it when the client closed it first.
   let pipes: Pipes | null = null;
+  const say = (line: string) => {
+    if (io.stderr.writable) io.stderr.write(`mcec-record: ${line}\n`);
+  };
   const stop = new ServerStop(
     child,
     () => pipes?.closeServerStdin(),
     options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS,
-    (line) => {
-      if (io.stderr.writable) io.stderr.write(`mcec-record: ${line}\n`);
-    },
+    say,
   );
   pipes = pipeBothWays(child, io, recorder, fromClient, fromServer, () => stop.stdinClosedByClient());
   child.once('exit', () => stop.exited());
-  const stopListening = (options.forwardSignals ?? true) ? stopOnSignals(stop) : () => {};
+  const stopListening = (options.forwardSignals ?? true) ? stopOnSignals(stop, say) : () => {};
   const stopWatchingAbort = stopOnAbort(stop, options.signal);
 
   const end = await childExit(child, options.command, io.stderr, options.drainGraceMs ?? 2000);
@@ -500,8 +516,8 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   stop.exited();
   pipes.detachClient();
   pairing.serverExited(stop.exitReason(end.status, end.signal));
-  // The handlers stay until the sessions are written (a signal now finds the server gone and is ignored): an
-  // MCP client's SIGTERM, 2 s after it closed stdin, must not end the close mid-write or change the exit code.
+  // The handlers stay until the sessions are written: an MCP client's SIGTERM, 2 s after it closed stdin, must
+  // not end the close mid-write or change the exit code (a second signal does: stopOnSignals).
   await closeRecorder(recorder, io.stderr);
   stopListening();
   stopWatchingAbort();

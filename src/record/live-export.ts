@@ -6,11 +6,12 @@
 
 import type { LiveTraceExport } from '../export/live.js';
 import {
+  DEFAULT_SHUTDOWN_TIMEOUT_MS,
   type LiveExportOptions,
   liveExportOptions,
   type OtlpOption,
-  resolveTracesUrl,
-  tracesUrlProblem,
+  STDIO_SHUTDOWN_TIMEOUT_MS,
+  tracesEndpointProblem,
 } from '../export/live-options.js';
 import type { ExportCounts } from '../export/otlp-sink.js';
 import { withoutUrlCredentials } from '../redact/inline-secrets.js';
@@ -28,22 +29,23 @@ export type OtlpExportDetail = ExportCounts & { url: string };
 /**
  * Live export for a recorder, or null when it is off (see liveExportOptions). An endpoint that is not an
  * http(s) URL is a RangeError, at once: an export that turned itself off would lose every span in silence.
+ * Its close waits `shutdownTimeoutMs`, by default 1 s for a stdio proxy's recorder (`transport`), else 5 s.
  * `notice` hears why an export that was on could not start.
  */
 export function openLiveExport(
   option: OtlpOption,
+  transport: string | undefined,
   notice: (line: string) => void,
   countsChanged: (sessionIds: ReadonlySet<string>) => void,
 ): LiveExportHook | null {
   const options = liveExportOptions(option);
   if (!options) return null;
-  const url = resolveTracesUrl(options.url);
-  const problem = tracesUrlProblem(url);
-  if (problem) {
-    const from = options.url !== undefined ? 'options.otlp.url' : 'the OTEL_EXPORTER_OTLP_* traces endpoint';
-    throw new RangeError(`${from} ${JSON.stringify(withoutUrlCredentials(url))} ${problem}`);
-  }
-  return new LiveExportHook(options, notice, countsChanged);
+  const problem = tracesEndpointProblem(options.url, 'options.otlp.url');
+  if (problem) throw new RangeError(problem);
+  const shutdownTimeoutMs =
+    options.shutdownTimeoutMs ??
+    (transport === 'stdio' ? STDIO_SHUTDOWN_TIMEOUT_MS : DEFAULT_SHUTDOWN_TIMEOUT_MS);
+  return new LiveExportHook({ ...options, shutdownTimeoutMs }, notice, countsChanged);
 }
 
 /** Feeds committed sessions to the export and reports its counts per session. */

@@ -83,6 +83,7 @@ export function buildRecorderParts(
   const catalogTouches = new CatalogTouches(sessionsDir, (line) => ledger.notice(line));
   const liveExport = openLiveExport(
     options.otlp,
+    options.transport,
     (line) => ledger.notice(line),
     // Counts changed after a commit (a batch answered): commit those sessions again, unless closed.
     (ids) => {

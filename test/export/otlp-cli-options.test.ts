@@ -7,9 +7,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
-import { sessionDirs } from '../record/helpers.js';
+import { events, sessionDirs } from '../record/helpers.js';
 import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
 import { BUNDLE_CLI, collectOutput, ROOT, runNode } from '../support/programs.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
 const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
@@ -208,5 +209,114 @@ describe('--otlp-header', () => {
     );
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--otlp-header needs an export/);
+  });
+});
+
+describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else 5 s (--otlp-shutdown-timeout)', () => {
+  /** A collector that answers every batch 2 s late: slower than a stdio recorder waits, faster than others. */
+  async function slowReceiver(): Promise<OtlpReceiver> {
+    const r = await receiver();
+    r.answer = () => ({ status: 200, delayMs: 2000 });
+    return r;
+  }
+
+  it('createRecorder: transport http (and wrap) waits for a collector 2 s late, stdio does not', async () => {
+    const r = await slowReceiver();
+    const exported: Record<string, unknown> = {};
+    for (const transport of ['http', 'stdio'] as const) {
+      const root = tempRoot();
+      const recorder = createRecorder({
+        sessionsDir: root,
+        transport,
+        otlp: { url: r.url },
+        stderr: () => {},
+      });
+      const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+        sessionId: 's1',
+        ok: true,
+        result: {},
+      }));
+      await call('windows', { sessionId: 's1' });
+      await recorder.close();
+      const [e] = events(path.join(root, sessionDirs(root)[0]!), 'otlp-export');
+      exported[transport] = e?.data.exported;
+    }
+    expect(exported).toEqual({ http: 2, stdio: 0 }); // the call's span and the session's root
+  }, 30_000);
+
+  it('mcec-record http: Ctrl+C waits for a collector 2 s late, every span is delivered', async () => {
+    const r = await slowReceiver();
+    const root = tempRoot();
+    const { listener } = await simOnHttp(path.join(root, 'sim'));
+    cleanups.push(() => listener.close());
+    const sessions = path.join(root, 'sessions');
+    const child = spawn(
+      process.execPath,
+      [
+        RECORD_CLI,
+        'http',
+        '--listen',
+        '127.0.0.1:0',
+        '--target',
+        listener.url,
+        '--sessions',
+        sessions,
+        '--otlp',
+        r.url,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...otelFree() } },
+    );
+    const output = collectOutput(child);
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    cleanups.push(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    for (let i = 0; i < 600 && !/recording (http:\S+)/.test(output.stderr); i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    const proxyUrl = /recording (http:\S+)/.exec(output.stderr)![1]!;
+    const body = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'displays', arguments: {} } };
+    const res = await fetch(proxyUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify(body),
+    });
+    await res.text();
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(output.stderr).not.toContain('spans delivered'); // nothing was lost
+    const [e] = events(path.join(sessions, sessionDirs(sessions)[0]!), 'otlp-export');
+    expect(e?.data.exported).toBe(e?.data.spans);
+    expect(e?.data.dropped).toBe(0);
+  }, 30_000);
+
+  it('--otlp-shutdown-timeout that is not a duration, or without an export, is usage (exit 2)', async () => {
+    const root = tempRoot();
+    const [bad, alone] = await Promise.all([
+      runNode(
+        [
+          RECORD_CLI,
+          'http',
+          '--listen',
+          '127.0.0.1:0',
+          '--sessions',
+          root,
+          '--otlp',
+          'http://127.0.0.1:9/v1/traces',
+          '--otlp-shutdown-timeout',
+          '5',
+        ],
+        { env: otelFree() },
+      ),
+      runNode(
+        [RECORD_CLI, 'http', '--listen', '127.0.0.1:0', '--sessions', root, '--otlp-shutdown-timeout', '5s'],
+        {
+          env: otelFree(),
+        },
+      ),
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--otlp-shutdown-timeout "5": expected a duration such as 1s/);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--otlp-shutdown-timeout needs an export/);
   });
 });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_SHUTDOWN_TIMEOUT_MS } from '../../src/export/live-options.js';
+import { STDIO_SHUTDOWN_TIMEOUT_MS } from '../../src/export/live-options.js';
 import { calls, events, expectEventsValid, sessionDirs } from '../record/helpers.js';
 import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { ROOT } from '../support/programs.js';
@@ -66,7 +66,7 @@ describe('mcec-record stdio --otlp closed by an MCP client', () => {
     expect(exit.signal).toBeNull();
     expect(exit.code).toBe(0);
     // Generous: the bound on the export's wait plus 3 s for the rest of the close on a loaded machine.
-    expect(exit.at - closedAt).toBeLessThan(DEFAULT_SHUTDOWN_TIMEOUT_MS + 3000);
+    expect(exit.at - closedAt).toBeLessThan(STDIO_SHUTDOWN_TIMEOUT_MS + 3000);
     const dir = path.join(sessions, sessionDirs(sessions)[0]!);
     const spans = calls(dir).length + 1; // a span per call and the session's root span
     const [e] = events(dir, 'otlp-export');

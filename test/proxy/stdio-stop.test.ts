@@ -7,6 +7,8 @@
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -121,6 +123,20 @@ describe('mcec-record stdio stops its server as the MCP specification says', () 
     await waitFor(() => q.stderr().includes('SIGINT received'));
     q.child.kill('SIGINT');
     expect(await q.exit).toBe(128 + 15);
+  });
+
+  it('--stop-grace 0 (or 0s) is no grace: SIGTERM at once; a value that is not a duration says what is taken', async () => {
+    const p = recordCli('deaf', ['--stop-grace', '0s']);
+    await oneAnsweredOneInFlight(p);
+    p.child.kill('SIGINT');
+    expect(await p.exit).toBe(128 + 15);
+    expect(p.stderr()).toContain(
+      "SIGINT received: the server's stdin is closed; it has 0 s to exit before SIGTERM",
+    );
+    fs.rmSync(p.sessionsDir, { recursive: true, force: true });
+    const q = recordCli('deaf', ['--stop-grace', '-1s']);
+    expect(await q.exit).toBe(2);
+    expect(q.stderr()).toContain('expected a duration such as 2s, 500ms or 1m (at most 10m), or 0 for none');
   });
 
   it('a server that ignores SIGTERM too is killed half the grace later (library: an AbortSignal stops it)', async () => {
@@ -246,7 +262,83 @@ describe('mcec-record stdio stops its server as the MCP specification says', () 
     const [session] = readSessions(sessionsDir);
     expect(session!.session.status).toBe('ended'); // its recorder closed: it was not killed
     expect(session!.calls[1]!.error_detail).toContain(
-      'server exited (killed by SIGTERM) while mcec-record stopped it (SIGTERM received: stdin closed, SIGTERM)',
+      // The client closed the server's stdin (through mcec-record's), not mcec-record's stop.
+      'server exited (killed by SIGTERM) while mcec-record stopped it (client closed stdin; SIGTERM received: SIGTERM)',
     );
   });
+});
+
+/** A collector that takes every request and never answers: a close waits its whole export wait. */
+async function silentCollector(): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = http.createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** The session's end is committed: mcec-record's close has begun (its export's wait comes after). */
+function sessionEnded(sessionsDir: string): () => boolean {
+  return () => {
+    try {
+      return readSessions(sessionsDir)[0]?.session.status === 'ended';
+    } catch {
+      return false;
+    }
+  };
+}
+
+describe('a signal while mcec-record writes the sessions (the server has exited)', () => {
+  it('the first is ignored with one line (an MCP client’s late SIGTERM): the close ends, exit code the server’s', async () => {
+    const collector = await silentCollector();
+    try {
+      const p = recordCli('flush', ['--otlp', collector.url, '--otlp-shutdown-timeout', '4s']);
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        p.child.on('exit', (_c, s) => resolve(s)),
+      );
+      p.child.stdin.write(call(1, 'quick'));
+      await waitFor(() => p.stdout().includes('done 1'));
+      p.child.stdin.end(); // the client's close: the server flushes and exits
+      await waitFor(sessionEnded(p.sessionsDir));
+      p.child.kill('SIGTERM');
+      await waitFor(() => p.stderr().includes('SIGTERM received while'), 10_000);
+      expect(await p.exit).toBe(0);
+      expect(await exited).toBeNull();
+      expect(p.stderr()).toContain(
+        'mcec-record: SIGTERM received while the sessions are being written: ignored; send it again to stop now (the sessions may be incomplete)\n',
+      );
+      // The close went on to its end: the export's counts, and what was not delivered, were said.
+      expect(p.stderr()).toContain('spans delivered');
+    } finally {
+      await collector.close();
+    }
+  }, 30_000);
+
+  it('a second one ends mcec-record by that signal at once, though the close would take 30 s more', async () => {
+    const collector = await silentCollector();
+    try {
+      const p = recordCli('flush', ['--otlp', collector.url, '--otlp-shutdown-timeout', '30s']);
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        p.child.on('exit', (_c, s) => resolve(s)),
+      );
+      p.child.stdin.write(call(1, 'quick'));
+      await waitFor(() => p.stdout().includes('done 1'));
+      p.child.stdin.end();
+      await waitFor(sessionEnded(p.sessionsDir));
+      p.child.kill('SIGINT');
+      await waitFor(() => p.stderr().includes('SIGINT received while'), 10_000);
+      const second = Date.now();
+      p.child.kill('SIGINT');
+      expect(await exited).toBe('SIGINT');
+      expect(Date.now() - second).toBeLessThan(10_000); // generous; the close had 30 s of export wait left
+      expect(p.stderr()).not.toContain('spans delivered');
+    } finally {
+      await collector.close();
+    }
+  }, 30_000);
 });
