@@ -491,7 +491,9 @@ exited", saying how mcec-record stopped it when it did. Once the server has exit
 ignored while the sessions are written (one line on stderr): an MCP client's SIGTERM, 2s after it closed
 stdin, must not cut them short; a second one ends mcec-record by that signal at once (the sessions may be
 incomplete). With --otlp the close waits at most 1s for the collector (--otlp-shutdown-timeout; more than
-about 1s does not fit before an MCP client's SIGTERM).
+about 1s does not fit before an MCP client's SIGTERM). A SIGTERM after the client closed stdin (an MCP
+client's second step; its SIGKILL comes 2s later) sends the server SIGTERM at once and SIGKILL at most
+0.5s later, and ends the collector's wait in time for mcec-record to exit before that SIGKILL.
 
 There is no proxy timeout on stdio: the client's own applies, and an answer that comes after the client gave
 up is still recorded. A line over --max-record-bytes (a size: 1048576, 64MiB; default 256MiB) is passed

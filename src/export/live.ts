@@ -77,10 +77,14 @@ export class LiveTraceExport {
     return this.sink.counts(sessionId);
   }
 
-  /** Flush what is queued, waiting at most `shutdownTimeoutMs`; idempotent. */
-  async shutdown(): Promise<void> {
+  /**
+   * Flush what is queued, waiting at most `shutdownTimeoutMs`, and not past `deadline` (a `Date.now()` time)
+   * when given; idempotent.
+   */
+  async shutdown(deadline?: number): Promise<void> {
     for (const dir of [...this.sessions.keys()]) this.forget(dir);
-    const limit = this.options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    const timeout = this.options.shutdownTimeoutMs ?? DEFAULT_SHUTDOWN_TIMEOUT_MS;
+    const limit = deadline === undefined ? timeout : Math.max(0, Math.min(timeout, deadline - Date.now()));
     let timer: NodeJS.Timeout | undefined;
     let late = false;
     await Promise.race([

@@ -8,6 +8,13 @@
 /** How long the server has to exit once its stdin is closed before it gets SIGTERM (half that, then SIGKILL). */
 export const DEFAULT_STOP_GRACE_MS = 2000;
 
+/** An MCP client (the MCP SDKs' stdio transports) sends SIGKILL this long after its SIGTERM. */
+export const CLIENT_KILL_AFTER_MS = 2000;
+/** After the client's SIGTERM the server's SIGKILL comes at most this long later: the close needs the rest. */
+const CLIENT_TERM_SERVER_KILL_MS = 500;
+/** What the recorder's close needs after the export's wait, before the client's SIGKILL (commit, logs, exit). */
+const CLOSE_AFTER_EXPORT_MS = 700;
+
 /** What the stop needs of the child process. */
 export interface StoppableChild {
   kill(signal: NodeJS.Signals): boolean;
@@ -29,6 +36,8 @@ export class ServerStop {
   private readonly signalsSent: Array<'SIGTERM' | 'SIGKILL'> = [];
   private timer: NodeJS.Timeout | null = null;
   private gone = false;
+  /** When the client's SIGKILL is due (its SIGTERM came after it closed stdin), or null. */
+  private clientKillAt: number | null = null;
 
   constructor(
     private readonly child: StoppableChild,
@@ -50,22 +59,34 @@ export class ServerStop {
   /**
    * A stop was asked for (`why`: a signal this process received, an abort). The first closes the server's
    * stdin (unless the client did) and sends SIGTERM when the grace since that close has passed; each later
-   * one takes the next step at once (an impatient second Ctrl+C).
+   * one takes the next step at once (an impatient second Ctrl+C). A SIGTERM (`sigterm`) after the client
+   * closed stdin is an MCP client's second step, its SIGKILL due 2 s later: the server's grace is over (SIGTERM
+   * at once) and its SIGKILL comes within 0.5 s, so the recorder's close fits before the client's SIGKILL.
    */
-  request(why: string): void {
+  request(why: string, sigterm = false): void {
     if (this.gone) return;
     if (this.requestedBy !== null) {
       this.escalate();
       return;
     }
     this.requestedBy = why;
+    if (sigterm && this.stdinClosedByTheClient) this.clientKillAt = this.now() + CLIENT_KILL_AFTER_MS;
     let left = this.graceMs;
     if (this.stdinClosedAt === null) {
       this.stdinClosedAt = this.now();
       this.closeStdin();
-    } else left = Math.max(0, this.stdinClosedAt + this.graceMs - this.now()); // the client closed it earlier
+    } else if (this.clientKillAt !== null) left = 0;
+    else left = Math.max(0, this.stdinClosedAt + this.graceMs - this.now()); // the client closed it earlier
     this.say(`${why}: the server's stdin is closed; it has ${seconds(left)} to exit before SIGTERM`);
-    this.escalateAt(this.stdinClosedAt + this.graceMs);
+    this.escalateAt(this.now() + left);
+  }
+
+  /**
+   * When the recorder's close must end its export's wait (a `Date.now()` time), or undefined: set when an MCP
+   * client's SIGTERM came, so that the close ends before the client's SIGKILL.
+   */
+  exportDeadline(): number | undefined {
+    return this.clientKillAt === null ? undefined : this.clientKillAt - CLOSE_AFTER_EXPORT_MS;
   }
 
   /** True once the server has exited: a stop asked for now has nothing to stop. */
@@ -113,7 +134,11 @@ export class ServerStop {
     } catch {
       // gone meanwhile: its exit is reported as usual
     }
-    if (signal === 'SIGTERM') this.escalateAt(this.now() + Math.ceil(this.graceMs / 2));
+    if (signal !== 'SIGTERM') return;
+    const killAfter = Math.ceil(this.graceMs / 2);
+    this.escalateAt(
+      this.now() + (this.clientKillAt === null ? killAfter : Math.min(killAfter, CLIENT_TERM_SERVER_KILL_MS)),
+    );
   }
 }
 

@@ -369,7 +369,7 @@ function stopOnSignals(stop: ServerStop, say: (line: string) => void): () => voi
   for (const signal of STOP_SIGNALS) {
     const handler = () => {
       if (!stop.serverExited) {
-        stop.request(`${signal} received`);
+        stop.request(`${signal} received`, signal === 'SIGTERM');
         return;
       }
       say(
@@ -518,7 +518,7 @@ export async function runStdioProxy(options: StdioProxyOptions): Promise<number>
   pairing.serverExited(stop.exitReason(end.status, end.signal));
   // The handlers stay until the sessions are written: an MCP client's SIGTERM, 2 s after it closed stdin, must
   // not end the close mid-write or change the exit code (a second signal does: stopOnSignals).
-  await closeRecorder(recorder, io.stderr);
+  await closeRecorder(recorder, io.stderr, stop.exportDeadline());
   stopListening();
   stopWatchingAbort();
   return end.code;
@@ -562,9 +562,14 @@ function startFailure(command: string, err: NodeJS.ErrnoException): string {
   return `${err.code} (${err.message})`;
 }
 
-async function closeRecorder(recorder: ProxyRecorder, stderr: Writable): Promise<void> {
+/** Close the recorder; its export's wait ends by `exportDeadline` when given (an MCP client's SIGKILL is due). */
+async function closeRecorder(
+  recorder: ProxyRecorder,
+  stderr: Writable,
+  exportDeadline?: number,
+): Promise<void> {
   try {
-    await recorder.close();
+    await recorder.close(exportDeadline === undefined ? undefined : { exportDeadline });
   } catch (err) {
     if (stderr.writable)
       stderr.write(`mcec-record: closing the recorder failed: ${(err as Error).message}\n`);

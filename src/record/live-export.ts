@@ -117,9 +117,9 @@ export class LiveExportHook {
     return `OpenTelemetry export to ${e.url}: ${c.exported} of ${c.spans} spans delivered, ${c.dropped} dropped${why}`;
   }
 
-  /** Wait for the chained work, then flush the export (bounded by its shutdownTimeoutMs). */
-  async shutdown(): Promise<void> {
+  /** Wait for the chained work, then flush the export (bounded by its shutdownTimeoutMs and `deadline`). */
+  async shutdown(deadline?: number): Promise<void> {
     const e = await this.chain;
-    await e?.shutdown();
+    await e?.shutdown(deadline);
   }
 }

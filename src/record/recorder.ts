@@ -45,6 +45,7 @@ import { type McpSession, ServerIdentity } from './server-identity.js';
 import type { SessionRegistry } from './session-registry.js';
 import { inStage, stageOf } from './stages.js';
 import type {
+  CloseOptions,
   Dispatch,
   ExchangeMeta,
   PendingExchange,
@@ -438,13 +439,13 @@ class RecorderImpl implements Recorder {
     return this.queue.flush();
   }
 
-  close(): Promise<void> {
+  close(options: CloseOptions = {}): Promise<void> {
     if (!this.closed) this.gaps.closeIfRoom(true);
-    this.closing ??= this.closeNow();
+    this.closing ??= this.closeNow(options.exportDeadline);
     return this.closing;
   }
 
-  private async closeNow(): Promise<void> {
+  private async closeNow(exportDeadline: number | undefined): Promise<void> {
     await this.flush();
     // What came during that flush is recorded behind one more, with a gap that opened meanwhile; nothing
     // after it is taken (it would be neither recorded nor counted in a recorded gap).
@@ -454,8 +455,8 @@ class RecorderImpl implements Recorder {
     this.registry.endAll(this.clock.date());
     this.queue.commitNow(true);
     if (this.liveExport) {
-      // Bounded (shutdownTimeoutMs): then each exported session's final counts go in its log.
-      await this.liveExport.shutdown();
+      // Bounded (shutdownTimeoutMs, exportDeadline): then each exported session's final counts go in its log.
+      await this.liveExport.shutdown(exportDeadline);
       this.registry.markOpenDirty();
       this.queue.commitNow(true);
       const undelivered = this.liveExport.undelivered();

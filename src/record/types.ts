@@ -3,6 +3,12 @@ import type { OtlpExportOptions } from '../export/live-options.js';
 import type { MaskOptions } from '../mask/types.js';
 import type { CallCounts } from '../store/schema.js';
 
+/** Options of `Recorder.close`. */
+export interface CloseOptions {
+  /** `Date.now()` time by which the live export's wait at close ends, whatever its `shutdownTimeoutMs`. */
+  exportDeadline?: number;
+}
+
 /** An agent's tool dispatch: what `wrap` takes and gives back. */
 export type Dispatch = (tool: string, args: Record<string, unknown>) => Promise<unknown>;
 
@@ -219,6 +225,10 @@ export interface Recorder {
    * has room again. `wrap` waits for it itself; a proxy waits before it forwards the next request.
    */
   room(): Promise<void> | undefined;
-  /** Flush, mark open sessions ended, close the logs. Calls made afterwards are passed through unrecorded. */
-  close(): Promise<void>;
+  /**
+   * Flush, mark open sessions ended, close the logs. Calls made afterwards are passed through unrecorded.
+   * `options.exportDeadline` (a `Date.now()` time) ends the live export's wait then if that is sooner than its
+   * `shutdownTimeoutMs`: a stdio proxy knows when its MCP client's SIGKILL is due.
+   */
+  close(options?: CloseOptions): Promise<void>;
 }

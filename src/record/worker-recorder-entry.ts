@@ -111,7 +111,7 @@ function handle(message: Posted): void {
     case 'close':
       exchanges.clear();
       settled.clear();
-      recorder.close().then(
+      recorder.close({ exportDeadline: message.exportDeadline }).then(
         () => closed(),
         (err: unknown) => closed(err instanceof Error ? err.message : String(err)),
       );

@@ -15,7 +15,14 @@ import { NOOP_EXCHANGE, queueFull } from './exchange.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
 import { DECLARED_KINDS, gapTexts, notRecordedAs, RECORDING_GAP, RecordingGaps } from './recording-gap.js';
-import type { ExchangeMeta, OversizeAnswer, PendingExchange, Recorder, RecorderOptions } from './types.js';
+import type {
+  CloseOptions,
+  ExchangeMeta,
+  OversizeAnswer,
+  PendingExchange,
+  Recorder,
+  RecorderOptions,
+} from './types.js';
 
 /** What a worker recorder offers: what the proxies use of a recorder (`ProxyRecorder`) and where it writes. */
 export interface WorkerRecorder
@@ -53,7 +60,7 @@ export type ToWorker =
   | { op: 'event'; sessionId: string | undefined; kind: string; detail: Record<string, unknown> }
   | { op: 'header-secret'; secret: string }
   | { op: 'forget'; id: number }
-  | { op: 'close' };
+  | { op: 'close'; exportDeadline?: number };
 
 /**
  * A message as posted: `t` is when (epoch ms), so what the recorder stamps itself (an event's time, a failed
@@ -289,15 +296,15 @@ class WorkerRecorderImpl implements WorkerRecorder {
     this.post({ op: 'header-secret', secret });
   }
 
-  close(): Promise<void> {
-    this.closing ??= this.closeNow();
+  close(options: CloseOptions = {}): Promise<void> {
+    this.closing ??= this.closeNow(options.exportDeadline);
     return this.closing;
   }
 
-  private closeNow(): Promise<void> {
+  private closeNow(exportDeadline: number | undefined): Promise<void> {
     this.postKeptSecrets(); // a gap that only kept tokens records nothing (so does not post them)
     this.gaps.closeIfRoom(true);
-    this.post({ op: 'close' });
+    this.post(exportDeadline === undefined ? { op: 'close' } : { op: 'close', exportDeadline });
     this.closed = true;
     this.flush();
     this.wakeRoomWaiters(true);

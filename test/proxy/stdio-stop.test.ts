@@ -223,49 +223,81 @@ describe('mcec-record stdio stops its server as the MCP specification says', () 
     );
   });
 
-  it('the MCP SDK’s own close (stdin, 2 s, SIGTERM, 2 s, SIGKILL) finds mcec-record done before its SIGKILL', async () => {
-    const sessionsDir = path.join(tmp, 'sessions');
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [RECORD_CLI, 'stdio', '--sessions', sessionsDir, '--', process.execPath, STOP_CHILD, 'deaf', 'x'],
-      stderr: 'pipe',
-    });
-    const said = text(transport.stderr as Readable);
-    const answers: unknown[] = [];
-    transport.onmessage = (m) => answers.push(m);
-    await transport.start();
-    const pid = transport.pid!;
-    await transport.send({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/call',
-      params: { name: 'quick', arguments: {} },
-    });
-    await transport.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'hang', arguments: {} },
-    });
-    await waitFor(() => answers.length === 1);
-    await waitFor(() => {
+  it.each([
+    ['deaf', 'without an export', false, 'SIGTERM', 'SIGTERM'],
+    // The worst case: the server's SIGKILL and the export's whole wait must both fit before the client's.
+    ['stubborn', 'with a collector that never answers', true, 'SIGKILL', 'SIGTERM, SIGKILL'],
+    // The client's SIGTERM ends a longer grace: else the client's SIGKILL would leave the server running.
+    ['deaf', 'with --stop-grace 10m', false, 'SIGTERM', 'SIGTERM'],
+  ] as const)(
+    'the MCP SDK’s own close (stdin, 2 s, SIGTERM, 2 s, SIGKILL) finds mcec-record done before its SIGKILL: a %s server, %s',
+    async (mode, how, withExport, killedBy, steps) => {
+      const sessionsDir = path.join(tmp, 'sessions');
+      const collector = withExport ? await silentCollector() : null;
+      const otlp = collector ? ['--otlp', collector.url] : [];
+      if (how.includes('--stop-grace')) otlp.push('--stop-grace', '10m');
+      const transport = new StdioClientTransport({
+        command: process.execPath,
+        args: [
+          RECORD_CLI,
+          'stdio',
+          '--sessions',
+          sessionsDir,
+          ...otlp,
+          '--',
+          process.execPath,
+          STOP_CHILD,
+          mode,
+          'x',
+        ],
+        stderr: 'pipe',
+      });
+      const said = text(transport.stderr as Readable);
+      const answers: unknown[] = [];
+      transport.onmessage = (m) => answers.push(m);
+      await transport.start();
+      // The SDK does not hand out its child; whether mcec-record exited by itself is what this test is about.
+      const child = (transport as unknown as { _process: ChildProcessWithoutNullStreams })._process;
+      const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+        child.once('exit', (_c, signal) => resolve(signal)),
+      );
       try {
-        return readSessions(sessionsDir).flatMap((x) => x.calls).length === 2;
-      } catch {
-        return false;
+        await transport.send({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'tools/call',
+          params: { name: 'quick', arguments: {} },
+        });
+        await transport.send({
+          jsonrpc: '2.0',
+          id: 2,
+          method: 'tools/call',
+          params: { name: 'hang', arguments: {} },
+        });
+        await waitFor(() => answers.length === 1);
+        await waitFor(() => {
+          try {
+            return readSessions(sessionsDir).flatMap((x) => x.calls).length === 2;
+          } catch {
+            return false;
+          }
+        });
+        await transport.close(); // resolves once the proxy exited, or after the SIGKILL it sends then
+        expect(await exited).toBeNull(); // not the client's SIGKILL
+        expect(said()).toContain('SIGTERM received');
+        const [session] = readSessions(sessionsDir);
+        expect(session!.session.status).toBe('ended');
+        expect(session!.calls[1]!.error_detail).toContain(
+          // The client closed the server's stdin (through mcec-record's), not mcec-record's stop.
+          `server exited (killed by ${killedBy}) while mcec-record stopped it (client closed stdin; SIGTERM received: ${steps})`,
+        );
+        // The close went to its end: what the collector did not get was said (and its counts logged).
+        if (withExport) expect(said()).toContain('spans delivered');
+      } finally {
+        await collector?.close();
       }
-    });
-    await transport.close(); // resolves once the proxy exited, or after the SIGKILL it sends then
-    expect(said()).toContain('SIGTERM received');
-    expect(said()).not.toContain('SIGKILL');
-    expect(() => process.kill(pid, 0)).toThrow(); // gone
-    const [session] = readSessions(sessionsDir);
-    expect(session!.session.status).toBe('ended'); // its recorder closed: it was not killed
-    expect(session!.calls[1]!.error_detail).toContain(
-      // The client closed the server's stdin (through mcec-record's), not mcec-record's stop.
-      'server exited (killed by SIGTERM) while mcec-record stopped it (client closed stdin; SIGTERM received: SIGTERM)',
-    );
-  });
+    },
+  );
 });
 
 /** A collector that takes every request and never answers: a close waits its whole export wait. */
