@@ -336,10 +336,16 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   }
   const sessionsDir = path.resolve(recorder.sessionsDir);
   let stopping = false;
+  const handlers = new Map<NodeJS.Signals, () => void>();
   const stop = async (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
-    process.stderr.write(`mcec-record: ${signal}: closing sessions\n`);
+    // A second signal takes its default course (the process ends by it): a close that waits on a collector or
+    // a slow share can still be cut short.
+    for (const [s, handler] of handlers) process.off(s, handler);
+    process.stderr.write(
+      `mcec-record: ${signal}: closing sessions (send it again to stop now; the sessions may be incomplete)\n`,
+    );
     await proxy.close();
     try {
       await recorder.close();
@@ -353,8 +359,10 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
   // Before the notice: whoever reads it may signal at once.
   // SIGHUP: the terminal went away (on Windows, the console window closed: a few seconds to close the
   // sessions); SIGBREAK: Ctrl-Break on Windows. SIGTERM never arrives on Windows.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const)
-    process.on(signal, () => void stop(signal));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const) {
+    handlers.set(signal, () => void stop(signal));
+    process.on(signal, handlers.get(signal)!);
+  }
   process.stderr.write(
     `mcec-record: recording ${proxy.url} -> ${options.target}\nmcec-record: sessions in ${sessionsDir}\n` +
       `mcec-record: timeouts ${describeTimeouts(timeouts)}; answers over ${formatBytes(maxRecordBytes)} pass unrecorded\n`,
@@ -433,7 +441,8 @@ const HTTP_HELP = `
 Examples:
   mcec-record http --listen 127.0.0.1:5152 --target http://127.0.0.1:5151/mcp
   # then POST to http://127.0.0.1:5152/mcp with the same Authorization header as before;
-  # Ctrl-C ends the open sessions so mcec-bundle can pack them at once
+  # Ctrl-C ends the open sessions so mcec-bundle can pack them at once (a second Ctrl-C: stop now,
+  # the sessions may be incomplete)
 
   mcec-record http --timeout 150s --timeout record=90s --timeout wait-for=10m
 

@@ -244,8 +244,8 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
     expect(exported).toEqual({ http: 2, stdio: 0 }); // the call's span and the session's root
   }, 30_000);
 
-  it('mcec-record http: Ctrl+C waits for a collector 2 s late, every span is delivered', async () => {
-    const r = await slowReceiver();
+  /** The built `mcec-record http` in front of the simulator, exporting to `otlpUrl`, once it listens. */
+  async function recordHttp(otlpUrl: string, extra: string[] = []) {
     const root = tempRoot();
     const { listener } = await simOnHttp(path.join(root, 'sim'));
     cleanups.push(() => listener.close());
@@ -262,14 +262,17 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
         '--sessions',
         sessions,
         '--otlp',
-        r.url,
+        otlpUrl,
+        ...extra,
       ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...otelFree() } },
     );
     const output = collectOutput(child);
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('close', (code, signal) => resolve({ code, signal })),
+    );
     cleanups.push(() => {
-      if (child.exitCode === null) child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
     for (let i = 0; i < 600 && !/recording (http:\S+)/.test(output.stderr); i++)
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -281,12 +284,32 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
       body: JSON.stringify(body),
     });
     await res.text();
+    return { child, output, exited, sessions };
+  }
+
+  it('mcec-record http: Ctrl+C waits for a collector 2 s late, every span is delivered', async () => {
+    const r = await slowReceiver();
+    const { child, output, exited, sessions } = await recordHttp(r.url);
     child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    expect((await exited).code).toBe(0);
     expect(output.stderr).not.toContain('spans delivered'); // nothing was lost
     const [e] = events(path.join(sessions, sessionDirs(sessions)[0]!), 'otlp-export');
     expect(e?.data.exported).toBe(e?.data.spans);
     expect(e?.data.dropped).toBe(0);
+  }, 30_000);
+
+  it('mcec-record http: a second Ctrl+C while the close waits for the collector ends it by that signal at once', async () => {
+    const r = await receiver();
+    r.answer = () => ({ status: 200, delayMs: 60_000 });
+    const { child, output, exited } = await recordHttp(r.url, ['--otlp-shutdown-timeout', '30s']);
+    child.kill('SIGINT');
+    for (let i = 0; i < 500 && !output.stderr.includes('closing sessions'); i++)
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(output.stderr).toContain('SIGINT: closing sessions (send it again to stop now');
+    const second = Date.now();
+    child.kill('SIGINT');
+    expect((await exited).signal).toBe('SIGINT');
+    expect(Date.now() - second).toBeLessThan(10_000); // generous; the close had up to 30 s left
   }, 30_000);
 
   it('--otlp-shutdown-timeout that is not a duration, or without an export, is usage (exit 2)', async () => {
