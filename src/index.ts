@@ -43,6 +43,7 @@ export { runStdioProxy, type StdioProxyOptions } from './proxy/stdio.js';
 export { recorderVersion, type ServerInfo } from './record/environment.js';
 export { DEFAULT_MAX_ARTIFACT_BYTES, DEFAULT_MAX_LOG_BYTES } from './record/recorder.js';
 export type {
+  CloseOptions,
   Dispatch,
   Recorder,
   RecorderOptions,

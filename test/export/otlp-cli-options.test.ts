@@ -244,6 +244,29 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
     expect(exported).toEqual({ http: 2, stdio: 0 }); // the call's span and the session's root
   }, 30_000);
 
+  it('close({ exportDeadline }) ends the wait then, though shutdownTimeoutMs is longer; the counts are still written', async () => {
+    const r = await receiver();
+    r.answer = () => ({ status: 200, delayMs: 60_000 });
+    const root = tempRoot();
+    const recorder = createRecorder({
+      sessionsDir: root,
+      transport: 'http',
+      otlp: { url: r.url },
+      stderr: () => {},
+    });
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+      sessionId: 's1',
+      ok: true,
+      result: {},
+    }));
+    await call('windows', { sessionId: 's1' });
+    const t = Date.now();
+    await recorder.close({ exportDeadline: t + 300 });
+    expect(Date.now() - t).toBeLessThan(3000); // generous; without the deadline it waits 5 s
+    const [e] = events(path.join(root, sessionDirs(root)[0]!), 'otlp-export');
+    expect(e?.data).toMatchObject({ spans: 2, exported: 0, dropped: 2 });
+  }, 30_000);
+
   /** The built `mcec-record http` in front of the simulator, exporting to `otlpUrl`, once it listens. */
   async function recordHttp(otlpUrl: string, extra: string[] = []) {
     const root = tempRoot();
