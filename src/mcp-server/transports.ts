@@ -9,19 +9,21 @@ import type { AddressInfo } from 'node:net';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { bearerMatches, hostOriginRejection, isLoopbackHost } from '../wire/gates.js';
+import { DrainingTransport } from './draining-transport.js';
 import { createEvidenceServer, type EvidenceServerOptions } from './server.js';
 
 /** Largest request body read (MCEC's and the proxy's limit). */
 const MAX_BODY_BYTES = 1024 * 1024;
 const ENDPOINT = '/mcp';
 
-/** Serve on stdin/stdout until stdin closes; resolves when the client has gone. */
+/** Serve on stdin/stdout until stdin closes and every request read is answered, or the transport closes. */
 export async function serveStdio(options: EvidenceServerOptions): Promise<void> {
   const server = createEvidenceServer(options);
-  const transport = new StdioServerTransport();
+  const transport = new DrainingTransport(new StdioServerTransport());
   const closed = new Promise<void>((resolve) => {
     server.onclose = () => resolve();
-    process.stdin.once('end', () => resolve());
+    // The client closed its end (EOF): every request it wrote before that is still answered.
+    process.stdin.once('end', () => void transport.idle().then(resolve));
   });
   await server.connect(transport);
   await closed;
