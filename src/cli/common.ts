@@ -10,6 +10,7 @@ export {
   sessionDirAsRootProblem,
   sessionsDirOrigin,
   sessionsDirProblem,
+  sessionsDirWriteProblem,
   windowsPathProblem,
 } from '../paths/sessions-dir.js';
 

@@ -10,7 +10,14 @@ import { Command } from 'commander';
 import type { DemoResult } from '../demo/run-demo.js';
 import { recorderVersion } from '../record/environment.js';
 import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
-import { parseListen, resolveSessionsDir, sessionsArg, UsageError, usageExitCode } from './common.js';
+import {
+  parseListen,
+  resolveSessionsDir,
+  sessionsArg,
+  sessionsDirWriteProblem,
+  UsageError,
+  usageExitCode,
+} from './common.js';
 import { checkTracesEndpoint } from './otlp-endpoint.js';
 
 /** Exit codes: 0 the demo ran (its recorded session fails by design), 1 the demo itself broke, 2 bad usage. */
@@ -50,7 +57,8 @@ Examples:
   npm run demo -- --sessions /tmp/sessions --json
   npm run demo -- --serve            then try the simulator yourself on http://${DEFAULT_LISTEN}/mcp
 
-Exit codes: 0 the demo ran, 1 the demo broke (no bundle, or it does not verify), 2 bad usage.`;
+Exit codes: 0 the demo ran, 1 the demo broke (no bundle, or it does not verify) or the sessions dir cannot
+be written (created when missing, else it must be a writable directory), 2 bad usage.`;
 
 function print(text = ''): void {
   process.stdout.write(`${text}\n`);
@@ -184,6 +192,12 @@ async function demoCommand(opts: DemoCliOptions): Promise<number> {
   if (opts.otlp !== undefined) checkTracesEndpoint(opts.otlp); // so is an endpoint that is not http(s)
   const { runDemo, defaultSessionsDir } = await import('../demo/run-demo.js');
   const sessionsDir = path.resolve(opts.sessions ?? defaultSessionsDir());
+  // A dir that cannot take the session is said in one line, not as the error of whichever write met it first.
+  const cannotWrite = sessionsDirWriteProblem(sessionsDir, opts.sessions);
+  if (cannotWrite) {
+    process.stderr.write(`demo: ${cannotWrite}\n`);
+    return EXIT_BROKEN;
+  }
   let result: DemoResult;
   try {
     result = await runDemo({ sessionsDir, ...(opts.otlp ? { otlp: { url: opts.otlp } } : {}) });

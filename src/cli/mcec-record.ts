@@ -26,6 +26,7 @@ import {
   resolveSessionsDir,
   runProgram,
   sessionDirAsRootProblem,
+  sessionsDirWriteProblem,
   UsageError,
   windowsPathProblem,
 } from './common.js';
@@ -155,7 +156,10 @@ function collectMapping(
 /** The options every mode shares: where sessions go and how host-side evidence files are copied. */
 function addCommonOptions(command: Command): Command {
   return command
-    .option('--sessions <dir>', 'sessions root (default $MCEC_SESSIONS_DIR or ./sessions)')
+    .option(
+      '-s, --sessions <dir>',
+      'sessions root, created when missing (default $MCEC_SESSIONS_DIR or ./sessions)',
+    )
     .option('--scenario <name>', 'scenario name stored with each session')
     .option(
       '--host-path-map <from=to>',
@@ -259,6 +263,9 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
   const otlp = otlpOption(options);
   const { createWorkerRecorder } = await import('../record/worker-recorder.js');
   const mask = maskOptions(options);
+  // Before any client is served (or the server started): a recorder that cannot write records nothing.
+  const cannotWrite = sessionsDirWriteProblem(resolveSessionsDir(options.sessions), options.sessions);
+  if (cannotWrite) fail(`cannot record: ${cannotWrite}`, 1);
   const recorder = createWorkerRecorder(
     {
       transport,
@@ -433,7 +440,8 @@ Examples:
 
 ${EXIT_CODES_HELP}
   mcec-record http exits 1 when it cannot listen or record (the port is taken, the sessions dir cannot be
-  written). mcec-record stdio stands in for the server, so once the server ran it exits with the server's
+  written: it is checked before serving, created when missing, and must be a writable directory).
+  mcec-record stdio stands in for the server, so once the server ran it exits with the server's
   own exit code (128+signal when killed, 127 when it cannot be started); 1 and 2 as above before
   the server starts.`;
 

@@ -1,6 +1,8 @@
 /** Where recordings live: one rule for the recorder, the demo and every CLI. */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { describeFsError, makeDirectory } from './disk-errors.js';
 import { LOG_FILE } from './naming.js';
 
 /**
@@ -35,6 +37,43 @@ export function sessionsDirProblem(dir: string, explicit?: string | null): strin
     `the sessions dir ${dir} (${sessionsDirOrigin(explicit)}) ${what}: ` +
     'give --sessions DIR (the dir the recorder writes sessions into) or set MCEC_SESSIONS_DIR'
   );
+}
+
+/**
+ * Why the sessions root cannot take new sessions, naming it and where it came from; null when it can. A
+ * missing root is created (with its parents); then a file is created in it and removed again, since only
+ * that says whether it can be written (permission bits say nothing of a read-only mount or of Windows ACLs).
+ * For a writer at startup: a recorder that could not write would serve its clients and record nothing.
+ */
+export function sessionsDirWriteProblem(dir: string, explicit?: string | null): string | null {
+  const named = `the sessions dir ${dir} (${sessionsDirOrigin(explicit)})`;
+  let stat: fs.Stats | undefined;
+  try {
+    stat = fs.statSync(dir);
+  } catch {
+    // missing (or a part of its path is a file): creating it says which
+  }
+  if (stat && !stat.isDirectory())
+    return `${named} is a file, not a directory: give --sessions a directory (it is created when missing) or set MCEC_SESSIONS_DIR`;
+  if (!stat) {
+    try {
+      makeDirectory(dir);
+    } catch (err) {
+      return `${named} cannot be used: ${(err as Error).message}`;
+    }
+  }
+  const probe = path.join(dir, `.write-check-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    fs.writeFileSync(probe, '', { flag: 'wx' });
+  } catch (err) {
+    return `${named} cannot be written: ${describeFsError(err)}`;
+  }
+  try {
+    fs.unlinkSync(probe);
+  } catch {
+    // written, so writable; an empty leftover is harmless (readers look at dirs only)
+  }
+  return null;
 }
 
 /**

@@ -3,37 +3,16 @@
  * index.html) with the reason of each UNREADABLE session, a session given by its dir's path, a read-only
  * sessions dir named with what to do, a bundle of a session still being recorded said to be a snapshot.
  */
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calls, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, type ChildRun, runNode } from '../support/programs.js';
+import { readOnly } from '../support/read-only.js';
 import { tempDir } from '../support/temp.js';
 
 const run = (args: string[], cwd?: string): Promise<ChildRun> =>
   runNode([BUNDLE_CLI, ...args], cwd ? { cwd } : {});
-
-/** A read-only view of `dir` (a read-only bind mount: root writes through chmod), or null when none can be made. */
-function readOnly(dir: string): { undo(): void } | null {
-  if (process.platform !== 'linux') return null;
-  if (process.getuid?.() !== 0) {
-    const all = [dir, ...fs.readdirSync(dir, { recursive: true }).map((f) => path.join(dir, String(f)))];
-    const dirs = all.filter((p) => fs.statSync(p).isDirectory());
-    for (const d of dirs) fs.chmodSync(d, 0o555);
-    return {
-      undo: () => {
-        for (const d of dirs) fs.chmodSync(d, 0o755);
-      },
-    };
-  }
-  if (spawnSync('mount', ['--bind', dir, dir]).status !== 0) return null;
-  if (spawnSync('mount', ['-o', 'remount,bind,ro', dir]).status !== 0) {
-    spawnSync('umount', [dir]);
-    return null;
-  }
-  return { undo: () => spawnSync('umount', [dir]) };
-}
 
 let work: string;
 let sessions: string;

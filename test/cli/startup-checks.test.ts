@@ -1,0 +1,107 @@
+/**
+ * What the programs check before they serve, through the built CLIs: mcec-record's sessions dir (created when
+ * missing, else a writable directory, else exit 1 in one line before a client is served or the server started),
+ * the demo's likewise.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ChildRun, ROOT, runNode } from '../support/programs.js';
+import { readOnly } from '../support/read-only.js';
+import { tempDir } from '../support/temp.js';
+
+const cliPath = (name: string) => path.join(ROOT, 'dist', 'cli', `${name}.js`);
+/** A program that serves forever when it should not start is cut off: the test then fails on its exit code. */
+const run = (name: string, args: string[]): Promise<ChildRun> =>
+  runNode([cliPath(name), ...args], { timeoutMs: 20_000 });
+
+let work: string;
+let aFile: string;
+beforeAll(() => {
+  work = tempDir('mcec-startup-checks-');
+  aFile = path.join(work, 'a-file');
+  fs.writeFileSync(aFile, 'not a dir\n');
+});
+afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+/** A stdio server command that leaves `marker` behind when it is started at all. */
+const markingServer = (marker: string) => [
+  '--',
+  process.execPath,
+  '-e',
+  "require('fs').writeFileSync(process.argv[1], '')",
+  marker,
+];
+
+/** Exit 1 with one line naming the dir, and nothing served or started. */
+function expectRefused(r: ChildRun, program: string, dir: string, why: RegExp): void {
+  expect(r.code, r.stderr).toBe(1);
+  const lines = r.stderr.trim().split('\n');
+  expect(lines, r.stderr).toHaveLength(1);
+  expect(lines[0]).toContain(`${program}: `);
+  expect(lines[0]).toContain(dir);
+  expect(lines[0]).toMatch(why);
+  expect(r.stderr).not.toMatch(/recording|\n\s+at /);
+}
+
+describe('mcec-record checks its sessions dir before it serves', () => {
+  it('http: a file as --sessions is exit 1 in one line, before listening', async () => {
+    const r = await run('mcec-record', [
+      'http',
+      '--listen',
+      '127.0.0.1:0',
+      '--target',
+      'http://127.0.0.1:1/mcp',
+      '--sessions',
+      aFile,
+    ]);
+    expectRefused(r, 'mcec-record', aFile, /is a file, not a directory/);
+  });
+
+  it('stdio: a path under a file is exit 1 in one line, and the server is never started', async () => {
+    const marker = path.join(work, 'started');
+    const under = path.join(aFile, 'sessions');
+    const r = await run('mcec-record', ['stdio', '--sessions', under, ...markingServer(marker)]);
+    expectRefused(r, 'mcec-record', under, /a part of the path is a file/);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
+  it('stdio: a read-only dir is exit 1 in one line, and the server is never started', async (ctx) => {
+    const dir = path.join(work, 'read-only');
+    fs.mkdirSync(dir);
+    const view = readOnly(dir);
+    if (!view) return ctx.skip();
+    const marker = path.join(work, 'started-ro');
+    try {
+      const r = await run('mcec-record', ['stdio', '--sessions', dir, ...markingServer(marker)]);
+      expectRefused(
+        r,
+        'mcec-record',
+        dir,
+        /cannot be written: (the file system is read-only|permission denied)/,
+      );
+      expect(fs.existsSync(marker)).toBe(false);
+    } finally {
+      view.undo();
+    }
+  });
+
+  it('stdio: a missing dir is created (with its parents) and the server runs', async () => {
+    const dir = path.join(work, 'new', 'sessions');
+    const marker = path.join(work, 'started-new');
+    const r = await run('mcec-record', ['stdio', '--sessions', dir, ...markingServer(marker)]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(fs.existsSync(marker)).toBe(true);
+    expect(fs.statSync(dir).isDirectory()).toBe(true);
+    // The write check leaves nothing behind.
+    expect(fs.readdirSync(dir).filter((n) => n.startsWith('.'))).toEqual([]);
+  });
+});
+
+describe('the demo checks its sessions dir first', () => {
+  it('a file as --sessions is exit 1 in one line naming it', async () => {
+    const r = await run('demo', ['--sessions', aFile]);
+    expectRefused(r, 'demo', aFile, /is a file, not a directory/);
+    expect(r.stderr).not.toMatch(/EEXIST|the demo broke/);
+  });
+});
