@@ -85,6 +85,27 @@ export function parseListen(option: string, value: string): { host: string; port
   return { host, port };
 }
 
+/** What to do when a listen fails with these codes (the others need no advice beyond Node's message). */
+const LISTEN_ADVICE: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'another program listens there; choose another port (0 picks a free one)',
+  EADDRNOTAVAIL: "the host is not one of this machine's addresses (127.0.0.1: this machine only)",
+  EACCES: 'permission denied (ports below 1024 need privileges); choose a port above 1023',
+};
+
+/**
+ * Why a server could not listen, as every program says it: `cannot listen on HOST:PORT: CODE: what to do`.
+ * `where` is the address as given (else the error's own). Null for an error that is not a failed listen.
+ */
+export function listenProblem(err: unknown, where?: string): string | null {
+  const e = err as (NodeJS.ErrnoException & { address?: string; port?: number }) | undefined;
+  if (e?.syscall !== 'listen' && e?.code !== 'EADDRINUSE') return null;
+  const host = e.address?.includes(':') ? `[${e.address}]` : e.address;
+  const at =
+    where ?? (host !== undefined && e.port !== undefined ? `${host}:${e.port}` : 'the address given');
+  const advice = LISTEN_ADVICE[e.code ?? ''];
+  return `cannot listen on ${at}: ${advice ? `${e.code}: ${advice}` : e.message}`;
+}
+
 /** Default of `--body-timeout` (mcec-record http, mcec-replay --listen). */
 export const DEFAULT_BODY_TIMEOUT = '10s';
 
@@ -165,13 +186,6 @@ export function similarName(word: string, names: readonly string[]): string | nu
   return best?.name ?? null;
 }
 
-/** What to do about a port that is taken, to follow the error's message; '' for any other error. */
-export function addressInUseHint(err: unknown): string {
-  return (err as NodeJS.ErrnoException | undefined)?.code === 'EADDRINUSE'
-    ? ': another program listens there; choose another port (0 picks a free one)'
-    : '';
-}
-
 /**
  * Run a program on `process.argv` and exit the way every program does: 0/2 for --help and usage problems
  * (with `hint`), 1 with `<program>: <detail>` on stderr for any other error (`detail`: its message by default).
@@ -192,7 +206,7 @@ export async function runProgram(
   } catch (err) {
     const usage = usageExitCode(err, program.name(), hint);
     if (usage !== undefined) process.exit(usage);
-    process.stderr.write(`${program.name()}: ${detail(err as Error)}${addressInUseHint(err)}\n`);
+    process.stderr.write(`${program.name()}: ${listenProblem(err) ?? detail(err as Error)}\n`);
     process.exit(1);
   }
 }

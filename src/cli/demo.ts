@@ -11,6 +11,7 @@ import type { DemoResult } from '../demo/run-demo.js';
 import { recorderVersion } from '../record/environment.js';
 import { makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import {
+  listenProblem,
   parseListen,
   resolveSessionsDir,
   sessionsArg,
@@ -150,7 +151,9 @@ async function serve(listen: string, sessionsDir: string, say: (line: string) =>
     listener = await sim.listenHttp({ host, port });
   } catch (err) {
     removeBestEffort(simDir);
-    throw new Error(`cannot serve the simulator on ${listen}: ${(err as Error).message}`);
+    throw new Error(
+      `cannot serve the simulator: ${listenProblem(err, listen) ?? `${listen}: ${(err as Error).message}`}`,
+    );
   }
   const url = listener.url;
   const proxyPort = listener.port === 5152 ? 5153 : 5152;

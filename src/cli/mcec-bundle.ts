@@ -26,10 +26,10 @@ import {
   addVerdictCommand,
 } from './bundle/session-commands.js';
 import {
-  addressInUseHint,
   commanderExitCode,
   EXIT_CODES_HELP,
   EXIT_USAGE,
+  listenProblem,
   similarName,
   subcommandHint,
   UsageError,
@@ -191,7 +191,7 @@ async function main(given: string[]): Promise<number> {
       return usage;
     }
     process.stderr.write(held);
-    printErr(`mcec-bundle: ${describeFsError(err)}${addressInUseHint(err)}`);
+    printErr(`mcec-bundle: ${listenProblem(err) ?? describeFsError(err)}`);
     // A mistyped command word (`lsit`) needs no hint about the default command it fell into.
     const mistyped = (err as Error).message.startsWith('unknown command');
     if (err instanceof UsageError && ran && !mistyped) printErr(subcommandHint(program, ran));

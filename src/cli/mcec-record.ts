@@ -19,6 +19,7 @@ import {
   DEFAULT_WRITE_TIMEOUT,
   EXIT_CODES_HELP,
   EXIT_USAGE,
+  listenProblem,
   parseBodyTimeout,
   parseListen,
   parseWriteTimeout,
@@ -337,7 +338,8 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     // is the options check's own TypeError/RangeError; any other error is a failure (exit 1).
     if (err instanceof ProxyConfigError || isOptionError(err)) fail(err.message, EXIT_USAGE);
     fail(
-      `cannot listen on ${options.listen}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      listenProblem(err, options.listen) ??
+        `cannot listen on ${options.listen}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
       1,
     );
   }

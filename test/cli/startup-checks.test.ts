@@ -1,11 +1,13 @@
 /**
  * What the programs check before they serve, through the built CLIs: mcec-record's sessions dir (created when
  * missing, else a writable directory, else exit 1 in one line before a client is served or the server started),
- * the demo's likewise.
+ * the demo's likewise; a taken port said the same way, with what to do, by every program that listens.
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { calls, FixtureSession } from '../support/fixture-session.js';
 import { type ChildRun, ROOT, runNode } from '../support/programs.js';
 import { readOnly } from '../support/read-only.js';
 import { tempDir } from '../support/temp.js';
@@ -17,10 +19,16 @@ const run = (name: string, args: string[]): Promise<ChildRun> =>
 
 let work: string;
 let aFile: string;
+let sessions: string;
 beforeAll(() => {
   work = tempDir('mcec-startup-checks-');
   aFile = path.join(work, 'a-file');
   fs.writeFileSync(aFile, 'not a dir\n');
+  sessions = path.join(work, 'sessions');
+  const s = FixtureSession.create(sessions, { sessionId: 'b00700000001' });
+  s.call(calls.displays());
+  s.end();
+  s.close();
 });
 afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
@@ -103,5 +111,33 @@ describe('the demo checks its sessions dir first', () => {
     const r = await run('demo', ['--sessions', aFile]);
     expectRefused(r, 'demo', aFile, /is a file, not a directory/);
     expect(r.stderr).not.toMatch(/EEXIST|the demo broke/);
+  });
+});
+
+describe('a port another program listens on', () => {
+  it('is exit 1 with the same line and hint from every program that listens', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const at = `127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    try {
+      const cases: Array<[string, string[]]> = [
+        [
+          'mcec-record',
+          ['http', '--listen', at, '--target', 'http://127.0.0.1:1/mcp', '--sessions', sessions],
+        ],
+        ['mcec-bundle', ['mcp', '--listen', at, '--sessions', sessions]],
+        ['mcec-sim', ['--http', at]],
+        ['mcec-replay', ['b007', '--sessions', sessions, '--listen', at]],
+      ];
+      for (const [name, args] of cases) {
+        const r = await run(name, args);
+        expect(r.code, `${name}: ${r.stderr}`).toBe(1);
+        expect(r.stderr.trim(), name).toBe(
+          `${name}: cannot listen on ${at}: EADDRINUSE: another program listens there; choose another port (0 picks a free one)`,
+        );
+      }
+    } finally {
+      server.close();
+    }
   });
 });

@@ -1,6 +1,6 @@
 /** `mcp`: the MCP server over the sessions dir (src/mcp-server), on stdio or Streamable HTTP. */
 import type { Command } from 'commander';
-import { parseListen, UsageError } from '../common.js';
+import { listenProblem, parseListen, UsageError } from '../common.js';
 import { type SessionsOption, sessionsDir, withSessions } from './args.js';
 import { printErr } from './io.js';
 
@@ -92,13 +92,19 @@ async function mcp(opts: McpCliOptions): Promise<void> {
     await server.serveStdio({ sessionsDir: dir });
     return;
   }
-  const running = await server.serveHttp({
-    sessionsDir: dir,
-    ...listen,
-    allowRemote: opts.allowRemote,
-    token,
-    unauthenticated: opts.unauthenticated,
-  });
+  const running = await server
+    .serveHttp({
+      sessionsDir: dir,
+      ...listen,
+      allowRemote: opts.allowRemote,
+      token,
+      unauthenticated: opts.unauthenticated,
+    })
+    .catch((err: unknown) => {
+      // A taken port is said as every program says it, with what to do (exit 1).
+      const why = listenProblem(err, opts.listen);
+      throw why ? new Error(why) : err;
+    });
   if (remote && token === undefined) {
     printErr(
       `mcec-bundle mcp: WARNING: serving WITHOUT AUTHENTICATION on ${running.url}: anyone who can reach it reads every recording in ${dir} and can write bundles there`,
