@@ -431,6 +431,21 @@ async function runStdio(command: string, args: string[], options: StdioCommandOp
   else process.stdout.write('', exit);
 }
 
+const HTTP_EXITS = `  mcec-record http exits 1 when it cannot listen or record (the port is taken, the sessions dir cannot be
+  written: it is checked before serving, created when missing, and must be a writable directory).`;
+const STDIO_EXITS = `  mcec-record stdio stands in for the server, so once the server ran it exits with the server's
+  own exit code (128+signal when killed, 127 when it cannot be started); 1 and 2 as above before
+  the server starts (a sessions dir that cannot be written is 1).`;
+
+/** Each mode's hint after a usage error, and the end of its --help: the exit codes. */
+const MODE_HELP: Record<string, { hint: string; exits: string }> = {
+  http: { hint: '(run mcec-record http --help for usage)', exits: `\n${EXIT_CODES_HELP}\n${HTTP_EXITS}` },
+  stdio: {
+    hint: '(the server command goes after --: mcec-record stdio [options] -- <command> [args...]; run mcec-record stdio --help for usage)',
+    exits: `\n${EXIT_CODES_HELP}\n${STDIO_EXITS}`,
+  },
+};
+
 const PROGRAM_HELP = `
 Examples:
   # MCEC listens on 5151; point the MCP client at 5152 instead
@@ -441,11 +456,8 @@ Examples:
   mcec-record stdio --sessions ./sessions -- mcec-sim --stdio      # the bundled simulator
 
 ${EXIT_CODES_HELP}
-  mcec-record http exits 1 when it cannot listen or record (the port is taken, the sessions dir cannot be
-  written: it is checked before serving, created when missing, and must be a writable directory).
-  mcec-record stdio stands in for the server, so once the server ran it exits with the server's
-  own exit code (128+signal when killed, 127 when it cannot be started); 1 and 2 as above before
-  the server starts.`;
+${HTTP_EXITS}
+${STDIO_EXITS}`;
 
 const HTTP_HELP = `
 Examples:
@@ -531,9 +543,14 @@ function buildProgram(): Command {
     .enablePositionalOptions()
     .exitOverride()
     .configureOutput({ writeOut: (s) => process.stdout.write(s), writeErr: (s) => process.stderr.write(s) })
+    .showHelpAfterError('(run mcec-record --help for usage)')
     .addHelpText('after', PROGRAM_HELP);
   addHttpCommand(program);
   addStdioCommand(program);
+  for (const mode of program.commands) {
+    const help = MODE_HELP[mode.name()];
+    if (help) mode.showHelpAfterError(help.hint).addHelpText('after', help.exits);
+  }
   return program;
 }
 

@@ -1,12 +1,14 @@
 /**
  * What the programs check before they serve, through the built CLIs: mcec-record's sessions dir (created when
  * missing, else a writable directory, else exit 1 in one line before a client is served or the server started),
- * the demo's likewise; a taken port said the same way, with what to do, by every program that listens.
+ * the demo's likewise; a taken port said the same way, with what to do, by every program that listens;
+ * mcec-record's usage errors followed by the hint of the mode's help, and each mode's help by the exit codes.
  */
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXIT_CODES_HELP } from '../../src/cli/common.js';
 import { calls, FixtureSession } from '../support/fixture-session.js';
 import { type ChildRun, ROOT, runNode } from '../support/programs.js';
 import { readOnly } from '../support/read-only.js';
@@ -138,6 +140,42 @@ describe('a port another program listens on', () => {
       }
     } finally {
       server.close();
+    }
+  });
+});
+
+describe("mcec-record's usage errors", () => {
+  it('end with the hint of the help that explains them; stdio says the server command goes after --', async () => {
+    const cases: Array<[string[], string, string]> = [
+      [['http', '--bogus'], "unknown option '--bogus'", '(run mcec-record http --help for usage)'],
+      [
+        ['stdio', '--sessions', sessions],
+        "missing required argument 'command'",
+        'the server command goes after --',
+      ],
+      [
+        ['stdio'],
+        "missing required argument 'command'",
+        'mcec-record stdio [options] -- <command> [args...]',
+      ],
+      [['bogus'], "unknown command 'bogus'", '(run mcec-record --help for usage)'],
+    ];
+    for (const [args, error, hint] of cases) {
+      const r = await run('mcec-record', args);
+      expect(r.code, args.join(' ')).toBe(2);
+      const [first, second] = r.stderr.trim().split('\n');
+      expect(first).toContain(error);
+      expect(second, args.join(' ')).toContain(hint);
+    }
+  });
+
+  it("each mode's --help ends with the exit codes and that mode's own", async () => {
+    for (const mode of ['http', 'stdio']) {
+      const r = await run('mcec-record', [mode, '--help']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain(EXIT_CODES_HELP);
+      const after = r.stdout.slice(r.stdout.indexOf(EXIT_CODES_HELP) + EXIT_CODES_HELP.length);
+      expect(after.trimStart()).toMatch(new RegExp(`^mcec-record ${mode} `));
     }
   });
 });
