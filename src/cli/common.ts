@@ -106,6 +106,14 @@ export function listenProblem(err: unknown, where?: string): string | null {
   return `cannot listen on ${at}: ${advice ? `${e.code}: ${advice}` : e.message}`;
 }
 
+/**
+ * The usage error of a non-loopback listen address without the option that allows it, in every program's
+ * words: `refusing to listen on non-loopback host HOST (OPTION allows it)`.
+ */
+export function nonLoopbackRefusal(host: string, allowedBy: string): UsageError {
+  return new UsageError(`refusing to listen on non-loopback host ${host} (${allowedBy} allows it)`);
+}
+
 /** Default of `--body-timeout` (mcec-record http, mcec-replay --listen). */
 export const DEFAULT_BODY_TIMEOUT = '10s';
 

@@ -20,6 +20,7 @@ import {
   EXIT_CODES_HELP,
   EXIT_USAGE,
   listenProblem,
+  nonLoopbackRefusal,
   parseBodyTimeout,
   parseListen,
   parseWriteTimeout,
@@ -300,6 +301,10 @@ interface HttpCommandOptions extends CommonOptions {
 
 async function runHttp(options: HttpCommandOptions): Promise<void> {
   const listen = parseListen('--listen', options.listen);
+  // Before the sessions dir is touched: usage first, as in every program.
+  const { isLoopbackHost } = await import('../wire/gates.js');
+  if (!isLoopbackHost(listen.host) && !options.allowRemote)
+    throw nonLoopbackRefusal(listen.host, '--allow-remote');
   const maxBodyBytes = options.maxBody === undefined ? undefined : parseSize('--max-body', options.maxBody);
   const maxRecordBytes = parseSize('--max-record-bytes', options.maxRecordBytes);
   const timeouts = parseTimeouts(options.timeout);

@@ -4,10 +4,12 @@
 import fs from 'node:fs';
 import { Command, Option } from 'commander';
 import { recorderVersion } from '../record/environment.js';
+import { isLoopbackHost } from '../wire/gates.js';
 import {
   DEFAULT_BODY_TIMEOUT,
   DEFAULT_WRITE_TIMEOUT,
   EXIT_CODES_HELP,
+  nonLoopbackRefusal,
   parseBodyTimeout,
   parseListen,
   parseWriteTimeout,
@@ -89,7 +91,8 @@ not match, recordings never used, the first divergence, injected faults, and ans
 
 ${EXIT_CODES_HELP}
   mcec-replay exits 1 when a --lockdown replay met an unmatched call, a strict replay diverged, or the
-  recording cannot be found or read (no such file, no such session or an ambiguous prefix, not a bundle).
+  recording cannot be found or read (no such file, no such session or an ambiguous prefix, not a bundle)
+  or the port is taken, and 2 for a non-loopback --listen without --token.
 `;
 
 /** Build the mcec-replay program (exported for tests). */
@@ -105,7 +108,7 @@ export function buildProgram(): Command {
       '--listen <host:port>',
       'serve POST /mcp on a loopback address, e.g. 127.0.0.1:5151 (port 0: any)',
     )
-    .option('--token <token>', 'require Authorization: Bearer <token> over HTTP')
+    .option('--token <token>', 'require Authorization: Bearer <token> over HTTP; needed off loopback')
     .option(
       '--body-timeout <duration>',
       'over HTTP, how long a request body may take to arrive before the client gets 408',
@@ -117,7 +120,7 @@ export function buildProgram(): Command {
       DEFAULT_WRITE_TIMEOUT,
     )
     .option(
-      '--sessions <dir>',
+      '-s, --sessions <dir>',
       'where session ids are looked up (default: $MCEC_SESSIONS_DIR, else ./sessions)',
     )
     .addOption(
@@ -153,6 +156,9 @@ async function runReplay(source: string, options: ReplayCliOptions): Promise<voi
   if (Boolean(options.stdio) === Boolean(options.listen))
     throw new UsageError('choose exactly one transport: --stdio or --listen HOST:PORT');
   const listen = options.listen ? parseListen('--listen', options.listen) : undefined;
+  // MCEC's own rule: off loopback only with a token (the replay would refuse it anyway, as exit 1).
+  if (listen && !options.token && !isLoopbackHost(listen.host))
+    throw nonLoopbackRefusal(listen.host, '--token');
   const speed = parseNumber('--speed', options.speed, 1000);
   const tolerance = parseNumber('--tolerance', options.tolerance, 10_000);
   const bodyTimeoutMs = parseBodyTimeout(options.bodyTimeout);

@@ -3,7 +3,8 @@
 
 import { Command } from 'commander';
 import { recorderVersion } from '../record/environment.js';
-import { EXIT_CODES_HELP, parseListen, runProgram, UsageError } from './common.js';
+import { isLoopbackHost } from '../wire/gates.js';
+import { EXIT_CODES_HELP, nonLoopbackRefusal, parseListen, runProgram, UsageError } from './common.js';
 
 function parseSeed(value: string): number {
   if (!/^\d{1,10}$/.test(value))
@@ -14,6 +15,8 @@ function parseSeed(value: string): number {
 interface SimCliOptions {
   stdio?: boolean;
   http?: string;
+  /** The same as --http: the name mcec-record, mcec-replay and mcec-bundle mcp give their address. */
+  listen?: string;
   token?: string;
   seed?: string;
   sessions?: string;
@@ -46,7 +49,8 @@ Simulator controls (through send_command; they bypass every gate):
   sim:throw                   make the handler fault (-32603 on stdio, HTTP 500)
 
 ${EXIT_CODES_HELP}
-  mcec-sim exits 1 when it cannot serve (the port is taken, the address is not local).
+  mcec-sim exits 1 when it cannot serve (the port is taken, the address is not this machine's), and 2
+  for a non-loopback address without --token.
 `;
 
 /** Build the mcec-sim program (exported for tests). */
@@ -59,7 +63,11 @@ export function buildProgram(): Command {
       '--http <host:port>',
       'serve POST /mcp on a loopback address, e.g. 127.0.0.1:5151 (port 0 = any free port)',
     )
-    .option('--token <token>', 'require Authorization: Bearer <token> over HTTP (default: $MCEC_SIM_TOKEN)')
+    .option('--listen <host:port>', 'the same as --http')
+    .option(
+      '--token <token>',
+      'require Authorization: Bearer <token> over HTTP (default: $MCEC_SIM_TOKEN); needed off loopback',
+    )
     .option('--seed <n>', 'seed of the session-id generator (same seed, same ids)')
     .option(
       '--sessions <dir>',
@@ -69,13 +77,19 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run mcec-sim --help for examples)')
     .exitOverride()
     .action(async (options: SimCliOptions) => {
-      if (Boolean(options.stdio) === Boolean(options.http))
-        throw new UsageError('choose exactly one transport: --stdio or --http HOST:PORT');
-      const listen = options.http ? parseListen('--http', options.http) : undefined;
+      const address = options.http ?? options.listen;
+      if (Boolean(options.stdio) === Boolean(address) || (options.http && options.listen))
+        throw new UsageError(
+          'choose exactly one transport: --stdio or --http HOST:PORT (or --listen HOST:PORT)',
+        );
+      const listen = address ? parseListen(options.http ? '--http' : '--listen', address) : undefined;
       const seed = options.seed !== undefined ? parseSeed(options.seed) : undefined;
       if (options.sessions !== undefined && options.sessions.trim() === '')
         throw new UsageError(`--sessions must name a directory, got ${JSON.stringify(options.sessions)}`);
       const token = options.token ?? process.env.MCEC_SIM_TOKEN ?? undefined;
+      // Like the real server: off loopback only with a token (the simulator would refuse it anyway, as exit 1).
+      if (listen && !token && !isLoopbackHost(listen.host))
+        throw nonLoopbackRefusal(listen.host, '--token or $MCEC_SIM_TOKEN');
       // The simulator (and through it sharp) loads only once the arguments are known to be good.
       const { createSimulator } = await import('../sim/index.js');
       const sim = createSimulator({

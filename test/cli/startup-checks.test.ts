@@ -2,7 +2,9 @@
  * What the programs check before they serve, through the built CLIs: mcec-record's sessions dir (created when
  * missing, else a writable directory, else exit 1 in one line before a client is served or the server started),
  * the demo's likewise; a taken port said the same way, with what to do, by every program that listens;
- * mcec-record's usage errors followed by the hint of the mode's help, and each mode's help by the exit codes.
+ * mcec-record's usage errors followed by the hint of the mode's help, and each mode's help by the exit codes;
+ * the options the programs share spelled alike: a non-loopback address refused as usage naming the option
+ * that allows it, `-s` for `--sessions`, `--listen` for mcec-sim's `--http`.
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -177,5 +179,43 @@ describe("mcec-record's usage errors", () => {
       const after = r.stdout.slice(r.stdout.indexOf(EXIT_CODES_HELP) + EXIT_CODES_HELP.length);
       expect(after.trimStart()).toMatch(new RegExp(`^mcec-record ${mode} `));
     }
+  });
+});
+
+describe('the options the programs share', () => {
+  it('a non-loopback address without the option that allows it: exit 2, one wording naming the option', async () => {
+    const cases: Array<[string, string[], string]> = [
+      ['mcec-record', ['http', '--listen', '0.0.0.0:0', '--sessions', aFile], '--allow-remote'],
+      ['mcec-bundle', ['mcp', '--listen', '0.0.0.0:0', '--sessions', sessions], '--allow-remote'],
+      ['mcec-sim', ['--http', '0.0.0.0:0'], '--token or $MCEC_SIM_TOKEN'],
+      ['mcec-sim', ['--listen', '0.0.0.0:0'], '--token or $MCEC_SIM_TOKEN'],
+      ['mcec-replay', ['b007', '--sessions', sessions, '--listen', '0.0.0.0:0'], '--token'],
+    ];
+    for (const [name, args, option] of cases) {
+      const r = await run(name, args);
+      expect(r.code, `${name} ${args.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr.split('\n')[0]).toBe(
+        `${name}: refusing to listen on non-loopback host 0.0.0.0 (${option} allows it)`,
+      );
+    }
+  });
+
+  it('-s is --sessions for mcec-record and mcec-replay, as for mcec-bundle and the demo', async () => {
+    const dir = path.join(work, 'short-s');
+    const marker = path.join(work, 'started-short-s');
+    const record = await run('mcec-record', ['stdio', '-s', dir, ...markingServer(marker)]);
+    expect(record.code, record.stderr).toBe(0);
+    expect(record.stderr).toContain(`sessions in ${dir}`);
+    expect(fs.existsSync(marker)).toBe(true);
+    // stdin is closed at once: the replay serves nothing and reports its one recording unused.
+    const replay = await run('mcec-replay', ['b007', '-s', sessions, '--stdio', '--json']);
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(JSON.parse(replay.stderr).source.sessionId).toBe('b00700000001');
+  });
+
+  it("--listen is mcec-sim's --http; both at once is bad usage", async () => {
+    const both = await run('mcec-sim', ['--http', '127.0.0.1:0', '--listen', '127.0.0.1:0']);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain('choose exactly one transport');
   });
 });

@@ -1,6 +1,6 @@
 /** `mcp`: the MCP server over the sessions dir (src/mcp-server), on stdio or Streamable HTTP. */
 import type { Command } from 'commander';
-import { listenProblem, parseListen, UsageError } from '../common.js';
+import { listenProblem, nonLoopbackRefusal, parseListen, UsageError } from '../common.js';
 import { type SessionsOption, sessionsDir, withSessions } from './args.js';
 import { printErr } from './io.js';
 
@@ -77,9 +77,7 @@ async function mcp(opts: McpCliOptions): Promise<void> {
     const { isLoopbackHost } = await import('../../wire/gates.js');
     remote = !isLoopbackHost(listen.host);
     if (remote && !opts.allowRemote) {
-      throw new UsageError(
-        `refusing to listen on non-loopback host ${listen.host} (--allow-remote allows it)`,
-      );
+      throw nonLoopbackRefusal(listen.host, '--allow-remote');
     }
     if (remote && token === undefined && !opts.unauthenticated) {
       throw new UsageError(
