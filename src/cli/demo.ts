@@ -191,7 +191,15 @@ async function serve(listen: string, sessionsDir: string, say: (line: string) =>
 async function demoCommand(opts: DemoCliOptions): Promise<number> {
   if (opts.quiet && opts.json) throw new UsageError('--quiet and --json do not go together');
   const keepRunning = Boolean(opts.keepRunning || opts.serve);
-  if (keepRunning) parseListen('--listen', opts.listen); // a bad address is bad usage, before the demo runs
+  // A bad address is bad usage, before the demo runs; the simulator takes no token here, so loopback only.
+  if (keepRunning) {
+    const { host } = parseListen('--listen', opts.listen);
+    const { isLoopbackHost } = await import('../wire/gates.js');
+    if (!isLoopbackHost(host))
+      throw new UsageError(
+        `refusing to listen on non-loopback host ${host} (the demo's simulator serves loopback only; mcec-sim --token serves others)`,
+      );
+  }
   if (opts.otlp !== undefined) checkTracesEndpoint(opts.otlp); // so is an endpoint that is not http(s)
   const { runDemo, defaultSessionsDir } = await import('../demo/run-demo.js');
   const sessionsDir = path.resolve(opts.sessions ?? defaultSessionsDir());

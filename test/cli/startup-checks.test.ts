@@ -200,6 +200,14 @@ describe('the options the programs share', () => {
     }
   });
 
+  it("the demo's --serve off loopback: exit 2 before the demo runs", async () => {
+    const dir = path.join(work, 'demo-remote');
+    const r = await run('demo', ['--serve', '--listen', '0.0.0.0:0', '--sessions', dir]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr.split('\n')[0]).toMatch(/^demo: refusing to listen on non-loopback host 0\.0\.0\.0 \(/);
+    expect(fs.existsSync(dir)).toBe(false);
+  });
+
   it('-s is --sessions for mcec-record and mcec-replay, as for mcec-bundle and the demo', async () => {
     const dir = path.join(work, 'short-s');
     const marker = path.join(work, 'started-short-s');
