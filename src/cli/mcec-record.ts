@@ -28,6 +28,7 @@ import {
   resolveSessionsDir,
   runProgram,
   sessionDirAsRootProblem,
+  sessionsArg,
   sessionsDirWriteProblem,
   UsageError,
   windowsPathProblem,
@@ -161,6 +162,7 @@ function addCommonOptions(command: Command): Command {
     .option(
       '-s, --sessions <dir>',
       'sessions root, created when missing (default $MCEC_SESSIONS_DIR or ./sessions)',
+      sessionsArg,
     )
     .option('--scenario <name>', 'scenario name stored with each session')
     .option(

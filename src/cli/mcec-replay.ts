@@ -14,6 +14,7 @@ import {
   parseListen,
   parseWriteTimeout,
   runProgram,
+  sessionsArg,
   UsageError,
   windowsPathProblem,
 } from './common.js';
@@ -122,6 +123,7 @@ export function buildProgram(): Command {
     .option(
       '-s, --sessions <dir>',
       'where session ids are looked up (default: $MCEC_SESSIONS_DIR, else ./sessions)',
+      sessionsArg,
     )
     .addOption(
       new Option('--order <order>', 'any: any unused matching recording; strict: the recorded sequence')

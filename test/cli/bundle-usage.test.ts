@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CODES_HELP } from '../../src/cli/common.js';
 import { calls, deadPid, FixtureSession } from '../support/fixture-session.js';
-import { BUNDLE_CLI, type ChildRun, runNode } from '../support/programs.js';
+import { BUNDLE_CLI, type ChildRun, ROOT, runNode } from '../support/programs.js';
 import { tempDir } from '../support/temp.js';
 
 let work: string;
@@ -93,6 +93,16 @@ describe('mcec-bundle answers', () => {
       ['show', 'ab00', '--sessions= '],
     ]) {
       const r = await bundle(args, { MCEC_SESSIONS_DIR: sessions });
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr).toContain('--sessions is empty');
+    }
+    // The other programs take --sessions through the same parser.
+    for (const args of [
+      [path.join(ROOT, 'dist/cli/mcec-record.js'), 'stdio', '--sessions', '', '--', 'true'],
+      [path.join(ROOT, 'dist/cli/mcec-record.js'), 'http', '--target', 'http://127.0.0.1:9/mcp', '-s', ''],
+      [path.join(ROOT, 'dist/cli/mcec-replay.js'), 'ab00', '--sessions', ''],
+    ]) {
+      const r = await runNode(args);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.stderr).toContain('--sessions is empty');
     }
