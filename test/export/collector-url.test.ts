@@ -5,35 +5,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { createRecorder } from '../../src/record/index.js';
 import { failureSummaryText } from '../../src/sessions/summarize.js';
 import { readZip } from '../bundle/helpers.js';
 import { events, sessionDirs } from '../record/helpers.js';
-import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { exportScope } from '../support/export-scope.js';
+import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { BUNDLE_CLI, runNode } from '../support/programs.js';
-import { tempDir } from '../support/temp.js';
 
 const PASSWORD = 'UrlPw-5551';
 const QUERY_KEY = 'QueryKey-4242';
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempRoot(): string {
-  const root = tempDir('mcec-otlp-url-');
-  cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
-  return root;
-}
-
-async function receiver(): Promise<OtlpReceiver> {
-  const r = await startOtlpReceiver();
-  cleanups.push(() => r.close());
-  return r;
-}
+const { tempRoot, receiver } = exportScope('mcec-otlp-url-');
 
 /** `url` with a userinfo password and an API key in its query, and the same as it must be shown. */
 function withCredentials(url: string): { secret: string; shown: string } {

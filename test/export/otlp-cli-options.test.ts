@@ -3,35 +3,19 @@
  * usage (exit 2, said without credentials), and --otlp-header applies however the export was turned on.
  */
 import { spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { events, sessionDirs } from '../record/helpers.js';
-import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { exportScope } from '../support/export-scope.js';
+import type { OtlpReceiver } from '../support/otlp-receiver.js';
 import { BUNDLE_CLI, collectOutput, ROOT, runNode } from '../support/programs.js';
 import { simOnHttp } from '../support/sim-http-proxy.js';
-import { tempDir } from '../support/temp.js';
 
 const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
 const SIM_CLI = path.join(ROOT, 'dist/cli/mcec-sim.js');
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempRoot(): string {
-  const root = tempDir('mcec-otlp-cli-');
-  cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
-  return root;
-}
-
-async function receiver(): Promise<OtlpReceiver> {
-  const r = await startOtlpReceiver();
-  cleanups.push(() => r.close());
-  return r;
-}
+const { tempRoot, receiver, defer } = exportScope('mcec-otlp-cli-');
 
 /** No OTEL_* variable of the developer's reaches a child unless the test sets it. */
 function otelFree(env: Record<string, string> = {}): Record<string, string> {
@@ -271,7 +255,7 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
   async function recordHttp(otlpUrl: string, extra: string[] = []) {
     const root = tempRoot();
     const { listener } = await simOnHttp(path.join(root, 'sim'));
-    cleanups.push(() => listener.close());
+    defer(() => listener.close());
     const sessions = path.join(root, 'sessions');
     const child = spawn(
       process.execPath,
@@ -294,7 +278,7 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.on('close', (code, signal) => resolve({ code, signal })),
     );
-    cleanups.push(() => {
+    defer(() => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
     for (let i = 0; i < 600 && !/recording (http:\S+)/.test(output.stderr); i++)

@@ -3,37 +3,21 @@
  * and a collector that is down, each against a real OTLP/HTTP receiver.
  */
 import { execFile, spawn } from 'node:child_process';
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
 import { failureSummaryText } from '../../src/sessions/summarize.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
-import { type OtlpReceiver, startOtlpReceiver } from '../support/otlp-receiver.js';
+import { exportScope } from '../support/export-scope.js';
+import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { collectOutput } from '../support/programs.js';
 import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
-import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-function tempRoot(): string {
-  const root = tempDir('mcec-live-rec-');
-  cleanups.push(() => fs.rmSync(root, { recursive: true, force: true }));
-  return root;
-}
-
-async function receiver(): Promise<OtlpReceiver> {
-  const r = await startOtlpReceiver();
-  cleanups.push(() => r.close());
-  return r;
-}
+const { tempRoot, receiver, defer } = exportScope('mcec-live-rec-');
 
 const rpc = (id: number, name: string, args: Record<string, unknown>, meta?: Record<string, unknown>) =>
   JSON.stringify({
@@ -92,7 +76,7 @@ describe('createRecorder({ otlp })', () => {
       stderr: () => {},
     });
     const rig = await simBehindHttpProxy(root, { recorder });
-    cleanups.push(() => rig.close());
+    defer(() => rig.close());
     const started = JSON.parse(await post(rig.url, rpc(1, 'session-start', {}))) as {
       result: { content: Array<{ text: string }> };
     };
