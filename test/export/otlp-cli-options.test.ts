@@ -11,6 +11,7 @@ import { exportScope } from '../support/export-scope.js';
 import type { OtlpReceiver } from '../support/otlp-receiver.js';
 import { BUNDLE_CLI, collectOutput, ROOT, runNode } from '../support/programs.js';
 import { simOnHttp } from '../support/sim-http-proxy.js';
+import { recordOneStdioCall } from '../support/stdio-record.js';
 
 const RECORD_CLI = path.join(ROOT, 'dist/cli/mcec-record.js');
 const SIM_CLI = path.join(ROOT, 'dist/cli/mcec-sim.js');
@@ -22,36 +23,6 @@ function otelFree(env: Record<string, string> = {}): Record<string, string> {
   const out: Record<string, string> = {};
   for (const key of Object.keys(process.env)) if (key.startsWith('OTEL_')) out[key] = '';
   return { ...out, ...env };
-}
-
-/** `mcec-record stdio` over the simulator: initialize, one tool call, stdin closed; its exit code and stderr. */
-async function recordOneCall(
-  args: string[],
-  env: Record<string, string>,
-): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(
-    process.execPath,
-    [RECORD_CLI, 'stdio', ...args, '--', process.execPath, SIM_CLI, '--stdio'],
-    { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } },
-  );
-  const output = collectOutput(child);
-  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  const until = async (done: () => boolean) => {
-    for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
-  };
-  const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
-  send({
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-  });
-  await until(() => output.stdout.includes('"id":1'));
-  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'displays', arguments: {} } });
-  await until(() => output.stdout.includes('"id":2'));
-  child.stdin.end();
-  return { code: await exited, stderr: output.stderr };
 }
 
 describe('a bad --otlp value', () => {
@@ -123,7 +94,7 @@ describe('--otlp-header', () => {
   it('applies when OTEL_TRACES_EXPORTER=otlp turns the export on, beside OTEL_EXPORTER_OTLP_HEADERS', async () => {
     const r = await receiver();
     const sessions = path.join(tempRoot(), 'sessions');
-    const run = await recordOneCall(
+    const run = await recordOneStdioCall(
       ['--sessions', sessions, '--otlp-header', 'x-api-key=HdrOnly-1', '--otlp-header', 'x-curl-key: Curl-3'],
       otelFree({
         OTEL_TRACES_EXPORTER: 'otlp',

@@ -2,7 +2,7 @@
  * The recorder's live export end to end: the demo with --otlp, a proxied call under the agent's own trace,
  * and a collector that is down, each against a real OTLP/HTTP receiver.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -13,8 +13,8 @@ import { SessionReader } from '../../src/store/session-reader.js';
 import { events, expectEventsValid, sessionDirs } from '../record/helpers.js';
 import { exportScope } from '../support/export-scope.js';
 import { startOtlpReceiver } from '../support/otlp-receiver.js';
-import { collectOutput } from '../support/programs.js';
 import { simBehindHttpProxy } from '../support/sim-http-proxy.js';
+import { recordOneStdioCall } from '../support/stdio-record.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const { tempRoot, receiver, defer } = exportScope('mcec-live-rec-');
@@ -140,41 +140,9 @@ describe('mcec-record stdio --otlp with the collector down (the built CLI, a sho
     const url = gone.url;
     await gone.close();
     const sessions = path.join(tempRoot(), 'sessions');
-    const child = spawn(
-      process.execPath,
-      [
-        path.join(ROOT, 'dist/cli/mcec-record.js'),
-        'stdio',
-        '--sessions',
-        sessions,
-        '--otlp',
-        url,
-        '--',
-        process.execPath,
-        path.join(ROOT, 'dist/cli/mcec-sim.js'),
-        '--stdio',
-      ],
-      { stdio: ['pipe', 'pipe', 'pipe'] },
-    );
-    const output = collectOutput(child);
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    const until = async (done: () => boolean) => {
-      for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
-    };
-    const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
-    send({
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
-    });
-    await until(() => output.stdout.includes('"id":1'));
-    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'displays', arguments: {} } });
-    await until(() => output.stdout.includes('"id":2'));
-    child.stdin.end();
-    expect(await exited).toBe(0);
-    expect(output.stderr).toMatch(
+    const run = await recordOneStdioCall(['--sessions', sessions, '--otlp', url]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(
       new RegExp(
         `OpenTelemetry export to ${url.replace(/[.]/g, '\\.')}: 0 of (\\d+) spans delivered, \\1 dropped: \\S`,
       ),
