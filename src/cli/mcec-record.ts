@@ -11,6 +11,7 @@ import type { ClosedSessionsModule } from '../record/closed-sessions.js';
 import { recorderVersion } from '../record/environment.js';
 import type { WorkerRecorder } from '../record/worker-recorder.js';
 import { isOptionError } from '../util/expect.js';
+import { endBySignal, isNewStop } from '../util/stop-signal.js';
 import { readTextFile } from '../util/text-file.js';
 import { formatBytes, parseByteSize, parseDuration } from '../util/units.js';
 import {
@@ -351,14 +352,19 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     );
   }
   const sessionsDir = path.resolve(recorder.sessionsDir);
-  let stopping = false;
+  let stoppingAt: number | null = null;
   const handlers = new Map<NodeJS.Signals, () => void>();
-  const stop = async (signal: NodeJS.Signals) => {
-    if (stopping) return;
-    stopping = true;
-    // A second signal takes its default course (the process ends by it): a close that waits on a collector or
-    // a slow share can still be cut short.
+  const removeHandlers = () => {
     for (const [s, handler] of handlers) process.off(s, handler);
+  };
+  const stop = async (signal: NodeJS.Signals) => {
+    // A second stop ends the process by its signal (a close that waits on a collector or a slow share can be
+    // cut short); the same Ctrl+C delivered twice (the terminal's and npx's) is not a second stop.
+    if (stoppingAt !== null) {
+      if (isNewStop(stoppingAt)) endBySignal(signal, removeHandlers);
+      return;
+    }
+    stoppingAt = Date.now();
     process.stderr.write(
       `mcec-record: ${signal}: closing sessions (send it again to stop now; the sessions may be incomplete)\n`,
     );

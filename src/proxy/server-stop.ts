@@ -5,6 +5,8 @@
  * TerminateProcess (no chance to flush): closing stdin is the polite stop there, as for any stdio server.
  */
 
+import { isNewStop } from '../util/stop-signal.js';
+
 /** How long the server has to exit once its stdin is closed before it gets SIGTERM (half that, then SIGKILL). */
 export const DEFAULT_STOP_GRACE_MS = 2000;
 
@@ -33,6 +35,8 @@ export class ServerStop {
   private stdinClosedByTheClient = false;
   /** What asked for the stop first (`SIGTERM received`), or null while none did. */
   private requestedBy: string | null = null;
+  /** When the last stop that counted was asked for (a repeat within SAME_STOP_MS is the same one). */
+  private lastRequestAt = 0;
   private readonly signalsSent: Array<'SIGTERM' | 'SIGKILL'> = [];
   private timer: NodeJS.Timeout | null = null;
   private gone = false;
@@ -66,10 +70,14 @@ export class ServerStop {
   request(why: string, sigterm = false): void {
     if (this.gone) return;
     if (this.requestedBy !== null) {
+      // The same stop delivered twice (a terminal's process group and npx both forward Ctrl+C) is one request.
+      if (!isNewStop(this.lastRequestAt, this.now())) return;
+      this.lastRequestAt = this.now();
       this.escalate();
       return;
     }
     this.requestedBy = why;
+    this.lastRequestAt = this.now();
     if (sigterm && this.stdinClosedByTheClient) this.clientKillAt = this.now() + CLIENT_KILL_AFTER_MS;
     let left = this.graceMs;
     if (this.stdinClosedAt === null) {

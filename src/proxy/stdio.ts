@@ -15,6 +15,7 @@ import {
   expectStringItem,
   optionTypeError,
 } from '../util/expect.js';
+import { endBySignal, isNewStop } from '../util/stop-signal.js';
 import { planSpawn } from '../util/windows-command.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES, type OversizeEdges, peekAnswer } from './bounded.js';
 import { DeclarationFilter } from './declarations.js';
@@ -366,16 +367,19 @@ function stopOnSignals(stop: ServerStop, say: (line: string) => void): () => voi
   const remove = () => {
     for (const [signal, handler] of handlers) process.off(signal, handler);
   };
+  let ignoredAt: number | null = null;
   for (const signal of STOP_SIGNALS) {
     const handler = () => {
       if (!stop.serverExited) {
         stop.request(`${signal} received`, signal === 'SIGTERM');
         return;
       }
-      say(
-        `${signal} received while the sessions are being written: ignored; send it again to stop now (the sessions may be incomplete)`,
-      );
-      remove();
+      if (ignoredAt === null) {
+        ignoredAt = Date.now();
+        say(
+          `${signal} received while the sessions are being written: ignored; send it again to stop now (the sessions may be incomplete)`,
+        );
+      } else if (isNewStop(ignoredAt)) endBySignal(signal, remove);
     };
     handlers.set(signal, handler);
     process.on(signal, handler);

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
+import { SAME_STOP_MS } from '../../src/util/stop-signal.js';
 import { events, sessionDirs } from '../record/helpers.js';
 import { exportScope } from '../support/export-scope.js';
 import type { OtlpReceiver } from '../support/otlp-receiver.js';
@@ -281,9 +282,12 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
     r.answer = () => ({ status: 200, delayMs: 60_000 });
     const { child, output, exited } = await recordHttp(r.url, ['--otlp-shutdown-timeout', '30s']);
     child.kill('SIGINT');
+    child.kill('SIGINT'); // the same Ctrl+C delivered twice (the terminal's and npx's): one stop
     for (let i = 0; i < 500 && !output.stderr.includes('closing sessions'); i++)
       await new Promise((resolve) => setTimeout(resolve, 20));
     expect(output.stderr).toContain('SIGINT: closing sessions (send it again to stop now');
+    await new Promise((resolve) => setTimeout(resolve, SAME_STOP_MS + 200));
+    expect(child.exitCode).toBe(null);
     const second = Date.now();
     child.kill('SIGINT');
     expect((await exited).signal).toBe('SIGINT');

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runStdioProxy } from '../../src/proxy/stdio.js';
+import { SAME_STOP_MS } from '../../src/util/stop-signal.js';
 import { tempDir } from '../support/temp.js';
 import { collectingRecorder, waitFor } from './helpers.js';
 import { readSessions } from './sim-script.js';
@@ -115,12 +116,16 @@ describe('mcec-record stdio stops its server as the MCP specification says', () 
       'server exited (killed by SIGTERM) while mcec-record stopped it (SIGINT received: stdin closed, SIGTERM)',
     );
 
-    // A grace of 10 minutes, and a second Ctrl+C: SIGTERM at once.
+    // A grace of 10 minutes: the same Ctrl+C delivered twice at once (a terminal's process group and npx's
+    // forwarding) is one stop; a second Ctrl+C (SAME_STOP_MS later) sends SIGTERM at once.
     fs.rmSync(p.sessionsDir, { recursive: true, force: true });
     const q = recordCli('deaf', ['--stop-grace', '10m']);
     await oneAnsweredOneInFlight(q);
     q.child.kill('SIGINT');
+    q.child.kill('SIGINT');
     await waitFor(() => q.stderr().includes('SIGINT received'));
+    await new Promise((r) => setTimeout(r, SAME_STOP_MS + 200));
+    expect(q.stderr()).not.toContain('the server has not exited: SIGTERM');
     q.child.kill('SIGINT');
     expect(await q.exit).toBe(128 + 15);
   });
@@ -363,7 +368,10 @@ describe('a signal while mcec-record writes the sessions (the server has exited)
       p.child.stdin.end();
       await waitFor(sessionEnded(p.sessionsDir));
       p.child.kill('SIGINT');
+      p.child.kill('SIGINT'); // the same stop delivered twice: ignored with the first
       await waitFor(() => p.stderr().includes('SIGINT received while'), 10_000);
+      await new Promise((r) => setTimeout(r, SAME_STOP_MS + 200));
+      expect(p.child.exitCode).toBe(null);
       const second = Date.now();
       p.child.kill('SIGINT');
       expect(await exited).toBe('SIGINT');
