@@ -361,7 +361,9 @@ const DEFAULT_SECRET_KEY = secretKeyMatcher();
  * `http://otuser:***@host/v1/traces?api_key=***`.
  */
 export function withoutUrlCredentials(text: string): string {
-  return maskedUrl(text) ?? scrubInlineSecrets(text, '***', { isSecretKey: DEFAULT_SECRET_KEY });
+  // The parse first (what a scan cannot read), then the scan over its result (known token formats, secret
+  // keys in a fragment or a path parameter, a URL the parse refused).
+  return scrubInlineSecrets(maskedUrl(text) ?? text, '***', { isSecretKey: DEFAULT_SECRET_KEY });
 }
 
 /** Query keys that carry a signature (presigned and SAS URLs: `sig`, `X-Amz-Signature`): access itself. */

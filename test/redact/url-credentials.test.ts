@@ -21,6 +21,10 @@ describe('withoutUrlCredentials', () => {
       'https://b.example/o?sig=SIG4&X-Amz-Signature=SIG5&X-Amz-Credential=CRED6&X-Amz-Date=20261206',
       'https://b.example/o?sig=***&X-Amz-Signature=***&X-Amz-Credential=***&X-Amz-Date=20261206',
     ],
+    // The scan still runs after the parse: a secret key in the fragment or a path parameter, a known token.
+    ['http://u:pw@host/#access_token=SECRETFRAG', 'http://u:***@host/#access_token=***'],
+    ['http://u:pw@host/x?q=ghp_abcdefghijklmnopqrstuvwxyz0123456789', 'http://u:***@host/x?q=***'],
+    ['https://u:pw@host/v1/traces;api_key=zzz', 'https://u:***@host/v1/traces;api_key=***'],
   ])('%s', (given, shown) => {
     expect(withoutUrlCredentials(given)).toBe(shown);
   });
