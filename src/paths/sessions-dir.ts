@@ -62,16 +62,18 @@ export function sessionsDirWriteProblem(dir: string, explicit?: string | null): 
       return `${named} cannot be used: ${(err as Error).message}`;
     }
   }
-  const probe = path.join(dir, `.write-check-${process.pid}-${randomBytes(4).toString('hex')}`);
+  // Named as the temp files are (`<name>.<pid>.<hex>.partial`), so a leftover is swept once this process is gone.
+  const probe = path.join(dir, `.write-check.${process.pid}.${randomBytes(4).toString('hex')}.partial`);
   try {
     fs.writeFileSync(probe, '', { flag: 'wx' });
   } catch (err) {
     return `${named} cannot be written: ${describeFsError(err)}`;
   }
   try {
-    fs.unlinkSync(probe);
+    // Windows: a scanner may hold the new file a moment (EBUSY, EPERM): Node retries those.
+    fs.rmSync(probe, { force: true, maxRetries: 3, retryDelay: 100 });
   } catch {
-    // written, so writable; an empty leftover is harmless (readers look at dirs only)
+    // written, so writable; an empty leftover is harmless (readers look at dirs only) and swept later
   }
   return null;
 }

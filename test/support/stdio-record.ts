@@ -18,8 +18,9 @@ export async function recordOneStdioCall(
   );
   const output = collectOutput(child);
   const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-  const until = async (done: () => boolean) => {
+  const until = async (done: () => boolean, what: string) => {
     for (let i = 0; i < 600 && !done(); i++) await new Promise((r) => setTimeout(r, 50));
+    if (!done()) throw new Error(`no answer to ${what} in 30 s: ${output.stderr.slice(0, 500)}`);
   };
   const send = (msg: object) => child.stdin.write(`${JSON.stringify(msg)}\n`);
   send({
@@ -28,10 +29,10 @@ export async function recordOneStdioCall(
     method: 'initialize',
     params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
   });
-  await until(() => output.stdout.includes('"id":1'));
+  await until(() => output.stdout.includes('"id":1'), 'initialize');
   send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   send({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'displays', arguments: {} } });
-  await until(() => output.stdout.includes('"id":2'));
+  await until(() => output.stdout.includes('"id":2'), 'the tool call');
   child.stdin.end();
   return { code: await exited, stderr: output.stderr };
 }
