@@ -181,18 +181,7 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
     const exported: Record<string, unknown> = {};
     for (const transport of ['http', 'stdio'] as const) {
       const root = tempRoot();
-      const recorder = createRecorder({
-        sessionsDir: root,
-        transport,
-        otlp: { url: r.url },
-        stderr: () => {},
-      });
-      const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
-        sessionId: 's1',
-        ok: true,
-        result: {},
-      }));
-      await call('windows', { sessionId: 's1' });
+      const recorder = await oneCallExported(root, transport, r.url);
       await recorder.close();
       const [e] = events(path.join(root, sessionDirs(root)[0]!), 'otlp-export');
       exported[transport] = e?.data.exported;
@@ -204,24 +193,25 @@ describe('the export’s wait at close: 1 s for a stdio proxy’s recorder, else
     const r = await receiver();
     r.answer = () => ({ status: 200, delayMs: 60_000 });
     const root = tempRoot();
-    const recorder = createRecorder({
-      sessionsDir: root,
-      transport: 'http',
-      otlp: { url: r.url },
-      stderr: () => {},
-    });
-    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
-      sessionId: 's1',
-      ok: true,
-      result: {},
-    }));
-    await call('windows', { sessionId: 's1' });
+    const recorder = await oneCallExported(root, 'http', r.url);
     const t = Date.now();
     await recorder.close({ exportDeadline: t + 300 });
     expect(Date.now() - t).toBeLessThan(3000); // generous; without the deadline it waits 5 s
     const [e] = events(path.join(root, sessionDirs(root)[0]!), 'otlp-export');
     expect(e?.data).toMatchObject({ spans: 2, exported: 0, dropped: 2 });
   }, 30_000);
+
+  /** A recorder (of `transport`) exporting to `url`, after one successful call: its close is what is tested. */
+  async function oneCallExported(root: string, transport: 'http' | 'stdio', url: string) {
+    const recorder = createRecorder({ sessionsDir: root, transport, otlp: { url }, stderr: () => {} });
+    const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+      sessionId: 's1',
+      ok: true,
+      result: {},
+    }));
+    await call('windows', { sessionId: 's1' });
+    return recorder;
+  }
 
   /** The built `mcec-record http` in front of the simulator, exporting to `otlpUrl`, once it listens. */
   async function recordHttp(otlpUrl: string, extra: string[] = []) {
