@@ -189,7 +189,12 @@ export class SessionRegistry {
     });
     s.opened(
       log,
-      new ArtifactStore({ sessionDir: s.dir, maxArtifactBytes: options.maxArtifactBytes }),
+      // Artifact names carry the recorder's wall clock, as the calls' stamps do.
+      new ArtifactStore({
+        sessionDir: s.dir,
+        maxArtifactBytes: options.maxArtifactBytes,
+        now: () => options.clock.date(),
+      }),
       !existed,
     );
   }

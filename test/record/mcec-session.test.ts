@@ -294,9 +294,8 @@ describe('an MCEC-shaped session through wrap', () => {
     expect(artifacts).toHaveLength(5);
     const files = fs.readdirSync(path.join(dir, 'artifacts')).sort();
     expect(files).toHaveLength(4); // the capture's two copies share one file
-    const nowUtc = new Date();
-    const utcDay = nowUtc.toISOString().slice(0, 10).replaceAll('-', '');
-    for (const f of files) expect(f).toMatch(new RegExp(`^capture-${utcDay}-\\d{9}-\\d+\\.png$`));
+    // Named by the recorder's clock (2026-12-02 10:15 UTC here), in UTC whatever the zone.
+    for (const f of files) expect(f).toMatch(/^capture-20261202-1015\d{5}-\d+\.png$/);
     for (const a of artifacts) {
       expect(a.path).toMatch(/^artifacts\/capture-/);
       const bytes = fs.readFileSync(path.join(dir, a.path as string));
