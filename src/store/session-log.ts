@@ -177,6 +177,12 @@ function upsertSql(table: string, columns: readonly string[], key: string, extra
 /** How long a pending row whose call has already returned may wait for its completed row. */
 const MAX_COMPLETING_HOLD_MS = 1000;
 
+/**
+ * How long closing waits for another writer's lock to mark this writer closed (commits wait only
+ * `busyTimeoutMs`, as they run on the event loop). Left open, the row is settled only by the pid check.
+ */
+const RELEASE_AT_CLOSE_BUSY_MS = 1000;
+
 /** SQLite error codes that mean "this file is not (or no longer) a usable database": replace it. */
 const CORRUPT_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT']);
 
@@ -453,6 +459,10 @@ export class SessionLog implements PooledLog {
     return outcome;
   }
 
+  private get busyTimeoutMs(): number {
+    return Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20));
+  }
+
   /** True while the SQLite handle is open (it closes when the session ended or the pool needs room). */
   get handleOpen(): boolean {
     return this.db !== null;
@@ -488,18 +498,25 @@ export class SessionLog implements PooledLog {
 
   /**
    * Mark this writer's row closed (`closed_at`): the log is no longer this process's to write. Uses the open
-   * handle, else opens the file for that one update (never creating it). A locked or broken file keeps the
-   * row open, and then the writer's pid decides (dead once the process exits).
+   * handle, else opens the file for that one update (never creating it), waiting `busyTimeoutMs` for another
+   * writer's lock (at close, `RELEASE_AT_CLOSE_BUSY_MS`). A file locked longer, or broken, keeps the row open,
+   * and then the writer's pid decides (dead once the process exits).
    */
-  private release(): void {
+  private release(busyTimeoutMs = this.busyTimeoutMs): void {
     if (!this.registered) return;
     const at = new Date().toISOString();
     try {
-      if (this.db && this.statements) this.statements.unregister.run(at, this.token);
-      else {
+      if (this.db && this.statements) {
+        this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+        try {
+          this.statements.unregister.run(at, this.token);
+        } finally {
+          this.db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
+        }
+      } else {
         const db = openLogForWriting(this.file, { fileMustExist: true });
         try {
-          db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
+          db.pragma(`busy_timeout = ${busyTimeoutMs}`);
           db.pragma('synchronous = NORMAL');
           db.prepare('UPDATE writers SET closed_at = ? WHERE token = ?').run(at, this.token);
         } finally {
@@ -539,7 +556,8 @@ export class SessionLog implements PooledLog {
   close(): CommitOutcome {
     clearTimeout(this.idleRelease);
     const outcome = this.commit();
-    this.release();
+    // The last write of this process to the log: worth waiting out another writer's commit for.
+    this.release(RELEASE_AT_CLOSE_BUSY_MS);
     this.closeHandle();
     this.closed = true;
     return outcome;
@@ -899,7 +917,7 @@ export class SessionLog implements PooledLog {
     // Every write to the file starts with an open here (openSessionDb removes the dir's catalog sidecar).
     const db = openSessionDb(this.file);
     try {
-      db.pragma(`busy_timeout = ${Math.max(0, Math.floor(this.options.busyTimeoutMs ?? 20))}`);
+      db.pragma(`busy_timeout = ${this.busyTimeoutMs}`);
       for (const p of this.options.pragmas ?? []) db.pragma(p);
       this.statements = {
         session: db.prepare(upsertSql('session', SESSION_COLUMNS, 'id', ['id'])),

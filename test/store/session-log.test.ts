@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -167,6 +168,36 @@ describe('SessionLog', () => {
     expect(log.commit()).toMatchObject({ committed: 1 });
     expect(read(path.join(dir, LOG_FILE), 'SELECT seq FROM calls')).toEqual([{ seq: 1 }]);
     log.close();
+  });
+
+  it('closing waits out a commit of another process to mark its writer row closed', async () => {
+    const dir = path.join(temp.dir, 's');
+    const log = SessionLog.open({ dir, session: sessionRow(), busyTimeoutMs: 5 });
+    log.beginCall(callRow(1));
+    log.commit();
+    // Another writer holds the write lock for 150 ms: far past a commit's wait, well inside close's.
+    const holder = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const db = new (require('better-sqlite3'))(process.argv[1]);
+         db.exec('BEGIN IMMEDIATE'); process.stdout.write('locked\\n');
+         setTimeout(() => { db.exec('COMMIT'); db.close(); }, 150);`,
+        path.join(dir, LOG_FILE),
+      ],
+      { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      holder.stdout.once('data', () => resolve());
+      holder.once('exit', (code) => reject(new Error(`lock holder exited (${code}) before locking`)));
+    });
+    log.close();
+    await new Promise((resolve) => (holder.exitCode !== null ? resolve(0) : holder.once('exit', resolve)));
+    const writers = read<{ pid: number; closed_at: string | null }>(
+      path.join(dir, LOG_FILE),
+      'SELECT pid, closed_at FROM writers',
+    );
+    expect(writers).toEqual([{ pid: process.pid, closed_at: expect.any(String) }]);
   });
 
   it('on a full disk keeps a bounded queue and counts the calls it drops', () => {
