@@ -97,10 +97,13 @@ function diskFault(what: unknown): WriteFault {
 }
 
 /**
- * Bytes per write call. One call for a whole 4K capture (7.5 MB) took 18-26 ms instead of ~2 on some runs of
- * the bench (files kept between rounds), where 1 MiB calls did not.
+ * Bytes per write call. Linux (6.x, ext4) gives a buffered write page-cache folios as large as the call; on a
+ * VM whose host takes back free memory (free page reporting) the large ones come from memory the host must
+ * fault in again. In the bench, after the figures before it, a 4K capture's write in 1 MiB calls all sent at
+ * once cost 20 ms (31 ms of CPU per save) where 256 KiB calls cost 6 ms, as the floor's sequential 512 KiB
+ * do. One call for the whole capture (7.5 MB) was slower still (18-26 ms).
  */
-const WRITE_CHUNK = 1024 * 1024;
+const WRITE_CHUNK = 256 * 1024;
 /**
  * Bytes hashed between two turns of the event loop while the pool writes (about 0.6 ms of sha256): the turns
  * keep this thread answering other work during a 4K capture's 4-5 ms of hashing; the write does not need them.
@@ -395,7 +398,7 @@ export class ArtifactStore {
   }
 
   /**
-   * The bytes in a new file `tmp` (exclusive create), written by the thread pool in 1 MiB chunks all sent at
+   * The bytes in a new file `tmp` (exclusive create), written by the thread pool in 256 KiB chunks all sent at
    * once (each at its own position), then closed once every chunk has settled. The file is opened on this
    * thread: one syscall, where a round trip through the pool (behind sharp's header read and the garbage
    * collector's helpers) delayed the write by up to 1.5 ms. Creates `artifacts/` when missing (never the session
