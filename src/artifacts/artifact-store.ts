@@ -100,8 +100,8 @@ function diskFault(what: unknown): WriteFault {
  * Bytes per write call. Linux (6.x, ext4) gives a buffered write page-cache folios as large as the call; on a
  * VM whose host takes back free memory (free page reporting) the large ones come from memory the host must
  * fault in again. In the bench, after the figures before it, a 4K capture's write in 1 MiB calls all sent at
- * once cost 20 ms (31 ms of CPU per save) where 256 KiB calls cost 6 ms, as the floor's sequential 512 KiB
- * do. One call for the whole capture (7.5 MB) was slower still (18-26 ms).
+ * once took 19-20 ms (31-34 ms of CPU per save) where 256 KiB calls took 6 ms (BENCHMARKS.md, 2026-12-07).
+ * One call for the whole capture (7.5 MB) was slower still (18-26 ms).
  */
 const WRITE_CHUNK = 256 * 1024;
 /**
