@@ -5,6 +5,7 @@
  */
 
 import http from 'node:http';
+import { parseAnswer, settleWithHttpAnswer } from '../record/http-answer.js';
 import type { TargetKind } from '../wire/gates.js';
 import { watchWrites } from '../wire/write-deadline.js';
 import { BoundedMessage, peekAnswer } from './bounded.js';
@@ -204,9 +205,10 @@ class ForwardedRequest {
           } else pending.fail(`target answered HTTP ${status} (${answer.bytes} bytes, not recorded)`);
           return;
         }
-        const parsed = parseAnswer(whole);
-        if (status === 200 && parsed !== undefined) pending.complete(parsed);
-        else pending.fail(`target answered HTTP ${status}${errorText(parsed, whole)}`);
+        // Only an initialize answer is read here (it may name the server); any other is read by the recorder.
+        if (message.method === 'initialize' || !pending.answered)
+          settleWithHttpAnswer(pending, status, whole);
+        else pending.answered(status, whole);
       };
     } else if (message.kind === 'notification') {
       this.recordAnswer = (_status, answer) =>
@@ -555,25 +557,7 @@ export function sendError(
   res.end(body);
 }
 
-function parseAnswer(answer: Buffer): unknown {
-  if (answer.length === 0) return undefined;
-  try {
-    return JSON.parse(answer.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-}
-
 function parseBounded(answer: BoundedMessage): unknown {
   const whole = answer.whole();
   return whole === null ? undefined : parseAnswer(whole);
-}
-
-function errorText(parsed: unknown, raw: Buffer): string {
-  if (parsed && typeof parsed === 'object' && typeof (parsed as { error?: unknown }).error === 'string') {
-    return `: ${excerpt((parsed as { error: string }).error)}`;
-  }
-  if (parsed === undefined && raw.length > 0)
-    return ` (not JSON: ${excerpt(raw.subarray(0, 200).toString('utf8'), 80)})`;
-  return '';
 }

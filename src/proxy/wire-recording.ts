@@ -1,5 +1,6 @@
 /** Maps what a proxy sees on the wire to recorder calls; every call is guarded so recording never breaks the wire. */
 
+import { settleWithHttpAnswer } from '../record/http-answer.js';
 import { routingArgument } from '../record/routing.js';
 import { declarationOf, isRecorderMethod } from './declarations.js';
 import { classifyParsed, excerpt, idKey, type WireMessage } from './jsonrpc.js';
@@ -88,6 +89,15 @@ export class WireRecording {
       },
       tooLarge(answer: ProxyOversizeAnswer, meta?: ProxyExchangeMeta) {
         settle(() => pending.tooLarge(answer, { transport, startedAt, endedAt: new Date(), ...meta }));
+      },
+      answered(status: number, body: Uint8Array) {
+        const meta = { transport, startedAt, endedAt: new Date() };
+        // A recorder on this thread reads the answer here; the worker's, on its own thread.
+        settle(() =>
+          pending.answered
+            ? pending.answered(status, body, meta)
+            : settleWithHttpAnswer(pending, status, body, meta),
+        );
       },
       // Not settling: the answer may still come.
       timedOut(reason: string) {

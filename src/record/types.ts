@@ -186,6 +186,12 @@ export interface PendingExchange {
    * before or after it settles.
    */
   note(kind: string, detail: Record<string, unknown>, at?: Date): void;
+  /**
+   * Optional (the worker recorder's): settle with an HTTP answer's status and whole body, unread, as
+   * `settleWithHttpAnswer` (http-answer.ts) would on the caller's thread, but read where the recording runs.
+   * The body's bytes must not change afterwards (they are copied later, at the next flush).
+   */
+  answered?(status: number, body: Uint8Array, meta?: ExchangeMeta): void;
 }
 
 export interface Recorder {

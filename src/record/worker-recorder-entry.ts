@@ -7,9 +7,10 @@ import fs from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Clock } from './clock.js';
 import { handlerInModule } from './closed-sessions.js';
+import { settleWithHttpAnswer } from './http-answer.js';
 import { createRecorderOnClock } from './recorder.js';
 import type { ExchangeMeta, PendingExchange } from './types.js';
-import type { FromWorker, Posted, WireMeta, WorkerRecorderData } from './worker-recorder.js';
+import type { FromWorker, Posted, WireMeta, WorkerBatch, WorkerRecorderData } from './worker-recorder.js';
 
 const port = parentPort;
 if (!port) throw new Error('worker-recorder-entry runs only as a worker thread (createWorkerRecorder)');
@@ -73,6 +74,12 @@ function handle(message: Posted): void {
       exchanges.get(message.id)?.complete(message.response, metaOf(message.meta));
       markSettled(message.id, message.t);
       return;
+    case 'answered': {
+      const exchange = exchanges.get(message.id);
+      if (exchange) settleWithHttpAnswer(exchange, message.status, bodyOf(message), metaOf(message.meta));
+      markSettled(message.id, message.t);
+      return;
+    }
     case 'too-large':
       exchanges.get(message.id)?.tooLarge(message.answer, metaOf(message.meta));
       markSettled(message.id, message.t);
@@ -131,7 +138,18 @@ function holdUntil(file: string): void {
   while (!fs.existsSync(file)) Atomics.wait(nap, 0, 0, 10);
 }
 
-port.on('message', (text: string) => {
+/** The answers' bodies of the batch being handled. */
+let bodies = new Uint8Array(0);
+
+/** An `answered` message's body, in its batch's bodies. */
+function bodyOf(message: { offset?: number; bytes: number }): Uint8Array {
+  const at = message.offset ?? 0;
+  return bodies.subarray(at, at + message.bytes);
+}
+
+port.on('message', (batch: WorkerBatch) => {
+  const text = typeof batch === 'string' ? batch : batch.text;
+  bodies = typeof batch === 'string' ? new Uint8Array(0) : new Uint8Array(batch.bodies);
   const messages = JSON.parse(text) as Posted[];
   for (const message of messages) {
     // The test seams: a throw outside the guard, as a bug in this loop would be; a blocked thread.
@@ -152,6 +170,8 @@ port.on('message', (text: string) => {
   const last = messages[messages.length - 1];
   if (last) dropSettled(last.t);
   // Taken once recorded (processed and committed): until then the proxy's thread counts it as held (room()).
-  const taken = () => send({ op: 'taken', chars: text.length });
+  const size = text.length + bodies.length;
+  bodies = new Uint8Array(0);
+  const taken = () => send({ op: 'taken', chars: size });
   recorder.flush().then(taken, taken);
 });

@@ -12,6 +12,7 @@ import { MAX_SCRUBBED_SECRET, SECRET_BUDGET } from '../redact/secret-store.js';
 import { Waiters } from '../util/waiters.js';
 import type { ClosedSessionsModule } from './closed-sessions.js';
 import { NOOP_EXCHANGE, queueFull } from './exchange.js';
+import { settleWithHttpAnswer } from './http-answer.js';
 import { checkRecorderOptions } from './options.js';
 import { roughSize } from './outcome.js';
 import { DECLARED_KINDS, gapTexts, notRecordedAs, RECORDING_GAP, RecordingGaps } from './recording-gap.js';
@@ -53,6 +54,15 @@ export interface WireMeta {
 export type ToWorker =
   | { op: 'begin'; id: number; request: unknown; meta: WireMeta }
   | { op: 'complete'; id: number; response: unknown; meta: WireMeta | undefined }
+  | {
+      op: 'answered';
+      id: number;
+      status: number;
+      /** Where its body is in the batch's bodies (set as the batch is sent) and how long. */
+      offset?: number;
+      bytes: number;
+      meta: WireMeta | undefined;
+    }
   | { op: 'too-large'; id: number; answer: OversizeAnswer; meta: WireMeta | undefined }
   | { op: 'fail' | 'timed-out' | 'client-left'; id: number; reason: string }
   | { op: 'note'; id: number; kind: string; detail: Record<string, unknown>; at: number | undefined }
@@ -66,7 +76,16 @@ export type ToWorker =
  * A message as posted: `t` is when (epoch ms), so what the recorder stamps itself (an event's time, a failed
  * exchange's end) is the proxy's moment, not the worker's some milliseconds later.
  */
-export type Posted = ToWorker & { t: number };
+export type Posted = ToWorker & { t: number; [BODY]?: Uint8Array };
+
+/**
+ * An `answered` message's body, kept beside its JSON (a symbol key: JSON.stringify leaves it out). A batch's
+ * bodies cross as one transferred ArrayBuffer, each at its message's `offset`, `bytes` long.
+ */
+const BODY: unique symbol = Symbol('body');
+
+/** A batch as posted: its JSON, with the bodies of its `answered` messages when it has any. */
+export type WorkerBatch = string | { text: string; bodies: ArrayBuffer };
 
 /** The worker to the proxy's thread: the recorder's stderr lines, and its close. */
 export type FromWorker =
@@ -218,6 +237,22 @@ class WorkerRecorderImpl implements WorkerRecorder {
         if (full) this.post({ op: 'too-large', id, answer: full, meta: m && wireMeta(m) });
         else this.post({ op: 'complete', id, response, meta: m && wireMeta(m) });
       },
+      answered: (status, body, m) => {
+        // At the cap the answer is read here, as `complete` takes it (recorded without its body).
+        if (this.untaken + this.batchedAnswers + body.length > this.maxUntaken) {
+          settleWithHttpAnswer(handle, status, body, m);
+          return;
+        }
+        this.batchedAnswers += body.length;
+        const message: ToWorker = {
+          op: 'answered',
+          id: exchange.id,
+          status,
+          bytes: body.length,
+          meta: m && wireMeta(m),
+        };
+        this.post(message, body);
+      },
       tooLarge: (answer, m) =>
         this.post({ op: 'too-large', id: exchange.id, answer, meta: m && wireMeta(m) }),
       fail: (reason) => this.post({ op: 'fail', id: exchange.id, reason: String(reason) }),
@@ -321,9 +356,10 @@ class WorkerRecorderImpl implements WorkerRecorder {
     });
   }
 
-  private post(message: ToWorker): void {
+  private post(message: ToWorker, body?: Uint8Array): void {
     if (this.stopped !== undefined || this.closed) return;
     (message as Posted).t = Date.now();
+    if (body) (message as Posted)[BODY] = body;
     this.batch.push(message as Posted);
     if (this.flushTimer) return;
     this.flushTimer = setTimeout(() => this.flush(), FLUSH_MS);
@@ -361,9 +397,31 @@ class WorkerRecorderImpl implements WorkerRecorder {
 
   /** Messages as one JSON text to the worker, counted as untaken until it says it took them. */
   private send(messages: Posted[]): void {
+    let size = 0;
+    for (const message of messages) {
+      const body = message[BODY];
+      if (body && message.op === 'answered') {
+        message.offset = size;
+        size += body.length;
+      }
+    }
     const text = JSON.stringify(messages);
-    this.worker.postMessage(text);
-    this.untaken += text.length;
+    if (size === 0) {
+      this.worker.postMessage(text);
+      this.untaken += text.length;
+      return;
+    }
+    // One copy of the answers' bytes, into memory of their own (not zeroed first, not the shared pool), handed
+    // over to the worker, not copied again.
+    const view = Buffer.allocUnsafeSlow(size);
+    for (const message of messages) {
+      const body = message[BODY];
+      if (body && message.op === 'answered') view.set(body, message.offset);
+    }
+    const bodies = view.buffer as ArrayBuffer;
+    const batch: WorkerBatch = { text, bodies };
+    this.worker.postMessage(batch, [bodies]);
+    this.untaken += text.length + size;
   }
 
   private received(message: FromWorker): void {

@@ -5,6 +5,7 @@
  * (test/global-setup.ts builds it).
  */
 import fs from 'node:fs';
+import type http from 'node:http';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
@@ -14,7 +15,7 @@ import { expectEventsValid } from '../record/helpers.js';
 import { summaryOfSession } from '../support/fixture-session.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 import { simOnHttp } from '../support/sim-http-proxy.js';
-import { post } from './helpers.js';
+import { post, startServer } from './helpers.js';
 import { allText, playScriptOverHttp, readSessions, SCRIPT } from './sim-script.js';
 
 type WorkerModule = typeof import('../../src/record/worker-recorder.js');
@@ -122,6 +123,132 @@ describe('the recorder in a worker thread', () => {
     expect(recorded(workerDir).flatMap((s) => s.calls)).toHaveLength(8);
     expect(allText(workerDir)).not.toContain(TOKEN);
     expect(notices).toEqual([]);
+  });
+
+  it("reads every HTTP answer on the worker's thread and records it exactly as the in-process recorder does", async () => {
+    // Answers by request id: what a target may send, each settled from the body's bytes on the worker's thread.
+    const big = `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"${'y'.repeat(300_000)}"}]}}`;
+    const accented = Buffer.from(
+      '{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"héllo — ✓"}]}}',
+    );
+    const cut = accented.indexOf('—') + 1; // inside the dash's three bytes: the answer comes in two chunks
+    const answers: Record<number, (res: http.ServerResponse) => void> = {
+      1: (res) =>
+        json(res, 200, {
+          jsonrpc: '2.0',
+          id: 1,
+          result: {
+            protocolVersion: '2025-06-18',
+            capabilities: {},
+            serverInfo: { name: 'a-target', version: '1' },
+          },
+        }),
+      2: (res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.write(accented.subarray(0, cut));
+        setTimeout(() => res.end(accented.subarray(cut)), 5);
+      },
+      3: (res) =>
+        json(res, 200, {
+          jsonrpc: '2.0',
+          id: 3,
+          result: { content: [{ type: 'text', text: 'no such window' }], isError: true },
+        }),
+      4: (res) => json(res, 200, { jsonrpc: '2.0', id: 4, error: { code: -32602, message: 'bad params' } }),
+      5: (res) => json(res, 500, { error: 'boom\ninside' }),
+      6: (res) => {
+        res.writeHead(502, { 'Content-Type': 'text/plain' });
+        res.end('bad gateway\nfrom somewhere');
+      },
+      7: (res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end();
+      },
+      8: (res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('{"jsonrpc":"2.0","id":8,"result":');
+      },
+      9: (res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        for (let at = 0; at < big.length; at += 65_536) res.write(big.slice(at, at + 65_536));
+        res.end();
+      },
+    };
+    const target = await startServer((req, res) => {
+      const parts: Buffer[] = [];
+      req.on('data', (c: Buffer) => parts.push(c));
+      req.on('end', () => {
+        const { id } = JSON.parse(Buffer.concat(parts).toString('utf8')) as { id?: number };
+        if (id === undefined) {
+          res.writeHead(202);
+          res.end();
+        } else answers[id]!(res);
+      });
+    });
+    temp.defer(() => target.close());
+    const requests = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      ...[2, 3, 4, 5, 6, 7, 8, 9].map((id) => ({
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name: `tool-${id}`, arguments: { n: id } },
+      })),
+    ];
+    /** Every request through a proxy recording into `recorder`; the answers' statuses and bodies. */
+    const play = async (recorder: ProxyRecorder) => {
+      const proxy = await startProxy(target.url, recorder);
+      const out: Array<[number, string]> = [];
+      for (const r of requests) {
+        const answer = await post(proxy.url, JSON.stringify(r));
+        out.push([answer.status, answer.body.toString('utf8')]);
+      }
+      return out;
+    };
+    const inProcessDir = path.join(temp.dir, 'answers-in-process');
+    const inProcess = createRecorder({ sessionsDir: inProcessDir, transport: 'http', stderr: () => {} });
+    const expected = await play(inProcess);
+    await inProcess.close();
+    const workerDir = path.join(temp.dir, 'answers-worker');
+    const worker = createWorkerRecorder({ sessionsDir: workerDir, transport: 'http', stderr: () => {} });
+    await worker.ready();
+    const actual = await play(worker);
+    await worker.close();
+
+    expect(actual).toEqual(expected);
+    expect(actual[9]![1]).toBe(big);
+    /** Every call and event row but their times and ids; a session's random id read as SESSION. */
+    const rows = (root: string) =>
+      readSessions(root).map((s) => {
+        const kept = [
+          ...s.calls.map(({ started_at, ended_at, duration_ms, ...row }) => row),
+          ...s.events.map(({ id, at, ...event }) => event),
+        ];
+        return JSON.parse(JSON.stringify(kept).replaceAll(s.session.session_id, 'SESSION')) as unknown;
+      });
+    const recordedRows = rows(workerDir);
+    expect(recordedRows).toEqual(rows(inProcessDir));
+    const calls = readSessions(workerDir).flatMap((s) => s.calls);
+    expect(calls.map((c) => [c.tool, c.status])).toEqual([
+      ['tool-2', 'ok'],
+      ['tool-3', 'failed'],
+      ['tool-4', 'fault'],
+      ['tool-5', 'fault'],
+      ['tool-6', 'fault'],
+      ['tool-7', 'fault'],
+      ['tool-8', 'fault'],
+      ['tool-9', 'ok'],
+    ]);
+    const detail = calls.map((c) => c.error_detail ?? '').join('\n');
+    expect(detail).toContain('target answered HTTP 500: boom inside');
+    expect(detail).toContain('target answered HTTP 502 (not JSON: bad gateway from somewhere)');
+    expect(calls[0]!.response).toContain('héllo — ✓');
   });
 
   it("brings the recorder's stderr notices back before close resolves; an event JSON cannot hold is dropped alone", async () => {
@@ -407,6 +534,36 @@ describe('the recorder in a worker thread', () => {
       .filter((e) => e.kind === 'oversize-message' && e.detail.reason === 'queue-full');
     expect(full).toHaveLength(2);
   });
+  it('counts answer bytes still waiting for the flush against the cap: those past it are read here and recorded without their bodies', async () => {
+    const dir = path.join(temp.dir, 'batched-bytes');
+    const worker = createWorkerRecorderWithFaults(
+      { sessionsDir: dir, transport: 'http', stderr: () => {} },
+      { maxUntakenChars: 4_000 },
+    );
+    await worker.ready();
+    const text = 'x'.repeat(1_500);
+    // Four answers of ~1,560 bytes, handed over unread before the next flush: together past a 4,000 cap.
+    for (let id = 1; id <= 4; id++) {
+      const call = worker.beginExchange(
+        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get-state', arguments: {} } },
+        { transport: 'http' },
+      );
+      const body = Buffer.from(
+        JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } }),
+      );
+      call.answered?.(200, body, { transport: 'http' });
+    }
+    await worker.close();
+    const sessions = readSessions(dir);
+    // The first two with their answers, the last two without (read here: a queue-full oversize row each).
+    const calls = sessions.flatMap((s) => s.calls);
+    expect(calls.map((c) => c.response?.includes(text) ?? false)).toEqual([true, true, false, false]);
+    const full = sessions
+      .flatMap((s) => s.events)
+      .filter((e) => e.kind === 'oversize-message' && e.detail.reason === 'queue-full');
+    expect(full.map((e) => e.call_seq)).toEqual([3, 4]);
+  });
+
   it('an answer JSON cannot hold still settles its call, as failed saying why, never left unanswered', async () => {
     const dir = path.join(temp.dir, 'unsendable');
     const notices: string[] = [];
@@ -429,3 +586,10 @@ describe('the recorder in a worker thread', () => {
     expect(notices.join('\n')).toMatch(/not recorded \(.*BigInt.*\): one complete message/);
   });
 });
+
+/** Answer with a JSON body. */
+function json(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
