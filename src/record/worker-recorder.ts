@@ -49,7 +49,8 @@ export interface WireMeta {
 /**
  * The proxy's thread to the worker, in order, batched (FLUSH_MS) and sent as one JSON text:
  * what a proxy hands its recorder is JSON it parsed, and a string crosses threads as a copy of its bytes,
- * where the structured clone of the same objects costs several times its JSON.stringify.
+ * where the structured clone of the same objects costs several times its JSON.stringify. An HTTP answer
+ * (`answered`) is not parsed on the proxy's thread at all: its bytes go beside the JSON (WorkerBatch).
  */
 export type ToWorker =
   | { op: 'begin'; id: number; request: unknown; meta: WireMeta }
@@ -126,7 +127,8 @@ export interface WorkerRecorderData {
 const FLUSH_MS = 10;
 
 /**
- * JSON posted that the worker has not taken yet, at most (as the record queue's 256 MiB): past it an answer is
+ * JSON chars (plus the bytes of unread HTTP answers) posted that the worker has not taken yet, at most (as the
+ * record queue's 256 MiB): past it an answer is
  * recorded without its body (`queue-full`), as the record queue does, and a new call, exchange, note or event
  * is not posted at all, only counted (a `recording-gap` event once the worker catches up), so a stalled worker
  * never makes the proxy hold more than this and what is settling.
@@ -134,7 +136,8 @@ const FLUSH_MS = 10;
 const MAX_UNTAKEN_CHARS = 256 * 1024 * 1024;
 
 /**
- * Past this much JSON held for the worker (posted and not yet recorded, or batched), `room()` makes the proxy
+ * Past this much JSON (chars, plus unread answers' bytes) held for the worker (posted and not yet recorded, or
+ * batched), `room()` makes the proxy
  * wait: the worker says it took a batch only once its recorder processed and committed it (a flush), so a
  * client faster than the recording is paced by it (as it was when both ran on one thread) instead of filling
  * the worker's queue (8,192 jobs before the queue itself calls for room: the stdio soak's proxy reached
