@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import type { ProxyRecorder } from '../../src/proxy/recorder-port.js';
 import { createRecorder } from '../../src/record/index.js';
+import type { PendingExchange } from '../../src/record/types.js';
 import { expectEventsValid } from '../record/helpers.js';
 import { summaryOfSession } from '../support/fixture-session.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
@@ -510,57 +511,54 @@ describe('the recorder in a worker thread', () => {
     expect(notes[1]!.call_seq).toBeNull();
   });
 
-  it('counts answers still waiting for the flush against the cap: those past it are recorded without their bodies', async () => {
-    const dir = path.join(temp.dir, 'batched');
+  // Four answers of about 1,560-1,750 chars or bytes, all before the next flush: together past a 4,000 cap.
+  const answerText = 'x'.repeat(1_500);
+  const answer = (id: number) => ({
+    jsonrpc: '2.0',
+    id,
+    result: { content: [{ type: 'text', text: answerText }] },
+  });
+  async function fourAnswersPastTheCap(
+    dir: string,
+    transport: 'stdio' | 'http',
+    give: (call: PendingExchange, id: number) => void,
+  ) {
     const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'stdio', stderr: () => {} },
+      { sessionsDir: dir, transport, stderr: () => {} },
       { maxUntakenChars: 4_000 },
     );
     await worker.ready();
-    const text = 'x'.repeat(1_500);
-    // Four answers of ~1,750 chars, all before the next flush: together past a 4,000-char cap.
     for (let id = 1; id <= 4; id++) {
       const call = worker.beginExchange(
         { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get-state', arguments: {} } },
-        { transport: 'stdio' },
+        { transport },
       );
-      call.complete({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+      give(call, id);
     }
     await worker.close();
     const sessions = readSessions(dir);
-    expect(sessions.flatMap((s) => s.calls)).toHaveLength(4);
     const full = sessions
       .flatMap((s) => s.events)
       .filter((e) => e.kind === 'oversize-message' && e.detail.reason === 'queue-full');
+    return { calls: sessions.flatMap((s) => s.calls), full };
+  }
+
+  it('counts answers still waiting for the flush against the cap: those past it are recorded without their bodies', async () => {
+    const { calls, full } = await fourAnswersPastTheCap(path.join(temp.dir, 'batched'), 'stdio', (call, id) =>
+      call.complete(answer(id)),
+    );
+    expect(calls).toHaveLength(4);
     expect(full).toHaveLength(2);
   });
+
   it('counts answer bytes still waiting for the flush against the cap: those past it are read here and recorded without their bodies', async () => {
-    const dir = path.join(temp.dir, 'batched-bytes');
-    const worker = createWorkerRecorderWithFaults(
-      { sessionsDir: dir, transport: 'http', stderr: () => {} },
-      { maxUntakenChars: 4_000 },
+    const { calls, full } = await fourAnswersPastTheCap(
+      path.join(temp.dir, 'batched-bytes'),
+      'http',
+      (call, id) => call.answered?.(200, Buffer.from(JSON.stringify(answer(id))), { transport: 'http' }),
     );
-    await worker.ready();
-    const text = 'x'.repeat(1_500);
-    // Four answers of ~1,560 bytes, handed over unread before the next flush: together past a 4,000 cap.
-    for (let id = 1; id <= 4; id++) {
-      const call = worker.beginExchange(
-        { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'get-state', arguments: {} } },
-        { transport: 'http' },
-      );
-      const body = Buffer.from(
-        JSON.stringify({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } }),
-      );
-      call.answered?.(200, body, { transport: 'http' });
-    }
-    await worker.close();
-    const sessions = readSessions(dir);
     // The first two with their answers, the last two without (read here: a queue-full oversize row each).
-    const calls = sessions.flatMap((s) => s.calls);
-    expect(calls.map((c) => c.response?.includes(text) ?? false)).toEqual([true, true, false, false]);
-    const full = sessions
-      .flatMap((s) => s.events)
-      .filter((e) => e.kind === 'oversize-message' && e.detail.reason === 'queue-full');
+    expect(calls.map((c) => c.response?.includes(answerText) ?? false)).toEqual([true, true, false, false]);
     expect(full.map((e) => e.call_seq)).toEqual([3, 4]);
   });
 
