@@ -6,10 +6,11 @@
 
 import http from 'node:http';
 import { parseAnswer, settleWithHttpAnswer } from '../record/http-answer.js';
+import { excerpt } from '../util/excerpt.js';
 import type { TargetKind } from '../wire/gates.js';
 import { watchWrites } from '../wire/write-deadline.js';
 import { BoundedMessage, peekAnswer } from './bounded.js';
-import { classifyMessage, excerpt } from './jsonrpc.js';
+import { classifyMessage } from './jsonrpc.js';
 import type { ProxyPendingExchange } from './recorder-port.js';
 import { isEventStream, type SseEvent, SseParser } from './sse.js';
 import { formatDuration, type RequestTimeout, type TimeoutPolicy, timeoutFor } from './timeouts.js';

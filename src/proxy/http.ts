@@ -3,6 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isMcecName } from '../contract/server-name.js';
+import { excerpt } from '../util/excerpt.js';
 import {
   expectBoolean,
   expectFunction,
@@ -30,7 +31,7 @@ import { DEFAULT_WRITE_TIMEOUT_MS } from '../wire/write-deadline.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
 import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
-import { classifyMessage, excerpt } from './jsonrpc.js';
+import { classifyMessage } from './jsonrpc.js';
 import {
   PROXY_RECORDER_METHODS,
   type ProxyRecorder,

@@ -73,5 +73,3 @@ export function methodOfResult(result: unknown): string {
 export function idKey(id: string | number | null): string {
   return typeof id === 'number' ? `n:${id}` : typeof id === 'string' ? `s:${id}` : 'null';
 }
-
-export { excerpt } from '../util/excerpt.js';

@@ -2,8 +2,9 @@
 
 import { settleWithHttpAnswer } from '../record/http-answer.js';
 import { routingArgument } from '../record/routing.js';
+import { excerpt } from '../util/excerpt.js';
 import { declarationOf, isRecorderMethod } from './declarations.js';
-import { classifyParsed, excerpt, idKey, type WireMessage } from './jsonrpc.js';
+import { classifyParsed, idKey, type WireMessage } from './jsonrpc.js';
 import {
   type ProxyExchangeMeta,
   type ProxyOversizeAnswer,
