@@ -19,6 +19,8 @@ const NOOP_PENDING: ProxyPendingExchange = {
   timedOut() {},
   clientLeft() {},
   tooLarge() {},
+  // An unrecorded call's answer is not read at all.
+  answered() {},
   note() {},
 };
 
