@@ -15,6 +15,11 @@ import type { Figure, Row } from './lib/types.js';
 type Call = (tool: string, args: Record<string, unknown>) => Promise<unknown>;
 
 const IN_FLIGHT = 16;
+/**
+ * The design's 20,000 calls/s was set where the naive logger's append cost 10 us (100,000 calls/s): the budget is
+ * that share of the naive logger run beside it, so a slower or busier machine does not move the bar.
+ */
+const NAIVE_SHARE = 0.2;
 
 /** Drive `total` calls with IN_FLIGHT in flight; returns the time until the last call returned (ms). */
 async function drive(call: Call, total: number, sampler?: MemorySampler): Promise<number> {
@@ -136,14 +141,14 @@ export const figure: Figure = {
     const rows: Row[] = [
       {
         name: `recorded calls/s, ${IN_FLIGHT} in flight, until close() (1 failure in 20)`,
-        budget: '>= 20,000 calls/s',
+        budget: `>= ${NAIVE_SHARE}x the naive logger's calls/s`,
         measured: `${Math.round(rate).toLocaleString('en-US')} calls/s`,
         baseline: `naive logger ${Math.round(naiveRate).toLocaleString('en-US')} calls/s; bare ${Math.round(median(perRound.bare)).toLocaleString('en-US')} calls/s`,
-        ratio: round(rate / 20_000, 3),
-        holds: rate >= 20_000,
+        ratio: round(rate / naiveRate, 3),
+        holds: rate >= NAIVE_SHARE * naiveRate,
         notes: [
           `${rounds} rounds x ${total.toLocaleString('en-US')} calls; time runs from the first call to close() resolving (all committed).`,
-          'Ratio is measured / budget (>= 1 holds).',
+          `The design's 20,000 calls/s, on the machine where the naive logger's append cost 10 us (100,000 calls/s), as a share of the naive logger measured in this run: ${Math.round(NAIVE_SHARE * naiveRate).toLocaleString('en-US')} calls/s here.`,
         ],
         data: {
           callsPerSecPerRound: {
