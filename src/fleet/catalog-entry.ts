@@ -3,7 +3,8 @@
  * one rule), counts, its failures with the facts fingerprints are made of, and its calls per tool.
  */
 import path from 'node:path';
-import { idOfDirName, parseSessionDirName } from '../paths/naming.js';
+import { idOfDirName } from '../paths/derived-id.js';
+import { parseSessionDirName } from '../paths/naming.js';
 import { categoryLine } from '../report/recovery.js';
 import { readFailures } from '../report/server-kind.js';
 import { targetOf } from '../report/target.js';

@@ -2,8 +2,6 @@
  * How the project names what it writes: session dirs, artifact files, the log file, and the relative paths it
  * accepts from a log. A leaf (no project imports): store, artifacts, sim, report and bundle all name things here.
  */
-import { createHash } from 'node:crypto';
-
 /** Session ids used in paths must match this (mcec-wire §5 ids are 12 hex; runners may pick their own). */
 export const SAFE_SESSION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -22,11 +20,6 @@ export function thumbnailRelativePath(sha256: string, width: number): string {
 /** True when `id` may appear in a path as is. */
 export function isSafeSessionId(id: unknown): id is string {
   return typeof id === 'string' && SAFE_SESSION_ID.test(id);
-}
-
-/** A path-safe stand-in for an id that is not safe: `unsafe-<12 hex of its sha256>`, stable per id. */
-export function safeDerivedId(id: string): string {
-  return `unsafe-${createHash('sha256').update(id, 'utf8').digest('hex').slice(0, 12)}`;
 }
 
 function pad(n: number, width = 2): string {
@@ -143,13 +136,6 @@ export function isPortableDirName(name: string): boolean {
     !/[ .]$/.test(name) &&
     !/^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/i.test(name)
   );
-}
-
-/** The id a session dir's name stands for until its log is read: `<stamp>-<id>`'s id, else a path-safe name. */
-export function idOfDirName(dirName: string): string {
-  const parsed = parseSessionDirName(dirName);
-  if (parsed) return parsed.sessionId;
-  return isSafeSessionId(dirName) ? dirName : safeDerivedId(dirName);
 }
 
 /** An artifact's file name: `<prefix>-<UTC yyyyMMdd-HHmmssfff>-<n>.<extension>` (`capture`, `recording`). */

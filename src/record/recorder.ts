@@ -14,7 +14,6 @@ import { randomBytes } from 'node:crypto';
 import type { ThumbnailQueue } from '../artifacts/thumbnail-queue.js';
 import { readToolOutput } from '../contract/read-tool-output.js';
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
-import { isSafeSessionId, safeDerivedId } from '../paths/naming.js';
 import { resolveSessionsDir } from '../paths/sessions-dir.js';
 import type { Redactor } from '../redact/redactor.js';
 import type { CatalogTouches } from '../store/catalog-touches.js';
@@ -429,9 +428,7 @@ class RecorderImpl implements Recorder {
   }
 
   session(sessionId: string): SessionInfo | undefined {
-    const raw = String(sessionId);
-    const s = this.registry.find(isSafeSessionId(raw) ? raw : safeDerivedId(raw));
-    return s?.info();
+    return this.registry.find(String(sessionId))?.info();
   }
 
   flush(): Promise<void> {

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { idOfDirName } from '../paths/naming.js';
+import { idOfDirName } from '../paths/derived-id.js';
 import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
 
 /** The catalog's file name, at the root of the sessions dir. */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { safeDerivedId } from '../../src/paths/naming.js';
+import { safeDerivedId } from '../../src/paths/derived-id.js';
 import { createRecorder } from '../../src/record/index.js';
 import { deferred } from '../support/deferred.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
