@@ -19,9 +19,10 @@ import {
   type CatalogEntry,
   type CatalogRowState,
   isCatalogDamage,
+  type LogCheck,
   SWEEP_REQUEST_FILE,
 } from '../store/catalog.js';
-import { SETTLE_MS } from '../store/entry-sidecar.js';
+import { checkToKeep, SETTLE_MS } from '../store/entry-sidecar.js';
 import type { SessionLocation } from '../store/session-reader.js';
 import { isRegularFile, lstatOf, mtimeOf } from '../util/file-stat.js';
 import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
@@ -124,9 +125,9 @@ export async function refreshCatalog(
       work ??= sweepSessionDirs(catalog, root, rereadAll);
     } else work = dirtySessions(catalog, root);
     const { todo, gone, sweep } = work;
-    // `index` stamps the sidecars it checked by hash settled (the next index compares times only).
+    // `index` keeps the checks of the sidecars it trusted by hash (the next index compares times only).
     const indexed = await indexSessions(catalog, root, todo, gone, now(), {
-      restamp: options.full === true,
+      keepChecks: options.full === true,
       worker: options.sidecarWorker,
       onProgress: options.onProgress,
     });
@@ -171,7 +172,13 @@ interface RefreshWork {
    * `stored`: the row's dir time, when it has one (a time accepted before, unchanged since, can be kept);
    * `touched`: the row's counter when the sweep read every row's state (else it is read before the session).
    */
-  todo: Array<{ name: string; mtime: number | null; stored?: number | null; touched?: number }>;
+  todo: Array<{
+    name: string;
+    mtime: number | null;
+    stored?: number | null;
+    touched?: number;
+    check?: LogCheck | null;
+  }>;
   gone: string[];
   sweep: RefreshResult['sweep'];
   /** The sweep removed a writer's sweep request (which moved the sessions dir's time). */
@@ -268,8 +275,9 @@ function dirtySessions(catalog: Catalog, root: string): RefreshWork {
 /**
  * Read each session into its row (from its sidecar when that is true to the log, else from the log), in
  * batches of BATCH per write transaction; a dir without a log (or gone meanwhile) is added to `gone`. The
- * sidecars are read and checked on two threads when there are many (sidecar-worker.ts). Returns how many
- * were read.
+ * sidecars are read and checked on two threads when there are many (sidecar-worker.ts). With `keepChecks`
+ * (`index`), a sidecar trusted by its log's hash, the log's time settled, is recorded as checked
+ * (`log_checks`), so the next reader compares times only. Returns how many were read.
  */
 async function indexSessions(
   catalog: Catalog,
@@ -277,9 +285,12 @@ async function indexSessions(
   todo: RefreshWork['todo'],
   gone: string[],
   t: number,
-  options: { restamp: boolean; worker?: boolean; onProgress?: Progress },
+  options: { keepChecks: boolean; worker?: boolean; onProgress?: Progress },
 ): Promise<number> {
   if (todo.length === 0) return 0;
+  // The file system's clock before any log is hashed (a check is kept only when the log's time was settled
+  // by it too); a refresh that keeps no checks needs none.
+  const fsClock = options.keepChecks ? catalog.fileClock() : null;
   const { stepSessionDirs } = await import('./sidecar-worker.js');
   // The code that reads a log loads only when a sidecar cannot be trusted (most sweeps find them true).
   let readLog: typeof import('./catalog-entry.js').entryFromLog | undefined;
@@ -287,12 +298,21 @@ async function indexSessions(
   let done = 0;
   const chunks: Array<RefreshWork['todo']> = [];
   for (let i = 0; i < todo.length; i += BATCH) chunks.push(todo.slice(i, i + BATCH));
-  // Before a session is read, its row's counter (a writer that touches it meanwhile leaves it stale).
+  // Before a session is read, its row's counter (a writer that touches it meanwhile leaves it stale), and
+  // the check of its sidecar the catalog kept.
   const prepare = (chunk: RefreshWork['todo']) => {
-    for (const item of chunk) item.touched ??= catalog.touchedOf(item.name);
+    for (const item of chunk) {
+      item.touched ??= catalog.touchedOf(item.name);
+      item.check ??= catalog.logCheckOf(item.name);
+    }
   };
   const finish = async (chunk: RefreshWork['todo'], steps: SidecarStep[]) => {
-    const items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }> = [];
+    const items: Array<{
+      entry: CatalogEntry;
+      touched: number;
+      dirMtime: number | null;
+      check: LogCheck | null;
+    }> = [];
     for (const [k, { name, mtime, stored, touched = 0 }] of chunk.entries()) {
       const step = steps[k]!;
       if (mtime === null || step.kind === 'gone') {
@@ -302,33 +322,26 @@ async function indexSessions(
       const dir = path.join(root, name);
       // The dir's time before reading can be kept: settled, or the row's already (accepted then, unchanged).
       const beforeKept = settled(mtime, t) !== null || (stored != null && stored === mtime);
-      if (step.kind === 'sidecar' && !step.wroteSidecar) {
+      if (step.kind === 'sidecar') {
         // Nothing of ours changed the dir: its time from the sweep (a later change makes the next sweep read it).
-        items.push({ entry: step.entry, touched, dirMtime: beforeKept ? mtime : null });
+        const check = checkToKeep(step.trust, fsClock);
+        items.push({ entry: step.entry, touched, dirMtime: beforeKept ? mtime : null, check });
         continue;
       }
       // The dir's time after reading: the reader's handle makes the log's -wal and -shm files and removes them
       // at its close, and writing the sidecar replaces a file, both of which move it to now. Kept when that is
       // all that changed it (the time before was settled, and we wrote the sidecar, or there were no WAL files
       // before the read and none after): else every session index read is read again by the next sweep.
-      let entry: CatalogEntry;
-      let after: number | null;
-      let onlyOurFiles: boolean;
-      if (step.kind === 'sidecar') {
-        ({ entry, dirMtimeAfter: after } = step);
-        onlyOurFiles = beforeKept;
-      } else {
-        const walFilesBefore = walFilesOf(dir);
-        readLog ??= (await import('./catalog-entry.js')).entryFromLog;
-        const read = readLog(dir);
-        entry = read.entry;
-        after = mtimeOf(dir);
-        onlyOurFiles = beforeKept && (read.wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 0));
-      }
+      const walFilesBefore = walFilesOf(dir);
+      readLog ??= (await import('./catalog-entry.js')).entryFromLog;
+      const { entry, wroteSidecar } = readLog(dir);
+      const after = mtimeOf(dir);
+      const onlyOurFiles = beforeKept && (wroteSidecar || (walFilesBefore === 0 && walFilesOf(dir) === 0));
       items.push({
         entry,
         touched,
         dirMtime: after !== null && (settled(after, t) !== null || onlyOurFiles) ? after : null,
+        check: null, // a sidecar written now (settled when the log's time was) vouches for itself
       });
     }
     catalog.put(items);
@@ -336,13 +349,7 @@ async function indexSessions(
     done += chunk.length;
     options.onProgress?.(done, todo.length);
   };
-  await stepSessionDirs(
-    root,
-    chunks,
-    { entryVersion: ENTRY_VERSION, now: t, restamp: options.restamp },
-    { prepare, finish },
-    options.worker,
-  );
+  await stepSessionDirs(root, chunks, ENTRY_VERSION, { prepare, finish }, options.worker);
   return indexed;
 }
 

@@ -6,9 +6,14 @@
  */
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
-import type { CatalogEntry } from '../store/catalog.js';
-import { trustedEntry, worthRestamping, writeEntrySidecar } from '../store/entry-sidecar.js';
-import { isRegularFile, mtimeOf } from '../util/file-stat.js';
+import type { CatalogEntry, LogCheck } from '../store/catalog.js';
+import {
+  type TrustedEntry,
+  trustedEntry,
+  worthRestamping,
+  writeEntrySidecar,
+} from '../store/entry-sidecar.js';
+import { isRegularFile } from '../util/file-stat.js';
 
 /** A session dir's entry, and whether its sidecar was written (the dir's time moved). */
 export interface SessionDirEntry {
@@ -25,10 +30,11 @@ export interface SidecarReading {
 
 /**
  * The entry the dir's sidecar holds when that describes the log as it is (src/store/entry-sidecar.ts),
- * else null (read the log: `entryFromLog`). With `restamp` (`mcec-bundle index`), a sidecar trusted by its
- * hash (fresh from a session's close, or copied without its times) is written again stamped with the log's
- * time when that is settled, so that the next reader compares times only; a sweep does not (writing it
- * costs two to three times the hash, and a sweep reads a dir again only when it changed).
+ * else null (read the log: `entryFromLog`). With `restamp` (`entryOfSessionDir`'s default), a sidecar
+ * trusted by its hash (fresh from a session's close, or copied without its times) is written again stamped
+ * with the log's time when that is settled, so that the next reader compares times only. A catalog refresh
+ * never writes one (`sidecarStep`: the write costs three to four times the hash); `index` keeps that check
+ * in the catalog instead (`log_checks`, `checkToKeep`).
  */
 export function entryFromSidecar(dir: string, reading: SidecarReading): SessionDirEntry | null {
   const trusted = trustedEntry(dir, reading.entryVersion);
@@ -41,19 +47,25 @@ export function entryFromSidecar(dir: string, reading: SidecarReading): SessionD
 }
 
 /**
- * What an index found of one session dir without its catalog: `gone` (no log: not a session, or gone
- * meanwhile), `log` (no sidecar true to the log: read the log), or the sidecar's entry, with the dir's time
- * right after the sidecar was written again (null when it was not, or the dir is gone).
+ * What a refresh found of one session dir without its catalog: `gone` (no log: not a session, or gone
+ * meanwhile), `log` (no sidecar true to the log: read the log), or the sidecar's entry and how it was found
+ * true. Nothing is written: a step may run on either thread, twice when a worker stops.
  */
 export type SidecarStep =
   | { kind: 'gone' }
   | { kind: 'log' }
-  | { kind: 'sidecar'; entry: CatalogEntry; wroteSidecar: boolean; dirMtimeAfter: number | null };
+  | { kind: 'sidecar'; entry: CatalogEntry; trust: Pick<TrustedEntry, 'stamp' | 'by' | 'dev'> };
 
-/** One session dir's `SidecarStep`: what `index` does per dir on either thread. */
-export function sidecarStep(dir: string, reading: SidecarReading): SidecarStep {
-  // A sidecar found true says the log is there, a regular file (`logAtRest`): no stat of its own for that.
-  const read = entryFromSidecar(dir, reading);
-  if (read) return { kind: 'sidecar', ...read, dirMtimeAfter: read.wroteSidecar ? mtimeOf(dir) : null };
+/**
+ * One session dir's `SidecarStep` for entries of `entryVersion` (`check`: the catalog's): what a refresh does
+ * per dir on either thread.
+ */
+export function sidecarStep(dir: string, entryVersion: string, check: LogCheck | null = null): SidecarStep {
+  // A sidecar found true says the log is there, a regular file: no stat of its own for that.
+  const trusted = trustedEntry(dir, entryVersion, check);
+  if (trusted) {
+    const { entry, stamp, by, dev } = trusted;
+    return { kind: 'sidecar', entry, trust: { stamp, by, dev } };
+  }
   return isRegularFile(path.join(dir, LOG_FILE)) ? { kind: 'log' } : { kind: 'gone' };
 }

@@ -7,8 +7,10 @@ import { type MessagePort, workerData } from 'node:worker_threads';
 import { type SidecarStep, sidecarStep } from './sidecar-entry.js';
 import type { ChunkSteps, StepChunk, StepWorkerData } from './sidecar-worker.js';
 
-const { port, root, reading } = workerData as StepWorkerData & { port: MessagePort };
+const { port, root, entryVersion } = workerData as StepWorkerData & { port: MessagePort };
 port.on('message', (chunk: StepChunk) => {
-  const steps: SidecarStep[] = chunk.names.map((name) => sidecarStep(path.join(root, name), reading));
+  const steps: SidecarStep[] = chunk.names.map((name, k) =>
+    sidecarStep(path.join(root, name), entryVersion, chunk.checks[k] ?? null),
+  );
   port.postMessage({ index: chunk.index, steps } satisfies ChunkSteps);
 });

@@ -1,17 +1,18 @@
 /**
- * `index`'s per-dir work on two threads: `sidecarStep` (the log's hash, the sidecar read, parsed and written
- * again: two thirds of an index of sessions closed by the recorder) runs on this thread and on one worker
- * thread (sidecar-worker-entry.ts) at once, over chunks of dirs each takes in turn; everything that touches
- * the catalog stays on this thread. Without a spare core, a built entry (run from the TypeScript sources) or a
- * worker that starts, the steps all run here; a chunk whose worker stopped is stepped here again (a step may
- * be repeated: a sidecar it wrote again is trusted by its settled time the second time).
+ * `index`'s per-dir work on two threads: `sidecarStep` (the sidecar read and parsed, the log's hash: most of
+ * an index of sessions closed by the recorder) runs on this thread and on one worker thread
+ * (sidecar-worker-entry.ts) at once, over chunks of dirs each takes in turn; everything that touches the
+ * catalog stays on this thread. Without a spare core, a built entry (run from the TypeScript sources) or a
+ * worker that starts, the steps all run here; a chunk whose worker stopped is stepped here again (a step
+ * writes nothing, so repeating one is harmless).
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { MessagePort, Worker } from 'node:worker_threads';
-import { type SidecarReading, type SidecarStep, sidecarStep } from './sidecar-entry.js';
+import type { LogCheck } from '../store/catalog.js';
+import { type SidecarStep, sidecarStep } from './sidecar-entry.js';
 
 /** Below this many dirs a worker's start (tens of ms) is not worth it. */
 const WORKER_FROM = 512;
@@ -26,12 +27,13 @@ const ENTRY = new URL('../fleet/sidecar-worker-entry.js', import.meta.url);
 /** What the worker is started with. */
 export interface StepWorkerData {
   root: string;
-  reading: SidecarReading;
+  entryVersion: string;
 }
-/** A chunk posted to the worker: dir names under `root`. */
+/** A chunk posted to the worker: dir names under `root`, and the catalog's check of each (or null). */
 export interface StepChunk {
   index: number;
   names: string[];
+  checks: Array<LogCheck | null>;
 }
 /** The worker's answer: a step per name, in order. */
 export interface ChunkSteps {
@@ -46,22 +48,23 @@ export interface ChunkSteps {
  * (tests), false never; by default from WORKER_FROM dirs when a core is spare. Returns how many dirs the
  * worker stepped.
  */
-export async function stepSessionDirs<T extends { name: string }>(
+export async function stepSessionDirs<T extends { name: string; check?: LogCheck | null }>(
   root: string,
   chunks: T[][],
-  reading: SidecarReading,
+  entryVersion: string,
   hooks: {
     prepare: (chunk: T[]) => void;
     finish: (chunk: T[], steps: SidecarStep[]) => void | Promise<void>;
   },
   worker?: boolean,
 ): Promise<number> {
-  const stepHere = (chunk: T[]) => chunk.map((item) => sidecarStep(path.join(root, item.name), reading));
+  const stepHere = (chunk: T[]) =>
+    chunk.map((item) => sidecarStep(path.join(root, item.name), entryVersion, item.check ?? null));
   const dirs = chunks.reduce((n, c) => n + c.length, 0);
   const helper =
     worker === false || (worker === undefined && (dirs < WORKER_FROM || !spareCore()))
       ? null
-      : await startWorker({ root, reading });
+      : await startWorker({ root, entryVersion });
   const posted = new Map<number, T[]>();
   const answered: ChunkSteps[] = [];
   let wake: (() => void) | undefined;
@@ -97,7 +100,9 @@ export async function stepSessionDirs<T extends { name: string }>(
         const index = next;
         const chunk = take();
         posted.set(index, chunk);
-        helper.port.postMessage({ index, names: chunk.map((item) => item.name) } satisfies StepChunk);
+        const names = chunk.map((item) => item.name);
+        const checks = chunk.map((item) => item.check ?? null);
+        helper.port.postMessage({ index, names, checks } satisfies StepChunk);
       }
       if (next < chunks.length) {
         const chunk = take();

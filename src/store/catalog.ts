@@ -111,6 +111,17 @@ const MIGRATIONS: readonly string[] = [
   -- of one session can be, found without scanning the table (every list asks, copies()).
   CREATE INDEX sessions_odd_name ON sessions (session_id, started_at) WHERE ${ODD_NAME};
   `,
+  `
+  -- A session dir's sidecar checked by its log's sha1 while the log's time was settled (an index): the next
+  -- reader trusts a sidecar naming this sha1 on the log's size and mtime alone while they are these. Kept
+  -- here, not by writing the sidecar again (three to four times the cost of the hash, per dir).
+  CREATE TABLE log_checks (
+    dir_name TEXT PRIMARY KEY,
+    size     INTEGER NOT NULL,
+    mtime_ms REAL NOT NULL,
+    sha1     TEXT NOT NULL
+  ) WITHOUT ROWID;
+  `,
 ];
 
 /** The catalog schema version (`PRAGMA user_version`). */
@@ -182,6 +193,16 @@ export interface CatalogEntry {
   session: CatalogSession;
   failures: CatalogFailure[];
   tools: CatalogToolCount[];
+}
+
+/**
+ * A log's sha1 checked against its session dir's sidecar when the log had this size and mtime, that mtime
+ * settled then (`log_checks`): while the log still has them, a sidecar naming this sha1 is true to it.
+ */
+export interface LogCheck {
+  size: number;
+  mtimeMs: number;
+  sha1: string;
 }
 
 /** What a reader needs to decide whether a row must be read again. */
@@ -302,6 +323,8 @@ interface PutStatements {
   delTools: Database.Statement;
   addFailure: Database.Statement;
   addTool: Database.Statement;
+  putCheck: Database.Statement;
+  delCheck: Database.Statement;
 }
 
 /**
@@ -315,6 +338,7 @@ export class Catalog {
   readonly readonly: boolean;
   private readonly db: Db;
   private touchedStatement: Database.Statement | undefined;
+  private checkStatement: Database.Statement | undefined;
   private putStatements: PutStatements | undefined;
   private readonly guard: Db | null;
 
@@ -469,23 +493,50 @@ export class Catalog {
     return row?.touched ?? 0;
   }
 
+  /** The sidecar check kept for a session dir (`LogCheck`), or null. */
+  logCheckOf(dirName: string): LogCheck | null {
+    // Prepared once: an index asks for every dir's.
+    this.checkStatement ??= this.db
+      .prepare('SELECT size, mtime_ms, sha1 FROM log_checks WHERE dir_name = ?')
+      .raw();
+    const row = this.checkStatement.get(dirName) as [number, number, string] | undefined;
+    return row ? { size: row[0], mtimeMs: row[1], sha1: row[2] } : null;
+  }
+
+  /**
+   * The file system's clock, as the time it gives the catalog's WAL file written just now, and that file's
+   * device; null for a catalog in memory or when it cannot be told. A time the file system gave before a
+   * log's hash was taken: whether that log's time was settled by the file system's clock too.
+   */
+  fileClock(now = new Date()): { ms: number; dev: number } | null {
+    if (this.file === ':memory:') return null;
+    try {
+      this.setMeta({ clock_probe: now.toISOString() });
+      const st = fs.statSync(`${this.file}-wal`);
+      return { ms: st.mtimeMs, dev: st.dev };
+    } catch {
+      return null;
+    }
+  }
+
   /**
    * Store entries read from their logs, in one short transaction: each replaces its session's row,
-   * failures and tool counts. `touched` is the row's counter as read before the log was (a writer that
-   * touched it since leaves it stale); `dirMtime` the dir's mtime then (null: check again next sweep).
+   * failures and tool counts, and its sidecar check (`LogCheck`; none when null). `touched` is the row's
+   * counter as read before the log was (a writer that touched it since leaves it stale); `dirMtime` the dir's
+   * mtime then (null: check again next sweep).
    */
   put(
-    items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null }>,
+    items: Array<{ entry: CatalogEntry; touched: number; dirMtime: number | null; check?: LogCheck | null }>,
     at = new Date(),
   ): void {
     if (items.length === 0) return;
     // Prepared once: an index puts thousands of rows, 64 per call.
     this.putStatements ??= this.preparePut();
-    const { upsert, delFailures, delTools, addFailure, addTool } = this.putStatements;
+    const { upsert, delFailures, delTools, addFailure, addTool, putCheck, delCheck } = this.putStatements;
     const indexedAt = at.toISOString();
     this.db
       .transaction(() => {
-        for (const { entry, touched, dirMtime } of items) {
+        for (const { entry, touched, dirMtime, check } of items) {
           const name = entry.session.dir_name;
           const session = entry.session;
           upsert.run(...SESSION_KEYS.map((k) => session[k]), dirMtime, touched, touched, indexedAt);
@@ -494,6 +545,8 @@ export class Catalog {
           for (const f of entry.failures)
             addFailure.run(...FAILURE_KEYS.map((k) => (k === 'dir_name' ? name : f[k])));
           for (const t of entry.tools) addTool.run(...TOOL_KEYS.map((k) => (k === 'dir_name' ? name : t[k])));
+          if (check) putCheck.run(name, check.size, check.mtimeMs, check.sha1);
+          else delCheck.run(name);
         }
       })
       .immediate();
@@ -522,13 +575,17 @@ export class Catalog {
     const addTool = this.db.prepare(
       `INSERT OR REPLACE INTO tool_calls (${TOOL_KEYS.join(', ')}) VALUES (${marks(TOOL_KEYS.length)})`,
     );
-    return { upsert, delFailures, delTools, addFailure, addTool };
+    const putCheck = this.db.prepare(
+      'INSERT OR REPLACE INTO log_checks (dir_name, size, mtime_ms, sha1) VALUES (?, ?, ?, ?)',
+    );
+    const delCheck = this.db.prepare('DELETE FROM log_checks WHERE dir_name = ?');
+    return { upsert, delFailures, delTools, addFailure, addTool, putCheck, delCheck };
   }
 
   /** Remove the rows of sessions whose dirs are gone. */
   remove(dirNames: string[]): void {
     if (dirNames.length === 0) return;
-    const stmts = ['sessions', 'failures', 'tool_calls'].map((t) =>
+    const stmts = ['sessions', 'failures', 'tool_calls', 'log_checks'].map((t) =>
       this.db.prepare(`DELETE FROM ${t} WHERE dir_name = ?`),
     );
     this.db

@@ -13,7 +13,7 @@ import { LOG_FILE } from '../paths/naming.js';
 import { lstatOf, statOf } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { removeBestEffort } from '../util/temp-files.js';
-import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount } from './catalog.js';
+import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount, LogCheck } from './catalog.js';
 
 export const ENTRY_SIDECAR_FILE = 'catalog-entry.json';
 /** This file's own format; the entry's is the caller's `entryVersion` (fingerprint rules, entry code). */
@@ -42,18 +42,22 @@ export interface LogStamp {
 }
 
 /**
- * The log's size and mtime when it is at rest (no `-wal` with content), else null; null too when the log is
- * missing or not a regular file itself (a symlink: the catalog never reads one), so a sidecar found true
- * says the dir holds a log.
+ * The log's size, mtime and device when it is at rest (no `-wal` with content), else null; null too when the
+ * log is missing or not a regular file itself (a symlink: the catalog never reads one), so a sidecar found
+ * true says the dir holds a log.
  */
-export function logAtRest(dir: string): { size: number; mtimeMs: number } | null {
+export function logAtRest(dir: string): { size: number; mtimeMs: number; dev: number } | null {
   const file = path.join(dir, LOG_FILE);
   const st = lstatOf(file);
-  if (!st?.isFile()) return null;
+  if (!st?.isFile() || !walAtRest(file)) return null;
+  return { size: st.size, mtimeMs: st.mtimeMs, dev: st.dev };
+}
+
+/** Whether the log `file` has no `-wal` with content. */
+function walAtRest(file: string): boolean {
   // No exception built for a missing file: the -wal of a log at rest is missing (half an index's stats).
   const wal = statOf(`${file}-wal`);
-  if (wal && (!wal.isFile() || wal.size > 0)) return null;
-  return { size: st.size, mtimeMs: st.mtimeMs };
+  return !wal || (wal.isFile() && wal.size === 0);
 }
 
 /** A stamp of the log at rest, hashed now (before its entry is read), or null when it is not at rest. */
@@ -64,43 +68,98 @@ export function stampLog(dir: string): LogStamp | null {
   const sha1 = rest.size <= MAX_HASHED_BYTES ? hashOf(path.join(dir, LOG_FILE), rest.size) : null;
   const after = logAtRest(dir);
   if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
-  return { ...rest, settled: false, sha1, hashedAtMs };
+  return { size: rest.size, mtimeMs: rest.mtimeMs, settled: false, sha1, hashedAtMs };
 }
 
 /**
  * The entry the sidecar in `dir` holds when it describes the log there as it is now, else null (no sidecar,
  * another format or entry version, another dir, the log written since or not at rest: read the log). A
- * sidecar whose log time was settled is trusted on size + mtime; any other (a fresh one, or a copy without
- * kept times) only when the log's sha1 is the one stamped.
+ * sidecar is trusted on the log's size + mtime when its own stamp is settled and names that mtime, or when
+ * `check` (the catalog's record of this sha1 checked against the log, its time settled then: `log_checks`)
+ * names the sidecar's sha1 and the log's size and mtime now; any other (a fresh one, or a copy without kept
+ * times) only when the log's sha1 is the one stamped.
  */
-export function trustedEntry(dir: string, entryVersion: string): TrustedEntry | null {
+export function trustedEntry(
+  dir: string,
+  entryVersion: string,
+  check: LogCheck | null = null,
+): TrustedEntry | null {
+  const text = readSmallFile(path.join(dir, ENTRY_SIDECAR_FILE));
+  if (text === null) return null; // none or unreadable: read the log
   let parsed: unknown;
   try {
-    parsed = JSON.parse(fs.readFileSync(path.join(dir, ENTRY_SIDECAR_FILE), 'utf8'));
+    parsed = JSON.parse(text);
   } catch {
-    return null; // none, unreadable, or not JSON: read the log
+    return null; // not JSON (half written, damaged): read the log
   }
   const sidecar = asSidecar(parsed);
   if (!sidecar || sidecar.entry_version !== entryVersion) return null;
   if (sidecar.entry.session.dir_name !== path.basename(dir)) return null;
-  const rest = logAtRest(dir);
-  if (!rest || rest.size !== sidecar.log.size) return null;
+  const file = path.join(dir, LOG_FILE);
+  const st = lstatOf(file);
+  if (!st?.isFile() || st.size !== sidecar.log.size) return null;
   const { size, mtime_ms: mtimeMs, settled, sha1 } = sidecar.log;
-  if (settled && rest.mtimeMs === mtimeMs)
-    return { entry: sidecar.entry, stamp: { size, mtimeMs, settled, sha1, hashedAtMs: Number.NaN } };
-  if (sha1 === null || rest.size > MAX_HASHED_BYTES) return null;
+  const by =
+    settled && st.mtimeMs === mtimeMs
+      ? 'settled'
+      : check !== null &&
+          sha1 !== null &&
+          check.sha1 === sha1 &&
+          check.size === size &&
+          check.mtimeMs === st.mtimeMs
+        ? 'checked'
+        : null;
+  if (by !== null) {
+    if (!walAtRest(file)) return null;
+    const stamp = { size, mtimeMs: st.mtimeMs, settled: by === 'settled', sha1, hashedAtMs: Number.NaN };
+    return { entry: sidecar.entry, stamp, by, dev: st.dev };
+  }
+  if (sha1 === null || st.size > MAX_HASHED_BYTES) return null;
   const hashedAtMs = Date.now();
-  if (hashOf(path.join(dir, LOG_FILE), rest.size) !== sha1) return null;
-  // The log may have been written while it was hashed: then its time moved, or its WAL has content.
+  if (hashOf(file, st.size) !== sha1) return null;
+  // The log may have been written while it was hashed: then its time moved, or its WAL has content (a WAL
+  // with content before the hash still has it, or was checkpointed into the log, which moved its time).
   const after = logAtRest(dir);
-  if (!after || after.size !== rest.size || after.mtimeMs !== rest.mtimeMs) return null;
-  return { entry: sidecar.entry, stamp: { size, mtimeMs: rest.mtimeMs, settled: false, sha1, hashedAtMs } };
+  if (!after || after.size !== st.size || after.mtimeMs !== st.mtimeMs) return null;
+  return {
+    entry: sidecar.entry,
+    stamp: { size, mtimeMs: st.mtimeMs, settled: false, sha1, hashedAtMs },
+    by: 'hash',
+    dev: after.dev,
+  };
 }
 
-/** A sidecar's entry found true to the log, and the log as it is now (its hash checked when not `settled`). */
+/**
+ * A sidecar's entry found true to the log, and the log as it is now; `by`: the sidecar's settled stamp, the
+ * catalog's check, or the log's sha1 read now (`stamp.hashedAtMs` then says when); `dev` the log's device.
+ */
 export interface TrustedEntry {
   entry: CatalogEntry;
   stamp: LogStamp;
+  by: 'settled' | 'checked' | 'hash';
+  dev: number;
+}
+
+/**
+ * The check a catalog may keep of a sidecar trusted by its hash (`log_checks`, so the next reader compares
+ * times only), or null: only when the log's time was settled before the hash was taken, by this process's
+ * clock and by the file system's (`fsClock`: a time the file system gave a file written before the hash, on
+ * the log's device), as for a sidecar stamped settled. A check the sidecar was trusted by is kept as it was.
+ */
+export function checkToKeep(
+  trusted: Pick<TrustedEntry, 'stamp' | 'by' | 'dev'>,
+  fsClock: { ms: number; dev: number } | null,
+): LogCheck | null {
+  const { stamp, by, dev } = trusted;
+  if (stamp.sha1 === null || by === 'settled') return null;
+  const check = { size: stamp.size, mtimeMs: stamp.mtimeMs, sha1: stamp.sha1 };
+  if (by === 'checked') return check;
+  const settled =
+    stamp.hashedAtMs - stamp.mtimeMs >= SETTLE_MS &&
+    fsClock !== null &&
+    fsClock.dev === dev &&
+    fsClock.ms - stamp.mtimeMs >= SETTLE_MS;
+  return settled ? check : null;
 }
 
 /**
@@ -201,6 +260,37 @@ function hashOf(file: string, size: number): string | null {
 
 const HASH_CHUNK = 1024 * 1024;
 let hashBuffer: Buffer | undefined;
+
+/**
+ * A small file's text (a sidecar), or null when it cannot be read. Read into one buffer kept for every file
+ * (an index reads thousands), and a read shorter than asked is taken as the end (what a regular file gives):
+ * no `fstat` for the size and no read of the end, two system calls of five (each 5-20 us on a busy VM). A
+ * read cut short otherwise leaves text that does not parse, which a reader takes for no sidecar.
+ */
+function readSmallFile(file: string): string | null {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, 'r');
+    textBuffer ??= Buffer.allocUnsafe(TEXT_CHUNK);
+    let n = 0;
+    for (;;) {
+      const got = fs.readSync(fd, textBuffer, n, textBuffer.length - n, null);
+      n += got;
+      if (got === 0 || n < textBuffer.length) break;
+      const larger = Buffer.allocUnsafe(textBuffer.length * 2);
+      textBuffer.copy(larger, 0, 0, n);
+      textBuffer = larger;
+    }
+    return textBuffer.toString('utf8', 0, n);
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+const TEXT_CHUNK = 64 * 1024;
+let textBuffer: Buffer | undefined;
 
 // The shape check: a sidecar goes into the catalog only when every field has the catalog's type (a foreign
 // or damaged file is read past, never a crash). Kept by hand: the list path must not load a schema validator.

@@ -15,7 +15,7 @@ import { createRecorder } from '../../src/index.js';
 import { createRecorder as createRecorderOfRecord } from '../../src/record/index.js';
 import { appendSessionEvent } from '../../src/store/append-event.js';
 import { CATALOG_FILE, type Catalog } from '../../src/store/catalog.js';
-import { ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
+import { checkToKeep, ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { post } from '../proxy/helpers.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
@@ -53,7 +53,20 @@ function dump(catalog: Catalog): unknown {
   };
 }
 
-/** Age every file of a session dir (log, sidecar, dir) so its times are settled. */
+/** The sidecar checks the catalog keeps (`log_checks`), by dir name. */
+function logChecks(catalog: Catalog): Record<string, { size: number; mtimeMs: number; sha1: string }> {
+  const db = (catalog as unknown as { db: Database.Database }).db;
+  const rows = db.prepare('SELECT dir_name, size, mtime_ms, sha1 FROM log_checks').all() as Array<{
+    dir_name: string;
+    size: number;
+    mtime_ms: number;
+    sha1: string;
+  }>;
+  return Object.fromEntries(
+    rows.map((r) => [r.dir_name, { size: r.size, mtimeMs: r.mtime_ms, sha1: r.sha1 }]),
+  );
+}
+
 /** Change a log's content in place, its size and times as they were: only its hash can tell. */
 function changeKeepingSizeAndTime(file: string): void {
   const st = fs.statSync(file);
@@ -64,6 +77,7 @@ function changeKeepingSizeAndTime(file: string): void {
   fs.utimesSync(file, st.atime, st.mtime);
 }
 
+/** Age every file of a session dir (log, sidecar, dir) so its times are settled. */
 function age(dir: string): void {
   const t = anHourAgo();
   for (const name of fs.readdirSync(dir)) fs.utimesSync(path.join(dir, name), t, t);
@@ -173,22 +187,108 @@ describe('catalog sidecars', () => {
     expect(read.entry.session.scenario).toBe('same size!');
   });
 
-  it('index stamps hash-checked sidecars settled and a second index keeps the dir times; a sweep only checks', async () => {
-    const sessionsDir = path.join(root, 'restamp');
-    generateFleet(sessionsDir, { sessions: 6, seed: 27 });
+  it('index keeps the checks of hash-checked sidecars in the catalog, not in the dirs; the next index trusts them on times', async () => {
+    const sessionsDir = path.join(root, 'checks');
+    const fleet = generateFleet(sessionsDir, { sessions: 6, seed: 27 }).sessions.map((s) => s.dirName);
     for (const dir of sessionDirs(sessionsDir)) age(dir); // sidecars from close: not settled
-    const swept = await refreshCatalog(sessionsDir); // the first list: every dir read
+    const swept = await refreshCatalog(sessionsDir); // the first list: every dir read, no check kept
+    expect(logChecks(swept.catalog)).toEqual({});
     swept.catalog.close();
-    for (const dir of sessionDirs(sessionsDir)) expect(readSidecar(dir).log.settled).toBe(false);
+    const sidecarsBefore = Object.fromEntries(
+      sessionDirs(sessionsDir).map((dir) => [dir, fs.readFileSync(sidecarOf(dir), 'utf8')]),
+    );
     for (const full of [1, 2]) {
       const indexed = await refreshCatalog(sessionsDir, { full: true });
       const states = indexed.catalog.rowStates();
+      const checks = logChecks(indexed.catalog);
       indexed.catalog.close();
       for (const dir of sessionDirs(sessionsDir)) {
-        expect(readSidecar(dir).log.settled, `index ${full}`).toBe(true);
+        // The sidecar as the recorder wrote it (not written again), its check in the catalog.
+        expect(fs.readFileSync(sidecarOf(dir), 'utf8'), `index ${full}`).toBe(sidecarsBefore[dir]);
+        const log = fs.statSync(path.join(dir, 'session.sqlite'));
+        const { sha1 } = (readSidecar(dir) as unknown as { log: { sha1: string } }).log;
+        expect(checks[path.basename(dir)], `index ${full}`).toEqual({
+          size: log.size,
+          mtimeMs: log.mtimeMs,
+          sha1,
+        });
         expect(states.get(path.basename(dir))?.dirMtime, `index ${full}`).toBe(fs.statSync(dir).mtimeMs);
       }
     }
+    // Trusted on times, as a settled sidecar is: a log changed keeping its size and time is not read again...
+    const changed = path.join(sessionsDir, fleet[2]!);
+    changeKeepingSizeAndTime(path.join(changed, 'session.sqlite'));
+    const scenarioOf = async (options: { full?: boolean } = {}) => {
+      const res = await refreshCatalog(sessionsDir, { full: true, ...options });
+      try {
+        return {
+          scenario: (res.catalog as unknown as { db: Database.Database }).db
+            .prepare('SELECT scenario FROM sessions WHERE dir_name = ?')
+            .pluck()
+            .get(fleet[2]),
+          checks: logChecks(res.catalog),
+        };
+      } finally {
+        res.catalog.close();
+      }
+    };
+    expect((await scenarioOf()).scenario).not.toBe('same size!');
+    // ...while without the catalog's check (a new catalog) only the hash vouches, and it tells.
+    for (const suffix of ['', '-wal', '-shm'])
+      fs.rmSync(path.join(sessionsDir, CATALOG_FILE + suffix), { force: true });
+    const rebuilt = await scenarioOf();
+    expect(rebuilt.scenario).toBe('same size!');
+    // That dir's log was read (its sidecar written again, settled): no check kept for it, the others' kept.
+    expect(rebuilt.checks[fleet[2]!]).toBeUndefined();
+    expect(readSidecar(changed).log.settled).toBe(true);
+    expect(Object.keys(rebuilt.checks).sort()).toEqual(fleet.filter((n) => n !== fleet[2]).sort());
+    // A row dropped with its dir drops its check.
+    fs.rmSync(path.join(sessionsDir, fleet[0]!), { recursive: true });
+    expect((await scenarioOf()).checks[fleet[0]!]).toBeUndefined();
+  });
+
+  it('index keeps no check of a log whose time was not settled before its hash', async () => {
+    const sessionsDir = path.join(root, 'fresh-checks');
+    generateFleet(sessionsDir, { sessions: 2, seed: 28 });
+    // Times just now: the logs were closed less than 2 s ago (by both clocks).
+    const now = new Date();
+    for (const dir of sessionDirs(sessionsDir)) fs.utimesSync(path.join(dir, 'session.sqlite'), now, now);
+    const indexed = await refreshCatalog(sessionsDir, { full: true });
+    try {
+      expect(indexed.indexed).toBe(0 + sessionDirs(sessionsDir).length);
+      expect(logChecks(indexed.catalog)).toEqual({});
+    } finally {
+      indexed.catalog.close();
+    }
+  });
+
+  it("a check is kept only when the log was settled by both clocks, on the catalog's device", () => {
+    const stamp = { size: 10, mtimeMs: 100_000, settled: false, sha1: 'a'.repeat(40), hashedAtMs: 102_000 };
+    const trust = { stamp, by: 'hash' as const, dev: 7 };
+    const check = { size: 10, mtimeMs: 100_000, sha1: 'a'.repeat(40) };
+    expect(checkToKeep(trust, { ms: 102_000, dev: 7 })).toEqual(check);
+    expect(checkToKeep(trust, { ms: 101_999, dev: 7 })).toBeNull(); // the file system's clock: too fresh
+    expect(checkToKeep(trust, { ms: 102_000, dev: 8 })).toBeNull(); // another device's clock
+    expect(checkToKeep(trust, null)).toBeNull(); // no clock: a sweep keeps none
+    expect(
+      checkToKeep({ ...trust, stamp: { ...stamp, hashedAtMs: 101_999 } }, { ms: 200_000, dev: 7 }),
+    ).toBeNull();
+    expect(checkToKeep({ ...trust, stamp: { ...stamp, sha1: null } }, { ms: 200_000, dev: 7 })).toBeNull();
+    // Trusted by the catalog's check: kept as it was (whatever the clock); by its own settled stamp: none needed.
+    expect(checkToKeep({ ...trust, by: 'checked' }, null)).toEqual(check);
+    expect(checkToKeep({ ...trust, by: 'settled' }, { ms: 200_000, dev: 7 })).toBeNull();
+  });
+
+  it('a sidecar larger than the read buffer (64 KiB) is read whole', () => {
+    const sessionsDir = path.join(root, 'large-sidecar');
+    const [s] = generateFleet(sessionsDir, { sessions: 1, seed: 29 }).sessions;
+    const dir = path.join(sessionsDir, s!.dirName);
+    const sidecar = readSidecar(dir);
+    // The same object, 200 KB of JSON whitespace: only a whole read parses.
+    fs.writeFileSync(sidecarOf(dir), `${JSON.stringify(sidecar).slice(0, -1)}${' '.repeat(200_000)}}`);
+    const read = entryOfSessionDir(dir, { restamp: false });
+    expect(read.fromSidecar).toBe(true);
+    expect(read.entry).toEqual(readCatalogEntry(dir));
   });
 
   it('index on two threads (built code) gives the rows of one; a log changed under its fresh sidecar is read', async () => {
@@ -202,7 +302,7 @@ describe('catalog sidecars', () => {
     const one = path.join(root, 'threads-one');
     const two = path.join(root, 'threads-two');
     const fleet = generateFleet(one, { sessions: 40, seed: 31 }).sessions.map((s) => s.dirName);
-    for (const dir of sessionDirs(one)) age(dir); // sidecars from close: checked by hash, then restamped
+    for (const dir of sessionDirs(one)) age(dir); // sidecars from close: checked by hash, then kept as checked
     // Changed under its sidecar, same size and time: only the hash tells. Another without a sidecar, one without a log.
     const changed = path.join(one, fleet[3]!, 'session.sqlite');
     changeKeepingSizeAndTime(changed);
@@ -210,23 +310,24 @@ describe('catalog sidecars', () => {
     fs.rmSync(path.join(one, fleet[7]!, 'session.sqlite'));
     fs.cpSync(one, two, { recursive: true, preserveTimestamps: true });
 
-    // The steps themselves (not restamping: the copy is indexed after): every chunk finished once, the
-    // worker's steps those of this thread.
-    const reading = { entryVersion: ENTRY_VERSION, now: Date.now(), restamp: false };
+    // The steps themselves: every chunk finished once, the worker's steps those of this thread.
     const chunks = Array.from({ length: 10 }, (_, i) =>
       fleet.slice(i * 4, i * 4 + 4).map((name) => ({ name })),
     );
     const steps = new Map<string, unknown>();
+    // When a log was hashed differs between two runs; what was found may not.
+    const withoutHashTime = (step: unknown) =>
+      JSON.parse(JSON.stringify(step, (k, v) => (k === 'hashedAtMs' ? 0 : v))) as unknown;
     const stepped = async (worker: boolean) => {
       steps.clear();
       const done = await stepSessionDirs(
         two,
         chunks,
-        reading,
+        ENTRY_VERSION,
         {
           prepare: () => {},
           finish: (chunk, s) => {
-            for (const [k, item] of chunk.entries()) steps.set(item.name, s[k]);
+            for (const [k, item] of chunk.entries()) steps.set(item.name, withoutHashTime(s[k]));
           },
         },
         worker,
@@ -253,11 +354,15 @@ describe('catalog sidecars', () => {
           .get(fleet[3]);
       expect(scenario(b.catalog)).toBe('same size!');
       const states = b.catalog.rowStates();
+      const checks = logChecks(b.catalog);
+      expect(logChecks(a.catalog)).toEqual(checks); // the same checks from one thread as from two
       for (const name of fleet.filter((n) => n !== fleet[7])) {
         const dir = path.join(one, name);
-        expect(readSidecar(dir).log.settled, name).toBe(true);
-        if (name !== fleet[3] && name !== fleet[5])
-          expect(states.get(name)?.dirMtime, name).toBe(fs.statSync(dir).mtimeMs);
+        // The dirs whose log was read got a settled sidecar; the others' checks are in the catalog.
+        const read = name === fleet[3] || name === fleet[5];
+        expect(readSidecar(dir).log.settled, name).toBe(read);
+        expect(checks[name] !== undefined, name).toBe(!read);
+        if (!read) expect(states.get(name)?.dirMtime, name).toBe(fs.statSync(dir).mtimeMs);
       }
     } finally {
       a.catalog.close();
