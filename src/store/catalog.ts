@@ -503,6 +503,15 @@ export class Catalog {
     return row ? { size: row[0], mtimeMs: row[1], sha1: row[2] } : null;
   }
 
+  /** Every sidecar check the catalog keeps, by dir name (an index asks for all at once). */
+  logChecks(): Map<string, LogCheck> {
+    const rows = this.db
+      .prepare('SELECT dir_name, size, mtime_ms, sha1 FROM log_checks')
+      .raw()
+      .all() as Array<[string, number, number, string]>;
+    return new Map(rows.map(([name, size, mtimeMs, sha1]) => [name, { size, mtimeMs, sha1 }]));
+  }
+
   /**
    * The file system's clock, as the time it gives the catalog's WAL file written just now, and that file's
    * device; null for a catalog in memory or when it cannot be told. A time the file system gave before a

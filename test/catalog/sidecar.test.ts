@@ -247,6 +247,30 @@ describe('catalog sidecars', () => {
     expect((await scenarioOf()).checks[fleet[0]!]).toBeUndefined();
   });
 
+  it('an index of more than 512 dirs reads the checks at once and writes every row (batches of 256)', async () => {
+    const sessionsDir = path.join(root, 'many-checks');
+    const fleet = generateFleet(sessionsDir, { sessions: 530, seed: 30 }).sessions.map((s) => s.dirName);
+    for (const dir of sessionDirs(sessionsDir)) age(dir);
+    const first = await refreshCatalog(sessionsDir, { full: true });
+    try {
+      expect(first.indexed).toBe(530);
+      expect(first.catalog.sessionCount()).toBe(530);
+      expect(Object.keys(logChecks(first.catalog)).sort()).toEqual([...fleet].sort());
+    } finally {
+      first.catalog.close();
+    }
+    changeKeepingSizeAndTime(path.join(sessionsDir, fleet[500]!, 'session.sqlite'));
+    const again = await refreshCatalog(sessionsDir, { full: true });
+    try {
+      const db = (again.catalog as unknown as { db: Database.Database }).db;
+      const scenario = db.prepare('SELECT scenario FROM sessions WHERE dir_name = ?').pluck();
+      expect(scenario.get(fleet[500])).not.toBe('same size!'); // trusted on times by its check
+      expect(Object.keys(logChecks(again.catalog))).toHaveLength(530);
+    } finally {
+      again.catalog.close();
+    }
+  });
+
   it('index keeps no check of a log whose time was not settled before its hash', async () => {
     const sessionsDir = path.join(root, 'fresh-checks');
     generateFleet(sessionsDir, { sessions: 2, seed: 28 });
