@@ -539,7 +539,7 @@ export class Catalog {
     at = new Date(),
   ): void {
     if (items.length === 0) return;
-    // Prepared once: an index puts thousands of rows, 64 per call.
+    // Prepared once: an index puts thousands of rows, 256 per call.
     this.putStatements ??= this.preparePut();
     const { upsert, delFailures, delTools, addFailure, addTool, putCheck, delCheck } = this.putStatements;
     const indexedAt = at.toISOString();
