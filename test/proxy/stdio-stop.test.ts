@@ -134,7 +134,10 @@ describe('mcec-record stdio stops its server as the MCP specification says', () 
     const p = recordCli('deaf', ['--stop-grace', '0s']);
     await oneAnsweredOneInFlight(p);
     p.child.kill('SIGINT');
-    expect(await p.exit).toBe(128 + 15);
+    // No grace: SIGTERM at once and SIGKILL right after (src/proxy/README.md); which of the two ends the server
+    // is the scheduler's choice on a busy machine, and mcec-record exits as its server did.
+    expect([128 + 15, 128 + 9]).toContain(await p.exit);
+    expect(p.stderr()).toContain('mcec-record: the server has not exited: SIGTERM');
     expect(p.stderr()).toContain(
       "SIGINT received: the server's stdin is closed; it has 0 s to exit before SIGTERM",
     );
