@@ -281,8 +281,8 @@ function dirtySessions(catalog: Catalog, root: string): RefreshWork {
 
 /**
  * Read each session into its row (from its sidecar when that is true to the log, else from the log), in
- * chunks of BATCH, PUT_BATCH rows per write transaction; a dir without a log (or gone meanwhile) is added to `gone`. The
- * sidecars are read and checked on two threads when there are many (sidecar-worker.ts). With `keepChecks`
+ * chunks of BATCH, PUT_BATCH rows per write transaction; a dir without a log (or gone meanwhile) is added to
+ * `gone`. The sidecars are read and checked on two threads when there are many (sidecar-worker.ts). With `keepChecks`
  * (`index`), a sidecar trusted by its log's hash, the log's time settled, is recorded as checked
  * (`log_checks`), so the next reader compares times only. Returns how many were read.
  */

@@ -154,12 +154,16 @@ export function checkToKeep(
   if (stamp.sha1 === null || by === 'settled') return null;
   const check = { size: stamp.size, mtimeMs: stamp.mtimeMs, sha1: stamp.sha1 };
   if (by === 'checked') return check;
-  const settled =
-    stamp.hashedAtMs - stamp.mtimeMs >= SETTLE_MS &&
-    fsClock !== null &&
-    fsClock.dev === dev &&
-    fsClock.ms - stamp.mtimeMs >= SETTLE_MS;
-  return settled ? check : null;
+  return fsClock !== null && fsClock.dev === dev && settledBeforeHash(stamp, fsClock.ms) ? check : null;
+}
+
+/**
+ * Whether the log's time was settled before its hash was taken (a write after the hash in the same time tick
+ * would otherwise keep its time): by this process's clock then, and by the file system's (`fsMs`, a time it
+ * gave a file written since), in case the two disagree (a share, faketime).
+ */
+function settledBeforeHash(stamp: LogStamp, fsMs: number): boolean {
+  return stamp.hashedAtMs - stamp.mtimeMs >= SETTLE_MS && fsMs - stamp.mtimeMs >= SETTLE_MS;
 }
 
 /**
@@ -199,12 +203,10 @@ export function writeEntrySidecar(
       entry,
     })}\n`;
   try {
-    // Settled only when the log's time was 2 s old *before its hash was taken* (a write after the hash in the
-    // same time tick would otherwise keep its time): by this process's clock then, and by the file system's
-    // own clock (the temp file's time, a little later) too, in case the two disagree (a share, faketime).
+    // Stamped settled by this process's clock first; the file system's is the temp file's time once written.
     const guess = stamp.hashedAtMs - stamp.mtimeMs >= SETTLE_MS;
     fs.writeFileSync(temp, body(guess));
-    if (guess && fs.statSync(temp).mtimeMs - stamp.mtimeMs < SETTLE_MS) fs.writeFileSync(temp, body(false));
+    if (guess && !settledBeforeHash(stamp, fs.statSync(temp).mtimeMs)) fs.writeFileSync(temp, body(false));
     fs.renameSync(temp, file);
   } catch {
     removeBestEffort(temp);
