@@ -28,3 +28,18 @@ export function tmpfsTempDir(prefix = 'mcec-'): string {
 export function removeDir(dir: string): void {
   fs.rmSync(dir, { recursive: true, force: true });
 }
+
+/**
+ * Whether file times and this process's clock agree (within an hour): not under CI's faketime, which shifts
+ * the clock but not the times the kernel stamps on files. A test comparing one with the other runs only then.
+ */
+export function fileTimesMatchClock(): boolean {
+  const dir = tempDir('mcec-clock-');
+  try {
+    const file = path.join(dir, 'now');
+    fs.writeFileSync(file, '');
+    return Math.abs(fs.statSync(file).mtimeMs - Date.now()) < 3_600_000;
+  } finally {
+    removeDir(dir);
+  }
+}
