@@ -212,6 +212,7 @@ class ForwardedRequest {
         else pending.answered(status, whole);
       };
     } else if (message.kind === 'notification') {
+      wire.clientNotification(message.message, this.scope);
       this.recordAnswer = (_status, answer) =>
         wire.notification(message.message, at, parseBounded(answer) ?? null);
     } else if (message.kind === 'response') {

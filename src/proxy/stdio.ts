@@ -119,6 +119,7 @@ class StdioPairing {
         return;
       }
       case 'notification':
+        this.wire.clientNotification(message.message);
         this.wire.notification(message.message, now);
         return;
       case 'response':

@@ -18,6 +18,7 @@ const NOOP_PENDING: ProxyPendingExchange = {
   fail() {},
   timedOut() {},
   clientLeft() {},
+  cancelled() {},
   tooLarge() {},
   // An unrecorded call's answer is not read at all.
   answered() {},
@@ -43,6 +44,8 @@ export class WireRecording {
   private readonly progressTokens = new Map<string, ProxyPendingExchange>();
   /** Requests of the server by scope and id, until the client replies. */
   private readonly serverRequests = new Map<string, ServerRequest>();
+  /** The client's requests in flight by scope and id, until they settle: what a client's cancel names. */
+  private readonly inFlight = new Map<string, ProxyPendingExchange>();
 
   constructor(
     private readonly recorder: ProxyRecorder,
@@ -64,9 +67,12 @@ export class WireRecording {
     const transport = this.transport;
     const token = progressTokenOf(message);
     const tokenKey = token === undefined ? undefined : `${scope}\n${idKey(token)}`;
+    const id = message.id;
+    const idKeyed = typeof id === 'string' || typeof id === 'number' ? `${scope}\n${idKey(id)}` : undefined;
     const forget = () => {
       if (tokenKey !== undefined && this.progressTokens.get(tokenKey) === wrapped)
         this.progressTokens.delete(tokenKey);
+      if (idKeyed !== undefined && this.inFlight.get(idKeyed) === wrapped) this.inFlight.delete(idKeyed);
     };
     let settled = false;
     // Every call is guarded: a recorder that throws is counted by itself, if at all; the wire goes on.
@@ -109,12 +115,34 @@ export class WireRecording {
       clientLeft(reason: string) {
         if (!settled) guard(() => pending.clientLeft(reason));
       },
+      // Not settling either: an answer already on its way replaces it (the recorder's rule).
+      cancelled(reason: string) {
+        if (!settled) guard(() => pending.cancelled?.(reason));
+      },
       note(kind: string, detail: Record<string, unknown>, at?: Date) {
         guard(() => pending.note(kind, detail, at));
       },
     };
     if (tokenKey !== undefined) this.progressTokens.set(tokenKey, wrapped);
+    if (idKeyed !== undefined) this.inFlight.set(idKeyed, wrapped);
     return wrapped;
+  }
+
+  /**
+   * A notification from the client, seen as it goes to the server: `notifications/cancelled` naming a request
+   * in flight in the same scope marks that request cancelled by the client (the server owes it no answer, so
+   * it would otherwise wait for the proxy or the server to stop and read as their failure).
+   */
+  clientNotification(message: Record<string, unknown>, scope = ''): void {
+    if (message.method !== 'notifications/cancelled') return;
+    const params = message.params;
+    if (params === null || typeof params !== 'object') return;
+    const { requestId, reason } = params as { requestId?: unknown; reason?: unknown };
+    if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
+    const pending = this.inFlight.get(`${scope}\n${idKey(requestId)}`);
+    if (!pending) return;
+    const why = typeof reason === 'string' && reason !== '' ? `: ${excerpt(reason, 200)}` : '';
+    pending.cancelled?.(`the client cancelled the call (notifications/cancelled)${why}`);
   }
 
   /**

@@ -427,7 +427,7 @@ export class CallRecording {
   /** A call whose exchange failed at the transport (a proxy's target down, a timeout). */
   private completeFault(call: RecordedCall, s: RecordedSession): void {
     this.deps.registry.attach(s);
-    s.callCompleted(call, 'fault');
+    s.callCompleted(call, call.transportFailureCode === 'cancelled' ? 'failed' : 'fault');
     const detail = this.deps.redactor.scrubText(call.transportFailure ?? '', {
       tool: call.tool,
       args: call.args,

@@ -6,9 +6,15 @@ import type { OversizeAnswer, Transport } from './types.js';
 
 /** What a proxy's client saw before the server's answer arrived. */
 export interface ClientSaw {
-  client: 'proxy-timeout' | 'disconnected';
+  client: 'proxy-timeout' | 'disconnected' | 'cancelled';
   reason: string;
 }
+
+/**
+ * A call that got no answer: `proxy-error`, the proxy's failure (a fault); `cancelled`, the client cancelled
+ * it (MCP's notifications/cancelled: the server owes no answer), a failed call.
+ */
+export type TransportFailureCode = 'proxy-error' | 'cancelled';
 
 /** The real answer to a call whose row was already written as a proxy timeout. */
 export interface LateAnswer {
@@ -99,6 +105,7 @@ export class RecordedCall implements CallStart {
   private _output: unknown = undefined;
   private _thrown: ThrownCall | undefined = undefined;
   private _transportFailure: string | undefined = undefined;
+  private _transportFailureCode: TransportFailureCode = 'proxy-error';
   private _oversize: OversizeAnswer | undefined = undefined;
   private _clientSaw: ClientSaw | undefined = undefined;
   private _traceparent: string | undefined = undefined;
@@ -177,6 +184,10 @@ export class RecordedCall implements CallStart {
   /** Why a proxy's exchange failed at the transport (its target down, a timeout): the row is a fault. */
   get transportFailure(): string | undefined {
     return this._transportFailure;
+  }
+  /** Whose doing the transport failure was: the proxy's (a fault) or the client's cancel (a failed call). */
+  get transportFailureCode(): TransportFailureCode {
+    return this._transportFailureCode;
   }
   /** An answer a proxy passed through without recording it (over its cap): the row gets no payload. */
   get oversize(): OversizeAnswer | undefined {
@@ -272,10 +283,16 @@ export class RecordedCall implements CallStart {
   }
 
   /** A proxy's exchange failed at the transport (its target down, a timeout): the row is a fault. */
-  failedAtTransport(reason: string, endedAt: Date, durationMs: number): void {
+  failedAtTransport(
+    reason: string,
+    endedAt: Date,
+    durationMs: number,
+    code: TransportFailureCode = 'proxy-error',
+  ): void {
     this._endedAt = endedAt;
     this._durationMs = durationMs;
     this._transportFailure = reason;
+    this._transportFailureCode = code;
   }
 
   /** The request carried a W3C trace context. */

@@ -5,7 +5,13 @@
  */
 
 import { isRecord } from '../util/json.js';
-import { type ClientSaw, jobBytes, type RecordedCall, SMALL_JOB_BYTES } from './call.js';
+import {
+  type ClientSaw,
+  jobBytes,
+  type RecordedCall,
+  SMALL_JOB_BYTES,
+  type TransportFailureCode,
+} from './call.js';
 import type { Job } from './jobs.js';
 import { roughSize, roughValueSize } from './outcome.js';
 import type { NotRecorded } from './recording-gap.js';
@@ -51,6 +57,7 @@ export const NOOP_EXCHANGE: PendingExchange = {
   fail() {},
   timedOut() {},
   clientLeft() {},
+  cancelled() {},
   tooLarge() {},
   note() {},
 };
@@ -85,9 +92,9 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
     call.answered({ output, oversize, endedAt, durationMs, clientSaw: saw, size });
     sink.push({ type: 'complete', call }, size);
   };
-  const failAtTransport = (reason: string) => {
+  const failAtTransport = (reason: string, code?: TransportFailureCode) => {
     const { endedAt, durationMs } = times();
-    call.failedAtTransport(reason, endedAt, durationMs);
+    call.failedAtTransport(reason, endedAt, durationMs, code);
     sink.push({ type: 'complete', call }, SMALL_JOB_BYTES);
   };
   return {
@@ -112,6 +119,14 @@ export function toolCallExchange(sink: ExchangeSink, call: RecordedCall, started
     },
     clientLeft: (reason) => {
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
+    },
+    // As a timeout: the row says so now, and an answer already on its way still replaces it.
+    cancelled: (reason) => {
+      if (state !== 'open') return;
+      state = 'timed-out';
+      const text = typeof reason === 'string' ? reason : String(reason);
+      saw ??= { client: 'cancelled', reason: text };
+      failAtTransport(text, 'cancelled');
     },
     note: (kind, detail, at) => {
       const size = jobBytes(detail);
@@ -189,6 +204,10 @@ export function otherExchange(
     },
     clientLeft: (reason) => {
       if (state === 'open' && !saw) saw = { client: 'disconnected', reason: String(reason) };
+    },
+    cancelled: (reason) => {
+      if (state === 'settled') return;
+      settle(null, sink.now(), SMALL_JOB_BYTES, typeof reason === 'string' ? reason : String(reason));
     },
     note: (kind, detail) => sink.event(undefined, kind, { ...detail, during: method }),
   };

@@ -93,8 +93,10 @@ export function answeredRow(call: RecordedCall, a: StoredAnswer): CallRow {
 
 /** The row of a call whose exchange failed at the transport (`detail`: the reason, scrubbed). */
 export function transportFaultRow(call: RecordedCall, detail: string): CallRow {
-  const row = endedRow(call, 'fault');
-  row.error_code = 'proxy-error';
+  const code = call.transportFailureCode;
+  const row = endedRow(call, code === 'cancelled' ? 'failed' : 'fault');
+  if (code === 'cancelled') row.ok = 0;
+  row.error_code = code;
   row.error_detail = detail;
   return row;
 }

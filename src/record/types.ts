@@ -178,6 +178,14 @@ export interface PendingExchange {
   timedOut(reason: string): void;
   /** The client disconnected before the answer: the row stays pending; the answer adds a `late-answer` event. */
   clientLeft(reason: string): void;
+  /**
+   * Optional (a library user's own recorder may lack it): the client cancelled the request (MCP's
+   * `notifications/cancelled`), so the server owes no answer. A tools/call row is `failed` / `cancelled` from
+   * now on (`reason` its detail); a later `complete` or `tooLarge` (an answer already on its way) replaces it
+   * with the real outcome and adds a `late-answer` event; a later `fail` keeps it. Any other exchange is
+   * written failed with `reason`.
+   */
+  cancelled?(reason: string): void;
   /** The answer reached the client but was too large to record: a row without payload and an `oversize-message` event. */
   tooLarge(answer: OversizeAnswer, meta?: ExchangeMeta): void;
   /**

@@ -94,6 +94,9 @@ function handle(message: Posted): void {
     case 'client-left':
       exchanges.get(message.id)?.clientLeft(message.reason);
       return;
+    case 'cancelled':
+      exchanges.get(message.id)?.cancelled?.(message.reason);
+      return;
     case 'note': {
       const at = typeof message.at === 'number' ? new Date(message.at) : undefined;
       const exchange = exchanges.get(message.id);

@@ -65,7 +65,7 @@ export type ToWorker =
       meta: WireMeta | undefined;
     }
   | { op: 'too-large'; id: number; answer: OversizeAnswer; meta: WireMeta | undefined }
-  | { op: 'fail' | 'timed-out' | 'client-left'; id: number; reason: string }
+  | { op: 'fail' | 'timed-out' | 'client-left' | 'cancelled'; id: number; reason: string }
   | { op: 'note'; id: number; kind: string; detail: Record<string, unknown>; at: number | undefined }
   | { op: 'exchange'; request: unknown; response: unknown; meta: WireMeta }
   | { op: 'event'; sessionId: string | undefined; kind: string; detail: Record<string, unknown> }
@@ -261,6 +261,7 @@ class WorkerRecorderImpl implements WorkerRecorder {
       fail: (reason) => this.post({ op: 'fail', id: exchange.id, reason: String(reason) }),
       timedOut: (reason) => this.post({ op: 'timed-out', id: exchange.id, reason: String(reason) }),
       clientLeft: (reason) => this.post({ op: 'client-left', id: exchange.id, reason: String(reason) }),
+      cancelled: (reason) => this.post({ op: 'cancelled', id: exchange.id, reason: String(reason) }),
       note: (kind, detail, at) => {
         if (!this.gaps.refuses('other'))
           this.post({ op: 'note', id: exchange.id, kind, detail, at: at && msOf(at) });

@@ -242,6 +242,75 @@ describe('the SDK client and server-everything through the proxies', () => {
     expectTruthful(sessionsDir);
   }, 120_000);
 
+  /**
+   * The client cancels a call in flight (MCP's notifications/cancelled): the server owes no answer, so the call
+   * must be recorded as cancelled by the client, then, not as a proxy failure when the proxy or the server
+   * stops later ("proxy closed", "server exited").
+   */
+  async function cancelOne(client: Client): Promise<void> {
+    const abort = new AbortController();
+    const call = client.callTool(
+      { name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } },
+      undefined,
+      { signal: abort.signal, onprogress: () => abort.abort('the user gave up') },
+    );
+    await expect(call).rejects.toThrow(/the user gave up/);
+    // A call after it: the cancelled one must not be left pending, nor fail anything that follows.
+    expect(await client.callTool({ name: 'echo', arguments: { message: 'after' } })).toMatchObject({
+      content: [{ type: 'text', text: 'Echo: after' }],
+    });
+  }
+
+  function expectCancelled(root: string): void {
+    const [s] = readSessions(root);
+    const rows = s!.calls.map((c) => ({
+      tool: c.tool,
+      status: c.status,
+      code: c.error_code,
+      detail: c.error_detail,
+    }));
+    expect(rows).toEqual([
+      {
+        tool: 'trigger-long-running-operation',
+        status: 'failed',
+        code: 'cancelled',
+        detail: 'the client cancelled the call (notifications/cancelled): the user gave up',
+      },
+      { tool: 'echo', status: 'ok', code: null, detail: null },
+    ]);
+    expect(s!.events.filter((e) => e.kind === 'proxy-error')).toEqual([]);
+  }
+
+  it('over Streamable HTTP: a call the client cancels is recorded as cancelled, not as a proxy failure', async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
+    temp.defer(() => proxy.close());
+    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    await cancelOne(client);
+    await client.close();
+    await proxy.close();
+    await recorder.close();
+    expectCancelled(sessionsDir);
+  }, 120_000);
+
+  it('over stdio (mcec-record stdio): a call the client cancels is recorded as cancelled, not as "server exited"', async () => {
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    fs.mkdirSync(sessionsDir);
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [MCEC_RECORD, 'stdio', '--sessions', sessionsDir, '--', process.execPath, EVERYTHING, 'stdio'],
+      stderr: 'ignore',
+    });
+    const client = await connect(transport);
+    await cancelOne(client);
+    const recorderPid = transport.pid!;
+    await client.close();
+    await waitFor(() => !pidAlive(recorderPid), 20_000);
+    expectCancelled(sessionsDir);
+  }, 120_000);
+
   it('a failed run of server-everything reads well: no window, display, envelope, observation or MCEC next step', async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
