@@ -100,9 +100,10 @@ const PROTECTED_FIELDS = new Set(['code', 'category', 'errorCode', 'errorCategor
  *   and each schema under them stays a schema;
  * - `described`: an object whose `title` and `description` are server-authored prose (serverInfo, a tool's
  *   annotations);
- * - `commandAccess`: MCEC's commandAccess block, whose `note` is prose.
+ * - `commandAccess`: MCEC's commandAccess block, whose `note` is prose;
+ * - `meta`: an MCP message's `_meta`, whose `progressToken` is the request's id for its progress.
  */
-type Place = 'data' | 'schema' | 'names' | 'described' | 'commandAccess';
+type Place = 'data' | 'schema' | 'names' | 'described' | 'commandAccess' | 'meta';
 /** How one string is scrubbed: as data, as a protected identifier (codes), or as server-authored prose. */
 type StringMode = 'data' | 'protected' | 'prose';
 
@@ -144,6 +145,16 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** A tool definition of a tools/list result: `{name, inputSchema, ...}`. */
 function isToolDefinition(o: Record<string, unknown>): boolean {
   return typeof o.name === 'string' && isPlainObject(o.inputSchema);
+}
+
+/** A progress notification's params: `{progressToken, progress, ...}` (MCP's notifications/progress). */
+function isProgressParams(o: Record<string, unknown>): boolean {
+  return typeof o.progress === 'number' && isProgressToken(o.progressToken);
+}
+
+/** MCP's progress token: a string or number the client chose to tie progress to its request. */
+function isProgressToken(v: unknown): v is string | number {
+  return typeof v === 'string' || typeof v === 'number';
 }
 
 /** An initialize result: `{protocolVersion, serverInfo, ...}`. */
@@ -472,6 +483,8 @@ class SecretRedactor implements Redactor {
       }
       const tool = place === 'data' && isToolDefinition(src);
       const initialize = place === 'data' && !tool && isInitializeResult(src);
+      // A progress token is an id, not a credential (its key says "token"): kept, a string one scrubbed as data.
+      const progressIds = place === 'meta' || (place === 'data' && isProgressParams(src));
       for (const key of keys) {
         const v = src[key];
         // A remembered secret used as a key (a map keyed by a token) is scrubbed too; only trusted ones, so
@@ -480,6 +493,10 @@ class SecretRedactor implements Redactor {
         // A JSON Schema's property names are argument names: the schema under `token` stays a schema.
         if (place === 'names' && isPlainObject(v)) {
           setKey(out, name, this.copy(v, depth + 1, ancestors, undefined, 'schema'));
+          continue;
+        }
+        if (progressIds && key === 'progressToken' && isProgressToken(v)) {
+          setKey(out, name, typeof v === 'number' ? v : this.scrub(v));
           continue;
         }
         if (this.isSecretKey(key)) {
@@ -516,6 +533,7 @@ class SecretRedactor implements Redactor {
     }
     if (initialize && key === 'serverInfo') return 'described';
     if (key === 'commandAccess' && isPlainObject(v)) return 'commandAccess';
+    if (key === '_meta' && isPlainObject(v)) return 'meta';
     return 'data';
   }
 

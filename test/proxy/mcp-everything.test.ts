@@ -279,6 +279,11 @@ describe('the SDK client and server-everything through the proxies', () => {
       { tool: 'echo', status: 'ok', code: null, detail: null },
     ]);
     expect(s!.events.filter((e) => e.kind === 'proxy-error')).toEqual([]);
+    // The progress that came before the cancel, its token as the client sent it (MCP's id, not a secret).
+    const progress = s!.events.filter((e) => e.kind === 'notification' && e.call_seq === s!.calls[0]!.seq);
+    expect(progress.length).toBeGreaterThan(0);
+    const sent = JSON.parse(s!.calls[0]!.rpc_id!);
+    for (const e of progress) expect(e.detail.params).toMatchObject({ progressToken: sent });
   }
 
   it('over Streamable HTTP: a call the client cancels is recorded as cancelled, not as a proxy failure', async () => {

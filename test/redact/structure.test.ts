@@ -122,3 +122,37 @@ describe('server-authored prose keeps its words', () => {
     expect(out.error.title).toBe(`credential: ${REDACTED}`);
   });
 });
+
+describe("MCP's progress token is an id, not a credential", () => {
+  it('a progress notification and a request _meta keep their progressToken; a token elsewhere is a secret', () => {
+    const redactor = createRedactor();
+    const notification = {
+      method: 'notifications/progress',
+      params: { progressToken: 11, progress: 1, total: 4, message: 'step 1' },
+    };
+    const named = { method: 'notifications/progress', params: { progressToken: 'walk-7f3a', progress: 2 } };
+    const request = {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'resources/read',
+      params: { uri: 'demo://x', _meta: { progressToken: 3 } },
+    };
+    expect(redactor.redact(notification)).toEqual(notification);
+    expect(redactor.redact(named)).toEqual(named);
+    expect(redactor.redact(request)).toEqual(request);
+    // The key alone is not enough: outside those shapes, data keeps the data rules.
+    expect(redactor.redact({ progressToken: 'abc123', user: 'ada' })).toEqual({
+      progressToken: REDACTED,
+      user: 'ada',
+    });
+    // A credential format in a progress token is still a secret.
+    expect(
+      redactor.redact({
+        method: 'notifications/progress',
+        params: { progressToken: GITHUB_TOKEN, progress: 1 },
+      }),
+    ).toEqual({ method: 'notifications/progress', params: { progressToken: REDACTED, progress: 1 } });
+    // And none of the ids was learned as a secret (a later "11" or "walk-7f3a" stays).
+    expect(redactor.redact({ text: 'call 11 of walk-7f3a' })).toEqual({ text: 'call 11 of walk-7f3a' });
+  });
+});
