@@ -211,6 +211,12 @@ export class SessionsEvidence {
         if (envelope.clipped) {
           cuts.push(`envelope: first ${max} of ${row.envelope?.length ?? 0} chars (maxBytes raises it)`);
         }
+        // A server that is not MCEC has no envelope (the stored one is the recorder's reading, {ok}): its
+        // answer is the stored response, which is all an agent can read of what it said.
+        const response = jsonWithin(row.response, max);
+        if (response.clipped) {
+          cuts.push(`response: first ${max} of ${row.response?.length ?? 0} chars (maxBytes raises it)`);
+        }
         const warnings = reader.warningsOfCall(row.seq);
         if (warnings.length > LIMITS.callWarnings) cuts.push(`warnings: first ${LIMITS.callWarnings}`);
         const violations = jsonWithin(row.violations, 8192);
@@ -237,6 +243,8 @@ export class SessionsEvidence {
           envelope: envelope.value,
           envelopeClipped: envelope.clipped,
           envelopeBytes: row.envelope === null ? 0 : Buffer.byteLength(row.envelope),
+          response: response.value,
+          responseClipped: response.clipped,
           warnings: warnings.slice(0, LIMITS.callWarnings).map((w) => ({
             code: w.code,
             detail: w.detail === null ? null : clipText(w.detail, LIMITS.summaryChars),

@@ -181,7 +181,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     name: 'get_call',
     title: 'One recorded call',
     description:
-      "One call of a session exactly as the recorder stored it: its arguments and MCEC's result envelope (redacted: secrets and typed text were taken out when recorded; image bytes are replaced by capture-summaries), error code, category, detail and next step, warnings, the images it kept (get_image's index), and its timing. Values over maxBytes (default 16384, at most 262144) come back as a clipped JSON text with a note.",
+      "One call of a session exactly as the recorder stored it: its arguments, MCEC's result envelope and the stored response (for a server that is not MCEC the response is its answer as it came: read that, its envelope is only the recorder's {ok}) (redacted: secrets and typed text were taken out when recorded; image bytes are replaced by capture-summaries), error code, category, detail and next step, warnings, the images it kept (get_image's index), and its timing. Values over maxBytes (default 16384, at most 262144) come back as a clipped JSON text with a note.",
     inputSchema: input(
       {
         session: SESSION,
@@ -190,7 +190,7 @@ export const TOOLS: readonly ToolDefinition[] = [
           type: 'integer',
           minimum: 1024,
           maximum: LIMITS.callBytesMax,
-          description: 'Largest arguments / envelope JSON returned whole (default 16384).',
+          description: 'Largest arguments / envelope / response JSON returned whole (default 16384).',
         },
       },
       ['session', 'seq'],
@@ -201,6 +201,7 @@ export const TOOLS: readonly ToolDefinition[] = [
       const call = bounded(await evidence.call(args as { session: string; seq: number; maxBytes?: number }), [
         'args',
         'envelope',
+        'response',
       ]);
       return { structured: call, content: [asText(call)] };
     },

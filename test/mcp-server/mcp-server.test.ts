@@ -11,12 +11,13 @@ import path from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { verifyBundle } from '../../src/index.js';
+import { createRecorder, verifyBundle } from '../../src/index.js';
 import { publishedSchema } from '../../src/mcp-server/schemas.js';
 import { TOOLS } from '../../src/mcp-server/tools.js';
 import { recordCaptureRun } from '../support/capture-run.js';
 import { calls, FixtureSession } from '../support/fixture-session.js';
 import { noiseRaw } from '../support/images.js';
+import { answer, initialize, call as mcpCall } from '../support/mcp-messages.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import {
   httpClient,
@@ -346,6 +347,48 @@ describe('the bundle tool on a session dir that is not what its log recorded', (
         }
         expect(text).toMatch(/Warning: 2 images are not the files the log recorded/);
         expect(JSON.parse(res.content[1]!.text!)).toEqual(res.structuredContent);
+      } finally {
+        await close();
+      }
+    } finally {
+      removeDir(dir);
+    }
+  }, 60_000);
+});
+
+describe('get_call on a server that is not MCEC', () => {
+  it("shows the server's answer as recorded (a plain result has no envelope to show), clipped to maxBytes", async () => {
+    const dir = tempDir('mcec-mcp-plain-');
+    try {
+      const sessionsDir = path.join(dir, 'sessions');
+      const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+      const [init, initAnswer] = initialize('acme/files');
+      recorder.recordExchange(init, initAnswer, { transport: 'http' });
+      const result = {
+        content: [
+          { type: 'text', text: `contents of x: ${'line\n'.repeat(400)}` },
+          { type: 'resource_link', uri: 'file:///x', name: 'x' },
+        ],
+        structuredContent: { size: 2000 },
+      };
+      recorder.recordExchange(mcpCall(1, 'read', { path: 'x' }), answer(1, result), {
+        transport: 'http',
+        mcpSessionId: 'a1b2-c3',
+      });
+      await recorder.close();
+      const { client, close } = await stdioClient(sessionsDir);
+      try {
+        const [listed] = (await call(client, 'list_sessions', {})).structuredContent!.sessions as Array<{
+          id: string;
+        }>;
+        const whole = (await call(client, 'get_call', { session: listed!.id, seq: 1 })).structuredContent!;
+        expect(whole).toMatchObject({ tool: 'read', status: 'ok', responseClipped: false });
+        expect(whole.response).toEqual({ jsonrpc: '2.0', id: 1, result });
+        const cut = (await call(client, 'get_call', { session: listed!.id, seq: 1, maxBytes: 1024 }))
+          .structuredContent!;
+        expect(cut.responseClipped).toBe(true);
+        expect((cut.response as string).length).toBeLessThanOrEqual(1024 + 3);
+        expect(cut.note).toMatch(/response: first 1024/);
       } finally {
         await close();
       }
