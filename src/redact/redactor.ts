@@ -157,6 +157,11 @@ function isProgressToken(v: unknown): v is string | number {
   return typeof v === 'string' || typeof v === 'number';
 }
 
+/** An elicitation request's params: `{message, requestedSchema, ...}` (MCP's elicitation/create, form mode). */
+function isElicitationParams(o: Record<string, unknown>): boolean {
+  return typeof o.message === 'string' && isPlainObject(o.requestedSchema);
+}
+
 /** An initialize result: `{protocolVersion, serverInfo, ...}`. */
 function isInitializeResult(o: Record<string, unknown>): boolean {
   return typeof o.protocolVersion === 'string' && isPlainObject(o.serverInfo);
@@ -485,6 +490,7 @@ class SecretRedactor implements Redactor {
       const initialize = place === 'data' && !tool && isInitializeResult(src);
       // A progress token is an id, not a credential (its key says "token"): kept, a string one scrubbed as data.
       const progressIds = place === 'meta' || (place === 'data' && isProgressParams(src));
+      const elicitation = place === 'data' && isElicitationParams(src);
       for (const key of keys) {
         const v = src[key];
         // A remembered secret used as a key (a map keyed by a token) is scrubbed too; only trusted ones, so
@@ -508,7 +514,8 @@ class SecretRedactor implements Redactor {
           setKey(out, name, typed);
           continue;
         }
-        const inner = this.placeOf(place, key, v, tool, initialize);
+        const inner =
+          elicitation && key === 'requestedSchema' ? 'schema' : this.placeOf(place, key, v, tool, initialize);
         if (typeof v === 'string') {
           setKey(out, name, this.scrubField(place, key, v, tool, initialize));
           continue;

@@ -156,3 +156,33 @@ describe("MCP's progress token is an id, not a credential", () => {
     expect(redactor.redact({ text: 'call 11 of walk-7f3a' })).toEqual({ text: 'call 11 of walk-7f3a' });
   });
 });
+
+describe("an elicitation's requestedSchema is a schema", () => {
+  it('a property named token or password stays a schema; the values the user typed are secrets', () => {
+    const redactor = createRedactor();
+    const requestedSchema = {
+      type: 'object',
+      properties: {
+        token: { type: 'string', title: 'Token', description: 'A personal access token: paste it here' },
+        password: { type: 'string', minLength: 8 },
+      },
+      required: ['token'],
+    };
+    const exchange = {
+      method: 'elicitation/create',
+      id: 2,
+      params: { message: 'Sign in to continue', requestedSchema },
+      result: { action: 'accept', content: { token: GITHUB_TOKEN, password: 'hunter2-hunter2' } },
+    };
+    expect(redactor.redact(exchange)).toEqual({
+      ...exchange,
+      result: { action: 'accept', content: { token: REDACTED, password: REDACTED } },
+    });
+    // A string where a subschema belongs is data, as in a tool's inputSchema.
+    const forged = { message: 'x', requestedSchema: { properties: { token: 'abc123' } } };
+    expect(redactor.redact(forged)).toEqual({
+      message: 'x',
+      requestedSchema: { properties: { token: REDACTED } },
+    });
+  });
+});
