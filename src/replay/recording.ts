@@ -57,6 +57,50 @@ export interface Recording {
   pendingCalls: number;
   /** The recorded server is not MCEC (its serverInfo names another): its calls are plain MCP results. */
   plainServer: boolean;
+  /**
+   * The client's other requests and the server's answers (resources/list, prompts/get, completion/complete,
+   * logging/setLevel, ...), in recorded order: every exchange but initialize, tools/list and tools/call.
+   */
+  exchanges: RecordedExchange[];
+}
+
+/** A request other than a tool call, and the server's answer as recorded. */
+export interface RecordedExchange {
+  method: string;
+  /** Its params as recorded (redacted), without `_meta` (progress tokens and the like differ per run). */
+  params: Record<string, unknown>;
+  /** The recorded answer: its result, or its JSON-RPC error. */
+  answer: { result: unknown } | { error: { code: number; message: string } };
+}
+
+/** Methods the replay answers on its own terms, never from `exchanges`. */
+const OWN_METHODS = new Set(['initialize', 'tools/list', 'tools/call', 'ping']);
+
+/** A request's params without `_meta`: what two runs of the same request have in common. */
+export function paramsOf(params: unknown): Record<string, unknown> {
+  if (!isRecord(params)) return {};
+  const { _meta, ...rest } = params;
+  return rest;
+}
+
+/** Every recorded exchange that answered a request of the client (other than OWN_METHODS). */
+function recordedExchanges(reader: SessionReader): RecordedExchange[] {
+  const out: RecordedExchange[] = [];
+  for (const event of reader.events('exchange')) {
+    const detail = parseJson(event.detail);
+    if (!isRecord(detail) || !isRecord(detail.request) || !isRecord(detail.response)) continue;
+    const { request, response } = detail;
+    if (typeof request.method !== 'string' || OWN_METHODS.has(request.method)) continue;
+    if (request.id === undefined || request.id === null) continue;
+    let answer: RecordedExchange['answer'];
+    if ('result' in response) answer = { result: response.result };
+    else if (isRecord(response.error) && typeof response.error.code === 'number') {
+      const message = typeof response.error.message === 'string' ? response.error.message : '';
+      answer = { error: { code: response.error.code, message } };
+    } else continue;
+    out.push({ method: request.method, params: paramsOf(request.params), answer });
+  }
+  return out;
 }
 
 /** True when the recorded handshake (else the environment) names a server other than MCEC. */
@@ -154,6 +198,7 @@ export function loadRecording(dir: string): Recording {
         defaultSessionId,
         pendingCalls,
         plainServer: isPlainServer(initialize, env),
+        exchanges: recordedExchanges(reader),
       };
     });
   } finally {

@@ -3,6 +3,7 @@
  * wire room's transport interfaces (`handleText` for stdio, `dispatch` for HTTP), so both transports, their
  * framing and front-door checks are the simulator's too (src/wire/stdio.ts, src/wire/http.ts).
  */
+import { isDeepStrictEqual } from 'node:util';
 import { OBSERVATION_TOOLS } from '../contract/tool-catalog.js';
 import { toolListings } from '../contract/tool-listings.js';
 import { createRedactor, type Redactor } from '../redact/redactor.js';
@@ -19,7 +20,7 @@ import { type CallToolResult, PROTOCOL_VERSION } from '../wire/mcp-types.js';
 import { ArtifactFiles, type BuiltAnswer, buildAnswer, buildPlainAnswer, failureAnswer } from './answer.js';
 import { type Injection, injectedFailure, pickInjection } from './injector.js';
 import { type Difference, type MatchDecision, Matcher, type ReplayOrder } from './matcher.js';
-import type { RecordedCall, Recording } from './recording.js';
+import { paramsOf, type RecordedCall, type RecordedExchange, type Recording } from './recording.js';
 import type { CallOutcome, RecordedRef, ReplayReport, ReportCall, ReportUnmatched } from './report.js';
 
 /** Options of a replay. */
@@ -64,6 +65,7 @@ export class ReplayCore {
   private readonly calls: ReportCall[] = [];
   private readonly unmatched: ReportUnmatched[] = [];
   private readonly synthesized = new Set<string>();
+  private readonly usedExchanges = new Set<RecordedExchange>();
   private readonly perTool = new Map<string, number>();
   private firstDivergence: ReportUnmatched | null = null;
   private lastObservation: Record<string, unknown> | null = null;
@@ -106,6 +108,32 @@ export class ReplayCore {
     this.files = new ArtifactFiles(recording.dir);
     // The recorder's own redaction, so live arguments compare with what the recording stored.
     this.redactor = createRedactor();
+    for (const { method } of recording.exchanges) {
+      if (!this.methods.has(method))
+        this.methods.set(method, (params) => this.recordedAnswer(method, params));
+    }
+  }
+
+  /**
+   * A request other than a tool call, answered as the server answered it: the first unused recorded exchange of
+   * the method whose params (redacted as recorded, `_meta` aside) are equal, else the last used one again.
+   */
+  private recordedAnswer(method: string, params: Record<string, unknown>): unknown {
+    const live = this.redactor.redact(paramsOf(params));
+    let repeat: RecordedExchange | undefined;
+    for (const e of this.recording.exchanges) {
+      if (e.method !== method || !isDeepStrictEqual(e.params, live)) continue;
+      if (!this.usedExchanges.has(e)) {
+        this.usedExchanges.add(e);
+        return answerOf(e);
+      }
+      repeat = e;
+    }
+    if (repeat) return answerOf(repeat);
+    throw new JsonRpcErrorAnswer(
+      -32602,
+      `mcec-replay: the recording holds no ${method} with these params (it holds ${this.recording.exchanges.filter((e) => e.method === method).length} other ${method} requests)`,
+    );
   }
 
   /** True once a strict replay diverged: every later call is refused. */
@@ -420,4 +448,10 @@ function compactObservation(result: unknown): Record<string, unknown> | null {
   const copy = structuredClone(result);
   if (copy.kind === 'capture-summary') delete copy.sha256;
   return copy;
+}
+
+/** A recorded exchange's answer: its result (a copy), or its JSON-RPC error thrown. */
+function answerOf(e: RecordedExchange): unknown {
+  if ('error' in e.answer) throw new JsonRpcErrorAnswer(e.answer.error.code, e.answer.error.message);
+  return structuredClone(e.answer.result);
 }

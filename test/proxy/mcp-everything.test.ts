@@ -242,6 +242,46 @@ describe('the SDK client and server-everything through the proxies', () => {
     expectTruthful(sessionsDir);
   }, 120_000);
 
+  it('a replay answers what the server answered besides tools: resources, prompts, completion, logging level', async () => {
+    const server = await startEverythingHttp();
+    const ask = async (client: Client) => [
+      await client.listResources(),
+      await client.readResource({ uri: 'demo://resource/static/document/architecture.md' }),
+      await client.listResourceTemplates(),
+      await client.listPrompts(),
+      await client.getPrompt({ name: 'args-prompt', arguments: { city: 'Paris' } }),
+      await client.getPrompt({ name: 'args-prompt', arguments: { city: 'Lyon', state: 'FR' } }),
+      await client.complete({
+        ref: { type: 'ref/prompt', name: 'completable-prompt' },
+        argument: { name: 'department', value: 'E' },
+      }),
+      await client.setLoggingLevel('debug'),
+    ];
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
+    temp.defer(() => proxy.close());
+    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    // One tool call, so the conversation is a session.
+    await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
+    const expected = await ask(client);
+    await client.close();
+    await proxy.close();
+    await recorder.close();
+
+    const replay = await replaySession(recorded(sessionsDir)[0]!.dir, { http: { port: 0 } });
+    temp.defer(async () => {
+      await replay.close();
+    });
+    const replayed = await connect(new StreamableHTTPClientTransport(new URL(replay.url)));
+    expect(await ask(replayed)).toEqual(expected);
+    // A request the recording does not hold is a JSON-RPC error saying so, not "Method not found".
+    await expect(replayed.getPrompt({ name: 'args-prompt', arguments: { city: 'Rome' } })).rejects.toThrow(
+      /the recording holds no prompts\/get with these params/,
+    );
+    await replayed.close();
+  }, 120_000);
+
   /**
    * The client cancels a call in flight (MCP's notifications/cancelled): the server owes no answer, so the call
    * must be recorded as cancelled by the client, then, not as a proxy failure when the proxy or the server
