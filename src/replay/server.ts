@@ -343,11 +343,25 @@ export class ReplayCore {
     const why = call.errorCode
       ? `${call.errorCode}${call.errorDetail ? `: ${call.errorDetail}` : ''}`
       : 'its payload was dropped by the log size limit';
-    return failureAnswer(this.sessionOf(args), {
+    return this.failure(args, {
       code: 'replay-no-answer',
       category: 'internal',
       detail: `The recording holds no answer for #${call.seq} ${call.tool} (${why}).`,
     });
+  }
+
+  /**
+   * The replay's own failure: MCEC's envelope for MCEC; for a server that is not MCEC (which sent none) a plain
+   * tool error, `<code>: <detail>`, the envelope kept for the report only.
+   */
+  private failure(
+    args: Record<string, unknown>,
+    error: { code: string; category: string; detail: string },
+  ): Answer {
+    const answer = failureAnswer(this.sessionOf(args), error);
+    if (!this.recording.plainServer) return answer;
+    const text = `${error.code}: ${error.detail}`;
+    return { result: { content: [{ type: 'text', text }], isError: true }, envelope: answer.envelope };
   }
 
   private refuse(
@@ -356,7 +370,7 @@ export class ReplayCore {
     code: string,
     detail: string,
   ): CallToolResult {
-    const { result } = failureAnswer(this.sessionOf(args), { code, category: 'internal', detail });
+    const { result } = this.failure(args, { code, category: 'internal', detail });
     entry.ok = false;
     entry.code = code;
     return result;

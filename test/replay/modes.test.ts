@@ -1,8 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { createRecorder } from '../../src/record/index.js';
 import { replaySession } from '../../src/replay/index.js';
 import type { CallToolResult } from '../../src/sim/index.js';
+import { answer, initialize, call as mcpCall } from '../support/mcp-messages.js';
 import { env, reportValidator, StdioReplay, useRecordedDemo } from './helpers.js';
 
 const fixture = useRecordedDemo();
@@ -124,5 +127,42 @@ describe('--lockdown', () => {
       options: { lockdown: true },
       firstDivergence: { n: 2, tool: 'query' },
     });
+  });
+});
+
+describe('a recording of a server that is not MCEC', () => {
+  it("answers what it cannot replay as a plain tool error in the replay's words, no MCEC envelope", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'replay-plain-'));
+    try {
+      const sessionsDir = path.join(dir, 'sessions');
+      const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+      const [init, initAnswer] = initialize('acme/files');
+      recorder.recordExchange(init, initAnswer, { transport: 'http' });
+      const meta = { transport: 'http' as const, mcpSessionId: 'a1b2-c3' };
+      recorder.recordExchange(mcpCall(1, 'read', { path: 'x' }), answer(1, { content: [] }), meta);
+      // A call the client cancelled: recorded without an answer.
+      recorder.beginExchange(mcpCall(2, 'slow', {}), meta).cancelled?.('the client cancelled the call');
+      await recorder.close();
+      const sessionDir = path.join(sessionsDir, fs.readdirSync(sessionsDir).find((n) => n.includes('acme'))!);
+
+      const replay = await replaySession(sessionDir, { http: false, lockdown: true });
+      const unmatched = await replay.callTool('read', { path: 'y' });
+      const noAnswer = await replay.callTool('slow', {});
+      for (const [result, code] of [
+        [unmatched, 'replay-unmatched'],
+        [noAnswer, 'replay-no-answer'],
+      ] as const) {
+        expect(result.isError).toBe(true);
+        expect(result.content).toEqual([
+          { type: 'text', text: expect.stringMatching(new RegExp(`^${code}: `)) },
+        ]);
+        expect(JSON.stringify(result.content)).not.toContain('\\"ok\\"');
+      }
+      expect(JSON.stringify(noAnswer.content)).toContain('the client cancelled the call');
+      const report = await replay.close();
+      expect(report.calls.map((c) => c.code)).toEqual(['replay-unmatched', 'replay-no-answer']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
