@@ -245,6 +245,18 @@ const PLAIN_DETAIL_CHARS = 2000;
  */
 export function readPlainToolResult(value: unknown, read: ToolOutput): ToolOutput | undefined {
   if (!read.synthesized) return undefined;
+  // A task-augmented call (MCP tasks) is answered with a CreateTaskResult: the task was made, its outcome
+  // comes later (tasks/result); a valid answer, not a broken CallToolResult.
+  if (read.kind === 'invalid' && isRecord(value) && isCreateTaskResult(value.result)) {
+    return {
+      kind: 'json-rpc-result',
+      envelope: { ok: true },
+      isError: false,
+      images: [],
+      violations: [],
+      plain: true,
+    };
+  }
   const result =
     read.kind === 'call-tool-result'
       ? value
@@ -271,6 +283,13 @@ export function readPlainToolResult(value: unknown, read: ToolOutput): ToolOutpu
     };
   }
   return { kind: read.kind, envelope, isError, images: read.images, violations: [], plain: true };
+}
+
+/** MCP's CreateTaskResult: `{task: {taskId, status, ...}}`. */
+function isCreateTaskResult(v: unknown): boolean {
+  return (
+    isRecord(v) && isRecord(v.task) && typeof v.task.taskId === 'string' && typeof v.task.status === 'string'
+  );
 }
 
 /** Maps a legacy CommandResult onto an envelope by the contract's table. */

@@ -331,7 +331,8 @@ export function buildPlainAnswer(call: RecordedCall, files: ArtifactFiles): Buil
     block.data = data;
     restored++;
   });
-  result.content = content;
+  // A CreateTaskResult (a task-augmented call's answer) has no content: none is added to it.
+  if (Array.isArray(result.content) || !isRecord(result.task)) result.content = content;
   const envelope = call.envelope ?? { ok: result.isError !== true };
   return {
     result: result as unknown as CallToolResult,

@@ -86,6 +86,32 @@ describe('a server that is not MCEC', () => {
     ]).toEqual(['failed', 'tool-error', null, 'ENOENT: no such file y', null]);
   });
 
+  it('a task-augmented call answered with a CreateTaskResult (MCP tasks) is ok, kept as it came, no violation', async () => {
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const [init, initAnswer] = initialize('mcp-servers/everything');
+    recorder.recordExchange(init, initAnswer, { transport: 'http' });
+    const request = call(1, 'simulate-research-query', { topic: 'mcp' });
+    (request.params as Record<string, unknown>).task = { ttl: 60000 };
+    const created = {
+      task: {
+        taskId: '87d901bd3582f146ebe6aac106e920bb',
+        status: 'working',
+        ttl: 300000,
+        createdAt: '2026-12-07T07:30:20.684Z',
+        lastUpdatedAt: '2026-12-07T07:30:20.685Z',
+        pollInterval: 1000,
+        statusMessage: 'Gathering sources...',
+      },
+    };
+    recorder.recordExchange(request, answer(1, created), { transport: 'http', mcpSessionId: 'a1' });
+    await recorder.close();
+    const [s] = readSessions(sessionsDir);
+    const row = s!.calls[0]!;
+    expect([row.status, row.error_code, row.violations]).toEqual(['ok', null, null]);
+    expect(JSON.parse(row.response!)).toMatchObject({ result: created });
+  });
+
   it('an MCEC server is still read as MCEC (a plain result there breaks the contract)', async () => {
     const sessionsDir = path.join(tmp, 'sessions');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
