@@ -479,6 +479,8 @@ class ForwardedRequest {
 
   private onUpstreamError(err: NodeJS.ErrnoException): void {
     this.ensureRecording();
+    // Settled already (the proxy closing destroyed the upstream request itself): not the target's failure.
+    if (this.finished) return;
     if (this.client === 'answered-504') {
       this.give(`the connection to the target failed after the timeout: ${err.code ?? err.message}`);
       return;

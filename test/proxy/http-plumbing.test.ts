@@ -206,6 +206,32 @@ describe('HTTP proxy plumbing', () => {
     expect(recorder.collected.failed[0]!.reason).toBe('proxy closed');
     await sleep(10);
   });
+
+  it('close() with a call in flight says nothing of the target: the proxy cut that connection, the target did not', async () => {
+    let upstreamClosed!: () => void;
+    const cut = new Promise<void>((resolve) => {
+      upstreamClosed = resolve;
+    });
+    const target = await startServer((_req, res) => res.on('close', () => upstreamClosed()));
+    cleanups.push(() => target.close());
+    const notices: string[] = [];
+    const recorder = collectingRecorder();
+    const proxy = await startHttpProxy({
+      listen: { port: 0 },
+      target: target.url,
+      recorder,
+      onNotice: (line) => notices.push(line),
+    });
+    const call = post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}').catch((e: Error) => e);
+    await waitFor(() => recorder.collected.begun.length === 1);
+    await proxy.close();
+    expect(await call).toBeInstanceOf(Error);
+    // The target saw its connection closed: the proxy's own destroy of it has been reported by then.
+    await cut;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(notices.filter((n) => n.includes('unreachable'))).toEqual([]);
+    expect(recorder.collected.failed.map((f) => f.reason)).toEqual(['proxy closed']);
+  });
 });
 
 describe('HTTP proxy pacing', () => {
