@@ -10,6 +10,34 @@ import { bundleBeside, type CiSession } from './ci-report.js';
 export const SUMMARY_HEAD_LINES = 20;
 
 /**
+ * The first `maxLines` lines of a failure summary, cut where a paragraph ends outside a code fence and without
+ * a last paragraph that only introduces what was cut (a heading, `Its arguments (secrets redacted):`): a cut
+ * inside a fence left CI's Markdown an unclosed block swallowing what follows.
+ */
+export function summaryHead(text: string, maxLines = SUMMARY_HEAD_LINES): string {
+  const lines = text.split('\n');
+  if (lines.length <= maxLines) return text;
+  // Paragraph ends (a non-blank line before a blank one) outside a fence, within the budget.
+  const ends: number[] = [];
+  let fenced = false;
+  for (let i = 0; i < maxLines; i++) {
+    const line = lines[i]!;
+    if (line.startsWith('```')) fenced = !fenced;
+    if (!fenced && line.trim() !== '' && (lines[i + 1] ?? '').trim() === '') ends.push(i + 1);
+  }
+  // Drop trailing paragraphs that introduce what follows them.
+  while (ends.length > 0) {
+    const end = ends[ends.length - 1]!;
+    const last = lines[end - 1]!;
+    if (!last.startsWith('#') && !last.trimEnd().endsWith(':')) break;
+    ends.pop();
+  }
+  const cut = ends[ends.length - 1];
+  if (cut === undefined) return lines.slice(0, maxLines).join('\n');
+  return lines.slice(0, cut).join('\n');
+}
+
+/**
  * One CiSession per session: an unreadable log is a result too (an error testcase), never a throw; the
  * copies of one session (dirs whose logs have the same id and start) are counted once, as triage counts them
  * (`oneDirPerSession`), and named in the kept one's `copies`.
@@ -25,12 +53,11 @@ export async function readCiSessions(
       const summary = await summarizeSession(loc.dir);
       // A session without a tool call is not a run (list leaves it out too).
       if (summary.counts.calls === 0) continue;
-      let summaryHead: string | null = null;
+      let head: string | null = null;
       if (summary.verdict === 'FAIL' && summary.status !== 'open') {
-        const text = await renderFailureSummary(summary, options);
-        summaryHead = text.split('\n').slice(0, SUMMARY_HEAD_LINES).join('\n');
+        head = summaryHead(await renderFailureSummary(summary, options));
       }
-      out.push({ ...base, summary, summaryHead });
+      out.push({ ...base, summary, summaryHead: head });
     } catch (err) {
       out.push({ ...base, summary: null, summaryHead: null, error: (err as Error).message });
     }
