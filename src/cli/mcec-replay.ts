@@ -45,8 +45,11 @@ interface ReplayCliOptions {
 const HELP_AFTER = `
 The replay answers every tools/call from the recording, on MCEC's real wire (the server's escaping, the
 image block first, the envelope text last, isError), with the captured images put back byte for byte from
-the session's artifacts/. initialize and tools/list are answered as recorded. A session recorded in front
-of another MCP server is answered as that server did: each CallToolResult as recorded, no envelope added.
+the session's artifacts/. initialize and tools/list are answered as recorded, and so is any other request
+the recording holds an answer to (resources/list, resources/read, prompts/get, completion/complete, ...: the
+first unused one with the same params). A session recorded in front of another MCP server is answered as
+that server did: each CallToolResult as recorded, no envelope added (the replay's own failures are plain
+tool errors there).
 
 Matching: a live call takes the first unused recorded call of the same tool whose arguments match after the
 recorder's own redaction: session ids are mapped, handles and ids from earlier answers recognized,
