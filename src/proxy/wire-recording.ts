@@ -44,8 +44,12 @@ export class WireRecording {
   private readonly progressTokens = new Map<string, ProxyPendingExchange>();
   /** Requests of the server by scope and id, until the client replies. */
   private readonly serverRequests = new Map<string, ServerRequest>();
-  /** The client's requests in flight by scope and id, until they settle: what a client's cancel names. */
-  private readonly inFlight = new Map<string, ProxyPendingExchange>();
+  /**
+   * The client's requests in flight by scope and id, until they settle: what a client's cancel names. Several
+   * under one key (clients of a server without session ids, MCEC's, share the scope ''): a cancel could be
+   * any one's, so it marks none.
+   */
+  private readonly inFlight = new Map<string, ProxyPendingExchange[]>();
 
   constructor(
     private readonly recorder: ProxyRecorder,
@@ -72,7 +76,12 @@ export class WireRecording {
     const forget = () => {
       if (tokenKey !== undefined && this.progressTokens.get(tokenKey) === wrapped)
         this.progressTokens.delete(tokenKey);
-      if (idKeyed !== undefined && this.inFlight.get(idKeyed) === wrapped) this.inFlight.delete(idKeyed);
+      const same = idKeyed === undefined ? undefined : this.inFlight.get(idKeyed);
+      if (same) {
+        const at = same.indexOf(wrapped);
+        if (at >= 0) same.splice(at, 1);
+        if (same.length === 0) this.inFlight.delete(idKeyed!);
+      }
     };
     let settled = false;
     // Every call is guarded: a recorder that throws is counted by itself, if at all; the wire goes on.
@@ -124,7 +133,11 @@ export class WireRecording {
       },
     };
     if (tokenKey !== undefined) this.progressTokens.set(tokenKey, wrapped);
-    if (idKeyed !== undefined) this.inFlight.set(idKeyed, wrapped);
+    if (idKeyed !== undefined) {
+      const same = this.inFlight.get(idKeyed);
+      if (same) same.push(wrapped);
+      else this.inFlight.set(idKeyed, [wrapped]);
+    }
     return wrapped;
   }
 
@@ -139,8 +152,9 @@ export class WireRecording {
     if (params === null || typeof params !== 'object') return;
     const { requestId, reason } = params as { requestId?: unknown; reason?: unknown };
     if (typeof requestId !== 'string' && typeof requestId !== 'number') return;
-    const pending = this.inFlight.get(`${scope}\n${idKey(requestId)}`);
-    if (!pending) return;
+    const same = this.inFlight.get(`${scope}\n${idKey(requestId)}`);
+    if (same?.length !== 1) return;
+    const pending = same[0]!;
     const why = typeof reason === 'string' && reason !== '' ? `: ${excerpt(reason, 200)}` : '';
     pending.cancelled?.(`the client cancelled the call (notifications/cancelled)${why}`);
   }

@@ -52,8 +52,8 @@ export interface Collected {
   begun: Array<{ request: unknown; meta?: ProxyExchangeMeta }>;
   completed: Array<{ request: unknown; response: unknown }>;
   failed: Array<{ request: unknown; reason: string }>;
-  /** timedOut / clientLeft notes, in order. */
-  notes: Array<{ request: unknown; kind: 'timedOut' | 'clientLeft'; reason: string }>;
+  /** timedOut / clientLeft / cancelled notes, in order. */
+  notes: Array<{ request: unknown; kind: 'timedOut' | 'clientLeft' | 'cancelled'; reason: string }>;
   oversize: Array<{ request: unknown; answer: ProxyOversizeAnswer }>;
   /** Events of an exchange (streamed notifications, server requests with the client's replies). */
   callEvents: Array<{ request: unknown; kind: string; detail: Record<string, unknown> }>;
@@ -90,6 +90,7 @@ export function collectingRecorder(): ProxyRecorder & {
         fail: (reason) => collected.failed.push({ request, reason }),
         timedOut: (reason) => collected.notes.push({ request, kind: 'timedOut', reason }),
         clientLeft: (reason) => collected.notes.push({ request, kind: 'clientLeft', reason }),
+        cancelled: (reason) => collected.notes.push({ request, kind: 'cancelled', reason }),
         tooLarge: (answer) => collected.oversize.push({ request, answer }),
         note: (kind, detail) => collected.callEvents.push({ request, kind, detail }),
       };

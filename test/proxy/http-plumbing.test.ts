@@ -207,6 +207,59 @@ describe('HTTP proxy plumbing', () => {
     await sleep(10);
   });
 
+  it('a cancel names its request by id: without an MCP session id, only when one request in flight has it', async () => {
+    // A server without session ids (MCEC): each request waits until the test answers it.
+    const held: http.ServerResponse[] = [];
+    const target = await startServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on('end', () => {
+        if (body.includes('notifications/cancelled')) {
+          res.writeHead(202).end();
+          return;
+        }
+        held.push(res);
+      });
+    });
+    cleanups.push(() => target.close());
+    const { proxy, collected } = await proxyTo(target.url);
+    const call = (tool: string) =>
+      post(
+        proxy.url,
+        JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: tool } }),
+      );
+    const cancel = () =>
+      post(
+        proxy.url,
+        JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: 5, reason: 'r' },
+        }),
+      );
+    // Two clients' requests with the same id: a cancel could be either's, so it marks neither.
+    const first = call('a');
+    const second = call('b');
+    await waitFor(() => held.length === 2);
+    await cancel();
+    await waitFor(() => collected.exchanges.length === 1);
+    expect(collected.notes.filter((n) => n.kind === 'cancelled')).toEqual([]);
+    for (const res of held.splice(0)) res.end('{"jsonrpc":"2.0","id":5,"result":{"content":[]}}');
+    await Promise.all([first, second]);
+    // One request with that id: the cancel is its.
+    const third = call('c');
+    await waitFor(() => held.length === 1);
+    await cancel();
+    await waitFor(() => collected.notes.some((n) => n.kind === 'cancelled'));
+    expect(collected.notes.filter((n) => n.kind === 'cancelled')).toEqual([
+      expect.objectContaining({ reason: 'the client cancelled the call (notifications/cancelled): r' }),
+    ]);
+    held.pop()!.end('{"jsonrpc":"2.0","id":5,"result":{"content":[]}}');
+    await third;
+  });
+
   it('close() with a call in flight says nothing of the target: the proxy cut that connection, the target did not', async () => {
     let upstreamClosed!: () => void;
     const cut = new Promise<void>((resolve) => {
