@@ -78,6 +78,48 @@ async function connect(transport: Transport): Promise<Client> {
   return client;
 }
 
+/**
+ * `act` on an SDK client of server-everything behind `mcec-record stdio` recording into `sessionsDir` (made
+ * here); resolves once the recorder has written and exited (it does when the server exits: the client closed
+ * its stdin).
+ */
+async function behindStdioRecorder<T>(sessionsDir: string, act: (client: Client) => Promise<T>): Promise<T> {
+  fs.mkdirSync(sessionsDir);
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [MCEC_RECORD, 'stdio', '--sessions', sessionsDir, '--', process.execPath, EVERYTHING, 'stdio'],
+    stderr: 'ignore',
+  });
+  const client = await connect(transport);
+  const out = await act(client);
+  const recorderPid = transport.pid!;
+  await client.close();
+  await waitFor(() => !pidAlive(recorderPid), 20_000);
+  return out;
+}
+
+/**
+ * `act` on an SDK client of `target` behind a recording HTTP proxy (in process) into `sessionsDir`; the
+ * client (its DELETE of the MCP session passes through), the proxy and the recorder closed after.
+ */
+async function behindHttpRecorder<T>(
+  target: string,
+  sessionsDir: string,
+  act: (client: Client) => Promise<T>,
+): Promise<T> {
+  const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+  const proxy = await startHttpProxy({ target, recorder, listen: { port: 0 } });
+  try {
+    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    const out = await act(client);
+    await client.close();
+    return out;
+  } finally {
+    await proxy.close();
+    await recorder.close();
+  }
+}
+
 /** The conversation: every kind of answer server-everything gives (text, image, links, progress, requests). */
 async function converse(client: Client): Promise<{ results: unknown[]; progress: number[] }> {
   const progress: number[] = [];
@@ -173,14 +215,7 @@ describe('the SDK client and server-everything through the proxies', () => {
     await direct.close();
 
     const sessionsDir = path.join(temp.dir, 'sessions');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    temp.defer(() => proxy.close());
-    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
-    const got = await converse(client);
-    await client.close(); // DELETE of the MCP session, passed through
-    await proxy.close();
-    await recorder.close();
+    const got = await behindHttpRecorder(server.url, sessionsDir, converse);
 
     // The SDK client may drop the last progress that races its answer (direct too): the results must match.
     expect(got.results).toEqual(expected.results);
@@ -221,18 +256,7 @@ describe('the SDK client and server-everything through the proxies', () => {
     await direct.close();
 
     const sessionsDir = path.join(temp.dir, 'sessions');
-    fs.mkdirSync(sessionsDir);
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MCEC_RECORD, 'stdio', '--sessions', sessionsDir, '--', process.execPath, EVERYTHING, 'stdio'],
-      stderr: 'ignore',
-    });
-    const client = await connect(transport);
-    const got = await converse(client);
-    const recorderPid = transport.pid!;
-    await client.close();
-    // The recorder writes and exits when the server exits (the client closed its stdin).
-    await waitFor(() => !pidAlive(recorderPid), 20_000);
+    const got = await behindStdioRecorder(sessionsDir, converse);
 
     expect(got.results).toEqual(expected.results);
     const calls = recorded(sessionsDir).flatMap((s) => s.calls);
@@ -258,16 +282,11 @@ describe('the SDK client and server-everything through the proxies', () => {
       await client.setLoggingLevel('debug'),
     ];
     const sessionsDir = path.join(temp.dir, 'sessions');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    temp.defer(() => proxy.close());
-    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
-    // One tool call, so the conversation is a session.
-    await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
-    const expected = await ask(client);
-    await client.close();
-    await proxy.close();
-    await recorder.close();
+    const expected = await behindHttpRecorder(server.url, sessionsDir, async (client) => {
+      // One tool call, so the conversation is a session.
+      await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
+      return ask(client);
+    });
 
     const replay = await replaySession(recorded(sessionsDir)[0]!.dir, { http: { port: 0 } });
     temp.defer(async () => {
@@ -329,46 +348,24 @@ describe('the SDK client and server-everything through the proxies', () => {
   it('over Streamable HTTP: a call the client cancels is recorded as cancelled, not as a proxy failure', async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    temp.defer(() => proxy.close());
-    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
-    await cancelOne(client);
-    await client.close();
-    await proxy.close();
-    await recorder.close();
+    await behindHttpRecorder(server.url, sessionsDir, cancelOne);
     expectCancelled(sessionsDir);
   }, 120_000);
 
   it('over stdio (mcec-record stdio): a call the client cancels is recorded as cancelled, not as "server exited"', async () => {
     const sessionsDir = path.join(temp.dir, 'sessions');
-    fs.mkdirSync(sessionsDir);
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: [MCEC_RECORD, 'stdio', '--sessions', sessionsDir, '--', process.execPath, EVERYTHING, 'stdio'],
-      stderr: 'ignore',
-    });
-    const client = await connect(transport);
-    await cancelOne(client);
-    const recorderPid = transport.pid!;
-    await client.close();
-    await waitFor(() => !pidAlive(recorderPid), 20_000);
+    await behindStdioRecorder(sessionsDir, cancelOne);
     expectCancelled(sessionsDir);
   }, 120_000);
 
   it('a failed run of server-everything reads well: no window, display, envelope, observation or MCEC next step', async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    temp.defer(() => proxy.close());
-    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
-    await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
-    await client.callTool({ name: 'get-tiny-image', arguments: {} });
-    await client.callTool({ name: 'no-such-tool', arguments: {} });
-    await client.close();
-    await proxy.close();
-    await recorder.close();
+    await behindHttpRecorder(server.url, sessionsDir, async (client) => {
+      await client.callTool({ name: 'echo', arguments: { message: 'hello' } });
+      await client.callTool({ name: 'get-tiny-image', arguments: {} });
+      await client.callTool({ name: 'no-such-tool', arguments: {} });
+    });
 
     const [session] = recorded(sessionsDir);
     const bundle = (...args: string[]) =>
