@@ -4,9 +4,9 @@
  * object's `base64` in MCEC's key order, the image block first), host-file copies the recorder added are
  * taken out again, and the envelope is written with the server's escaping (src/wire/json-text.ts).
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { JSON_MARKER, parsePointer } from '../contract/image-bytes.js';
+import { readRegularFile } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { serializeWire } from '../wire/json-text.js';
 import type { CallToolResult, ContentBlock } from '../wire/mcp-types.js';
@@ -33,6 +33,9 @@ const COPY_KEYS = ['artifactCopy', 'artifactCopyError', 'fileCopy', 'fileCopyErr
 /** Keys of a capture-summary that are the recorder's, not the capture's. */
 const SUMMARY_ONLY = new Set(['kind', 'artifact', 'artifactError', 'sha256', ...COPY_KEYS]);
 
+/** The largest image file put back into an answer: the proxy records no answer over 256 MiB (`--max-record-bytes`). */
+const MAX_ARTIFACT_BYTES = 256 * 1024 * 1024;
+
 /** Reads artifact files once per replay (many calls share one image). */
 export class ArtifactFiles {
   private readonly cache = new Map<string, string | null>();
@@ -46,7 +49,12 @@ export class ArtifactFiles {
     // Only files inside the session's own artifacts/ (a log from a bundle is not trusted with paths).
     if (parts[0] === 'artifacts' && parts.length === 2 && parts[1] !== '..' && parts[1] !== '.') {
       try {
-        out = fs.readFileSync(path.join(this.sessionDir, 'artifacts', parts[1]!)).toString('base64');
+        // A regular file only: a symlink (a session dir unpacked from a tar) would serve any file of this
+        // machine to the replay's clients, a FIFO would block every client for ever.
+        out = readRegularFile(
+          path.join(this.sessionDir, 'artifacts', parts[1]!),
+          MAX_ARTIFACT_BYTES,
+        ).toString('base64');
       } catch {
         out = null;
       }

@@ -31,3 +31,68 @@ export function lstatOf(p: string): fs.Stats | undefined {
 export function isRegularFile(p: string): boolean {
   return lstatOf(p)?.isFile() ?? false;
 }
+
+/** Open flags: never follow a final symlink, never block on a FIFO (each 0 where the OS lacks it). */
+const NO_FOLLOW_NO_BLOCK =
+  fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
+
+/** Why `readRegularFile` read nothing: no file, not a regular file (a symlink, FIFO, device, dir) or too big. */
+export class NotARegularFileError extends Error {
+  constructor(
+    readonly file: string,
+    readonly reason: 'missing' | 'not-regular' | 'too-big',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'NotARegularFileError';
+  }
+}
+
+/**
+ * The bytes of `file` when it is a regular file itself (no symlink, FIFO, device or dir: a FIFO would block
+ * the reader for ever, a symlink lead outside the dir it sits in) of at most `maxBytes`; a
+ * `NotARegularFileError` otherwise. The check is made on the open descriptor, so a file swapped meanwhile is
+ * caught too; the lstat first covers Windows, which has no O_NOFOLLOW.
+ */
+export function readRegularFile(file: string, maxBytes: number): Buffer {
+  const before = lstatOf(file);
+  if (!before) throw new NotARegularFileError(file, 'missing', `${file} does not exist`);
+  if (!before.isFile()) throw new NotARegularFileError(file, 'not-regular', `${file} is ${kindOf(before)}`);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, NO_FOLLOW_NO_BLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new NotARegularFileError(file, 'missing', `${file} does not exist`);
+    if (code === 'ELOOP') throw new NotARegularFileError(file, 'not-regular', `${file} is a symbolic link`);
+    throw err;
+  }
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) throw new NotARegularFileError(file, 'not-regular', `${file} is ${kindOf(st)}`);
+    if (st.size > maxBytes)
+      throw new NotARegularFileError(
+        file,
+        'too-big',
+        `${file} is ${st.size} bytes, over the limit of ${maxBytes}`,
+      );
+    const buf = Buffer.allocUnsafe(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const n = fs.readSync(fd, buf, got, st.size - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return got === st.size ? buf : buf.subarray(0, got);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function kindOf(st: fs.Stats): string {
+  if (st.isSymbolicLink()) return 'a symbolic link, not a file';
+  if (st.isDirectory()) return 'a directory, not a file';
+  if (st.isFIFO()) return 'a FIFO, not a file';
+  if (st.isSocket()) return 'a socket, not a file';
+  return 'a device, not a file';
+}

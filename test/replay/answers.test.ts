@@ -1,9 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/recorder.js';
 import { replaySession } from '../../src/replay/index.js';
 import { type CallToolResult, createSimulator, envelopeOf } from '../../src/sim/index.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { env, tempDir } from './helpers.js';
 
 let work: string;
@@ -102,5 +104,37 @@ describe('answers rebuilt from the recording', () => {
     });
     const report = await replay.close();
     expect(report.calls[0]).toMatchObject({ outcome: 'matched', recordedSeq: 2, ok: false, code: '-32603' });
+  });
+});
+
+describe('an artifacts/ file that is not a regular file (a session dir unpacked from a tar)', () => {
+  // A FIFO read as before blocks the replay for ever: the test's timeout is the check.
+  it('a symlink is never followed and a FIFO never blocks: the capture stays a summary, its images missing', async () => {
+    const rec = await record([['capture', { window: 'Untitled - Notepad' }]]);
+    const reader = SessionReader.open(rec.dir);
+    const stored = new Set(reader.artifactsOfCall(2).map((a) => a.path));
+    reader.close();
+    expect(stored.size).toBe(1);
+    const image = path.join(rec.dir, [...stored][0]!);
+    // Outside the session dir, a file this machine's user would not want served to a replay client.
+    const secret = path.join(work, 'outside-secret.txt');
+    fs.writeFileSync(secret, 'TOP-SECRET-FILE-CONTENT\n');
+    const secret64 = fs.readFileSync(secret).toString('base64');
+    const kinds: Array<[string, () => void]> = [['symlink', () => fs.symlinkSync(secret, image)]];
+    if (process.platform !== 'win32') kinds.push(['fifo', () => execFileSync('mkfifo', [image])]);
+    for (const [kind, make] of kinds) {
+      fs.rmSync(image);
+      make();
+      const replay = await replaySession(rec.dir, { http: false });
+      await replay.callTool('session-start', {});
+      const out = await replay.callTool('capture', {
+        window: 'Untitled - Notepad',
+        sessionId: rec.sessionId,
+      });
+      expect(JSON.stringify(out), kind).not.toContain(secret64);
+      expect(env(out).result.kind, kind).toBe('capture-summary');
+      const report = await replay.close();
+      expect(report.calls[1]!.imagesMissing, kind).not.toEqual([]);
+    }
   });
 });
