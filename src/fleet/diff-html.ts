@@ -8,8 +8,9 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { escapeHtml as esc, paletteStyle, renderPage } from '../report/page-shell.js';
 import { writeFileAtomic } from '../report/write-atomic.js';
+import { readRegularFile } from '../util/file-stat.js';
 import { loadSharp } from '../util/sharp.js';
-import type { SessionDiff } from './diff.js';
+import { MAX_DIFF_IMAGE_BYTES, MAX_DIFF_PIXELS, type SessionDiff } from './diff.js';
 
 const THUMB_WIDTH = 360;
 
@@ -46,8 +47,10 @@ function href(from: string, to: string): string {
 
 async function thumb(file: string): Promise<string | null> {
   try {
+    // A regular file only (a FIFO blocked the page for ever, a symlink showed a file from anywhere).
+    const bytes = readRegularFile(file, MAX_DIFF_IMAGE_BYTES);
     const sharp = await loadSharp();
-    const buf = await sharp(file)
+    const buf = await sharp(bytes, { limitInputPixels: MAX_DIFF_PIXELS })
       .resize({ width: THUMB_WIDTH, withoutEnlargement: true })
       .webp({ quality: 70 })
       .toBuffer();

@@ -15,6 +15,7 @@ import { decideVerdict, readVerdictFacts } from '../report/verdict.js';
 import type { Catalog, CatalogSession } from '../store/catalog.js';
 import type { ArtifactRow, CallRow } from '../store/schema.js';
 import { SessionReader } from '../store/session-reader.js';
+import { NotARegularFileError, readRegularFile } from '../util/file-stat.js';
 import { loadSharp } from '../util/sharp.js';
 
 /** Above this many cells the alignment falls back from the exact LCS to a greedy one. */
@@ -28,6 +29,8 @@ const MAX_SCREENSHOTS = 50;
  * takes 2 GB and half a minute; past the cap a pair is reported not compared, from the headers alone.
  */
 export const MAX_DIFF_PIXELS = 40_000_000;
+/** The largest image file read to be compared (a PNG of MAX_DIFF_PIXELS noise is about 160 MB). */
+export const MAX_DIFF_IMAGE_BYTES = 256 * 1024 * 1024;
 /** Roles of a call's own image, best first. */
 const IMAGE_ROLES = ['result', 'image-block', 'nested', 'host-capture', 'host-capture-file', 'partialResult'];
 
@@ -483,9 +486,24 @@ async function compareImages(
   const { default: pixelmatch } = await import('pixelmatch');
   let imgA: { data: Buffer; info: { width: number; height: number } };
   let imgB: { data: Buffer; info: { width: number; height: number } };
+  let bytesA: Buffer;
+  let bytesB: Buffer;
   try {
-    const metaA = await sharp(path.join(dirA, aImage)).metadata();
-    const metaB = await sharp(path.join(dirB, bImage)).metadata();
+    // Regular files only, read here: a FIFO under an artifact's name blocked the diff for ever, a symlink
+    // compared a file from anywhere on this machine (a session dir unpacked from a tar holds either).
+    bytesA = readRegularFile(path.join(dirA, aImage), MAX_DIFF_IMAGE_BYTES);
+    bytesB = readRegularFile(path.join(dirB, bImage), MAX_DIFF_IMAGE_BYTES);
+  } catch (err) {
+    if (!(err instanceof NotARegularFileError)) throw err;
+    const side = err.file === path.join(dirA, aImage) ? `A's ${aImage}` : `B's ${bImage}`;
+    const why = { missing: 'is missing', 'not-regular': 'is not a regular file', 'too-big': 'is too big' }[
+      err.reason
+    ];
+    return { ...base, compared: false, note: `not compared: ${oneLine(`${side} ${why}`, 200)}` };
+  }
+  try {
+    const metaA = await sharp(bytesA).metadata();
+    const metaB = await sharp(bytesB).metadata();
     for (const [name, m] of [
       ['A', metaA],
       ['B', metaB],
@@ -499,12 +517,12 @@ async function compareImages(
         };
     }
     const limitInputPixels = MAX_DIFF_PIXELS;
-    imgA = await sharp(path.join(dirA, aImage), { limitInputPixels })
+    imgA = await sharp(bytesA, { limitInputPixels })
       .ensureAlpha()
       .raw()
       .toBuffer({ resolveWithObject: true });
     const { width, height } = imgA.info;
-    let pipeline = sharp(path.join(dirB, bImage), { limitInputPixels }).ensureAlpha();
+    let pipeline = sharp(bytesB, { limitInputPixels }).ensureAlpha();
     if (metaB.width !== width || metaB.height !== height) {
       base.note = `sizes differ: ${width}x${height} and ${metaB.width}x${metaB.height}; B scaled to A's size`;
       pipeline = pipeline.resize(width, height, { fit: 'fill' });

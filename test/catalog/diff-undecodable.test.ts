@@ -4,13 +4,15 @@
  * different, so `--exit-code` exits 0 when nothing else differs. Two runs recorded by the recorder with real
  * PNGs (sharp), the built CLI.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { SessionDiff } from '../../src/fleet/diff.js';
 import { recordCaptureRun } from '../support/capture-run.js';
 import { noisyPng } from '../support/images.js';
-import { cli, scratchRoot, validator } from './helpers.js';
+import { runNodeSync } from '../support/programs.js';
+import { CLI, cli, scratchRoot, validator } from './helpers.js';
 
 /** A run of captures of 'Untitled - Notepad' returning `pngs`; its session id and dir. */
 function recordRun(sessionsDir: string, pngs: Buffer[]): Promise<{ sessionId: string; dir: string }> {
@@ -67,5 +69,35 @@ describe('diff: screenshots that cannot be decoded', () => {
     const text = cli(['diff', a.sessionId, b.sessionId, '--exit-code', '--sessions', sessionsDir]);
     expect(text.code).toBe(1);
     expect(text.stdout).toContain('Screenshots: 1 compared, 1 differ, 1 not compared');
+  });
+
+  it('a symlink or a FIFO under a capture\'s name is "not compared", never followed nor waited on', async () => {
+    const sessionsDir = path.join(root, 'links');
+    const pngs = [await noisyPng(40, 30, 1), await noisyPng(40, 30, 2)];
+    const a = await recordRun(sessionsDir, pngs);
+    const b = await recordRun(sessionsDir, pngs);
+    const names = fs.readdirSync(path.join(b.dir, 'artifacts')).sort();
+    expect(names).toHaveLength(2);
+    // The same PNG, outside the sessions dir: followed, it compared as alike.
+    const outside = path.join(root, 'outside.png');
+    fs.copyFileSync(path.join(b.dir, 'artifacts', names[0]!), outside);
+    fs.rmSync(path.join(b.dir, 'artifacts', names[0]!));
+    fs.symlinkSync(outside, path.join(b.dir, 'artifacts', names[0]!));
+    const fifo = process.platform !== 'win32';
+    if (fifo) {
+      fs.rmSync(path.join(b.dir, 'artifacts', names[1]!));
+      execFileSync('mkfifo', [path.join(b.dir, 'artifacts', names[1]!)]);
+    }
+    // Read as before, the FIFO blocks the diff for ever: killed after a minute, the run fails.
+    const json = runNodeSync([CLI, 'diff', a.sessionId, b.sessionId, '--json', '--sessions', sessionsDir], {
+      timeoutMs: 60_000,
+    });
+    expect(json.code, json.stderr).toBe(0);
+    const d = JSON.parse(json.stdout) as SessionDiff;
+    expect(validate(d)).toEqual([]);
+    expect(d.screenshots.map((s) => s.compared)).toEqual([false, !fifo]);
+    expect(d.screenshots[0]!.note).toBe(`not compared: B's artifacts/${names[0]} is not a regular file`);
+    if (fifo)
+      expect(d.screenshots[1]!.note).toBe(`not compared: B's artifacts/${names[1]} is not a regular file`);
   });
 });
