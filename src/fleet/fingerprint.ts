@@ -3,13 +3,17 @@
  * rules are versioned (FINGERPRINT_RULES_VERSION): tool + code + category + the error detail with its
  * volatile parts removed (numbers, handles, ids, paths, times) + the target window's class and process.
  * User rules (a JSON file, schema/fingerprint-rules.schema.json) match on fields and either set the
- * fingerprint or extend the built-in one. Pure: no I/O.
+ * fingerprint or extend the built-in one. No I/O; user regexes run on a thread with a deadline (rule-regex.ts).
  */
 import { createHash } from 'node:crypto';
 import { serverCategory } from '../contract/read-tool-output.js';
+import { RegexThread, RegexTimeoutError } from './rule-regex.js';
 
 /** Bump when the built-in key changes: catalogs built with another version are read again. */
 export const FINGERPRINT_RULES_VERSION = 1;
+
+/** The most user rules a rules file may hold. */
+export const MAX_RULES = 1000;
 
 /** Longest detail looked at (details are clipped before they reach a regex). */
 const MAX_DETAIL = 500;
@@ -129,7 +133,64 @@ export function defaultFingerprint(f: FingerprintInput): Fingerprint {
   return { id: hashId(key), key, rule: null };
 }
 
-type Matcher = (value: string) => boolean;
+/** A matcher; a regex one runs on a `RegexThread` (`primeRuleRegexes`) and keeps each value's answer. */
+type Matcher = ((value: string) => boolean) & { regex?: RegexMatches };
+
+/** A user regex's answers so far, by value (clipped to MAX_DETAIL), and how to name it in an error. */
+interface RegexMatches {
+  pattern: string;
+  where: string;
+  known: Map<string, boolean>;
+}
+
+/** The thread user regexes run on when no batch was primed (started on first use, unref-ed). */
+let sharedThread: RegexThread | null = null;
+
+function clipValue(v: string): string {
+  return v.length > MAX_DETAIL ? v.slice(0, MAX_DETAIL) : v;
+}
+
+/** Test `values` against a rule's regex on the thread, keeping the answers; names the rule past the budget. */
+function testOnThread(state: RegexMatches, values: string[], thread: RegexThread): void {
+  let results: boolean[];
+  try {
+    results = thread.testAll(state.pattern, values);
+  } catch (err) {
+    if (!(err instanceof RegexTimeoutError)) throw err;
+    throw new RegexTimeoutError(
+      `fingerprint ${state.where} ${err.message}: a regex that backtracks without end (such as (a+)+ or ` +
+        '(.*.*)*x); write it without a quantifier inside a repeated group, or use {"contains": ...}',
+    );
+  }
+  for (const [i, v] of values.entries()) state.known.set(v, results[i]!);
+}
+
+/**
+ * Run every user regex over the values `inputs` give its field, in one batch per regex on `thread` (by
+ * default one of its own, stopped after): `fingerprintOf` over these inputs then runs no regex here.
+ */
+export function primeRuleRegexes(
+  rules: readonly CompiledRule[],
+  inputs: readonly FingerprintInput[],
+  thread?: RegexThread,
+): void {
+  const own = thread ?? new RegexThread();
+  try {
+    for (const r of rules)
+      for (const [name, m] of r.matchers) {
+        const state = m.regex;
+        if (!state) continue;
+        const values = new Set<string>();
+        for (const f of inputs) {
+          const v = clipValue(field(f, name));
+          if (!state.known.has(v)) values.add(v);
+        }
+        testOnThread(state, [...values], own);
+      }
+  } finally {
+    if (!thread) own.close();
+  }
+}
 
 /** A rule made ready to run: its matchers compiled once. */
 export interface CompiledRule {
@@ -138,7 +199,7 @@ export interface CompiledRule {
   matchers: Array<[RuleField, Matcher]>;
 }
 
-function matcherOf(spec: string | { contains: string } | { regex: string }): Matcher {
+function matcherOf(spec: string | { contains: string } | { regex: string }, where: string): Matcher {
   if (typeof spec === 'string') {
     const want = spec.toLowerCase();
     return (v) => v.toLowerCase() === want;
@@ -147,17 +208,34 @@ function matcherOf(spec: string | { contains: string } | { regex: string }): Mat
     const want = spec.contains.toLowerCase();
     return (v) => v.toLowerCase().includes(want);
   }
-  const re = new RegExp(spec.regex, 'i');
-  return (v) => re.test(v.length > MAX_DETAIL ? v.slice(0, MAX_DETAIL) : v);
+  // Never run here: a regex that backtracks without end would hang this thread (rule-regex.ts).
+  const state: RegexMatches = { pattern: spec.regex, where, known: new Map() };
+  const matcher: Matcher = (v) => {
+    const value = clipValue(v);
+    if (!state.known.has(value)) {
+      sharedThread ??= new RegexThread();
+      testOnThread(state, [value], sharedThread);
+    }
+    return state.known.get(value)!;
+  };
+  matcher.regex = state;
+  return matcher;
 }
 
 /** Compile user rules (checked by parseFingerprintRules first). */
 export function compileRules(rules: readonly FingerprintRule[]): CompiledRule[] {
-  return rules.map((rule, i) => ({
-    rule,
-    label: rule.name ?? `rule ${i + 1}`,
-    matchers: Object.entries(rule.match).map(([k, spec]) => [k as RuleField, matcherOf(spec!)]),
-  }));
+  return rules.map((rule, i) => {
+    const label = rule.name ?? `rule ${i + 1}`;
+    const where = `rule ${i + 1}${rule.name ? ` (${JSON.stringify(rule.name)})` : ''}`;
+    return {
+      rule,
+      label,
+      matchers: Object.entries(rule.match).map(([k, spec]) => [
+        k as RuleField,
+        matcherOf(spec!, `${where}: its "${k}" regex`),
+      ]),
+    };
+  });
 }
 
 /** The fingerprint of a failure: the first user rule that matches decides, else the built-in rules. */
@@ -189,6 +267,9 @@ export function parseFingerprintRules(
   }
   if (obj.version !== 1) problems.push('"version" must be 1');
   if (!Array.isArray(obj.rules)) return { ok: false, problems: [...problems, '"rules" must be an array'] };
+  // Each failure is tried against the rules in turn: 100,000 rules over a fleet's failures never end.
+  if (obj.rules.length > MAX_RULES)
+    return { ok: false, problems: [...problems, `at most ${MAX_RULES} rules (${obj.rules.length} given)`] };
   const fields = new Set<string>(RULE_FIELDS);
   obj.rules.forEach((raw, i) => {
     const where = `rule ${i + 1}`;

@@ -4,12 +4,14 @@
  * scenarios (both PASS and FAIL in the window) with their pass rate, and the failure rate per tool. Reads
  * only the catalog (`triage.schema.json` describes the report); renders it as text or Markdown.
  */
+import fs from 'node:fs';
 import { serverCategory } from '../contract/read-tool-output.js';
 import { copiesLine, oneDirPerSession, type SessionCopies } from '../paths/naming.js';
 import { recoveryFor } from '../report/recovery.js';
 import { clip, oneLine } from '../report/text.js';
 import type { Catalog, CatalogFailure, CatalogSession } from '../store/catalog.js';
-import { readTextFile } from '../util/text-file.js';
+import { NotARegularFileError, readRegularFile } from '../util/file-stat.js';
+import { decodeTextBytes, readTextFile } from '../util/text-file.js';
 import {
   type CompiledRule,
   compileRules,
@@ -19,6 +21,7 @@ import {
   fingerprintOf,
   normalizeDetail,
   parseFingerprintRules,
+  primeRuleRegexes,
 } from './fingerprint.js';
 
 /** Time slices of the window a group's trend is counted in. */
@@ -238,10 +241,17 @@ function groupFailures(
 ): TriageGroup[] {
   const byDir = new Map(sessions.map((s) => [s.dir_name, s]));
   const groups = new Map<string, GroupAccumulator>();
-  for (const f of catalog.failures(sessions.map((s) => s.dir_name))) {
-    if (!includeRecovered && f.recovered) continue;
-    const s = byDir.get(f.dir_name)!;
-    const fp = fingerprintOf(failureFacts(f, s), rules);
+  const failures = catalog
+    .failures(sessions.map((s) => s.dir_name))
+    .filter((f) => includeRecovered || !f.recovered)
+    .map((f) => ({ f, s: byDir.get(f.dir_name)!, facts: failureFacts(f, byDir.get(f.dir_name)!) }));
+  // User regexes over every value at once, on a thread with a deadline (src/fleet/rule-regex.ts).
+  primeRuleRegexes(
+    rules,
+    failures.map((x) => x.facts),
+  );
+  for (const { f, s, facts } of failures) {
+    const fp = fingerprintOf(facts, rules);
     const at = f.at ?? s.started_at ?? window.until;
     let acc = groups.get(fp.id);
     if (!acc) {
@@ -524,6 +534,9 @@ export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: num
   return `${out.join('\n')}\n`;
 }
 
+/** The largest fingerprint rules file read (a thousand rules take a few dozen KB). */
+const MAX_RULES_FILE_BYTES = 1024 * 1024;
+
 /** The name of the user rules file looked for in the sessions dir when `--rules` is not given. */
 export const RULES_FILE = 'fingerprint-rules.json';
 
@@ -533,11 +546,24 @@ export const RULES_FILE = 'fingerprint-rules.json';
  */
 export function loadFingerprintRules(file: string, options: { optional?: boolean } = {}): CompiledRule[] {
   let text: string;
-  try {
+  if (options.optional) {
+    // The sessions dir's own file came with the sessions (a CI artifact, a colleague's copy): a regular file
+    // only (a FIFO there blocked every triage for ever, a symlink read a file from anywhere), and small.
+    try {
+      text = decodeTextBytes(readRegularFile(file, MAX_RULES_FILE_BYTES));
+    } catch (err) {
+      if (!(err instanceof NotARegularFileError)) throw err;
+      if (err.reason === 'missing') return [];
+      throw new Error(
+        `${file}: ${err.reason === 'too-big' ? `over ${MAX_RULES_FILE_BYTES} bytes` : 'not a regular file (a symlink, FIFO or device)'}; rules files are small JSON files`,
+      );
+    }
+  } else {
+    const st = fs.statSync(file);
+    if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+    if (st.size > MAX_RULES_FILE_BYTES)
+      throw new Error(`${file}: over ${MAX_RULES_FILE_BYTES} bytes; rules files are small JSON files`);
     text = readTextFile(file);
-  } catch (err) {
-    if (options.optional && (err as NodeJS.ErrnoException).code === 'ENOENT') return [];
-    throw err;
   }
   let value: unknown;
   try {

@@ -7,7 +7,11 @@ import fs from 'node:fs';
  * Throws as `fs.readFileSync` does.
  */
 export function readTextFile(file: string): string {
-  const bytes = fs.readFileSync(file);
+  return decodeTextBytes(fs.readFileSync(file));
+}
+
+/** A user's file's bytes as text, decoded by its byte-order mark as `readTextFile` does. */
+export function decodeTextBytes(bytes: Buffer): string {
   if (bytes[0] === 0xff && bytes[1] === 0xfe) return bytes.toString('utf16le', 2);
   if (bytes[0] === 0xfe && bytes[1] === 0xff) {
     const swapped = Buffer.from(bytes.subarray(2, 2 + ((bytes.length - 2) & ~1)));
