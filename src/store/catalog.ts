@@ -328,6 +328,25 @@ interface PutStatements {
 }
 
 /**
+ * Why the catalog's file, its `-wal` or `-shm` is no file SQLite may open, or null. A sessions dir copied from
+ * elsewhere may hold a symlink there (SQLite follows it, creating and writing a database outside the sessions
+ * dir), a FIFO (SQLite's first read blocks for ever) or a directory.
+ */
+function notRegularFile(file: string): string | null {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    let st: fs.Stats | undefined;
+    try {
+      st = fs.lstatSync(f, { throwIfNoEntry: false });
+    } catch {
+      continue; // not stat-able: SQLite's open says why
+    }
+    if (st && !st.isFile())
+      return `${path.basename(f)} is ${st.isSymbolicLink() ? 'a symbolic link' : st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file'}, not a file SQLite may open`;
+  }
+  return null;
+}
+
+/**
  * The catalog of one sessions dir. `open` for reading never creates anything; for writing it creates and
  * migrates the file. A writer also holds a read-only connection while it closes, so its close does not
  * delete the WAL: the sessions dir's mtime then moves only when sessions come or go, which is what readers
@@ -362,6 +381,11 @@ export class Catalog {
   ): Catalog | null {
     const file = path.join(sessionsDir, CATALOG_FILE);
     const busy = Math.max(0, Math.floor(options.busyTimeoutMs ?? BUSY_TIMEOUT_MS));
+    const oddFile = notRegularFile(file);
+    if (oddFile) {
+      if (options.readonly) return null;
+      throw new Error(oddFile);
+    }
     if (options.readonly) {
       if (!fs.existsSync(file)) return null;
       let db: Db | null = null;
@@ -865,7 +889,9 @@ export function handSessionToNextReader(sessionsDir: string, sessionDir: string)
     fs.utimesSync(sessionDir, now, now);
     // After the dir's time: a reader that removes the request before its sweep then sees the new time.
     try {
-      fs.writeFileSync(path.join(sessionsDir, SWEEP_REQUEST_FILE), '');
+      // 'wx': one already there is the same request, and a symlink there (a sessions dir copied from
+      // elsewhere) is never followed: writing through it would empty a file outside the sessions dir.
+      fs.writeFileSync(path.join(sessionsDir, SWEEP_REQUEST_FILE), '', { flag: 'wx' });
     } catch {
       // A request pending delete (EPERM on Windows) or a dir we may not create in: the sessions dir's time
       // alone still makes the next sweep full unless a name comes or goes meanwhile (then the 10-minute one).

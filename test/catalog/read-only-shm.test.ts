@@ -10,7 +10,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { listSessionSummaries } from '../../src/sessions/list.js';
-import { CATALOG_FILE, Catalog, touchCatalogSession } from '../../src/store/catalog.js';
+import {
+  CATALOG_FILE,
+  Catalog,
+  handSessionToNextReader,
+  SWEEP_REQUEST_FILE,
+  touchCatalogSession,
+} from '../../src/store/catalog.js';
 import { calls, FixtureSession } from '../support/fixture-session.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
@@ -65,5 +71,52 @@ describe('a catalog whose -shm cannot be written here', () => {
     );
     // A recorder ending a session there is told so at once (not at its write), and never throws.
     expect(touchCatalogSession(sessionsDir, path.join(sessionsDir, listed[0]!.dirName))).toBe('failed');
+  });
+});
+
+describe('a catalog.sqlite (or its -wal) that is not a regular file, in a sessions dir copied from elsewhere', () => {
+  it('a symlink is never opened (nothing is created outside), a FIFO never waited on, a dir never used', async () => {
+    const root = tempDir('mcec-odd-catalog-');
+    undo.push(() => removeDir(root));
+    const sessionsDir = path.join(root, 'sessions');
+    const dirName = path.basename(ended(sessionsDir, 'a11ce0000001').dir);
+    const file = path.join(sessionsDir, CATALOG_FILE);
+    const outside = path.join(root, 'outside.db');
+    const kinds: Array<[string, string, () => void]> = [
+      ['a symbolic link', CATALOG_FILE, () => fs.symlinkSync(outside, file)],
+      ['a symbolic link', `${CATALOG_FILE}-wal`, () => fs.symlinkSync(outside, `${file}-wal`)],
+      ['a directory', CATALOG_FILE, () => fs.mkdirSync(file)],
+    ];
+    // Before, SQLite's first read of a FIFO blocked for ever: the test's timeout is the check.
+    if (process.platform !== 'win32') kinds.push(['a FIFO', CATALOG_FILE, () => spawnSync('mkfifo', [file])]);
+    for (const [kind, name, make] of kinds) {
+      for (const f of [file, `${file}-wal`, `${file}-shm`]) fs.rmSync(f, { recursive: true, force: true });
+      make();
+      const warnings: string[] = [];
+      const listed = await listSessionSummaries(sessionsDir, { onWarning: (w) => warnings.push(w) });
+      expect(
+        listed.map((l) => l.id),
+        kind,
+      ).toEqual(['a11ce0000001']);
+      expect(warnings, kind).toEqual([
+        `the catalog ${file} cannot be written (${name} is ${kind}, not a file SQLite may open); read every session instead`,
+      ]);
+      // The recorder's touch at a session's end opens nothing there either (no catalog yet, or refused).
+      expect(touchCatalogSession(sessionsDir, path.join(sessionsDir, dirName)), kind).not.toBe('busy');
+      expect(fs.existsSync(outside), kind).toBe(false);
+    }
+  });
+
+  it("a symlink under the sweep request's name is never written through", () => {
+    const root = tempDir('mcec-odd-catalog-');
+    undo.push(() => removeDir(root));
+    const sessionsDir = path.join(root, 'sessions');
+    const session = ended(sessionsDir, 'a11ce0000001');
+    const outside = path.join(root, 'notes.txt');
+    fs.writeFileSync(outside, 'a file of this machine\n');
+    fs.symlinkSync(outside, path.join(sessionsDir, SWEEP_REQUEST_FILE));
+    // Before, the request was written through the link: the file outside the sessions dir was emptied.
+    expect(handSessionToNextReader(sessionsDir, session.dir)).toBe(true);
+    expect(fs.readFileSync(outside, 'utf8')).toBe('a file of this machine\n');
   });
 });
