@@ -272,13 +272,17 @@ let hashBuffer: Buffer | undefined;
 function readSmallFile(file: string): string | null {
   let fd: number | undefined;
   try {
-    fd = fs.openSync(file, 'r');
+    // A sessions dir copied from elsewhere: a FIFO under the name blocked the open for ever (O_NONBLOCK: it
+    // opens, reads as empty), a symlink is not followed (ELOOP), and a file past the cap is no sidecar (the
+    // log is read instead) rather than a buffer of its size kept for the process's life.
+    fd = fs.openSync(file, SIDECAR_OPEN_FLAGS);
     textBuffer ??= Buffer.allocUnsafe(TEXT_CHUNK);
     let n = 0;
     for (;;) {
       const got = fs.readSync(fd, textBuffer, n, textBuffer.length - n, null);
       n += got;
       if (got === 0 || n < textBuffer.length) break;
+      if (textBuffer.length >= MAX_SIDECAR_BYTES) return null;
       const larger = Buffer.allocUnsafe(textBuffer.length * 2);
       textBuffer.copy(larger, 0, 0, n);
       textBuffer = larger;
@@ -292,6 +296,11 @@ function readSmallFile(file: string): string | null {
 }
 
 const TEXT_CHUNK = 64 * 1024;
+/** A sidecar's largest size (200 failures with 1,000-char details take about 300 KB); over it, no sidecar. */
+const MAX_SIDECAR_BYTES = 16 * 1024 * 1024;
+/** Never block on a FIFO, never follow a final symlink (each 0 where the OS lacks it: no FIFOs on Windows). */
+const SIDECAR_OPEN_FLAGS =
+  fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0) | (fs.constants.O_NOFOLLOW ?? 0);
 let textBuffer: Buffer | undefined;
 
 // The shape check: a sidecar goes into the catalog only when every field has the catalog's type (a foreign

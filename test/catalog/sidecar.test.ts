@@ -3,7 +3,7 @@
  * only while the log is the one it describes, removed by every writer before it writes, never a crash, and
  * the rows it gives identical to the rows read from the logs.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -117,6 +117,34 @@ describe('catalog sidecars', () => {
       again.catalog.close();
       reference.catalog.close();
     }
+  });
+
+  it('a sidecar that is a FIFO, a symlink or over 16 MiB is no sidecar: the log is read, nothing waits', () => {
+    const sessionsDir = path.join(root, 'odd');
+    const dirs = generateFleet(sessionsDir, { sessions: 3, seed: 23 }).sessions.map((s) =>
+      path.join(sessionsDir, s.dirName),
+    );
+    const scenarios = dirs.map((d) => entryOfSessionDir(d).entry.session.scenario);
+    for (const d of dirs) expect(entryOfSessionDir(d).fromSidecar).toBe(true);
+    // A true sidecar grown to 20 MiB: before, read whole (and its buffer kept for the process's life).
+    const big = readSidecar(dirs[0]!) as unknown as { entry: { session: { scenario: string } } };
+    big.entry.session.scenario = 'x'.repeat(20 * 1024 * 1024);
+    fs.writeFileSync(sidecarOf(dirs[0]!), JSON.stringify(big));
+    // A true sidecar moved out of the sessions dir and linked to: not followed.
+    const outside = path.join(root, 'outside-entry.json');
+    fs.renameSync(sidecarOf(dirs[1]!), outside);
+    fs.symlinkSync(outside, sidecarOf(dirs[1]!));
+    // A FIFO: before, its open blocked the reader for ever (the test's timeout is the check).
+    const fifo = process.platform !== 'win32';
+    if (fifo) {
+      fs.rmSync(sidecarOf(dirs[2]!));
+      expect(spawnSync('mkfifo', [sidecarOf(dirs[2]!)]).status).toBe(0);
+    }
+    dirs.forEach((d, i) => {
+      const read = entryOfSessionDir(d, { restamp: false });
+      expect(read.fromSidecar, d).toBe(i === 2 && !fifo);
+      expect(read.entry.session.scenario, d).toBe(scenarios[i]);
+    });
   });
 
   it('trusts a settled sidecar on its times; a write after it, by any writer, makes the log be read', () => {
