@@ -9,6 +9,8 @@ import { Worker } from 'node:worker_threads';
 
 /** How long one regex may take over one batch of values. */
 export const REGEX_BUDGET_MS = 5_000;
+/** How long all the batches of one thread (one triage) may take together. */
+export const REGEX_TOTAL_BUDGET_MS = 30_000;
 /** How long the thread may take to start (a loaded machine can take seconds; not the regex's time). */
 const START_BUDGET_MS = 60_000;
 
@@ -36,23 +38,36 @@ export class RegexTimeoutError extends Error {
   }
 }
 
-/** A thread that tests one regex against many values at a time, within `budgetMs`. */
+/**
+ * A thread that tests one regex against many values at a time, each batch within `budgetMs` and all of them
+ * within `totalBudgetMs` (a thousand rules each just under the batch budget would otherwise take an hour).
+ */
 export class RegexThread {
   private worker: Worker | null = null;
+  private spentMs = 0;
 
-  constructor(private readonly budgetMs = REGEX_BUDGET_MS) {}
+  constructor(
+    private readonly budgetMs = REGEX_BUDGET_MS,
+    private readonly totalBudgetMs = REGEX_TOTAL_BUDGET_MS,
+  ) {}
 
-  /** Whether each value matches `pattern` (case-insensitive); a `RegexTimeoutError` past the budget. */
+  /** Whether each value matches `pattern` (case-insensitive); a `RegexTimeoutError` past a budget. */
   testAll(pattern: string, values: readonly string[]): boolean[] {
     if (values.length === 0) return [];
     const worker = this.started();
     const shared = new SharedArrayBuffer(4 + values.length);
     const flag = new Int32Array(shared, 0, 1);
+    const wait = Math.max(0, Math.min(this.budgetMs, this.totalBudgetMs - this.spentMs));
+    const started = performance.now();
     worker.postMessage({ pattern, values, shared });
-    if (Atomics.wait(flag, 0, 0, this.budgetMs) === 'timed-out') {
+    const outcome = Atomics.wait(flag, 0, 0, wait);
+    this.spentMs += performance.now() - started;
+    if (outcome === 'timed-out') {
       this.close();
       throw new RegexTimeoutError(
-        `ran over ${this.budgetMs / 1000} s on ${values.length} value${values.length === 1 ? '' : 's'}`,
+        wait < this.budgetMs
+          ? `ran past the ${this.totalBudgetMs / 1000} s all user regexes may take together`
+          : `ran over ${this.budgetMs / 1000} s on ${values.length} value${values.length === 1 ? '' : 's'}`,
       );
     }
     if (Atomics.load(flag, 0) === 2) throw new Error(`the regex ${JSON.stringify(pattern)} does not compile`);

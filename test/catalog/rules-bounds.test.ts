@@ -127,11 +127,26 @@ describe('a hostile fingerprint rules file', () => {
   });
 
   it('RegexThread: a regex that never ends is stopped at the budget; the next batch runs on a new thread', () => {
-    const thread = new RegexThread(300);
+    const thread = new RegexThread(300, 60_000);
     try {
       expect(thread.testAll('went away', ['The element went away', 'no'])).toEqual([true, false]);
       expect(() => thread.testAll(CATASTROPHIC, ['a'.repeat(100)])).toThrow(RegexTimeoutError);
       expect(thread.testAll('^A+$', ['aaa', 'ab'])).toEqual([true, false]);
+    } finally {
+      thread.close();
+    }
+  });
+
+  it('RegexThread: batches that each stay under the budget stop once they take the total budget together', () => {
+    // Each batch takes well under a second here, against 10 s per batch and 3 s in all: without the total,
+    // this loop never ends (the test's timeout is the check).
+    const slow = '^(a|a)*$';
+    const value = `${'a'.repeat(23)}b`;
+    const thread = new RegexThread(10_000, 3_000);
+    try {
+      expect(() => {
+        for (;;) thread.testAll(slow, [value]);
+      }).toThrow(/ran past the 3 s all user regexes may take together/);
     } finally {
       thread.close();
     }
