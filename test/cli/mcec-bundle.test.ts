@@ -165,6 +165,23 @@ describe('mcec-bundle', () => {
       expect(json.dropped).toEqual([expect.objectContaining({ path: 'session.sqlite', reason: 'no-db' })]);
     });
 
+    it('-o DIR/ names a directory: made when missing, the zip in it under its default name (junit: bad usage)', () => {
+      const dir = path.join(root, 'new-dir');
+      const res = run([PASS_ID, '-s', sessions, '-o', `${dir}/`, '--json']);
+      expect(res.code).toBe(0);
+      const zip = path.join(dir, `${dirs[PASS_ID]}.zip`);
+      expect(JSON.parse(res.stdout)).toMatchObject({ bundle: zip });
+      expect(fs.statSync(zip).isFile()).toBe(true);
+      // Its parent must exist, as for -o FILE: a typo does not make a tree.
+      const deep = run([PASS_ID, '-s', sessions, '-o', `${path.join(root, 'no', 'such')}/`]);
+      expect(deep.code).toBe(2);
+      expect(deep.stderr).toContain(`the directory ${path.join(root, 'no')} does not exist`);
+      // junit writes one file: a directory there is bad usage, not an error opening a temp file in it.
+      const junit = run(['junit', '-s', sessions, '-o', `${dir}/`]);
+      expect(junit.code).toBe(2);
+      expect(junit.stderr).toContain('names a directory: junit writes one file');
+    });
+
     it('gives byte-identical zips whatever the time zone', () => {
       const a = path.join(root, 'tz-a.zip');
       const b = path.join(root, 'tz-b.zip');

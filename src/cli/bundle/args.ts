@@ -64,7 +64,11 @@ export function templatesDir(dir: string | undefined): string | undefined {
   return abs;
 }
 
-/** `-o FILE` must go into an existing directory (or be one): a typo must not create a tree somewhere. */
+/**
+ * `-o FILE` must go into an existing directory (or be one): a typo must not create a tree somewhere. `-o DIR/`
+ * (a trailing separator) names a directory, made when its parent exists: it keeps its separator, which
+ * `path.resolve` drops, so the bundle goes in it as `<session dir>.zip` rather than to a file named DIR.
+ */
 export function outputPath(output: string | undefined): string | undefined {
   if (output === undefined) return undefined;
   const abs = path.resolve(output);
@@ -72,7 +76,7 @@ export function outputPath(output: string | undefined): string | undefined {
   if (!fs.statSync(path.dirname(abs), { throwIfNoEntry: false })?.isDirectory()) {
     throw new UsageError(`-o ${abs}: the directory ${path.dirname(abs)} does not exist`);
   }
-  return abs;
+  return output.endsWith('/') || output.endsWith(path.sep) ? abs + path.sep : abs;
 }
 
 /** A session as a command finds it. */

@@ -41,7 +41,10 @@ export function addBundleCommand(program: Command): void {
       .description(
         'write the bug bundle (a zip) of a session and print its path (the default command); its report.html is also written into the session dir (path on stderr)',
       )
-      .option('-o, --output <file>', 'where to write the zip (default: <sessions dir>/<session dir>.zip)')
+      .option(
+        '-o, --output <file>',
+        'where to write the zip: a file, or a directory (an existing one, or DIR/, made then) to hold <session dir>.zip (default: <sessions dir>/<session dir>.zip)',
+      )
       .option('--json', 'print the result as JSON (schema/bundle-result.schema.json)')
       .option(
         '--no-images',

@@ -1,4 +1,6 @@
 /** Commands that send sessions elsewhere: `export` (OTLP traces) and `junit` (CI test reports). */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Command } from 'commander';
 import { UsageError } from '../common.js';
 import { checkTracesEndpoint } from '../otlp-endpoint.js';
@@ -161,6 +163,10 @@ Examples:
 
 async function junit(opts: JunitCliOptions): Promise<void> {
   const output = outputPath(opts.output);
+  const isDir = (p: string) =>
+    p.endsWith(path.sep) || fs.statSync(p, { throwIfNoEntry: false })?.isDirectory();
+  if (output !== undefined && isDir(output))
+    throw new UsageError(`-o ${output} names a directory: junit writes one file (-o results.xml)`);
   if (opts.json && !output)
     throw new UsageError('--json needs -o FILE: without it stdout is the report itself');
   const { selectSessions, junitXml, githubAnnotations, scenarioOf, copiesOfCi } = await import(
