@@ -16,8 +16,13 @@ afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
 
 /** Record `calls` against a fresh simulator through `wrap`; `bare` returns the envelope object instead of the CallToolResult. */
 async function record(calls: Array<[string, Record<string, unknown>]>, bare = false) {
-  const sim = createSimulator({ seed: 3, sessionsRoot: path.join(work, `sim-${bare}`) });
-  const recorder = createRecorder({ sessionsDir: path.join(work, `sessions-${bare}`), stderr: () => {} });
+  // Dirs of its own: the seeded simulator gives every recording the same session id, and two recordings
+  // started in the same second into one sessions dir would share a session dir.
+  const sim = createSimulator({ seed: 3, sessionsRoot: fs.mkdtempSync(path.join(work, 'sim-')) });
+  const recorder = createRecorder({
+    sessionsDir: fs.mkdtempSync(path.join(work, 'sessions-')),
+    stderr: () => {},
+  });
   const outputs: CallToolResult[] = [];
   const call = recorder.wrap(async (tool: string, args: Record<string, unknown>) => {
     const out = await sim.callTool(tool, args);
