@@ -4,10 +4,11 @@
  * such a path is readable here (directly, or through a `hostPathMap` entry), the file is copied into the
  * session's `artifacts/` by the ArtifactStore (one file per sha256, within its budget) and referenced.
  */
-import { constants as fsc, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { formatPointer, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
+import { NO_FOLLOW_NO_BLOCK } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { type ArtifactStore, failed, type SavedImage } from './artifact-store.js';
 import type { CompactResult, ImageMasker, MaskFacts } from './compact.js';
@@ -189,9 +190,6 @@ function errorText(err: unknown): string {
   return code && !msg.startsWith(code) ? `${code}: ${msg}` : msg;
 }
 
-/** Open flags: never follow a final symlink, never block on a FIFO (both are 0 where the OS lacks them). */
-const OPEN_FLAGS = fsc.O_RDONLY | (fsc.O_NOFOLLOW ?? 0) | (fsc.O_NONBLOCK ?? 0);
-
 /** A host file read safely: a regular file, within the size limit, beginning like an image. */
 async function readHostFile(
   local: string,
@@ -209,7 +207,7 @@ async function readHostFile(
     if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel))
       return { error: 'refused: resolves outside the mapped folder' };
   }
-  const handle = await fsp.open(local, OPEN_FLAGS);
+  const handle = await fsp.open(local, NO_FOLLOW_NO_BLOCK);
   try {
     const st = await handle.stat();
     if (!st.isFile()) return { error: 'refused: not a regular file' };

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { idOfDirName } from '../paths/derived-id.js';
+import { fileKind } from '../util/file-stat.js';
 import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
 
 /** The catalog's file name, at the root of the sessions dir. */
@@ -340,8 +341,7 @@ function notRegularFile(file: string): string | null {
     } catch {
       continue; // not stat-able: SQLite's open says why
     }
-    if (st && !st.isFile())
-      return `${path.basename(f)} is ${st.isSymbolicLink() ? 'a symbolic link' : st.isDirectory() ? 'a directory' : st.isFIFO() ? 'a FIFO' : 'not a regular file'}, not a file SQLite may open`;
+    if (st && !st.isFile()) return `${path.basename(f)} is ${fileKind(st)}, not a file SQLite may open`;
   }
   return null;
 }

@@ -10,7 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
-import { lstatOf, statOf } from '../util/file-stat.js';
+import { lstatOf, NO_FOLLOW_NO_BLOCK, statOf } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { removeBestEffort } from '../util/temp-files.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount, LogCheck } from './catalog.js';
@@ -275,7 +275,7 @@ function readSmallFile(file: string): string | null {
     // A sessions dir copied from elsewhere: a FIFO under the name blocked the open for ever (O_NONBLOCK: it
     // opens, reads as empty), a symlink is not followed (ELOOP), and a file past the cap is no sidecar (the
     // log is read instead) rather than a buffer of its size kept for the process's life.
-    fd = fs.openSync(file, SIDECAR_OPEN_FLAGS);
+    fd = fs.openSync(file, NO_FOLLOW_NO_BLOCK);
     textBuffer ??= Buffer.allocUnsafe(TEXT_CHUNK);
     let n = 0;
     for (;;) {
@@ -298,9 +298,6 @@ function readSmallFile(file: string): string | null {
 const TEXT_CHUNK = 64 * 1024;
 /** A sidecar's largest size (200 failures with 1,000-char details take about 300 KB); over it, no sidecar. */
 const MAX_SIDECAR_BYTES = 16 * 1024 * 1024;
-/** Never block on a FIFO, never follow a final symlink (each 0 where the OS lacks it: no FIFOs on Windows). */
-const SIDECAR_OPEN_FLAGS =
-  fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0) | (fs.constants.O_NOFOLLOW ?? 0);
 let textBuffer: Buffer | undefined;
 
 // The shape check: a sidecar goes into the catalog only when every field has the catalog's type (a foreign

@@ -32,8 +32,11 @@ export function isRegularFile(p: string): boolean {
   return lstatOf(p)?.isFile() ?? false;
 }
 
-/** Open flags: never follow a final symlink, never block on a FIFO (each 0 where the OS lacks it). */
-const NO_FOLLOW_NO_BLOCK =
+/**
+ * Open flags for a file a sessions dir copied from elsewhere names: never follow a final symlink, never block on
+ * a FIFO (each 0 where the OS lacks it: Windows has neither, nor FIFOs).
+ */
+export const NO_FOLLOW_NO_BLOCK =
   fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0) | (fs.constants.O_NONBLOCK ?? 0);
 
 /** Why `readRegularFile` read nothing: no file, not a regular file (a symlink, FIFO, device, dir) or too big. */
@@ -57,7 +60,8 @@ export class NotARegularFileError extends Error {
 export function readRegularFile(file: string, maxBytes: number): Buffer {
   const before = lstatOf(file);
   if (!before) throw new NotARegularFileError(file, 'missing', `${file} does not exist`);
-  if (!before.isFile()) throw new NotARegularFileError(file, 'not-regular', `${file} is ${kindOf(before)}`);
+  if (!before.isFile())
+    throw new NotARegularFileError(file, 'not-regular', `${file} is ${fileKind(before)}, not a file`);
   let fd: number;
   try {
     fd = fs.openSync(file, NO_FOLLOW_NO_BLOCK);
@@ -69,7 +73,8 @@ export function readRegularFile(file: string, maxBytes: number): Buffer {
   }
   try {
     const st = fs.fstatSync(fd);
-    if (!st.isFile()) throw new NotARegularFileError(file, 'not-regular', `${file} is ${kindOf(st)}`);
+    if (!st.isFile())
+      throw new NotARegularFileError(file, 'not-regular', `${file} is ${fileKind(st)}, not a file`);
     if (st.size > maxBytes)
       throw new NotARegularFileError(
         file,
@@ -89,10 +94,11 @@ export function readRegularFile(file: string, maxBytes: number): Buffer {
   }
 }
 
-function kindOf(st: fs.Stats): string {
-  if (st.isSymbolicLink()) return 'a symbolic link, not a file';
-  if (st.isDirectory()) return 'a directory, not a file';
-  if (st.isFIFO()) return 'a FIFO, not a file';
-  if (st.isSocket()) return 'a socket, not a file';
-  return 'a device, not a file';
+/** What a path that is no regular file is, as an error says it ('a symbolic link', 'a FIFO', ...). */
+export function fileKind(st: fs.Stats): string {
+  if (st.isSymbolicLink()) return 'a symbolic link';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  return 'a device';
 }
