@@ -156,13 +156,51 @@ function testOnThread(state: RegexMatches, values: string[], thread: RegexThread
   try {
     results = thread.testAll(state.pattern, values);
   } catch (err) {
-    if (!(err instanceof RegexTimeoutError)) throw err;
-    throw new RegexTimeoutError(
-      `fingerprint ${state.where} ${err.message}: a regex that backtracks without end (such as (a+)+ or ` +
-        '(.*.*)*x); write it without a quantifier inside a repeated group, or use {"contains": ...}',
-    );
+    throw namingRule(state, err);
   }
+  keep(state, values, results);
+}
+
+/** `testOnThread` awaiting the thread (this one serves other work meanwhile). */
+async function testOnThreadAsync(state: RegexMatches, values: string[], thread: RegexThread): Promise<void> {
+  let results: boolean[];
+  try {
+    results = await thread.testAllAsync(state.pattern, values);
+  } catch (err) {
+    throw namingRule(state, err);
+  }
+  keep(state, values, results);
+}
+
+function keep(state: RegexMatches, values: string[], results: boolean[]): void {
   for (const [i, v] of values.entries()) state.known.set(v, results[i]!);
+}
+
+/** A `RegexTimeoutError` as the user reads it: which rule and field, and what to write instead. */
+function namingRule(state: RegexMatches, err: unknown): unknown {
+  if (!(err instanceof RegexTimeoutError)) return err;
+  return new RegexTimeoutError(
+    `fingerprint ${state.where} ${err.message}: a regex that backtracks without end (such as (a+)+ or ` +
+      '(.*.*)*x); write it without a quantifier inside a repeated group, or use {"contains": ...}',
+  );
+}
+
+/** Each user regex with the values `inputs` give its field that it has no answer for yet (one batch each). */
+function* unprimedBatches(
+  rules: readonly CompiledRule[],
+  inputs: readonly FingerprintInput[],
+): Generator<[RegexMatches, string[]]> {
+  for (const r of rules)
+    for (const [name, m] of r.matchers) {
+      const state = m.regex;
+      if (!state) continue;
+      const values = new Set<string>();
+      for (const f of inputs) {
+        const v = clipValue(field(f, name));
+        if (!state.known.has(v)) values.add(v);
+      }
+      yield [state, [...values]];
+    }
 }
 
 /**
@@ -176,17 +214,21 @@ export function primeRuleRegexes(
 ): void {
   const own = thread ?? new RegexThread();
   try {
-    for (const r of rules)
-      for (const [name, m] of r.matchers) {
-        const state = m.regex;
-        if (!state) continue;
-        const values = new Set<string>();
-        for (const f of inputs) {
-          const v = clipValue(field(f, name));
-          if (!state.known.has(v)) values.add(v);
-        }
-        testOnThread(state, [...values], own);
-      }
+    for (const [state, values] of unprimedBatches(rules, inputs)) testOnThread(state, values, own);
+  } finally {
+    if (!thread) own.close();
+  }
+}
+
+/** `primeRuleRegexes` without blocking this thread while the regexes run (the MCP server's triage). */
+export async function primeRuleRegexesAsync(
+  rules: readonly CompiledRule[],
+  inputs: readonly FingerprintInput[],
+  thread?: RegexThread,
+): Promise<void> {
+  const own = thread ?? new RegexThread();
+  try {
+    for (const [state, values] of unprimedBatches(rules, inputs)) await testOnThreadAsync(state, values, own);
   } finally {
     if (!thread) own.close();
   }

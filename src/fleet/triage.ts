@@ -22,6 +22,7 @@ import {
   normalizeDetail,
   parseFingerprintRules,
   primeRuleRegexes,
+  primeRuleRegexesAsync,
 } from './fingerprint.js';
 
 /** Time slices of the window a group's trend is counted in. */
@@ -130,6 +131,30 @@ function ratio(a: number, b: number): number {
 
 /** Triage the sessions of a catalog (refreshed by the caller) within a window. */
 export function triage(catalog: Catalog, options: TriageOptions = {}): TriageReport {
+  const steps = triageSteps(catalog, options);
+  // User regexes over every value at once, on a thread with a deadline (src/fleet/rule-regex.ts).
+  primeRuleRegexes(steps.rules, steps.inputs);
+  return steps.report();
+}
+
+/**
+ * `triage` that awaits the user regexes' thread instead of blocking on it: the MCP server goes on serving
+ * while a slow regex runs out its budget (up to 30 s a triage). The same report.
+ */
+export async function triageAsync(catalog: Catalog, options: TriageOptions = {}): Promise<TriageReport> {
+  const steps = triageSteps(catalog, options);
+  await primeRuleRegexesAsync(steps.rules, steps.inputs);
+  return steps.report();
+}
+
+/**
+ * What triage reads from the catalog, all of it before the user regexes run (their inputs), and the report
+ * made once they ran.
+ */
+function triageSteps(
+  catalog: Catalog,
+  options: TriageOptions,
+): { rules: CompiledRule[]; inputs: FingerprintInput[]; report: () => TriageReport } {
   const now = options.now ?? new Date();
   const until = options.until ?? now.toISOString();
   // A copy of a session dir (`... (2)`, a renamed dir) is the same run, not another: counted once.
@@ -141,28 +166,33 @@ export function triage(catalog: Catalog, options: TriageOptions = {}): TriageRep
   );
   const names = sessions.map((s) => s.dir_name);
   const rules = options.rules ?? [];
-  const window = trendWindow(sessions, until);
-  const groups = groupFailures(catalog, sessions, window, rules, options.includeRecovered === true);
-  return {
-    version: 1,
-    generatedAt: now.toISOString(),
-    source: options.source ?? null,
-    window: { since: options.since ?? null, until },
-    scenario: options.scenario ?? null,
-    fingerprintRules: { version: FINGERPRINT_RULES_VERSION, userRules: rules.length },
-    includeRecovered: options.includeRecovered === true,
-    sessions: {
-      total: sessions.length,
-      passed: sessions.filter((s) => s.verdict === 'PASS').length,
-      failed: sessions.filter((s) => s.verdict === 'FAIL').length,
-      running: sessions.filter((s) => s.status === 'open').length,
-      unreadable: sessions.filter((s) => s.error !== null).length,
-    },
-    groups,
-    flaky: flakyScenarios(sessions),
-    tools: toolRates(catalog, names),
-    copies,
+  const failures = windowFailures(catalog, sessions, options.includeRecovered === true);
+  // Read now: nothing reads the catalog while the regexes run (another request may write it meanwhile).
+  const tools = toolRates(catalog, names);
+  const report = (): TriageReport => {
+    const window = trendWindow(sessions, until);
+    return {
+      version: 1,
+      generatedAt: now.toISOString(),
+      source: options.source ?? null,
+      window: { since: options.since ?? null, until },
+      scenario: options.scenario ?? null,
+      fingerprintRules: { version: FINGERPRINT_RULES_VERSION, userRules: rules.length },
+      includeRecovered: options.includeRecovered === true,
+      sessions: {
+        total: sessions.length,
+        passed: sessions.filter((s) => s.verdict === 'PASS').length,
+        failed: sessions.filter((s) => s.verdict === 'FAIL').length,
+        running: sessions.filter((s) => s.status === 'open').length,
+        unreadable: sessions.filter((s) => s.error !== null).length,
+      },
+      groups: groupFailures(failures, window, rules),
+      flaky: flakyScenarios(sessions),
+      tools,
+      copies,
+    };
   };
+  return { rules, inputs: failures.map((x) => x.facts), report };
 }
 
 /**
@@ -231,25 +261,32 @@ interface GroupAccumulator {
   newest: CatalogFailure;
 }
 
-/** The window's failures grouped by fingerprint, most frequent first. */
-function groupFailures(
+/** A failure of the window, its session and what its fingerprint is made of. */
+interface WindowFailure {
+  f: CatalogFailure;
+  s: CatalogSession;
+  facts: FingerprintInput;
+}
+
+/** The failures of `sessions` that triage groups (unrecovered only, unless `includeRecovered`). */
+function windowFailures(
   catalog: Catalog,
   sessions: CatalogSession[],
-  window: TrendWindow,
-  rules: CompiledRule[],
   includeRecovered: boolean,
-): TriageGroup[] {
+): WindowFailure[] {
   const byDir = new Map(sessions.map((s) => [s.dir_name, s]));
-  const groups = new Map<string, GroupAccumulator>();
-  const failures = catalog
+  return catalog
     .failures(sessions.map((s) => s.dir_name))
     .filter((f) => includeRecovered || !f.recovered)
     .map((f) => ({ f, s: byDir.get(f.dir_name)!, facts: failureFacts(f, byDir.get(f.dir_name)!) }));
-  // User regexes over every value at once, on a thread with a deadline (src/fleet/rule-regex.ts).
-  primeRuleRegexes(
-    rules,
-    failures.map((x) => x.facts),
-  );
+}
+
+/**
+ * The failures grouped by fingerprint, most frequent first. Their user regexes were primed (triage), so
+ * `fingerprintOf` runs none here.
+ */
+function groupFailures(failures: WindowFailure[], window: TrendWindow, rules: CompiledRule[]): TriageGroup[] {
+  const groups = new Map<string, GroupAccumulator>();
   for (const { f, s, facts } of failures) {
     const fp = fingerprintOf(facts, rules);
     const at = f.at ?? s.started_at ?? window.until;

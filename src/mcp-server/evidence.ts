@@ -342,8 +342,9 @@ export class SessionsEvidence {
     const t = await import('../fleet/triage.js');
     const { withCatalog } = await import('../fleet/catalog.js');
     const rules = t.loadFingerprintRules(path.join(this.sessionsDir, t.RULES_FILE), { optional: true });
+    // Awaits the user regexes' thread: a slow regex (up to 30 s) does not stop the other tools' answers.
     const report = await withCatalog(this.sessionsDir, ({ catalog }) =>
-      t.triage(catalog, {
+      t.triageAsync(catalog, {
         since,
         scenario: args.scenario,
         includeRecovered: args.includeRecovered,

@@ -10,10 +10,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFleet } from '../../bench/lib/fleet.js';
-import { RegexThread, RegexTimeoutError } from '../../src/fleet/rule-regex.js';
 import { stdioClient } from '../mcp-server/helpers.js';
 import { runNodeSync } from '../support/programs.js';
 import { CLI, cli, scratchRoot } from './helpers.js';
+
+// The built module: its thread's code is dist/fleet/rule-regex-entry.js (the TypeScript sources have no .js).
+type RegexModule = typeof import('../../src/fleet/rule-regex.js');
+const { RegexThread, RegexTimeoutError } = (await import(
+  path.resolve(import.meta.dirname, '../../dist/fleet/rule-regex.js')
+)) as RegexModule;
 
 /** Exponential on any text without an X: run on the main thread, it never returns. */
 const CATASTROPHIC = '^(.*.*)*X$';
@@ -64,7 +69,7 @@ describe('a hostile fingerprint rules file', () => {
     fs.rmSync(own());
   });
 
-  it('the MCP server answers the triage tool with an error naming the rule, and goes on serving', async () => {
+  it('the MCP server answers the triage tool with an error naming the rule, serving other tools meanwhile', async () => {
     fs.writeFileSync(
       own(),
       rulesFile([
@@ -74,18 +79,37 @@ describe('a hostile fingerprint rules file', () => {
     );
     const { client, close } = await stdioClient(sessionsDir);
     try {
-      const res = (await client.callTool({ name: 'triage', arguments: {} }, undefined, {
-        timeout: 60_000,
-      })) as {
-        isError?: boolean;
-        content: Array<{ text: string }>;
-      };
+      type Answer = { isError?: boolean; content: Array<{ text: string }> };
+      const answered: string[] = [];
+      const triaged = (
+        client.callTool({ name: 'triage', arguments: {} }, undefined, { timeout: 60_000 }) as Promise<Answer>
+      ).finally(() => answered.push('triage'));
+      // Asked after triage: its regex never ends, so triage answers at its 5 s budget; the server's event
+      // loop is free meanwhile (the regex's thread is awaited), so the listing comes back first.
+      const listed = (
+        client.callTool({ name: 'list_sessions', arguments: { limit: 1 } }) as Promise<Answer>
+      ).finally(() => answered.push('list_sessions'));
+      const [res, list] = await Promise.all([triaged, listed]);
       expect(res.isError).toBe(true);
       expect(res.content[0]!.text).toMatch(/fingerprint rule 2: its "detail" regex ran over 5 s/);
-      const list = (await client.callTool({ name: 'list_sessions', arguments: { limit: 1 } })) as {
-        isError?: boolean;
-      };
       expect(list.isError).toBeFalsy();
+      expect(answered).toEqual(['list_sessions', 'triage']);
+      // A sane regex groups through the same (awaited) path.
+      fs.writeFileSync(
+        own(),
+        rulesFile([
+          {
+            name: 'any',
+            match: { detail: { regex: 'pixels|elements? (match|\\S+ went away)' } },
+            set: 'named',
+          },
+        ]),
+      );
+      const ok = (await client.callTool({ name: 'triage', arguments: {} })) as Answer & {
+        structuredContent?: { report: { groups: Array<{ fingerprint: string }> } };
+      };
+      expect(ok.isError, ok.content[0]?.text).toBeFalsy();
+      expect(ok.structuredContent!.report.groups.map((g) => g.fingerprint)).toEqual(['named']);
     } finally {
       await close();
       fs.rmSync(own());
