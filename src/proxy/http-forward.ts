@@ -117,6 +117,11 @@ class ForwardedRequest {
   private requestId: string | number | null = null;
   /** The MCP session the request belongs to (its Mcp-Session-Id), keeping ids of sessions apart. */
   private readonly scope: string;
+  /**
+   * The answer's Mcp-Session-Id when the request had none (initialize's answer opens the MCP session): the
+   * recorder files the exchange in that session.
+   */
+  private answerMeta: { mcpSessionId: string } | undefined;
   /** An event stream carried an event too large to record (maybe the call's answer). */
   private streamOversize: number | null = null;
   /** How the target's answer is recorded once it is complete (null: not recorded). */
@@ -208,13 +213,13 @@ class ForwardedRequest {
         }
         // Only an initialize answer is read here (it may name the server); any other is read by the recorder.
         if (message.method === 'initialize' || !pending.answered)
-          settleWithHttpAnswer(pending, status, whole);
-        else pending.answered(status, whole);
+          settleWithHttpAnswer(pending, status, whole, this.answerMeta);
+        else pending.answered(status, whole, this.answerMeta);
       };
     } else if (message.kind === 'notification') {
       wire.clientNotification(message.message, this.scope);
       this.recordAnswer = (_status, answer) =>
-        wire.notification(message.message, at, parseBounded(answer) ?? null);
+        wire.notification(message.message, at, parseBounded(answer) ?? null, this.scope);
     } else if (message.kind === 'response') {
       // The client answering a request of the server (sampling, elicitation, roots): a reply, not a fault.
       wire.clientReply(message.message, at, this.scope);
@@ -333,6 +338,9 @@ class ForwardedRequest {
     this.answerStarted = true;
     this.answerStream = answer;
     const status = answer.statusCode ?? 502;
+    const session = answer.headers['mcp-session-id'];
+    if (this.scope === '' && typeof session === 'string' && session !== '')
+      this.answerMeta = { mcpSessionId: session };
     this.streaming = isEventStream(answer.headers['content-type']);
     const toClient = this.client === 'waiting' && !this.clientGone();
     if (toClient) {
@@ -456,7 +464,7 @@ class ForwardedRequest {
       if (message.kind === 'response') {
         if (this.pending && !this.answered && (message.id === this.requestId || message.id === null)) {
           this.answered = true;
-          this.pending.complete(message.message);
+          this.pending.complete(message.message, this.answerMeta);
         } else wire.orphanResponse(message.message, at);
       } else if (message.kind === 'invalid') {
         wire.fault('response', `event-stream data ${message.reason}`, event.data);

@@ -108,8 +108,8 @@ export class WireRecording {
       tooLarge(answer: ProxyOversizeAnswer, meta?: ProxyExchangeMeta) {
         settle(() => pending.tooLarge(answer, { transport, startedAt, endedAt: new Date(), ...meta }));
       },
-      answered(status: number, body: Uint8Array) {
-        const meta = { transport, startedAt, endedAt: new Date() };
+      answered(status: number, body: Uint8Array, answerMeta?: ProxyExchangeMeta) {
+        const meta = { transport, startedAt, endedAt: new Date(), ...answerMeta };
         // A recorder on this thread reads the answer here; the worker's, on its own thread.
         settle(() =>
           pending.answered
@@ -236,14 +236,19 @@ export class WireRecording {
    * A notification (no id) and whatever answer it got (none on stdio; an empty 202 on HTTP). One addressed
    * to the recorder (a declared step or verdict, see declarations.ts) becomes that event, not an exchange.
    */
-  notification(message: Record<string, unknown>, startedAt: Date, response: unknown = null): void {
+  notification(
+    message: Record<string, unknown>,
+    startedAt: Date,
+    response: unknown = null,
+    scope = '',
+  ): void {
     if (isRecorderMethod(message.method)) {
       const d = declarationOf(message);
       const detail = d.kind === 'protocol-fault' ? { ...d.detail, transport: this.transport } : d.detail;
       recordEvent(this.recorder, d.kind, detail, d.sessionId);
       return;
     }
-    this.exchange(message, response, startedAt);
+    this.exchange(message, response, startedAt, scope);
   }
 
   /**
@@ -294,13 +299,12 @@ export class WireRecording {
     recordEvent(this.recorder, 'proxy-error', { transport: this.transport, ...detail }, sessionId);
   }
 
-  private exchange(request: unknown, response: unknown, startedAt: Date): void {
+  /** An exchange that is not a call; `scope`: the MCP session it ran in (HTTP: its Mcp-Session-Id), if any. */
+  private exchange(request: unknown, response: unknown, startedAt: Date, scope = ''): void {
     try {
-      this.recorder.recordExchange(request, response, {
-        transport: this.transport,
-        startedAt,
-        endedAt: new Date(),
-      });
+      const meta: ProxyExchangeMeta = { transport: this.transport, startedAt, endedAt: new Date() };
+      if (scope !== '') meta.mcpSessionId = scope;
+      this.recorder.recordExchange(request, response, meta);
     } catch {
       // recording never breaks the wire
     }

@@ -71,9 +71,10 @@ export class EventRecording {
 
   /**
    * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications, protocol
-   * faults): an event of the connection. `initialize` starts a new connection (and names the server).
+   * faults): an event of the connection, or of `mcpSession` (the MCP session of a server that is not MCEC it
+   * ran in). `initialize` starts a new connection (and names the server).
    */
-  exchange(request: unknown, response: unknown, at: Date, failed?: string): void {
+  exchange(request: unknown, response: unknown, at: Date, failed?: string, mcpSession?: string): void {
     const { registry, redactor, stage } = this.deps;
     if (this.deps.closed()) return;
     const req = isRecord(request) ? request : undefined;
@@ -88,7 +89,7 @@ export class EventRecording {
       const e = res.error;
       const message = typeof e.message === 'string' ? redactor.scrubText(e.message) : '';
       const fault = { code: typeof e.code === 'number' ? e.code : null, message, id: res.id ?? null, method };
-      registry.connectionEvent('protocol-fault', fault, at);
+      registry.connectionEvent('protocol-fault', fault, at, mcpSession);
     }
     const stored = stage('redact', () => ({
       request: withoutImageBytes(redactor.redact(request ?? null)),
@@ -96,7 +97,7 @@ export class EventRecording {
     }));
     const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
     if (failed !== undefined) detail.error = redactor.scrubText(failed);
-    registry.connectionEvent('exchange', detail, at);
+    registry.connectionEvent('exchange', detail, at, mcpSession);
   }
 
   /** `recorder.end()`: the session ends, with the verdict it declares. */

@@ -145,14 +145,32 @@ function requestHead(request: unknown): unknown {
 }
 
 /**
- * The exchange of anything but a tools/call: an `exchange` event of the connection once it settles, its
- * request counted as `requestBytes` (its rough size) in the queue.
+ * The MCP session an exchange ran in, from its request's `Mcp-Session-Id` or else its answer's (initialize's
+ * is given by its answer): the recorder's id of that session when the server is not MCEC, else undefined.
+ */
+export type ExchangeSession = (answerMeta?: ExchangeMeta) => string | undefined;
+
+/** The `ExchangeSession` of a request with this `Mcp-Session-Id`; asked when it settles (after initialize's answer named the server). */
+export function exchangeSession(
+  server: ServerIdentity,
+  requestSessionId: string | undefined,
+): ExchangeSession {
+  return (m) => {
+    const mcpSessionId = requestSessionId ?? m?.mcpSessionId;
+    return mcpSessionId ? server.mcpSessionOf(mcpSessionId)?.id : undefined;
+  };
+}
+
+/**
+ * The exchange of anything but a tools/call: an `exchange` event of the connection (of its MCP session, when
+ * `sessionOf` names one) once it settles, its request counted as `requestBytes` (its rough size) in the queue.
  */
 export function otherExchange(
   sink: ExchangeSink,
   request: unknown,
   method: string | null,
   requestBytes = roughValueSize(request),
+  sessionOf?: ExchangeSession,
 ): PendingExchange {
   let state: 'open' | 'settled' = 'open';
   let saw: ClientSaw | undefined;
@@ -164,12 +182,16 @@ export function otherExchange(
   const noteSaw = () => {
     if (saw) settling('late-answer', { client: saw.client, reason: saw.reason, method });
   };
-  const settle = (response: unknown, at: Date, size: number, failed?: string) => {
+  const settle = (response: unknown, at: Date, size: number, failed?: string, m?: ExchangeMeta) => {
     state = 'settled';
     // At the cap the record holds the request's head alone: one small record per exchange in flight.
     const whole = sink.overQueueCap(size + requestBytes) === null;
     const held = whole ? request : requestHead(request);
-    sink.push({ type: 'exchange', request: held, response, at, failed }, whole ? size + requestBytes : size);
+    const mcpSession = sessionOf?.(m);
+    sink.push(
+      { type: 'exchange', request: held, response, at, failed, mcpSession },
+      whole ? size + requestBytes : size,
+    );
   };
   const bodiless = (answer: OversizeAnswer, at: Date) => {
     const failed =
@@ -187,7 +209,7 @@ export function otherExchange(
       const size = roughSize(response);
       const cap = sink.overQueueCap(size + requestBytes);
       if (cap !== null) return bodiless(queueFull(size, cap), at);
-      settle(response, at, size);
+      settle(response, at, size, undefined, m);
       noteSaw();
     },
     tooLarge: (answer) => {
@@ -222,8 +244,9 @@ export function initializeExchange(
   request: unknown,
   server: ServerIdentity,
   requestBytes?: number,
+  sessionOf?: ExchangeSession,
 ): PendingExchange {
-  const inner = otherExchange(sink, request, 'initialize', requestBytes);
+  const inner = otherExchange(sink, request, 'initialize', requestBytes, sessionOf);
   return {
     ...inner,
     complete: (response, m) => {

@@ -17,8 +17,11 @@ export type Job =
   | { type: 'call-event'; call: RecordedCall; kind: string; detail: unknown; at: Date }
   /** A declared event (step, verdict, free-form); without a session id, the connection's. */
   | { type: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
-  /** A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications). */
-  | { type: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string }
+  /**
+   * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications); `mcpSession`:
+   * the MCP session it ran in (a server that is not MCEC, over HTTP with session ids), else the connection's.
+   */
+  | { type: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string; mcpSession?: string }
   /** `recorder.end()`. */
   | { type: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date };
 
@@ -39,7 +42,7 @@ export function runJob(job: Job, calls: CallRecording, events: EventRecording): 
       events.ofCall(job.call, job.kind, job.detail, job.at);
       return undefined;
     case 'exchange':
-      events.exchange(job.request, job.response, job.at, job.failed);
+      events.exchange(job.request, job.response, job.at, job.failed, job.mcpSession);
       return undefined;
     case 'end':
       events.end(job.sessionId, job.verdict, job.at);

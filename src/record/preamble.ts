@@ -13,6 +13,8 @@ interface PreambleEvent {
   kind: string;
   detail: unknown;
   at: Date;
+  /** The session of the MCP session the event is of (a server that is not MCEC); else the connection's. */
+  mcpSession: string | undefined;
 }
 
 /** One line of untrusted text, at most `max` characters. */
@@ -25,26 +27,40 @@ export class Preamble {
   private events: PreambleEvent[] = [];
   private dropped = 0;
 
-  /** Keep an event for the first session (or count it past the bound). */
-  keep(kind: string, detail: unknown, at: Date): void {
-    if (this.events.length < MAX_PREAMBLE_EVENTS) this.events.push({ kind, detail, at });
+  /**
+   * Keep an event for the first session (or count it past the bound); one of an MCP session (`mcpSession`,
+   * its session's id) for that session only.
+   */
+  keep(kind: string, detail: unknown, at: Date, mcpSession?: string): void {
+    if (this.events.length < MAX_PREAMBLE_EVENTS) this.events.push({ kind, detail, at, mcpSession });
     else this.dropped += 1;
   }
 
-  /** Write what is kept into `s` (and say how many were not kept); then nothing is kept. */
-  writeInto(s: RecordedSession): void {
-    if (this.events.length === 0 && this.dropped === 0) return;
-    for (const e of this.events) s.addEvent(e.kind, e.detail, null, e.at);
-    if (this.dropped > 0) {
+  /**
+   * Write what is kept for `s` into it: the events of its MCP session, and with `connection` the connection's
+   * (saying how many were not kept); those of other MCP sessions stay kept for them.
+   */
+  writeInto(s: RecordedSession, connection = true): void {
+    if (this.events.length === 0 && (this.dropped === 0 || !connection)) return;
+    const left: PreambleEvent[] = [];
+    let wrote = false;
+    for (const e of this.events) {
+      if (e.mcpSession === undefined ? connection : e.mcpSession === s.id) {
+        s.addEvent(e.kind, e.detail, null, e.at);
+        wrote = true;
+      } else left.push(e);
+    }
+    this.events = left;
+    if (connection && this.dropped > 0) {
       s.addEvent('record-failure', {
         stage: 'event',
         message: `${this.dropped} handshake events before the first call were not kept`,
         lost: 0,
       });
+      this.dropped = 0;
+      wrote = true;
     }
-    this.events = [];
-    this.dropped = 0;
-    s.markDirty();
+    if (wrote) s.markDirty();
   }
 
   /** The stderr line for a handshake no tool call ever followed (undefined when nothing is kept); clears it. */

@@ -26,6 +26,7 @@ import { type ClosedSessionsHandler, handClosedSessions } from './closed-session
 import { type EventRecording, RECORDER_WIDE_KINDS } from './event-recording.js';
 import {
   type ExchangeSink,
+  exchangeSession,
   initializeExchange,
   NOOP_EXCHANGE,
   otherExchange,
@@ -355,11 +356,12 @@ class RecorderImpl implements Recorder {
     const what = notification ? 'other' : notRecordedAs(request);
     if (this.gaps.refuses(what, bytes)) return NOOP_EXCHANGE;
     const req = isRecord(request) ? request : undefined;
-    if (req?.method === 'initialize')
-      return initializeExchange(this.exchangeSink, request, this.server, size);
     if (req?.method !== 'tools/call') {
+      const sessionOf = exchangeSession(this.server, meta.mcpSessionId);
+      if (req?.method === 'initialize')
+        return initializeExchange(this.exchangeSink, request, this.server, size, sessionOf);
       const method = typeof req?.method === 'string' ? req.method : null;
-      return otherExchange(this.exchangeSink, request, method, size);
+      return otherExchange(this.exchangeSink, request, method, size, sessionOf);
     }
     const params = isRecord(req.params) ? req.params : {};
     const tool = typeof params.name === 'string' ? params.name : '(unnamed)';

@@ -428,10 +428,20 @@ export class SessionRegistry {
     return noted;
   }
 
-  /** An event of the connection: into its current session, or kept for the first session a call lands in. */
-  connectionEvent(kind: string, detail: unknown, at: Date): void {
-    if (this.current) this.current.note(kind, detail, null, at);
-    else this.preamble.keep(kind, detail, at);
+  /**
+   * An event of the connection: into its current session, or kept for the first session a call lands in. One
+   * of an MCP session (`mcpSession`, a server that is not MCEC over HTTP) goes into that session once a call
+   * started there, else is kept for it alone: several clients share one proxy, and one's handshake is no
+   * part of another's session.
+   */
+  connectionEvent(kind: string, detail: unknown, at: Date, mcpSession?: string): void {
+    const s = mcpSession === undefined ? this.current : this.sessions.get(mcpSession);
+    if (!s) this.preamble.keep(kind, detail, at, mcpSession);
+    else {
+      // What its MCP session kept before a call started there goes first.
+      if (mcpSession !== undefined) this.preamble.writeInto(s, false);
+      s.note(kind, detail, null, at);
+    }
   }
 
   // ---------------------------------------------------------------- ends

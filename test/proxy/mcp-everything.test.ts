@@ -394,3 +394,60 @@ describe('the SDK client and server-everything through the proxies', () => {
     expect(bugReport).toContain('`no-such-tool` (call #3) succeeds and the scenario passes.\n');
   }, 120_000);
 });
+
+describe('several MCP sessions through one mcec-record http', () => {
+  /** The methods of a session's exchange events, in order. */
+  const exchanges = (s: { events: Array<{ kind: string; detail: Record<string, unknown> }> }) =>
+    s.events.filter((e) => e.kind === 'exchange').map((e) => e.detail.method);
+
+  it("each session holds its own MCP session's handshake, never another's; one without a call is named on stderr", async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const proxy = spawn(
+      process.execPath,
+      [MCEC_RECORD, 'http', '--listen', '127.0.0.1:0', '--target', server.url, '--sessions', sessionsDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    temp.defer(() => {
+      proxy.kill('SIGKILL');
+    });
+    let stderr = '';
+    proxy.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    await waitFor(() => /recording http:\/\/127\.0\.0\.1:\d+\/mcp/.test(stderr), 20_000);
+    const url = new URL(/recording (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)![1]!);
+
+    // A: looks around and leaves without a tool call.
+    const a = await connect(new StreamableHTTPClientTransport(url));
+    await a.listTools();
+    await a.ping();
+    await a.close();
+    // B calls a tool; C connects while B is open, lists the tools, then both call one.
+    const b = await connect(new StreamableHTTPClientTransport(url));
+    await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
+    const c = await connect(new StreamableHTTPClientTransport(url));
+    await c.listTools();
+    await b.callTool({ name: 'get-sum', arguments: { a: 1, b: 2 } });
+    await c.callTool({ name: 'echo', arguments: { message: 'from c' } });
+    await b.close();
+    await c.close();
+    const exited = new Promise((resolve) => proxy.once('exit', resolve));
+    proxy.kill('SIGTERM');
+    await exited;
+
+    const sessions = readSessions(sessionsDir);
+    expect(sessions.map((s) => s.calls.map((call) => call.tool))).toEqual(
+      expect.arrayContaining([['echo', 'get-sum'], ['echo']]),
+    );
+    expect(sessions).toHaveLength(2);
+    const bSession = sessions.find((s) => s.calls.length === 2)!;
+    const cSession = sessions.find((s) => s.calls.length === 1)!;
+    expect(exchanges(bSession)).toEqual(['initialize', 'notifications/initialized']);
+    expect(exchanges(cSession)).toEqual(['initialize', 'notifications/initialized', 'tools/list']);
+    // A's handshake went nowhere: stderr names it.
+    expect(stderr).toContain(
+      'no tool call followed the handshake, so no session was written for it: initialize, notifications/initialized, tools/list, ping',
+    );
+  }, 120_000);
+});
