@@ -13,7 +13,6 @@ import {
   ListResourcesRequestSchema,
   ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
-  McpError,
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { ValidateFunction } from 'ajv';
@@ -101,7 +100,7 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
   server.setRequestHandler(CallToolRequestSchema, async (request): Promise<CallToolResult> => {
     const tool = TOOLS.find((t) => t.name === request.params.name);
     if (!tool)
-      throw new McpError(
+      throw rpcError(
         ErrorCode.InvalidParams,
         `unknown tool ${JSON.stringify(request.params.name.slice(0, 80))}`,
       );
@@ -150,7 +149,7 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
     try {
       page = await evidence.documentsPage(request.params?.cursor, RESOURCE_PAGE);
     } catch (err) {
-      if (err instanceof ToolError) throw new McpError(ErrorCode.InvalidParams, err.message);
+      if (err instanceof ToolError) throw rpcError(ErrorCode.InvalidParams, err.message);
       throw err;
     }
     return {
@@ -171,7 +170,7 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
     const uri = request.params.uri;
     const parsed = parseDocumentUri(uri);
     if (!parsed) {
-      throw new McpError(
+      throw rpcError(
         ErrorCode.InvalidParams,
         `unknown resource ${JSON.stringify(uri.slice(0, 200))}: use ${URI_SCHEME}<session>/failure-summary.md or report.html`,
       );
@@ -187,10 +186,18 @@ export function createEvidenceServer(options: EvidenceServerOptions): Server {
       }
       return result;
     } catch (err) {
-      if (err instanceof ToolError) throw new McpError(-32002, err.message); // MCP's "resource not found"
+      if (err instanceof ToolError) throw rpcError(-32002, err.message); // MCP's "resource not found"
       log(`mcec-bundle mcp: reading ${uri} failed: ${(err as Error).stack ?? String(err)}`);
-      throw new McpError(ErrorCode.InternalError, `reading the resource failed: ${(err as Error).message}`);
+      throw rpcError(ErrorCode.InternalError, `reading the resource failed: ${(err as Error).message}`);
     }
   });
   return server;
+}
+
+/**
+ * A JSON-RPC error whose message is `message` alone: the SDK sends an error's own message, and McpError's
+ * starts with "MCP error <code>:", which an SDK client then says a second time.
+ */
+function rpcError(code: number, message: string): Error {
+  return Object.assign(new Error(message), { code });
 }

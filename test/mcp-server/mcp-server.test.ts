@@ -223,8 +223,12 @@ describe.each(transports)('over %s', (_name, connect) => {
       expect(res.isError, `${name} ${JSON.stringify(args)}`).toBe(true);
       expect(res.content[0]!.text!.length).toBeGreaterThan(0);
     }
+    // The JSON-RPC error's message is the sentence alone: the client says "MCP error <code>:" once.
     await expect(client.callTool({ name: 'read_file', arguments: { path: '/etc/passwd' } })).rejects.toThrow(
-      /unknown tool/,
+      /^MCP error -32602: unknown tool "read_file"$/,
+    );
+    await expect(client.readResource({ uri: 'mcec-session://zzz0/failure-summary.md' })).rejects.toThrow(
+      /^MCP error -32002: no session matching "zzz0"/,
     );
     for (const uri of [
       'mcec-session://../failure-summary.md',
