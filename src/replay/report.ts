@@ -132,6 +132,15 @@ function printable(text: string): string {
   return out;
 }
 
+/** How the text names a call without an exact match, by its outcome (the counts' words). */
+const UNMATCHED_LABEL: Record<CallOutcome, string> = {
+  matched: 'matched',
+  repeat: 'repeated',
+  nearest: 'answered by the nearest',
+  unmatched: 'unmatched',
+  diverged: 'diverged',
+};
+
 /** The report as text for a terminal: counts, unmatched calls with their nearest recording, unused ones. */
 export function formatReport(report: ReplayReport): string {
   const c = report.counts;
@@ -148,8 +157,11 @@ export function formatReport(report: ReplayReport): string {
     const d = report.firstDivergence;
     lines.push(`  first divergence: call ${d.n} ${d.tool} ${shortArgs(d.args)}`);
   }
+  const outcomes = new Map(report.calls.map((call) => [call.n, call.outcome]));
   for (const u of report.unmatched.slice(0, 20)) {
-    lines.push(`  unmatched: call ${u.n} ${u.tool} ${shortArgs(u.args)}`);
+    // Said as the counts above say it: a call the nearest recording answered is not one of the "unmatched".
+    const how = UNMATCHED_LABEL[outcomes.get(u.n) ?? 'unmatched'];
+    lines.push(`  ${how}: call ${u.n} ${u.tool} ${shortArgs(u.args)}`);
     if (u.nearest) {
       lines.push(`    nearest: #${u.nearest.seq} ${u.nearest.tool} ${shortArgs(u.nearest.args)}`);
       for (const d of u.differences.slice(0, 5))

@@ -106,6 +106,21 @@ describe('--lockdown', () => {
     expect(report.counts).toMatchObject({ calls: 3, matched: 2, unmatched: 1 });
   });
 
+  it('mcec-replay without --lockdown names a call the nearest recording answered as such, not as unmatched', async () => {
+    const replay = new StdioReplay([fixture.demo.sessionDir, '--stdio']);
+    await replay.request('tools/call', { name: 'session-start', arguments: {} });
+    await replay.request('tools/call', {
+      name: 'query',
+      arguments: { window: 'Untitled - Notepad', maxNodes: 5, sessionId: fixture.demo.sessionId },
+    });
+    expect(await replay.end()).toBe(0);
+    expect(replay.stderr).toContain('1 answered by the nearest, 0 unmatched');
+    expect(replay.stderr).toContain(
+      'answered by the nearest: call 2 query {"window":"Untitled - Notepad","maxNodes":5,',
+    );
+    expect(replay.stderr).not.toMatch(/unmatched: call/);
+  });
+
   it('mcec-replay --lockdown exits 1 naming the first unmatched call', async () => {
     const file = path.join(fixture.work, 'lockdown-report.json');
     const replay = new StdioReplay([fixture.demo.sessionDir, '--stdio', '--lockdown', '--report', file]);
@@ -118,6 +133,7 @@ describe('--lockdown', () => {
     expect(replay.stderr).toContain(
       'first divergence: call 2 query {"window":"Untitled - Notepad","maxNodes":5,',
     );
+    expect(replay.stderr).toContain('unmatched: call 2 query');
     expect(replay.stderr).toMatch(/nearest: #5 query/);
     expect(replay.stderr).toMatch(/\/maxNodes: extra: the recorded call had no such argument/);
     const report = JSON.parse(fs.readFileSync(file, 'utf8'));
