@@ -94,9 +94,12 @@ export function recordEvent(
   kind: string,
   detail: Record<string, unknown>,
   sessionId?: string,
+  scope = '',
 ): void {
   try {
-    recorder.event(sessionId, kind, detail);
+    // `scope`: the MCP session whose stream carried it (HTTP's Mcp-Session-Id), for a server that is not MCEC.
+    if (scope === '') recorder.event(sessionId, kind, detail);
+    else recorder.event(sessionId, kind, detail, { mcpSessionId: scope });
   } catch {
     // Recording never breaks the wire.
   }

@@ -36,6 +36,8 @@ interface ServerRequest {
   at: Date;
   /** The call whose answer carried it (HTTP) or named by its progress token; else the connection's. */
   call: ProxyPendingExchange | undefined;
+  /** The MCP session whose stream carried it (HTTP's Mcp-Session-Id; '' for none). */
+  scope: string;
 }
 
 /** Records wire traffic of one proxy into a recorder. */
@@ -171,7 +173,14 @@ export class WireRecording {
       const owner = this.byProgressToken(params, scope) ?? call;
       const detail = { method: message.method, params: params ?? null };
       if (owner) owner.note('notification', detail, at);
-      else recordEvent(this.recorder, 'notification', { ...detail, transport: this.transport });
+      else
+        recordEvent(
+          this.recorder,
+          'notification',
+          { ...detail, transport: this.transport },
+          undefined,
+          scope,
+        );
       return;
     }
     if (message.kind !== 'request' || message.id === null) return;
@@ -188,6 +197,7 @@ export class WireRecording {
       params: params ?? null,
       at,
       call: this.byProgressToken(params, scope) ?? call,
+      scope,
     });
   }
 
@@ -204,13 +214,14 @@ export class WireRecording {
       this.serverRequestEvent(request, replyOf(message), at);
       return;
     }
-    recordEvent(this.recorder, 'server-request', {
+    const unpaired = {
       method: null,
       id: id ?? null,
       ...replyOf(message),
       unpaired: true,
       transport: this.transport,
-    });
+    };
+    recordEvent(this.recorder, 'server-request', unpaired, undefined, scope);
   }
 
   private serverRequestEvent(request: ServerRequest, reply: Record<string, unknown>, at = new Date()): void {
@@ -222,7 +233,10 @@ export class WireRecording {
       replyMs: Math.max(0, at.getTime() - request.at.getTime()),
     };
     if (request.call) request.call.note('server-request', detail, request.at);
-    else recordEvent(this.recorder, 'server-request', { ...detail, transport: this.transport });
+    else {
+      const event = { ...detail, transport: this.transport };
+      recordEvent(this.recorder, 'server-request', event, undefined, request.scope);
+    }
   }
 
   private byProgressToken(params: unknown, scope: string): ProxyPendingExchange | undefined {

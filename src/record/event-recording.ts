@@ -39,15 +39,24 @@ export class EventRecording {
     this.deps = deps;
   }
 
-  /** A declared event: into the session it names, else the connection's current session (or the preamble). */
-  declared(sessionId: string | undefined, kind: string, detail: unknown, at: Date): void {
+  /**
+   * A declared event: into the session it names, else `mcpSession` (a server's stream of one MCP session), else
+   * the connection's current session (or the preamble).
+   */
+  declared(
+    sessionId: string | undefined,
+    kind: string,
+    detail: unknown,
+    at: Date,
+    mcpSession?: string,
+  ): void {
     const { registry, redactor, stage } = this.deps;
     if (this.deps.closed()) return;
     const stored = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
     const id = sessionId?.trim();
     if (!id) {
       if (!(RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)))
-        registry.connectionEvent(kind, stored, at);
+        registry.connectionEvent(kind, stored, at, mcpSession);
       return;
     }
     const s = registry.obtain(id, 'argument', at);

@@ -15,8 +15,15 @@ export type Job =
   | { type: 'late'; call: RecordedCall; late: LateAnswer; saw: ClientSaw }
   /** An event of a call (a streamed notification, a server request and its reply), in the call's session. */
   | { type: 'call-event'; call: RecordedCall; kind: string; detail: unknown; at: Date }
-  /** A declared event (step, verdict, free-form); without a session id, the connection's. */
-  | { type: 'event'; sessionId: string | undefined; kind: string; detail: unknown; at: Date }
+  /** A declared event (step, verdict, free-form); without a session id, the connection's (or `mcpSession`'s). */
+  | {
+      type: 'event';
+      sessionId: string | undefined;
+      kind: string;
+      detail: unknown;
+      at: Date;
+      mcpSession?: string | undefined;
+    }
   /**
    * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications); `mcpSession`:
    * the MCP session it ran in (a server that is not MCEC, over HTTP with session ids), else the connection's.
@@ -36,7 +43,7 @@ export function runJob(job: Job, calls: CallRecording, events: EventRecording): 
     case 'late':
       return calls.late(job.call, job.late, job.saw);
     case 'event':
-      events.declared(job.sessionId, job.kind, job.detail, job.at);
+      events.declared(job.sessionId, job.kind, job.detail, job.at, job.mcpSession);
       return undefined;
     case 'call-event':
       events.ofCall(job.call, job.kind, job.detail, job.at);

@@ -39,7 +39,7 @@ import { checkRecorderOptions } from './options.js';
 import { type OutputShape, quickOutcome, roughValueSize, thrownMessage } from './outcome.js';
 import { RecordQueue } from './record-queue.js';
 import { buildRecorderParts, COMMIT_RETRY_MS } from './recorder-parts.js';
-import { DECLARED_KINDS, notRecordedAs, queueGaps, type RecordingGaps } from './recording-gap.js';
+import { notRecordedAs, queueGaps, type RecordingGaps } from './recording-gap.js';
 import { routingArgument } from './routing.js';
 import { type McpSession, ServerIdentity } from './server-identity.js';
 import type { SessionRegistry } from './session-registry.js';
@@ -386,19 +386,20 @@ class RecorderImpl implements Recorder {
     this.event(sessionId, 'step', d);
   }
 
-  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
+  event(
+    sessionId: string | undefined,
+    kind: string,
+    detail: Record<string, unknown>,
+    meta?: ExchangeMeta,
+  ): void {
     if (this.sealed) return;
     // At the byte cap an event is counted, not queued; declared steps and verdicts up to GAP_DECLARED a gap; a
     // recording gap (the worker recorder's, posted here) always: it is what says what was lost.
     const bytes = jobBytes(detail);
-    const gated = !RECORDER_WIDE_KINDS.has(kind);
-    if (
-      gated &&
-      (DECLARED_KINDS.has(kind) ? this.gaps.refusesDeclared(bytes) : this.gaps.refuses('other', bytes))
-    )
-      return;
+    if (this.gaps.refusesEvent(kind, bytes, RECORDER_WIDE_KINDS.has(kind))) return;
     const id = typeof sessionId === 'string' && sessionId !== '' ? sessionId : undefined;
-    this.push({ type: 'event', sessionId: id, kind, detail, at: this.clock.date() }, bytes);
+    const mcpSession = exchangeSession(this.server, meta?.mcpSessionId)();
+    this.push({ type: 'event', sessionId: id, kind, detail, at: this.clock.date(), mcpSession }, bytes);
   }
 
   rememberSecret(secret: string): void {

@@ -124,6 +124,15 @@ export class RecordingGaps {
     return true;
   }
 
+  /**
+   * An event of `kind` and `bytes` at the cap: a declared one as `refusesDeclared`, any other counted as
+   * `other`; never one about the whole recorder (`wide`: a recording gap, which says what was lost).
+   */
+  refusesEvent(kind: string, bytes: number, wide: boolean): boolean {
+    if (wide) return false;
+    return DECLARED_KINDS.has(kind) ? this.refusesDeclared(bytes) : this.refuses('other', bytes);
+  }
+
   /** Something not kept at the cap, counted into the open gap (opened now if none). */
   count(what: NotRecorded): void {
     this.start();

@@ -216,9 +216,15 @@ export interface Recorder {
   step(sessionId: string | undefined, name: string, status: string, detail?: string): void;
   /**
    * A free-form event in a session; without one, in the connection's current session (kept for the first
-   * session a call lands in while there is none). Its detail is redacted.
+   * session a call lands in while there is none), or with `meta.mcpSessionId` (a proxy's event on a server's
+   * stream) in that MCP session of a server that is not MCEC. Its detail is redacted.
    */
-  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
+  event(
+    sessionId: string | undefined,
+    kind: string,
+    detail: Record<string, unknown>,
+    meta?: Pick<ExchangeMeta, 'mcpSessionId'>,
+  ): void;
   /** Scrub this value from everything stored from now on (kept like `redact.secrets`: never evicted by the wire). */
   rememberSecret(secret: string): void;
   /**

@@ -109,7 +109,12 @@ function handle(message: Posted): void {
       recorder.recordExchange(message.request, message.response, metaOf(message.meta));
       return;
     case 'event':
-      recorder.event(message.sessionId, message.kind, message.detail);
+      recorder.event(
+        message.sessionId,
+        message.kind,
+        message.detail,
+        message.mcpSessionId === undefined ? undefined : { mcpSessionId: message.mcpSessionId },
+      );
       return;
     case 'header-secret':
       recorder.rememberHeaderSecret(message.secret);

@@ -68,7 +68,13 @@ export type ToWorker =
   | { op: 'fail' | 'timed-out' | 'client-left' | 'cancelled'; id: number; reason: string }
   | { op: 'note'; id: number; kind: string; detail: Record<string, unknown>; at: number | undefined }
   | { op: 'exchange'; request: unknown; response: unknown; meta: WireMeta }
-  | { op: 'event'; sessionId: string | undefined; kind: string; detail: Record<string, unknown> }
+  | {
+      op: 'event';
+      sessionId: string | undefined;
+      kind: string;
+      detail: Record<string, unknown>;
+      mcpSessionId?: string;
+    }
   | { op: 'header-secret'; secret: string }
   | { op: 'forget'; id: number }
   | { op: 'close'; exportDeadline?: number };
@@ -313,11 +319,18 @@ class WorkerRecorderImpl implements WorkerRecorder {
     return null;
   }
 
-  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void {
+  event(
+    sessionId: string | undefined,
+    kind: string,
+    detail: Record<string, unknown>,
+    meta?: ExchangeMeta,
+  ): void {
     // An agent's declared steps and verdicts are posted even at the cap (what its run is judged by), up to
     // GAP_DECLARED of them: past that they are counted too.
     const refused = DECLARED_KINDS.has(kind) ? this.gaps.refusesDeclared() : this.gaps.refuses('other');
-    if (!refused) this.post({ op: 'event', sessionId, kind, detail });
+    if (refused) return;
+    if (meta?.mcpSessionId === undefined) this.post({ op: 'event', sessionId, kind, detail });
+    else this.post({ op: 'event', sessionId, kind, detail, mcpSessionId: meta.mcpSessionId });
   }
 
   rememberHeaderSecret(secret: string): void {

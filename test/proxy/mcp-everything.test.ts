@@ -450,4 +450,43 @@ describe('several MCP sessions through one mcec-record http', () => {
       'no tool call followed the handshake, so no session was written for it: initialize, notifications/initialized, tools/list, ping',
     );
   }, 120_000);
+
+  it("what a client's GET stream brings (server-everything's log messages) goes into that client's session", async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
+    try {
+      const a = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      let messages = 0;
+      a.fallbackNotificationHandler = async (n) => {
+        if (n.method === 'notifications/message') messages += 1;
+      };
+      await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
+      await a.callTool({ name: 'toggle-simulated-logging', arguments: {} });
+      // B's call makes B's session the connection's latest: A's log messages from then on are still A's.
+      const b = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
+      const before = messages;
+      await waitFor(() => messages >= before + 2, 60_000);
+      await a.close();
+      await b.close();
+    } finally {
+      await proxy.close();
+      await recorder.close();
+    }
+    const sessions = readSessions(sessionsDir);
+    const logOf = (tools: string[]) => {
+      const s = sessions.find((x) => x.calls.map((c) => c.tool).join() === tools.join())!;
+      // The simulated log messages ("Debug-level message - SessionId ..."), not those about a client's roots.
+      return s.events.filter(
+        (e) =>
+          e.kind === 'notification' &&
+          /-level message/.test(String((e.detail.params as { data?: unknown } | undefined)?.data)),
+      );
+    };
+    expect(sessions).toHaveLength(2);
+    expect(logOf(['echo'])).toEqual([]);
+    expect(logOf(['echo', 'toggle-simulated-logging']).length).toBeGreaterThanOrEqual(2);
+  }, 120_000);
 });
