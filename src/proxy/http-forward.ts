@@ -150,8 +150,7 @@ class ForwardedRequest {
     private readonly recorded: boolean,
   ) {
     this.timeout = { ms: ctx.timeouts.defaultMs, source: 'default' };
-    const session = req.headers['mcp-session-id'];
-    this.scope = typeof session === 'string' ? session : '';
+    this.scope = mcpSessionScope(req);
   }
 
   start(): void {
@@ -284,6 +283,7 @@ class ForwardedRequest {
         path: pathOnly(this.req.url),
       },
       this.callSession,
+      this.scope,
     );
     this.pending?.timedOut(`proxy-error 504: ${reason}`);
     this.armTimer(this.ctx.lateAnswerMs, () => {
@@ -438,6 +438,7 @@ class ForwardedRequest {
         stream: this.streaming,
       },
       this.callSession,
+      this.scope,
     );
     this.res.destroy();
   }
@@ -508,6 +509,7 @@ class ForwardedRequest {
     this.ctx.wire.proxyError(
       { status, reason, method: req.method, path: pathOnly(req.url), responseStarted: this.answerStarted },
       this.callSession,
+      this.scope,
     );
     this.pending?.fail(`proxy-error ${status}: ${reason}`);
     if (this.clientGone() || this.client === 'answered-504') return;
@@ -547,6 +549,12 @@ function responseHeaders(raw: string[]): string[] {
     if (name === 'content-length' || !HOP_BY_HOP.has(name)) out.push(raw[i]!, raw[i + 1]!);
   }
   return out;
+}
+
+/** The MCP session a request belongs to: its `Mcp-Session-Id` header ('' for none). */
+export function mcpSessionScope(req: http.IncomingMessage): string {
+  const session = req.headers['mcp-session-id'];
+  return typeof session === 'string' ? session : '';
 }
 
 /** The path of a request-target without its query (which may carry secrets), for events. */

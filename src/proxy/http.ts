@@ -30,7 +30,13 @@ import {
 import { DEFAULT_WRITE_TIMEOUT_MS } from '../wire/write-deadline.js';
 import { checkRecordLimit, DEFAULT_MAX_RECORD_BYTES } from './bounded.js';
 import { isRecorderNotification } from './declarations.js';
-import { type ForwardContext, forwardRequest, pathOnly, TargetHealth } from './http-forward.js';
+import {
+  type ForwardContext,
+  forwardRequest,
+  mcpSessionScope,
+  pathOnly,
+  TargetHealth,
+} from './http-forward.js';
 import { classifyMessage } from './jsonrpc.js';
 import {
   PROXY_RECORDER_METHODS,
@@ -223,7 +229,8 @@ function passesGates(
   const { pathname } = settings.target;
   const refuse = (refusal: Refusal, detail: Record<string, unknown>) => {
     sendRefusal(res, refusal);
-    wire.proxyError({ status: refusal.status, ...detail, method, path: pathOnly(req.url), server: kind });
+    const event = { status: refusal.status, ...detail, method, path: pathOnly(req.url), server: kind };
+    wire.proxyError(event, undefined, mcpSessionScope(req));
     req.resume();
     return false;
   };
@@ -289,7 +296,8 @@ function readBoundedBody(
     chunks.length = 0;
     const text = `Request body exceeds ${limit} bytes`; // MCEC's words
     sendRefusal(res, kind === 'mcec' ? mcecRefusal(413, text) : mcpRefusal(413, -32600, text));
-    wire.proxyError({ status: 413, reason: 'body too large', bytes: size || declared, limit, server: kind });
+    const event = { status: 413, reason: 'body too large', bytes: size || declared, limit, server: kind };
+    wire.proxyError(event, undefined, mcpSessionScope(req));
   };
   const timer = setTimeout(() => {
     if (tooLarge) {
@@ -306,7 +314,8 @@ function readBoundedBody(
     // The rest of the body is never read: hang up once the 408 (or an earlier 413) is out.
     if (res.writableFinished) req.socket.destroy();
     else res.once('finish', () => req.socket.destroy());
-    wire.proxyError({ status: 408, reason: 'body too slow', bytes: size, timeoutMs, server: kind });
+    const event = { status: 408, reason: 'body too slow', bytes: size, timeoutMs, server: kind };
+    wire.proxyError(event, undefined, mcpSessionScope(req));
   }, timeoutMs);
   req.once('close', () => clearTimeout(timer));
   if (Number.isFinite(declared) && declared > limit) tooLargeNow();
@@ -342,10 +351,19 @@ function authorizationWatcher(recorder: ProxyRecorder): (auth: string | undefine
   };
 }
 
-/** A notification for the recorder itself: recorded, not forwarded, answered as MCP answers notifications. */
-function acceptDeclaration(wire: WireRecording, res: http.ServerResponse, body: Buffer): void {
+/**
+ * A notification for the recorder itself: recorded (in the client's MCP session when it names no sessionId),
+ * not forwarded, answered as MCP answers notifications.
+ */
+function acceptDeclaration(
+  wire: WireRecording,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  body: Buffer,
+): void {
   const message = classifyMessage(body.toString('utf8'));
-  if (message.kind === 'notification') wire.notification(message.message, new Date());
+  if (message.kind === 'notification')
+    wire.notification(message.message, new Date(), null, mcpSessionScope(req));
   res.writeHead(202, { 'Content-Length': '0' });
   res.end();
 }
@@ -411,7 +429,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     const post = req.method === 'POST';
     const bounds = { limit: settings.maxBodyBytes[kind], timeoutMs: settings.bodyTimeoutMs };
     readBoundedBody(req, res, bounds, kind, wire, (body) => {
-      if (post && isRecorderNotification(body)) acceptDeclaration(wire, res, body);
+      if (post && isRecorderNotification(body)) acceptDeclaration(wire, req, res, body);
       else {
         // Behind any request still waiting (room comes back above the low mark, where waiters still wait): none
         // overtakes an earlier one. Each still waits at most ROOM_WAIT_MS from its own arrival.
@@ -427,12 +445,16 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
           // yet): MCEC never runs a call nobody waits for.
           if (!res.destroyed && res.socket?.destroyed === false) forwardRequest(ctx, req, res, body, post);
           else
-            wire.proxyError({
-              reason: 'client left before the request was forwarded',
-              method: req.method,
-              path: pathOnly(req.url),
-              server: kind,
-            });
+            wire.proxyError(
+              {
+                reason: 'client left before the request was forwarded',
+                method: req.method,
+                path: pathOnly(req.url),
+                server: kind,
+              },
+              undefined,
+              mcpSessionScope(req),
+            );
         });
         // Those behind it go on even if it threw (which still surfaces, unhandled, as it did before).
         const done = new Promise<void>((settle) =>

@@ -259,7 +259,8 @@ export class WireRecording {
     if (isRecorderMethod(message.method)) {
       const d = declarationOf(message);
       const detail = d.kind === 'protocol-fault' ? { ...d.detail, transport: this.transport } : d.detail;
-      recordEvent(this.recorder, d.kind, detail, d.sessionId);
+      // Without a sessionId it is the declaring client's MCP session's (HTTP: `scope`), as its exchanges are.
+      recordEvent(this.recorder, d.kind, detail, d.sessionId, scope);
       return;
     }
     this.exchange(message, response, startedAt, scope);
@@ -308,9 +309,13 @@ export class WireRecording {
     recordEvent(this.recorder, 'oversize-message', detail);
   }
 
-  /** A failure of the proxy itself (target down, too slow, body too large), in the call's session if known. */
-  proxyError(detail: Record<string, unknown>, sessionId?: string): void {
-    recordEvent(this.recorder, 'proxy-error', { transport: this.transport, ...detail }, sessionId);
+  /**
+   * A failure of the proxy itself (target down, too slow, body too large, a gate's refusal), in the call's
+   * session if known, else the MCP session of the request (`scope`, HTTP's Mcp-Session-Id) when the recorder
+   * has recorded it.
+   */
+  proxyError(detail: Record<string, unknown>, sessionId?: string, scope = ''): void {
+    recordEvent(this.recorder, 'proxy-error', { transport: this.transport, ...detail }, sessionId, scope);
   }
 
   /** An exchange that is not a call; `scope`: the MCP session it ran in (HTTP: its Mcp-Session-Id), if any. */

@@ -19,6 +19,12 @@ import { withoutImageBytes } from './values.js';
  */
 export const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set([RECORDING_GAP]);
 
+/** Where a declared event of `kind` goes of `mcpSession`: a `proxy-error` only to a session the registry holds. */
+function mcpSessionOf(registry: SessionRegistry, kind: string, mcpSession: string | undefined) {
+  if (mcpSession === undefined || kind !== 'proxy-error') return mcpSession;
+  return registry.find(mcpSession) ? mcpSession : undefined;
+}
+
 /** A call's event (a streamed notification, a server request) is clipped to this. */
 const MAX_CALL_EVENT_CHARS = 64 * 1024;
 
@@ -40,8 +46,10 @@ export class EventRecording {
   }
 
   /**
-   * A declared event: into the session it names, else `mcpSession` (a server's stream of one MCP session), else
-   * the connection's current session (or the preamble).
+   * A declared event: into the session it names, else `mcpSession` (the MCP session of a server that is not
+   * MCEC whose client declared it or whose stream carried it), else the connection's current session (or the
+   * preamble). A `proxy-error` goes to `mcpSession` only once a call started there: the header is the
+   * client's word, and a refusal must not wait for a session that may never come.
    */
   declared(
     sessionId: string | undefined,
@@ -56,7 +64,7 @@ export class EventRecording {
     const id = sessionId?.trim();
     if (!id) {
       if (!(RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)))
-        registry.connectionEvent(kind, stored, at, mcpSession);
+        registry.connectionEvent(kind, stored, at, mcpSessionOf(registry, kind, mcpSession));
       return;
     }
     const s = registry.obtain(id, 'argument', at);

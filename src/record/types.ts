@@ -216,8 +216,9 @@ export interface Recorder {
   step(sessionId: string | undefined, name: string, status: string, detail?: string): void;
   /**
    * A free-form event in a session; without one, in the connection's current session (kept for the first
-   * session a call lands in while there is none), or with `meta.mcpSessionId` (a proxy's event on a server's
-   * stream) in that MCP session of a server that is not MCEC. Its detail is redacted.
+   * session a call lands in while there is none), or with `meta.mcpSessionId` (a proxy's event of one MCP
+   * session: a server's stream, a client's declared step or verdict) in that MCP session of a server that is
+   * not MCEC (a `proxy-error` only once a call started there). Its detail is redacted.
    */
   event(
     sessionId: string | undefined,

@@ -395,10 +395,43 @@ describe('the SDK client and server-everything through the proxies', () => {
   }, 120_000);
 });
 
+/** `mcec-record http` (the CLI, its recorder in a worker) in front of `target`, with `flags`; its URL and stderr. */
+async function spawnHttpRecorder(target: string, sessionsDir: string, flags: string[] = []) {
+  const proxy = spawn(
+    process.execPath,
+    [MCEC_RECORD, 'http', '--listen', '127.0.0.1:0', '--target', target, '--sessions', sessionsDir, ...flags],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  temp.defer(() => {
+    proxy.kill('SIGKILL');
+  });
+  const out = { url: new URL('http://127.0.0.1/'), stderr: '', stop: async () => {} };
+  proxy.stderr!.on('data', (c: Buffer) => {
+    out.stderr += c.toString();
+  });
+  await waitFor(() => /recording http:\/\/127\.0\.0\.1:\d+\/mcp/.test(out.stderr), 20_000);
+  out.url = new URL(/recording (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(out.stderr)![1]!);
+  out.stop = async () => {
+    const exited = new Promise((resolve) => proxy.once('exit', resolve));
+    proxy.kill('SIGTERM');
+    await exited;
+  };
+  return out;
+}
+
+/** A step declared to the recorder through the proxy (README: "Declaring steps"), naming no sessionId. */
+async function declareStep(client: Client, name: string): Promise<void> {
+  const step = { method: 'notifications/mcec-recorder/step', params: { name, status: 'passed' } };
+  await client.notification(step as unknown as Parameters<Client['notification']>[0]);
+}
+
 describe('several MCP sessions through one mcec-record http', () => {
   /** The methods of a session's exchange events, in order. */
   const exchanges = (s: { events: Array<{ kind: string; detail: Record<string, unknown> }> }) =>
     s.events.filter((e) => e.kind === 'exchange').map((e) => e.detail.method);
+  /** The session whose calls are these echoes' messages. */
+  const echoing = (sessions: ReturnType<typeof readSessions>, message: string) =>
+    sessions.find((x) => x.calls.some((c) => String(c.args).includes(message)))!;
 
   it("each session holds its own MCP session's handshake, never another's; one without a call is named on stderr", async () => {
     const server = await startEverythingHttp();
@@ -488,5 +521,73 @@ describe('several MCP sessions through one mcec-record http', () => {
     expect(sessions).toHaveLength(2);
     expect(logOf(['echo'])).toEqual([]);
     expect(logOf(['echo', 'toggle-simulated-logging']).length).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+
+  it("a step a client declares without a sessionId goes into that client's session, even before its first call", async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
+    try {
+      const a = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
+      // B declares before its first call (A's session is the connection's latest), then calls.
+      const b = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      await declareStep(b, 'b before its call');
+      await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
+      // A declares after B's call made B's session the latest.
+      await declareStep(a, 'a after b called');
+      await a.close();
+      await b.close();
+    } finally {
+      await proxy.close();
+      await recorder.close();
+    }
+    const sessions = readSessions(sessionsDir);
+    const steps = (message: string) =>
+      echoing(sessions, message)
+        .events.filter((e) => e.kind === 'step')
+        .map((e) => e.detail.name);
+    expect(sessions).toHaveLength(2);
+    expect(steps('from a')).toEqual(['a after b called']);
+    expect(steps('from b')).toEqual(['b before its call']);
+  }, 120_000);
+
+  it("a body over --max-body from one client's MCP session is that session's proxy-error; an unknown Mcp-Session-Id's stays the connection's", async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const proxy = await spawnHttpRecorder(server.url, sessionsDir, ['--max-body', '4096']);
+    const a = await connect(new StreamableHTTPClientTransport(proxy.url));
+    await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
+    const b = await connect(new StreamableHTTPClientTransport(proxy.url));
+    await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
+    // B's call made B's session the latest; A's oversized call is refused (413) in A's MCP session.
+    await expect(
+      a.callTool({ name: 'echo', arguments: { message: `from a, too long ${'x'.repeat(8192)}` } }),
+    ).rejects.toThrow();
+    // An Mcp-Session-Id no call ever ran in names no recorded session: the refusal is the connection's.
+    const stray = await fetch(proxy.url, {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'Mcp-Session-Id': 'no-such-session',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'ping', params: { pad: 'y'.repeat(8192) } }),
+    });
+    expect(stray.status).toBe(413);
+    await a.close();
+    await b.close();
+    await proxy.stop();
+
+    const sessions = readSessions(sessionsDir);
+    const refused = (message: string) =>
+      echoing(sessions, message)
+        .events.filter((e) => e.kind === 'proxy-error')
+        .map((e) => [e.detail.status, e.detail.reason, e.detail.bytes]);
+    expect(sessions).toHaveLength(2);
+    expect(refused('from a')).toEqual([[413, 'body too large', expect.any(Number)]]);
+    expect(refused('from b')).toEqual([[413, 'body too large', expect.any(Number)]]);
+    expect(echoing(sessions, 'from a').calls.map((c) => c.tool)).toEqual(['echo']);
   }, 120_000);
 });
