@@ -419,11 +419,12 @@ async function spawnHttpRecorder(target: string, sessionsDir: string, flags: str
   return out;
 }
 
-/** A step declared to the recorder through the proxy (README: "Declaring steps"), naming no sessionId. */
-async function declareStep(client: Client, name: string): Promise<void> {
-  const step = { method: 'notifications/mcec-recorder/step', params: { name, status: 'passed' } };
-  await client.notification(step as unknown as Parameters<Client['notification']>[0]);
+/** A step or verdict declared to the recorder through the proxy (README: "Declaring steps"), naming no sessionId. */
+async function declare(client: Client, what: 'step' | 'verdict', params: Record<string, unknown>) {
+  const declared = { method: `notifications/mcec-recorder/${what}`, params };
+  await client.notification(declared as unknown as Parameters<Client['notification']>[0]);
 }
+const declareStep = (client: Client, name: string) => declare(client, 'step', { name, status: 'passed' });
 
 describe('several MCP sessions through one mcec-record http', () => {
   /** The methods of a session's exchange events, in order. */
@@ -523,7 +524,7 @@ describe('several MCP sessions through one mcec-record http', () => {
     expect(logOf(['echo', 'toggle-simulated-logging']).length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
-  it("a step a client declares without a sessionId goes into that client's session, even before its first call", async () => {
+  it("a step or verdict a client declares without a sessionId goes into that client's session, even before its first call", async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
     const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
@@ -537,6 +538,7 @@ describe('several MCP sessions through one mcec-record http', () => {
       await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
       // A declares after B's call made B's session the latest.
       await declareStep(a, 'a after b called');
+      await declare(a, 'verdict', { passed: false, reason: 'a failed' });
       await a.close();
       await b.close();
     } finally {
@@ -544,13 +546,13 @@ describe('several MCP sessions through one mcec-record http', () => {
       await recorder.close();
     }
     const sessions = readSessions(sessionsDir);
-    const steps = (message: string) =>
+    const declared = (message: string) =>
       echoing(sessions, message)
-        .events.filter((e) => e.kind === 'step')
-        .map((e) => e.detail.name);
+        .events.filter((e) => e.kind === 'step' || e.kind === 'verdict')
+        .map((e) => `${e.kind} ${String(e.detail.name ?? e.detail.reason)}`);
     expect(sessions).toHaveLength(2);
-    expect(steps('from a')).toEqual(['a after b called']);
-    expect(steps('from b')).toEqual(['b before its call']);
+    expect(declared('from a')).toEqual(['step a after b called', 'verdict a failed']);
+    expect(declared('from b')).toEqual(['step b before its call']);
   }, 120_000);
 
   it("a body over --max-body from one client's MCP session is that session's proxy-error; an unknown Mcp-Session-Id's stays the connection's", async () => {
