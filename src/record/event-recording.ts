@@ -25,6 +25,18 @@ function mcpSessionOf(registry: SessionRegistry, kind: string, mcpSession: strin
   return registry.find(mcpSession) ? mcpSession : undefined;
 }
 
+/**
+ * Events the proxies write of their own, without a session, whose detail a peer sent or provoked: clipped as
+ * a call's event and held to the session's budget for what peers send (`RecordedSession.noteFromWire`).
+ */
+const PROXY_WIRE_KINDS: ReadonlySet<string> = new Set([
+  'notification',
+  'server-request',
+  'protocol-fault',
+  'proxy-error',
+  'oversize-message',
+]);
+
 /** A call's event (a streamed notification, a server request) is clipped to this. */
 const MAX_CALL_EVENT_CHARS = 64 * 1024;
 
@@ -49,7 +61,9 @@ export class EventRecording {
    * A declared event: into the session it names, else `mcpSession` (the MCP session of a server that is not
    * MCEC whose client declared it or whose stream carried it), else the connection's current session (or the
    * preamble). A `proxy-error` goes to `mcpSession` only once a call started there: the header is the
-   * client's word, and a refusal must not wait for a session that may never come.
+   * client's word, and a refusal must not wait for a session that may never come. A proxy's own event without
+   * a session (`PROXY_WIRE_KINDS`: a notification or server request of the connection, a proxy-error, ...) is
+   * clipped as a call's event and held to the session's budget for what peers send.
    */
   declared(
     sessionId: string | undefined,
@@ -63,8 +77,11 @@ export class EventRecording {
     const stored = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
     const id = sessionId?.trim();
     if (!id) {
-      if (!(RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)))
-        registry.connectionEvent(kind, stored, at, mcpSessionOf(registry, kind, mcpSession));
+      if (RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)) return;
+      const where = mcpSessionOf(registry, kind, mcpSession);
+      if (PROXY_WIRE_KINDS.has(kind))
+        registry.connectionEvent(kind, clipForLog(stored, MAX_CALL_EVENT_CHARS).value, at, where, true);
+      else registry.connectionEvent(kind, stored, at, where);
       return;
     }
     const s = registry.obtain(id, 'argument', at);
@@ -82,8 +99,8 @@ export class EventRecording {
     const redacted = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
     const stored = clipForLog(redacted, MAX_CALL_EVENT_CHARS).value;
     const s = call.session;
-    if (s) s.note(kind, stored, call.seq, at);
-    else registry.connectionEvent(kind, stored, at);
+    if (s) s.noteFromWire(kind, JSON.stringify(stored) ?? 'null', call.seq, at);
+    else registry.connectionEvent(kind, stored, at, undefined, true);
   }
 
   /**
@@ -106,7 +123,7 @@ export class EventRecording {
       const e = res.error;
       const message = typeof e.message === 'string' ? redactor.scrubText(e.message) : '';
       const fault = { code: typeof e.code === 'number' ? e.code : null, message, id: res.id ?? null, method };
-      registry.connectionEvent('protocol-fault', fault, at, mcpSession);
+      registry.connectionEvent('protocol-fault', fault, at, mcpSession, true);
     }
     const stored = stage('redact', () => ({
       request: withoutImageBytes(redactor.redact(request ?? null)),
@@ -114,7 +131,7 @@ export class EventRecording {
     }));
     const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
     if (failed !== undefined) detail.error = redactor.scrubText(failed);
-    registry.connectionEvent('exchange', detail, at, mcpSession);
+    registry.connectionEvent('exchange', detail, at, mcpSession, true);
   }
 
   /** `recorder.end()`: the session ends, with the verdict it declares. */

@@ -15,6 +15,8 @@ interface PreambleEvent {
   at: Date;
   /** The session of the MCP session the event is of (a server that is not MCEC); else the connection's. */
   mcpSession: string | undefined;
+  /** Its detail's JSON characters, counted against `maxChars` while it is kept. */
+  chars: number;
 }
 
 /** One line of untrusted text, at most `max` characters. */
@@ -25,20 +27,33 @@ function clipText(text: string, max: number): string {
 
 export class Preamble {
   private events: PreambleEvent[] = [];
+  private chars = 0;
   private dropped = 0;
 
   /**
-   * Keep an event for the first session (or count it past the bound); one of an MCP session (`mcpSession`,
+   * @param maxChars JSON characters kept in all (the recorder's `maxLogBytes`): 12 answers of 40 MB that the
+   *   client never asked for, before the first call, were held in memory (2 GB) and then written whole.
+   */
+  constructor(private readonly maxChars: number) {}
+
+  /**
+   * Keep an event for the first session (or count it past the bounds); one of an MCP session (`mcpSession`,
    * its session's id) for that session only.
    */
   keep(kind: string, detail: unknown, at: Date, mcpSession?: string): void {
-    if (this.events.length < MAX_PREAMBLE_EVENTS) this.events.push({ kind, detail, at, mcpSession });
-    else this.dropped += 1;
+    const chars = (JSON.stringify(detail) ?? 'null').length;
+    if (this.events.length < MAX_PREAMBLE_EVENTS && this.chars + chars <= this.maxChars) {
+      this.events.push({ kind, detail, at, mcpSession, chars });
+      this.chars += chars;
+    } else this.dropped += 1;
   }
 
   /**
    * Write what is kept for `s` into it: the events of its MCP session, and with `connection` the connection's
-   * (saying how many were not kept); those of other MCP sessions stay kept for them.
+   * (saying how many were not kept); those of other MCP sessions stay kept for them. Bounded by its own caps,
+   * it is not charged to the session's budget for a peer's events: a call's notifications, which reach the
+   * session while the call runs, must not push the handshake (`initialize`, the `tools/list` replay serves)
+   * out of the log.
    */
   writeInto(s: RecordedSession, connection = true): void {
     if (this.events.length === 0 && (this.dropped === 0 || !connection)) return;
@@ -47,6 +62,7 @@ export class Preamble {
     for (const e of this.events) {
       if (e.mcpSession === undefined ? connection : e.mcpSession === s.id) {
         s.addEvent(e.kind, e.detail, null, e.at);
+        this.chars -= e.chars;
         wrote = true;
       } else left.push(e);
     }
@@ -68,6 +84,7 @@ export class Preamble {
     const events = this.events;
     if (events.length === 0 && this.dropped === 0) return undefined;
     this.events = [];
+    this.chars = 0;
     const methods = new Map<string, number>();
     const faults: string[] = [];
     for (const e of events) {

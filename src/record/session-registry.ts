@@ -77,7 +77,7 @@ export class SessionRegistry {
   /** Sessions with something to commit. */
   private readonly dirty = new Set<RecordedSession>();
   /** Handshake and protocol faults seen before any session: written into the first one a call lands in. */
-  readonly preamble = new Preamble();
+  readonly preamble: Preamble;
   /** The server's default session, as it last stamped a call that named no session (mcec-wire §8). */
   private serverDefaultId: string | undefined;
   /** Some session has held a last good observation (a failure may need one attached). */
@@ -94,6 +94,7 @@ export class SessionRegistry {
 
   constructor(options: RegistryOptions) {
     this.options = options;
+    this.preamble = new Preamble(options.maxLogBytes);
   }
 
   // ---------------------------------------------------------------- lookup
@@ -432,16 +433,19 @@ export class SessionRegistry {
    * An event of the connection: into its current session, or kept for the first session a call lands in. One
    * of an MCP session (`mcpSession`, a server that is not MCEC over HTTP) goes into that session once a call
    * started there, else is kept for it alone: several clients share one proxy, and one's handshake is no
-   * part of another's session.
+   * part of another's session. `fromWire`: its detail is what a peer sent, held to the session's budget for
+   * that (`noteFromWire`).
    */
-  connectionEvent(kind: string, detail: unknown, at: Date, mcpSession?: string): void {
+  connectionEvent(kind: string, detail: unknown, at: Date, mcpSession?: string, fromWire = false): void {
     const s = mcpSession === undefined ? this.current : this.sessions.get(mcpSession);
-    if (!s) this.preamble.keep(kind, detail, at, mcpSession);
-    else {
-      // What its MCP session kept before a call started there goes first.
-      if (mcpSession !== undefined) this.preamble.writeInto(s, false);
-      s.note(kind, detail, null, at);
+    if (!s) {
+      this.preamble.keep(kind, detail, at, mcpSession);
+      return;
     }
+    // What its MCP session kept before a call started there goes first.
+    if (mcpSession !== undefined) this.preamble.writeInto(s, false);
+    if (fromWire) s.noteFromWire(kind, JSON.stringify(detail) ?? 'null', null, at);
+    else s.note(kind, detail, null, at);
   }
 
   // ---------------------------------------------------------------- ends

@@ -72,7 +72,11 @@ export class RecordedSession {
   private readonly payloadBudget: number;
   private omittedCalls = 0;
   private omittedBytes = 0;
-  /** When a payload was last omitted, while its `truncation` event is not yet queued. */
+  /** Characters of event detail a peer sent (exchanges, notifications, server requests) stored so far. */
+  private wireEventChars = 0;
+  private omittedEvents = 0;
+  private omittedEventChars = 0;
+  /** When a payload or a peer's event was last omitted, while its `truncation` event is not yet queued. */
   private truncationAt: Date | null = null;
   /** Artifact images omitted for the budget, as last written in an `artifact-limit` event. */
   private reportedOmittedImages = 0;
@@ -255,12 +259,15 @@ export class RecordedSession {
     const at = this.truncationAt;
     if (!at) return null;
     this.truncationAt = null;
-    return {
-      at: isoTime(at),
-      kind: 'truncation',
-      callSeq: null,
-      detail: JSON.stringify({ omittedCalls: this.omittedCalls, omittedBytes: this.omittedBytes }),
+    const detail: Record<string, number> = {
+      omittedCalls: this.omittedCalls,
+      omittedBytes: this.omittedBytes,
     };
+    if (this.omittedEvents > 0) {
+      detail.omittedEvents = this.omittedEvents;
+      detail.omittedEventBytes = this.omittedEventChars;
+    }
+    return { at: isoTime(at), kind: 'truncation', callSeq: null, detail: JSON.stringify(detail) };
   }
 
   // ---------------------------------------------------------------- observations, failures, events
@@ -394,9 +401,32 @@ export class RecordedSession {
     this.markDirty();
   }
 
+  /**
+   * An event whose detail a peer of the proxy sent (an exchange, a notification, a server request, ...): written
+   * while this session's own budget for them (as many characters as the payload budget, counted apart so a
+   * chatty server never crowds out the calls) has room, else only counted in the `truncation` event. A server
+   * flooding notifications, or answering with 40 MB the client never asked for, grew the log without bound.
+   */
+  noteFromWire(kind: string, json: string, callSeq: number | null, at: Date): void {
+    if (this.wireEventChars + json.length > this.payloadBudget) {
+      this.omittedEvents += 1;
+      this.omittedEventChars += json.length;
+      if (this.log) this.truncationAt = new Date();
+      this.markDirty();
+      return;
+    }
+    this.wireEventChars += json.length;
+    this.addEventJson(kind, json, callSeq, at);
+    this.markDirty();
+  }
+
   /** Add an event to the log, or keep it until the log opens. */
   addEvent(kind: string, detail: unknown, callSeq: number | null = null, at = new Date()): void {
-    const e: EventRecord = { at: at.toISOString(), kind, callSeq, detail: JSON.stringify(detail) };
+    this.addEventJson(kind, JSON.stringify(detail), callSeq, at);
+  }
+
+  private addEventJson(kind: string, json: string | undefined, callSeq: number | null, at: Date): void {
+    const e: EventRecord = { at: at.toISOString(), kind, callSeq, detail: json };
     if (this._log) {
       this._log.addEvent(e);
       return;

@@ -36,14 +36,32 @@ const SUMMARY_ONLY = new Set(['kind', 'artifact', 'artifactError', 'sha256', ...
 /** The largest image file put back into an answer: the proxy records no answer over 256 MiB (`--max-record-bytes`). */
 const MAX_ARTIFACT_BYTES = 256 * 1024 * 1024;
 
-/** Reads artifact files once per replay (many calls share one image). */
+/** Base64 characters of images kept between calls: the cache held every image a replay ever served. */
+export const MAX_CACHED_BASE64_CHARS = 256 * 1024 * 1024;
+
+/**
+ * Reads artifact files once per replay (many calls share one image), keeping at most
+ * `MAX_CACHED_BASE64_CHARS` of them, the least recently used let go first: a session of a thousand 5 MB
+ * captures (or a bundle's 2 GiB) would otherwise stay in memory as base64 for the replay's life.
+ */
 export class ArtifactFiles {
   private readonly cache = new Map<string, string | null>();
+  private chars = 0;
   constructor(private readonly sessionDir: string) {}
+
+  /** Base64 characters held now (for tests). */
+  get cachedChars(): number {
+    return this.chars;
+  }
 
   /** The file's bytes as base64, or null when it is missing or outside the session dir. */
   base64(relative: string): string | null {
-    if (this.cache.has(relative)) return this.cache.get(relative)!;
+    if (this.cache.has(relative)) {
+      const hit = this.cache.get(relative)!;
+      this.cache.delete(relative); // most recently used last
+      this.cache.set(relative, hit);
+      return hit;
+    }
     let out: string | null = null;
     const parts = relative.split(/[\\/]/);
     // Only files inside the session's own artifacts/ (a log from a bundle is not trusted with paths).
@@ -59,8 +77,20 @@ export class ArtifactFiles {
         out = null;
       }
     }
-    this.cache.set(relative, out);
+    this.keep(relative, out);
     return out;
+  }
+
+  private keep(relative: string, out: string | null): void {
+    const size = out?.length ?? 0;
+    if (size > MAX_CACHED_BASE64_CHARS) return;
+    for (const [key, value] of this.cache) {
+      if (this.chars + size <= MAX_CACHED_BASE64_CHARS) break;
+      this.cache.delete(key);
+      this.chars -= value?.length ?? 0;
+    }
+    this.cache.set(relative, out);
+    this.chars += size;
   }
 }
 

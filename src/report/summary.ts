@@ -479,7 +479,12 @@ function recordingPart(
   // Running totals are kept per writer: add up each writer's latest.
   const truncationRows = reader.latestEventPerWriter('truncation');
   const artifactLimitRows = reader.latestEventPerWriter('artifact-limit');
-  const truncationDetail = sumDetails(truncationRows, ['omittedCalls', 'omittedBytes']);
+  const truncationDetail = sumDetails(truncationRows, [
+    'omittedCalls',
+    'omittedBytes',
+    'omittedEvents',
+    'omittedEventBytes',
+  ]);
   const artifactLimitDetail = sumDetails(artifactLimitRows, ['omittedImages', 'omittedBytes']);
   const otlpRows = reader.latestEventPerWriter('otlp-export');
   const otlpDetail = sumDetails(otlpRows, ['spans', 'exported', 'dropped', 'queued']);
@@ -499,6 +504,8 @@ function recordingPart(
         ? {
             omittedCalls: finiteOr0(truncationDetail.omittedCalls),
             omittedBytes: finiteOr0(truncationDetail.omittedBytes),
+            omittedEvents: finiteOr0(truncationDetail.omittedEvents),
+            omittedEventBytes: finiteOr0(truncationDetail.omittedEventBytes),
           }
         : null,
       artifactLimit: artifactLimitRows[0]

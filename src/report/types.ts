@@ -204,7 +204,13 @@ export interface SessionSummary {
   writersNote: string | null;
   events: {
     emergencyStop: boolean;
-    truncation: { omittedCalls: number; omittedBytes: number } | null;
+    /** Payloads dropped past `maxLogBytes`, and events a peer sent (notifications, exchanges) past its own budget. */
+    truncation: {
+      omittedCalls: number;
+      omittedBytes: number;
+      omittedEvents: number;
+      omittedEventBytes: number;
+    } | null;
     artifactLimit: { omittedImages: number; omittedBytes: number } | null;
     /** The live OpenTelemetry export's counts (all writers added up), null when it was off. */
     otlpExport: {

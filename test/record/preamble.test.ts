@@ -5,7 +5,7 @@ import { RecordedSession } from '../../src/record/session.js';
 
 describe('Preamble', () => {
   it('writes what it kept into the first session, with a count of what it could not keep', () => {
-    const p = new Preamble();
+    const p = new Preamble(1e6);
     for (let i = 0; i < MAX_PREAMBLE_EVENTS + 3; i++) p.keep('exchange', { method: 'ping' }, new Date(0));
     const dirty = new Set<RecordedSession>();
     const s = new RecordedSession({
@@ -14,7 +14,7 @@ describe('Preamble', () => {
       via: 'default',
       startedAt: new Date(0),
       dir: '/tmp/abc',
-      payloadBudget: 10,
+      payloadBudget: 1e6,
       changed: (x) => dirty.add(x),
     });
     const added: Array<{ kind: string }> = [];
@@ -31,7 +31,7 @@ describe('Preamble', () => {
   });
 
   it('says what a handshake held when no call followed it, control characters flattened', () => {
-    const p = new Preamble();
+    const p = new Preamble(1e6);
     p.keep('exchange', { method: 'initialize' }, new Date(0));
     p.keep('exchange', { method: 'ping' }, new Date(0));
     p.keep('exchange', { method: 'ping' }, new Date(0));

@@ -333,7 +333,12 @@ describe('failures and the failing call', () => {
       recordFailures: 1,
       lostCalls: 2,
     });
-    expect(s.events.truncation).toEqual({ omittedCalls: 1, omittedBytes: 9_000_000 });
+    expect(s.events.truncation).toEqual({
+      omittedCalls: 1,
+      omittedBytes: 9_000_000,
+      omittedEvents: 0,
+      omittedEventBytes: 0,
+    });
     expect(s.events.artifactLimit).toEqual({ omittedImages: 4, omittedBytes: 600_000_000 });
   });
 });

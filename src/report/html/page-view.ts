@@ -253,9 +253,14 @@ export function notices(summary: SessionSummary, s: Shortfalls): string[] {
     );
   }
   const t = summary.events.truncation;
-  if (t) {
+  if (t && t.omittedCalls > 0) {
     out.push(
       `The recorder dropped the arguments/envelopes of ${t.omittedCalls} calls (${formatBytes(t.omittedBytes)}) past its log size limit.`,
+    );
+  }
+  if (t && t.omittedEvents > 0) {
+    out.push(
+      `The recorder kept no more of what the server sent on its own past its log size limit: ${t.omittedEvents} events (${formatBytes(t.omittedEventBytes)}) were counted, not kept.`,
     );
   }
   const a = summary.events.artifactLimit;
