@@ -107,13 +107,24 @@ async function behindHttpRecorder<T>(
   sessionsDir: string,
   act: (client: Client) => Promise<T>,
 ): Promise<T> {
-  const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-  const proxy = await startHttpProxy({ target, recorder, listen: { port: 0 } });
-  try {
-    const client = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+  return withHttpRecorder(target, sessionsDir, async (url) => {
+    const client = await connect(new StreamableHTTPClientTransport(url));
     const out = await act(client);
     await client.close();
     return out;
+  });
+}
+
+/** `act` with the URL of a recording proxy (its recorder in this process) in front of `target`, both closed after. */
+async function withHttpRecorder<T>(
+  target: string,
+  sessionsDir: string,
+  act: (proxyUrl: URL) => Promise<T>,
+): Promise<T> {
+  const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+  const proxy = await startHttpProxy({ target, recorder, listen: { port: 0 } });
+  try {
+    return await act(new URL(proxy.url));
   } finally {
     await proxy.close();
     await recorder.close();
@@ -488,10 +499,8 @@ describe('several MCP sessions through one mcec-record http', () => {
   it("what a client's GET stream brings (server-everything's log messages) goes into that client's session", async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    try {
-      const a = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    await withHttpRecorder(server.url, sessionsDir, async (url) => {
+      const a = await connect(new StreamableHTTPClientTransport(url));
       let messages = 0;
       a.fallbackNotificationHandler = async (n) => {
         if (n.method === 'notifications/message') messages += 1;
@@ -499,16 +508,13 @@ describe('several MCP sessions through one mcec-record http', () => {
       await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
       await a.callTool({ name: 'toggle-simulated-logging', arguments: {} });
       // B's call makes B's session the connection's latest: A's log messages from then on are still A's.
-      const b = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      const b = await connect(new StreamableHTTPClientTransport(url));
       await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
       const before = messages;
       await waitFor(() => messages >= before + 2, 60_000);
       await a.close();
       await b.close();
-    } finally {
-      await proxy.close();
-      await recorder.close();
-    }
+    });
     const sessions = readSessions(sessionsDir);
     const logOf = (tools: string[]) => {
       const s = sessions.find((x) => x.calls.map((c) => c.tool).join() === tools.join())!;
@@ -527,13 +533,11 @@ describe('several MCP sessions through one mcec-record http', () => {
   it("a step or verdict a client declares without a sessionId goes into that client's session, even before its first call", async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
-    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
-    const proxy = await startHttpProxy({ target: server.url, recorder, listen: { port: 0 } });
-    try {
-      const a = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+    await withHttpRecorder(server.url, sessionsDir, async (url) => {
+      const a = await connect(new StreamableHTTPClientTransport(url));
       await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
       // B declares before its first call (A's session is the connection's latest), then calls.
-      const b = await connect(new StreamableHTTPClientTransport(new URL(proxy.url)));
+      const b = await connect(new StreamableHTTPClientTransport(url));
       await declareStep(b, 'b before its call');
       await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
       // A declares after B's call made B's session the latest.
@@ -541,10 +545,7 @@ describe('several MCP sessions through one mcec-record http', () => {
       await declare(a, 'verdict', { passed: false, reason: 'a failed' });
       await a.close();
       await b.close();
-    } finally {
-      await proxy.close();
-      await recorder.close();
-    }
+    });
     const sessions = readSessions(sessionsDir);
     const declared = (message: string) =>
       echoing(sessions, message)
