@@ -32,8 +32,8 @@ export interface ForwardContext {
   writeTimeoutMs: number;
   /** Largest answer recorded; a larger one is passed through and recorded as oversize. */
   maxRecordBytes: number;
-  /** Requests in flight: each registers its abort (for close()) while it runs. */
-  inFlight: Set<() => void>;
+  /** Requests in flight: each registers its entry (for close()) while it runs. */
+  inFlight: Set<InFlightEntry>;
   /** Whose rules apply now (MCEC's, or the MCP specification's). */
   kind: () => TargetKind;
   /** An `initialize` answer named the server (`serverInfo.name`). */
@@ -106,6 +106,15 @@ export function forwardRequest(
   new ForwardedRequest(ctx, req, res, body, recorded).start();
 }
 
+/**
+ * A request in `ForwardContext.inFlight`: its abort, dropped (undefined) once it settles. A Set whose table V8
+ * moved to old space allocates every later table there too, and a table it replaces keeps the entries it held
+ * until a full GC: an entry holding the request itself kept whole calls alive through every scavenge.
+ */
+export interface InFlightEntry {
+  abort: (() => void) | undefined;
+}
+
 /** How the client was answered before the target's answer came. */
 type ClientState = 'waiting' | 'streaming' | 'answered-504' | 'gone';
 
@@ -140,7 +149,7 @@ class ForwardedRequest {
   private recordingBegun = false;
   /** The answer's body bytes began to reach the client (its headers with them). */
   private bodyWritten = false;
-  private readonly abortFn = () => this.abort();
+  private readonly inFlightEntry: InFlightEntry = { abort: () => this.abort() };
 
   constructor(
     private readonly ctx: ForwardContext,
@@ -163,7 +172,7 @@ class ForwardedRequest {
       headers: forwardHeaders(req.rawHeaders, ctx.target.host, this.body.length),
       agent: ctx.agent,
     });
-    ctx.inFlight.add(this.abortFn);
+    ctx.inFlight.add(this.inFlightEntry);
     this.upstream.on('response', (answer) => this.onAnswer(answer));
     this.upstream.on('error', (err: NodeJS.ErrnoException) => this.onUpstreamError(err));
     this.upstream.end(this.body);
@@ -259,7 +268,8 @@ class ForwardedRequest {
   private settle(): void {
     this.finished = true;
     if (this.timer) clearTimeout(this.timer);
-    this.ctx.inFlight.delete(this.abortFn);
+    this.ctx.inFlight.delete(this.inFlightEntry);
+    this.inFlightEntry.abort = undefined;
   }
 
   /** The target has not begun its answer in time: the client gets 504; the answer is still awaited. */

@@ -485,7 +485,7 @@ export async function startHttpProxy(options: HttpProxyOptions): Promise<HttpPro
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const abort of [...ctx.inFlight]) abort();
+        for (const entry of [...ctx.inFlight]) entry.abort?.();
         server.closeAllConnections();
         ctx.agent.destroy();
       });
