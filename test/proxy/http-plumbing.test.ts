@@ -265,7 +265,11 @@ describe('HTTP proxy plumbing', () => {
     const cut = new Promise<void>((resolve) => {
       upstreamClosed = resolve;
     });
-    const target = await startServer((_req, res) => res.on('close', () => upstreamClosed()));
+    let arrived = false;
+    const target = await startServer((_req, res) => {
+      arrived = true;
+      res.on('close', () => upstreamClosed());
+    });
     cleanups.push(() => target.close());
     const notices: string[] = [];
     const recorder = collectingRecorder();
@@ -276,7 +280,8 @@ describe('HTTP proxy plumbing', () => {
       onNotice: (line) => notices.push(line),
     });
     const call = post(proxy.url, '{"jsonrpc":"2.0","id":1,"method":"tools/list"}').catch((e: Error) => e);
-    await waitFor(() => recorder.collected.begun.length === 1);
+    // Closed only once the target has the request: cut before it, the target sees no request to close.
+    await waitFor(() => recorder.collected.begun.length === 1 && arrived);
     await proxy.close();
     expect(await call).toBeInstanceOf(Error);
     // The target saw its connection closed: the proxy's own destroy of it has been reported by then.
