@@ -28,6 +28,11 @@ function rulesFile(rules: unknown[]): string {
   return JSON.stringify({ version: 1, rules });
 }
 
+/** A sane regex that matches every generated failure: triage groups them all under `named`. */
+const SANE_RULES = rulesFile([
+  { name: 'any', match: { detail: { regex: 'pixels|elements? (match|\\S+ went away)' } }, set: 'named' },
+]);
+
 describe('a hostile fingerprint rules file', () => {
   const root = scratchRoot();
   const sessionsDir = path.join(root, 'sessions');
@@ -52,16 +57,7 @@ describe('a hostile fingerprint rules file', () => {
     expect(res.stderr).toMatch(
       /fingerprint rule 1 \("slow"\): its "detail" regex ran over 5 s on \d+ values?: /,
     );
-    fs.writeFileSync(
-      own(),
-      rulesFile([
-        {
-          name: 'any',
-          match: { detail: { regex: 'pixels|elements? (match|\\S+ went away)' } },
-          set: 'named',
-        },
-      ]),
-    );
+    fs.writeFileSync(own(), SANE_RULES);
     const ok = cli(['triage', '--json', '--sessions', sessionsDir]);
     expect(ok.code, ok.stderr).toBe(0);
     const groups = (JSON.parse(ok.stdout) as { groups: Array<{ fingerprint: string }> }).groups;
@@ -95,16 +91,7 @@ describe('a hostile fingerprint rules file', () => {
       expect(list.isError).toBeFalsy();
       expect(answered).toEqual(['list_sessions', 'triage']);
       // A sane regex groups through the same (awaited) path.
-      fs.writeFileSync(
-        own(),
-        rulesFile([
-          {
-            name: 'any',
-            match: { detail: { regex: 'pixels|elements? (match|\\S+ went away)' } },
-            set: 'named',
-          },
-        ]),
-      );
+      fs.writeFileSync(own(), SANE_RULES);
       const ok = (await client.callTool({ name: 'triage', arguments: {} })) as Answer & {
         structuredContent?: { report: { groups: Array<{ fingerprint: string }> } };
       };

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/index.js';
@@ -51,22 +51,28 @@ function collect(stream: Readable) {
 }
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
+/** Writes each line and waits for its answer before the next, as a client with one call at a time. */
+async function sendEach(stdin: Writable, out: ReturnType<typeof collect>, lines: string[]): Promise<void> {
+  for (const line of lines) {
+    const answers = out.answers().length;
+    stdin.write(line);
+    await waitFor(() => out.answers().length === answers + 1, 60_000);
+  }
+}
+
 /** The child's own output for the same input, without the proxy. */
 async function direct(lines: string[]): Promise<Buffer> {
   const child = spawn(process.execPath, [CHILD], { stdio: ['pipe', 'pipe', 'ignore'] });
   const out = collect(child.stdout);
   const done = new Promise((resolve) => child.on('exit', resolve));
-  for (const line of lines) {
-    const answers = out.answers().length;
-    child.stdin.write(line);
-    await waitFor(() => out.answers().length === answers + 1, 60_000);
-  }
+  await sendEach(child.stdin, out, lines);
   child.stdin.end();
   await done;
   return out.bytes();
 }
 
-async function throughProxy(lines: string[]) {
+/** The child behind a real stdio proxy recording with a 1 MiB log budget. */
+function proxied() {
   const sessions = path.join(tmp, 'sessions');
   const recorder = createRecorder({
     sessionsDir: sessions,
@@ -74,17 +80,22 @@ async function throughProxy(lines: string[]) {
     limits: { maxLogBytes: MiB },
   });
   const { stdin, stdout, exit } = stdioProxy(recorder, [CHILD]);
-  const out = collect(stdout);
-  for (const line of lines) {
-    const answers = out.answers().length;
-    stdin.write(line);
-    await waitFor(() => out.answers().length === answers + 1, 60_000);
-  }
-  stdin.end();
-  expect(await exit).toBe(0);
-  const recorded = readSessions(sessions).filter((s) => s.calls.length > 0);
+  return { sessions, stdin, out: collect(stdout), exit };
+}
+
+/** The sessions that recorded a call, once the proxy exited cleanly. */
+async function recordedAfterExit(proxy: ReturnType<typeof proxied>) {
+  proxy.stdin.end();
+  expect(await proxy.exit).toBe(0);
+  return readSessions(proxy.sessions).filter((s) => s.calls.length > 0);
+}
+
+async function throughProxy(lines: string[]) {
+  const proxy = proxied();
+  await sendEach(proxy.stdin, proxy.out, lines);
+  const recorded = await recordedAfterExit(proxy);
   expect(recorded).toHaveLength(1);
-  return { bytes: out.bytes(), session: recorded[0]! };
+  return { bytes: proxy.out.bytes(), session: recorded[0]! };
 }
 
 describe('stdio proxy in front of a server that sends what nobody asked for', () => {
@@ -128,21 +139,12 @@ describe('stdio proxy in front of a server that sends what nobody asked for', ()
 
   it('keeps the handshake when the first call floods the budget before it lands', async () => {
     const init = `${JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} })}\n`;
-    const sessions = path.join(tmp, 'sessions');
-    const recorder = createRecorder({
-      sessionsDir: sessions,
-      transport: 'stdio',
-      limits: { maxLogBytes: MiB },
-    });
-    const { stdin, stdout, exit } = stdioProxy(recorder, [CHILD]);
-    const out = collect(stdout);
-    stdin.write(init);
-    await waitFor(() => out.bytes().includes('"echo":"initialize"'));
-    stdin.write(call(1, { bytes: 10, progress: 20_000 }));
-    await waitFor(() => out.answers().length === 1, 60_000);
-    stdin.end();
-    expect(await exit).toBe(0);
-    const [session] = readSessions(sessions).filter((s) => s.calls.length > 0);
+    const proxy = proxied();
+    proxy.stdin.write(init);
+    await waitFor(() => proxy.out.bytes().includes('"echo":"initialize"'));
+    proxy.stdin.write(call(1, { bytes: 10, progress: 20_000 }));
+    await waitFor(() => proxy.out.answers().length === 1, 60_000);
+    const [session] = await recordedAfterExit(proxy);
     expect(session!.events.filter((e) => e.kind === 'exchange').map((e) => e.detail.method)).toEqual([
       'initialize',
     ]);
