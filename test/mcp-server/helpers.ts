@@ -64,6 +64,11 @@ export async function stdioClient(sessionsDir: string): Promise<{ client: Client
     command: process.execPath,
     args: [BUNDLE_CLI, 'mcp', '--sessions', sessionsDir],
     cwd: ROOT,
+    // The test's whole environment, not the SDK's safe few variables: under faketime the server must read
+    // the test's clock (sessions "since yesterday" are generated from it).
+    env: Object.fromEntries(
+      Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined),
+    ),
     stderr: 'pipe',
   });
   const client = new Client({ name: 'mcec-test', version: '1' });
