@@ -57,28 +57,34 @@ function session(dir: string, id: string, minutes: number, o: { scenario?: strin
   return s;
 }
 
-describe('a 2 MB scenario in three sessions', () => {
-  let dir: string;
-  let client: Client;
-  let close: () => Promise<void>;
-  const scenario = (i: number) => `${'Q'.repeat(2_000_000)}${i}`;
-
+/** A sessions dir `fill` writes, served by `mcec-bundle mcp` over stdio to one SDK client for the block. */
+function servedSessions(prefix: string, fill: (dir: string) => void): { dir: string; client: Client } {
+  const served = { dir: '', client: undefined as unknown as Client };
+  let close: (() => Promise<void>) | undefined;
   beforeAll(async () => {
-    dir = tempDir('mcec-mcp-bounds-');
+    served.dir = tempDir(prefix);
+    fill(served.dir);
+    ({ client: served.client, close } = await stdioClient(served.dir));
+  }, 60_000);
+  afterAll(async () => {
+    await close?.();
+    removeDir(served.dir);
+  });
+  return served;
+}
+
+describe('a 2 MB scenario in three sessions', () => {
+  const scenario = (i: number) => `${'Q'.repeat(2_000_000)}${i}`;
+  const served = servedSessions('mcec-mcp-bounds-', (dir) => {
     for (let i = 0; i < 3; i++) {
       const s = session(dir, `b16b00000${i}00`, i, { scenario: scenario(i), failed: i === 2 });
       s.end();
       s.close();
     }
-    ({ client, close } = await stdioClient(dir));
-  }, 60_000);
-  afterAll(async () => {
-    await close?.();
-    removeDir(dir);
   });
 
   it('list_sessions clips each scenario with a marker, text and structured content alike, under the cap', async () => {
-    const res = await call(client, 'list_sessions', { limit: 100 });
+    const res = await call(served.client, 'list_sessions', { limit: 100 });
     expect(Buffer.byteLength(JSON.stringify(res))).toBeLessThan(LIMITS.answerBytes);
     const listed = res.structuredContent!.sessions as Array<{ id: string; scenario: string }>;
     const big = listed.filter((s) => s.id.startsWith('b16b00000') && s.id !== 'b16b00000900');
@@ -92,11 +98,11 @@ describe('a 2 MB scenario in three sessions', () => {
   });
 
   it('resources/list, failure-summary.md, get_summary, triage and diff stay small too', async () => {
-    const { resources } = await client.listResources();
+    const { resources } = await served.client.listResources();
     expect(JSON.stringify(resources).length).toBeLessThan(20_000);
     const first = resources.find((r) => r.name.includes('b16b00000000'))!;
     expect(first.description!.length).toBeLessThan(LIMITS.descriptionChars + 60);
-    const md = await client.readResource({ uri: first.uri });
+    const md = await served.client.readResource({ uri: first.uri });
     expect(Buffer.byteLength(JSON.stringify(md))).toBeLessThan(LIMITS.answerBytes);
     expect((md.contents[0] as { text: string }).text.length).toBeLessThan(LIMITS.resourceBytes + 40);
     for (const [name, args] of [
@@ -105,7 +111,7 @@ describe('a 2 MB scenario in three sessions', () => {
       ['triage', {}],
       ['diff', { session: 'b16b00000200', against: 'b16b00000100' }],
     ] as const) {
-      const res = await call(client, name, args);
+      const res = await call(served.client, name, args);
       expect(res.isError, `${name}: ${res.content[0]?.text}`).toBeFalsy();
       expect(Buffer.byteLength(JSON.stringify(res)), name).toBeLessThan(200_000);
     }
@@ -113,32 +119,22 @@ describe('a 2 MB scenario in three sessions', () => {
 });
 
 describe('paging, running sessions, report.html, bundles', () => {
-  let dir: string;
-  let client: Client;
-  let close: () => Promise<void>;
-
-  beforeAll(async () => {
-    dir = tempDir('mcec-mcp-paging-');
+  const served = servedSessions('mcec-mcp-paging-', (dir) => {
     for (let i = 0; i < 3; i++) {
       const s = session(dir, `a9e000000${i}00`, i);
       s.end({ passed: true });
       s.close();
     }
-    ({ client, close } = await stdioClient(dir));
-  }, 60_000);
-  afterAll(async () => {
-    await close?.();
-    removeDir(dir);
   });
 
   it('a session recorded between two pages neither repeats nor hides one (a keyset cursor)', async () => {
-    const first = await call(client, 'list_sessions', { limit: 2 });
+    const first = await call(served.client, 'list_sessions', { limit: 2 });
     const page1 = (first.structuredContent!.sessions as Array<{ id: string }>).map((s) => s.id);
     expect(page1).toEqual(['a9e000000200', 'a9e000000100']);
-    const newer = session(dir, 'a9e000000900', 30);
+    const newer = session(served.dir, 'a9e000000900', 30);
     newer.end({ passed: true });
     newer.close();
-    const second = await call(client, 'list_sessions', {
+    const second = await call(served.client, 'list_sessions', {
       limit: 2,
       cursor: first.structuredContent!.nextCursor as string,
     });
@@ -146,17 +142,17 @@ describe('paging, running sessions, report.html, bundles', () => {
       'a9e000000000',
     ]);
     expect(second.structuredContent).toMatchObject({ total: 4, offset: 3, nextCursor: null });
-    const bad = await call(client, 'list_sessions', { cursor: '2' });
+    const bad = await call(served.client, 'list_sessions', { cursor: '2' });
     expect(bad.isError).toBe(true);
     expect(bad.content[0]!.text).toMatch(/not one this server gave/);
   });
 
   it('a running session with a failure reads FAIL (running), as in list', async () => {
-    const running = session(dir, 'a9e000000500', 20, { failed: true }); // open, its writer this process
+    const running = session(served.dir, 'a9e000000500', 20, { failed: true }); // open, its writer this process
     try {
-      const res = await call(client, 'list_sessions', {});
+      const res = await call(served.client, 'list_sessions', {});
       expect(res.content[0]!.text).toMatch(/a9e000000500 .* FAIL \(running\) {2}1 calls, 1 failures/);
-      const cli = await runNode([BUNDLE_CLI, 'list', '--sessions', dir]);
+      const cli = await runNode([BUNDLE_CLI, 'list', '--sessions', served.dir]);
       expect(cli.stdout).toMatch(/a9e000000500 .*FAIL \(running\)/);
     } finally {
       running.end({ passed: true });
@@ -166,21 +162,21 @@ describe('paging, running sessions, report.html, bundles', () => {
 
   it('lists report.html only once written; its error names a step that writes it; bundle does', async () => {
     const id = 'a9e000000100';
-    const dirName = fs.readdirSync(dir).find((n) => n.endsWith(id))!;
+    const dirName = fs.readdirSync(served.dir).find((n) => n.endsWith(id))!;
     const uri = `mcec-session://${dirName}/report.html`;
-    const listed = async () => (await client.listResources()).resources.map((r) => r.uri);
+    const listed = async () => (await served.client.listResources()).resources.map((r) => r.uri);
     expect(await listed()).not.toContain(uri);
     expect(await listed()).toContain(`mcec-session://${dirName}/failure-summary.md`);
-    await expect(client.readResource({ uri })).rejects.toThrow(/call the bundle tool on a9e000000100/);
-    const bundle = await call(client, 'bundle', { session: id });
-    expect(bundle.structuredContent!.reportHtml).toBe(path.join(dir, dirName, 'report.html'));
+    await expect(served.client.readResource({ uri })).rejects.toThrow(/call the bundle tool on a9e000000100/);
+    const bundle = await call(served.client, 'bundle', { session: id });
+    expect(bundle.structuredContent!.reportHtml).toBe(path.join(served.dir, dirName, 'report.html'));
     expect(await listed()).toContain(uri);
-    const html = await client.readResource({ uri });
+    const html = await served.client.readResource({ uri });
     expect((html.contents[0] as { text: string }).text).toContain('<html');
   });
 
   it('an images:false bundle that replaces one with images says so', async () => {
-    const s = FixtureSession.create(dir, {
+    const s = FixtureSession.create(served.dir, {
       sessionId: 'a9e000000700',
       startedAt: new Date(START.getTime() + 7 * 60_000),
     });
@@ -188,9 +184,9 @@ describe('paging, running sessions, report.html, bundles', () => {
     s.artifactRow(seq, 'capture', s.storePng(await pngOf(40, 30)));
     s.end({ passed: true });
     s.close();
-    const full = await call(client, 'bundle', { session: 'a9e000000700' });
+    const full = await call(served.client, 'bundle', { session: 'a9e000000700' });
     expect(full.structuredContent!.warnings).toEqual([]);
-    const small = await call(client, 'bundle', { session: 'a9e000000700', images: false });
+    const small = await call(served.client, 'bundle', { session: 'a9e000000700', images: false });
     const warnings = small.structuredContent!.warnings as string[];
     expect(warnings.join('\n')).toMatch(
       /replaced the earlier bundle at .*, which held 1 image\(s\), with this one holding 0/,
