@@ -8,9 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateXML } from 'xmllint-wasm';
-import { createRecorder } from '../../src/record/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
-import { copyOfDemoSession, useDemoSession } from '../support/demo-session.js';
+import { copyOfDemoSession, recordPassingRun, useDemoSession } from '../support/demo-session.js';
 import { startOtlpReceiver } from '../support/otlp-receiver.js';
 import { CLI, cli, ROOT, runNode, scratchRoot, validator } from './helpers.js';
 
@@ -22,19 +21,6 @@ let failedId: string;
 let DIR: string;
 let COPY: string;
 let PASSED: string;
-
-/** A passing run recorded by the recorder (one call, declared passed), its dir's name. */
-async function recordPassingRun(dir: string): Promise<string> {
-  const recorder = createRecorder({ sessionsDir: dir, scenario: 'login', stderr: () => {} });
-  const envelope = { sessionId: 'pass-1', ok: true, result: { windows: [] } };
-  const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
-    content: [{ type: 'text', text: JSON.stringify(envelope) }],
-  }));
-  await call('windows', { sessionId: 'pass-1' });
-  await recorder.end('pass-1', { passed: true });
-  await recorder.close();
-  return fs.readdirSync(dir).find((n) => n.endsWith('-pass-1'))!;
-}
 
 function callsOf(dir: string): number {
   const reader = SessionReader.open(dir);
@@ -51,7 +37,7 @@ beforeAll(async () => {
   DIR = path.basename(demo.sessionDir);
   COPY = `${DIR} (2)`;
   fs.cpSync(demo.sessionDir, path.join(sessionsDir, COPY), { recursive: true });
-  PASSED = await recordPassingRun(sessionsDir);
+  PASSED = await recordPassingRun(sessionsDir, 'login');
 }, 120_000);
 
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateXML } from 'xmllint-wasm';
 import { selectSessions } from '../../src/export/ci-report.js';
 import { createRecorder } from '../../src/record/index.js';
-import { copyOfDemoSession, useDemoSession } from '../support/demo-session.js';
+import { copyOfDemoSession, recordPassingRun, useDemoSession } from '../support/demo-session.js';
 import { tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -34,18 +34,7 @@ beforeAll(async () => {
   // A copy: a passing run is recorded beside it.
   failedId = copyOfDemoSession(demoSession(), sessions).sessionId;
   // A passing run of another scenario, with characters XML must escape in its name.
-  const recorder = createRecorder({
-    sessionsDir: sessions,
-    scenario: 'login & "search" <fast>',
-    stderr: () => {},
-  });
-  const envelope = { sessionId: 'pass-1', ok: true, result: { windows: [] } };
-  const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
-    content: [{ type: 'text', text: JSON.stringify(envelope) }],
-  }));
-  await call('windows', { sessionId: 'pass-1' });
-  await recorder.end('pass-1', { passed: true });
-  await recorder.close();
+  await recordPassingRun(sessions, 'login & "search" <fast>');
   passedId = 'pass-1';
 }, 60_000);
 

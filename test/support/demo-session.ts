@@ -11,6 +11,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll } from 'vitest';
 import { type DemoResult, runDemo } from '../../src/demo/index.js';
+import { createRecorder } from '../../src/record/index.js';
 import { tempDir } from './temp.js';
 
 /** What runDemo returned, and the sessions root holding the session dir and its bundle. */
@@ -114,4 +115,20 @@ function fingerprintOf(demo: DemoSession): string {
     db.close();
   }
   return hash.digest('hex');
+}
+
+/**
+ * A passing run recorded beside the demo by the real recorder: one `windows` call of MCEC session `pass-1`,
+ * declared passed. Returns its session dir's name.
+ */
+export async function recordPassingRun(sessionsDir: string, scenario: string): Promise<string> {
+  const recorder = createRecorder({ sessionsDir, scenario, stderr: () => {} });
+  const envelope = { sessionId: 'pass-1', ok: true, result: { windows: [] } };
+  const call = recorder.wrap(async (_tool: string, _args: Record<string, unknown>) => ({
+    content: [{ type: 'text', text: JSON.stringify(envelope) }],
+  }));
+  await call('windows', { sessionId: 'pass-1' });
+  await recorder.end('pass-1', { passed: true });
+  await recorder.close();
+  return fs.readdirSync(sessionsDir).find((n) => n.endsWith('-pass-1'))!;
 }
