@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
 import { LOG_FILE } from '../paths/naming.js';
-import { describeLogError, openLogForWriting } from './open.js';
+import { describeLogError, expectOurSchema, openLogForWriting } from './open.js';
 import { SCHEMA_VERSION } from './schema.js';
 
 /** How long to wait for the recorder's commit lock; its commits take milliseconds. */
@@ -39,6 +39,7 @@ export function appendSessionEvent(
         `${file}: log schema version ${version} is not one this recorder writes (1-${SCHEMA_VERSION})`,
       );
     }
+    expectOurSchema(db, file, version); // a trigger would run its author's query on our insert
     const insert = db.prepare('INSERT INTO events (at, kind, call_seq, detail) VALUES (?, ?, NULL, ?)');
     const hasSession = db.prepare('SELECT 1 FROM session WHERE id = 1');
     return db

@@ -34,6 +34,16 @@ function expectedSchema(version: number): SchemaObject[] {
 }
 
 /**
+ * How the open log's schema differs from the one our migrations make at its `version` (a view, a trigger, a
+ * table or index of another definition), or null. Reads `sqlite_master` only: cheap enough for every open.
+ */
+export function logSchemaProblem(db: Database.Database, version: number): string | null {
+  const found = readSchema(db, MAX_SCHEMA_OBJECTS);
+  if (found.length > MAX_SCHEMA_OBJECTS) return `more than ${MAX_SCHEMA_OBJECTS} schema objects`;
+  return compareSchema(found, expectedSchema(version));
+}
+
+/**
  * Why the log at `file` must not be read, or null when it is one of ours. Never throws: a file SQLite cannot
  * open is a reason too.
  */
@@ -50,9 +60,7 @@ export function foreignLogProblem(file: string, options: { maxValueBytes?: numbe
     const version = db.pragma('user_version', { simple: true }) as number;
     if (!Number.isInteger(version) || version < 1 || version > SCHEMA_VERSION)
       return `log schema version ${version}; this recorder writes versions 1 to ${SCHEMA_VERSION}`;
-    const found = readSchema(db, MAX_SCHEMA_OBJECTS);
-    if (found.length > MAX_SCHEMA_OBJECTS) return `more than ${MAX_SCHEMA_OBJECTS} schema objects`;
-    const schemaProblem = compareSchema(found, expectedSchema(version));
+    const schemaProblem = logSchemaProblem(db, version);
     if (schemaProblem) return `not a session log this recorder wrote: ${schemaProblem}`;
     const check = db.pragma('quick_check(1)', { simple: true });
     if (check !== 'ok') return `damaged: ${String(check).slice(0, 200)}`;

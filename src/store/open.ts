@@ -3,6 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { LOG_COPY_PREFIX, makeTempDir, removeBestEffort } from '../util/temp-files.js';
 import { removeEntrySidecar } from './entry-sidecar.js';
+import { logSchemaProblem } from './foreign-log.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 
 export type SessionDb = Database.Database;
@@ -95,11 +96,23 @@ function checkedLog(
       close(); // first: the message tells whether a -wal is beside the log, and this handle made one
       throw new Error(emptyLogMessage(file));
     }
+    if (version >= 1) expectOurSchema(db, file, version);
   } catch (err) {
     close();
     throw describeLogError(file, err);
   }
   return { db, version, close };
+}
+
+/**
+ * Throws unless the log's schema is the one our migrations make at `version`. A session dir may come from
+ * another machine (a CI artifact, a colleague's copy): a view standing in for a table, or a trigger, would run
+ * a query of its author's (one that never ends hung `list`) the moment we read or write it.
+ */
+export function expectOurSchema(db: SessionDb, file: string, version: number): void {
+  const problem = logSchemaProblem(db, version);
+  if (problem)
+    throw new Error(`${file}: not a session log this recorder wrote, so it is not read: ${problem}`);
 }
 
 function canWrite(file: string): boolean {

@@ -1,7 +1,8 @@
 /**
  * A bundle whose session.sqlite was rewritten by an attacker, with the manifest's hashes made consistent:
  * the log is data, never code. Through the built CLIs: `verify` fails it, `mcec-replay` and `triage
- * --bundles` refuse it within seconds, and the temp dirs of killed runs are removed by the next run.
+ * --bundles` refuse it within seconds, and the temp dirs of killed runs are removed by the next run. A session
+ * dir copied in from elsewhere is as foreign: its log's schema is checked at every open, before any query.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +21,8 @@ const REPLAY_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-replay.js');
 
 let root: string;
 let good: string;
+/** The session dir `good` was built from. */
+let goodDir: string;
 
 /** Rewrite a bundle: `tamper` changes its log (a copy on disk); the manifest's sizes and hashes follow. */
 async function tamperedBundle(name: string, tamper: (db: Database.Database) => void): Promise<string> {
@@ -75,6 +78,7 @@ beforeAll(async () => {
   s.call(calls.findSave());
   s.call(calls.ambiguousFind());
   s.end();
+  goodDir = s.dir;
   good = (await buildBundle(s.dir, { output: path.join(root, 'good.zip') })).bundle;
 }, 120_000);
 
@@ -185,4 +189,63 @@ describe('a bundle whose log is not ours', () => {
     expect(fs.existsSync(live)).toBe(true);
     expect(fs.existsSync(tmpDead)).toBe(false);
   });
+});
+
+describe('a session dir whose log is not ours (copied in from another machine)', () => {
+  /** `goodDir` copied into a sessions dir of its own, its log changed by `tamper`; its session id. */
+  function copiedIn(
+    name: string,
+    tamper: (db: Database.Database) => void,
+  ): { sessionsDir: string; id: string } {
+    const sessionsDir = path.join(root, name);
+    const dir = path.join(sessionsDir, path.basename(goodDir));
+    fs.cpSync(goodDir, dir, { recursive: true });
+    const db = new Database(path.join(dir, 'session.sqlite'));
+    tamper(db);
+    db.close();
+    return { sessionsDir, id: path.basename(goodDir).split('-').at(-1)! };
+  }
+
+  // Before, `list` ran the view's query for ever (killed here after a minute) and so would anything reading it.
+  it('list answers at once naming why; bundle and mcec-replay refuse to read it', async () => {
+    const { sessionsDir, id } = copiedIn('copied-view', recursiveView);
+    const list = await runNode([BUNDLE_CLI, 'list', '--sessions', sessionsDir], { timeoutMs: 60_000 });
+    expect(list.code, list.stderr).toBe(0);
+    expect(list.stdout).toMatch(
+      new RegExp(
+        `UNREADABLE ${id}: .*session\\.sqlite: not a session log this recorder wrote, so it is not read: it has a view "calls"`,
+      ),
+    );
+    const bundle = await runNode([BUNDLE_CLI, id, '--sessions', sessionsDir], { timeoutMs: 60_000 });
+    expect(bundle.code).toBe(1);
+    expect(bundle.stderr).toMatch(
+      /not a session log this recorder wrote, so it is not read: it has a view "calls"/,
+    );
+    const dir = path.join(sessionsDir, path.basename(goodDir));
+    const replay = await runNode([REPLAY_CLI, dir, '--stdio'], { timeoutMs: 60_000 });
+    expect(replay.code).not.toBe(0);
+    expect(replay.stderr).toMatch(/not a session log this recorder wrote/);
+  }, 300_000);
+
+  it('verdict refuses a log with a trigger, which never runs', async () => {
+    const { sessionsDir, id } = copiedIn('copied-trigger', (db) =>
+      db.exec('CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM calls; END'),
+    );
+    const verdict = await runNode([BUNDLE_CLI, 'verdict', id, 'pass', '--sessions', sessionsDir], {
+      timeoutMs: 60_000,
+    });
+    expect(verdict.code).not.toBe(0);
+    expect(verdict.stderr).toMatch(
+      /not a session log this recorder wrote, so it is not read: it has a trigger "t"/,
+    );
+    const db = new Database(path.join(sessionsDir, path.basename(goodDir), 'session.sqlite'), {
+      readonly: true,
+    });
+    try {
+      expect(db.prepare('SELECT count(*) AS n FROM calls').get()).toEqual({ n: 3 });
+      expect(db.prepare("SELECT count(*) AS n FROM events WHERE kind = 'verdict'").get()).toEqual({ n: 0 });
+    } finally {
+      db.close();
+    }
+  }, 120_000);
 });
