@@ -112,6 +112,15 @@ export class ReplayCore {
       if (!this.methods.has(method))
         this.methods.set(method, (params) => this.recordedAnswer(method, params));
     }
+    for (const method of advertisedMethods(recording.initialize)) {
+      if (!this.methods.has(method))
+        this.methods.set(method, () => {
+          throw new JsonRpcErrorAnswer(
+            -32601,
+            `mcec-replay: the recording holds no ${method} request (the recorded server offers it; its client never asked, so there is no answer to replay)`,
+          );
+        });
+    }
   }
 
   /**
@@ -468,4 +477,21 @@ function compactObservation(result: unknown): Record<string, unknown> | null {
 function answerOf(e: RecordedExchange): unknown {
   if ('error' in e.answer) throw new JsonRpcErrorAnswer(e.answer.error.code, e.answer.error.message);
   return structuredClone(e.answer.result);
+}
+
+/** The requests an MCP server's capabilities promise to answer (2025-06-18), by capability. */
+const CAPABILITY_METHODS: Record<string, readonly string[]> = {
+  resources: ['resources/list', 'resources/read', 'resources/templates/list'],
+  prompts: ['prompts/list', 'prompts/get'],
+  completions: ['completion/complete'],
+  logging: ['logging/setLevel'],
+};
+
+/** The methods the recorded `initialize` advertised, beyond tools: a client may call them on the replay. */
+function advertisedMethods(initialize: Record<string, unknown> | null): string[] {
+  const capabilities = initialize?.capabilities;
+  if (!isRecord(capabilities)) return [];
+  return Object.entries(CAPABILITY_METHODS).flatMap(([name, methods]) =>
+    isRecord(capabilities[name]) ? methods : [],
+  );
 }

@@ -254,6 +254,12 @@ describe('the SDK client and server-everything through the proxies', () => {
     });
     const replayed = await connect(new StreamableHTTPClientTransport(new URL(replay.url)));
     const again = await converse(replayed);
+    // The recorded server offers prompts and resources; this conversation never asked for them, so the replay
+    // has no answer: an error saying so (before: "Method not found", as if the server offered none).
+    await expect(replayed.listPrompts()).rejects.toThrow(
+      /-32601.*the recording holds no prompts\/list request \(the recorded server offers it/,
+    );
+    await expect(replayed.listResources()).rejects.toThrow(/the recording holds no resources\/list request/);
     await replayed.close();
     expect(again.results).toEqual(expected.results);
     expect((await replay.close()).exitCode).toBe(0);
