@@ -131,8 +131,8 @@ class ForwardedRequest {
    * recorder files the exchange in that session.
    */
   private answerMeta: { mcpSessionId: string } | undefined;
-  /** An event stream carried an event too large to record (maybe the call's answer). */
-  private streamOversize: number | null = null;
+  /** The sizes of the events too large to record that the stream carried while its call was unanswered (one may be its answer). */
+  private heldOversize: number[] | null = null;
   /** How the target's answer is recorded once it is complete (null: not recorded). */
   private recordAnswer: ((status: number, answer: BoundedMessage) => void) | null = null;
   private callSession: string | undefined;
@@ -237,7 +237,7 @@ class ForwardedRequest {
     } else {
       const reason = message.reason;
       recordAnswer = (_status, answer) =>
-        wire.invalid(reason, text, message.message, at, parseBounded(answer));
+        wire.invalid(reason, text, message.message, at, parseBounded(answer), this.scope);
     }
     this.recordAnswer = recordAnswer;
   }
@@ -417,7 +417,7 @@ class ForwardedRequest {
       try {
         if (stream) {
           stream.end();
-          this.streamEnded();
+          this.streamEnded(status, copy);
         } else this.recordAnswer?.(status, copy);
       } catch {
         // recording never breaks the wire
@@ -470,31 +470,50 @@ class ForwardedRequest {
   private onStreamEvent(event: SseEvent): void {
     try {
       const at = new Date();
+      const { wire } = this.ctx;
       if (event.kind === 'oversize') {
-        this.streamOversize = Math.max(this.streamOversize ?? 0, event.bytes);
+        // The call's answer may be this one: held until the stream ends. One no call can take is an event now.
+        if (this.pending && !this.answered) {
+          this.heldOversize ??= [];
+          this.heldOversize.push(event.bytes);
+        } else wire.oversize('answer', event.bytes, this.ctx.maxRecordBytes, {}, this.scope);
         return;
       }
       const message = classifyMessage(event.data);
-      const { wire } = this.ctx;
       if (message.kind === 'response') {
         if (this.pending && !this.answered && (message.id === this.requestId || message.id === null)) {
           this.answered = true;
           this.pending.complete(message.message, this.answerMeta);
-        } else wire.orphanResponse(message.message, at);
+        } else wire.orphanResponse(message.message, at, this.scope);
       } else if (message.kind === 'invalid') {
-        wire.fault('response', `event-stream data ${message.reason}`, event.data);
+        wire.fault('response', `event-stream data ${message.reason}`, event.data, this.scope);
       } else wire.fromServer(message, at, this.pending ?? undefined, this.scope);
     } catch {
       // recording never breaks the wire
     }
   }
 
-  /** The event stream ended: a call it never answered fails (or is oversize, when one event was). */
-  private streamEnded(): void {
-    if (!this.pending || this.answered) return;
-    if (this.streamOversize !== null) {
-      this.pending.tooLarge({ bytes: this.streamOversize, limit: this.ctx.maxRecordBytes });
-    } else this.pending.fail('the event stream ended without an answer to the call');
+  /**
+   * The event stream ended: a call it never answered fails, or is oversize when an event was (the largest is
+   * taken as its answer; any other held is an oversize-message event). A body that was no request (a
+   * notification, one not JSON-RPC) is recorded as one that got no JSON answer.
+   */
+  private streamEnded(status: number, copy: BoundedMessage): void {
+    const { pending } = this;
+    if (!pending) {
+      this.recordAnswer?.(status, copy);
+      return;
+    }
+    const held = this.heldOversize ?? [];
+    if (!this.answered) {
+      if (held.length > 0) {
+        const largest = held.indexOf(Math.max(...held));
+        pending.tooLarge({ bytes: held[largest]!, limit: this.ctx.maxRecordBytes });
+        held.splice(largest, 1);
+      } else pending.fail('the event stream ended without an answer to the call');
+    }
+    for (const bytes of held)
+      this.ctx.wire.oversize('answer', bytes, this.ctx.maxRecordBytes, {}, this.scope);
   }
 
   /** The call's answer came on its event stream. */

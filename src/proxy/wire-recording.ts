@@ -269,44 +269,53 @@ export class WireRecording {
   /**
    * A message that is not a JSON-RPC request, paired with the server's answer when it gave one (usually
    * -32700 or -32600 with id null: the recorder turns that into the protocol-fault event). Without an
-   * answer, the proxy records the fault itself.
+   * answer, the proxy records the fault itself. `scope`: the request's MCP session (HTTP's Mcp-Session-Id),
+   * only the client's word: the recorder files it there once a call started there, else as the connection's.
    */
-  invalid(reason: string, raw: string, parsed: unknown, startedAt: Date, answer: unknown): void {
+  invalid(reason: string, raw: string, parsed: unknown, startedAt: Date, answer: unknown, scope = ''): void {
     const response = classifyParsed(answer);
     if (response.kind === 'response') {
-      this.exchange(parsed ?? { unparsed: excerpt(raw, 120) }, response.message, startedAt);
+      this.exchange(parsed ?? { unparsed: excerpt(raw, 120) }, response.message, startedAt, scope);
     } else {
-      this.fault('request', reason, raw);
+      this.fault('request', reason, raw, scope);
     }
   }
 
-  /** A line or body that is not JSON-RPC and got no JSON-RPC answer: a protocol-fault event of our own. */
-  fault(direction: 'request' | 'response', reason: string, raw: string): void {
-    recordEvent(this.recorder, 'protocol-fault', {
+  /**
+   * A line or body that is not JSON-RPC and got no JSON-RPC answer: a protocol-fault event of our own; `scope`
+   * as for `invalid` (HTTP: the request's, or the stream's that carried it).
+   */
+  fault(direction: 'request' | 'response', reason: string, raw: string, scope = ''): void {
+    const detail = {
       code: -32700,
       message: `${direction} ${reason}: ${excerpt(raw, 120)}`,
       id: null,
       method: null,
       transport: this.transport,
-    });
+    };
+    recordEvent(this.recorder, 'protocol-fault', detail, undefined, scope);
   }
 
-  /** A response whose id matches no request in flight. */
-  orphanResponse(message: Record<string, unknown>, at: Date): void {
-    this.exchange(null, message, at);
+  /** A response whose id matches no request in flight; `scope` as for `invalid` (HTTP: its stream's request's). */
+  orphanResponse(message: Record<string, unknown>, at: Date, scope = ''): void {
+    this.exchange(null, message, at, scope);
   }
 
-  /** A message over the recording limit that could not be tied to a call: passed through, noted here. */
+  /**
+   * A message over the recording limit that could not be tied to a call: passed through, noted here; `scope` as
+   * for `invalid` (HTTP: the request whose stream carried it).
+   */
   oversize(
     direction: 'request' | 'answer',
     bytes: number,
     limit: number,
     read: { isError?: boolean | undefined; rpcError?: boolean | undefined } = {},
+    scope = '',
   ): void {
     const detail: Record<string, unknown> = { direction, bytes, limit, transport: this.transport };
     if (read.isError !== undefined) detail.isError = read.isError;
     if (read.rpcError) detail.rpcError = true;
-    recordEvent(this.recorder, 'oversize-message', detail);
+    recordEvent(this.recorder, 'oversize-message', detail, undefined, scope);
   }
 
   /**

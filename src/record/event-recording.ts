@@ -19,9 +19,28 @@ import { withoutImageBytes } from './values.js';
  */
 export const RECORDER_WIDE_KINDS: ReadonlySet<string> = new Set([RECORDING_GAP]);
 
-/** Where a declared event of `kind` goes of `mcpSession`: a `proxy-error` only to a session the registry holds. */
-function mcpSessionOf(registry: SessionRegistry, kind: string, mcpSession: string | undefined) {
-  if (mcpSession === undefined || kind !== 'proxy-error') return mcpSession;
+/**
+ * The events a proxy reports of a request (a refusal or failure, a fault, a message over the limit) whose MCP
+ * session is only the client's word (its `Mcp-Session-Id` header, which no server need have checked first):
+ * filed in that MCP session only once a call started there (`mcpSessionWhere`).
+ */
+export const CLIENTS_WORD_KINDS: ReadonlySet<string> = new Set([
+  'proxy-error',
+  'protocol-fault',
+  'oversize-message',
+]);
+
+/**
+ * Where a record of `mcpSession` goes: that session (kept for it until its first call), or, when the MCP
+ * session is only the client's word, that session only if the registry holds it, else the connection's
+ * (undefined): a record must not wait for a session that may never come, and a forged id names none.
+ */
+function mcpSessionWhere(
+  registry: SessionRegistry,
+  mcpSession: string | undefined,
+  clientsWord: boolean | undefined,
+): string | undefined {
+  if (mcpSession === undefined || !clientsWord) return mcpSession;
   return registry.find(mcpSession) ? mcpSession : undefined;
 }
 
@@ -60,10 +79,12 @@ export class EventRecording {
   /**
    * A declared event: into the session it names, else `mcpSession` (the MCP session of a server that is not
    * MCEC whose client declared it or whose stream carried it), else the connection's current session (or the
-   * preamble). A `proxy-error` goes to `mcpSession` only once a call started there: the header is the
-   * client's word, and a refusal must not wait for a session that may never come. A proxy's own event without
-   * a session (`PROXY_WIRE_KINDS`: a notification or server request of the connection, a proxy-error, ...) is
-   * clipped as a call's event and held to the session's budget for what peers send.
+   * preamble). With `clientsWord` (by default for a `proxy-error`, `protocol-fault` or `oversize-message`,
+   * `CLIENTS_WORD_KINDS`; an exchange's own events follow its exchange) it goes to `mcpSession` only once a
+   * call started there: the header is the client's word, and such an event must not wait for a session that
+   * may never come. A proxy's own event without a session (`PROXY_WIRE_KINDS`: a notification or server
+   * request of the connection, a proxy-error, ...) is clipped as a call's event and held to the session's
+   * budget for what peers send.
    */
   declared(
     sessionId: string | undefined,
@@ -71,6 +92,7 @@ export class EventRecording {
     detail: unknown,
     at: Date,
     mcpSession?: string,
+    clientsWord?: boolean,
   ): void {
     const { registry, redactor, stage } = this.deps;
     if (this.deps.closed()) return;
@@ -78,7 +100,7 @@ export class EventRecording {
     const id = sessionId?.trim();
     if (!id) {
       if (RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)) return;
-      const where = mcpSessionOf(registry, kind, mcpSession);
+      const where = mcpSessionWhere(registry, mcpSession, clientsWord ?? CLIENTS_WORD_KINDS.has(kind));
       if (PROXY_WIRE_KINDS.has(kind))
         registry.connectionEvent(kind, clipForLog(stored, MAX_CALL_EVENT_CHARS).value, at, where, true);
       else registry.connectionEvent(kind, stored, at, where);
@@ -106,11 +128,20 @@ export class EventRecording {
   /**
    * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications, protocol
    * faults): an event of the connection, or of `mcpSession` (the MCP session of a server that is not MCEC it
-   * ran in). `initialize` starts a new connection (and names the server).
+   * ran in; with `clientsWord`, only once a call started there, as for `declared`). `initialize` starts a new
+   * connection (and names the server).
    */
-  exchange(request: unknown, response: unknown, at: Date, failed?: string, mcpSession?: string): void {
+  exchange(
+    request: unknown,
+    response: unknown,
+    at: Date,
+    failed?: string,
+    mcpSession?: string,
+    clientsWord?: boolean,
+  ): void {
     const { registry, redactor, stage } = this.deps;
     if (this.deps.closed()) return;
+    const where = mcpSessionWhere(registry, mcpSession, clientsWord);
     const req = isRecord(request) ? request : undefined;
     const method = typeof req?.method === 'string' ? req.method : null;
     const res = isRecord(response) ? response : undefined;
@@ -123,7 +154,7 @@ export class EventRecording {
       const e = res.error;
       const message = typeof e.message === 'string' ? redactor.scrubText(e.message) : '';
       const fault = { code: typeof e.code === 'number' ? e.code : null, message, id: res.id ?? null, method };
-      registry.connectionEvent('protocol-fault', fault, at, mcpSession, true);
+      registry.connectionEvent('protocol-fault', fault, at, where, true);
     }
     const stored = stage('redact', () => ({
       request: withoutImageBytes(redactor.redact(request ?? null)),
@@ -131,7 +162,7 @@ export class EventRecording {
     }));
     const detail: Record<string, unknown> = { method, request: stored.request, response: stored.response };
     if (failed !== undefined) detail.error = redactor.scrubText(failed);
-    registry.connectionEvent('exchange', detail, at, mcpSession, true);
+    registry.connectionEvent('exchange', detail, at, where, true);
   }
 
   /** `recorder.end()`: the session ends, with the verdict it declares. */

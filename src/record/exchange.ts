@@ -23,7 +23,6 @@ import { validDate } from './values.js';
 /** Where an exchange's settlement goes: the recorder's queue and its events. */
 export interface ExchangeSink {
   push(job: Job, size: number): void;
-  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
   /** The recorder's wall clock, for stamps the proxy did not give. */
   now(): Date;
   /**
@@ -164,6 +163,9 @@ export function exchangeSession(
 /**
  * The exchange of anything but a tools/call: an `exchange` event of the connection (of its MCP session, when
  * `sessionOf` names one) once it settles, its request counted as `requestBytes` (its rough size) in the queue.
+ * Its own events (`late-answer`, `oversize-message`, a note) go where it goes. An exchange with no JSON-RPC
+ * request (`method` null: an orphan answer, a body that is not JSON-RPC) holds its MCP session only on the
+ * client's word: it goes there only once a call started there (`clientsWord`, event-recording.ts).
  */
 export function otherExchange(
   sink: ExchangeSink,
@@ -174,14 +176,17 @@ export function otherExchange(
 ): PendingExchange {
   let state: 'open' | 'settled' = 'open';
   let saw: ClientSaw | undefined;
+  const clientsWord = method === null;
   // What settles this exchange, begun before any cap, is queued whatever the cap (one or two small events).
-  const settling = (kind: string, detail: Record<string, unknown>) => {
+  const settling = (kind: string, detail: Record<string, unknown>, mcpSession: string | undefined) => {
     const at = sink.now();
-    sink.push({ type: 'event', sessionId: undefined, kind, detail, at }, jobBytes(detail));
+    const job: Job = { type: 'event', sessionId: undefined, kind, detail, at, mcpSession, clientsWord };
+    sink.push(job, jobBytes(detail));
   };
-  const noteSaw = () => {
-    if (saw) settling('late-answer', { client: saw.client, reason: saw.reason, method });
+  const noteSaw = (mcpSession: string | undefined) => {
+    if (saw) settling('late-answer', { client: saw.client, reason: saw.reason, method }, mcpSession);
   };
+  /** Settled: its record, into the MCP session it ran in (read from the answer's meta for initialize's). */
   const settle = (response: unknown, at: Date, size: number, failed?: string, m?: ExchangeMeta) => {
     state = 'settled';
     // At the cap the record holds the request's head alone: one small record per exchange in flight.
@@ -189,18 +194,19 @@ export function otherExchange(
     const held = whole ? request : requestHead(request);
     const mcpSession = sessionOf?.(m);
     sink.push(
-      { type: 'exchange', request: held, response, at, failed, mcpSession },
+      { type: 'exchange', request: held, response, at, failed, mcpSession, clientsWord },
       whole ? size + requestBytes : size,
     );
+    return mcpSession;
   };
-  const bodiless = (answer: OversizeAnswer, at: Date) => {
+  const bodiless = (answer: OversizeAnswer, at: Date, m?: ExchangeMeta) => {
     const failed =
       answer.reason === 'queue-full'
         ? `the answer (about ${answer.bytes} bytes) came while the record queue held its ${answer.limit} bytes: passed through, not recorded`
         : `the answer (${answer.bytes} bytes) was over the recording limit: passed through, not recorded`;
-    settle(null, at, SMALL_JOB_BYTES, failed);
-    settling('oversize-message', { ...oversizeDetail('answer', answer, undefined), method });
-    noteSaw();
+    const mcpSession = settle(null, at, SMALL_JOB_BYTES, failed, m);
+    settling('oversize-message', { ...oversizeDetail('answer', answer, undefined), method }, mcpSession);
+    noteSaw(mcpSession);
   };
   return {
     complete: (response, m) => {
@@ -208,13 +214,12 @@ export function otherExchange(
       const at = validDate(m?.endedAt) ?? sink.now();
       const size = roughSize(response);
       const cap = sink.overQueueCap(size + requestBytes);
-      if (cap !== null) return bodiless(queueFull(size, cap), at);
-      settle(response, at, size, undefined, m);
-      noteSaw();
+      if (cap !== null) return bodiless(queueFull(size, cap), at, m);
+      noteSaw(settle(response, at, size, undefined, m));
     },
-    tooLarge: (answer) => {
+    tooLarge: (answer, m) => {
       if (state === 'settled') return;
-      bodiless(answer, sink.now());
+      bodiless(answer, sink.now(), m);
     },
     fail: (reason) => {
       if (state === 'settled') return;
@@ -231,7 +236,18 @@ export function otherExchange(
       if (state === 'settled') return;
       settle(null, sink.now(), SMALL_JOB_BYTES, typeof reason === 'string' ? reason : String(reason));
     },
-    note: (kind, detail) => sink.event(undefined, kind, { ...detail, during: method }),
+    // Of its MCP session as the request named it (initialize's, named by its answer, is not known yet).
+    note: (kind, detail, at) => {
+      const event = { ...detail, during: method };
+      const size = jobBytes(event);
+      if (sink.refuses('other', size)) return;
+      const mcpSession = sessionOf?.();
+      const when = validDate(at) ?? sink.now();
+      sink.push(
+        { type: 'event', sessionId: undefined, kind, detail: event, at: when, mcpSession, clientsWord },
+        size,
+      );
+    },
   };
 }
 

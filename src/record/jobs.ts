@@ -23,12 +23,27 @@ export type Job =
       detail: unknown;
       at: Date;
       mcpSession?: string | undefined;
+      /**
+       * `mcpSession` is only the client's word (its header): filed there only once a call started there. Unset:
+       * decided by the kind (`CLIENTS_WORD_KINDS`); an exchange's own events say whether its exchange's is.
+       */
+      clientsWord?: boolean | undefined;
     }
   /**
    * A JSON-RPC exchange that is not a tool call (initialize, tools/list, ping, notifications); `mcpSession`:
-   * the MCP session it ran in (a server that is not MCEC, over HTTP with session ids), else the connection's.
+   * the MCP session it ran in (a server that is not MCEC, over HTTP with session ids), else the connection's;
+   * `clientsWord` as for an event (an exchange with no JSON-RPC request: an orphan answer, a body that is not
+   * JSON-RPC).
    */
-  | { type: 'exchange'; request: unknown; response: unknown; at: Date; failed?: string; mcpSession?: string }
+  | {
+      type: 'exchange';
+      request: unknown;
+      response: unknown;
+      at: Date;
+      failed?: string;
+      mcpSession?: string | undefined;
+      clientsWord?: boolean | undefined;
+    }
   /** `recorder.end()`. */
   | { type: 'end'; sessionId: string; verdict: { passed?: boolean; reason?: string }; at: Date };
 
@@ -43,13 +58,13 @@ export function runJob(job: Job, calls: CallRecording, events: EventRecording): 
     case 'late':
       return calls.late(job.call, job.late, job.saw);
     case 'event':
-      events.declared(job.sessionId, job.kind, job.detail, job.at, job.mcpSession);
+      events.declared(job.sessionId, job.kind, job.detail, job.at, job.mcpSession, job.clientsWord);
       return undefined;
     case 'call-event':
       events.ofCall(job.call, job.kind, job.detail, job.at);
       return undefined;
     case 'exchange':
-      events.exchange(job.request, job.response, job.at, job.failed, job.mcpSession);
+      events.exchange(job.request, job.response, job.at, job.failed, job.mcpSession, job.clientsWord);
       return undefined;
     case 'end':
       events.end(job.sessionId, job.verdict, job.at);

@@ -93,7 +93,6 @@ class RecorderImpl implements Recorder {
   /** Where a proxy's exchanges settle: the queue and the event API. */
   private readonly exchangeSink: ExchangeSink = {
     push: (job, size) => this.push(job, size),
-    event: (sessionId, kind, detail) => this.event(sessionId, kind, detail),
     now: () => this.clock.date(),
     overQueueCap: (bytes) => (this.queue.fits(bytes) ? null : this.queue.maxQueuedBytes),
     refuses: (what, bytes) => this.gaps.refuses(what, bytes),

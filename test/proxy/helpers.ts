@@ -58,7 +58,8 @@ export interface Collected {
   /** Events of an exchange (streamed notifications, server requests with the client's replies). */
   callEvents: Array<{ request: unknown; kind: string; detail: Record<string, unknown> }>;
   exchanges: Array<{ request: unknown; response: unknown }>;
-  events: Array<{ kind: string; detail: Record<string, unknown> }>;
+  /** `mcpSessionId`: the MCP session the proxy filed it under (HTTP's Mcp-Session-Id), when it named one. */
+  events: Array<{ kind: string; detail: Record<string, unknown>; mcpSessionId?: string }>;
   secrets: string[];
   closed: number;
 }
@@ -66,7 +67,12 @@ export interface Collected {
 /** A recorder that only keeps what the proxy hands it, to assert on the proxy's side of the contract. */
 export function collectingRecorder(): ProxyRecorder & {
   collected: Collected;
-  event(sessionId: string | undefined, kind: string, detail: Record<string, unknown>): void;
+  event(
+    sessionId: string | undefined,
+    kind: string,
+    detail: Record<string, unknown>,
+    meta?: Pick<ProxyExchangeMeta, 'mcpSessionId'>,
+  ): void;
   rememberHeaderSecret(secret: string): void;
 } {
   const collected: Collected = {
@@ -99,8 +105,9 @@ export function collectingRecorder(): ProxyRecorder & {
       collected.exchanges.push({ request, response });
     },
     room: () => undefined,
-    event(_sessionId, kind, detail) {
-      collected.events.push({ kind, detail });
+    event(_sessionId, kind, detail, meta) {
+      if (meta?.mcpSessionId === undefined) collected.events.push({ kind, detail });
+      else collected.events.push({ kind, detail, mcpSessionId: meta.mcpSessionId });
     },
     rememberHeaderSecret(secret) {
       collected.secrets.push(secret);

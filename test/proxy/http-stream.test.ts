@@ -167,7 +167,7 @@ describe('HTTP proxy: streamed answers', () => {
       { 'mcp-session-id': 's-1' },
     );
     expect(reply.status).toBe(202);
-    await new Promise((resolve) => stream.res.on('end', resolve));
+    await waitFor(() => stream.res.complete);
     const body = stream.chunks.map((c) => c.text).join('');
 
     // Headers long before the answer (the 500 ms timeout does not cut the live stream), events as they come.
@@ -237,6 +237,52 @@ describe('HTTP proxy: streamed answers', () => {
     expect(del.body.toString()).toBe('bye');
     expect(deletes).toEqual(['s-9']);
   }, 30_000);
+
+  it("an event over the recording limit that no call takes is an oversize-message of its stream's MCP session", async () => {
+    const big = (data: string) =>
+      sse({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data } });
+    const server = await startServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (req.method === 'GET') {
+          res.end(big('g'.repeat(6000)));
+          return;
+        }
+        // Before the answer (it could have been the answer: held until the stream ends), the answer, after it.
+        res.write(big('b'.repeat(5000)));
+        res.write(sse({ jsonrpc: '2.0', id: 1, result: { content: [{ type: 'text', text: 'ok' }] } }));
+        res.end(big('a'.repeat(7000)));
+      });
+    });
+    cleanups.push(server.close);
+    const recorder = collectingRecorder();
+    const proxy = await startHttpProxy({
+      target: server.url,
+      recorder,
+      listen: { port: 0 },
+      maxRecordBytes: 4096,
+      maxBodyBytes: 4096,
+    });
+    cleanups.push(() => proxy.close());
+    const call = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } });
+    expect((await post(proxy.url, call, { 'mcp-session-id': 'client-a' })).status).toBe(200);
+    const stream = await openStream(proxy.url, 'GET', undefined, { 'mcp-session-id': 'client-b' });
+    await waitFor(() => stream.res.complete);
+
+    const oversize = () => recorder.collected.events.filter((e) => e.kind === 'oversize-message');
+    await waitFor(() => oversize().length === 3);
+    const seen = oversize().map((e) => [e.mcpSessionId, e.detail.direction, e.detail.limit, e.detail.bytes]);
+    expect(seen).toEqual([
+      ['client-a', 'answer', 4096, expect.any(Number)],
+      ['client-a', 'answer', 4096, expect.any(Number)],
+      ['client-b', 'answer', 4096, expect.any(Number)],
+    ]);
+    // Each event's own size: the one after the answer at once, the one held before it once the stream ended.
+    expect(seen.map((x) => Math.round((x[3] as number) / 1000))).toEqual([7, 5, 6]);
+    expect(recorder.collected.completed).toHaveLength(1);
+    expect(recorder.collected.oversize).toEqual([]);
+  });
 
   it('fails a call whose event stream ends without its answer', async () => {
     const server = await startServer((req, res) => {

@@ -599,4 +599,86 @@ describe('several MCP sessions through one mcec-record http', () => {
     expect(refused('from b')).toEqual([[413, 'body too large', expect.any(Number)]]);
     expect(echoing(sessions, 'from a').calls.map((c) => c.tool)).toEqual(['echo']);
   }, 120_000);
+
+  it("a client's protocol faults, orphan answers and messages over the recording limit go into its session; an unknown Mcp-Session-Id's stay the connection's", async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    // server-everything's initialize answer (about 2 KB) fits; its tool list (about 8 KB) does not.
+    const limit = ['--max-record-bytes', '4096', '--max-body', '4096'];
+    const proxy = await spawnHttpRecorder(server.url, sessionsDir, limit);
+    const aTransport = new StreamableHTTPClientTransport(proxy.url);
+    const a = await connect(aTransport);
+    await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
+    const b = await connect(new StreamableHTTPClientTransport(proxy.url));
+    await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
+    // B's call made B's session the latest: everything below but the last request is A's.
+    const post = async (body: string, mcpSessionId: string) => {
+      const version = aTransport.protocolVersion;
+      const res = await fetch(proxy.url, {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+          'Mcp-Session-Id': mcpSessionId,
+          ...(version ? { 'Mcp-Protocol-Version': version } : {}),
+        },
+        body,
+      });
+      return { status: res.status, text: await res.text() };
+    };
+    const aId = aTransport.sessionId!;
+    // Not JSON: server-everything answers a JSON-RPC -32700 (an exchange, whose fault the recorder reads).
+    expect(await post('not json', aId)).toMatchObject({
+      status: 400,
+      text: expect.stringContaining('-32700'),
+    });
+    // A batch of one notification: 202 and no JSON-RPC answer (the proxy's own protocol-fault).
+    const batchOfNote = JSON.stringify([{ jsonrpc: '2.0', method: 'notifications/test/nothing' }]);
+    expect((await post(batchOfNote, aId)).status).toBe(202);
+    // A batch with a ping: answered on an event stream with an id no request in flight has (an orphan answer).
+    const batchOfPing = JSON.stringify([{ jsonrpc: '2.0', id: 'orphan-1', method: 'ping' }]);
+    expect(await post(batchOfPing, aId)).toMatchObject({
+      status: 200,
+      text: expect.stringContaining('"orphan-1"'),
+    });
+    // A batch asking for the tools: the stream's one event is over the limit, and no call's.
+    const batchOfList = JSON.stringify([{ jsonrpc: '2.0', id: 'list-1', method: 'tools/list' }]);
+    expect(await post(batchOfList, aId)).toMatchObject({
+      status: 200,
+      text: expect.stringContaining('"list-1"'),
+    });
+    // A's own tools/list: its answer is over the limit (recorded without it), and A gets it whole.
+    expect((await a.listTools()).tools.map((t) => t.name)).toContain('echo');
+    // Not JSON under an id the server does not know: its 400 has no id (no JSON-RPC answer), and no call ran
+    // under that id, so the fault is the connection's (B's session, the latest): the header is the client's word.
+    expect((await post('not json', 'no-such-session')).status).toBe(400);
+    await a.close();
+    await b.close();
+    await proxy.stop();
+
+    const sessions = readSessions(sessionsDir);
+    expect(sessions).toHaveLength(2);
+    const stray = (message: string) =>
+      echoing(sessions, message).events.flatMap((e) => {
+        if (e.kind === 'protocol-fault') return [`protocol-fault ${String(e.detail.message)}`];
+        if (e.kind === 'oversize-message')
+          return [`oversize-message ${String(e.detail.method ?? 'of no call')}`];
+        const method = e.detail.method;
+        if (e.kind !== 'exchange' || (method !== null && method !== 'tools/list')) return [];
+        const answer = e.detail.response as { id?: unknown } | null;
+        return [`exchange ${String(method)} answered ${JSON.stringify(answer?.id ?? null)}`];
+      });
+    expect(stray('from a')).toEqual([
+      'protocol-fault Parse error: Invalid JSON',
+      'exchange null answered null',
+      `protocol-fault request batch: ${batchOfNote}`,
+      'exchange null answered "orphan-1"',
+      `protocol-fault request batch: ${batchOfPing}`,
+      'oversize-message of no call',
+      `protocol-fault request batch: ${batchOfList}`,
+      'exchange tools/list answered null',
+      'oversize-message tools/list',
+    ]);
+    expect(stray('from b')).toEqual(['protocol-fault request not JSON: not json']);
+  }, 120_000);
 });

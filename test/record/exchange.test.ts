@@ -5,22 +5,24 @@ import { type ExchangeSink, otherExchange, toolCallExchange } from '../../src/re
 import type { Job } from '../../src/record/jobs.js';
 
 /**
- * A sink whose queue takes any job, or (with `cap`) none larger than `cap` bytes (those it counts); `full`: a
- * queue at its cap, whose gated events (`sink.event`) are counted, not queued. Queued events are in `events`.
+ * A sink whose queue takes any job, or (with `cap`) none larger than `cap` bytes (those it counts). Queued
+ * events are in `events`, every queued job in `all`.
  */
-function sink(cap?: number, full = false) {
+function sink(cap?: number) {
   const jobs: Job[] = [];
+  const all: Job[] = [];
   const events: Array<{ kind: string; detail: unknown }> = [];
   const refused: string[] = [];
   const s: ExchangeSink = {
-    push: (job) =>
-      job.type === 'event' ? events.push({ kind: job.kind, detail: job.detail }) : jobs.push(job),
-    event: (_id, kind, detail) => (full ? refused.push('other') : events.push({ kind, detail })),
+    push: (job) => {
+      all.push(job);
+      return job.type === 'event' ? events.push({ kind: job.kind, detail: job.detail }) : jobs.push(job);
+    },
     now: () => new Date('2026-12-02T10:00:01.000Z'),
     overQueueCap: (bytes) => (cap !== undefined && bytes > cap ? cap : null),
     refuses: (what, bytes) => cap !== undefined && bytes > cap && refused.push(what) > 0,
   };
-  return { s, jobs, events, refused };
+  return { s, jobs, all, events, refused };
 }
 
 const started = new Date('2026-12-02T10:00:00.000Z');
@@ -96,6 +98,52 @@ describe('otherExchange', () => {
     expect(events.map((e) => e.kind)).toEqual(['oversize-message', 'late-answer']);
     expect(events[1]!.detail).toEqual({ client: 'proxy-timeout', reason: 'slow', method: 'tools/list' });
   });
+
+  it("its own events go where it goes: its MCP session, read from the answer's meta for initialize's", () => {
+    const { s, all } = sink();
+    const sessionOf = (m?: { mcpSessionId?: string }) =>
+      m?.mcpSessionId ? `srv-${m.mcpSessionId}` : undefined;
+    const x = otherExchange(s, { method: 'initialize' }, 'initialize', undefined, sessionOf);
+    x.clientLeft('gone');
+    x.tooLarge({ bytes: 10, limit: 5 }, { mcpSessionId: 'a' });
+    const where = all.map((j) => [
+      j.type,
+      'kind' in j ? j.kind : null,
+      'mcpSession' in j ? j.mcpSession : null,
+    ]);
+    expect(where).toEqual([
+      ['exchange', null, 'srv-a'],
+      ['event', 'oversize-message', 'srv-a'],
+      ['event', 'late-answer', 'srv-a'],
+    ]);
+    // A request that names its MCP session: a note of it is that session's too, as the server vouched for it.
+    const notes = sink();
+    const named = () => 'srv-b';
+    otherExchange(notes.s, { method: 'resources/read' }, 'resources/read', undefined, named).note(
+      'notification',
+      {
+        method: 'notifications/message',
+      },
+    );
+    expect(notes.all).toEqual([
+      expect.objectContaining({
+        type: 'event',
+        kind: 'notification',
+        mcpSession: 'srv-b',
+        clientsWord: false,
+      }),
+    ]);
+  });
+
+  it("one with no JSON-RPC request (an orphan answer, a body that is not JSON-RPC) holds its MCP session on the client's word only", () => {
+    const { s, all } = sink();
+    const x = otherExchange(s, null, null, undefined, () => 'srv-a');
+    x.tooLarge({ bytes: 10, limit: 5 });
+    expect(all.map((j) => ('clientsWord' in j ? [j.type, j.mcpSession, j.clientsWord] : null))).toEqual([
+      ['exchange', 'srv-a', true],
+      ['event', 'srv-a', true],
+    ]);
+  });
 });
 
 describe('the record queue bounds what the proxies queue (they never wait for room)', () => {
@@ -150,7 +198,7 @@ describe('the record queue bounds what the proxies queue (they never wait for ro
   });
 
   it('at the cap the events that settle an exchange begun before it (oversize-message, late-answer) are queued, not counted', () => {
-    const { s, events, refused } = sink(1000, true);
+    const { s, events, refused } = sink(1000);
     const x = otherExchange(s, { method: 'resources/read' }, 'resources/read');
     x.timedOut('slow');
     x.complete(bigAnswer(false));
