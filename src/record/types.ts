@@ -218,7 +218,8 @@ export interface Recorder {
    * A free-form event in a session; without one, in the connection's current session (kept for the first
    * session a call lands in while there is none), or with `meta.mcpSessionId` (a proxy's event of one MCP
    * session: a server's stream, a client's declared step or verdict) in that MCP session of a server that is
-   * not MCEC (a `proxy-error` only once a call started there). Its detail is redacted.
+   * not MCEC (a `proxy-error`, `protocol-fault` or `oversize-message`, whose MCP session is only the client's
+   * word, only once a call started there). Its detail is redacted.
    */
   event(
     sessionId: string | undefined,
