@@ -218,4 +218,50 @@ describe('the Mcp-Session-Id is a credential-like token', () => {
     for (const text of [...written(sessionsDir), unzipped, spans]) expect(text).not.toContain(token);
     expect(spans).toContain(hashMcpSessionId(token));
   });
+
+  it("what a proxy reports on the client's word goes into its MCP session only once a call started there; an exchange's own events wait with it", async () => {
+    const sessionsDir = path.join(tmp, 'sessions');
+    const recorder = createRecorder({ sessionsDir, transport: 'http', stderr: () => {} });
+    const [init, initAnswer] = initialize('acme/files');
+    recorder.recordExchange(init, initAnswer, { transport: 'http' });
+    const a = { transport: 'http' as const, mcpSessionId: 'client-a' };
+    const b = { transport: 'http' as const, mcpSessionId: 'client-b' };
+    const ok = (id: number) => answer(id, { content: [{ type: 'text', text: 'ok' }] });
+    const fault = (message: string) => ({ code: -32700, message, id: null, method: null, transport: 'http' });
+    const orphan = (id: string) => ({ jsonrpc: '2.0', id, result: {} });
+    recorder.recordExchange(call(1, 'read', {}), ok(1), a);
+    // B has no call yet: its faults and orphan answers are the connection's (A's, where the last call landed);
+    // its exchange's answer over the limit waits for B's session with that exchange.
+    recorder.event(undefined, 'protocol-fault', fault('b before its call'), b);
+    recorder.recordExchange(null, orphan('b-early'), b);
+    const read = recorder.beginExchange({ jsonrpc: '2.0', id: 2, method: 'resources/read' }, b);
+    read.tooLarge({ bytes: 9000, limit: 4096 });
+    recorder.recordExchange(call(3, 'read', {}), ok(3), b);
+    // A's call again makes A's session the latest: B's faults and orphan answers now go into B's.
+    recorder.recordExchange(call(4, 'read', {}), ok(4), a);
+    recorder.event(undefined, 'protocol-fault', fault('b after its call'), b);
+    recorder.recordExchange(null, orphan('b-late'), b);
+    await recorder.close();
+
+    const sessions = readSessions(sessionsDir);
+    const of = (mcpSessionId: string) => {
+      const s = sessions.find(
+        (x) => x.session.session_id === `acme-files-${hashMcpSessionId(mcpSessionId)}`,
+      )!;
+      return s.events.flatMap((e) => {
+        if (e.kind === 'protocol-fault') return [`protocol-fault ${String(e.detail.message)}`];
+        if (e.kind === 'oversize-message') return [`oversize-message ${String(e.detail.method)}`];
+        if (e.kind !== 'exchange' || e.detail.method === 'initialize') return [];
+        const response = e.detail.response as { id?: unknown } | null;
+        return [`exchange ${String(e.detail.method)} ${String(response?.id ?? null)}`];
+      });
+    };
+    expect(of('client-a')).toEqual(['protocol-fault b before its call', 'exchange null b-early']);
+    expect(of('client-b')).toEqual([
+      'exchange resources/read null',
+      'oversize-message resources/read',
+      'protocol-fault b after its call',
+      'exchange null b-late',
+    ]);
+  });
 });
