@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ARTIFACTS_DIR } from '../paths/naming.js';
+import { ARTIFACTS_DIR, sameFileKey, windowsNameProblem } from '../paths/naming.js';
 import type { SessionSummary } from '../report/types.js';
 import type { ArtifactRow } from '../store/schema.js';
 
@@ -138,8 +138,11 @@ export function listImageFiles(
     }
     const file = path.join(dir, entry.name);
     const bytes = fs.lstatSync(file).size;
-    if (!SAFE_NAME.test(entry.name)) {
-      skipped.push({ path: rel, bytes, detail: 'file name not safe in a zip' });
+    const nameProblem = SAFE_NAME.test(entry.name)
+      ? windowsNameProblem(entry.name)
+      : 'has characters other than letters, digits and ._-';
+    if (nameProblem !== null) {
+      skipped.push({ path: rel, bytes, detail: `file name not safe in a zip: ${nameProblem}` });
       continue;
     }
     const facts = named.get(rel);
@@ -178,7 +181,28 @@ export function listImageFiles(
     });
   }
   images.sort(oldestFirst);
-  return { images, skipped };
+  return { images: withoutTwins(images, skipped), skipped };
+}
+
+/**
+ * `images` less the files whose names are one file on Windows and macOS with another's (`A.png`, `a.png`: a
+ * Linux session dir can hold both), each added to `skipped`; of such names the first in code-unit order is
+ * kept, so the zip verifies and unzips the same everywhere.
+ */
+function withoutTwins(images: ImageFile[], skipped: SkippedFile[]): ImageFile[] {
+  const kept = new Map<string, string>();
+  for (const img of [...images].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
+    const key = sameFileKey(img.path);
+    const twin = kept.get(key);
+    if (twin === undefined) kept.set(key, img.path);
+    else
+      skipped.push({
+        path: img.path,
+        bytes: img.bytes,
+        detail: `file name not safe in a zip: the same file as ${twin} on Windows and macOS`,
+      });
+  }
+  return images.filter((img) => kept.get(sameFileKey(img.path)) === img.path);
 }
 
 /** Per file the rows name: when first seen, by which call, and the sizes and sha256s recorded. */

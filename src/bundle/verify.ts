@@ -24,9 +24,11 @@ import {
   entryName,
   madeOnUnix,
   openZip,
+  twinProblem,
   unixFileType,
   unsafeName,
   ZIP_READ_LIMITS,
+  ZipNames,
   zipEntries,
 } from './zip-read.js';
 
@@ -168,7 +170,7 @@ async function listEntries(
   add: (p: string) => void,
 ): Promise<{ listed: Listed[]; entries: number; refused: boolean }> {
   const listed: Listed[] = [];
-  const names = new EntryNames();
+  const names = new ZipNames();
   let entries = 0;
   let refused = false;
   let total = 0;
@@ -209,29 +211,11 @@ interface RecordCheck {
   isDir: boolean;
 }
 
-/** The names seen so far: a name twice, or twice but for letter case, refuses the zip. */
-class EntryNames {
-  private readonly exact = new Set<string>();
-  private readonly byFolded = new Map<string, string>();
-
-  /** Why `name` clashes with one seen before, or null (and it is remembered). */
-  clash(name: string): string | null {
-    if (this.exact.has(name)) return 'appears more than once';
-    // Windows (where bundles are opened) has one file for names that differ only in case.
-    const key = name.toLowerCase();
-    const twin = this.byFolded.get(key);
-    if (twin !== undefined) return `same name as ${shownName(twin)} on Windows (they differ only in case)`;
-    this.exact.add(name);
-    this.byFolded.set(key, name);
-    return null;
-  }
-}
-
 /** A record's checks before its data is located: name, kind, encryption, compression, declared size. */
 function checkRecord(
   entry: Entry,
   name: string,
-  names: EntryNames,
+  names: ZipNames,
   caps: typeof VERIFY_DEFAULTS,
   add: (p: string) => void,
 ): RecordCheck {
@@ -239,7 +223,7 @@ function checkRecord(
   const skipped: RecordCheck = { skip: true, refuse: false, isDir: false };
   const nameProblem = unsafeName(name);
   if (nameProblem) {
-    add(`entry ${shown}: ${nameProblem}; refused`);
+    add(`entry ${shown}: ${escapeFormatChars(nameProblem)}; refused`);
     return skipped;
   }
   const unixHost = madeOnUnix(entry);
@@ -247,9 +231,9 @@ function checkRecord(
     add(`entry ${shown}: is a symbolic link; refused`);
     return skipped;
   }
-  const clash = names.clash(name);
-  if (clash) {
-    add(`entry ${shown}: ${clash}; refused`);
+  const twin = names.twinOf(name);
+  if (twin !== null) {
+    add(`entry ${shown}: ${twinProblem(name, twin, shownName)}; refused`);
     return { ...skipped, refuse: true };
   }
   const isDir = name.endsWith('/') || (unixHost && unixFileType(entry) === 'dir');

@@ -5,6 +5,7 @@
  * or a refusal).
  */
 import type { Entry, ZipFile } from 'yauzl';
+import { sameFileKey, windowsNameProblem } from '../paths/naming.js';
 
 /** Caps on what is read from one zip: entries, inflated bytes of one entry and of all of them. */
 export interface ZipReadLimits {
@@ -76,7 +77,12 @@ export function entryName(entry: Entry): string {
   return (entry.generalPurposeBitFlag & 0x800) !== 0 ? raw.toString('utf8') : raw.toString('latin1');
 }
 
-/** Why a name must not be extracted, or null when it is fine. */
+/**
+ * Why a name must not be extracted, or null when it is fine: no `..`, absolute path, backslash, NUL, empty
+ * or `.` folder segment, and every segment a name Windows keeps as it is (`windowsNameProblem`: no `:`,
+ * device name, trailing dot or space, `<>"|?*` or control character, 8.3 short-name shape, over 255
+ * characters), on every platform: a bundle that passes on Linux must be safe to open on Windows.
+ */
 export function unsafeName(name: string): string | null {
   if (name.length === 0) return 'empty name';
   if (name.includes('\0')) return 'NUL in the name';
@@ -85,7 +91,37 @@ export function unsafeName(name: string): string | null {
   const parts = name.split('/');
   if (parts.includes('..')) return 'a ".." segment (path traversal)';
   if (parts.slice(0, -1).some((p) => p === '' || p === '.')) return 'an empty or "." segment';
+  for (const [i, part] of parts.entries()) {
+    if (part === '') continue; // a folder entry's trailing '/'
+    const why = windowsNameProblem(part);
+    if (why === null) continue;
+    const shown = JSON.stringify(part.length > 100 ? `${part.slice(0, 100)}...` : part);
+    return `${i < parts.length - 1 || name.endsWith('/') ? 'folder' : 'file'} name ${shown} ${why}`;
+  }
   return null;
+}
+
+/**
+ * The names of one zip seen so far, to find an entry that is the same file as an earlier one where bundles
+ * are opened: the same name, or one that differs only in case or Unicode normalization (`sameFileKey`).
+ */
+export class ZipNames {
+  private readonly byKey = new Map<string, string>();
+
+  /** The earlier entry `name` is the same file as (itself when the name appears twice), or null (then it is remembered). */
+  twinOf(name: string): string | null {
+    const key = sameFileKey(name);
+    const twin = this.byKey.get(key);
+    if (twin === undefined) this.byKey.set(key, name);
+    return twin ?? null;
+  }
+}
+
+/** Why an entry named `name` is refused as the same file as `twin` (from `ZipNames.twinOf`), quoting with `quote`. */
+export function twinProblem(name: string, twin: string, quote: (name: string) => string): string {
+  return twin === name
+    ? 'appears more than once'
+    : `same file as ${quote(twin)} on Windows and macOS (the names differ only in letter case or Unicode normalization)`;
 }
 
 const S_IFMT = 0o170000;

@@ -128,14 +128,69 @@ export function copiesLine(c: SessionCopies): string {
 /**
  * True for a dir name that travels as a zip's top folder and unzips as is on Windows, macOS and Linux: a
  * session dir's own name (`<stamp>-<id>`) or a copy's (`... (2)`, `... - Copy`, `... copy`). Letters and digits
- * of any script, space and `_-.()[]+,=@~`; up to 128 characters, not starting or ending with a space or a dot.
+ * of any script, space and `_-.()[]+,=@~`; up to 128 characters, not starting with a space or a dot, and a
+ * name Windows keeps as it is (`windowsNameProblem`: no trailing dot or space, no device name such as `COM¹`).
  */
 export function isPortableDirName(name: string): boolean {
   return (
-    /^[\p{L}\p{N}_([][\p{L}\p{N}\p{M} _.()[\]+,=@~-]{0,127}$/u.test(name) &&
-    !/[ .]$/.test(name) &&
-    !/^(con|prn|aux|nul|com\d|lpt\d)(\.|$)/i.test(name)
+    /^[\p{L}\p{N}_([][\p{L}\p{N}\p{M} _.()[\]+,=@~-]{0,127}$/u.test(name) && windowsNameProblem(name) === null
   );
+}
+
+/**
+ * The names Windows maps to a device in every folder (Microsoft's "Naming Files, Paths, and Namespaces";
+ * CreateFile's consoles), any case, also before an extension, spaces before the dot ignored (`nul.png`,
+ * `CON .txt`); ntdll counts the Latin-1 superscripts ¹²³ as digits, so `COM¹` is a port.
+ */
+export const WINDOWS_DEVICE_NAME = /^(?:con|prn|aux|nul|conin\$|conout\$|com[0-9¹²³]|lpt[0-9¹²³]) *(?:\.|$)/i;
+
+/** Characters no Windows file name may hold: `<>:"/\|?*` and the controls U+0000-U+001F. */
+const WINDOWS_RESERVED_CHAR = /[<>:"/\\|?*\u0000-\u001f]/;
+
+/** The longest name (one segment, in UTF-16 units) NTFS, exFAT and FAT hold. */
+const MAX_WINDOWS_NAME = 255;
+
+/**
+ * Why `segment` (one file or folder name, no separators) would not be that name on Windows, or null. A colon
+ * names an alternate data stream of another file (`report.html:x`); a device name opens the device;
+ * Win32 drops trailing dots and spaces (`a.png.` is `a.png`); a name shaped like an 8.3 short name
+ * (`CAPTUR~1.PNG`) can be another file's short name; the other reserved characters, and names over 255
+ * units, fail. The rule every name from foreign input (a zip entry, a log's artifact path) is held to
+ * before it becomes a path, on every platform, so what passes on Linux is safe on Windows.
+ */
+export function windowsNameProblem(segment: string): string | null {
+  const bad = WINDOWS_RESERVED_CHAR.exec(segment)?.[0];
+  if (bad !== undefined) {
+    if (bad === ':') return 'holds a ":" (on Windows it names an alternate data stream of another file)';
+    const code = bad.charCodeAt(0);
+    return code < 0x20
+      ? `holds a control character (U+${code.toString(16).toUpperCase().padStart(4, '0')})`
+      : `holds a ${JSON.stringify(bad)} (not allowed in a Windows file name)`;
+  }
+  if (/[ .]$/.test(segment)) return "ends with a dot or a space (Windows drops it: another file's name)";
+  if (WINDOWS_DEVICE_NAME.test(segment))
+    return 'is a Windows device name (CON, PRN, AUX, NUL, CONIN$, CONOUT$, COM0-9, LPT0-9, ¹²³ too; any extension)';
+  if (looksLikeShortName(segment))
+    return "is shaped like a Windows 8.3 short name (NAME~N.EXT), which can be another file's";
+  if (segment.length > MAX_WINDOWS_NAME) return `is longer than ${MAX_WINDOWS_NAME} characters`;
+  return null;
+}
+
+/** `NAME~N.EXT`: at most 8 characters ending `~<digits>` before the first dot, at most 3 after it. */
+function looksLikeShortName(segment: string): boolean {
+  const dot = segment.indexOf('.');
+  const base = dot < 0 ? segment : segment.slice(0, dot);
+  const ext = dot < 0 ? '' : segment.slice(dot + 1);
+  return base.length <= 8 && /~[0-9]+$/.test(base) && ext.length <= 3 && !ext.includes('.');
+}
+
+/**
+ * A key two names share when Windows (NTFS) or macOS (APFS, HFS+) would take them as one file: letter case
+ * and Unicode normalization (NFC/NFD) folded. Folding both ways also joins a few names those keep apart
+ * (`ß` and `ss`, the Kelvin sign and `k`): refused as twins too, which costs nothing real.
+ */
+export function sameFileKey(name: string): string {
+  return name.normalize('NFC').toLowerCase().toUpperCase().normalize('NFC');
 }
 
 /** An artifact's file name: `<prefix>-<UTC yyyyMMdd-HHmmssfff>-<n>.<extension>` (`capture`, `recording`). */
@@ -150,5 +205,8 @@ export function safeRelativePath(value: unknown): string | null {
   if (p.startsWith('/') || /^[A-Za-z]:/.test(p) || p.includes('\0')) return null;
   const parts = p.split('/');
   if (parts.some((s) => s === '..' || s === '')) return null;
-  return parts.filter((s) => s !== '.').join('/');
+  const kept = parts.filter((s) => s !== '.');
+  // A name Windows reads as another (a device, a stream, a trailing dot) is not a file of the session.
+  if (kept.some((s) => windowsNameProblem(s) !== null)) return null;
+  return kept.join('/');
 }

@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { JSON_MARKER, parsePointer } from '../contract/image-bytes.js';
+import { windowsNameProblem } from '../paths/naming.js';
 import { readRegularFile } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { serializeWire } from '../wire/json-text.js';
@@ -64,15 +65,16 @@ export class ArtifactFiles {
     }
     let out: string | null = null;
     const parts = relative.split(/[\\/]/);
-    // Only files inside the session's own artifacts/ (a log from a bundle is not trusted with paths).
-    if (parts[0] === 'artifacts' && parts.length === 2 && parts[1] !== '..' && parts[1] !== '.') {
+    // Only files inside the session's own artifacts/ (a log from a bundle is not trusted with paths), named
+    // as Windows keeps them (`windowsNameProblem` also refuses `.` and `..`): `a.png:x` would read a stream.
+    const name = parts.length === 2 && parts[0] === 'artifacts' ? parts[1]! : '';
+    if (name !== '' && windowsNameProblem(name) === null) {
       try {
         // A regular file only: a symlink (a session dir unpacked from a tar) would serve any file of this
         // machine to the replay's clients, a FIFO would block every client for ever.
-        out = readRegularFile(
-          path.join(this.sessionDir, 'artifacts', parts[1]!),
-          MAX_ARTIFACT_BYTES,
-        ).toString('base64');
+        out = readRegularFile(path.join(this.sessionDir, 'artifacts', name), MAX_ARTIFACT_BYTES).toString(
+          'base64',
+        );
       } catch {
         out = null;
       }

@@ -1,8 +1,9 @@
 /**
  * Source loading: what `mcec-replay` was given (a session id or prefix, a session dir, a bundle zip) as a
  * session dir on disk. A bundle's log and images are extracted into a temp dir, removed by `cleanup()`;
- * only `<top>/session.sqlite` and `<top>/artifacts/<file>` are written, after the names were checked as
- * verify does (no `..`, no absolute paths, no symlinks) and within size caps, and the log is refused unless
+ * only `<top>/session.sqlite` and `<top>/artifacts/<file>` are written, after every name was checked as
+ * verify does (`unsafeName`: no `..`, no absolute path, no name Windows would read as another; no symlinks;
+ * no two entries that are one file on Windows or macOS) and within size caps, and the log is refused unless
  * its schema is ours (`foreignLogProblem`) before anything queries it.
  */
 import fs from 'node:fs';
@@ -12,9 +13,11 @@ import type { Entry, ZipFile } from 'yauzl';
 import {
   entryName,
   openZip,
+  twinProblem,
   unixFileType,
   unsafeName,
   ZIP_READ_LIMITS,
+  ZipNames,
   zipEntries,
 } from '../bundle/zip-read.js';
 import { isPortableDirName, LOG_FILE } from '../paths/naming.js';
@@ -128,13 +131,18 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
     let top: string | null = null;
     let total = 0;
     let count = 0;
+    const names = new ZipNames();
+    const shown = (name: string) => JSON.stringify(name.slice(0, 200));
     for await (const entry of zipEntries(zip)) {
       if (++count > EXTRACT_LIMITS.maxEntries)
         throw new SourceError(`${zipPath}: more than ${EXTRACT_LIMITS.maxEntries} entries`);
       const name = entryName(entry);
       const why = unsafeName(name);
-      if (why)
-        throw new SourceError(`${zipPath}: refusing entry ${JSON.stringify(name.slice(0, 200))}: ${why}`);
+      if (why) throw new SourceError(`${zipPath}: refusing entry ${shown(name)}: ${why}`);
+      // Every entry, extracted or not: the bundle is refused as verify refuses it, before anything is written.
+      const twin = names.twinOf(name);
+      if (twin !== null)
+        throw new SourceError(`${zipPath}: refusing entry ${shown(name)}: ${twinProblem(name, twin, shown)}`);
       // Any host's: an extraction trusts no mode bits that say symlink.
       if (unixFileType(entry) === 'symlink')
         throw new SourceError(`${zipPath}: refusing symlink entry ${JSON.stringify(name)}`);

@@ -197,4 +197,58 @@ describe('unsafeName', () => {
       expect(unsafeName(bad), JSON.stringify(bad)).not.toBeNull();
     }
   });
+
+  it('refuses every name Windows would make another name or no file, in any segment', () => {
+    const top = '20261202-101500-abc';
+    for (const ok of [
+      'capture-20261202-101500123-1.png',
+      'consent.png',
+      'nullable.png',
+      'com10.png',
+      'ab~1.html',
+      'capture~1.png',
+      'é.png',
+    ])
+      expect(unsafeName(`${top}/artifacts/${ok}`), ok).toBeNull();
+    const refused: Array<[string, RegExp]> = [
+      [
+        `${top}/report.html:evil`,
+        /file name "report\.html:evil" holds a ":" \(on Windows it names an alternate data stream/,
+      ],
+      [`${top}/artifacts/a.png:Zone.Identifier:$DATA`, /alternate data stream/],
+      ...[
+        'CON',
+        'prn',
+        'Aux',
+        'NUL',
+        'nul.png',
+        'NUL.tar.gz',
+        'CON .txt',
+        'COM0',
+        'com1.png',
+        'COM9',
+        'LPT1',
+        'lpt9.txt',
+        'COM¹',
+        'com².png',
+        'LPT³',
+        'CONIN$',
+        'conout$.log',
+      ].map((n): [string, RegExp] => [`${top}/artifacts/${n}`, /is a Windows device name/]),
+      [`${top}/a.png.`, /file name "a\.png\." ends with a dot or a space/],
+      [`${top}/a.png `, /ends with a dot or a space/],
+      [`${top}/artifacts./a.png`, /folder name "artifacts\." ends with a dot or a space/],
+      [`${top}/nul/`, /folder name "nul" is a Windows device name/],
+      ...['<', '>', '"', '|', '?', '*'].map((c): [string, RegExp] => [
+        `${top}/a${c}b.png`,
+        /not allowed in a Windows file name/,
+      ]),
+      [`${top}/a\u0001b.png`, /holds a control character \(U\+0001\)/],
+      [`${top}/a\u001fb.png`, /control character \(U\+001F\)/],
+      [`${top}/artifacts/CAPTUR~1.PNG`, /Windows 8\.3 short name/],
+      [`${top}/REPOR~12`, /Windows 8\.3 short name/],
+      [`${top}/${'x'.repeat(256)}.png`, /longer than 255 characters/],
+    ];
+    for (const [name, why] of refused) expect(unsafeName(name), JSON.stringify(name)).toMatch(why);
+  });
 });

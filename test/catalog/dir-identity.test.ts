@@ -58,6 +58,10 @@ describe('isPortableDirName: which dir names a zip keeps as its top folder', () 
       ' lead',
       'CON',
       'nul.txt',
+      'COM¹',
+      'lpt³.x',
+      'CON .x',
+      'RUN~1',
       "it's",
       'x'.repeat(129),
     ])

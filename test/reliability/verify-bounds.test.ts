@@ -165,9 +165,24 @@ describe('verifyBundle is bounded whatever the zip', () => {
       write('cased.zip', rawZip([...entries, { name: `${top}/Bug-Report.md`, data: md }])),
     );
     expect(cased.problems).toContain(
-      `entry "${top}/Bug-Report.md": same name as "${top}/bug-report.md" on Windows (they differ only in case); refused`,
+      `entry "${top}/Bug-Report.md": same file as "${top}/bug-report.md" on Windows and macOS (the names differ only in letter case or Unicode normalization); refused`,
     );
     expect(cased.problems.join('\n')).not.toMatch(/image bytes/);
+    // é composed and decomposed (one file on macOS), and a dotless ı beside I (one file on NTFS).
+    for (const [a, b] of [
+      ['\u00e9.md', 'e\u0301.md'],
+      ['I.md', '\u0131.md'],
+    ]) {
+      const res = await verifyBundle(
+        write(
+          'twins.zip',
+          rawZip([...entries, { name: `${top}/${a}`, data: md }, { name: `${top}/${b}`, data: md }]),
+        ),
+      );
+      expect(res.problems).toContain(
+        `entry "${top}/${b}": same file as "${top}/${a}" on Windows and macOS (the names differ only in letter case or Unicode normalization); refused`,
+      );
+    }
   });
 
   it('caps the inflated bytes of one entry and of the whole zip, naming the option', async () => {
