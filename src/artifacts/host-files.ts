@@ -8,6 +8,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { formatPointer, sniffImageFormat } from '../contract/image-bytes.js';
 import type { BlankCheck } from '../contract/types.js';
+import { WINDOWS_DEVICE_NAME } from '../paths/naming.js';
 import { NO_FOLLOW_NO_BLOCK } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { type ArtifactStore, failed, type SavedImage } from './artifact-store.js';
@@ -62,8 +63,6 @@ const MAX_REFS = 16;
 const MAX_PATH_CHARS = 1024;
 /** Bytes read first, to refuse a file by its magic bytes before reading the rest. */
 const MAGIC_BYTES = 16;
-/** The file names Windows maps to devices, with any extension (`NUL.png` is the NUL device). */
-const DOS_DEVICE = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\.|$)/i;
 /** `C:\\...`, `C:/...`, or a UNC / device path (`\\\\server\\share`, `\\\\.\\...`: the latter refused later). */
 const WIN32_ABSOLUTE = /^(?:[A-Za-z]:[\\/]|[\\/]{2}[^\\/])/;
 
@@ -132,7 +131,7 @@ function refusedAsWritten(hostPath: string): string | undefined {
     // A colon past the drive letter names an alternate data stream.
     if (hostPath.indexOf(':', 2) !== -1)
       return 'refused: a colon past the drive letter (an alternate data stream)';
-    if (parts.some((p) => DOS_DEVICE.test(p))) return 'refused: a Windows device name';
+    if (parts.some((p) => WINDOWS_DEVICE_NAME.test(p))) return 'refused: a Windows device name';
   }
   return undefined;
 }

@@ -377,6 +377,40 @@ describe('a bundle checks each image against the log rows that name it', () => {
     await expectTruthful(res, files);
   });
 
+  it('leaves out files named as Windows would not keep them, and all but one of names that are one file there', async () => {
+    const rec = await recordCaptures();
+    // A session dir from a Linux machine can hold these; a zip holding them fails verify (src/bundle/README.md).
+    const renamed = ['artifacts/nul.png', 'artifacts/Shot.png', 'artifacts/shot.png'];
+    const db = new Database(path.join(rec.dir, 'session.sqlite'));
+    for (const [i, c] of rec.captures.entries()) {
+      const to = renamed[i]!;
+      fs.renameSync(path.join(rec.dir, c.path), path.join(rec.dir, to));
+      db.prepare('UPDATE artifacts SET path = ? WHERE path = ?').run(to, c.path);
+      db.prepare(
+        'UPDATE calls SET envelope = replace(envelope, ?, ?), response = replace(response, ?, ?)',
+      ).run(c.path, to, c.path, to);
+    }
+    db.close();
+    const { res, files } = await bundled(rec.dir);
+    expect(res.dropped).toEqual([
+      {
+        path: 'artifacts/nul.png',
+        bytes: rec.captures[0]!.png.length,
+        reason: 'unreadable',
+        detail: expect.stringMatching(/^file name not safe in a zip: is a Windows device name \(/),
+      },
+      {
+        path: 'artifacts/shot.png',
+        bytes: rec.captures[2]!.png.length,
+        reason: 'unreadable',
+        detail: 'file name not safe in a zip: the same file as artifacts/Shot.png on Windows and macOS',
+      },
+    ]);
+    expect([...files.keys()].filter((n) => n.startsWith('artifacts/'))).toEqual(['artifacts/Shot.png']);
+    expect(files.get('artifacts/Shot.png')!.data.equals(rec.captures[1]!.png)).toBe(true);
+    await expectTruthful(res, files);
+  });
+
   it('an untouched session: nothing dropped, no warning, every image in the zip', async () => {
     const rec = await recordCaptures();
     const { res, files } = await bundled(rec.dir);

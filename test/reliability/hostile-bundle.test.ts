@@ -1,8 +1,10 @@
 /**
  * A bundle whose session.sqlite was rewritten by an attacker, with the manifest's hashes made consistent:
  * the log is data, never code. Through the built CLIs: `verify` fails it, `mcec-replay` and `triage
- * --bundles` refuse it within seconds, and the temp dirs of killed runs are removed by the next run. A session
- * dir copied in from elsewhere is as foreign: its log's schema is checked at every open, before any query.
+ * --bundles` refuse it within seconds, and the temp dirs of killed runs are removed by the next run. A
+ * bundle holding entry names Windows would take as other names (a stream, a device, a trailing dot, two
+ * names of one file) is refused by `verify` and `mcec-replay` wherever they run. A session dir copied in
+ * from elsewhere is as foreign: its log's schema is checked at every open, before any query.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,7 +13,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { foreignLogProblem } from '../../src/store/foreign-log.js';
-import { readZip, sha256, tempDir } from '../bundle/helpers.js';
+import { readZip, sha256, tempDir, type ZipEntryRead } from '../bundle/helpers.js';
 import { calls, deadPid, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, ROOT, runNode } from '../support/programs.js';
 import { removeDir } from '../support/temp.js';
@@ -24,23 +26,23 @@ let good: string;
 /** The session dir `good` was built from. */
 let goodDir: string;
 
-/** Rewrite a bundle: `tamper` changes its log (a copy on disk); the manifest's sizes and hashes follow. */
-async function tamperedBundle(name: string, tamper: (db: Database.Database) => void): Promise<string> {
-  const entries = await readZip(good);
-  const scratch = path.join(root, `${name}.sqlite`);
-  const log = entries.find((e) => e.name.endsWith('/session.sqlite'))!;
-  fs.writeFileSync(scratch, log.data);
-  const db = new Database(scratch);
-  tamper(db);
-  db.close();
-  log.data = fs.readFileSync(scratch);
+/**
+ * Rewrite the good bundle with yazl: `change` edits its entries (names and bytes); the manifest then lists
+ * every file under the top folder with its size and sha256, so only what `change` did can be at fault.
+ */
+async function rewrittenBundle(
+  name: string,
+  change: (entries: ZipEntryRead[]) => ZipEntryRead[],
+): Promise<string> {
+  const entries = change(await readZip(good));
   const manifest = entries.find((e) => e.name.endsWith('/manifest.json'))!;
+  const top = manifest.name.slice(0, manifest.name.indexOf('/'));
   const doc = JSON.parse(manifest.data.toString('utf8')) as {
     files: Array<{ path: string; bytes: number; sha256: string }>;
   };
-  for (const f of doc.files) {
-    if (f.path === 'session.sqlite') Object.assign(f, { bytes: log.data.length, sha256: sha256(log.data) });
-  }
+  doc.files = entries
+    .filter((e) => e !== manifest && e.name.startsWith(`${top}/`))
+    .map((e) => ({ path: e.name.slice(top.length + 1), bytes: e.data.length, sha256: sha256(e.data) }));
   manifest.data = Buffer.from(JSON.stringify(doc, null, 2));
   const { ZipFile } = await import('yazl');
   const zip = new ZipFile();
@@ -52,6 +54,20 @@ async function tamperedBundle(name: string, tamper: (db: Database.Database) => v
     zip.outputStream.pipe(fs.createWriteStream(file)).on('close', resolve).on('error', reject);
   });
   return file;
+}
+
+/** Rewrite a bundle: `tamper` changes its log (a copy on disk); the manifest's sizes and hashes follow. */
+async function tamperedBundle(name: string, tamper: (db: Database.Database) => void): Promise<string> {
+  const scratch = path.join(root, `${name}.sqlite`);
+  return rewrittenBundle(name, (entries) => {
+    const log = entries.find((e) => e.name.endsWith('/session.sqlite'))!;
+    fs.writeFileSync(scratch, log.data);
+    const db = new Database(scratch);
+    tamper(db);
+    db.close();
+    log.data = fs.readFileSync(scratch);
+    return entries;
+  });
 }
 
 /** `calls` renamed away and a view of that name that never ends (a recursive query). */
@@ -248,4 +264,101 @@ describe('a session dir whose log is not ours (copied in from another machine)',
       db.close();
     }
   }, 120_000);
+});
+
+/** An entry of the top folder named `rel`, holding a few bytes. */
+function entryOf(top: string, rel: string): ZipEntryRead {
+  return { name: `${top}/${rel}`, data: Buffer.from(`added as ${rel}`) } as ZipEntryRead;
+}
+
+describe('entry names Windows would not keep as given (built CLIs)', () => {
+  const device = 'is a Windows device name';
+  const trailing = "ends with a dot or a space (Windows drops it: another file's name)";
+  const refusedNames: Array<[string, string]> = [
+    [
+      'report.html:evil',
+      'file name "report.html:evil" holds a ":" (on Windows it names an alternate data stream',
+    ],
+    ['artifacts/CON', `file name "CON" ${device}`],
+    ['artifacts/nul.png', `file name "nul.png" ${device}`],
+    ['artifacts/Aux.tar.gz', `file name "Aux.tar.gz" ${device}`],
+    ['artifacts/COM\u00b9.png', `file name "COM\u00b9.png" ${device}`],
+    ['artifacts/lpt9.txt', `file name "lpt9.txt" ${device}`],
+    ['artifacts/capture.png.', `file name "capture.png." ${trailing}`],
+    ['artifacts/capture.png ', `file name "capture.png " ${trailing}`],
+    ['artifacts./capture.png', `folder name "artifacts." ${trailing}`],
+    ...['<', '>', '"', '|', '?', '*'].map((c): [string, string] => [
+      `artifacts/a${c}b.png`,
+      `holds a ${JSON.stringify(c)} (not allowed in a Windows file name)`,
+    ]),
+    ['artifacts/a\u0007b.png', 'holds a control character (U+0007)'],
+    ['artifacts/CAPTUR~1.PNG', 'file name "CAPTUR~1.PNG" is shaped like a Windows 8.3 short name'],
+  ];
+
+  it('mcec-bundle verify names every such entry as refused, and fails the bundle', async () => {
+    const top = (await readZip(good))[0]!.name.split('/')[0]!;
+    const zip = await rewrittenBundle('windows-names', (entries) => [
+      ...entries,
+      ...refusedNames.map(([rel]) => entryOf(top, rel)),
+    ]);
+    const verify = await runNode([BUNDLE_CLI, 'verify', zip]);
+    expect(verify.code, verify.stdout + verify.stderr).toBe(1);
+    const lines = (verify.stdout + verify.stderr).split('\n');
+    for (const [rel, why] of refusedNames) {
+      const shown = JSON.stringify(`${top}/${rel}`);
+      expect(
+        lines.some((l) => l.includes(`entry ${shown}: `) && l.includes(why) && l.endsWith('; refused')),
+        `${shown}: ${why}`,
+      ).toBe(true);
+    }
+  }, 120_000);
+
+  it('mcec-bundle verify and mcec-replay refuse two names that are one file on Windows or macOS', async () => {
+    const top = (await readZip(good))[0]!.name.split('/')[0]!;
+    const pairs: Array<[string, string]> = [
+      ['artifacts/shot.png', 'artifacts/Shot.PNG'],
+      ['artifacts/\u00e9t\u00e9.png', 'artifacts/e\u0301te\u0301.png'],
+    ];
+    for (const [i, [first, second]] of pairs.entries()) {
+      const zip = await rewrittenBundle(`twins-${i}`, (entries) => [
+        ...entries,
+        entryOf(top, first),
+        entryOf(top, second),
+      ]);
+      const problem = `entry ${JSON.stringify(`${top}/${second}`)}: same file as ${JSON.stringify(`${top}/${first}`)} on Windows and macOS (the names differ only in letter case or Unicode normalization)`;
+      const verify = await runNode([BUNDLE_CLI, 'verify', zip]);
+      expect(verify.code, verify.stdout + verify.stderr).toBe(1);
+      expect(verify.stdout + verify.stderr).toContain(`${problem}; refused`);
+      const tmp = fs.mkdtempSync(path.join(root, 'replay-tmp-'));
+      const replay = await runNode([REPLAY_CLI, zip, '--stdio'], {
+        env: { TMPDIR: tmp, TMP: tmp, TEMP: tmp },
+      });
+      expect(replay.code, replay.stderr).not.toBe(0);
+      expect(replay.stderr).toContain(
+        `refusing entry ${JSON.stringify(`${top}/${second}`)}: same file as ${JSON.stringify(`${top}/${first}`)}`,
+      );
+      expect(fs.readdirSync(tmp)).toEqual([]);
+    }
+  }, 120_000);
+
+  it('mcec-replay refuses a bundle holding any one, naming it, before writing anything', async () => {
+    const top = (await readZip(good))[0]!.name.split('/')[0]!;
+    // One name per rule (the characters share one).
+    const picked = refusedNames.filter(([rel]) => !/[<>"|*]/.test(rel));
+    for (const [i, [rel, why]] of picked.entries()) {
+      const zip = await rewrittenBundle(`replay-name-${i}`, (entries) => [...entries, entryOf(top, rel)]);
+      const tmp = fs.mkdtempSync(path.join(root, 'replay-tmp-'));
+      const replay = await runNode([REPLAY_CLI, zip, '--stdio'], {
+        env: { TMPDIR: tmp, TMP: tmp, TEMP: tmp },
+      });
+      expect(replay.code, `${rel}: ${replay.stderr}`).not.toBe(0);
+      expect(replay.stderr, rel).toContain(`refusing entry ${JSON.stringify(`${top}/${rel}`)}: `);
+      expect(replay.stderr, rel).toContain(why);
+      // Refused while the names were read: nothing written, the temp dir removed.
+      expect(fs.readdirSync(tmp), rel).toEqual([]);
+    }
+    // The bundle as built still replays.
+    const ok = await runNode([REPLAY_CLI, good, '--stdio']);
+    expect(ok.code, ok.stderr).toBe(0);
+  }, 300_000);
 });

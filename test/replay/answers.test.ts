@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRecorder } from '../../src/record/recorder.js';
 import { replaySession } from '../../src/replay/index.js';
@@ -140,6 +141,38 @@ describe('an artifacts/ file that is not a regular file (a session dir unpacked 
       expect(env(out).result.kind, kind).toBe('capture-summary');
       const report = await replay.close();
       expect(report.calls[1]!.imagesMissing, kind).not.toEqual([]);
+    }
+  });
+
+  it('a file a log row names as Windows would not keep it (a device, a stream, a trailing dot) is not read', async () => {
+    const rec = await record([['capture', { window: 'Untitled - Notepad' }]]);
+    const reader = SessionReader.open(rec.dir);
+    const stored = [...new Set(reader.artifactsOfCall(2).map((a) => a.path!))];
+    reader.close();
+    expect(stored.length).toBe(1);
+    const served = async () => {
+      const replay = await replaySession(rec.dir, { http: false });
+      await replay.callTool('session-start', {});
+      const out = await replay.callTool('capture', {
+        window: 'Untitled - Notepad',
+        sessionId: rec.sessionId,
+      });
+      return { out: env(out).result, report: await replay.close() };
+    };
+    expect((await served()).report.calls[1]!.imagesRestored).toBeGreaterThan(0);
+    // The same file under each name (on Linux a plain file; on Windows `CON.png` is the console).
+    let from = stored[0]!;
+    for (const name of ['artifacts/CON.png', 'artifacts/a.png:x', 'artifacts/capture.png.']) {
+      fs.renameSync(path.join(rec.dir, from), path.join(rec.dir, name));
+      const db = new Database(path.join(rec.dir, 'session.sqlite'));
+      db.prepare('UPDATE artifacts SET path = ? WHERE path = ?').run(name, from);
+      db.prepare('UPDATE calls SET envelope = replace(envelope, ?, ?)').run(from, name);
+      db.close();
+      from = name;
+      const { out, report } = await served();
+      expect(out.kind, name).toBe('capture-summary');
+      expect(report.calls[1]!.imagesRestored, name).toBe(0);
+      expect(report.calls[1]!.imagesMissing, name).not.toEqual([]);
     }
   });
 });
