@@ -168,7 +168,7 @@ describe('verifyBundle is bounded whatever the zip', () => {
       `entry "${top}/Bug-Report.md": same file as "${top}/bug-report.md" on Windows and macOS (the names differ only in letter case or Unicode normalization); refused`,
     );
     expect(cased.problems.join('\n')).not.toMatch(/image bytes/);
-    // é composed and decomposed (one file on macOS), and a dotless ı beside I (one file on NTFS).
+    // é composed and decomposed (one file on macOS), and a dotless ı beside I (its upper case).
     for (const [a, b] of [
       ['\u00e9.md', 'e\u0301.md'],
       ['I.md', '\u0131.md'],
