@@ -26,7 +26,7 @@ import {
   openZip,
   twinProblem,
   unixFileType,
-  unsafeName,
+  unsafeEntryName,
   ZIP_READ_LIMITS,
   ZipNames,
   zipEntries,
@@ -221,7 +221,7 @@ function checkRecord(
 ): RecordCheck {
   const shown = shownName(name);
   const skipped: RecordCheck = { skip: true, refuse: false, isDir: false };
-  const nameProblem = unsafeName(name);
+  const nameProblem = unsafeEntryName(entry, name);
   if (nameProblem) {
     add(`entry ${shown}: ${escapeFormatChars(nameProblem)}; refused`);
     return skipped;

@@ -74,7 +74,22 @@ function nextEntry(zip: ZipFile): Promise<Entry | null> {
 export function entryName(entry: Entry): string {
   const raw = entry.fileName as unknown as Buffer;
   // Bit 11: UTF-8 name. Otherwise CP437, which equals latin1 for the ASCII names a bundle has.
-  return (entry.generalPurposeBitFlag & 0x800) !== 0 ? raw.toString('utf8') : raw.toString('latin1');
+  return namedInUtf8(entry) ? raw.toString('utf8') : raw.toString('latin1');
+}
+
+function namedInUtf8(entry: Entry): boolean {
+  return (entry.generalPurposeBitFlag & 0x800) !== 0;
+}
+
+/**
+ * `unsafeName` of an entry's name (from `entryName`), or, for a name not marked UTF-8, a byte over 0x7F:
+ * its characters are whatever the unzipping tool's code page makes of them (CP437, CP932, ...), so the
+ * name this check reads is not the one Windows writes (nor are its twins). Bundles are written UTF-8.
+ */
+export function unsafeEntryName(entry: Entry, name: string): string | null {
+  const why = unsafeName(name);
+  if (why !== null || namedInUtf8(entry) || !/[^\u0000-\u007f]/.test(name)) return why;
+  return 'a non-ASCII name not marked UTF-8 (its characters depend on the code page of the tool that unzips it)';
 }
 
 /**

@@ -15,7 +15,7 @@ import {
   openZip,
   twinProblem,
   unixFileType,
-  unsafeName,
+  unsafeEntryName,
   ZIP_READ_LIMITS,
   ZipNames,
   zipEntries,
@@ -137,7 +137,7 @@ async function extractBundle(zipPath: string, into: string): Promise<string> {
       if (++count > EXTRACT_LIMITS.maxEntries)
         throw new SourceError(`${zipPath}: more than ${EXTRACT_LIMITS.maxEntries} entries`);
       const name = entryName(entry);
-      const why = unsafeName(name);
+      const why = unsafeEntryName(entry, name);
       if (why) throw new SourceError(`${zipPath}: refusing entry ${shown(name)}: ${why}`);
       // Every entry, extracted or not: the bundle is refused as verify refuses it, before anything is written.
       const twin = names.twinOf(name);

@@ -142,6 +142,8 @@ export interface RawEntry {
   crc?: number;
   /** Override the uncompressed size written (to make an entry that lies about its size). */
   size?: number;
+  /** false: the name is not marked UTF-8 (general purpose bit 11 clear), as old Windows zippers wrote. */
+  utf8?: false;
 }
 
 /** What one entry's ZIP headers say: stored (0) or deflated (8), its CRC-32 and sizes. */
@@ -217,8 +219,14 @@ export function rawZip(entries: RawEntry[]): Buffer {
       compressedSize: e.data.length,
       size: e.size ?? e.data.length,
     };
-    locals.push(localFileHeader(fields), name, e.data);
-    centrals.push(centralDirectoryRecord(fields, offset, e.mode), name);
+    const local = localFileHeader(fields);
+    const central = centralDirectoryRecord(fields, offset, e.mode);
+    if (e.utf8 === false) {
+      local.writeUInt16LE(0, 6);
+      central.writeUInt16LE(0, 8);
+    }
+    locals.push(local, name, e.data);
+    centrals.push(central, name);
     offset += 30 + name.length + e.data.length;
   }
   const cd = Buffer.concat(centrals);

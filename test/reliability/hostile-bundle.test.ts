@@ -13,7 +13,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBundle } from '../../src/bundle/build.js';
 import { foreignLogProblem } from '../../src/store/foreign-log.js';
-import { readZip, sha256, tempDir, type ZipEntryRead } from '../bundle/helpers.js';
+import { rawZip, readZip, sha256, tempDir, type ZipEntryRead } from '../bundle/helpers.js';
 import { calls, deadPid, FixtureSession } from '../support/fixture-session.js';
 import { BUNDLE_CLI, ROOT, runNode } from '../support/programs.js';
 import { removeDir } from '../support/temp.js';
@@ -357,6 +357,22 @@ describe('entry names Windows would not keep as given (built CLIs)', () => {
       // Refused while the names were read: nothing written, the temp dir removed.
       expect(fs.readdirSync(tmp), rel).toEqual([]);
     }
+    // A name not marked UTF-8 with a byte over 0x7F (0x80 is Ç in CP437, another letter in another code page).
+    const entries = (await readZip(good)).map((e) => ({ name: e.name, data: e.data }));
+    const latin = path.join(root, 'hostile', 'code-page-name.zip');
+    const raw = Buffer.concat([Buffer.from(`${top}/artifacts/`), Buffer.from([0x80]), Buffer.from('.png')]);
+    fs.writeFileSync(latin, rawZip([...entries, { name: raw, data: Buffer.from('x'), utf8: false }]));
+    const codePage = 'a non-ASCII name not marked UTF-8 (its characters depend on the code page';
+    const verify = await runNode([BUNDLE_CLI, 'verify', latin]);
+    expect(verify.code).toBe(1);
+    expect(verify.stdout + verify.stderr).toContain(codePage);
+    const tmp = fs.mkdtempSync(path.join(root, 'replay-tmp-'));
+    const refused = await runNode([REPLAY_CLI, latin, '--stdio'], {
+      env: { TMPDIR: tmp, TMP: tmp, TEMP: tmp },
+    });
+    expect(refused.code, refused.stderr).not.toBe(0);
+    expect(refused.stderr).toContain(codePage);
+    expect(fs.readdirSync(tmp)).toEqual([]);
     // The bundle as built still replays.
     const ok = await runNode([REPLAY_CLI, good, '--stdio']);
     expect(ok.code, ok.stderr).toBe(0);
