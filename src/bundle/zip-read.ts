@@ -1,7 +1,7 @@
 /**
  * Reading a zip without trusting it: how `verify` and replay's bundle extraction open a zip, walk its central
- * directory one record at a time, decode and judge entry names (no `..`, no absolute path, no symlink) and
- * cap the entries and bytes they would inflate. Each caller decides what a finding means (a problem to list,
+ * directory one record at a time, decode and judge entry names (no `..`, no absolute path, no symlink, no
+ * name Windows would take as another, no two names of one file) and cap the entries and bytes they would inflate. Each caller decides what a finding means (a problem to list,
  * or a refusal).
  */
 import type { Entry, ZipFile } from 'yauzl';

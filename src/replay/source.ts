@@ -2,7 +2,7 @@
  * Source loading: what `mcec-replay` was given (a session id or prefix, a session dir, a bundle zip) as a
  * session dir on disk. A bundle's log and images are extracted into a temp dir, removed by `cleanup()`;
  * only `<top>/session.sqlite` and `<top>/artifacts/<file>` are written, after every name was checked as
- * verify does (`unsafeName`: no `..`, no absolute path, no name Windows would read as another; no symlinks;
+ * verify does (`unsafeEntryName`: no `..`, no absolute path, no name Windows would read as another; no symlinks;
  * no two entries that are one file on Windows or macOS) and within size caps, and the log is refused unless
  * its schema is ours (`foreignLogProblem`) before anything queries it.
  */
