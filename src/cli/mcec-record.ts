@@ -256,35 +256,47 @@ const CATALOG_SIDECARS: ClosedSessionsModule = {
 };
 
 /**
- * The recorder, in a worker thread: this thread only forwards bytes, the recording's work (parse, redact,
- * commit) never delays the next request.
+ * The recorder. For http in a worker thread: this thread only forwards bytes, the recording's work (parse,
+ * redact, commit) never delays the next request. For stdio on this thread (`createRecorder`): one client's
+ * calls come one line at a time, and handing each to a worker (a batch's JSON both ways, a handle per call,
+ * a second heap) cost more CPU per call than it saved; measured in src/proxy/README.md.
  */
-async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<WorkerRecorder> {
+async function openRecorder(
+  options: CommonOptions,
+  transport: 'http' | 'stdio',
+): Promise<Pick<WorkerRecorder, Exclude<keyof WorkerRecorder, 'ready'>>> {
   const foreign = windowsPathProblem(options.sessions);
   if (foreign) throw new UsageError(foreign);
   const asSession = sessionDirAsRootProblem(resolveSessionsDir(options.sessions), options.sessions);
   if (asSession) throw new UsageError(asSession);
   const maxHostFileBytes = parseSize('--max-host-file-bytes', options.maxHostFileBytes ?? '64MiB');
   const otlp = otlpOption(options);
-  const { createWorkerRecorder } = await import('../record/worker-recorder.js');
   const mask = maskOptions(options);
   // Before any client is served (or the server started): a recorder that cannot write records nothing.
   const cannotWrite = sessionsDirWriteProblem(resolveSessionsDir(options.sessions), options.sessions);
   if (cannotWrite) fail(`cannot record: ${cannotWrite}`, 1);
-  const recorder = createWorkerRecorder(
-    {
-      transport,
-      mask,
-      copyHostFiles: options.hostFiles !== false,
-      hostPathMap: options.hostPathMap ?? [],
-      limits: { maxHostFileBytes },
-      ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
-      ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
-      ...(otlp ? { otlp } : {}),
-      stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
-    },
-    CATALOG_SIDECARS,
-  );
+  const recorderOptions = {
+    transport,
+    mask,
+    copyHostFiles: options.hostFiles !== false,
+    hostPathMap: options.hostPathMap ?? [],
+    limits: { maxHostFileBytes },
+    ...(options.sessions !== undefined ? { sessionsDir: options.sessions } : {}),
+    ...(options.scenario !== undefined ? { scenario: options.scenario } : {}),
+    ...(otlp ? { otlp } : {}),
+    stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
+  };
+  if (transport === 'stdio') {
+    const { createRecorder } = await import('../record/recorder.js');
+    const { writeCatalogSidecars } = await import('../fleet/catalog-sidecars.js');
+    try {
+      return createRecorder(recorderOptions, writeCatalogSidecars);
+    } catch (err) {
+      return fail(`cannot record: ${(err as Error).message}`, 1);
+    }
+  }
+  const { createWorkerRecorder } = await import('../record/worker-recorder.js');
+  const recorder = createWorkerRecorder(recorderOptions, CATALOG_SIDECARS);
   // Listening (or starting the server) waits for it: the first calls find it ready, and a recorder that
   // cannot start is exit 1 before any client relies on it.
   await recorder.ready().catch((err: Error) => fail(`cannot record: ${err.message}`, 1));
