@@ -16,7 +16,7 @@ import {
   addPruneCommand,
   addTriageCommand,
 } from './bundle/fleet-commands.js';
-import { EXIT_FAILED, loadOutputEscaping, neutralized, printErr } from './bundle/io.js';
+import { EXIT_FAILED, neutralized, printErr } from './bundle/io.js';
 import { addMcpCommand } from './bundle/mcp-command.js';
 import {
   addIssueBodyCommand,
@@ -168,10 +168,6 @@ async function main(given: string[]): Promise<number> {
     printErr(`mcec-bundle: unknown command "${argv[1]}": ${hint}`);
     return EXIT_USAGE;
   }
-  // --help must start fast (no /report/ module); everything else may print recorded text.
-  const helpOnly =
-    argv.length === 0 || argv.some((a) => ['-h', '--help', '-V', '--version', 'help'].includes(a));
-  if (!helpOnly) await loadOutputEscaping();
   let ran = '';
   program.hook('preAction', (_program, action) => {
     ran = action.name();

@@ -8,7 +8,8 @@
  * every SWEEP_EVERY_MS, on a writer's sweep request (a hand-off), and when the time moved (or was not
  * trusted) but no name came or went (a dir replaced under its name, say). A dir replaced under its name while other names change too is caught by the next
  * full sweep, as any writer that does not know the catalog. Light to import: the code that reads a log
- * loads only when there is one to read (`list` must start fast).
+ * or checks a sidecar (node:crypto, the fingerprints, worker threads) loads only when there is one to read
+ * (`list` must start fast).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,10 +23,10 @@ import {
   type LogCheck,
   SWEEP_REQUEST_FILE,
 } from '../store/catalog.js';
-import { checkToKeep, SETTLE_MS } from '../store/entry-sidecar.js';
 import type { SessionLocation } from '../store/session-reader.js';
+import { SETTLE_MS } from '../store/settle.js';
 import { isRegularFile, lstatOf, mtimeOf } from '../util/file-stat.js';
-import { FINGERPRINT_RULES_VERSION } from './fingerprint.js';
+import { FINGERPRINT_RULES_VERSION } from './fingerprint-version.js';
 import type { SidecarStep } from './sidecar-entry.js';
 
 /**
@@ -299,6 +300,7 @@ async function indexSessions(
   // by it too); a refresh that keeps no checks needs none.
   const fsClock = options.keepChecks ? catalog.fileClock() : null;
   const { stepSessionDirs } = await import('./sidecar-worker.js');
+  const { checkToKeep } = await import('../store/entry-sidecar.js');
   // The code that reads a log loads only when a sidecar cannot be trusted (most sweeps find them true).
   let readLog: typeof import('./catalog-entry.js').entryFromLog | undefined;
   let indexed = 0;

@@ -7,10 +7,10 @@
  */
 import { createHash } from 'node:crypto';
 import { serverCategory } from '../contract/read-tool-output.js';
+import { FINGERPRINT_RULES_VERSION } from './fingerprint-version.js';
 import { RegexThread, RegexTimeoutError } from './rule-regex.js';
 
-/** Bump when the built-in key changes: catalogs built with another version are read again. */
-export const FINGERPRINT_RULES_VERSION = 1;
+export { FINGERPRINT_RULES_VERSION };
 
 /** The most user rules a rules file may hold. */
 export const MAX_RULES = 1000;

@@ -1,5 +1,9 @@
 /** Small text helpers: clip, one-line, and compact copies of values that never carry image bytes. */
+import { isBidiControl } from '../util/format-chars.js';
 import { isRecord } from '../util/json.js';
+
+// The escaping of recorded text lives in util: the CLIs use it at start-up, which loads no report module.
+export { escapeFormatChars, isUnsafeFormatChar } from '../util/format-chars.js';
 
 // One byte format for every report and program: the report modules take it from here.
 export { formatBytes } from '../util/units.js';
@@ -52,39 +56,8 @@ export function oneLine(value: unknown, max = 120): string {
   return truncated && out.length <= max ? clip(`${out}…`, max) : clip(out, max);
 }
 
-/** Bidi embeddings and overrides (U+202A-U+202E) and isolates (U+2066-U+2069): they reorder text shown after them. */
-function isBidiControl(c: number): boolean {
-  return (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
-}
-
 function isSpaceLike(c: number): boolean {
   return c <= 32 || (c >= 127 && c <= 159) || c === 0x2028 || c === 0x2029 || isBidiControl(c);
-}
-
-/**
- * True for characters that must not reach a terminal or a page as themselves: C0 controls other than tab and
- * line breaks, DEL, C1 controls (U+0080-U+009F: U+009B is an ANSI escape on some terminals) and bidi controls.
- */
-export function isUnsafeFormatChar(c: number): boolean {
-  return (c < 32 && c !== 9 && c !== 10 && c !== 13) || (c >= 127 && c <= 159) || isBidiControl(c);
-}
-
-/** isUnsafeFormatChar as a character class. */
-const UNSAFE_FORMAT_CHAR = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/;
-
-/** `text` with every isUnsafeFormatChar character written as a visible `\uXXXX` (also right inside JSON strings). */
-export function escapeFormatChars(text: string): string {
-  // One regex scan first: nearly all text is clean, and `list` prints 10,000 lines through here.
-  if (!UNSAFE_FORMAT_CHAR.test(text)) return text;
-  let out = '';
-  let last = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (!isUnsafeFormatChar(c)) continue;
-    out += `${text.slice(last, i)}\\u${c.toString(16).padStart(4, '0')}`;
-    last = i + 1;
-  }
-  return last === 0 ? text : out + text.slice(last);
 }
 
 /** Each run of control characters, line breaks and spaces as one space; the text itself when it has none to change. */

@@ -147,7 +147,7 @@ const LIST_HEADER = ['ID', 'SERVER', 'START (UTC)', 'DURATION', 'CALLS', 'FAILUR
 /**
  * The `list` table as text (ID, SERVER, START, DURATION, CALLS, FAILURES, VERDICT), newest first, or '' when there is
  * no session; when a session is in more than one dir (copies), a last column DIR names the dir of each of its
- * rows. SQLite renders it into one string (Catalog.listTable): the fast path of `list`. Under it, one line per
+ * rows. SQLite renders each line (Catalog.listTable): the fast path of `list`. Under it, one line per
  * UNREADABLE session saying why (the log's path and SQLite's error).
  */
 export async function sessionTable(sessionsDir: string, options: ListOptions = {}): Promise<string> {

@@ -14,15 +14,13 @@ import { lstatOf, NO_FOLLOW_NO_BLOCK, statOf } from '../util/file-stat.js';
 import { isRecord } from '../util/json.js';
 import { removeBestEffort } from '../util/temp-files.js';
 import type { CatalogEntry, CatalogFailure, CatalogSession, CatalogToolCount, LogCheck } from './catalog.js';
+import { SETTLE_MS } from './settle.js';
+
+export { SETTLE_MS };
 
 export const ENTRY_SIDECAR_FILE = 'catalog-entry.json';
 /** This file's own format; the entry's is the caller's `entryVersion` (fingerprint rules, entry code). */
 const SIDECAR_FORMAT = 'mcec-catalog-entry/1';
-/**
- * A file time this close to now may share a file-system time tick with a later write (FAT keeps 2 s): the
- * catalog's rule for dir times too.
- */
-export const SETTLE_MS = 2000;
 /** Logs larger than this are not hashed: their sidecar is trusted on size + settled mtime, or not at all. */
 const MAX_HASHED_BYTES = 64 * 1024 * 1024;
 

@@ -1,15 +1,9 @@
 /** What every mcec-bundle command prints with: neutralized stdout/stderr lines, progress, exit codes. */
+// The escaping is util's, not report's: bundled into the entry (a dynamic import cost every command a load).
+import { escapeFormatChars } from '../../util/format-chars.js';
 
 /** Exit codes: 0 done, 1 the work failed, 2 bad usage (EXIT_USAGE in ../common.ts). */
 export const EXIT_FAILED = 1;
-
-/** Shows control and bidi characters as `\\uXXXX` (report/text.ts, loaded unless only help is asked). */
-let escapeFormatChars: (text: string) => string = (text) => text;
-
-/** Load the escaping of recorded text; --help and --version skip it to start fast (no /report/ module). */
-export async function loadOutputEscaping(): Promise<void> {
-  ({ escapeFormatChars } = await import('../../report/text.js'));
-}
 
 /** `text` as it may reach a terminal: control and bidi characters shown, never obeyed. */
 export function neutralized(text: string): string {
