@@ -11,6 +11,7 @@ import Database from 'better-sqlite3';
 import { idOfDirName } from '../paths/derived-id.js';
 import { fileKind } from '../util/file-stat.js';
 import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
+import { addonOption } from './sqlite-addon.js';
 
 /** The catalog's file name, at the root of the sessions dir. */
 export const CATALOG_FILE = 'catalog.sqlite';
@@ -309,7 +310,7 @@ let catalogSchema: SchemaObject[] | null = null;
 /** How the file's schema differs from the catalog's (same version, other tables), or null. */
 function schemaProblem(db: Db): string | null {
   if (!catalogSchema) {
-    const mem = new Database(':memory:');
+    const mem = new Database(':memory:', addonOption());
     migrate(mem);
     catalogSchema = readSchema(mem, Number.POSITIVE_INFINITY);
     mem.close();
@@ -390,7 +391,7 @@ export class Catalog {
       if (!fs.existsSync(file)) return null;
       let db: Db | null = null;
       try {
-        db = new Database(file, { readonly: true, fileMustExist: true });
+        db = new Database(file, { ...addonOption(), readonly: true, fileMustExist: true });
         db.pragma(`busy_timeout = ${busy}`);
         if (
           (db.pragma('user_version', { simple: true }) as number) === CATALOG_SCHEMA_VERSION &&
@@ -411,7 +412,7 @@ export class Catalog {
     let guard: Db | null = null;
     if (fs.existsSync(file)) {
       try {
-        guard = new Database(file, { readonly: true, fileMustExist: true });
+        guard = new Database(file, { ...addonOption(), readonly: true, fileMustExist: true });
         guard.pragma(`busy_timeout = ${busy}`);
         guard.prepare('SELECT 1 FROM sqlite_master LIMIT 1').get(); // attaches to the WAL index
       } catch {
@@ -421,7 +422,7 @@ export class Catalog {
     }
     let db: Db | null = null;
     try {
-      db = new Database(file);
+      db = new Database(file, addonOption());
       db.pragma(`busy_timeout = ${busy}`);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
@@ -441,7 +442,7 @@ export class Catalog {
 
   /** An empty catalog in memory (triage over a folder of bundles). */
   static memory(): Catalog {
-    const db = new Database(':memory:');
+    const db = new Database(':memory:', addonOption());
     migrate(db);
     return new Catalog(':memory:', db, null, false);
   }

@@ -9,6 +9,7 @@
 import Database from 'better-sqlite3';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
 import { compareSchema, readSchema, type SchemaObject } from './schema-check.js';
+import { addonOption } from './sqlite-addon.js';
 
 /** Largest value (text or blob, in bytes) a foreign log may hold; a reader holds one at a time. */
 export const FOREIGN_LOG_MAX_VALUE_BYTES = 64 * 1024 * 1024;
@@ -21,7 +22,7 @@ const expectedByVersion = new Map<number, SchemaObject[]>();
 function expectedSchema(version: number): SchemaObject[] {
   let objects = expectedByVersion.get(version);
   if (!objects) {
-    const db = new Database(':memory:');
+    const db = new Database(':memory:', addonOption());
     try {
       for (let v = 0; v < version; v++) db.exec(MIGRATIONS[v]!);
       objects = readSchema(db, Number.POSITIVE_INFINITY);
@@ -51,7 +52,7 @@ export function foreignLogProblem(file: string, options: { maxValueBytes?: numbe
   const maxValue = options.maxValueBytes ?? FOREIGN_LOG_MAX_VALUE_BYTES;
   let db: Database.Database;
   try {
-    db = new Database(file, { readonly: true, fileMustExist: true });
+    db = new Database(file, { ...addonOption(), readonly: true, fileMustExist: true });
   } catch (err) {
     return `not a SQLite database (${(err as Error).message})`;
   }

@@ -5,6 +5,7 @@ import { LOG_COPY_PREFIX, makeTempDir, removeBestEffort } from '../util/temp-fil
 import { removeEntrySidecar } from './entry-sidecar.js';
 import { logSchemaProblem } from './foreign-log.js';
 import { MIGRATIONS, SCHEMA_VERSION } from './schema.js';
+import { addonOption } from './sqlite-addon.js';
 
 export type SessionDb = Database.Database;
 
@@ -153,8 +154,8 @@ function openInPlace(file: string, tidy: boolean): { db: SessionDb; version: num
   let db: SessionDb | undefined;
   try {
     db = tidy
-      ? new Database(file, { fileMustExist: true, timeout: 2000 })
-      : new Database(file, { readonly: true, fileMustExist: true, timeout: 2000 });
+      ? new Database(file, { ...addonOption(), fileMustExist: true, timeout: 2000 })
+      : new Database(file, { ...addonOption(), readonly: true, fileMustExist: true, timeout: 2000 });
     if (tidy) db.exec('PRAGMA query_only = 1');
     // SQLite's own 2 MB page cache, not better-sqlite3's 16 MB: a reader that walks a whole log (a bundle,
     // its VACUUM INTO snapshot) would hold up to 16 MB of it, and VACUUM INTO ran 3x slower with the big one.
@@ -218,7 +219,7 @@ function filesStamp(file: string): string {
  */
 export function openLogForWriting(file: string, options?: Database.Options): Database.Database {
   removeEntrySidecar(path.dirname(file));
-  return new Database(file, options);
+  return new Database(file, { ...addonOption(), ...options });
 }
 
 /** Open a session log to write it (created and migrated when new), with the pragmas the design asks for. */

@@ -1,5 +1,6 @@
 /** Rewrite the details of one kind of event in a copy of a log (a bundle's snapshot, never a live log). */
 import Database from 'better-sqlite3';
+import { addonOption } from './sqlite-addon.js';
 
 /**
  * Each `kind` event's detail (JSON) passed through `rewrite`; a detail it returns changed is stored back, one
@@ -11,7 +12,7 @@ export function rewriteEventDetails(
   kind: string,
   rewrite: (detail: Record<string, unknown>) => Record<string, unknown>,
 ): number {
-  const db = new Database(file, { fileMustExist: true });
+  const db = new Database(file, { ...addonOption(), fileMustExist: true });
   try {
     // What a rewrite replaces must not stay readable in freed space: zeroed as it goes, and the copy rebuilt.
     db.pragma('secure_delete = ON');
