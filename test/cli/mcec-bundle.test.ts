@@ -128,6 +128,57 @@ describe('mcec-bundle', () => {
     });
   });
 
+  describe('list start-up', () => {
+    it('lists from a fresh catalog without the code of a sweep: no node:crypto, worker threads, fingerprints', () => {
+      const dir = path.join(root, 'fresh-list');
+      fs.mkdirSync(dir);
+      fs.cpSync(path.join(sessions, dirs[PASS_ID]!), path.join(dir, dirs[PASS_ID]!), { recursive: true });
+      // Times a minute old: the catalog trusts the sessions dir's time once settled (2 s), so the third list
+      // finds nothing to sweep (the first builds the catalog, which moves the dir's time; the second stores it).
+      const past = new Date(Date.now() - 60_000);
+      fs.utimesSync(path.join(dir, dirs[PASS_ID]!), past, past);
+      expect(run(['list', '--sessions', dir]).code).toBe(0);
+      fs.utimesSync(dir, past, past);
+      expect(run(['list', '--sessions', dir]).code).toBe(0);
+      const trace = path.join(root, 'list-trace.txt');
+      const builtins = path.join(root, 'list-builtins.txt');
+      const builtinsPreload = fileURLToPath(new URL('./fixtures/builtins-at-exit.cjs', import.meta.url));
+      const res = run(['list', '--sessions', dir], {
+        node: ['--import', TRACE],
+        env: { MCEC_TRACE_OUT: trace },
+      });
+      expect(res.code).toBe(0);
+      expect(res.stdout).toContain(PASS_ID);
+      const urls = fs.readFileSync(trace, 'utf8');
+      const bundled = urls
+        .split('\n')
+        .filter((u) => /\/dist\/cli\/mcec-bundle[-.][^/]*js$/.test(u))
+        .flatMap((u) => fs.readFileSync(fileURLToPath(u), 'utf8').match(/^\/\/ (?:\S*\/)?dist\/\S+/gm) ?? [])
+        .map((comment) => `/${comment.slice(3)}`);
+      const loaded = [urls, ...bundled].join('\n');
+      expect(loaded).toContain('/dist/store/catalog.js');
+      for (const heavy of [
+        '/dist/fleet/fingerprint.js',
+        '/dist/store/entry-sidecar.js',
+        '/dist/report/',
+        'date-fns',
+      ])
+        expect(loaded, heavy).not.toContain(heavy);
+      // Apart from the trace: its hooks run on a worker thread of their own.
+      const again = run(['list', '--sessions', dir], {
+        node: ['--require', builtinsPreload],
+        env: { MCEC_BUILTINS_OUT: builtins },
+      });
+      expect(again).toMatchObject({ code: 0, stdout: res.stdout });
+      const required = fs.readFileSync(builtins, 'utf8').split('\n');
+      // node:crypto is 20 internal modules; `bindings` is how better-sqlite3 finds its addon when not told.
+      for (const heavy of ['NativeModule crypto', 'NativeModule worker_threads', 'NativeModule os'])
+        expect(required, heavy).not.toContain(heavy);
+      expect(required.some((f) => f.includes(`${path.sep}better-sqlite3${path.sep}`))).toBe(true);
+      expect(required.filter((f) => f.includes(`${path.sep}bindings${path.sep}`))).toEqual([]);
+    });
+  });
+
   describe('bundle', () => {
     it('bundles by unique id prefix into <sessions>/<dir>.zip and prints its path', async () => {
       const res = run([FAIL_ID.slice(0, 5), '--sessions', sessions]);
