@@ -441,6 +441,11 @@ async function declare(client: Client, what: 'step' | 'verdict', params: Record<
   const declared = { method: `notifications/mcec-recorder/${what}`, params };
   await client.notification(declared as unknown as Parameters<Client['notification']>[0]);
 }
+/**
+ * server-everything's simulated log messages ("Debug-level message - SessionId ...", and one spelled
+ * "Alert level-message"), not its messages about a client's roots.
+ */
+const isSimulatedLog = (data: unknown) => /level[- ]message/.test(String(data));
 const declareStep = (client: Client, name: string) => declare(client, 'step', { name, status: 'passed' });
 
 describe('several MCP sessions through one mcec-record http', () => {
@@ -509,7 +514,7 @@ describe('several MCP sessions through one mcec-record http', () => {
       const a = await connect(new StreamableHTTPClientTransport(url));
       let messages = 0;
       a.fallbackNotificationHandler = async (n) => {
-        if (n.method === 'notifications/message') messages += 1;
+        if (n.method === 'notifications/message' && isSimulatedLog(n.params?.data)) messages += 1;
       };
       await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
       await a.callTool({ name: 'toggle-simulated-logging', arguments: {} });
@@ -524,11 +529,10 @@ describe('several MCP sessions through one mcec-record http', () => {
     const sessions = readSessions(sessionsDir);
     const logOf = (tools: string[]) => {
       const s = sessions.find((x) => x.calls.map((c) => c.tool).join() === tools.join())!;
-      // The simulated log messages ("Debug-level message - SessionId ..."), not those about a client's roots.
       return s.events.filter(
         (e) =>
           e.kind === 'notification' &&
-          /-level message/.test(String((e.detail.params as { data?: unknown } | undefined)?.data)),
+          isSimulatedLog((e.detail.params as { data?: unknown } | undefined)?.data),
       );
     };
     expect(sessions).toHaveLength(2);
