@@ -4,6 +4,7 @@
  * the rows it gives identical to the rows read from the logs.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -15,7 +16,7 @@ import { createRecorder } from '../../src/index.js';
 import { createRecorder as createRecorderOfRecord } from '../../src/record/index.js';
 import { appendSessionEvent } from '../../src/store/append-event.js';
 import { CATALOG_FILE, type Catalog } from '../../src/store/catalog.js';
-import { checkToKeep, ENTRY_SIDECAR_FILE } from '../../src/store/entry-sidecar.js';
+import { checkToKeep, ENTRY_SIDECAR_FILE, stampLog } from '../../src/store/entry-sidecar.js';
 import { SessionLog } from '../../src/store/session-log.js';
 import { post } from '../proxy/helpers.js';
 import { sessionIdFrom } from '../proxy/sim-script.js';
@@ -329,6 +330,20 @@ describe('catalog sidecars', () => {
     // Trusted by the catalog's check: kept as it was (whatever the clock); by its own settled stamp: none needed.
     expect(checkToKeep({ ...trust, by: 'checked' }, null)).toEqual(check);
     expect(checkToKeep({ ...trust, by: 'settled' }, { ms: 200_000, dev: 7 })).toBeNull();
+  });
+
+  it("a log's stamped sha1 is the sha1 of its bytes, at sizes below, at and past the 1 MiB read", () => {
+    // The hash reads into a buffer at an offset (off its page boundary), a chunk at a time past 1 MiB.
+    const dir = path.join(root, 'hash-sizes');
+    fs.mkdirSync(dir, { recursive: true });
+    const log = path.join(dir, 'session.sqlite');
+    for (const size of [0, 1, 77_824, 1024 * 1024, 1024 * 1024 + 1, 3 * 1024 * 1024 + 12_345]) {
+      const bytes = crypto.randomBytes(size);
+      fs.writeFileSync(log, bytes);
+      const stamp = stampLog(dir);
+      expect(stamp?.size).toBe(size);
+      expect(stamp?.sha1).toBe(crypto.createHash('sha1').update(bytes).digest('hex'));
+    }
   });
 
   it('a sidecar larger than the read buffer (64 KiB) is read whole', () => {
