@@ -262,7 +262,7 @@ const HASH_CHUNK = 1024 * 1024;
 /**
  * Where in the buffer a read lands: off the page boundary a large Buffer starts on. The kernel's copy from
  * the page cache into a page-aligned destination (the source's own offset in its page) took 2 to 2.5 times
- * as long on this project's VM (AMD EPYC; 4K aliasing between the copy's loads and stores): 70 against 26 us
+ * as long on this project's VM (AMD EPYC; 4K aliasing between the copy's loads and stores): 70 against 30-38 us
  * for a 76 KB log, a quarter of an index's time per dir. Any offset that is not a multiple of 4096 did.
  */
 const HASH_SKEW = 64;
