@@ -1,0 +1,103 @@
+/**
+ * `mcec-record http` records on its own thread with a 20 ms commit interval (src/proxy/README.md): the calls
+ * it forwarded are committed while it runs, not only at its close, so another process reads them from the log
+ * (and a crash loses only the last interval's). The built CLI in front of the simulator.
+ */
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { listSessions } from '../../src/store/session-reader.js';
+import { tempDirPerTest } from '../support/per-test-temp.js';
+import { ROOT } from '../support/programs.js';
+import { simOnHttp } from '../support/sim-http-proxy.js';
+import { waitFor } from './helpers.js';
+
+const RECORD_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
+const temp = tempDirPerTest();
+
+function call(agent: http.Agent, url: URL, id: number, name: string, args: object): Promise<string> {
+  const body = JSON.stringify({
+    jsonrpc: '2.0',
+    id,
+    method: 'tools/call',
+    params: { name, arguments: args },
+  });
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (s: string) => {
+          text += s;
+        });
+        res.on('end', () =>
+          res.statusCode === 200 ? resolve(text) : reject(new Error(`HTTP ${res.statusCode}: ${text}`)),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Completed calls in every session log under `dir`, read by a connection of this process (not the proxy's). */
+function completedCalls(dir: string): number {
+  let n = 0;
+  for (const s of listSessions(dir)) {
+    const db = new Database(path.join(s.dir, 'session.sqlite'), { readonly: true, fileMustExist: true });
+    try {
+      n += db.prepare("SELECT count(*) FROM calls WHERE status != 'pending'").pluck().get() as number;
+    } finally {
+      db.close();
+    }
+  }
+  return n;
+}
+
+describe('mcec-record http: commits while it runs', () => {
+  it('a reader sees each forwarded call in its session log before the proxy stops', async () => {
+    const { listener: upstream } = await simOnHttp(path.join(temp.dir, 'sim'), { seed: 11 });
+    temp.defer(() => upstream.close());
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const child = spawn(
+      process.execPath,
+      [RECORD_CLI, 'http', '--listen', '127.0.0.1:0', '--target', upstream.url, '--sessions', sessionsDir],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s: string) => {
+      stderr += s;
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    temp.defer(() => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    });
+    await waitFor(() => /recording (http:\/\/\S+) ->/.test(stderr) || child.exitCode !== null, 15_000);
+    const url = new URL(/recording (http:\/\/\S+) ->/.exec(stderr)?.[1] ?? 'http://127.0.0.1:1/');
+    expect(child.exitCode, stderr).toBeNull();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const start = await call(agent, url, 1, 'session-start', {});
+      const sessionId = JSON.parse(JSON.parse(start).result.content.at(-1).text).sessionId as string;
+      await call(agent, url, 2, 'find', { sessionId, window: 'Save As', value: 'Save' });
+      await call(agent, url, 3, 'windows', { sessionId });
+      // Committed within the interval: polled (not timed), the proxy still running and not told to flush.
+      await waitFor(() => {
+        try {
+          return completedCalls(sessionsDir) === 3;
+        } catch {
+          return false; // the log being created as we look
+        }
+      }, 10_000);
+      expect(child.exitCode).toBeNull();
+    } finally {
+      agent.destroy();
+    }
+    child.kill('SIGINT');
+    expect(await exited, stderr).toBe(0);
+    expect(completedCalls(sessionsDir)).toBe(3);
+  }, 60_000);
+});
