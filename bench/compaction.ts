@@ -145,7 +145,7 @@ export const figure: Figure = {
           [1920, 1080],
           [3840, 2160],
         ];
-    const rounds = ctx.quick ? 5 : 15;
+    const rounds = ctx.quick ? 3 : 15;
     const rows: Row[] = [];
     for (const [width, height] of sizes) {
       const samples: Sample[] = [];

@@ -197,7 +197,7 @@ export const figure: Figure = {
     }
     // Captures between the timed calls, their thumbnails made meanwhile: on against off, in the same run.
     const thumbRounds = ctx.quick ? 2 : 6;
-    const thumbCalls = ctx.quick ? 1000 : 4000;
+    const thumbCalls = ctx.quick ? 500 : 4000;
     ctx.log(`find ok while captures are thumbnailed: ${thumbRounds} rounds x ${thumbCalls} calls per arm`);
     const thumbs = await measureWithCaptures(find, thumbRounds, thumbCalls, ctx.tmp);
     rows.push(thumbnailRow(thumbs, thumbRounds, thumbCalls));

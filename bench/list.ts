@@ -61,9 +61,11 @@ export const figure: Figure = {
   id: 'list',
   title: 'mcec-bundle list of 10,000 sessions from the catalog vs node + one SQLite query',
   async run(ctx) {
-    const big = ctx.quick ? 1000 : 10_000;
+    // Quick mode: a fleet of 500, one warm-up, and two rounds of the moved-in dir (each waits 2.5 s for the dir's time).
+    const big = ctx.quick ? 500 : 10_000;
     const small = big / 10;
-    const rounds = ctx.quick ? 5 : 12;
+    const rounds = ctx.quick ? 3 : 12;
+    const sweepRoundCount = ctx.quick ? 2 : rounds;
     const root = scratch(ctx.tmp);
     try {
       const cli = path.join(ctx.root, 'dist', 'cli', 'mcec-bundle.js');
@@ -105,7 +107,7 @@ export const figure: Figure = {
       const baselineScript = (dir: string, n: number) =>
         `const D=require(${JSON.stringify(sqlite)});const db=new D(${JSON.stringify(path.join(dir, 'catalog.sqlite'))},{readonly:true});` +
         `const rows=db.prepare('SELECT * FROM sessions ORDER BY dir_name').all();db.close();if(rows.length!==${n})process.exit(3)`;
-      for (let i = 0; i < 3; i++) {
+      for (let i = 0; i < (ctx.quick ? 1 : 3); i++) {
         await run([cli, 'list', '--sessions', dirs.big], big);
         await run([cli, 'list', '--sessions', dirs.small], small);
         await run(['-e', baselineScript(dirs.big, big)]);
@@ -150,7 +152,7 @@ export const figure: Figure = {
         for (const name of names) fs.renameSync(path.join(dirs.big, name), path.join(root, 'extra', name));
       };
       const sweepRounds = { plain: [] as number[], sweep: [] as number[] };
-      for (let i = 0; i < rounds; i++) {
+      for (let i = 0; i < sweepRoundCount; i++) {
         sweepRounds.plain.push(await run([cli, 'list', '--sessions', dirs.big], big));
         moveIn(one);
         sweepRounds.sweep.push(await run([cli, 'list', '--sessions', dirs.big], big + 1));
@@ -249,7 +251,7 @@ export const figure: Figure = {
           ratio: round(sweepMs / plainRoundsMs, 2),
           holds: sweepMs / plainRoundsMs <= 1.2,
           notes: [
-            `Logs without -wal, -shm (as a finished recorder or a copy leaves them), index run first. A session name came, so a names sweep: the sessions dir's names are compared with the rows' (no other session dir is stat-ed) and only the new session is read (from its sidecar). ${rounds} rounds, each a plain list, then the dir moved in and listed, moved out and listed twice 2.5 s apart; medians of the plain and moved-in lists, the ratio theirs.`,
+            `Logs without -wal, -shm (as a finished recorder or a copy leaves them), index run first. A session name came, so a names sweep: the sessions dir's names are compared with the rows' (no other session dir is stat-ed) and only the new session is read (from its sidecar). ${sweepRoundCount} rounds, each a plain list, then the dir moved in and listed, moved out and listed twice 2.5 s apart; medians of the plain and moved-in lists, the ratio theirs.`,
           ],
           data: {
             sweepMs: sweepRounds.sweep.map((v) => round(v, 1)),

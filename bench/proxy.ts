@@ -31,8 +31,8 @@ export const figure: Figure = {
   id: 'proxy',
   title: 'Recording proxy: added latency per call on loopback',
   async run(ctx) {
-    const rounds = ctx.quick ? 4 : 10;
-    const calls = ctx.quick ? 200 : 1000;
+    const rounds = ctx.quick ? 3 : 10;
+    const calls = ctx.quick ? 100 : 1000;
     const sessions = path.join(ctx.tmp, 'sessions');
     const rows: Row[] = [];
     const children: ChildProcess[] = [];

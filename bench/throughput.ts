@@ -95,7 +95,7 @@ export const figure: Figure = {
   title: 'Sustained recorded calls per second',
   async run(ctx) {
     const rounds = ctx.quick ? 2 : 5;
-    const total = ctx.quick ? 10_000 : 100_000;
+    const total = ctx.quick ? 5_000 : 100_000;
     const { find, findFailed } = await smallResults();
     // Mostly successes, one failure in 20 (failures take the slower path through the queue).
     const mix: CallToolResult[] = [...Array.from({ length: 19 }, () => find), findFailed];
