@@ -148,8 +148,8 @@ export const figure: Figure = {
   id: 'critical-path',
   title: 'Critical-path latency added to a small non-image call',
   async run(ctx) {
-    const rounds = ctx.quick ? 4 : 10;
-    const calls = ctx.quick ? 2000 : 10000;
+    const rounds = ctx.quick ? 3 : 10;
+    const calls = ctx.quick ? 1000 : 10000;
     const { find, findFailed } = await smallResults();
     ctx.log(`find ok: ${rounds} rounds x ${calls} calls per arm`);
     const ok = await measure(find, rounds, calls, ctx.tmp, 'ok');
