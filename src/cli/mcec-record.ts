@@ -7,8 +7,9 @@ import { liveExportOptions, type OtlpExportOptions } from '../export/live-option
 import { parseMaskArg, parseMaskRulesText } from '../mask/rules.js';
 import type { MaskOptions, MaskRule } from '../mask/types.js';
 import { MAX_TIMEOUT_MS } from '../proxy/timeouts.js';
+import type { ClosedSessionsModule } from '../record/closed-sessions.js';
 import { recorderVersion } from '../record/environment.js';
-import type { Recorder } from '../record/types.js';
+import type { WorkerRecorder } from '../record/worker-recorder.js';
 import { isOptionError } from '../util/expect.js';
 import { endBySignal, isNewStop } from '../util/stop-signal.js';
 import { readTextFile } from '../util/text-file.js';
@@ -246,21 +247,24 @@ function collectHeader(value: string, previous: Record<string, string> = {}): Re
 }
 
 /**
- * `mcec-record http`'s group-commit interval (the recorder's `commitIntervalMs`; 4 ms by default): one run of
- * the record queue and one transaction per 20 ms under load, not per 4, so the recording's fixed cost per
- * run (its wake-up, the commit) is shared by about 20 calls instead of 4. Measured against the worker thread
- * and against 4 ms: src/proxy/README.md. A crash loses at most the calls of the last 20 ms (as the worker's
- * 10 ms batch plus its commit did).
+ * What the recorder's worker does with the sessions it closed: fleet's catalog sidecars, loaded there at close
+ * (a function cannot cross threads; src/record/README.md "Closed sessions").
  */
-const HTTP_COMMIT_INTERVAL_MS = 20;
+const CATALOG_SIDECARS: ClosedSessionsModule = {
+  url: new URL('../fleet/catalog-sidecars.js', import.meta.url).href,
+  name: 'writeCatalogSidecars' satisfies keyof typeof import('../fleet/catalog-sidecars.js'),
+};
 
 /**
- * The recorder, on the proxy's own thread (`createRecorder`), for both proxies. Handing each call to a worker
- * thread (a batch's JSON both ways, a handle per call, the worker's wake-ups, a second heap) cost more CPU per
- * call than the recording it moved, and on two cores shared with the client and the server that CPU is
- * latency; measured in src/proxy/README.md.
+ * The recorder. For http in a worker thread: this thread only forwards bytes, the recording's work (parse,
+ * redact, commit) never delays the next request. For stdio on this thread (`createRecorder`): one client's
+ * calls come one line at a time, and handing each to a worker (a batch's JSON both ways, a handle per call,
+ * a second heap) cost more CPU per call than it saved; measured in src/proxy/README.md.
  */
-async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio'): Promise<Recorder> {
+async function openRecorder(
+  options: CommonOptions,
+  transport: 'http' | 'stdio',
+): Promise<Pick<WorkerRecorder, Exclude<keyof WorkerRecorder, 'ready'>>> {
   const foreign = windowsPathProblem(options.sessions);
   if (foreign) throw new UsageError(foreign);
   const asSession = sessionDirAsRootProblem(resolveSessionsDir(options.sessions), options.sessions);
@@ -282,18 +286,21 @@ async function openRecorder(options: CommonOptions, transport: 'http' | 'stdio')
     ...(otlp ? { otlp } : {}),
     stderr: (line: string) => process.stderr.write(line.endsWith('\n') ? line : `${line}\n`),
   };
-  const { createRecorder } = await import('../record/recorder.js');
-  const { writeCatalogSidecars } = await import('../fleet/catalog-sidecars.js');
-  try {
-    return createRecorder(
-      transport === 'http'
-        ? { ...recorderOptions, commitIntervalMs: HTTP_COMMIT_INTERVAL_MS }
-        : recorderOptions,
-      writeCatalogSidecars,
-    );
-  } catch (err) {
-    return fail(`cannot record: ${(err as Error).message}`, 1);
+  if (transport === 'stdio') {
+    const { createRecorder } = await import('../record/recorder.js');
+    const { writeCatalogSidecars } = await import('../fleet/catalog-sidecars.js');
+    try {
+      return createRecorder(recorderOptions, writeCatalogSidecars);
+    } catch (err) {
+      return fail(`cannot record: ${(err as Error).message}`, 1);
+    }
   }
+  const { createWorkerRecorder } = await import('../record/worker-recorder.js');
+  const recorder = createWorkerRecorder(recorderOptions, CATALOG_SIDECARS);
+  // Listening (or starting the server) waits for it: the first calls find it ready, and a recorder that
+  // cannot start is exit 1 before any client relies on it.
+  await recorder.ready().catch((err: Error) => fail(`cannot record: ${err.message}`, 1));
+  return recorder;
 }
 
 interface HttpCommandOptions extends CommonOptions {

@@ -1,7 +1,7 @@
 /**
- * `mcec-record http` records on its own thread with a 20 ms commit interval (src/proxy/README.md): the calls
- * it forwarded are committed while it runs, not only at its close, so another process reads them from the log
- * (and a crash loses only the last interval's). The built CLI in front of the simulator.
+ * `mcec-record http` records in a worker thread that commits each batch it is sent (src/proxy/README.md): the
+ * calls it forwarded are committed while it runs, not only at its close, so another process reads them from the
+ * log (and a crash loses only the last batch's). The built CLI in front of the simulator.
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
