@@ -4,7 +4,6 @@
  * log (and a crash loses only the last batch's). The built CLI in front of the simulator.
  */
 import { spawn } from 'node:child_process';
-import http from 'node:http';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -12,35 +11,20 @@ import { listSessions } from '../../src/store/session-reader.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 import { ROOT } from '../support/programs.js';
 import { simOnHttp } from '../support/sim-http-proxy.js';
-import { waitFor } from './helpers.js';
+import { post, waitFor } from './helpers.js';
 
 const RECORD_CLI = path.join(ROOT, 'dist', 'cli', 'mcec-record.js');
 const temp = tempDirPerTest();
 
-function call(agent: http.Agent, url: URL, id: number, name: string, args: object): Promise<string> {
-  const body = JSON.stringify({
-    jsonrpc: '2.0',
-    id,
-    method: 'tools/call',
-    params: { name, arguments: args },
-  });
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json' } },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8').on('data', (s: string) => {
-          text += s;
-        });
-        res.on('end', () =>
-          res.statusCode === 200 ? resolve(text) : reject(new Error(`HTTP ${res.statusCode}: ${text}`)),
-        );
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+/** A tools/call over HTTP; the answer's body as text (200 expected). */
+async function call(url: URL, id: number, name: string, args: object): Promise<string> {
+  const answer = await post(
+    url.href,
+    JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } }),
+  );
+  const text = answer.body.toString('utf8');
+  if (answer.status !== 200) throw new Error(`HTTP ${answer.status}: ${text}`);
+  return text;
 }
 
 /** Completed calls in every session log under `dir`, read by a connection of this process (not the proxy's). */
@@ -78,24 +62,19 @@ describe('mcec-record http: commits while it runs', () => {
     await waitFor(() => /recording (http:\/\/\S+) ->/.test(stderr) || child.exitCode !== null, 15_000);
     const url = new URL(/recording (http:\/\/\S+) ->/.exec(stderr)?.[1] ?? 'http://127.0.0.1:1/');
     expect(child.exitCode, stderr).toBeNull();
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    try {
-      const start = await call(agent, url, 1, 'session-start', {});
-      const sessionId = JSON.parse(JSON.parse(start).result.content.at(-1).text).sessionId as string;
-      await call(agent, url, 2, 'find', { sessionId, window: 'Save As', value: 'Save' });
-      await call(agent, url, 3, 'windows', { sessionId });
-      // Committed within the interval: polled (not timed), the proxy still running and not told to flush.
-      await waitFor(() => {
-        try {
-          return completedCalls(sessionsDir) === 3;
-        } catch {
-          return false; // the log being created as we look
-        }
-      }, 10_000);
-      expect(child.exitCode).toBeNull();
-    } finally {
-      agent.destroy();
-    }
+    const start = await call(url, 1, 'session-start', {});
+    const sessionId = JSON.parse(JSON.parse(start).result.content.at(-1).text).sessionId as string;
+    await call(url, 2, 'find', { sessionId, window: 'Save As', value: 'Save' });
+    await call(url, 3, 'windows', { sessionId });
+    // Committed while it runs: polled (not timed), the proxy still running and not told to flush.
+    await waitFor(() => {
+      try {
+        return completedCalls(sessionsDir) === 3;
+      } catch {
+        return false; // the log being created as we look
+      }
+    }, 10_000);
+    expect(child.exitCode).toBeNull();
     child.kill('SIGINT');
     expect(await exited, stderr).toBe(0);
     expect(completedCalls(sessionsDir)).toBe(3);
