@@ -24,22 +24,25 @@ export function appendSessionEvent(
   if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
   let db: Database.Database;
   try {
-    db = openLogForWriting(file, { fileMustExist: true });
+    // The version and schema checked before anything is written or removed: a refused log (a copy from
+    // elsewhere, a newer recorder's) keeps its catalog sidecar, which still describes it.
+    db = openLogForWriting(file, { fileMustExist: true }, (handle) => {
+      handle.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      const version = handle.pragma('user_version', { simple: true }) as number;
+      if (version < 1 || version > SCHEMA_VERSION) {
+        throw new Error(
+          `${file}: log schema version ${version} is not one this recorder writes (1-${SCHEMA_VERSION})`,
+        );
+      }
+      expectOurSchema(handle, file, version); // a trigger would run its author's query on our insert
+    });
   } catch (err) {
     throw describeLogError(file, err);
   }
   try {
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     // WAL without a sync per commit: the lock is held for well under a millisecond, so the recorder's short
     // busy wait is not exceeded; a checkpoint (or the recorder's next commit) makes the row durable.
     db.pragma('synchronous = NORMAL');
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version < 1 || version > SCHEMA_VERSION) {
-      throw new Error(
-        `${file}: log schema version ${version} is not one this recorder writes (1-${SCHEMA_VERSION})`,
-      );
-    }
-    expectOurSchema(db, file, version); // a trigger would run its author's query on our insert
     const insert = db.prepare('INSERT INTO events (at, kind, call_seq, detail) VALUES (?, ?, NULL, ?)');
     const hasSession = db.prepare('SELECT 1 FROM session WHERE id = 1');
     return db

@@ -215,11 +215,29 @@ function filesStamp(file: string): string {
 
 /**
  * A log opened to be written. Its dir's catalog sidecar is removed first: it describes the log as it was,
- * and every writer (the recorder, a verdict, a writer's release) opens the log here.
+ * and every writer (the recorder, a verdict, a writer's release) opens the log here. With `check` (a log
+ * that may not be ours: `appendSessionEvent`'s version and schema check), the handle is checked before the
+ * sidecar is removed, and nothing is written: a log it refuses keeps its sidecar.
  */
-export function openLogForWriting(file: string, options?: Database.Options): Database.Database {
+export function openLogForWriting(
+  file: string,
+  options?: Database.Options,
+  check?: (db: Database.Database) => void,
+): Database.Database {
+  if (!check) {
+    removeEntrySidecar(path.dirname(file));
+    return new Database(file, { ...addonOption(), ...options });
+  }
+  const db = new Database(file, { ...addonOption(), ...options });
+  try {
+    check(db);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  // Before the first write, as for any writer: a reader that writes the sidecar after this sees the log move.
   removeEntrySidecar(path.dirname(file));
-  return new Database(file, { ...addonOption(), ...options });
+  return db;
 }
 
 /** Open a session log to write it (created and migrated when new), with the pragmas the design asks for. */

@@ -184,6 +184,52 @@ describe('catalog sidecars', () => {
     expect(read.entry).not.toEqual(before);
   });
 
+  it('a log verdict refuses (a trigger, a newer version, not a database) keeps its sidecar and its bytes', () => {
+    const sessionsDir = path.join(root, 'refused');
+    const dirs = generateFleet(sessionsDir, { sessions: 4, seed: 24 }).sessions.map((s) =>
+      path.join(sessionsDir, s.dirName),
+    );
+    const sha1 = (file: string) => crypto.createHash('sha1').update(fs.readFileSync(file)).digest('hex');
+    const tampers: Array<[string, (file: string) => void, RegExp]> = [
+      [
+        'a trigger',
+        (file) => {
+          const db = new Database(file);
+          db.exec('CREATE TRIGGER t AFTER INSERT ON events BEGIN DELETE FROM calls; END');
+          db.close();
+        },
+        /not a session log this recorder wrote, so it is not read: it has a trigger "t"/,
+      ],
+      [
+        'a newer version',
+        (file) => {
+          const db = new Database(file);
+          db.pragma('user_version = 99');
+          db.close();
+        },
+        /log schema version 99 is not one this recorder writes/,
+      ],
+      ['not a database', (file) => fs.writeFileSync(file, 'x'.repeat(8192)), /SQLITE_NOTADB/],
+    ];
+    tampers.forEach(([what, tamper, refusal], i) => {
+      const dir = dirs[i]!;
+      const log = path.join(dir, 'session.sqlite');
+      tamper(log);
+      for (const s of ['-wal', '-shm']) fs.rmSync(`${log}${s}`, { force: true });
+      const sidecar = fs.readFileSync(sidecarOf(dir));
+      const logSha1 = sha1(log);
+      expect(() => appendSessionEvent(dir, 'verdict', { verdict: 'FAIL' }), what).toThrow(refusal);
+      // Before, the sidecar was removed before the log was checked: a refused log lost it.
+      expect(fs.existsSync(sidecarOf(dir)), what).toBe(true);
+      expect(fs.readFileSync(sidecarOf(dir)), what).toEqual(sidecar);
+      expect(sha1(log), what).toBe(logSha1);
+    });
+    // A log of ours: the event is written, and the sidecar (no longer true to it) removed before.
+    const ours = dirs[3]!;
+    expect(appendSessionEvent(ours, 'verdict', { verdict: 'FAIL' })).toBeGreaterThan(0);
+    expect(fs.existsSync(sidecarOf(ours))).toBe(false);
+  });
+
   it('a sidecar written before the catalog had unchecked_host is still trusted, with it null', () => {
     const sessionsDir = path.join(root, 'before-unchecked-host');
     const [dir] = generateFleet(sessionsDir, { sessions: 1, seed: 23 }).sessions.map((s) =>
