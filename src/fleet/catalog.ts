@@ -199,19 +199,17 @@ interface RefreshWork {
  * instead: a writer asked for one, or no name came or went.
  */
 function sweepNames(catalog: Catalog, root: string): RefreshWork | null {
-  const rows = new Set(catalog.rowNames());
+  const { added, gone } = catalog.compareNames(readNames(root));
   const todo: RefreshWork['todo'] = [];
   // Plain names: a row's name is taken to be its dir still (a dir turned file under it waits for a full
   // sweep); only a name without a row is lstat-ed (a symlink is not a session dir: none leads outside).
-  for (const name of readNames(root)) {
-    if (rows.delete(name)) continue;
+  for (const name of added) {
     if (name === SWEEP_REQUEST_FILE) return null;
     // The zips beside the dirs (one per bundled session) are not stat-ed: they are thousands, and no dir.
     if (!parseSessionDirName(name) && name.toLowerCase().endsWith('.zip')) continue;
     const st = lstatOf(path.join(root, name));
     if (st?.isDirectory() && isSessionDirName(root, name)) todo.push({ name, mtime: st.mtimeMs });
   }
-  const gone = [...rows]; // what is left: rows whose dir is not there
   // A dir without a log (being created, not a session) has no row and never gets one: not a name change.
   const namesChanged = gone.length > 0 || todo.some((t) => isRegularFile(path.join(root, t.name, LOG_FILE)));
   if (!namesChanged) return null;

@@ -124,6 +124,13 @@ const MIGRATIONS: readonly string[] = [
     sha1     TEXT NOT NULL
   ) WITHOUT ROWID;
   `,
+  `
+  -- The rows stored without a dir time (read while it was too recent to trust), which every names sweep reads
+  -- again, and the rows whose log could not be read, which every list prints: few or none, found without
+  -- scanning the table (each scan took 6-11 ms at 10,000 sessions).
+  CREATE INDEX sessions_unsettled ON sessions (dir_name) WHERE dir_mtime IS NULL;
+  CREATE INDEX sessions_unreadable ON sessions (dir_name) WHERE error IS NOT NULL;
+  `,
 ];
 
 /** The catalog schema version (`PRAGMA user_version`). */
@@ -487,13 +494,29 @@ export class Catalog {
     ).sort();
   }
 
-  /** Every row's dir name (for a names sweep: what came or went), unordered. */
-  rowNames(): string[] {
-    return this.db.prepare('SELECT dir_name FROM sessions').pluck().all() as string[];
+  /**
+   * A names sweep's comparison of the sessions dir's `names` (unique, as a readdir gives them) with the rows:
+   * the names no row has, and the rows whose name is not among them, unordered. SQLite looks each name up in
+   * the primary key's index: two JS sets of every name cost twice as much at 10,000.
+   */
+  compareNames(names: readonly string[]): { added: string[]; gone: string[] } {
+    const json = JSON.stringify(names);
+    const added = this.db
+      .prepare('SELECT value FROM json_each(?) WHERE value NOT IN (SELECT dir_name FROM sessions)')
+      .pluck()
+      .all(json) as string[];
+    // Each name found is one row: when they are all the rows, none is gone (no second pass over the names).
+    if (names.length - added.length === this.sessionCount()) return { added, gone: [] };
+    const gone = this.db
+      .prepare('SELECT dir_name FROM sessions WHERE dir_name NOT IN (SELECT value FROM json_each(?))')
+      .pluck()
+      .all(json) as string[];
+    return { added, gone };
   }
 
   /** Rows stored without a dir time (it was too recent to trust when read): a names sweep reads them again. */
   unsettledRows(): string[] {
+    // sessions_unsettled
     return this.db.prepare('SELECT dir_name FROM sessions WHERE dir_mtime IS NULL').pluck().all() as string[];
   }
 
@@ -806,6 +829,7 @@ export class Catalog {
   ): Array<{ session_id: string; error: string }> {
     if (options.failedOnly) return []; // an unreadable log has no verdict
     const since = options.since === undefined ? '' : ' AND coalesce(started_at, last_activity_at) >= ?';
+    // sessions_unreadable
     return this.db
       .prepare(
         `SELECT session_id, error FROM sessions WHERE error IS NOT NULL${since} ORDER BY dir_name DESC`,
