@@ -60,26 +60,28 @@ async function timed(costs: Cost[], fn: () => Promise<void>): Promise<number> {
 }
 
 /**
- * The floor: decode, write, read the header; with `hashed`, the sha256 of the bytes after the decode; with
- * `envelopeText`, first one `JSON.parse` of that text (what any exact reader of MCEC's answer does first: the
- * wire reference's "match bytes only after JSON.parse").
+ * What a floor does beside decode, write and header read: `plain` nothing; `hashed` the sha256 of the bytes
+ * after the decode; `wire` first one `JSON.parse` of the envelope text (what any exact reader of MCEC's answer
+ * does first: the wire reference's "match bytes only after JSON.parse"), then the hashed floor.
  */
+type FloorKind = 'plain' | 'hashed' | 'wire';
+
+/** A floor of the given kind (see FloorKind). */
 async function floor(
   sharp: SharpModule,
   s: Sample,
   dir: string,
   costs: Cost[],
-  hashed = false,
-  envelopeText?: string,
+  kind: FloorKind,
 ): Promise<number> {
   const file = path.join(dir, 'artifacts', 'floor.png');
   let width: number | undefined;
   await gcSettled();
   const ms = await timed(costs, async () => {
-    if (envelopeText !== undefined && typeof JSON.parse(envelopeText) !== 'object')
+    if (kind === 'wire' && typeof JSON.parse(s.envelopeText) !== 'object')
       throw new Error('the envelope text is not an object');
     const buf = Buffer.from(s.base64, 'base64');
-    if (hashed) createHash('sha256').update(buf).digest('hex');
+    if (kind !== 'plain') createHash('sha256').update(buf).digest('hex');
     await fs.promises.writeFile(file, buf);
     width = (await sharp(buf).metadata()).width;
   });
@@ -158,51 +160,32 @@ export const figure: Figure = {
       const label = `${width}x${height}`;
       const sample = (r: number) => samples[r % samples.length]!;
       ctx.log(`${label}: PNG ${fmtMB(samples[0]!.png.length)}, ${rounds} rounds`);
+      // One measurement of each arm: a sample, a fresh directory for its files, where its costs go.
+      const arms = {
+        floor: (x: Sample, dir: string, c: Cost[]) => floor(sharp, x, dir, c, 'plain'),
+        floorHashed: (x: Sample, dir: string, c: Cost[]) => floor(sharp, x, dir, c, 'hashed'),
+        floorWire: (x: Sample, dir: string, c: Cost[]) => floor(sharp, x, dir, c, 'wire'),
+        decodeAndHash: (x: Sample, _dir: string, c: Cost[]) => decodeAndHash(x, c),
+        compaction: (x: Sample, dir: string, c: Cost[]) => compaction(x, dir, true, c),
+        blankCheck: (x: Sample, dir: string, c: Cost[]) => compaction(x, dir, false, c),
+        recorded: (x: Sample, dir: string, c: Cost[]) => recorded(x, dir, c),
+      };
+      type ArmName = keyof typeof arms;
+      const names = Object.keys(arms) as ArmName[];
       // Warm up each path twice (sharp's thread pool, JIT, first touch of big buffers).
       const unused: Cost[] = [];
-      for (let w = 0; w < 2; w++) {
-        await floor(sharp, sample(w), freshDir(ctx.tmp, 'warm-floor'), unused);
-        await floor(sharp, sample(w), freshDir(ctx.tmp, 'warm-floor-h'), unused, true);
-        await floor(
-          sharp,
-          sample(w),
-          freshDir(ctx.tmp, 'warm-floor-w'),
-          unused,
-          true,
-          sample(w).envelopeText,
-        );
-        await decodeAndHash(sample(w), unused);
-        await compaction(sample(w), freshDir(ctx.tmp, 'warm-c'), true, unused);
-        await compaction(sample(w), freshDir(ctx.tmp, 'warm-b'), false, unused);
-        await recorded(sample(w), freshDir(ctx.tmp, 'warm-r'), unused);
-      }
-      const costs = {
-        floor: [] as Cost[],
-        floorHashed: [] as Cost[],
-        floorWire: [] as Cost[],
-        decodeAndHash: [] as Cost[],
-        compaction: [] as Cost[],
-        blankCheck: [] as Cost[],
-        recorded: [] as Cost[],
-      };
-      const times = await alternate(rounds, {
-        floor: (r) => floor(sharp, sample(r), freshDir(ctx.tmp, `floor-${r}`), costs.floor),
-        floorHashed: (r) =>
-          floor(sharp, sample(r), freshDir(ctx.tmp, `floor-h-${r}`), costs.floorHashed, true),
-        floorWire: (r) =>
-          floor(
-            sharp,
-            sample(r),
-            freshDir(ctx.tmp, `floor-w-${r}`),
-            costs.floorWire,
-            true,
-            sample(r).envelopeText,
-          ),
-        decodeAndHash: (r) => decodeAndHash(sample(r), costs.decodeAndHash),
-        compaction: (r) => compaction(sample(r), freshDir(ctx.tmp, `c-${r}`), true, costs.compaction),
-        blankCheck: (r) => compaction(sample(r), freshDir(ctx.tmp, `b-${r}`), false, costs.blankCheck),
-        recorded: (r) => recorded(sample(r), freshDir(ctx.tmp, `r-${r}`), costs.recorded),
-      });
+      for (let w = 0; w < 2; w++)
+        for (const name of names) await arms[name](sample(w), freshDir(ctx.tmp, `warm-${name}`), unused);
+      const costs = Object.fromEntries(names.map((name) => [name, [] as Cost[]])) as Record<ArmName, Cost[]>;
+      const times = await alternate(
+        rounds,
+        Object.fromEntries(
+          names.map((name) => [
+            name,
+            (r: number) => arms[name](sample(r), freshDir(ctx.tmp, `${name}-${r}`), costs[name]),
+          ]),
+        ) as Record<ArmName, (r: number) => Promise<number>>,
+      );
       for (const entry of fs.readdirSync(ctx.tmp))
         fs.rmSync(path.join(ctx.tmp, entry), { recursive: true, force: true });
       const f = median(times.floor);
