@@ -257,8 +257,8 @@ type WriteTransaction = Database.Transaction<(ops: QueuedOp[], writeSession: boo
 
 /**
  * The writer of one session's log. Enqueue methods never throw; `commit()` applies the queue. The file
- * handle is closed once the session has ended and its queue is written, or by the pool when idle; the next
- * commit reopens it (and notices a file that vanished or was replaced meanwhile).
+ * handle is closed once the session has ended and its queue is written (after a write past its end: once
+ * idle), or by the pool; the next commit reopens it (and notices a file that vanished or was replaced).
  */
 export class SessionLog implements PooledLog {
   readonly dir: string;
@@ -303,6 +303,10 @@ export class SessionLog implements PooledLog {
   private closed = false;
   /** The pending release of an ended, idle session's writer row (see `releaseWhenIdle`). */
   private idleRelease: NodeJS.Timeout | undefined;
+  /** The handle was closed because the session had ended (a commit after that is a late write). */
+  private closedAtEnd = false;
+  /** Written after its end: the handle stays open (pooled) until idle, not reopened and closed per commit. */
+  private keptOpenAfterEnd = false;
 
   private constructor(options: SessionLogOptions) {
     this.options = options;
@@ -423,6 +427,7 @@ export class SessionLog implements PooledLog {
   commit(options: CommitOptions = {}): CommitOutcome {
     if (this.closed) return { committed: 0, error: new Error('session log is closed') };
     const outcome: CommitOutcome = { committed: 0 };
+    const lateWrite = this.dirty && this.closedAtEnd;
     const all = this.ops;
     const held = options.holdYoungPendingMs ? this.holdYoungPending(options.holdYoungPendingMs) : [];
     try {
@@ -450,10 +455,16 @@ export class SessionLog implements PooledLog {
       outcome.recovered = { reason: this.recovery.reasons.join('; '), lostCalls: this.recovery.lostCalls };
       this.recovery = null;
     }
-    // An ended session rarely writes again: give its descriptors back now (a late write reopens the file),
-    // and its writer row once it stays idle.
+    // An ended session rarely writes again: give its descriptors back now, and its writer row once it stays
+    // idle. One written after its end (a server still naming it) keeps its pooled handle from then on until
+    // idle: a reopen and close (a WAL checkpoint) per commit cost about 5 ms each.
     if (this.sessionRow.status !== 'open' && this.ops.length === 0 && !this.recovery) {
-      this.closeHandle();
+      if (lateWrite) this.keptOpenAfterEnd = true;
+      if (this.keptOpenAfterEnd && this.options.pool && this.db) this.options.pool.used(this);
+      else {
+        this.closeHandle();
+        this.closedAtEnd = true;
+      }
       this.releaseWhenIdle();
     } else if (this.db) this.options.pool?.used(this);
     return outcome;
@@ -479,19 +490,23 @@ export class SessionLog implements PooledLog {
   }
 
   /**
-   * An ended session, its handle closed with nothing queued: if nothing more is written to it within the
-   * pool's `releaseIdleMs` (10 min), its writer row is marked closed, so `prune` may remove it although this
-   * process (a long-running proxy) goes on. A later write reopens the file and registers the writer again.
+   * An ended session, nothing queued (its handle closed, or kept open while written after its end): if
+   * nothing more is written to it within the pool's `releaseIdleMs` (10 min), its writer row is marked closed
+   * and its handle closed, so `prune` may remove it although this process (a long-running proxy) goes on. A
+   * later write reopens the file and registers the writer again.
    */
   private releaseWhenIdle(): void {
     const ms = this.options.pool?.releaseIdleMs;
-    if (ms === undefined || !this.registered) return;
+    if (ms === undefined || (!this.registered && !this.db)) return;
     clearTimeout(this.idleRelease);
     this.idleRelease = setTimeout(() => {
       this.idleRelease = undefined;
       // A call still pending (a long tool timeout) will be written: the session is not idle until it ends.
-      const idle = !this.closed && this.db === null && this.ops.length === 0 && this.pendingOnDisk.size === 0;
-      if (idle && this.sessionRow.status !== 'open') this.release();
+      const idle = !this.closed && this.ops.length === 0 && this.pendingOnDisk.size === 0;
+      if (idle && this.sessionRow.status !== 'open') {
+        this.release();
+        this.closeHandle(); // kept open while written after its end: given back with the writer row
+      }
     }, ms);
     this.idleRelease.unref();
   }

@@ -209,7 +209,7 @@ describe('prune while a writer still writes', () => {
         reader.close();
       }
     };
-    /** Write `busy` every 100 ms (each write its own commit, its handle closed after each) until `done`. */
+    /** Write `busy` every 100 ms (each write its own commit; its handle stays open from the first) until `done`. */
     const writeBusyUntil = async (done: () => boolean) => {
       for (let n = 2; !done(); n++) {
         if (n > 300) throw new Error('not released within 30 s');

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LOG_FILE } from '../../src/paths/naming.js';
 import { LogPool } from '../../src/store/log-pool.js';
 import type { CallRow, SessionRow } from '../../src/store/schema.js';
@@ -253,13 +253,14 @@ describe('SessionLog', () => {
       { seq: 1, status: 'ok' },
     ]);
 
-    // An ended session closes its log as soon as its queue is written; a late write reopens it.
+    // An ended session closes its log as soon as its queue is written; a late write reopens it and keeps it
+    // open (until idle, or until the pool needs room: below).
     logs[1]!.setSessionFields({ status: 'ended', ended_at: '2026-12-02T10:16:00.000Z' });
     logs[1]!.commit();
     expect(logs[1]!.handleOpen).toBe(false);
     logs[1]!.beginCall(callRow(1, { status: 'ok', ok: 1 }));
     expect(logs[1]!.commit().error).toBeUndefined();
-    expect(logs[1]!.handleOpen).toBe(false);
+    expect(logs[1]!.handleOpen).toBe(true);
     expect(read(path.join(temp.dir, 'b', LOG_FILE), 'SELECT status FROM session')).toEqual([
       { status: 'ended' },
     ]);
@@ -278,6 +279,55 @@ describe('SessionLog', () => {
     for (const log of logs) log.close();
     expect(pool.size).toBe(0);
   });
+  it('an ended log written again keeps its handle until idle: one reopen for many late writes, then released', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      /** The real pool, counting the file opens it is told of (every open of a log's file goes through it). */
+      class CountingPool extends LogPool {
+        opens = 0;
+        override willOpen(log: Parameters<LogPool['willOpen']>[0]): void {
+          this.opens += 1;
+          super.willOpen(log);
+        }
+      }
+      const pool = new CountingPool(4, 60_000);
+      const dir = path.join(temp.dir, 'late');
+      const file = path.join(dir, LOG_FILE);
+      const log = SessionLog.open({ dir, session: sessionRow(), pool });
+      log.setSessionFields({ status: 'ended', ended_at: '2026-12-02T10:16:00.000Z' });
+      expect(log.commit().error).toBeUndefined();
+      expect(log.handleOpen).toBe(false); // given back at the end
+      expect(pool.opens).toBe(1);
+      // A server that goes on naming the ended session: before, each of these commits opened the file,
+      // registered the writer and closed it again (a WAL checkpoint), about 5 ms each.
+      for (let seq = 1; seq <= 50; seq++) {
+        log.beginCall(callRow(seq, { status: 'ok', ok: 1 }));
+        expect(log.commit().error).toBeUndefined();
+      }
+      expect(pool.opens).toBe(2);
+      expect(log.handleOpen).toBe(true);
+      expect(read(file, 'SELECT closed_at FROM writers')).toEqual([{ closed_at: null }]);
+      // Idle for the pool's releaseIdleMs: the writer row is released and the handle given back with it.
+      vi.advanceTimersByTime(60_000);
+      expect(log.handleOpen).toBe(false);
+      expect(pool.size).toBe(0);
+      expect(
+        read<{ closed_at: string | null }>(file, 'SELECT closed_at FROM writers')[0]!.closed_at,
+      ).not.toBeNull();
+      expect(read(file, 'SELECT COUNT(*) AS n FROM calls')).toEqual([{ n: 50 }]);
+      // A write after the release opens the file and registers the writer again.
+      log.beginCall(callRow(51, { status: 'ok', ok: 1 }));
+      expect(log.commit().error).toBeUndefined();
+      expect(pool.opens).toBe(3);
+      expect(read(file, 'SELECT closed_at FROM writers')).toEqual([{ closed_at: null }]);
+      log.close();
+      expect(read(file, 'SELECT COUNT(*) AS n FROM calls')).toEqual([{ n: 51 }]);
+      expect(pool.size).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('a writer that committed alone sees a writer that came later: new seqs above its, and a concurrent-writer event', () => {
     const dir = path.join(temp.dir, '20261202-101502-abc123def456');
     const a = SessionLog.open({ dir, session: sessionRow() });
