@@ -71,9 +71,10 @@ async function bundleAll(sessionsDir: string, needles: string[]): Promise<number
     expect(path.dirname(result.bundle)).toBe(sessionsDir);
     const verified = await verifyBundle(result.bundle);
     expect(verified.problems, dir).toEqual([]);
-    expect(scanBundleTexts(result.bundle, needles), dir).toEqual([]);
+    const files = zipFiles(result.bundle);
+    expect(scanBundleTexts(files, needles), dir).toEqual([]);
     // Every text file is valid UTF-8, and every JSON line parses.
-    for (const [name, data] of zipFiles(result.bundle)) {
+    for (const [name, data] of files) {
       if (!/\.(md|json|jsonl)$/.test(name)) continue;
       const text = new TextDecoder('utf-8', { fatal: true }).decode(data);
       if (name.endsWith('.jsonl')) for (const line of text.split('\n').filter(Boolean)) JSON.parse(line);
