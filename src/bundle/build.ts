@@ -524,10 +524,16 @@ async function readSession(
     const keep = protectedImages(summary, rows);
     const gifProblem: string[] = [];
     let player: PlayerModel | null = null;
+    let lines: Map<number, string> | undefined;
     let gif: CheckedRunGif | null = null;
     if (drawsGif) {
+      // The calls' summary lines are made on this pass too, so the page's rows pass parses no call's JSON again;
+      // not while a writer may rewrite a row between the passes (a late answer replaces a timed-out call's row).
+      const writable = summary.status === 'open' || summary.openElsewhere !== null;
+      const made = writable ? undefined : new Map<number, string>();
       try {
-        player = readPlayerModel(reader, summary);
+        player = readPlayerModel(reader, summary, made);
+        lines = made;
       } catch (err) {
         // No GIF; the page collects its model on its rows pass, and fails there if it must.
         gifProblem.push(`run.gif was not written: ${errorMessage(err)}`);
@@ -560,6 +566,7 @@ async function readSession(
       tmpDir,
       log,
       player,
+      lines,
     );
     streaming = true;
     return {
@@ -592,7 +599,10 @@ class ReportStream {
   /** tool-calls.jsonl, complete once the plan has read every call. */
   readonly log: Promise<LogFacts>;
 
-  /** `player`: the player's model when read already (run.gif's pass), else the rows pass collects it. */
+  /**
+   * `player`: the player's model when read already (run.gif's pass), else the rows pass collects it; `lines`:
+   * the calls' summary lines made on that pass, if any.
+   */
   constructor(
     private readonly reader: SessionReader,
     summary: SessionSummary,
@@ -600,6 +610,7 @@ class ReportStream {
     spoolDir: string,
     log: ToolCallLogFile,
     player: PlayerModel | null,
+    lines: ReadonlyMap<number, string> | undefined,
   ) {
     let ended: (facts: LogFacts) => void = () => undefined;
     let failed: (err: unknown) => void = () => undefined;
@@ -623,6 +634,7 @@ class ReportStream {
       spoolDir,
       callRows,
       ...(player ? { player } : {}),
+      ...(lines ? { lines } : {}),
     });
     this.page.catch((err: unknown) => {
       log.abort();

@@ -217,9 +217,9 @@ function notFound(sessionsDir: string, input: string, all: readonly SessionLocat
 const CALL_COLUMNS = `seq, tool, args, rpc_id, transport, started_at, ended_at, duration_ms, status, ok, error_code,
   error_category, error_detail, output_kind, envelope, response, violations, payload_dropped`;
 
-/** CALL_COLUMNS' order with only the player's columns read (PlayerCollector.add). */
+/** CALL_COLUMNS' order with only the player's columns read (PlayerCollector.add, and summarizeCall). */
 const PLAYER_CALL_COLUMNS = `seq, tool, args, NULL, transport, started_at, NULL, NULL, status, ok, error_code,
-  NULL, NULL, NULL, envelope, NULL, NULL, 0`;
+  NULL, NULL, NULL, envelope, NULL, NULL, payload_dropped`;
 
 /**
  * A CallRow from a raw row in CALL_COLUMNS order. Built here, all rows share one object shape; rows built by
@@ -464,8 +464,9 @@ export class SessionReader {
 
   /**
    * Calls in seq order from `fromSeq` (default 1), at most `limit`, streamed one row at a time. `columns:
-   * 'player'` reads only what the player's model takes (seq, tool, args, started_at, status, error_code,
-   * envelope; the rest null or 0): run.gif's own pass, which need not pull the responses into JS.
+   * 'player'` reads only what the player's model and the summary line take (seq, tool, args, started_at,
+   * status, error_code, envelope, payload_dropped; the rest null): run.gif's own pass, which need not pull
+   * the responses into JS.
    */
   *calls(
     options: { fromSeq?: number; limit?: number; columns?: 'all' | 'player' } = {},

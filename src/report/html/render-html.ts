@@ -198,6 +198,11 @@ export interface PageMode {
   callRows?: CallRowListener;
   /** The player's model read already (`readPlayerModel`, the bundle's run.gif pass): the rows pass does not collect it. */
   player?: PlayerModel;
+  /**
+   * The calls' summary lines by seq, made on that pass (`readPlayerModel`'s `lines`): a row whose line is here
+   * is not summarized again (its JSON is not parsed on the rows pass). Only for a log no writer changes meanwhile.
+   */
+  lines?: ReadonlyMap<number, string>;
 }
 
 /** Plan the page: rows measured, thumbnails made, bodies shared out, the page around the rows rendered. */
@@ -288,6 +293,7 @@ async function planPage(
   const measured = await measureRows(reader, rows, facts, specials, {
     html: mode.keepRows,
     spool,
+    lines: mode.lines,
     callRows: {
       add: (row, json) => {
         collector?.add(row, json);

@@ -108,7 +108,13 @@ export async function measureRows(
   rows: RowRenderer,
   facts: CallFacts,
   special: ReadonlySet<number>,
-  keep: { html: boolean; spool: RowSpool | null; callRows?: CallRowListener },
+  keep: {
+    html: boolean;
+    spool: RowSpool | null;
+    callRows?: CallRowListener;
+    /** Ended calls' summary lines made already (PageMode.lines). */
+    lines?: ReadonlyMap<number, string>;
+  },
 ): Promise<{ entries: Entry[]; tools: Map<string, number>; bareBytes: number }> {
   const entries: Entry[] = [];
   const tools = new Map<string, number>();
@@ -117,7 +123,7 @@ export async function measureRows(
   for (const row of callsInSmallPages(reader)) {
     const json = new CallJson(row);
     keep.callRows?.add(row, json);
-    const line = summarizeCall(row, json);
+    const line = keep.lines?.get(row.seq) ?? summarizeCall(row, json);
     const html = rows.render(row, line, 0, [], noCounters());
     const bytes = byteLength(html) + 1;
     const isSpecial = special.has(row.seq);

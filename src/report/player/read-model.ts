@@ -5,6 +5,8 @@
 import { safeRelativePath } from '../../paths/naming.js';
 import type { ArtifactRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
+import { CallJson } from '../call-json.js';
+import { summarizeCall } from '../summarize-call.js';
 import type { SessionSummary } from '../types.js';
 import { PlayerCollector, type PlayerInputs, type PlayerModel } from './model.js';
 
@@ -18,11 +20,21 @@ export function serverVersionOf(summary: SessionSummary): string | null {
 
 /**
  * The model as report.html's rows pass collects it (the same inputs, the same rows in seq order): the
- * artifact rows, then the calls with only the columns the collector reads.
+ * artifact rows, then the calls with only the columns the collector reads. With `lines`, each call's summary
+ * line (`summarizeCall`) is put there by seq, from the JSON the collector parsed: report.html's rows pass is
+ * handed them (`PageMode.lines`) and parses no call's JSON again.
  */
-export function readPlayerModel(reader: SessionReader, summary: SessionSummary): PlayerModel {
+export function readPlayerModel(
+  reader: SessionReader,
+  summary: SessionSummary,
+  lines?: Map<number, string>,
+): PlayerModel {
   const collector = new PlayerCollector(playerInputs(reader.artifacts(), summary));
-  for (const row of reader.calls({ columns: 'player' })) collector.add(row);
+  for (const row of reader.calls({ columns: 'player' })) {
+    const json = new CallJson(row);
+    collector.add(row, json);
+    lines?.set(row.seq, summarizeCall(row, json));
+  }
   return collector.finish();
 }
 
