@@ -16,11 +16,12 @@ import { pageChunks, renderReportHtmlParts } from '../../src/report/html/render-
 import { MAX_STEPS, type PlayerModel } from '../../src/report/player/model.js';
 import { OVERLAY_COLOURS, overlaySvg } from '../../src/report/player/overlay-svg.js';
 import { readPlayerModel } from '../../src/report/player/read-model.js';
+import { summarizeCall } from '../../src/report/summarize-call.js';
 import { buildSummary } from '../../src/report/summary.js';
 import { createSimulator, envelopeOf } from '../../src/sim/index.js';
 import { SessionReader } from '../../src/store/session-reader.js';
 import { type DemoSession, useDemoSession } from '../support/demo-session.js';
-import { makeSessionsDir, removeDir } from '../support/fixture-session.js';
+import { calls, FixtureSession, makeSessionsDir, removeDir } from '../support/fixture-session.js';
 import { bundleValidators, readZip, sha256, unzipTest, type ZipEntryRead } from './helpers.js';
 
 const validators = bundleValidators();
@@ -73,14 +74,19 @@ async function recordFinds(sessionsDir: string, finds: number): Promise<string> 
   return dir;
 }
 
-/** The page's own model (collected on its rows pass), the one read on a pass of its own, and whether the page given the latter is the same bytes. */
+/**
+ * The page's own model (collected on its rows pass), the one read on a pass of its own, and whether the page
+ * given the latter and the summary lines made on that pass (as the bundle does) is the same bytes.
+ */
 async function bothModels(dir: string) {
   const reader = SessionReader.open(dir);
   try {
     const summary = await buildSummary(reader);
     const collected = await renderReportHtmlParts(reader, summary, {}, { keepRows: true });
-    const read = readPlayerModel(reader, summary);
-    const given = await renderReportHtmlParts(reader, summary, {}, { keepRows: true, player: read });
+    const lines = new Map<number, string>();
+    const read = readPlayerModel(reader, summary, lines);
+    expect(lines.size).toBe(reader.callCount());
+    const given = await renderReportHtmlParts(reader, summary, {}, { keepRows: true, player: read, lines });
     const bytes = (page: typeof given) => Buffer.concat([...pageChunks(page)]);
     return { collected: collected.player, read, samePage: bytes(collected).equals(bytes(given)) };
   } finally {
@@ -143,6 +149,26 @@ describe('run.gif', () => {
     expect(many.read).toEqual(many.collected);
     expect(many.samePage).toBe(true);
   }, 60_000);
+
+  it("makes each call's summary line on the model's pass as from its whole row (dropped payload, failure, pending)", async () => {
+    const f = FixtureSession.create(root, { status: 'ended' });
+    f.call(calls.findSave());
+    f.call({ tool: 'capture', payloadDropped: true });
+    f.call(calls.ambiguousFind());
+    f.call({ tool: 'wait-for', args: { name: 'Saved', timeoutMs: 5000 }, status: 'pending' });
+    f.end();
+    const reader = SessionReader.open(f.dir);
+    try {
+      const lines = new Map<number, string>();
+      readPlayerModel(reader, await buildSummary(reader), lines);
+      const rows = [...reader.calls()];
+      expect([...lines.keys()]).toEqual(rows.map((r) => r.seq));
+      for (const row of rows) expect(lines.get(row.seq)).toBe(summarizeCall(row));
+      expect(lines.get(2)).toContain('[payload dropped]');
+    } finally {
+      reader.close();
+    }
+  });
 
   it('draws steps in a row on one image from one decode, the same bytes as a pipeline per step (8- and 16-bit PNGs)', async () => {
     const dir = path.join(root, 'shared');
