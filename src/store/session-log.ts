@@ -303,10 +303,8 @@ export class SessionLog implements PooledLog {
   private closed = false;
   /** The pending release of an ended, idle session's writer row (see `releaseWhenIdle`). */
   private idleRelease: NodeJS.Timeout | undefined;
-  /** The handle was closed because the session had ended (a commit after that is a late write). */
+  /** The handle was closed because the session had ended: one open again was reopened by a late write. */
   private closedAtEnd = false;
-  /** Written after its end: the handle stays open (pooled) until idle, not reopened and closed per commit. */
-  private keptOpenAfterEnd = false;
 
   private constructor(options: SessionLogOptions) {
     this.options = options;
@@ -427,7 +425,6 @@ export class SessionLog implements PooledLog {
   commit(options: CommitOptions = {}): CommitOutcome {
     if (this.closed) return { committed: 0, error: new Error('session log is closed') };
     const outcome: CommitOutcome = { committed: 0 };
-    const lateWrite = this.dirty && this.closedAtEnd;
     const all = this.ops;
     const held = options.holdYoungPendingMs ? this.holdYoungPending(options.holdYoungPendingMs) : [];
     try {
@@ -459,8 +456,7 @@ export class SessionLog implements PooledLog {
     // idle. One written after its end (a server still naming it) keeps its pooled handle from then on until
     // idle: a reopen and close (a WAL checkpoint) per commit cost about 5 ms each.
     if (this.sessionRow.status !== 'open' && this.ops.length === 0 && !this.recovery) {
-      if (lateWrite) this.keptOpenAfterEnd = true;
-      if (this.keptOpenAfterEnd && this.options.pool && this.db) this.options.pool.used(this);
+      if (this.closedAtEnd && this.options.pool && this.db) this.options.pool.used(this);
       else {
         this.closeHandle();
         this.closedAtEnd = true;
