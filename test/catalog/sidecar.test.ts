@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -31,8 +32,18 @@ const readSidecar = (dir: string) =>
     log: { settled: boolean };
     [key: string]: unknown;
   };
-/** An hour ago: the dir's files as a session recorded earlier leaves them (settled times). */
-const anHourAgo = () => new Date(Date.now() - 3600_000);
+/**
+ * An hour before the earlier of this process's clock and the file system's (the time it gives a file written
+ * now): the dir's files as a session recorded earlier leaves them (settled times). faketime moves the first
+ * and not the second, and the catalog trusts a time only when both call it settled.
+ */
+function anHourAgo(): Date {
+  const probe = path.join(os.tmpdir(), `mcec-clock-${process.pid}`);
+  fs.writeFileSync(probe, '');
+  const now = fs.statSync(probe).mtimeMs;
+  fs.rmSync(probe);
+  return new Date(Math.min(now, Date.now()) - 3600_000);
+}
 
 function sessionDirs(sessionsDir: string): string[] {
   return fs
