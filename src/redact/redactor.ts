@@ -136,6 +136,11 @@ const SCHEMA_SUBSCHEMAS = new Set([
   'allOf',
 ]);
 const DESCRIBED_PROSE = new Set(['title', 'description']);
+/**
+ * Fields that name the `value` beside them: a header, env or tag list's `{name|key: 'Authorization', value}`
+ * and a UI element's `{name|automationId: 'API token', value}` (a secret field, as the masker reads it).
+ */
+const VALUE_NAMING_KEYS = ['name', 'key', 'automationId'] as const;
 const COMMAND_ACCESS_PROSE = new Set(['note']);
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -213,6 +218,11 @@ export function looksLikeCredential(v: string): boolean {
     else if (c !== 45 && c !== 95 && c !== 46) symbol = true;
   }
   return digit || symbol || (v.length >= 20 && upper && lower);
+}
+
+/** A value already hidden (typed text's length, `[redacted]`): kept, never taught as a secret. */
+function isHiddenText(v: unknown): boolean {
+  return typeof v === 'string' && (v === REDACTED || /^\[typed text: \d+ chars\]$/.test(v));
 }
 
 function setKey(obj: Record<string, unknown>, key: string, value: unknown): void {
@@ -379,9 +389,23 @@ class SecretRedactor implements Redactor {
       plain && !this.keepTypedText
         ? typedTextReplacements(String(tool), args as Record<string, unknown>)
         : undefined;
+    if (typed && typed.size > 0) this.learnTypedCredentials(String(tool), args as Record<string, unknown>);
     // A typing tool MCEC does not have: typed input nested in its arguments (a form's fields) too.
     const walked = plain && !this.keepTypedText ? this.withNestedHidden(String(tool), args) : args;
     return this.walkRoot(walked, typed && typed.size > 0 ? typed : undefined, 'args', undefined);
+  }
+
+  /**
+   * Typed text that looks like a credential (`looksLikeCredential`) is remembered: the screen shows it
+   * afterwards (get-text's OCR, a field's `value` in find and query). Words typed stay evidence.
+   */
+  private learnTypedCredentials(tool: string, args: Record<string, unknown>): void {
+    try {
+      for (const [text, marker] of typedTextEchoes(tool, args))
+        if (marker === typedTextMarker(text) && looksLikeCredential(text.trim())) this.learn(text, 'args');
+    } catch {
+      // a throwing getter: walkRoot stores nothing of these arguments
+    }
   }
 
   private withNestedHidden(tool: string, args: object): unknown {
@@ -491,6 +515,7 @@ class SecretRedactor implements Redactor {
       // A progress token is an id, not a credential (its key says "token"): kept, a string one scrubbed as data.
       const progressIds = place === 'meta' || (place === 'data' && isProgressParams(src));
       const elicitation = place === 'data' && isElicitationParams(src);
+      const namedSecret = place === 'data' && Object.hasOwn(src, 'value') && this.namesSecretValue(src);
       for (const key of keys) {
         const v = src[key];
         // A remembered secret used as a key (a map keyed by a token) is scrubbed too; only trusted ones, so
@@ -512,6 +537,10 @@ class SecretRedactor implements Redactor {
         const typed = topLevel?.get(key);
         if (typed !== undefined) {
           setKey(out, name, typed);
+          continue;
+        }
+        if (namedSecret && key === 'value' && !isHiddenText(v)) {
+          setKey(out, name, this.secretValue(v));
           continue;
         }
         const inner =
@@ -565,6 +594,15 @@ class SecretRedactor implements Redactor {
       (initialize && key === 'instructions');
     if (prose) return this.scrub(v, 'prose');
     return this.scrub(v, PROTECTED_FIELDS.has(key) && isIdentifier(v) ? 'protected' : 'data');
+  }
+
+  /** Whether a field of `src` naming its `value` (`VALUE_NAMING_KEYS`) is a secret key. */
+  private namesSecretValue(src: Record<string, unknown>): boolean {
+    for (const key of VALUE_NAMING_KEYS) {
+      const v = src[key];
+      if (typeof v === 'string' && v.length <= 128 && this.isSecretKey(v)) return true;
+    }
+    return false;
   }
 
   /** `[redacted]` for a value under a secret key, remembering its strings; empty values stay as they are. */

@@ -188,6 +188,85 @@ describe('remembered secrets', () => {
   });
 });
 
+describe('a secret named by a sibling field: {name, value} pairs', () => {
+  it('a header list, an env list, a tag list: the value under a secret name is redacted and remembered', () => {
+    const r = createRedactor();
+    const args = {
+      headers: [
+        { name: 'Authorization', value: 'Bearer HdrSplitTok9z' },
+        { name: 'X-Api-Key', value: 'HdrSplitKey8y' },
+        { name: 'Accept', value: 'application/json' },
+      ],
+      env: [{ key: 'DB_PASSWORD', value: 'EnvPw-4411' }],
+    };
+    expect(r.redactArgs('fetch', args)).toEqual({
+      headers: [
+        { name: 'Authorization', value: REDACTED },
+        { name: 'X-Api-Key', value: REDACTED },
+        { name: 'Accept', value: 'application/json' },
+      ],
+      env: [{ key: 'DB_PASSWORD', value: REDACTED }],
+    });
+    expect(r.scrubText('sent HdrSplitTok9z, HdrSplitKey8y and EnvPw-4411')).toBe(
+      `sent ${REDACTED}, ${REDACTED} and ${REDACTED}`,
+    );
+  });
+
+  it("a UI element that is a secret field (by name or automation id) has its value redacted in MCEC's answers", () => {
+    const r = createRedactor();
+    const element = (name: string, automationId: string, value: string) => ({
+      controlType: 'Edit',
+      x: 1024,
+      y: 368,
+      width: 432,
+      height: 28,
+      name,
+      automationId,
+      className: 'Edit',
+      value,
+      children: [],
+    });
+    const tree = {
+      ok: true,
+      result: {
+        tree: {
+          controlType: 'Window',
+          name: 'Sign in',
+          children: [
+            element('API token', 'ApiToken', 'Prefilled-Tok-42'),
+            element('Field', 'PasswordBox', 'Prefilled-Pw-43'),
+            element('File name:', '1001', 'notes-2026.txt'),
+          ],
+        },
+      },
+    };
+    const out = r.redact(tree) as typeof tree;
+    expect(out.result.tree.children.map((c) => c.value)).toEqual([REDACTED, REDACTED, 'notes-2026.txt']);
+    expect(out.result.tree.children.map((c) => c.name)).toEqual(['API token', 'Field', 'File name:']);
+    expect(r.scrubText('OCR: Prefilled-Tok-42')).toBe(`OCR: ${REDACTED}`);
+  });
+
+  it('names that merely look like secrets and values already hidden stay as they are', () => {
+    const r = createRedactor();
+    const args = {
+      settings: [
+        { name: 'keyboard', value: 'layout-us-intl' },
+        { name: 'passage', value: 'The quick brown fox' },
+        { key: 'maxTokens', value: 4096 },
+      ],
+      selector: { by: 'name', value: 'password-field' },
+      noValue: { name: 'Password' },
+    };
+    expect(r.redactArgs('find', args)).toEqual(args);
+    // A typing tool's nested field keeps its length marker (never taught as a secret).
+    const form = { fields: [{ name: 'Password', value: 'Nested-Pw-77' }] };
+    expect(r.redactArgs('browser_fill_form', form)).toEqual({
+      fields: [{ name: 'Password', value: '[typed text: 12 chars]' }],
+    });
+    expect(r.scrubText('[typed text: 12 chars]')).toBe('[typed text: 12 chars]');
+  });
+});
+
 describe('inline secrets in text', () => {
   const r = createRedactor();
   it.each([
@@ -351,13 +430,25 @@ describe('typed text', () => {
     });
   });
 
-  it('typed text is never remembered as a secret; clipboard text is (it is pasted and read back)', () => {
+  it('typed words are not remembered as secrets; clipboard text is (it is pasted and read back)', () => {
     const fresh = createRedactor();
     fresh.redactArgs('send_command', { command: 'chars:common words' });
     fresh.redactArgs('focus', { text: 'other words' });
     expect(fresh.scrubText('common words, other words')).toBe('common words, other words');
     fresh.redactArgs('clipboard', { action: 'set', text: 'Clip-Secret 7' });
     expect(fresh.scrubText('pasted: Clip-Secret 7')).toBe(`pasted: ${REDACTED}`);
+  });
+
+  it('typed text that looks like a credential is remembered: read back later (get-text, a field value) it is scrubbed', () => {
+    const fresh = createRedactor();
+    fresh.redactArgs('send_command', { command: 'chars:Hunter2!Typed#Pw' });
+    fresh.redactArgs('invoke', { value: 'ApiToken', action: 'setvalue', text: 'ApiTokVal_99zz88' });
+    fresh.redactArgs('browser_type', { text: 'Nested-Pw-77' });
+    const readBack = { ok: true, result: { text: 'Hello Hunter2!Typed#Pw\nApiTokVal_99zz88 Nested-Pw-77' } };
+    expect(fresh.redact(readBack, { tool: 'get-text', args: { window: 'Notepad' } })).toEqual({
+      ok: true,
+      result: { text: `Hello ${REDACTED}\n${REDACTED} ${REDACTED}` },
+    });
   });
 
   it("clipboard get's answer text is hidden with its length and scrubbed from the rest of the answer", () => {
