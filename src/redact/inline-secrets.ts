@@ -274,6 +274,54 @@ const TOKEN_HINT = new RegExp(
     .join('|'),
 );
 
+/** RFC 6750's token68 characters (a bearer credential), `=` padding aside. */
+const token68 = (c: number): boolean => base64url(c) || c === 46 || c === 126 || c === 43 || c === 47;
+/** `bearer` and the blanks after it, in any case; linear. */
+const BEARER = /\bbearer[ \t]+/gi;
+
+/**
+ * A bare `Bearer <credential>` (a header value passed on its own, a curl line without `Authorization:`): the
+ * credential, when it looks like one (`looksLikeCredential`: "Bearer token" and "Bearer <token>" are prose).
+ * The scheme stays.
+ */
+function bearerCredentials(text: string, options: InlineOptions, edits: Edit[]): void {
+  if (text.length < 15) return;
+  BEARER.lastIndex = 0;
+  for (let m = BEARER.exec(text); m !== null; m = BEARER.exec(text)) {
+    const from = m.index + m[0].length;
+    let j = from;
+    while (j < text.length && token68(text.charCodeAt(j))) j++;
+    while (j < text.length && text.charCodeAt(j) === 61) j++;
+    BEARER.lastIndex = j;
+    const value = text.slice(from, j);
+    if (!looksLikeCredential(value)) continue;
+    edits.push({ start: from, end: j });
+    options.found?.(value);
+  }
+}
+
+/**
+ * A value worth remembering as a secret: no whitespace, 8+ chars, and a digit or a symbol (other than
+ * `-_.`), or 20+ chars mixing cases. `Notepad` or `Untitled-Notepad` taught by hostile text
+ * (`secret=Notepad`) are redacted where they stand but not remembered, so evidence elsewhere stays.
+ */
+export function looksLikeCredential(v: string): boolean {
+  if (v.length < 8) return false;
+  let digit = false;
+  let symbol = false;
+  let upper = false;
+  let lower = false;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c <= 32) return false;
+    if (c >= 48 && c <= 57) digit = true;
+    else if (c >= 65 && c <= 90) upper = true;
+    else if (c >= 97 && c <= 122) lower = true;
+    else if (c !== 45 && c !== 95 && c !== 46) symbol = true;
+  }
+  return digit || symbol || (v.length >= 20 && upper && lower);
+}
+
 /** Known credential formats: provider tokens, JWTs, PEM private keys. */
 function tokens(text: string, edits: Edit[]): void {
   if (text.length < 16 || !TOKEN_HINT.test(text)) return;
@@ -342,6 +390,7 @@ export function scrubInlineSecrets(text: string, replacement: string, options: I
   assignments(text, replacement, options, edits);
   userinfo(text, options, edits);
   tokens(text, edits);
+  bearerCredentials(text, options, edits);
   if (edits.length === 0) return text;
   edits.sort((a, b) => a.start - b.start);
   const merged: Edit[] = [];

@@ -2,7 +2,7 @@ import { MCEC_TOOL_NAMES } from '../contract/tool-catalog.js';
 import { ERROR_CATEGORIES } from '../contract/types.js';
 import { jsonEscaped, jsonForms } from './echoes.js';
 import { MIN_IMAGE_TEXT, scrubImageText } from './image-text.js';
-import { scrubInlineSecrets } from './inline-secrets.js';
+import { looksLikeCredential, scrubInlineSecrets } from './inline-secrets.js';
 import { secretKeyHint, secretKeyMatcher } from './secret-keys.js';
 import { type SecretSource, SecretStore } from './secret-store.js';
 import {
@@ -198,27 +198,8 @@ function isIdentifier(v: string): boolean {
   return true;
 }
 
-/**
- * A value from server output worth remembering as a secret: no whitespace, 8+ chars, and a digit or a
- * symbol (other than `-_.`), or 20+ chars mixing cases. `Notepad` or `Untitled-Notepad` taught by hostile
- * text (`secret=Notepad`) are redacted where they stand but not remembered, so evidence elsewhere stays.
- */
-export function looksLikeCredential(v: string): boolean {
-  if (v.length < 8) return false;
-  let digit = false;
-  let symbol = false;
-  let upper = false;
-  let lower = false;
-  for (let i = 0; i < v.length; i++) {
-    const c = v.charCodeAt(i);
-    if (c <= 32) return false;
-    if (c >= 48 && c <= 57) digit = true;
-    else if (c >= 65 && c <= 90) upper = true;
-    else if (c >= 97 && c <= 122) lower = true;
-    else if (c !== 45 && c !== 95 && c !== 46) symbol = true;
-  }
-  return digit || symbol || (v.length >= 20 && upper && lower);
-}
+/** A value from server output is remembered only when it looks like a credential (`inline-secrets.ts`). */
+export { looksLikeCredential };
 
 /** A value already hidden (typed text's length, `[redacted]`): kept, never taught as a secret. */
 function isHiddenText(v: unknown): boolean {

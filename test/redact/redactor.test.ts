@@ -291,6 +291,24 @@ describe('inline secrets in text', () => {
     expect(fresh.scrubText('again hunter99')).toBe(`again ${REDACTED}`);
   });
 
+  it('a bare Bearer credential (no Authorization key before it) is redacted and remembered', () => {
+    const fresh = createRedactor();
+    expect(
+      fresh.redactArgs('find', { value: 'Bearer BareBear3rTok9', note: 'curl -H "bearer x.Y-z_9~+/=="' }),
+    ).toEqual({
+      value: `Bearer ${REDACTED}`,
+      note: `curl -H "bearer ${REDACTED}"`,
+    });
+    expect(fresh.scrubText('echo BareBear3rTok9')).toBe(`echo ${REDACTED}`);
+    // Prose about bearer tokens, and words that are not credentials, stay.
+    for (const text of [
+      'Send a Bearer token in the header',
+      'bearer authentication failed: Bearer <token> expected',
+      'the Bearer-Token header',
+    ])
+      expect(fresh.scrubText(text)).toBe(text);
+  });
+
   it('can be turned off', () => {
     expect(createRedactor({ inlineSecrets: false }).scrubText('password=abc123')).toBe('password=abc123');
   });
