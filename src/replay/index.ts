@@ -114,6 +114,7 @@ export async function replaySession(
         ...(http.token ? { token: http.token } : {}),
         ...(http.bodyTimeoutMs !== undefined ? { bodyTimeoutMs: http.bodyTimeoutMs } : {}),
         ...(http.writeTimeoutMs !== undefined ? { writeTimeoutMs: http.writeTimeoutMs } : {}),
+        onAuthorization: (value) => core.rememberCredential(value),
       });
     }
     let closed: Promise<ReplayReport> | null = null;

@@ -124,6 +124,14 @@ export class ReplayCore {
   }
 
   /**
+   * A credential the client sent (its Authorization header, over HTTP): scrubbed from the live arguments the
+   * report holds, as the recording proxy scrubbed it from the recording.
+   */
+  rememberCredential(value: string): void {
+    this.redactor.rememberHeaderSecret(value);
+  }
+
+  /**
    * A request other than a tool call, answered as the server answered it: the first unused recorded exchange of
    * the method whose params (redacted as recorded, `_meta` aside) are equal, else the last used one again.
    */

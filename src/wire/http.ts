@@ -29,6 +29,11 @@ export interface HttpOptions {
    * so clients that stop reading cannot hold the request slots either; one that reads slowly is never cut.
    */
   writeTimeoutMs?: number;
+  /**
+   * Called with each request's `Authorization` header before anything else is done with it: a server that
+   * records what it is sent (the replay's report) scrubs the client's credential as the recording proxy does.
+   */
+  onAuthorization?: (value: string) => void;
 }
 
 /** A running HTTP transport. */
@@ -119,8 +124,11 @@ export function listenHttp(dispatcher: Dispatcher, options: HttpOptions = {}): P
   const bound = { port: options.port ?? 5151 };
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const writeTimeoutMs = options.writeTimeoutMs ?? DEFAULT_WRITE_TIMEOUT_MS;
+  const onAuthorization = options.onAuthorization;
   let inFlight = 0;
   const server = http.createServer((req, res) => {
+    const authorization = req.headers.authorization;
+    if (onAuthorization && authorization) onAuthorization(authorization);
     if (inFlight >= MAX_HTTP_IN_FLIGHT) {
       req.resume();
       send(res, 503, { error: `Server busy: more than ${MAX_HTTP_IN_FLIGHT} requests in flight` });
