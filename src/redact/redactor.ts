@@ -141,6 +141,7 @@ const DESCRIBED_PROSE = new Set(['title', 'description']);
  * and a UI element's `{name|automationId: 'API token', value}` (a secret field, as the masker reads it).
  */
 const VALUE_NAMING_KEYS = ['name', 'key', 'automationId'] as const;
+const MCEC_TOOL_SET: ReadonlySet<string> = new Set(MCEC_TOOL_NAMES);
 const COMMAND_ACCESS_PROSE = new Set(['note']);
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -248,6 +249,8 @@ class SecretRedactor implements Redactor {
   private readonly learnedCodes = new Set<string>();
   /** Where values found during the current walk come from. */
   private source: SecretSource = 'output';
+  /** Walking an MCEC tool's arguments: their top-level `value` is an element selector, never a named secret. */
+  private selectorArgs = false;
   /** The current call's typed-text echoes (original, replacement), longest first. */
   private echoes: Array<[string, string]> = [];
   private readonly inline = {
@@ -373,7 +376,12 @@ class SecretRedactor implements Redactor {
     if (typed && typed.size > 0) this.learnTypedCredentials(String(tool), args as Record<string, unknown>);
     // A typing tool MCEC does not have: typed input nested in its arguments (a form's fields) too.
     const walked = plain && !this.keepTypedText ? this.withNestedHidden(String(tool), args) : args;
-    return this.walkRoot(walked, typed && typed.size > 0 ? typed : undefined, 'args', undefined);
+    this.selectorArgs = MCEC_TOOL_SET.has(String(tool));
+    try {
+      return this.walkRoot(walked, typed && typed.size > 0 ? typed : undefined, 'args', undefined);
+    } finally {
+      this.selectorArgs = false;
+    }
   }
 
   /**
@@ -496,7 +504,11 @@ class SecretRedactor implements Redactor {
       // A progress token is an id, not a credential (its key says "token"): kept, a string one scrubbed as data.
       const progressIds = place === 'meta' || (place === 'data' && isProgressParams(src));
       const elicitation = place === 'data' && isElicitationParams(src);
-      const namedSecret = place === 'data' && Object.hasOwn(src, 'value') && this.namesSecretValue(src);
+      const namedSecret =
+        place === 'data' &&
+        !(depth === 0 && this.selectorArgs) &&
+        Object.hasOwn(src, 'value') &&
+        this.namesSecretValue(src);
       for (const key of keys) {
         const v = src[key];
         // A remembered secret used as a key (a map keyed by a token) is scrubbed too; only trusted ones, so

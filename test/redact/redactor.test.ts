@@ -258,6 +258,9 @@ describe('a secret named by a sibling field: {name, value} pairs', () => {
       noValue: { name: 'Password' },
     };
     expect(r.redactArgs('find', args)).toEqual(args);
+    // An MCEC tool's own `value` argument is its element selector, whatever a stray `key` beside it says.
+    const find = { window: 'Notepad', by: 'name', value: 'field', key: 'password' };
+    expect(r.redactArgs('find', find)).toEqual(find);
     // A typing tool's nested field keeps its length marker (never taught as a secret).
     const form = { fields: [{ name: 'Password', value: 'Nested-Pw-77' }] };
     expect(r.redactArgs('browser_fill_form', form)).toEqual({
