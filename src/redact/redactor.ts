@@ -202,6 +202,37 @@ function isIdentifier(v: string): boolean {
 /** A value from server output is remembered only when it looks like a credential (`inline-secrets.ts`). */
 export { looksLikeCredential };
 
+/**
+ * Typed text that is likely a password: no whitespace, 8+ chars, and three of lower case, upper case, digits
+ * and symbols (other than `-_.`), as password rules ask. Stricter than `looksLikeCredential`: what an agent
+ * types is often a file name (`report-2026.txt`), an address (`john.doe@contoso.com`) or a date, which later
+ * titles and fields show as evidence.
+ */
+function looksLikeTypedPassword(v: string): boolean {
+  if (v.length < 8) return false;
+  let kinds = 0;
+  let seen = 0;
+  for (let i = 0; i < v.length; i++) {
+    const c = v.charCodeAt(i);
+    if (c <= 32) return false;
+    const kind =
+      c >= 48 && c <= 57
+        ? 1
+        : c >= 65 && c <= 90
+          ? 2
+          : c >= 97 && c <= 122
+            ? 4
+            : c === 45 || c === 95 || c === 46
+              ? 0
+              : 8;
+    if ((seen & kind) === 0 && kind !== 0) {
+      seen |= kind;
+      kinds++;
+    }
+  }
+  return kinds >= 3;
+}
+
 /** A value already hidden (typed text's length, `[redacted]`): kept, never taught as a secret. */
 function isHiddenText(v: unknown): boolean {
   return typeof v === 'string' && (v === REDACTED || /^\[typed text: \d+ chars\]$/.test(v));
@@ -385,13 +416,13 @@ class SecretRedactor implements Redactor {
   }
 
   /**
-   * Typed text that looks like a credential (`looksLikeCredential`) is remembered: the screen shows it
-   * afterwards (get-text's OCR, a field's `value` in find and query). Words typed stay evidence.
+   * Typed text that looks like a password (`looksLikeTypedPassword`) is remembered: the screen shows it
+   * afterwards (get-text's OCR, a field's `value` in find and query). Words, file names, addresses stay evidence.
    */
   private learnTypedCredentials(tool: string, args: Record<string, unknown>): void {
     try {
       for (const [text, marker] of typedTextEchoes(tool, args))
-        if (marker === typedTextMarker(text) && looksLikeCredential(text.trim())) this.learn(text, 'args');
+        if (marker === typedTextMarker(text) && looksLikeTypedPassword(text.trim())) this.learn(text, 'args');
     } catch {
       // a throwing getter: walkRoot stores nothing of these arguments
     }

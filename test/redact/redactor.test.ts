@@ -470,6 +470,12 @@ describe('typed text', () => {
       ok: true,
       result: { text: `Hello ${REDACTED}\n${REDACTED} ${REDACTED}` },
     });
+    // A file name, an e-mail address, a date typed: evidence, read back as they are (two kinds of character).
+    fresh.redactArgs('send_command', { command: 'chars:report-2026.txt' });
+    fresh.redactArgs('invoke', { value: 'UserName', action: 'setvalue', text: 'john.doe@contoso.com' });
+    fresh.redactArgs('send_command', { command: 'chars:2026-12-07' });
+    const kept = 'report-2026.txt - Notepad; signed in as john.doe@contoso.com on 2026-12-07';
+    expect(fresh.scrubText(kept)).toBe(kept);
   });
 
   it("clipboard get's answer text is hidden with its length and scrubbed from the rest of the answer", () => {
