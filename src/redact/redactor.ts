@@ -140,7 +140,9 @@ const DESCRIBED_PROSE = new Set(['title', 'description']);
  * Fields that name the `value` beside them: a header, env or tag list's `{name|key: 'Authorization', value}`
  * and a UI element's `{name|automationId: 'API token', value}` (a secret field, as the masker reads it).
  */
-const VALUE_NAMING_KEYS = ['name', 'key', 'automationId'] as const;
+const VALUE_NAMING_KEYS = ['name', 'key', 'automationId', 'Name', 'Key', 'AutomationId'] as const;
+/** The field a naming field names (`value`, or `Value` as AWS tags and .NET serializers write it). */
+const NAMED_VALUE_KEYS = new Set(['value', 'Value']);
 const MCEC_TOOL_SET: ReadonlySet<string> = new Set(MCEC_TOOL_NAMES);
 const COMMAND_ACCESS_PROSE = new Set(['note']);
 
@@ -538,7 +540,7 @@ class SecretRedactor implements Redactor {
       const namedSecret =
         place === 'data' &&
         !(depth === 0 && this.selectorArgs) &&
-        Object.hasOwn(src, 'value') &&
+        (Object.hasOwn(src, 'value') || Object.hasOwn(src, 'Value')) &&
         this.namesSecretValue(src);
       for (const key of keys) {
         const v = src[key];
@@ -563,7 +565,7 @@ class SecretRedactor implements Redactor {
           setKey(out, name, typed);
           continue;
         }
-        if (namedSecret && key === 'value' && !isHiddenText(v)) {
+        if (namedSecret && NAMED_VALUE_KEYS.has(key) && !isHiddenText(v)) {
           setKey(out, name, this.secretValue(v));
           continue;
         }

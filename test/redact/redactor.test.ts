@@ -198,6 +198,10 @@ describe('a secret named by a sibling field: {name, value} pairs', () => {
         { name: 'Accept', value: 'application/json' },
       ],
       env: [{ key: 'DB_PASSWORD', value: 'EnvPw-4411' }],
+      tags: [
+        { Key: 'ApiKey', Value: 'TagKey-5522' },
+        { Name: 'Owner', Value: 'ops' },
+      ],
     };
     expect(r.redactArgs('fetch', args)).toEqual({
       headers: [
@@ -206,6 +210,10 @@ describe('a secret named by a sibling field: {name, value} pairs', () => {
         { name: 'Accept', value: 'application/json' },
       ],
       env: [{ key: 'DB_PASSWORD', value: REDACTED }],
+      tags: [
+        { Key: 'ApiKey', Value: REDACTED },
+        { Name: 'Owner', Value: 'ops' },
+      ],
     });
     expect(r.scrubText('sent HdrSplitTok9z, HdrSplitKey8y and EnvPw-4411')).toBe(
       `sent ${REDACTED}, ${REDACTED} and ${REDACTED}`,
