@@ -300,6 +300,32 @@ function bearerCredentials(text: string, options: InlineOptions, edits: Edit[]):
   }
 }
 
+/** curl's `-u`/`--user` flag and the blanks or `=` after it, then `user:`; linear (the user is bounded). */
+const USER_FLAG = /(?:^|[\s"'])(?:-u|--user)(?:[ \t]+|=)[^\s:"']{1,128}:/g;
+
+/**
+ * `curl -u user:password` (`--user`, `--user=`): the password, up to a blank or a quote, when it looks like
+ * a credential (`docker run -u 1000:1000` and `-u www-data:www-data` are a user and a group).
+ */
+function userFlagCredentials(text: string, options: InlineOptions, edits: Edit[]): void {
+  if (text.length < 12 || (!text.includes('-u') && !text.includes('--user'))) return;
+  USER_FLAG.lastIndex = 0;
+  for (let m = USER_FLAG.exec(text); m !== null; m = USER_FLAG.exec(text)) {
+    const from = m.index + m[0].length;
+    let j = from;
+    while (j < text.length && j - from < 4096) {
+      const c = text.charCodeAt(j);
+      if (c <= 32 || c === 34 || c === 39) break;
+      j++;
+    }
+    USER_FLAG.lastIndex = j;
+    const value = text.slice(from, j);
+    if (!looksLikeCredential(value)) continue;
+    edits.push({ start: from, end: j });
+    options.found?.(value);
+  }
+}
+
 /**
  * A value worth remembering as a secret: no whitespace, 8+ chars, and a digit or a symbol (other than
  * `-_.`), or 20+ chars mixing cases. `Notepad` or `Untitled-Notepad` taught by hostile text
@@ -391,6 +417,7 @@ export function scrubInlineSecrets(text: string, replacement: string, options: I
   userinfo(text, options, edits);
   tokens(text, edits);
   bearerCredentials(text, options, edits);
+  userFlagCredentials(text, options, edits);
   if (edits.length === 0) return text;
   edits.sort((a, b) => a.start - b.start);
   const merged: Edit[] = [];

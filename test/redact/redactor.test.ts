@@ -320,6 +320,18 @@ describe('inline secrets in text', () => {
       expect(fresh.scrubText(text)).toBe(text);
   });
 
+  it("curl's -u/--user user:password: the password is redacted and remembered", () => {
+    const fresh = createRedactor();
+    expect(fresh.scrubText('curl -u admin:CurlUPw42 https://h')).toBe(`curl -u admin:${REDACTED} https://h`);
+    expect(fresh.scrubText('curl --user=bob:S3cr!tzz https://h')).toBe(
+      `curl --user=bob:${REDACTED} https://h`,
+    );
+    expect(fresh.scrubText('echo CurlUPw42')).toBe(`echo ${REDACTED}`);
+    // A user and group, a user alone, a branch: not credentials.
+    for (const text of ['docker run -u 1000:1000 img', 'mysql -u root db', 'chown -u www-data:www-data f'])
+      expect(fresh.scrubText(text)).toBe(text);
+  });
+
   it('can be turned off', () => {
     expect(createRedactor({ inlineSecrets: false }).scrubText('password=abc123')).toBe('password=abc123');
   });
