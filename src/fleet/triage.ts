@@ -217,7 +217,10 @@ interface TrendWindow {
   bucketOf(at: string | null): number;
 }
 
-function trendWindow(sessions: CatalogSession[], until: string): TrendWindow {
+function trendWindow(all: CatalogSession[], until: string): TrendWindow {
+  // A log that cannot be read is no run here: its failures are unknown, not none (counted, it would lower
+  // its slice's rate and make a steady group "rising").
+  const sessions = all.filter((s) => s.error === null);
   const untilMs = Date.parse(until);
   const starts = sessions.map((s) => Date.parse(s.started_at ?? '')).filter((t) => Number.isFinite(t));
   // A loop, not Math.min(...starts): spreading 100,000 arguments overflows the stack.

@@ -22,6 +22,8 @@ interface Run {
   day: number;
   n?: number;
   fails?: string[];
+  /** A log that cannot be read: its row holds only the dir's stamp and the error. */
+  unreadable?: boolean;
 }
 
 function catalogOf(runs: Run[]): Catalog {
@@ -43,6 +45,19 @@ function catalogOf(runs: Run[]): Catalog {
         last_activity_at: new Date(start.getTime() + 30_000).toISOString(),
         verdict: fails.length > 0 ? 'FAIL' : 'PASS',
         failures: fails.length,
+        ...(r.unreadable
+          ? {
+              ended_at: null,
+              duration_ms: null,
+              duration: '',
+              last_activity_at: null,
+              status: null,
+              verdict: null,
+            }
+          : {}),
+        ...(r.unreadable
+          ? { calls: 0, error: 'session.sqlite: file is not a database (SQLITE_NOTADB)' }
+          : {}),
       });
       const failures: CatalogFailure[] = fails.map((code, k) => ({
         dir_name: dir,
@@ -182,6 +197,27 @@ describe('triage trends', () => {
       expect(renderTriageText(triage(c, { now: new Date(T0 + 20 * DAY) }))).toMatch(
         /1 x in 1 session {2}[·█]{7} once/,
       );
+    } finally {
+      c.close();
+    }
+  });
+
+  it('counts no unreadable log as a run: its failures are unknown, not none', () => {
+    // Day 0: one run that fails, then two logs that cannot be read; day 6: four runs, each failing once.
+    // Every run that can be read failed once: steady, however many damaged logs lie in the first half.
+    const c = catalogOf([
+      { day: 0, fails: ['x'] },
+      { day: 0, n: 1, unreadable: true },
+      { day: 0, n: 2, unreadable: true },
+      ...Array.from({ length: 4 }, (_, i) => ({ day: 6, n: i, fails: ['x'] })),
+    ]);
+    try {
+      const report = triage(c, { now: new Date(T0 + 20 * DAY) });
+      expect(report.sessions.unreadable).toBe(2);
+      const g = byCode(report.groups, 'x');
+      expect(g.trend.runs).toEqual([1, 0, 0, 0, 0, 0, 4]);
+      expect(sparkline(g.trend)).toBe('█·····█');
+      expect(g.trend.direction).toBe('steady');
     } finally {
       c.close();
     }
