@@ -108,6 +108,27 @@ describe('mcec-bundle answers', () => {
     }
   });
 
+  it('a blank -o is bad usage, exit 2, never the current directory', async () => {
+    const cwdBefore = fs.readdirSync(work).sort();
+    for (const args of [
+      ['ab0000000000', '-o', ''],
+      ['diff', 'ab0000000000', 'ab0000000001', '-o', ' '],
+      ['junit', '--output=', '--json'],
+    ]) {
+      const r = await bundle([...args, '--sessions', sessions]);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(lines(r.stderr)[0], args.join(' ')).toBe(
+        'mcec-bundle: -o is empty: give a file or a directory, or leave the option out',
+      );
+    }
+    expect(fs.readdirSync(work).sort()).toEqual(cwdBefore);
+    const t = await bundle(['ab0000000000', '--templates', '', '--sessions', sessions]);
+    expect(t.code).toBe(2);
+    expect(lines(t.stderr)[0]).toBe(
+      'mcec-bundle: --templates is empty: give a directory, or leave the option out',
+    );
+  });
+
   it('diff -o at a file and verify of a missing zip: one line each, exit 2 and 1', async () => {
     const file = path.join(work, 'a-file');
     fs.writeFileSync(file, 'x');

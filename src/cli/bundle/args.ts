@@ -57,6 +57,8 @@ export function sessionsDir(opts: SessionsOption): string {
 /** `--templates DIR` must name a directory: a typo would silently fall back to the built-in templates. */
 export function templatesDir(dir: string | undefined): string | undefined {
   if (dir === undefined) return undefined;
+  // A blank one would resolve to the current directory and take its files as templates.
+  if (!dir.trim()) throw new UsageError('--templates is empty: give a directory, or leave the option out');
   const abs = path.resolve(dir);
   if (!fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory()) {
     throw new UsageError(`--templates ${abs} is not a directory`);
@@ -71,6 +73,9 @@ export function templatesDir(dir: string | undefined): string | undefined {
  */
 export function outputPath(output: string | undefined): string | undefined {
   if (output === undefined) return undefined;
+  // A blank one (`-o ""`, an unset shell variable) would resolve to the current directory.
+  if (!output.trim())
+    throw new UsageError('-o is empty: give a file or a directory, or leave the option out');
   const abs = path.resolve(output);
   if (fs.statSync(abs, { throwIfNoEntry: false })?.isDirectory()) return abs;
   if (!fs.statSync(path.dirname(abs), { throwIfNoEntry: false })?.isDirectory()) {
