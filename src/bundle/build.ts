@@ -444,7 +444,14 @@ async function writeBundle(plan: BundlePlan, progress: Progress): Promise<Bundle
           met = false; // write it once more, with the manifest saying the cap was not met
           continue;
         }
-        warnings.push(overCapWarning(bytes, maxBytes, droppable.length, capDrops.length));
+        const heavy = (name: typeof RUN_GIF_FILE | 'session.sqlite') =>
+          hashes.get(inBundle(top, name))?.bytes;
+        warnings.push(
+          overCapWarning(bytes, maxBytes, droppable.length, capDrops.length, {
+            gif: heavy(RUN_GIF_FILE),
+            db: heavy('session.sqlite'),
+          }),
+        );
       }
       // An older zip of the same name may be open in a zip viewer (Windows refuses the rename over it).
       moveIntoPlace(tmp, output);
@@ -481,12 +488,27 @@ async function firstCapDrops(plan: BundlePlan, maxBytes: number): Promise<ImageF
   );
 }
 
-function overCapWarning(bytes: number, maxBytes: number, droppable: number, dropped: number): string {
+/**
+ * Why the zip is still over the cap. run.gif and session.sqlite are never dropped for it (only images are):
+ * named with their sizes when the zip holds them, so the user sees what else would make it fit.
+ */
+function overCapWarning(
+  bytes: number,
+  maxBytes: number,
+  droppable: number,
+  dropped: number,
+  kept: { gif: number | undefined; db: number | undefined },
+): string {
+  const others = [
+    kept.gif === undefined ? null : `${RUN_GIF_FILE} (${kept.gif} bytes; --no-gif leaves it out)`,
+    kept.db === undefined ? null : `session.sqlite (${kept.db} bytes; --no-db leaves it out)`,
+  ].filter((x) => x !== null);
   return (
     `the bundle is ${bytes} bytes, over --max-bytes ${maxBytes}: ` +
     (droppable === 0
       ? 'only the images that must stay (the last observation, the failing call) and the text files are left'
-      : `still over after dropping ${dropped} images`)
+      : `still over after dropping ${dropped} images`) +
+    (others.length > 0 ? `; it also holds ${others.join(' and ')}` : '')
   );
 }
 

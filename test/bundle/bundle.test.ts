@@ -317,6 +317,23 @@ describe('bundle options', () => {
     for (const m of md.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)) expect(files.has(m[1]!)).toBe(true);
   });
 
+  it('--max-bytes not met names run.gif and session.sqlite when the zip holds them, and how to leave them out', async () => {
+    const full = await buildBundle(rec.dir, { output: path.join(root, 'tiny-full.zip'), maxBytes: 1000 });
+    const names = new Set((await readZip(full.bundle)).map((e) => e.name.slice(rec.dirName.length + 1)));
+    expect(names.has('run.gif') && names.has('session.sqlite')).toBe(true);
+    const over = full.warnings.find((w) => w.includes('over --max-bytes'))!;
+    expect(over).toMatch(/run\.gif \(\d+ bytes; --no-gif leaves it out\)/);
+    expect(over).toMatch(/session\.sqlite \(\d+ bytes; --no-db leaves it out\)/);
+    const lean = await buildBundle(rec.dir, {
+      output: path.join(root, 'tiny-lean.zip'),
+      maxBytes: 1000,
+      gif: false,
+      db: false,
+    });
+    const leanOver = lean.warnings.find((w) => w.includes('over --max-bytes'))!;
+    expect(leanOver).not.toMatch(/run\.gif|session\.sqlite/);
+  });
+
   it('-o into an existing directory writes <dir>.zip there; a failed build leaves no zip', async () => {
     const out = path.join(root, 'out');
     fs.mkdirSync(out);
