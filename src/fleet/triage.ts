@@ -470,7 +470,7 @@ export function sparkline(trend: { buckets: number[]; runs?: number[] }): string
 }
 
 function windowLine(r: TriageReport): string {
-  const since = r.window.since ? `since ${r.window.since.slice(0, 16).replace('T', ' ')}Z` : 'all time';
+  const since = r.window.since ? `since ${utcMinute(r.window.since)}` : 'all time';
   const scen = r.scenario ? `, scenario ${JSON.stringify(r.scenario)}` : '';
   const s = r.sessions;
   return `${s.total} session${s.total === 1 ? '' : 's'} (${since}${scen}): ${s.passed} PASS, ${s.failed} FAIL${s.running ? `, ${s.running} running` : ''}${s.unreadable ? `, ${s.unreadable} unreadable` : ''}`;
@@ -524,6 +524,11 @@ export function renderTriageText(r: TriageReport, options: { maxGroups?: number 
   return lines.join('\n');
 }
 
+/** An ISO time to the minute, marked UTC ("2026-12-07 22:07Z"): a pasted report is read in other zones. */
+function utcMinute(iso: string): string {
+  return `${iso.slice(0, 16).replace('T', ' ')}Z`;
+}
+
 function md(text: string): string {
   return text.replace(/[\\`*_[\]<>|]/g, (c) => `\\${c}`).replace(/\r?\n/g, ' ');
 }
@@ -541,7 +546,7 @@ export function renderTriageMarkdown(r: TriageReport, options: { maxGroups?: num
     out.push('|---:|---:|---|---|---|---|---|---|---|---|');
     for (const g of groups) {
       out.push(
-        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')}${g.category ? ` (${md(g.category)})` : ''} | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${g.firstSeen.slice(0, 16).replace('T', ' ')} | ${g.lastSeen.slice(0, 16).replace('T', ' ')} | ${sparkline(g.trend).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
+        `| ${g.count} | ${g.sessions} | ${md(g.tool)} | ${md(g.code ?? '-')}${g.category ? ` (${md(g.category)})` : ''} | ${md([g.className, g.process].filter(Boolean).join(', ') || '-')} | ${md(clip(g.detail, 120))} | ${utcMinute(g.firstSeen)} | ${utcMinute(g.lastSeen)} | ${sparkline(g.trend).replaceAll('·', '.')} ${g.trend.direction} | ${md(g.example.sessionId)} #${g.example.seq} |`,
       );
     }
     out.push('');

@@ -130,6 +130,20 @@ describe('triage trends', () => {
     }
   });
 
+  it('Markdown marks first and last seen as UTC, as its window line and the text do', () => {
+    const catalog = catalogOf(runs);
+    try {
+      const report = triage(catalog, { since: '2026-11-21T00:00:00.000Z', now: new Date(T0 + 12 * DAY) });
+      const md = renderTriageMarkdown(report);
+      expect(md).toContain('since 2026-11-21 00:00Z');
+      // "late" failed in the runs of days 10 and 11, two seconds after each started (08:00 UTC).
+      expect(md).toContain('| 2026-11-30 08:00Z | 2026-12-01 08:00Z |');
+      expect(renderTriageText(report)).toContain('first 2026-11-30T08:00:02Z, last 2026-12-01T08:00:02Z;');
+    } finally {
+      catalog.close();
+    }
+  });
+
   it('draws failures per run, so a busy last day that failed as often per run is not a rising bar', () => {
     // Day 0: one run, it fails. Day 6: ten runs, eight fail. Per run: 1 then 0.8, steady (not "▁·····█").
     const steady: Run[] = [
