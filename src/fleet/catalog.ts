@@ -139,14 +139,14 @@ export async function refreshCatalog(
       worker: options.sidecarWorker,
       onProgress: options.onProgress,
     });
-    catalog.remove(gone);
+    const removed = catalog.remove(gone);
     catalog.setMeta({
       entry_version: ENTRY_VERSION,
       // Removing a sweep request moved the sessions dir's time to now: not settled.
       ...(sweep ? { root_mtime: work.requestRemoved ? null : settled(rootMtime, now()) } : {}),
       ...(sweep === 'full' ? { swept_at: new Date(now()).toISOString() } : {}),
     });
-    return { catalog, sweep, indexed, removed: gone.length, ...(warning ? { warning } : {}) };
+    return { catalog, sweep, indexed, removed, ...(warning ? { warning } : {}) };
   } catch (err) {
     catalog.close();
     throw err;

@@ -639,15 +639,22 @@ export class Catalog {
     return { upsert, delFailures, delTools, addFailure, addTool, putCheck, delCheck };
   }
 
-  /** Remove the rows of sessions whose dirs are gone. */
-  remove(dirNames: string[]): void {
-    if (dirNames.length === 0) return;
+  /** Remove the rows of sessions whose dirs are gone; returns how many sessions had a row. */
+  remove(dirNames: string[]): number {
+    if (dirNames.length === 0) return 0;
     const stmts = ['sessions', 'failures', 'tool_calls', 'log_checks'].map((t) =>
       this.db.prepare(`DELETE FROM ${t} WHERE dir_name = ?`),
     );
-    this.db
+    // The session rows deleted: a name given that had none (a dir without a log) is no row removed.
+    return this.db
       .transaction(() => {
-        for (const name of dirNames) for (const s of stmts) s.run(name);
+        let removed = 0;
+        for (const name of dirNames)
+          for (const [i, s] of stmts.entries()) {
+            const { changes } = s.run(name);
+            if (i === 0) removed += changes;
+          }
+        return removed;
       })
       .immediate();
   }

@@ -348,3 +348,26 @@ describe('catalog: index, then dirs moved in', () => {
     }
   });
 });
+
+describe('catalog: index counts what it removed', () => {
+  it('a dir named like a session but holding no log is no row removed, at each index', async () => {
+    const root = scratchRoot();
+    try {
+      const sessionsDir = path.join(root, 'sessions');
+      const fleet = generateFleet(sessionsDir, { sessions: 2, seed: 21 });
+      // An empty dir of a session's name (a recorder that died before its log, a dir made by hand).
+      fs.mkdirSync(path.join(sessionsDir, '20261201-100000-0123456789ab'));
+      for (let i = 0; i < 2; i++) {
+        const r = await refreshCatalog(sessionsDir, { full: true });
+        r.catalog.close();
+        expect([r.indexed, r.removed]).toEqual([2, 0]);
+      }
+      fs.rmSync(path.join(sessionsDir, fleet.sessions[0]!.dirName), { recursive: true });
+      const after = await refreshCatalog(sessionsDir, { full: true });
+      after.catalog.close();
+      expect([after.indexed, after.removed]).toEqual([1, 1]);
+    } finally {
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
