@@ -21,8 +21,8 @@ export function sessionsDirOrigin(explicit?: string | null): string {
 }
 
 /**
- * Why the sessions root cannot be read (missing, or a file), naming it, where it came from and what to do;
- * null when it is a directory.
+ * Why the sessions root cannot be read (missing, a file, or a directory it cannot list), naming it, where it
+ * came from and what to do; null when it is a directory it can list.
  */
 export function sessionsDirProblem(dir: string, explicit?: string | null): string | null {
   let stat: fs.Stats | undefined;
@@ -31,12 +31,29 @@ export function sessionsDirProblem(dir: string, explicit?: string | null): strin
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  if (stat?.isDirectory()) return sessionDirAsRootProblem(dir, explicit);
+  if (stat?.isDirectory())
+    return unreadableDirProblem(dir, explicit) ?? sessionDirAsRootProblem(dir, explicit);
   const what = stat ? 'is not a directory' : 'does not exist';
   return (
     `the sessions dir ${dir} (${sessionsDirOrigin(explicit)}) ${what}: ` +
     'give --sessions DIR (the dir the recorder writes sessions into) or set MCEC_SESSIONS_DIR'
   );
+}
+
+/**
+ * Why a sessions root that is a directory cannot be listed (its permissions, an ACL): opened, not judged by
+ * its mode bits. Every reader would otherwise see no session in it and say "no sessions" (exit 0).
+ */
+function unreadableDirProblem(dir: string, explicit?: string | null): string | null {
+  try {
+    fs.opendirSync(dir).closeSync();
+    return null;
+  } catch (err) {
+    return (
+      `the sessions dir ${dir} (${sessionsDirOrigin(explicit)}) cannot be read: ${describeFsError(err)}: ` +
+      'make it readable by this user, or give --sessions another dir'
+    );
+  }
 }
 
 /**

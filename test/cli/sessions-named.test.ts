@@ -3,6 +3,7 @@
  * index.html) with the reason of each UNREADABLE session, a session given by its dir's path, a read-only
  * sessions dir named with what to do, a bundle of a session still being recorded said to be a snapshot.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -115,6 +116,48 @@ describe('a read-only sessions dir', () => {
       view.undo();
     }
   });
+});
+
+describe('a sessions dir that cannot be read', () => {
+  // Root reads any dir whatever its mode: the commands then run as nobody (uid 65534).
+  const asRoot = process.getuid?.() === 0;
+  it.skipIf(process.platform === 'win32')(
+    'every reading command fails in one line (exit 1), never an empty list, an empty report or "nothing to prune"',
+    () => {
+      const locked = path.join(work, 'locked');
+      fs.cpSync(sessions, locked, { recursive: true });
+      fs.chmodSync(work, 0o755);
+      fs.chmodSync(locked, 0o000);
+      try {
+        for (const args of [
+          ['list'],
+          ['list', '--json'],
+          ['show', 'b0b0'],
+          ['triage', '--json'],
+          ['junit'],
+          ['index'],
+          ['prune', '--older-than', '0', '--dry-run'],
+          ['report', '--all'],
+        ]) {
+          const r = spawnSync(process.execPath, [BUNDLE_CLI, ...args, '-s', locked], {
+            encoding: 'utf8',
+            ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+          });
+          expect(r.status, `${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(1);
+          expect(r.stdout, args.join(' ')).toBe('');
+          expect(r.stderr.trim().split('\n'), args.join(' ')).toEqual([
+            expect.stringMatching(
+              new RegExp(
+                `^mcec-bundle: the sessions dir ${locked} \\(--sessions\\) cannot be read: .*EACCES`,
+              ),
+            ),
+          ]);
+        }
+      } finally {
+        fs.chmodSync(locked, 0o755);
+      }
+    },
+  );
 });
 
 describe('bundling a session still being recorded', () => {
