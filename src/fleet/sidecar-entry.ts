@@ -4,6 +4,7 @@
  * version is the caller's (catalog.ts's ENTRY_VERSION), so that `index`'s worker thread
  * (sidecar-worker-entry.ts), which runs `sidecarStep`, loads neither the catalog nor SQLite.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { LOG_FILE } from '../paths/naming.js';
 import type { CatalogEntry, LogCheck } from '../store/catalog.js';
@@ -13,7 +14,6 @@ import {
   worthRestamping,
   writeEntrySidecar,
 } from '../store/entry-sidecar.js';
-import { isRegularFile } from '../util/file-stat.js';
 
 /** A session dir's entry, and whether its sidecar was written (the dir's time moved). */
 export interface SessionDirEntry {
@@ -67,5 +67,18 @@ export function sidecarStep(dir: string, entryVersion: string, check: LogCheck |
     const { entry, stamp, by, dev } = trusted;
     return { kind: 'sidecar', entry, trust: { stamp, by, dev } };
   }
-  return isRegularFile(path.join(dir, LOG_FILE)) ? { kind: 'log' } : { kind: 'gone' };
+  return logMayBeThere(path.join(dir, LOG_FILE)) ? { kind: 'log' } : { kind: 'gone' };
+}
+
+/**
+ * Whether `log` is a regular file, or cannot be looked at (a dir this user may not search): such a session
+ * is read, and listed UNREADABLE with why, instead of vanishing from the catalog as a dir without a log.
+ */
+function logMayBeThere(log: string): boolean {
+  try {
+    return fs.lstatSync(log, { throwIfNoEntry: false })?.isFile() ?? false;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code !== 'ENOENT' && code !== 'ENOTDIR';
+  }
 }

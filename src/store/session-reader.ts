@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Database from 'better-sqlite3';
+import { describeFsError } from '../paths/disk-errors.js';
 import {
   isPortableDirName,
   isSafeSessionId,
@@ -352,7 +353,14 @@ export class SessionReader {
     expectNonEmptyString(dir, 'dir');
     expectBoolean(expectOptions(options).tidy, 'options.tidy');
     const file = path.join(dir, LOG_FILE);
-    if (!fs.existsSync(file)) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
+    let found: fs.Stats | undefined;
+    try {
+      found = fs.statSync(file, { throwIfNoEntry: false });
+    } catch (err) {
+      // A dir this user may not search: said as such, not as a dir without a log.
+      throw new Error(`${file} cannot be read: ${describeFsError(err)}; make ${dir} readable by this user`);
+    }
+    if (!found) throw new Error(`${dir}: no ${LOG_FILE} in this directory`);
     return new SessionReader(dir, openLogForReading(file, options));
   }
 

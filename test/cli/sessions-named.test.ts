@@ -160,6 +160,42 @@ describe('a sessions dir that cannot be read', () => {
   );
 });
 
+describe('a session dir that cannot be read', () => {
+  const asRoot = process.getuid?.() === 0;
+  it.skipIf(process.platform === 'win32')(
+    'is listed UNREADABLE with why, and show says why (exit 1): it never vanishes from the list',
+    () => {
+      const root = path.join(work, 'one-locked');
+      fs.cpSync(sessions, root, { recursive: true });
+      fs.chmodSync(work, 0o755);
+      for (const e of fs.readdirSync(root, { recursive: true }))
+        fs.chmodSync(
+          path.join(root, String(e)),
+          fs.statSync(path.join(root, String(e))).isDirectory() ? 0o777 : 0o666,
+        );
+      fs.chmodSync(root, 0o777);
+      const locked = path.join(root, path.basename(dirs.b0b000000002!));
+      fs.chmodSync(locked, 0o000);
+      const bundle = (args: string[]) =>
+        spawnSync(process.execPath, [BUNDLE_CLI, ...args, '-s', root], {
+          encoding: 'utf8',
+          ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+        });
+      try {
+        const list = bundle(['list']);
+        expect(list.status, list.stderr).toBe(0);
+        expect(list.stdout).toMatch(/^b0b000000002 .*UNREADABLE$/m);
+        expect(list.stdout).toMatch(/^UNREADABLE b0b000000002: .*EACCES/m);
+        const show = bundle(['show', 'b0b0']);
+        expect(show.status).toBe(1);
+        expect(show.stderr).toMatch(/^mcec-bundle: .*EACCES/);
+      } finally {
+        fs.chmodSync(locked, 0o755);
+      }
+    },
+  );
+});
+
 describe('bundling a session still being recorded', () => {
   it('warns that the bundle is a snapshot (stderr and --json), and still writes it', async () => {
     const live = FixtureSession.create(path.join(work, 'live'), { sessionId: '11fe00000001' }); // writer: this process
