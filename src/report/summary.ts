@@ -313,7 +313,7 @@ function environmentOf(reader: SessionReader, session: SessionRow): Record<strin
 }
 
 /** A call as a timeline line. */
-function timelineLine(row: CallRow, time: TimeFormat): TimelineLine {
+function timelineLine(row: CallRow, time: TimeFormat, sessionId: string): TimelineLine {
   return {
     seq: row.seq,
     at: time.iso(row.started_at) ?? row.started_at,
@@ -321,7 +321,7 @@ function timelineLine(row: CallRow, time: TimeFormat): TimelineLine {
     status: row.status,
     duration: row.status === 'pending' ? '' : time.duration(row.duration_ms),
     line: summarizeCall(row),
-    args: argsLine(row.args),
+    args: argsLine(row.args, 300, sessionId),
     code: row.error_code ? oneLine(row.error_code, 120) : null,
   };
 }
@@ -353,12 +353,13 @@ function failurePart(
   time: TimeFormat,
   timelineLength: number,
   calls: number,
+  sessionId: string,
 ): Pick<SessionSummary, 'failingCall' | 'reproduce' | 'suspectImage' | 'lastImage'> {
   const target = failingRow ? targetOf(reader, failingRow) : null;
   const failingCall = failingRow
     ? {
         ...digest(failingRow, time),
-        args: argsLine(failingRow.args, 2000),
+        args: argsLine(failingRow.args, 2000, sessionId),
         target,
         targetLine: target ? describeTarget(target) : null,
       }
@@ -373,7 +374,7 @@ function failurePart(
           }),
         ]
           .filter((r) => r.seq <= failingRow.seq)
-          .map((r) => timelineLine(r, time))
+          .map((r) => timelineLine(r, time, sessionId))
       : timeline.filter((l) => !failingRow || l.seq <= failingRow.seq);
   const reproduceOmitted = (failingRow ? failingRow.seq : calls) - reproduceLines.length;
   const suspectImage = failingRow
@@ -546,7 +547,9 @@ export async function buildSummary(
     const failures = kept.failures
       .reverse()
       .map((f) => ({ ...digest(f, time), recovered: f.recovered !== 0 }));
-    const timeline = reader.tailCalls(timelineLength).map((row) => timelineLine(row, time));
+    const timeline = reader
+      .tailCalls(timelineLength)
+      .map((row) => timelineLine(row, time, session.session_id));
     const durationMs = time.between(session.started_at, session.ended_at ?? stats.lastActivityAt);
     const artifacts = reader.artifacts();
     return {
@@ -577,7 +580,7 @@ export async function buildSummary(
         lostCalls: stats.lostCalls,
         recordFailures: stats.recordFailures,
       },
-      ...failurePart(reader, failingRow, timeline, time, timelineLength, stats.calls),
+      ...failurePart(reader, failingRow, timeline, time, timelineLength, stats.calls, session.session_id),
       failures,
       failuresOmitted: facts.failures - failures.length,
       warningsByCode: reader.warningsByCode().map((w) => ({

@@ -31,12 +31,18 @@ function str(v: unknown, max = 120): string | null {
   return typeof v === 'string' && v.length > 0 ? oneLine(v, max) : null;
 }
 
-/** The call's arguments as one line of JSON without the routing `sessionId` (args are stored redacted). */
-export function argsLine(args: string | null, max = 300): string {
+/**
+ * The call's arguments as one line of JSON without the routing `sessionId` (args are stored redacted). Given
+ * the session's own id, a `sessionId` naming another session stays: it is what the call got wrong (an
+ * `unknown-session` answer lands in the session the connection was in).
+ */
+export function argsLine(args: string | null, max = 300, ownSessionId?: string): string {
   const parsed = asRecord(parseJson(args, 1024 * 1024));
   if (!parsed) return args ? oneLine(args, max) : '{}';
-  const { sessionId: _routing, ...rest } = parsed;
-  return oneLine(JSON.stringify(compactValue(rest, { depth: 4, maxString: 120 })), max);
+  const { sessionId: routing, ...rest } = parsed;
+  const shown =
+    ownSessionId !== undefined && routing !== undefined && routing !== ownSessionId ? parsed : rest;
+  return oneLine(JSON.stringify(compactValue(shown, { depth: 4, maxString: 120 })), max);
 }
 
 /** Does a window record match the call's target (handle first, else title, case-insensitively)? */

@@ -3,13 +3,14 @@
 process.env.TZ = 'America/Los_Angeles';
 
 import fs from 'node:fs';
+import path from 'node:path';
 import MarkdownIt from 'markdown-it';
 import type Token from 'markdown-it/lib/token.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderBugReport } from '../../src/report/render.js';
 import { readSessions } from '../proxy/sim-script.js';
 import { useDemoSession } from '../support/demo-session.js';
-import { summaryOfSession } from '../support/fixture-session.js';
+import { calls, FixtureSession, summaryOfSession } from '../support/fixture-session.js';
 import { scriptRecordedThroughHttpProxy } from '../support/sim-http-proxy.js';
 import { tempDir } from '../support/temp.js';
 
@@ -150,4 +151,28 @@ describe('bug-report.md rendered by markdown-it', () => {
     const snippets = section(tokens, 'Snippets from the log');
     expect(listAfter(snippets, 'Failures (', 'bullet_list_open').length).toBeGreaterThanOrEqual(3);
   }, 60_000);
+
+  it('a call that named another session keeps that id: without it, unknown-session cannot be reproduced', async () => {
+    const f = FixtureSession.create(path.join(tmp, 'named-other'), { sessionId: 'a0a000000001' });
+    f.call({ ...calls.displays(), args: { sessionId: 'a0a000000001' } });
+    f.call({
+      tool: 'windows',
+      args: { sessionId: 'deadbeef0000' },
+      status: 'failed',
+      result: null,
+      error: {
+        code: 'unknown-session',
+        category: 'invalid-argument',
+        detail: "Unknown sessionId 'deadbeef0000'.",
+      },
+    });
+    f.end();
+    f.close();
+    const text = await bugReportOf(f.dir);
+    const reproduce = listAfter(section(checkStructure(text), 'To Reproduce'), 'Call #', 'ordered_list_open');
+    expect(reproduce).toEqual([
+      '`displays` `{}`',
+      '`windows` `{"sessionId":"deadbeef0000"}`: **unknown-session**',
+    ]);
+  });
 });

@@ -178,7 +178,7 @@ export class FixtureSession {
       .run(
         seq,
         input.tool,
-        input.payloadDropped ? null : JSON.stringify({ ...(input.args ?? {}), sessionId: this.sessionId }),
+        input.payloadDropped ? null : JSON.stringify({ sessionId: this.sessionId, ...(input.args ?? {}) }),
         String(seq),
         input.transport ?? 'wrap',
         startedAt,
