@@ -183,6 +183,14 @@ describe('mcec-bundle subcommand help', () => {
     expect(r.stderr).toContain('--no-pages goes with --all');
   });
 
+  it('report with a session and --all says to give one of them, not to give a session', async () => {
+    const r = await bundle(['report', 'ab0000000000', '--all', '--sessions', sessions]);
+    expect(r.code).toBe(2);
+    expect(lines(r.stderr)[0]).toBe(
+      'mcec-bundle: give a session or --all (the index page of every session), not both',
+    );
+  });
+
   it("a subcommand's usage error points to its own --help", async () => {
     const option = await bundle(['list', '--bogus']);
     expect(option.code).toBe(2);

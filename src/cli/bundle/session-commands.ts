@@ -91,7 +91,9 @@ export function addReportCommand(program: Command): void {
       '\nExamples:\n  xdg-open "$(mcec-bundle report 5f19c9)"\n  xdg-open "$(mcec-bundle report --all)"',
     )
     .action(async (id: string | undefined, opts: RenderOptions & { all?: boolean; pages?: boolean }) => {
-      if (opts.all ? id !== undefined : id === undefined) {
+      if (opts.all && id !== undefined)
+        throw new UsageError('give a session or --all (the index page of every session), not both');
+      if (!opts.all && id === undefined) {
         throw new UsageError('give a session, or --all for the index page of every session');
       }
       if (!opts.all && opts.pages === false)
