@@ -288,7 +288,7 @@ function buildProgram(onExit: (code: number) => void): Command {
     .option('-q, --quiet', 'print only the paths: session dir, failure-summary.md, zip, report.html')
     .option(
       '--json',
-      'print {sessionId, sessionDir, failureSummary, reportHtml, bundle, verdict, verified, ...} as one JSON line',
+      'print {sessionId, sessionDir, failureSummary, reportHtml, bundle, verdict, verified, ...} as one JSON line (schema/demo-result.schema.json)',
     )
     .addHelpText('after', HELP_AFTER)
     .showHelpAfterError('(run npm run demo -- --help for usage)')

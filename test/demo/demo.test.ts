@@ -5,6 +5,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/bundle/verify.js';
 import { DEMO_STEPS, runScriptedAgent } from '../../src/demo/scripted-agent.js';
@@ -78,6 +79,11 @@ describe('npm run demo, end to end', () => {
 
   it('prints the four paths, and they exist where they should', () => {
     expect(jsonRun.stdout.trim().split('\n')).toHaveLength(1);
+    // Its --json has a schema, as every --json output does.
+    const ajv = new Ajv2020({ allErrors: true, strict: true });
+    const schema = JSON.parse(fs.readFileSync(path.join(root, 'schema', 'demo-result.schema.json'), 'utf8'));
+    const validate = ajv.compile(schema);
+    expect(validate(out) ? [] : validate.errors).toEqual([]);
     expect(out.sessionId).toMatch(/^[0-9a-f]{12}$/);
     expect(path.dirname(out.sessionDir)).toBe(jsonDir);
     expect(path.basename(out.sessionDir)).toMatch(new RegExp(`^\\d{8}-\\d{6}-${out.sessionId}$`));
