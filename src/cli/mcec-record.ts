@@ -41,6 +41,12 @@ function fail(message: string, code: number): never {
   process.exit(code);
 }
 
+/** Bad usage of a mode found past the option parser (its options check): the message, then that mode's hint. */
+function failUsage(message: string, mode: 'http' | 'stdio'): never {
+  process.stderr.write(`mcec-record: ${message}\n${MODE_HELP[mode]!.hint}\n`);
+  process.exit(EXIT_USAGE);
+}
+
 /** A size in bytes: `1048576`, `512KB`, `256MiB`. */
 function parseSize(name: string, value: string): number {
   const bytes = parseByteSize(value);
@@ -356,7 +362,7 @@ async function runHttp(options: HttpCommandOptions): Promise<void> {
     await recorder.close().catch(() => {});
     // Options that cannot work (above all a non-loopback --listen without --allow-remote) are usage: exit 2, as
     // is the options check's own TypeError/RangeError; any other error is a failure (exit 1).
-    if (err instanceof ProxyConfigError || isOptionError(err)) fail(err.message, EXIT_USAGE);
+    if (err instanceof ProxyConfigError || isOptionError(err)) failUsage(err.message, 'http');
     fail(
       listenProblem(err, options.listen) ??
         `cannot listen on ${options.listen}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
@@ -441,7 +447,7 @@ async function runStdio(command: string, args: string[], options: StdioCommandOp
       // Its options check's TypeError/RangeError is usage (exit 2, one line), as for http.
       if (!isOptionError(err)) throw err;
       await recorder.close().catch(() => {});
-      return fail(err.message, EXIT_USAGE);
+      return failUsage(err.message, 'stdio');
     },
   );
   // stdout is the protocol: everything of ours goes to stderr.
@@ -659,4 +665,9 @@ function addStdioCommand(program: Command): void {
     );
 }
 
-void runProgram(buildProgram(), '(run mcec-record --help for usage)', (err) => err.stack ?? String(err));
+// A UsageError of a mode's action (a bad --timeout) points to that mode's --help, as the parser's own do.
+void runProgram(
+  buildProgram(),
+  MODE_HELP[process.argv[2] ?? '']?.hint ?? '(run mcec-record --help for usage)',
+  (err) => err.stack ?? String(err),
+);

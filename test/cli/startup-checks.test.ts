@@ -161,6 +161,17 @@ describe("mcec-record's usage errors", () => {
         'mcec-record stdio [options] -- <command> [args...]',
       ],
       [['bogus'], "unknown command 'bogus'", '(run mcec-record --help for usage)'],
+      // A bad value found by the mode's own checks, not by the option parser: the same mode's hint.
+      [
+        ['http', '--timeout', 'soon', '-s', sessions],
+        '--timeout "soon"',
+        '(run mcec-record http --help for usage)',
+      ],
+      [
+        ['http', '--target', 'nowhere', '-s', sessions],
+        'target is not a URL',
+        '(run mcec-record http --help for usage)',
+      ],
     ];
     for (const [args, error, hint] of cases) {
       const r = await run('mcec-record', args);
