@@ -178,7 +178,9 @@ export class FixtureSession {
       .run(
         seq,
         input.tool,
-        input.payloadDropped ? null : JSON.stringify({ sessionId: this.sessionId, ...(input.args ?? {}) }),
+        input.payloadDropped
+          ? null
+          : JSON.stringify({ ...(input.args ?? {}), sessionId: input.args?.sessionId ?? this.sessionId }),
         String(seq),
         input.transport ?? 'wrap',
         startedAt,
