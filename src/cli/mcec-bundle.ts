@@ -114,9 +114,10 @@ A <sessionId> is an id, a unique prefix of one, a session dir name, or the
 path of a session dir (sessions/20261202-101500-5f19c9c01a3f).
 
 ${EXIT_CODES_HELP}
-  mcec-bundle exits 1 for an unknown or ambiguous session, a missing sessions
-  dir, a zip that fails verify, an I/O error, or a --max-bytes that could not
-  be met (the zip is still written). Each command's --help ends with this table.`,
+  mcec-bundle exits 1 for an unknown or ambiguous session, a sessions dir that
+  is missing or cannot be read, a zip that fails verify, an I/O error, or a
+  --max-bytes that could not be met (the zip is still written). Each command's
+  --help ends with this table.`,
     );
 
   for (const add of COMMANDS) add(program);
