@@ -396,7 +396,7 @@ function callLines(row: CallRow, json: JsonCleaner): [Line, Line | null] {
     seq: row.seq,
     payloadDropped: dropped && row.args == null,
   };
-  if (row.status === 'pending') return [request, null];
+  if (row.status === 'pending' || cancelledUnanswered(row)) return [request, null];
   return [
     request,
     {
@@ -408,6 +408,14 @@ function callLines(row: CallRow, json: JsonCleaner): [Line, Line | null] {
       payloadDropped: dropped && row.envelope == null,
     },
   ];
+}
+
+/**
+ * A call the client cancelled (MCP's notifications/cancelled) that got no answer: the server owes none, so
+ * there is no response line to rebuild (its failure is in the row, and the cancel is an exchange line).
+ */
+function cancelledUnanswered(row: CallRow): boolean {
+  return row.status === 'failed' && row.envelope == null && row.response == null && row.payload_dropped !== 1;
 }
 
 /** The JSON-RPC response as the server sent it, rebuilt from the stored response shape and envelope. */

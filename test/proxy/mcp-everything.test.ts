@@ -17,9 +17,11 @@ import {
   ListRootsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
+import { buildToolCallLog } from '../../src/bundle/tool-call-log.js';
 import { startHttpProxy } from '../../src/proxy/http.js';
 import { createRecorder } from '../../src/record/index.js';
 import { replaySession } from '../../src/replay/index.js';
+import { SessionReader } from '../../src/store/session-reader.js';
 import { pidAlive } from '../../src/util/temp-files.js';
 import { tempDirPerTest } from '../support/per-test-temp.js';
 import { deadPort, waitFor } from './helpers.js';
@@ -360,6 +362,18 @@ describe('the SDK client and server-everything through the proxies', () => {
     expect(progress.length).toBeGreaterThan(0);
     const sent = JSON.parse(s!.calls[0]!.rpc_id!);
     for (const e of progress) expect(e.detail.params).toMatchObject({ progressToken: sent });
+    // The bundle's tool-calls.jsonl holds what went over the wire: the cancelled call's request and the
+    // client's notifications/cancelled, and no response (none came; before, a line claimed the recorder had
+    // dropped its payload past the log size limit).
+    const reader = SessionReader.open(s!.dir);
+    const lines = buildToolCallLog(reader, s!.session.session_id)
+      .data.toString('utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { direction: string; method: string; seq?: number; payload: unknown });
+    reader.close();
+    expect(lines.filter((l) => l.seq === s!.calls[0]!.seq).map((l) => l.direction)).toEqual(['request']);
+    expect(lines.filter((l) => l.method === 'notifications/cancelled')).toHaveLength(1);
   }
 
   it('over Streamable HTTP: a call the client cancels is recorded as cancelled, not as a proxy failure', async () => {
