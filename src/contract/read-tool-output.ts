@@ -240,11 +240,13 @@ const PLAIN_DETAIL_CHARS = 2000;
 /**
  * A tool result of an MCP server that is not MCEC, read as what it is: a CallToolResult (bare, or the result
  * of a JSON-RPC response) without an envelope is ok unless `isError`; a failure's detail is its text. No
- * contract applies, so there are no violations. Undefined when `read` (readToolOutput's reading) found an
- * envelope (MCEC's, which is read as MCEC's) or the output is not a CallToolResult.
+ * contract applies, so there are no violations. Undefined when `read` (readToolOutput's reading) found a valid
+ * envelope (MCEC's, which is read as MCEC's: one read with no violation) or the output is not a CallToolResult.
  */
 export function readPlainToolResult(value: unknown, read: ToolOutput): ToolOutput | undefined {
-  if (!read.synthesized) return undefined;
+  // Only an envelope the contract takes as it is stays one: text that reads as an envelope only with violations
+  // is the server's own JSON (a web API's `{"ok": false, "error": "..."}`), kept and judged by `isError`.
+  if (!read.synthesized && read.violations.length === 0) return undefined;
   // A task-augmented call (MCP tasks) is answered with a CreateTaskResult: the task was made, its outcome
   // comes later (tasks/result); a valid answer, not a broken CallToolResult.
   if (read.kind === 'invalid' && isRecord(value) && isCreateTaskResult(value.result)) {
