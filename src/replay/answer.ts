@@ -373,6 +373,22 @@ export function buildPlainAnswer(call: RecordedCall, files: ArtifactFiles): Buil
   });
   // A CreateTaskResult (a task-augmented call's answer) has no content: none is added to it.
   if (Array.isArray(result.content) || !isRecord(result.task)) result.content = content;
+  // An image the recorder found elsewhere in the result (an embedded resource's blob, structuredContent): its
+  // summary replaced the base64 in place. Pointers are into the recorded output, the JSON-RPC response.
+  const underResult = isRecord(response.result);
+  for (const row of call.artifacts) {
+    if (row.role === 'image-block' || !INLINE_ROLES.has(row.role) || row.json_path === null) continue;
+    const pointer = underResult ? row.json_path.replace(/^\/result(?=\/|$)/, '') : row.json_path;
+    const base64 = row.path ? files.base64(row.path) : null;
+    if (base64 === null) {
+      missing.push(
+        `${pointer}: ${row.path ? `artifact ${row.path} is missing` : (row.error ?? 'not written')}`,
+      );
+      continue;
+    }
+    if (restoreAt(result, levelsOf(pointer), base64)) restored++;
+    else missing.push(`${pointer}: no capture-summary there to restore`);
+  }
   const envelope = call.envelope ?? { ok: result.isError !== true };
   return {
     result: result as unknown as CallToolResult,
