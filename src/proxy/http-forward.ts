@@ -355,6 +355,9 @@ class ForwardedRequest {
     const session = answer.headers['mcp-session-id'];
     if (this.scope === '' && typeof session === 'string' && session !== '')
       this.answerMeta = { mcpSessionId: session };
+    // The server took the client's end of its MCP session: that session's recording ends now.
+    if (this.req.method === 'DELETE' && this.scope !== '' && status >= 200 && status < 300)
+      this.ctx.wire.mcpSessionDeleted(status, this.scope);
     this.streaming = isEventStream(answer.headers['content-type']);
     const toClient = this.client === 'waiting' && !this.clientGone();
     if (toClient) {

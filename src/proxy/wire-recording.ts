@@ -1,5 +1,6 @@
 /** Maps what a proxy sees on the wire to recorder calls; every call is guarded so recording never breaks the wire. */
 
+import { MCP_SESSION_DELETE } from '../record/event-recording.js';
 import { settleWithHttpAnswer } from '../record/http-answer.js';
 import { routingArgument } from '../record/routing.js';
 import { excerpt } from '../util/excerpt.js';
@@ -325,6 +326,11 @@ export class WireRecording {
    */
   proxyError(detail: Record<string, unknown>, sessionId?: string, scope = ''): void {
     recordEvent(this.recorder, 'proxy-error', { transport: this.transport, ...detail }, sessionId, scope);
+  }
+
+  /** The server took the client's DELETE of MCP session `scope`: its recording ends now. */
+  mcpSessionDeleted(status: number, scope: string): void {
+    recordEvent(this.recorder, MCP_SESSION_DELETE, { status }, undefined, scope);
   }
 
   /** An exchange that is not a call; `scope`: the MCP session it ran in (HTTP: its Mcp-Session-Id), if any. */

@@ -56,6 +56,13 @@ const PROXY_WIRE_KINDS: ReadonlySet<string> = new Set([
   'oversize-message',
 ]);
 
+/**
+ * What the HTTP proxy tells the recorder when the server took a client's `DELETE` of its MCP session (MCP's
+ * session end): never stored as an event of its own; that MCP session's recording ends then (`session-end`
+ * `via: 'mcp-session-delete'`), not when the proxy stops.
+ */
+export const MCP_SESSION_DELETE = 'mcp-session-delete';
+
 /** A call's event (a streamed notification, a server request) is clipped to this. */
 const MAX_CALL_EVENT_CHARS = 64 * 1024;
 
@@ -96,8 +103,14 @@ export class EventRecording {
   ): void {
     const { registry, redactor, stage } = this.deps;
     if (this.deps.closed()) return;
-    const stored = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
     const id = sessionId?.trim();
+    if (!id && kind === MCP_SESSION_DELETE) {
+      // Only a session already written (one with a call): one that never had a call stays unwritten.
+      const s = mcpSession === undefined ? undefined : registry.find(mcpSession);
+      if (s && s.status === 'open' && s.counts.calls > 0) registry.end(s, { via: MCP_SESSION_DELETE }, at);
+      return;
+    }
+    const stored = stage('redact', () => withoutImageBytes(redactor.redact(detail)));
     if (!id) {
       if (RECORDER_WIDE_KINDS.has(kind) && registry.noteInOpenSessions(kind, stored, at)) return;
       const where = mcpSessionWhere(registry, mcpSession, clientsWord ?? CLIENTS_WORD_KINDS.has(kind));

@@ -65,7 +65,7 @@ export interface RegistryOptions {
 
 /** How a session ends: by a `session-end` call, `recorder.end()`, or `close()`. */
 export interface SessionEnding {
-  via: 'session-end' | 'end' | 'close';
+  via: 'session-end' | 'end' | 'close' | 'mcp-session-delete';
   passed?: boolean;
   reason?: string;
 }

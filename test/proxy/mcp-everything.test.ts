@@ -521,6 +521,52 @@ describe('several MCP sessions through one mcec-record http', () => {
     );
   }, 120_000);
 
+  it("a client that ends its MCP session (DELETE) ends that session's recording then, not when the proxy stops", async () => {
+    const server = await startEverythingHttp();
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    const proxy = spawn(
+      process.execPath,
+      [MCEC_RECORD, 'http', '--listen', '127.0.0.1:0', '--target', server.url, '--sessions', sessionsDir],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    temp.defer(() => {
+      proxy.kill('SIGKILL');
+    });
+    let stderr = '';
+    proxy.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+    });
+    await waitFor(() => /recording http:\/\/127\.0\.0\.1:\d+\/mcp/.test(stderr), 20_000);
+    const url = new URL(/recording (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)![1]!);
+
+    // A ends its MCP session (the SDK's terminateSession: DELETE with its Mcp-Session-Id); B stays.
+    const aTransport = new StreamableHTTPClientTransport(url);
+    const a = await connect(aTransport);
+    await a.callTool({ name: 'echo', arguments: { message: 'from a' } });
+    const b = await connect(new StreamableHTTPClientTransport(url));
+    await b.callTool({ name: 'echo', arguments: { message: 'from b' } });
+    await aTransport.terminateSession();
+    await a.close();
+    // Read while the proxy writes: a log not yet readable (its first commit under way) reads as not ended.
+    const endOf = (message: string) => {
+      try {
+        const s = echoing(readSessions(sessionsDir), message);
+        return s?.events.find((e) => e.kind === 'session-end')?.detail;
+      } catch {
+        return undefined;
+      }
+    };
+    await waitFor(() => endOf('from a') !== undefined, 20_000);
+    expect(endOf('from a')).toEqual({ via: 'mcp-session-delete' });
+    expect(echoing(readSessions(sessionsDir), 'from a').session.status).toBe('ended');
+    expect(endOf('from b')).toBeUndefined();
+    await b.close();
+    const exited = new Promise((resolve) => proxy.once('exit', resolve));
+    proxy.kill('SIGTERM');
+    await exited;
+    expect(endOf('from b')).toEqual({ via: 'close' });
+  }, 120_000);
+
   it("what a client's GET stream brings (server-everything's log messages) goes into that client's session", async () => {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
