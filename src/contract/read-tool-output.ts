@@ -259,19 +259,28 @@ export function readPlainToolResult(value: unknown, read: ToolOutput): ToolOutpu
       plain: true,
     };
   }
+  // A JSON-RPC result without `content` (a tool with an outputSchema answering `structuredContent` only): MCP's
+  // SDK client takes it as a CallToolResult whose content is empty, so it is one.
+  const contentless =
+    read.kind === 'invalid' &&
+    isRecord(value) &&
+    typeof value.jsonrpc === 'string' &&
+    isRecord(value.result) &&
+    value.result.content === undefined;
   const result =
     read.kind === 'call-tool-result'
       ? value
-      : read.kind === 'json-rpc-result' && isRecord(value)
+      : (read.kind === 'json-rpc-result' || contentless) && isRecord(value)
         ? value.result
         : undefined;
-  if (!isRecord(result) || !Array.isArray(result.content)) return undefined;
+  if (!isRecord(result) || !(contentless || Array.isArray(result.content))) return undefined;
+  const content: unknown[] = Array.isArray(result.content) ? result.content : [];
   const isError = result.isError === true;
   let envelope: Envelope = { ok: true };
   if (isError) {
     const texts: string[] = [];
     let chars = 0;
-    for (const block of result.content) {
+    for (const block of content) {
       if (chars >= PLAIN_DETAIL_CHARS) break;
       if (isRecord(block) && block.type === 'text' && typeof block.text === 'string') {
         const text = block.text.slice(0, PLAIN_DETAIL_CHARS - chars);
@@ -279,12 +288,16 @@ export function readPlainToolResult(value: unknown, read: ToolOutput): ToolOutpu
         chars += text.length;
       }
     }
+    // Without text, the structured content says what failed.
+    if (texts.length === 0 && isRecord(result.structuredContent))
+      texts.push((JSON.stringify(result.structuredContent) ?? '').slice(0, PLAIN_DETAIL_CHARS));
     envelope = {
       ok: false,
       error: { code: PLAIN_TOOL_ERROR, category: 'internal', detail: texts.join('\n') },
     };
   }
-  return { kind: read.kind, envelope, isError, images: read.images, violations: [], plain: true };
+  const kind = contentless ? 'json-rpc-result' : read.kind;
+  return { kind, envelope, isError, images: read.images, violations: [], plain: true };
 }
 
 /** MCP's CreateTaskResult: `{task: {taskId, status, ...}}`. */
