@@ -8,6 +8,7 @@ export const EXTENSION: Readonly<Record<ImageFormat, string>> = {
   jpeg: 'jpg',
   gif: 'gif',
   bmp: 'bmp',
+  webp: 'webp',
 };
 
 /** MIME type of each format. */
@@ -16,6 +17,7 @@ export const MIME_TYPE: Readonly<Record<ImageFormat, string>> = {
   jpeg: 'image/jpeg',
   gif: 'image/gif',
   bmp: 'image/bmp',
+  webp: 'image/webp',
 };
 
 const PNG_IEND = [0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82];
@@ -29,7 +31,7 @@ function startsWith(buf: Buffer, bytes: number[], at = 0): boolean {
 /**
  * Why the bytes look cut short, or undefined when the end marker is where it should be. Header-only
  * metadata cannot see a truncated body, so this looks at the tail: PNG ends with IEND, JPEG with EOI (a few
- * bytes of trailing padding allowed), GIF with its trailer, BMP is at least as long as its header says.
+ * bytes of trailing padding allowed), GIF with its trailer, BMP and WebP are at least as long as their headers say.
  */
 export function truncationOf(buf: Buffer, format: ImageFormat): string | undefined {
   switch (format) {
@@ -51,6 +53,11 @@ export function truncationOf(buf: Buffer, format: ImageFormat): string | undefin
     case 'bmp': {
       const declared = buf.readUInt32LE(2);
       return declared > buf.length ? `truncated bmp (${buf.length} of ${declared} bytes)` : undefined;
+    }
+    case 'webp': {
+      // The RIFF header says how long the file is: its size field plus the 8 bytes before the data.
+      const declared = buf.readUInt32LE(4) + 8;
+      return declared > buf.length ? `truncated webp (${buf.length} of ${declared} bytes)` : undefined;
     }
   }
 }
@@ -119,7 +126,7 @@ export function decodeBmp(
   return { data, width: h.width, height: h.height, channels: 3 };
 }
 
-/** Width and height from the first bytes of a PNG, GIF or BMP (sync, no decoder); undefined for JPEG. */
+/** Width and height from the first bytes of a PNG, GIF or BMP (sync, no decoder); undefined for JPEG and WebP. */
 export function headerDimensions(
   buf: Buffer,
   format: ImageFormat,

@@ -4,7 +4,7 @@
  */
 import type { ImageBytesLocation } from './types.js';
 
-export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'bmp';
+export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'bmp' | 'webp';
 
 /** The pointer segment that steps into a string holding JSON (`/result/output/#json/data/base64`). */
 export const JSON_MARKER = '#json';
@@ -74,6 +74,20 @@ export function sniffImageFormat(buf: Uint8Array): ImageFormat | undefined {
     buf[5] === 0x61
   ) {
     return 'gif';
+  }
+  // RIFF container of a WebP: 'RIFF', a 4-byte size, 'WEBP' (MCP servers other than MCEC send them).
+  if (
+    buf.length >= 12 &&
+    buf[0] === 0x52 &&
+    buf[1] === 0x49 &&
+    buf[2] === 0x46 &&
+    buf[3] === 0x46 &&
+    buf[8] === 0x57 &&
+    buf[9] === 0x45 &&
+    buf[10] === 0x42 &&
+    buf[11] === 0x50
+  ) {
+    return 'webp';
   }
   // 'BM' alone is too weak: also require zero reserved bytes and a known DIB header size.
   if (buf.length >= 18 && buf[0] === 0x42 && buf[1] === 0x4d) {

@@ -126,7 +126,7 @@ export interface ImageBytesLocation {
   /** Decoded length in bytes (an estimate from the base64 length for very large strings). */
   decodedBytes: number;
   /** Image format from the magic bytes, when recognised. */
-  format?: 'png' | 'jpeg' | 'gif' | 'bmp';
+  format?: 'png' | 'jpeg' | 'gif' | 'bmp' | 'webp';
   /** MIME type declared next to the bytes (image block `mimeType`, data: URI), when any. */
   mimeType?: string;
 }
