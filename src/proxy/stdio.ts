@@ -92,6 +92,13 @@ class StdioPairing {
   private readonly inFlight = new Map<string, ProxyPendingExchange[]>();
   /** Bad client lines answered (in order) by an error with id null; a line never answered is recorded alone. */
   private readonly awaitingFault: AwaitingFault[] = [];
+  /** The id of the client's `initialize` while its answer has not come: it names the server. */
+  private initializing: string | undefined;
+  /**
+   * Requests the client sent before that answer (a client that does not wait for it, e.g. a script piping its
+   * lines): their recording begins once the answer has named the server, so they are read as its calls.
+   */
+  private readonly beforeInitialized: Array<() => void> = [];
 
   constructor(
     private readonly wire: WireRecording,
@@ -107,15 +114,12 @@ class StdioPairing {
     const now = new Date();
     switch (message.kind) {
       case 'request': {
-        const pending = this.wire.begin(message.message, now);
-        if (message.id === null) {
-          this.idless.push({ method: message.method, pending });
+        if (this.initializing !== undefined) {
+          this.beforeInitialized.push(() => this.request(message, now));
           return;
         }
-        const key = idKey(message.id);
-        const queue = this.inFlight.get(key);
-        if (queue) queue.push(pending);
-        else this.inFlight.set(key, [pending]);
+        this.request(message, now);
+        if (message.method === 'initialize' && message.id !== null) this.initializing = idKey(message.id);
         return;
       }
       case 'notification':
@@ -132,6 +136,28 @@ class StdioPairing {
     }
   }
 
+  /** A request of the client goes in flight: its recording begins (started at `now`, when it was sent). */
+  private request(
+    message: Extract<ReturnType<typeof classifyMessage>, { kind: 'request' }>,
+    now: Date,
+  ): void {
+    const pending = this.wire.begin(message.message, now);
+    if (message.id === null) {
+      this.idless.push({ method: message.method, pending });
+      return;
+    }
+    const key = idKey(message.id);
+    const queue = this.inFlight.get(key);
+    if (queue) queue.push(pending);
+    else this.inFlight.set(key, [pending]);
+  }
+
+  /** The requests held for the initialize answer begin, in the order they were sent. */
+  private beginHeld(): void {
+    this.initializing = undefined;
+    for (const begin of this.beforeInitialized.splice(0)) begin();
+  }
+
   /**
    * One line from the server: a response settles its request; a notification (progress, log) is an event of
    * the call its progress token names, or of the connection; a request waits for the client's reply.
@@ -141,6 +167,12 @@ class StdioPairing {
     const text = line.toString('utf8');
     const message = classifyMessage(text);
     const now = new Date();
+    const answersInitialize =
+      message.kind === 'response' && message.id !== null && idKey(message.id) === this.initializing;
+    // Another answer first means the server went on without naming itself: held requests begin now. (Its
+    // notifications may come first: server-everything says tools/list_changed before its initialize answer.)
+    if (this.initializing !== undefined && message.kind === 'response' && !answersInitialize)
+      this.beginHeld();
     if (message.kind === 'response') {
       if (message.id === null) {
         this.nullAnswer(message.message, now);
@@ -149,6 +181,7 @@ class StdioPairing {
       const pending = this.takeById(idKey(message.id));
       if (pending) pending.complete(message.message);
       else this.wire.orphanResponse(message.message, now);
+      if (answersInitialize) this.beginHeld();
     } else if (message.kind === 'invalid') {
       this.wire.fault('response', message.reason, text);
     } else if (message.kind === 'request')
@@ -162,6 +195,7 @@ class StdioPairing {
 
   /** A server line over the cap: the call it answers (by the id at its start) gets an oversize row. */
   oversizeServerLine(edges: OversizeEdges): void {
+    if (this.initializing !== undefined) this.beginHeld();
     const peek = peekAnswer(edges);
     const id = peek.id;
     const key = typeof id === 'string' || typeof id === 'number' ? idKey(id) : undefined;
@@ -184,6 +218,7 @@ class StdioPairing {
 
   /** The server is gone (`reason`: how): what is still in flight fails, bad lines are recorded alone. */
   serverExited(reason: string): void {
+    if (this.initializing !== undefined) this.beginHeld();
     for (const queue of this.inFlight.values()) for (const pending of queue) pending.fail(reason);
     for (const request of this.idless.splice(0)) request.pending.fail(reason);
     for (const bad of this.awaitingFault.splice(0)) {

@@ -285,6 +285,61 @@ describe('the SDK client and server-everything through the proxies', () => {
     expectTruthful(sessionsDir);
   }, 120_000);
 
+  it('over stdio, a client that sends its calls before the initialize answer (a script piping lines): read as the server they reach', async () => {
+    const sessionsDir = path.join(temp.dir, 'sessions');
+    fs.mkdirSync(sessionsDir);
+    const recorder = spawn(
+      process.execPath,
+      [MCEC_RECORD, 'stdio', '--sessions', sessionsDir, '--', process.execPath, EVERYTHING, 'stdio'],
+      { stdio: ['pipe', 'pipe', 'ignore'] },
+    );
+    temp.defer(() => {
+      recorder.kill('SIGKILL');
+    });
+    let stdout = '';
+    recorder.stdout!.on('data', (c: Buffer) => {
+      stdout += c.toString();
+    });
+    const exited = new Promise((resolve) => recorder.once('exit', resolve));
+    // All at once, as `printf ... | mcec-record stdio -- server` sends them: the server is still starting.
+    const lines = [
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-06-18',
+          capabilities: {},
+          clientInfo: { name: 'script', version: '1' },
+        },
+      },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      {
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'echo', arguments: { message: 'piped' } },
+      },
+      { jsonrpc: '2.0', id: 3, method: 'tools/call', params: { name: 'get-sum', arguments: { a: 1, b: 2 } } },
+    ];
+    recorder.stdin!.write(lines.map((l) => `${JSON.stringify(l)}\n`).join(''));
+    await waitFor(() => stdout.includes('"id":2') && stdout.includes('"id":3'), 30_000);
+    recorder.stdin!.end();
+    await exited;
+
+    const sessions = readSessions(sessionsDir);
+    expect(sessions.map((x) => x.session.session_id)).toEqual([
+      expect.stringMatching(/^mcp-servers-everything-[0-9a-f]{8}$/),
+    ]);
+    expect(sessions[0]!.calls.map((c) => [c.tool, c.status, c.error_code, c.violations])).toEqual([
+      ['echo', 'ok', null, null],
+      ['get-sum', 'ok', null, null],
+    ]);
+    expect(sessions[0]!.events.filter((e) => e.kind === 'exchange').map((e) => e.detail.method)).toEqual(
+      expect.arrayContaining(['initialize', 'notifications/initialized']),
+    );
+  }, 60_000);
+
   it('a replay answers what the server answered besides tools: resources, prompts, completion, logging level', async () => {
     const server = await startEverythingHttp();
     const ask = async (client: Client) => [
