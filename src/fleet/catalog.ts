@@ -101,6 +101,8 @@ export async function refreshCatalog(
     onProgress?: Progress;
     /** Check sidecars on a worker thread too: true whenever one starts (tests), false never; default: many. */
     sidecarWorker?: boolean;
+    /** Told why when the catalog file was damaged or not ours at open, and so rebuilt. */
+    onRebuild?: (why: string) => void;
   } = {},
 ): Promise<RefreshResult> {
   const root = path.resolve(sessionsDir);
@@ -112,7 +114,7 @@ export async function refreshCatalog(
   let catalog: Catalog;
   let warning: string | undefined;
   try {
-    catalog = openWritable(root);
+    catalog = openWritable(root, options.onRebuild);
   } catch (err) {
     // A sessions dir we cannot write (a read-only share) still lists: from a catalog in memory.
     warning = `the catalog ${path.join(root, CATALOG_FILE)} cannot be written (${(err as Error).message}); read every session instead`;
@@ -366,15 +368,25 @@ async function indexSessions(
   return indexed;
 }
 
-/** Open the catalog for writing; a file that is damaged or not ours (a cache, after all) is rebuilt. */
-function openWritable(root: string): Catalog {
+/**
+ * Open the catalog for writing; a file that is damaged or not ours (a cache, after all) is rebuilt, and
+ * `onRebuild` told so, as a catalog found damaged later is. A missing one (a first run) is created silently.
+ */
+function openWritable(root: string, onRebuild?: (why: string) => void): Catalog {
   try {
     return Catalog.open(root);
   } catch (err) {
     if (!isCatalogDamage(err)) throw err;
     removeCatalogFiles(root);
-    return Catalog.open(root);
+    const catalog = Catalog.open(root);
+    onRebuild?.(rebuildNotice(root, err));
+    return catalog;
   }
+}
+
+/** What `onRebuild` is told: the catalog's file, why it could not be used, that it was rebuilt. */
+function rebuildNotice(root: string, err: unknown): string {
+  return `the catalog ${path.join(root, CATALOG_FILE)} was damaged (${(err as Error).message}); rebuilt from the session logs`;
 }
 
 function removeCatalogFiles(root: string): void {
@@ -435,9 +447,7 @@ export async function withCatalog<T>(
       res?.catalog.close();
       res = null;
       removeCatalogFiles(root);
-      options.onRebuild?.(
-        `the catalog ${path.join(root, CATALOG_FILE)} was damaged (${(err as Error).message}); rebuilt from the session logs`,
-      );
+      options.onRebuild?.(rebuildNotice(root, err));
     } finally {
       res?.catalog.close();
     }
