@@ -196,13 +196,9 @@ export function similarName(word: string, names: readonly string[]): string | nu
 
 /**
  * Run a program on `process.argv` and exit the way every program does: 0/2 for --help and usage problems
- * (with `hint`), 1 with `<program>: <detail>` on stderr for any other error (`detail`: its message by default).
+ * (with `hint`), 1 with `<program>: <message>` on stderr, one line, for any other error.
  */
-export async function runProgram(
-  program: Command,
-  hint: string,
-  detail: (err: Error) => string = (err) => err.message,
-): Promise<void> {
+export async function runProgram(program: Command, hint: string): Promise<void> {
   const args = process.argv.slice(2);
   // Nothing given: the help, as a usage problem (exit 2) that teaches.
   if (args.length === 0) {
@@ -214,7 +210,7 @@ export async function runProgram(
   } catch (err) {
     const usage = usageExitCode(err, program.name(), hint);
     if (usage !== undefined) process.exit(usage);
-    process.stderr.write(`${program.name()}: ${listenProblem(err) ?? detail(err as Error)}\n`);
+    process.stderr.write(`${program.name()}: ${listenProblem(err) ?? (err as Error).message}\n`);
     process.exit(1);
   }
 }

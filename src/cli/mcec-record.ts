@@ -669,5 +669,4 @@ function addStdioCommand(program: Command): void {
 void runProgram(
   buildProgram(),
   MODE_HELP[process.argv[2] ?? '']?.hint ?? '(run mcec-record --help for usage)',
-  (err) => err.stack ?? String(err),
 );

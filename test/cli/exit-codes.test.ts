@@ -174,3 +174,33 @@ describe('a damaged session.sqlite', () => {
     }
   });
 });
+
+describe('an unexpected error', () => {
+  it('is one line, `<program>: <message>`, exit 1 (mcec-record too: no stack trace)', async () => {
+    // A broken install: the built programs with one module of the recorder missing.
+    const install = tempDir('mcec-broken-install-');
+    try {
+      fs.cpSync(path.join(ROOT, 'dist'), path.join(install, 'dist'), { recursive: true });
+      fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(install, 'package.json'));
+      fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(install, 'node_modules'), 'dir');
+      fs.rmSync(path.join(install, 'dist', 'record', 'recorder.js'));
+      const r = await runNode(
+        [
+          path.join(install, 'dist', 'cli', 'mcec-record.js'),
+          'stdio',
+          '--sessions',
+          path.join(install, 'sessions'),
+          '--',
+          process.execPath,
+          '-e',
+          '0',
+        ],
+        { cwd: install },
+      );
+      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/^mcec-record: Cannot find module '.*recorder\.js' imported from .*\n$/);
+    } finally {
+      fs.rmSync(install, { recursive: true, force: true });
+    }
+  });
+});
