@@ -776,7 +776,7 @@ export class Catalog {
     const rowDir = dirs ? '@v, verdict, dir' : 'verdict';
     const rows = `WITH r AS (
            SELECT dir_name, session_id AS id, coalesce(server, '-') AS server,
-             CASE WHEN started_at IS NOT NULL AND error IS NULL
+             CASE WHEN started_at IS NOT NULL
                THEN substr(started_at, 1, 10) || ' ' || substr(started_at, 12, 8) || 'Z'
                ELSE substr(dir_name, 1, 15) END AS start,
              coalesce(nullif(duration, ''), '-') AS dur, calls, failures,

@@ -16,9 +16,7 @@ function referenceTable(rows: CatalogSession[]): string {
     .map((r) => [
       r.session_id,
       r.server ?? '-',
-      r.started_at && r.error === null
-        ? `${r.started_at.slice(0, 10)} ${r.started_at.slice(11, 19)}Z`
-        : r.dir_name.slice(0, 15),
+      r.started_at ? `${r.started_at.slice(0, 10)} ${r.started_at.slice(11, 19)}Z` : r.dir_name.slice(0, 15),
       r.duration || '-',
       String(r.calls),
       String(r.failures),
@@ -64,6 +62,8 @@ describe('Catalog.listTable', () => {
     session({
       dir_name: '20261125-101700-dddddddddddd',
       session_id: 'dddddddddddd',
+      // As unreadableEntry has it: the start its dir name's stamp says (UTC).
+      started_at: '2026-11-25T10:17:00.000Z',
       error: 'file is not a database',
       calls: 0,
       verdict: null,
@@ -94,7 +94,7 @@ describe('Catalog.listTable', () => {
       );
       expect(lines.find((l) => l.startsWith('ffff'))).toMatch(/^f{12} +- +2026/);
       expect(lines.find((l) => l.startsWith('dddd'))).toMatch(
-        /^dddddddddddd +MCEC +20261125-101700 .* UNREADABLE$/,
+        /^dddddddddddd +MCEC +2026-11-25 10:17:00Z .* UNREADABLE$/,
       );
       expect(lines.find((l) => l.startsWith('cccc'))).toMatch(/FAIL \(aborted\)$/);
       expect(lines.find((l) => l.startsWith('é'))).toMatch(/^é{12} {29}MCEC/);

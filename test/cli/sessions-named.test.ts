@@ -57,6 +57,13 @@ describe('mcec-bundle list', () => {
     const log = path.join(dirs.ca7000000003!, 'session.sqlite');
     const table = await run(['list', '-s', sessions]);
     expect(table.stdout).toMatch(/^ca7000000003 .*UNREADABLE$/m);
+    // Its START as every row's: the dir name's stamp (UTC) formatted, not the bare stamp.
+    const [, y, mo, d, h, mi, sec] = /^(\d{4})(\d\d)(\d\d)-(\d\d)(\d\d)(\d\d)-/.exec(
+      path.basename(dirs.ca7000000003!),
+    )!;
+    expect(table.stdout).toMatch(
+      new RegExp(`^ca7000000003 +\\S+ +${y}-${mo}-${d} ${h}:${mi}:${sec}Z +- `, 'm'),
+    );
     const [, notes] = table.stdout.split('\n\n');
     expect(notes!.trim()).toBe(
       `UNREADABLE ca7000000003: ${log}: file is not a database (SQLITE_NOTADB): the file is damaged or is not a log mcec-recorder wrote; its artifacts/ are still readable`,
