@@ -176,8 +176,7 @@ export function resolveSession(
     if (hit) return { ok: true, session: hit };
     if (!isSafeSessionId(input)) return invalid;
   }
-  const exact = all.filter((s) => s.sessionId === input);
-  const matches = exact.length > 0 ? exact : all.filter((s) => s.sessionId.startsWith(input));
+  const matches = idMatches(all, input);
   if (matches.length === 1) return { ok: true, session: matches[0]! };
   if (matches.length > 1) {
     const ids = new Set(matches.map((m) => m.sessionId));
@@ -197,6 +196,22 @@ export function resolveSession(
     };
   }
   return notFound(sessionsDir, input, all);
+}
+
+/**
+ * The sessions `input` names as an id: the full id, else a prefix, in exact case; only when neither matches,
+ * the same without case (MCEC's ids are lower-case hex: `775B` means `775b...`). An exact-case match wins, so
+ * ids that differ only in case are each reached by their own case.
+ */
+function idMatches(all: readonly SessionLocation[], input: string): SessionLocation[] {
+  const exact = all.filter((s) => s.sessionId === input);
+  if (exact.length > 0) return exact;
+  const prefixed = all.filter((s) => s.sessionId.startsWith(input));
+  if (prefixed.length > 0) return prefixed;
+  const lower = input.toLowerCase();
+  const exactAnyCase = all.filter((s) => s.sessionId.toLowerCase() === lower);
+  if (exactAnyCase.length > 0) return exactAnyCase;
+  return all.filter((s) => s.sessionId.toLowerCase().startsWith(lower));
 }
 
 function notFound(sessionsDir: string, input: string, all: readonly SessionLocation[]): SessionLookup {
