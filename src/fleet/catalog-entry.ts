@@ -142,7 +142,7 @@ export function catalogEntryOf(reader: SessionReader, dirName: string): CatalogE
       if (!f.recovered) unrecovered.push(fp.id);
     });
     const lastActivity = latest(session.started_at, session.ended_at, stats.lastActivityAt);
-    const end = session.ended_at ?? stats.lastActivityAt;
+    const end = session.ended_at ?? stats.lastRunActivityAt;
     const durationMs =
       end && Number.isFinite(Date.parse(end)) && Number.isFinite(Date.parse(session.started_at))
         ? Date.parse(end) - Date.parse(session.started_at)

@@ -550,7 +550,7 @@ export async function buildSummary(
     const timeline = reader
       .tailCalls(timelineLength)
       .map((row) => timelineLine(row, time, session.session_id));
-    const durationMs = time.between(session.started_at, session.ended_at ?? stats.lastActivityAt);
+    const durationMs = time.between(session.started_at, session.ended_at ?? stats.lastRunActivityAt);
     const artifacts = reader.artifacts();
     return {
       sessionId: session.session_id,

@@ -49,7 +49,13 @@ export interface SessionStats extends CallCounts {
   failed: number;
   fault: number;
   lastCallSeq: number | null;
+  /** The newest time of a call or an event: what last touched the log (prune's and --since's measure). */
   lastActivityAt: string | null;
+  /**
+   * The newest time of a call or an event other than a verdict: where a run without an end ends (its
+   * duration). A verdict, declared by `mcec-bundle verdict` minutes or days later, is about the run.
+   */
+  lastRunActivityAt: string | null;
 }
 
 /** A failed or faulted call with its target and whether a later call of the same tool on it succeeded. */
@@ -617,7 +623,8 @@ export class SessionReader {
           (SELECT total(CASE WHEN NOT json_valid(detail) THEN 0 WHEN kind = 'record-failure'
             THEN coalesce(json_extract(detail, '$.lost'), 0) ELSE coalesce(json_extract(detail, '$.toolCalls'), 0)
             END) FROM events WHERE kind IN ('record-failure', 'recording-gap')) AS lost,
-          (SELECT max(at) FROM events) AS lastEventAt
+          (SELECT max(at) FROM events) AS lastEventAt,
+          (SELECT max(at) FROM events WHERE kind <> 'verdict') AS lastRunEventAt
          FROM calls`,
     ).get() as {
       calls: number;
@@ -634,15 +641,18 @@ export class SessionReader {
       recordFailures: number;
       lost: number;
       lastEventAt: string | null;
+      lastRunEventAt: string | null;
     };
     const { warnings, artifacts, lastEventAt } = sums;
     const rf = { n: sums.recordFailures, lost: sums.lost };
     // ISO UTC strings of equal shape order like the times they name.
-    const lastActivityAt =
-      [sums.lastCallAt, lastEventAt]
+    const newest = (times: Array<string | null>) =>
+      times
         .filter((t): t is string => t != null)
         .sort()
         .at(-1) ?? null;
+    const lastActivityAt = newest([sums.lastCallAt, lastEventAt]);
+    const lastRunActivityAt = newest([sums.lastCallAt, sums.lastRunEventAt]);
     return {
       calls: sums.calls,
       ok: sums.ok,
@@ -657,6 +667,7 @@ export class SessionReader {
       lostCalls: Number(rf.lost) || 0,
       lastCallSeq: sums.lastSeq,
       lastActivityAt,
+      lastRunActivityAt,
     };
   }
 
