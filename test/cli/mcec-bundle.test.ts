@@ -359,6 +359,9 @@ describe('mcec-bundle', () => {
       expect(res.stdout).toContain('Describe the bug');
       expect(res.stdout).toContain(`${dirs[FAIL_ID]}.zip`);
       expect(res.stdout.length).toBeLessThanOrEqual(65_537);
+      // One blank line under each heading: the image bullet follows its heading as every section's text does.
+      expect(res.stdout).toContain('### Screenshots\n\n- Last image before the failure: ');
+      expect(res.stdout).not.toContain('\n\n\n');
     });
 
     it('show of an unknown id exits 1', () => {
