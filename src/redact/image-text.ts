@@ -1,6 +1,6 @@
 /**
  * Last line of defence: base64 image bytes that reached a string anyway (raw JSON text, an error detail, a
- * field the finder did not know). Scans with indexOf for the base64 forms of the PNG/JPEG/GIF/BMP magic
+ * field the finder did not know). Scans with indexOf for the base64 forms of the PNG/JPEG/GIF/BMP/WebP magic
  * bytes, including the server's `\u002B` / `\/` JSON escapes, checks the head really decodes to that magic,
  * and replaces the whole base64 run. No regex runs over the (possibly 100 MB) text.
  */
@@ -12,7 +12,8 @@ const MIN_RUN = 64;
 /** Strings shorter than this cannot hold an image and are returned at once. */
 export const MIN_IMAGE_TEXT = MIN_RUN;
 
-const MARKERS = ['iVBORw0KGgo', '/9j/', '\\/9j\\/', 'R0lGODlh', 'R0lGODdh', 'Qk'];
+// 'UklGR' is 'RIFF': a WebP once the sniff finds WEBP at bytes 8-11 (a WAV or AVI is left alone).
+const MARKERS = ['iVBORw0KGgo', '/9j/', '\\/9j\\/', 'R0lGODlh', 'R0lGODdh', 'Qk', 'UklGR'];
 
 function isAlphabet(c: number): boolean {
   return (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 43 || c === 47;

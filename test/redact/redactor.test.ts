@@ -1,3 +1,4 @@
+import sharp from 'sharp';
 import { describe, expect, it } from 'vitest';
 import {
   CYCLE,
@@ -9,7 +10,7 @@ import {
 } from '../../src/redact/index.js';
 import { SECRET_FRAGMENTS, SECRET_WORDS, secretKeyHint } from '../../src/redact/secret-keys.js';
 import { mcecStringify } from '../contract/fixtures.js';
-import { redPng } from '../support/images.js';
+import { noisyPng, redPng } from '../support/images.js';
 
 describe('secret keys', () => {
   it.each(DEFAULT_SECRET_KEYS)('%s is redacted, in any case and with - or _', (key) => {
@@ -634,6 +635,18 @@ describe('image bytes that slipped through', () => {
     expect(JSON.stringify(r.redact({ detail: `got data:image/png;base64,${b64}` }))).not.toContain(
       b64.slice(0, 20),
     );
+  });
+
+  it('a base64 WebP run in text is replaced too; a RIFF that is no WebP (a WAV) is left alone', async () => {
+    const webp = (
+      await sharp(await noisyPng(64, 64))
+        .webp()
+        .toBuffer()
+    ).toString('base64');
+    expect(scrubImageText(`before ${webp} after`)).toMatch(/^before \[image bytes: ~\d+ bytes\] after$/);
+    const wav = Buffer.concat([Buffer.from('RIFF\x24\x08\x00\x00WAVEfmt ', 'latin1'), Buffer.alloc(96, 7)]);
+    const text = `sound ${wav.toString('base64')} here`;
+    expect(scrubImageText(text)).toBe(text);
   });
 
   it('text that merely contains a marker is untouched', () => {
