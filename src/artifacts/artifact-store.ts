@@ -8,7 +8,15 @@ import { ARTIFACTS_DIR, artifactFileName } from '../paths/naming.js';
 import { closeFd, writeAt } from '../util/fd-io.js';
 import { loadSharp, type Sharp } from '../util/sharp.js';
 import { computeBlankCheck } from './blank-check.js';
-import { decodeBase64Fast, EXTENSION, headerDimensions, readBmpHeader, truncationOf } from './image-file.js';
+import {
+  bareMimeType,
+  decodeBase64Fast,
+  EXTENSION,
+  headerDimensions,
+  notRasterExtension,
+  readBmpHeader,
+  truncationOf,
+} from './image-file.js';
 import { placeNewFile, tempFileIn } from './place-file.js';
 
 /** What became of one image's bytes. */
@@ -18,6 +26,13 @@ export interface SavedImage {
   /** Decoded length in bytes (0 when not decoded). */
   bytes: number;
   format?: ImageFormat;
+  /**
+   * Bytes in no format sniffed, whose declared MIME type names another (an SVG, an icon): written as they came,
+   * under an extension from that type, with no width, height, thumbnail or blankCheck.
+   */
+  notRaster?: true;
+  /** The declared MIME type of `notRaster` bytes. */
+  mimeType?: string;
   width?: number;
   height?: number;
   /** Relative to the session dir: `artifacts/capture-<UTC yyyyMMdd-HHmmssfff>-<n>.<ext>` (`recording-` for GIFs of `record`). */
@@ -64,6 +79,11 @@ export interface SaveOptions {
    * MCP result `image-call<seq>`). Letters, digits and `-` only.
    */
   namePrefix?: string;
+  /**
+   * The MIME type declared next to the bytes (an image block's `mimeType`, a data: URI's). Bytes in no sniffed
+   * format are still written when it names another format (`notRasterExtension`); else they are refused.
+   */
+  declaredMimeType?: string;
 }
 
 /** Default pixel limit: 100 megapixels (a 4K frame is 8.3). */
@@ -251,7 +271,7 @@ export class ArtifactStore {
 
   private async deduplicated(first: SavedImage, buf: Buffer, options: SaveOptions): Promise<SavedImage> {
     if (!first.blankCheck && options.knownBlankCheck) first.blankCheck = options.knownBlankCheck;
-    if (!first.blankCheck && options.blankCheck && !first.error)
+    if (!first.blankCheck && options.blankCheck && !first.error && !first.notRaster)
       first.blankCheck = await this.blankCheckOf(buf);
     return { ...first, deduplicated: true };
   }
@@ -327,6 +347,8 @@ export class ArtifactStore {
       return sha256;
     };
     const format = sniffImageFormat(buf);
+    const notRaster = format ? undefined : notRasterExtension(options.declaredMimeType);
+    if (notRaster) return this.saveNotRaster(buf, notRaster, options, hash, knownSha);
     if (!format)
       return {
         ...failed('not an image (unrecognised magic bytes)', 'invalid'),
@@ -384,7 +406,52 @@ export class ArtifactStore {
       this.used -= buf.length;
       return { ...base, error: problem, failure: 'invalid' };
     }
-    const written = fault ?? this.place(temp, format, safePrefix(options.namePrefix));
+    const written = fault ?? this.place(temp, EXTENSION[format], safePrefix(options.namePrefix));
+    if ('error' in written) {
+      this.used -= buf.length;
+      return { ...base, ...written };
+    }
+    return { ...base, path: written.path };
+  }
+
+  /**
+   * Bytes of a format the recorder reads no pixels of (`notRasterExtension`): written as they came, within the
+   * budget, the same way as an image (temp file, hash while the pool writes, a name by a hard link); never
+   * decoded, so no width, height or blankCheck.
+   */
+  private async saveNotRaster(
+    buf: Buffer,
+    ext: string,
+    options: SaveOptions,
+    hash: () => string,
+    knownSha: string | undefined,
+  ): Promise<SavedImage> {
+    const base: SavedImage = {
+      sha256: '',
+      bytes: buf.length,
+      notRaster: true,
+      mimeType: bareMimeType(options.declaredMimeType),
+      deduplicated: false,
+    };
+    if (this.used + buf.length > this.maxArtifactBytes) {
+      this.omittedImages++;
+      this.omittedBytes += buf.length;
+      return {
+        ...base,
+        sha256: hash(),
+        error: `over artifact budget (${this.maxArtifactBytes} bytes per session)`,
+        failure: 'budget',
+      };
+    }
+    this.used += buf.length;
+    const temp = this.tempFile();
+    let busy = true;
+    const writing = this.writeTemp(temp.path, buf).finally(() => {
+      busy = false;
+    });
+    base.sha256 = knownSha ?? (await hashWhile(buf, () => busy));
+    const fault = await writing;
+    const written = fault ?? this.place(temp, ext, safePrefix(options.namePrefix));
     if ('error' in written) {
       this.used -= buf.length;
       return { ...base, ...written };
@@ -446,13 +513,13 @@ export class ArtifactStore {
    */
   private place(
     temp: { path: string; n: number },
-    format: ImageFormat,
+    ext: string,
     prefix: string,
   ): { path: string } | WriteFault {
     let n = temp.n;
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
-        const name = artifactFileName(prefix, this.now(), n, EXTENSION[format]);
+        const name = artifactFileName(prefix, this.now(), n, ext);
         const placed = placeNewFile(temp.path, path.join(this.artifactsDir, name));
         if (placed === 'taken') {
           n = ++this.counter; // a name left by an earlier writer of this session: next number

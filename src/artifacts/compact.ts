@@ -109,7 +109,8 @@ export function captureSummaryOf(
   if (Object.hasOwn(c, 'handle')) summary.handle = Number.isInteger(c.handle) ? (c.handle as number) : null;
   summary.width = image.width ?? count(c.width);
   summary.height = image.height ?? count(c.height);
-  summary.encoding = image.format ?? (typeof c.encoding === 'string' && c.encoding ? c.encoding : 'unknown');
+  summary.encoding =
+    image.format ?? image.mimeType ?? (typeof c.encoding === 'string' && c.encoding ? c.encoding : 'unknown');
   summary.bytes = image.bytes > 0 ? image.bytes : count(c.bytes);
   summary.blankCheck = declaredBlankCheck(c.blankCheck) ?? image.blankCheck ?? null;
   if (typeof c.file === 'string' || c.file === null) summary.file = c.file;
@@ -117,6 +118,8 @@ export function captureSummaryOf(
   if (artifact !== undefined && image.error === undefined) summary.artifact = artifact;
   else summary.artifactError = image.error ?? 'no artifact written';
   if (image.sha256) summary.sha256 = image.sha256;
+  // Kept as they came, never decoded: the 0 x 0 and the null blankCheck are not facts about a blank image.
+  if (image.notRaster) summary.notRaster = true;
   if (image.masked && image.masked.length > 0) {
     summary.masked = image.masked;
     if (image.maskedOnExport) summary.maskedOnExport = true;
@@ -361,9 +364,11 @@ async function saveJob(
   }
   job.buffer = bytes;
   const known = job.kind === 'capture' ? declaredBlankCheck(job.container?.blankCheck) : undefined;
+  const declaredMimeType = job.entry.loc.mimeType;
   job.saved = await store.save(bytes, {
     ...(known ? { knownBlankCheck: known } : {}),
     ...(namePrefix ? { namePrefix } : {}),
+    ...(declaredMimeType ? { declaredMimeType } : {}),
   });
 }
 
@@ -376,7 +381,7 @@ async function blankCheckFor(job: Job, store: ArtifactStore): Promise<BlankCheck
   if (job.kind === 'capture' && declaredBlankCheck(job.container?.blankCheck)) return undefined;
   if (saved.blankCheck) return saved.blankCheck; // declared with another copy of the same bytes
   if (!job.buffer || !saved.sha256) return undefined;
-  if (saved.failure === 'invalid') return undefined;
+  if (saved.failure === 'invalid' || saved.notRaster) return undefined;
   return store.ensureBlankCheck(saved.sha256, job.buffer);
 }
 

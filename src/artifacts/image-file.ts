@@ -20,6 +20,46 @@ export const MIME_TYPE: Readonly<Record<ImageFormat, string>> = {
   webp: 'image/webp',
 };
 
+/**
+ * Extension of the file written for bytes in no format the recorder reads (`notRaster`), by their declared
+ * MIME type; any other declared type gets `.bin`. The bytes are kept as they came, never decoded.
+ */
+const NOT_RASTER_EXTENSION: Readonly<Record<string, string>> = {
+  'image/svg+xml': 'svg',
+  'image/x-icon': 'ico',
+  'image/vnd.microsoft.icon': 'ico',
+  'image/avif': 'avif',
+  'image/tiff': 'tif',
+};
+
+/** Declared MIME types of the formats sniffed: bytes that claim one of them must be one (else refused). */
+const RASTER_MIME_TYPES: ReadonlySet<string> = new Set([...Object.values(MIME_TYPE), 'image/jpg']);
+
+/**
+ * The extension to write bytes no format was sniffed in under, when their declared MIME type names another
+ * format (`image/svg+xml` -> `svg`, unknown -> `bin`); undefined when none is declared or it names a sniffed
+ * format (then the bytes are no image: garbage or a false PNG is refused, as always).
+ */
+export function notRasterExtension(declaredMimeType: string | undefined): string | undefined {
+  const mime = bareMimeType(declaredMimeType);
+  if (!mime || RASTER_MIME_TYPES.has(mime)) return undefined;
+  return NOT_RASTER_EXTENSION[mime] ?? 'bin';
+}
+
+/** A declared MIME type without parameters, in lower case (`Image/SVG+xml; charset=utf-8` -> `image/svg+xml`). */
+export function bareMimeType(declared: string | undefined): string {
+  return (declared ?? '').split(';', 1)[0]?.trim().toLowerCase() ?? '';
+}
+
+/** Extensions of the files written for the sniffed formats: the artifacts whose pixels can be read. */
+const RASTER_EXTENSIONS: ReadonlySet<string> = new Set([...Object.values(EXTENSION), 'jpeg']);
+
+/** True when an artifact's file name is one of a sniffed format (thumbnails and run.gif frames come from those). */
+export function isRasterArtifact(name: string): boolean {
+  const dot = name.lastIndexOf('.');
+  return dot !== -1 && RASTER_EXTENSIONS.has(name.slice(dot + 1).toLowerCase());
+}
+
 const PNG_IEND = [0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82];
 
 function startsWith(buf: Buffer, bytes: number[], at = 0): boolean {

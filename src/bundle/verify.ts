@@ -337,8 +337,16 @@ function quoteText(text: string): string {
   return escapeFormatChars(JSON.stringify(text));
 }
 
+/**
+ * Extensions the recorder writes images in no format it reads as (`notRasterExtension` of src/artifacts): an
+ * icon may hold a PNG, an SVG any text; in `artifacts/` they are images as they came, not files to scan.
+ */
+const NOT_RASTER_ARTIFACT = new Set(['.svg', '.ico', '.avif', '.tif', '.bin']);
+
 function kindOf(name: string): 'json' | 'jsonl' | 'text' | 'html' | 'png' | 'opaque' | 'binary' {
   const ext = path.extname(name).toLowerCase();
+  const parts = name.split('/');
+  if (parts.length === 3 && parts[1] === 'artifacts' && NOT_RASTER_ARTIFACT.has(ext)) return 'opaque';
   if (ext === '.json') return 'json';
   if (ext === '.jsonl') return 'jsonl';
   if (ext === '.md' || ext === '.txt' || ext === '.csv' || ext === '.log') return 'text';

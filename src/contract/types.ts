@@ -100,6 +100,11 @@ export interface CaptureSummary {
   artifactError?: string;
   /** sha256 of the image bytes, when they were decoded. */
   sha256?: string;
+  /**
+   * The bytes are in no format the recorder reads pixels of (an SVG, an icon; `encoding` is their declared MIME
+   * type): kept as they came, so width and height are 0 and blankCheck null, unknown rather than measured.
+   */
+  notRaster?: true;
   /** The regions masked in the stored image (or, with maskedOnExport, to be masked when it leaves). */
   masked?: MaskedRegion[];
   /** The session keeps the original: `masked` is painted in bundles and exports only. */

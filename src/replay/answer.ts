@@ -32,7 +32,7 @@ const INLINE_ROLES = new Set(['result', 'partialResult', 'lastObservation', 'nes
 /** Keys the recorder adds beside a host path; MCEC never sends them. */
 const COPY_KEYS = ['artifactCopy', 'artifactCopyError', 'fileCopy', 'fileCopyError'];
 /** Keys of a capture-summary that are the recorder's, not the capture's. */
-const SUMMARY_ONLY = new Set(['kind', 'artifact', 'artifactError', 'sha256', ...COPY_KEYS]);
+const SUMMARY_ONLY = new Set(['kind', 'artifact', 'artifactError', 'sha256', 'notRaster', ...COPY_KEYS]);
 
 /** The largest image file put back into an answer: the proxy records no answer over 256 MiB (`--max-record-bytes`). */
 const MAX_ARTIFACT_BYTES = 256 * 1024 * 1024;

@@ -72,6 +72,58 @@ describe('ArtifactStore', () => {
     expect(s.filesWritten).toBe(2);
   });
 
+  it('bytes in no sniffed format declared as another (SVG, icon, unknown) are written as they came; a false PNG is not', async () => {
+    const svg = Buffer.from(
+      '<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8"/></svg>',
+    );
+    const s = store();
+    const saved = await s.save(svg, { declaredMimeType: 'image/svg+xml', namePrefix: 'image-call1' });
+    expect(saved).toEqual({
+      sha256: sha(svg),
+      bytes: svg.length,
+      notRaster: true,
+      mimeType: 'image/svg+xml',
+      path: 'artifacts/image-call1-20261202-030405067-1.svg',
+      deduplicated: false,
+    });
+    expect(fs.readFileSync(path.join(dir, saved.path!))).toEqual(svg);
+    const icon = Buffer.concat([Buffer.from([0, 0, 1, 0, 1, 0]), await solidPng(4, 4, [9, 9, 9])]);
+    expect((await s.save(icon, { declaredMimeType: 'image/vnd.microsoft.icon' })).path).toMatch(/-2\.ico$/);
+    expect((await s.save(Buffer.from('odd bytes 123'), { declaredMimeType: 'image/x-new' })).path).toMatch(
+      /\.bin$/,
+    );
+    // The same bytes again: one file.
+    expect(await s.save(svg, { declaredMimeType: 'image/svg+xml' })).toMatchObject({
+      path: saved.path,
+      deduplicated: true,
+    });
+
+    // Bytes that claim a sniffed format, or claim none (an MCEC capture's base64), are refused as before.
+    const refused = store({ sessionDir: path.join(dir, 'other') });
+    const garbage = Buffer.from('not a png at all, just text bytes');
+    for (const declaredMimeType of ['image/png', 'IMAGE/JPEG', 'image/jpg', 'image/webp', undefined]) {
+      const r = await refused.save(garbage, declaredMimeType ? { declaredMimeType } : {});
+      expect(r).toMatchObject({ error: 'not an image (unrecognised magic bytes)', failure: 'invalid' });
+      expect(r.path).toBeUndefined();
+    }
+    const png = await solidPng(6, 6, [1, 2, 3]);
+    const cut = await refused.save(png.subarray(0, png.length - 20), { declaredMimeType: 'image/svg+xml' });
+    expect(cut).toMatchObject({
+      error: expect.stringMatching(/^truncated png/),
+      failure: 'invalid',
+      format: 'png',
+    });
+    expect(fs.existsSync(path.join(dir, 'other', 'artifacts'))).toBe(false);
+
+    // Over the budget: summarized without a file, counted as omitted.
+    const tight = store({ sessionDir: path.join(dir, 'tight'), maxArtifactBytes: 10 });
+    expect(await tight.save(svg, { declaredMimeType: 'image/svg+xml' })).toMatchObject({
+      failure: 'budget',
+      notRaster: true,
+    });
+    expect(tight.omitted).toEqual({ images: 1, bytes: svg.length });
+  });
+
   it('the same bytes twice (even concurrently) give one file and deduplicated: true', async () => {
     const png = await noisyPng(40, 40);
     const s = store();

@@ -5,6 +5,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
+import { isRasterArtifact } from '../../artifacts/image-file.js';
 import { safeRelativePath } from '../../paths/naming.js';
 import type { CallRow } from '../../store/schema.js';
 import { SessionReader } from '../../store/session-reader.js';
@@ -461,7 +462,8 @@ function thumbnailRequests(
   );
   const requests: ThumbnailRequest[] = [];
   for (const [key, seq] of facts.firstSeqOfImage) {
-    if (isRecording(key)) continue;
+    // An SVG or icon kept as it came is linked only: its pixels are never read (src/artifacts, notRaster).
+    if (isRecording(key) || !isRasterArtifact(key)) continue;
     const file = facts.refs.get(key)!.file;
     requests.push({
       key,
@@ -472,7 +474,7 @@ function thumbnailRequests(
     });
   }
   for (const key of priorityKeys) {
-    if (facts.firstSeqOfImage.has(key) || isRecording(key)) continue;
+    if (facts.firstSeqOfImage.has(key) || isRecording(key) || !isRasterArtifact(key)) continue;
     const ref = imageRef(where.dir, key, where.artifactBase);
     if (ref) requests.push({ key, file: ref.file, priority: true, order: Number.MAX_SAFE_INTEGER });
   }

@@ -3,6 +3,7 @@
  * on a frame (the image it made, or the latest image of the window it acted on) with its marks. Built from
  * the call rows in seq order (the page's one pass over the log) and the artifacts read before. Pure: no I/O.
  */
+import { isRasterArtifact } from '../../artifacts/image-file.js';
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import { isRecord } from '../../util/json.js';
 import { CallJson } from '../call-json.js';
@@ -282,6 +283,8 @@ export class PlayerCollector {
       if (a.role === 'lastObservation') continue;
       const key = this.inputs.keyOf(a);
       if (!key || this.inputs.firstSeqOfImage.get(key) !== row.seq) continue;
+      // An SVG or icon kept as it came is no screen: run.gif never decodes it (src/artifacts, notRaster).
+      if (!isRasterArtifact(key)) continue;
       if (out.some((o) => o.key === key)) continue;
       out.push({ key, artifact: a });
     }
