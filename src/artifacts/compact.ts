@@ -163,6 +163,8 @@ interface Job {
   kind: 'capture' | 'image-block' | 'string';
   saved?: SavedImage;
   buffer?: Buffer;
+  /** What stood between `data:` and `,` of a data: URI replaced in place (`image/svg+xml;base64`). */
+  dataUri?: string;
   mask?: MaskOutcome;
 }
 
@@ -251,7 +253,10 @@ function replacementFor(job: Job, image: SavedImage, blankCheck: BlankCheck | un
     block.summary = captureSummaryOf(undefined, withBlank);
     return block;
   }
-  return captureSummaryOf(job.kind === 'capture' ? job.container : undefined, withBlank);
+  const summary = captureSummaryOf(job.kind === 'capture' ? job.container : undefined, withBlank);
+  // A replay puts the URI back as it came, not its bare base64 (`data:` plus this, a comma, the bytes).
+  if (job.dataUri !== undefined) summary.dataUri = job.dataUri;
+  return summary;
 }
 
 /** What every level of a compaction shares: the store, and where images and violations are collected. */
@@ -347,6 +352,7 @@ async function saveJob(
 ): Promise<void> {
   const text = getAt(doc, job.entry.levels[0]!) as string;
   const uri = parseImageDataUri(text);
+  if (uri && job.kind === 'string') job.dataUri = text.slice(5, uri.start - 1);
   const decoded = decodeBase64Fast(uri ? text.slice(uri.start) : text);
   if (!Buffer.isBuffer(decoded)) {
     job.saved = failed(`bad base64: ${decoded.error}`, 'invalid');

@@ -105,6 +105,11 @@ export interface CaptureSummary {
    * type): kept as they came, so width and height are 0 and blankCheck null, unknown rather than measured.
    */
   notRaster?: true;
+  /**
+   * In place of a data: URI: what stood between its `data:` and its comma (`image/png;base64`), so a replay
+   * gives back the URI as it came. Never the bytes.
+   */
+  dataUri?: string;
   /** The regions masked in the stored image (or, with maskedOnExport, to be masked when it leaves). */
   masked?: MaskedRegion[];
   /** The session keeps the original: `masked` is painted in bundles and exports only. */

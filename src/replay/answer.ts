@@ -32,7 +32,15 @@ const INLINE_ROLES = new Set(['result', 'partialResult', 'lastObservation', 'nes
 /** Keys the recorder adds beside a host path; MCEC never sends them. */
 const COPY_KEYS = ['artifactCopy', 'artifactCopyError', 'fileCopy', 'fileCopyError'];
 /** Keys of a capture-summary that are the recorder's, not the capture's. */
-const SUMMARY_ONLY = new Set(['kind', 'artifact', 'artifactError', 'sha256', 'notRaster', ...COPY_KEYS]);
+const SUMMARY_ONLY = new Set([
+  'kind',
+  'artifact',
+  'artifactError',
+  'sha256',
+  'notRaster',
+  'dataUri',
+  ...COPY_KEYS,
+]);
 
 /** The largest image file put back into an answer: the proxy records no answer over 256 MiB (`--max-record-bytes`). */
 const MAX_ARTIFACT_BYTES = 256 * 1024 * 1024;
@@ -167,7 +175,8 @@ function restoreAt(doc: unknown, levels: string[][], base64: string): boolean {
   const here = getAt(doc, segs);
   // A bare base64 string or data: URI was replaced by a summary in its own place.
   if (isRecord(here) && here.kind === 'capture-summary') {
-    setAt(doc, segs, base64);
+    // A data: URI comes back whole (its `data:<type>;base64,` recorded as dataUri), not as bare base64.
+    setAt(doc, segs, typeof here.dataUri === 'string' ? `data:${here.dataUri},${base64}` : base64);
     return true;
   }
   const parentSegs = segs.slice(0, -1);

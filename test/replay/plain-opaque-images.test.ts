@@ -70,6 +70,14 @@ describe('images in a format the recorder reads no pixels of, from a server that
       notRaster: true,
       artifact: `artifacts/${svgFile}`,
     });
+    // The data: URI's summary keeps what stood before its bytes, and names the same file.
+    expect(JSON.parse(s!.calls[2]!.response!).result.structuredContent.icon).toMatchObject({
+      kind: 'capture-summary',
+      encoding: 'image/svg+xml',
+      notRaster: true,
+      dataUri: 'image/svg+xml;base64',
+      artifact: `artifacts/${svgFile}`,
+    });
     // A false PNG is refused as before: no file, the reason in the log.
     for (const seq of [4, 5]) {
       const block = JSON.parse(s!.calls[seq - 1]!.response!).result.content[0];
@@ -94,8 +102,9 @@ describe('images in a format the recorder reads no pixels of, from a server that
         args: [REPLAY_CLI, '--stdio', '--order', 'strict', s!.dir],
         stderr: 'ignore',
       }),
-      ['icon-svg', 'icon-ico'],
+      KEPT,
     );
-    expect(replayed).toEqual(direct.slice(0, 2));
+    // The data: URI comes back whole: before, only its base64 came back, without `data:image/svg+xml;base64,`.
+    expect(replayed).toEqual(direct.slice(0, KEPT.length));
   }, 60_000);
 });
