@@ -253,6 +253,7 @@ export class ArtifactStore {
       // forgotten the failed first by then, so the retry saves them, or waits for another copy's retry).
       if (earlier.bytes.deref()?.equals(buf)) {
         const first = await earlier.saved;
+        if (this.keptAnyway(first, options)) return this.saveNew(buf, options, fp, first.sha256);
         return first.failure === 'disk'
           ? this.saveBuffer(buf, options)
           : this.deduplicated(first, buf, options);
@@ -263,10 +264,24 @@ export class ArtifactStore {
       const first = await earlier.saved;
       const same = first.sha256 === sha256 ? first : await this.known.get(sha256);
       if (same?.failure === 'disk') return this.saveBuffer(buf, options);
+      if (same && this.keptAnyway(same, options)) return this.saveNew(buf, options, fp, sha256);
       if (same) return this.deduplicated(same, buf, options);
       return this.saveNew(buf, options, undefined, sha256); // a fingerprint collision: new bytes after all
     }
     return this.saveNew(buf, options, fp);
+  }
+
+  /**
+   * True when bytes refused as no image are now declared as a format the recorder writes as it came (an SVG
+   * sent first as `image/png`, then as `image/svg+xml`): they are written, not deduplicated to the refusal.
+   */
+  private keptAnyway(first: SavedImage, options: SaveOptions): boolean {
+    return (
+      first.failure === 'invalid' &&
+      !first.format &&
+      !first.notRaster &&
+      notRasterExtension(options.declaredMimeType) !== undefined
+    );
   }
 
   private async deduplicated(first: SavedImage, buf: Buffer, options: SaveOptions): Promise<SavedImage> {
@@ -290,7 +305,8 @@ export class ArtifactStore {
     if (saved.failure === 'disk') {
       // A disk error may be transient: let a later copy of the same bytes try again.
       if (fp && this.byFingerprint.get(fp)?.saved === pending) this.byFingerprint.delete(fp);
-    } else if (!this.known.has(saved.sha256)) {
+    } else if (!this.known.has(saved.sha256) || saved.notRaster) {
+      // A file written for bytes refused before (keptAnyway) stands for them from now on.
       this.known.set(saved.sha256, pending);
     }
     return { ...saved };

@@ -99,6 +99,7 @@ describe('ArtifactStore', () => {
     });
 
     // Bytes that claim a sniffed format, or claim none (an MCEC capture's base64), are refused as before.
+    fs.mkdirSync(path.join(dir, 'other'));
     const refused = store({ sessionDir: path.join(dir, 'other') });
     const garbage = Buffer.from('not a png at all, just text bytes');
     for (const declaredMimeType of ['image/png', 'IMAGE/JPEG', 'image/jpg', 'image/webp', undefined]) {
@@ -114,6 +115,20 @@ describe('ArtifactStore', () => {
       format: 'png',
     });
     expect(fs.existsSync(path.join(dir, 'other', 'artifacts'))).toBe(false);
+
+    // Bytes refused under image/png and then declared as an SVG are written (not deduplicated to the refusal),
+    // and that file stands for them from then on.
+    const later = await refused.save(Buffer.from(garbage), { declaredMimeType: 'image/svg+xml' });
+    expect(later).toMatchObject({
+      notRaster: true,
+      deduplicated: false,
+      path: expect.stringMatching(/\.svg$/),
+    });
+    expect(await refused.save(Buffer.from(garbage), { declaredMimeType: 'image/svg+xml' })).toMatchObject({
+      path: later.path,
+      deduplicated: true,
+    });
+    expect(fs.readdirSync(path.join(dir, 'other', 'artifacts'))).toEqual([path.basename(later.path!)]);
 
     // Over the budget: summarized without a file, counted as omitted.
     const tight = store({ sessionDir: path.join(dir, 'tight'), maxArtifactBytes: 10 });
