@@ -2,8 +2,9 @@
  * A real MCP server that is not MCEC answers with images in formats the recorder reads no pixels of (an SVG
  * image block, a Windows icon holding a PNG, an SVG data: URI in structuredContent), recorded through
  * `mcec-record stdio`: each is written as it came, as a file named by its declared type, only its summary in the
- * log; the bundle holds those files and verifies; the replay gives the SDK client the server's results back. Bytes
- * that say PNG and are none (garbage, a PNG cut short) are still refused, with the reason in the log.
+ * log (an icon in an embedded resource's blob, which starts like no image, stays in the log as it came); the
+ * bundle holds those files and verifies; the replay gives the SDK client the server's results back. Bytes that
+ * say PNG and are none (garbage, a PNG cut short) are still refused, with the reason in the log.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,7 +22,7 @@ import { RECORD_CLI, REPLAY_CLI } from './helpers.js';
 
 const SERVER = fileURLToPath(new URL('./fixtures/opaque-image-server.mjs', import.meta.url));
 const temp = tempDirPerTest('replay-opaque-images-');
-const KEPT = ['icon-svg', 'icon-ico', 'icon-uri'];
+const KEPT = ['icon-svg', 'icon-ico', 'icon-uri', 'icon-resource'];
 const REFUSED = ['screen-garbage', 'screen-cut'];
 
 async function call(transport: StdioClientTransport, tools: string[]): Promise<unknown[]> {
@@ -78,11 +79,16 @@ describe('images in a format the recorder reads no pixels of, from a server that
       dataUri: 'image/svg+xml;base64',
       artifact: `artifacts/${svgFile}`,
     });
+    // An embedded resource's blob is taken out only when its bytes are a sniffed image (as any string is): the
+    // icon's blob, which starts like no image, is the server's data and stays in the log as it came.
+    const icoBytes = (direct[3] as { content: Array<{ resource: { blob: string } }> }).content[0]!.resource
+      .blob;
+    expect(JSON.parse(s!.calls[3]!.response!).result.content[0].resource.blob).toBe(icoBytes);
     // A false PNG is refused as before: no file, the reason in the log.
-    for (const seq of [4, 5]) {
+    for (const seq of [5, 6]) {
       const block = JSON.parse(s!.calls[seq - 1]!.response!).result.content[0];
       expect(block.data).toBeUndefined();
-      expect(block.summary.artifactError).toMatch(seq === 4 ? /not an image/ : /truncated png/);
+      expect(block.summary.artifactError).toMatch(seq === 5 ? /not an image/ : /truncated png/);
     }
 
     const zip = path.join(temp.dir, 'bug.zip');
