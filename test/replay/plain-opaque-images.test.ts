@@ -95,6 +95,10 @@ describe('images in a format the recorder reads no pixels of, from a server that
     const bundled = await runNode([BUNDLE_CLI, s!.session.session_id, '-o', zip, '--sessions', sessionsDir]);
     expect(bundled.stderr).not.toMatch(/left out|dropped/i);
     expect(bundled.code).toBe(0);
+    // The page names the SVG but links no file that is not a raster image (its script would run outside the CSP).
+    const page = fs.readFileSync(path.join(s!.dir, 'report.html'), 'utf8');
+    expect(page).toMatch(/image-call1-[^"<]+\.svg/);
+    expect(page).not.toMatch(/href="[^"]*\.svg"/);
     const verified = await runNode([BUNDLE_CLI, 'verify', '--json', zip]);
     expect(JSON.parse(verified.stdout)).toMatchObject({ ok: true, problems: [] });
     const listing = unzipTest(zip);

@@ -1,5 +1,6 @@
 /** The page around the timeline: verdict, counts, the failing call, the last good observation, the two images. */
 
+import { isRasterArtifact } from '../../artifacts/image-file.js';
 import { isPlainServer } from '../server-kind.js';
 import { sameWindowImages } from '../summary.js';
 import { targetFacts } from '../target.js';
@@ -187,6 +188,16 @@ function imagesView(
         thumb: thumb ?? null,
         caption,
         note: `${ref.name}: ${leftOutNote(out.why)}`,
+      };
+    // A file kept as it came (an SVG, an icon) is named, not linked: see row-renderer's images.
+    if (ref && !isRasterArtifact(ref.key))
+      return {
+        title,
+        cls,
+        href: null,
+        thumb: null,
+        caption,
+        note: `${ref.name}: kept as it came, not linked`,
       };
     const note = !ref ? missing : (inputs.plan.failed.get(ref.key) ?? `open ${ref.name}`);
     return { title, cls, href: ref?.href ?? null, thumb: thumb ?? null, caption, note };

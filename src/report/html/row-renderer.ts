@@ -1,4 +1,5 @@
 /** What report.html knows about each call besides its row (warnings, images, recoveries), and rendering a row. */
+import { isRasterArtifact } from '../../artifacts/image-file.js';
 import type { ArtifactRow, CallRow } from '../../store/schema.js';
 import type { SessionReader } from '../../store/session-reader.js';
 import { masksOf } from '../masked-images.js';
@@ -203,10 +204,13 @@ export class RowRenderer {
         });
         continue;
       }
+      // A file kept as it came (an SVG, an icon) is named, not linked: an SVG from a hostile server may hold
+      // script, which opening it from the page would run outside the page's CSP.
+      const raster = isRasterArtifact(ref.key);
       list.push({
-        href: ref.href,
+        href: raster ? ref.href : null,
         label: `${a.role}: ${ref.name} (${dims}${formatBytes(a.bytes)})`,
-        note: this.imageNote(ref.key, seq),
+        note: raster ? this.imageNote(ref.key, seq) : 'kept as it came, not linked (no raster image)',
         mask: maskMap(a, thumbs.find((t) => t.href === ref.href)?.src ?? null),
       });
     }
