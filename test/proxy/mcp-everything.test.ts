@@ -525,7 +525,8 @@ describe('several MCP sessions through one mcec-record http', () => {
   const echoing = (sessions: ReturnType<typeof readSessions>, message: string) =>
     sessions.find((x) => x.calls.some((c) => String(c.args).includes(message)))!;
 
-  it("each session holds its own MCP session's handshake, never another's; one without a call is named on stderr", async () => {
+  /** `mcec-record http` (the real CLI, its recorder on a worker) in front of server-everything; its stderr so far. */
+  async function startRecordingProxy() {
     const server = await startEverythingHttp();
     const sessionsDir = path.join(temp.dir, 'sessions');
     const proxy = spawn(
@@ -542,6 +543,11 @@ describe('several MCP sessions through one mcec-record http', () => {
     });
     await waitFor(() => /recording http:\/\/127\.0\.0\.1:\d+\/mcp/.test(stderr), 20_000);
     const url = new URL(/recording (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)![1]!);
+    return { proxy, sessionsDir, url, stderr: () => stderr };
+  }
+
+  it("each session holds its own MCP session's handshake, never another's; one without a call is named on stderr", async () => {
+    const { proxy, sessionsDir, url, stderr } = await startRecordingProxy();
 
     // A: looks around and leaves without a tool call.
     const a = await connect(new StreamableHTTPClientTransport(url));
@@ -571,28 +577,13 @@ describe('several MCP sessions through one mcec-record http', () => {
     expect(exchanges(bSession)).toEqual(['initialize', 'notifications/initialized']);
     expect(exchanges(cSession)).toEqual(['initialize', 'notifications/initialized', 'tools/list']);
     // A's handshake went nowhere: stderr names it.
-    expect(stderr).toContain(
+    expect(stderr()).toContain(
       'no tool call followed the handshake, so no session was written for it: initialize, notifications/initialized, tools/list, ping',
     );
   }, 120_000);
 
   it("a client that ends its MCP session (DELETE) ends that session's recording then, not when the proxy stops", async () => {
-    const server = await startEverythingHttp();
-    const sessionsDir = path.join(temp.dir, 'sessions');
-    const proxy = spawn(
-      process.execPath,
-      [MCEC_RECORD, 'http', '--listen', '127.0.0.1:0', '--target', server.url, '--sessions', sessionsDir],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    temp.defer(() => {
-      proxy.kill('SIGKILL');
-    });
-    let stderr = '';
-    proxy.stderr!.on('data', (c: Buffer) => {
-      stderr += c.toString();
-    });
-    await waitFor(() => /recording http:\/\/127\.0\.0\.1:\d+\/mcp/.test(stderr), 20_000);
-    const url = new URL(/recording (http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(stderr)![1]!);
+    const { proxy, sessionsDir, url } = await startRecordingProxy();
 
     // A ends its MCP session (the SDK's terminateSession: DELETE with its Mcp-Session-Id); B stays.
     const aTransport = new StreamableHTTPClientTransport(url);
